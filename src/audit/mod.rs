@@ -1,0 +1,221 @@
+//! The kernel's audit subsystem, through its netlink socket (what auditctl does), without
+//! needing auditctl installed.
+//!
+//! Status requests use netlink-packet-audit's message types. Rule listing walks the netlink
+//! replies itself and reads only each rule's first word (the filter list): netlink-packet-audit
+//! 0.7 decodes the `exe` field as a number, which corrupts the fields after it, so a rule list
+//! holding such a rule cannot be decoded through the crate.
+
+use anyhow::{Context, Result, bail};
+use netlink_packet_audit::{AuditMessage, StatusMessage};
+use netlink_packet_core::{
+    NLM_F_ACK, NLM_F_REQUEST, NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+};
+use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_AUDIT};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+const AUDIT_LIST_RULES: u16 = 1013;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+
+/// The audit filter lists (include/uapi/linux/audit.h, AUDIT_FILTER_*).
+pub fn list_name(list: u32) -> &'static str {
+    match list {
+        0 => "user",
+        1 => "task",
+        2 => "entry",
+        3 => "watch",
+        4 => "exit",
+        5 => "exclude",
+        6 => "fs",
+        7 => "uring",
+        _ => "unknown",
+    }
+}
+
+/// What `auditctl -s` shows, plus the rule count per filter list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditStatus {
+    /// 0 disabled, 1 enabled, 2 enabled and locked until reboot.
+    pub enabled: u32,
+    pub failure: u32,
+    /// Pid of the audit daemon (0: none).
+    pub pid: u32,
+    pub rate_limit: u32,
+    pub backlog_limit: u32,
+    pub lost: u32,
+    pub backlog: u32,
+    /// Rules per filter list, by name (`exit`, `task`, ...).
+    pub rules: BTreeMap<String, u32>,
+}
+
+impl AuditStatus {
+    pub fn rule_count(&self) -> u32 {
+        self.rules.values().sum()
+    }
+
+    pub fn locked(&self) -> bool {
+        self.enabled == 2
+    }
+}
+
+/// A netlink audit socket.
+pub struct AuditSocket {
+    socket: Socket,
+    seq: u32,
+}
+
+impl AuditSocket {
+    pub fn open() -> Result<AuditSocket> {
+        let mut socket = Socket::new(NETLINK_AUDIT).context(
+            "cannot open the audit netlink socket (is the kernel built with CONFIG_AUDIT?)",
+        )?;
+        socket
+            .bind_auto()
+            .context("cannot bind the audit netlink socket")?;
+        socket
+            .connect(&SocketAddr::new(0, 0))
+            .context("cannot connect the audit netlink socket")?;
+        Ok(AuditSocket { socket, seq: 0 })
+    }
+
+    fn send(&mut self, msg: AuditMessage, flags: u16) -> Result<u32> {
+        self.seq += 1;
+        let mut header = NetlinkHeader::default();
+        header.flags = flags;
+        header.sequence_number = self.seq;
+        let mut packet = NetlinkMessage::new(header, NetlinkPayload::from(msg));
+        packet.finalize();
+        let mut buf = vec![0u8; packet.buffer_len()];
+        packet.serialize(&mut buf);
+        self.socket
+            .send(&buf, 0)
+            .map_err(|e| permission(e, "send to the audit socket"))?;
+        Ok(self.seq)
+    }
+
+    /// Receive datagrams until `done` says so, handing each netlink message (type, payload).
+    fn receive(
+        &mut self,
+        seq: u32,
+        mut each: impl FnMut(u16, &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        loop {
+            let (buf, _) = self
+                .socket
+                .recv_from_full()
+                .map_err(|e| permission(e, "read from the audit socket"))?;
+            let mut off = 0;
+            while off < buf.len() {
+                let nl = NetlinkBuffer::new_checked(&buf[off..])
+                    .map_err(|e| anyhow::anyhow!("malformed netlink reply from audit: {e}"))?;
+                let len = nl.length() as usize;
+                let ty = nl.message_type();
+                let same = nl.sequence_number() == seq;
+                let payload = nl.payload();
+                if same {
+                    if ty == NLMSG_ERROR {
+                        let code = payload
+                            .get(..4)
+                            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+                            .unwrap_or(0);
+                        if code != 0 {
+                            return Err(permission(
+                                std::io::Error::from_raw_os_error(-code),
+                                "audit request",
+                            ));
+                        }
+                    } else if ty == NLMSG_DONE || !each(ty, payload)? {
+                        return Ok(());
+                    }
+                }
+                off += len.max(16).next_multiple_of(4);
+            }
+        }
+    }
+
+    /// AUDIT_GET: the status block.
+    pub fn status_message(&mut self) -> Result<StatusMessage> {
+        let seq = self.send(AuditMessage::GetStatus(None), NLM_F_REQUEST | NLM_F_ACK)?;
+        let mut out = None;
+        self.receive(seq, |ty, payload| {
+            if ty == netlink_packet_audit::constants::AUDIT_GET {
+                let buf = netlink_packet_audit::StatusMessageBuffer::new_checked(payload)
+                    .map_err(|e| anyhow::anyhow!("malformed audit status: {e}"))?;
+                use netlink_packet_core::Parseable;
+                out = Some(
+                    StatusMessage::parse(&buf)
+                        .map_err(|e| anyhow::anyhow!("malformed audit status: {e}"))?,
+                );
+            }
+            // The status comes before the ACK; keep reading until the ACK (code 0) ends it.
+            Ok(out.is_none())
+        })?;
+        out.ok_or_else(|| anyhow::anyhow!("the kernel sent no audit status"))
+    }
+
+    /// AUDIT_LIST_RULES: the filter list of every rule, in kernel order.
+    pub fn rule_lists(&mut self) -> Result<Vec<u32>> {
+        let seq = self.send(AuditMessage::ListRules(None), NLM_F_REQUEST | NLM_F_ACK)?;
+        let mut lists = Vec::new();
+        self.receive(seq, |ty, payload| {
+            if ty == AUDIT_LIST_RULES {
+                // struct audit_rule_data starts with __u32 flags: the filter list.
+                if let Some(b) = payload.get(..4) {
+                    lists.push(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(lists)
+    }
+
+    /// Status and rule counts.
+    pub fn status(&mut self) -> Result<AuditStatus> {
+        let s = self.status_message()?;
+        let mut rules = BTreeMap::new();
+        for l in self.rule_lists()? {
+            *rules.entry(list_name(l).to_string()).or_insert(0) += 1;
+        }
+        Ok(AuditStatus {
+            enabled: s.enabled,
+            failure: s.failure,
+            pid: s.pid,
+            rate_limit: s.rate_limiting,
+            backlog_limit: s.backlog_limit,
+            lost: s.lost,
+            backlog: s.backlog,
+            rules,
+        })
+    }
+}
+
+fn permission(e: std::io::Error, what: &str) -> anyhow::Error {
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => anyhow::anyhow!(
+            "{what}: permission denied: audit control needs CAP_AUDIT_CONTROL (run as root)"
+        ),
+        Some(libc::ECONNREFUSED) | Some(libc::EPROTONOSUPPORT) => {
+            anyhow::anyhow!("{what}: the kernel has no audit support (CONFIG_AUDIT): {e}")
+        }
+        _ => anyhow::anyhow!("{what}: {e}"),
+    }
+}
+
+/// Read the audit status; errors are explained (privilege, kernel support).
+pub fn status() -> Result<AuditStatus> {
+    let mut s = AuditSocket::open()?;
+    s.status()
+}
+
+/// Fail unless `s` can be changed: audit locked (enabled=2) holds until reboot.
+pub fn ensure_unlocked(s: &AuditStatus) -> Result<()> {
+    if s.locked() {
+        bail!(
+            "audit is locked (enabled=2, auditctl -e 2): no rule can be added or removed until \
+             reboot; nothing was changed"
+        );
+    }
+    Ok(())
+}

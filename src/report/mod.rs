@@ -1,0 +1,342 @@
+//! Human-readable output: the run table in the spirit of `perf stat`, and the environment.
+
+use crate::environment::Environment;
+use crate::results::{Metric, RunResult};
+use comfy_table::{CellAlignment, Table, presets};
+
+/// Format a number the way the tables do: thousands grouped for large values, two decimals in
+/// the usual range, three significant digits below one.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e4 {
+        group_thousands(&format!("{v:.0}"))
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 1e-3 {
+        let decimals = (2 - a.log10().floor() as i32).clamp(0, 12) as usize;
+        format!("{v:.decimals$}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+/// `1234567` -> `1,234,567` (keeps a leading sign).
+pub fn group_thousands(digits: &str) -> String {
+    let (sign, body) = match digits.strip_prefix('-') {
+        Some(b) => ("-", b),
+        None => ("", digits),
+    };
+    let mut out = String::new();
+    for (i, c) in body.chars().enumerate() {
+        if i > 0 && (body.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{sign}{out}")
+}
+
+fn label(m: &Metric) -> String {
+    format!("{} ({})", m.name, m.unit)
+}
+
+/// One table row; a metric without value shows its status and a footnote number for the
+/// reason, collected in `notes` (identical reasons share a number).
+fn metric_row(m: &Metric, notes: &mut Vec<String>) -> Vec<String> {
+    let Some(s) = &m.summary else {
+        let status = m.status.clone().unwrap_or_else(|| "<no value>".into());
+        let mut mark = String::new();
+        if let Some(r) = &m.reason {
+            let i = match notes.iter().position(|n| n == r) {
+                Some(i) => i,
+                None => {
+                    notes.push(r.clone());
+                    notes.len() - 1
+                }
+            };
+            mark = format!("[{}]", i + 1);
+        }
+        let mut row = vec![label(m), status];
+        row.extend(std::iter::repeat_n(String::new(), 6));
+        row.push(mark);
+        return row;
+    };
+    let ci = s
+        .ci95
+        .map(|(lo, hi)| format!("[{}, {}]", fmt_num(lo), fmt_num(hi)))
+        .unwrap_or_else(|| "n/a (n=1)".into());
+    let note = match m.running_pct {
+        Some(p) if p < 99.5 => format!("({p:.2}% running, scaled)"),
+        _ => String::new(),
+    };
+    vec![
+        label(m),
+        fmt_num(s.median),
+        fmt_num(s.mean),
+        fmt_num(s.min),
+        fmt_num(s.max),
+        fmt_num(s.pstdev),
+        format!("{:.2}%", s.pstdev_pct),
+        ci,
+        note,
+    ]
+}
+
+/// The run table: one row per metric, per operation.
+pub fn run_table(r: &RunResult) -> String {
+    let o = &r.options;
+    let mut out = String::new();
+    let cpus = o
+        .cpus
+        .as_ref()
+        .map(|c| format!("CPU {c}"))
+        .unwrap_or_else(|| "not pinned".into());
+    let sched = o
+        .fifo
+        .map(|p| format!("SCHED_FIFO {p}"))
+        .unwrap_or_else(|| "SCHED_OTHER".into());
+    out.push_str(&format!(
+        " Per-{op} statistics for {w}\n {runs} run(s) x {samples} sample(s) x {ops} {op}s \
+         ({how}), {warm} warm-up sample(s) per run, {cpus}, {sched}\n",
+        op = r.op_name,
+        w = r.workload.describe(),
+        runs = o.runs,
+        samples = o.samples,
+        ops = group_thousands(&o.ops_per_sample.to_string()),
+        how = if o.calibrated { "calibrated" } else { "--ops" },
+        warm = o.warmup,
+    ));
+    let replication = r
+        .metrics
+        .first()
+        .map(|m| m.replication.as_str())
+        .unwrap_or("run");
+    let clocksource = r
+        .environment
+        .clocksource
+        .as_deref()
+        .map(|c| format!(", clocksource {c}"))
+        .unwrap_or_default();
+    out.push_str(&format!(
+        " Timed by {}{clocksource}; statistics over {replication}s (n={}); pstdev is the \
+         population standard deviation, ±% is pstdev/mean; CI: 95% of the mean (Student t)\n\n",
+        r.clock,
+        r.metrics
+            .first()
+            .and_then(|m| m.summary.as_ref())
+            .map(|s| s.n)
+            .unwrap_or(0),
+    ));
+    let mut t = Table::new();
+    t.load_style(presets::NOTHING);
+    t.set_header(vec![
+        "metric", "median", "mean", "min", "max", "pstdev", "±%", "95% CI", "",
+    ]);
+    let mut notes = Vec::new();
+    for m in &r.metrics {
+        t.add_row(metric_row(m, &mut notes));
+    }
+    for (i, col) in t.column_iter_mut().enumerate() {
+        if (1..=7).contains(&i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    out.push_str(&t.to_string());
+    out.push('\n');
+    for (i, n) in notes.iter().enumerate() {
+        out.push_str(&format!(" [{}] {n}\n", i + 1));
+    }
+    if let Some(oh) = r.overhead.first().and_then(|m| m.summary.as_ref()) {
+        out.push_str(&format!(
+            "\n Empty loop (loop + clock + counter reads, same harness): {} ns/{} median; {}\n",
+            fmt_num(oh.median),
+            r.op_name,
+            if o.subtract_overhead {
+                "subtracted from every per-op value above"
+            } else {
+                "not subtracted (--subtract-overhead)"
+            }
+        ));
+    }
+    let mut warnings: Vec<&String> = r.warnings.iter().collect();
+    warnings.extend(r.environment.warnings.iter());
+    if !warnings.is_empty() {
+        out.push_str("\n Warnings:\n");
+        for w in warnings {
+            out.push_str(&format!("   - {w}\n"));
+        }
+    }
+    out
+}
+
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map(|x| x.to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// `syscost env` as text.
+pub fn env_text(e: &Environment) -> String {
+    let mut t = Table::new();
+    t.load_style(presets::NOTHING);
+    let mut row = |k: &str, v: String| {
+        t.add_row(vec![k.to_string(), v]);
+    };
+    row("host", opt(&e.hostname));
+    row(
+        "kernel",
+        format!("{} {}", opt(&e.kernel_release), opt(&e.kernel_version)),
+    );
+    row("cmdline", opt(&e.cmdline));
+    let cfg: Vec<String> = e.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    row(
+        &format!("config ({})", opt(&e.config_source)),
+        if cfg.is_empty() {
+            "unavailable".into()
+        } else {
+            cfg.join(" ")
+        },
+    );
+    let c = &e.cpu;
+    row("cpu", opt(&c.model_name));
+    row(
+        "cpu id",
+        format!(
+            "vendor {} family {} model {} stepping {} microcode {}",
+            opt(&c.vendor),
+            opt(&c.family),
+            opt(&c.model),
+            opt(&c.stepping),
+            opt(&c.microcode)
+        ),
+    );
+    row("virtualized", c.virtualized.to_string());
+    row("online cpus", opt(&c.online));
+    row("smt active", opt(&c.smt_active));
+    for cache in &c.caches {
+        row(
+            &format!("L{} {}", cache.level, cache.type_.to_lowercase()),
+            format!(
+                "{}: {} sets x {} ways x {} B lines (shared by CPUs {})",
+                opt(&cache.size),
+                opt(&cache.sets),
+                opt(&cache.ways),
+                opt(&cache.line_size),
+                opt(&cache.shared_cpus)
+            ),
+        );
+    }
+    let gov: Vec<String> = c
+        .governors
+        .iter()
+        .map(|(g, l)| format!("{g} (CPUs {l})"))
+        .collect();
+    row(
+        "governor",
+        if gov.is_empty() {
+            "none (no cpufreq)".into()
+        } else {
+            gov.join(", ")
+        },
+    );
+    row("boost", opt(&c.boost));
+    row("clocksource", opt(&e.clocksource));
+    row(
+        "isolated cpus",
+        e.isolated_cpus.clone().unwrap_or_else(|| "none".into()),
+    );
+    row(
+        "nohz_full",
+        e.nohz_full.clone().unwrap_or_else(|| "none".into()),
+    );
+    let vulns: Vec<String> = e
+        .vulnerabilities
+        .iter()
+        .filter(|(_, v)| v.as_str() != "Not affected")
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    row(
+        "mitigations",
+        if vulns.is_empty() {
+            "none needed".into()
+        } else {
+            vulns.join("; ")
+        },
+    );
+    match (&e.audit.status, &e.audit.error) {
+        (Some(s), _) => {
+            let lists: Vec<String> = s.rules.iter().map(|(l, n)| format!("{l} {n}")).collect();
+            row(
+                "audit",
+                format!(
+                    "enabled={}{} rules={}{} backlog={} lost={} auditd pid={}",
+                    s.enabled,
+                    if s.locked() { " (locked)" } else { "" },
+                    s.rule_count(),
+                    if lists.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", lists.join(", "))
+                    },
+                    s.backlog,
+                    s.lost,
+                    s.pid
+                ),
+            );
+        }
+        (None, err) => row("audit", format!("unknown: {}", opt(err))),
+    }
+    row(
+        "hardware PMU",
+        if e.hardware_pmu {
+            "present".into()
+        } else {
+            "absent".into()
+        },
+    );
+    row("perf_event_paranoid", opt(&e.perf_event_paranoid));
+    row("kptr_restrict", opt(&e.kptr_restrict));
+    row("perf max sample rate", opt(&e.perf_event_max_sample_rate));
+    row(
+        "sched_rt runtime/period",
+        format!(
+            "{} / {} us",
+            opt(&e.sched_rt_runtime_us),
+            opt(&e.sched_rt_period_us)
+        ),
+    );
+    row("ASLR", opt(&e.aslr));
+    row("load average", opt(&e.loadavg));
+    let mut out = t.to_string();
+    out.push('\n');
+    if !e.warnings.is_empty() {
+        out.push_str("\nWarnings (noisy set-up):\n");
+        for w in &e.warnings {
+            out.push_str(&format!("  - {w}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(98.2149), "98.21");
+        assert_eq!(fmt_num(1635.0), "1635.00");
+        assert_eq!(fmt_num(2838869156.0), "2,838,869,156");
+        assert_eq!(fmt_num(-12345.0), "-12,345");
+        assert_eq!(fmt_num(0.5), "0.500");
+        assert_eq!(fmt_num(0.00123456), "0.00123");
+        assert_eq!(fmt_num(0.000000381), "3.81e-7");
+        assert_eq!(fmt_num(f64::NAN), "-");
+    }
+}

@@ -1,0 +1,399 @@
+//! From raw samples to per-operation metrics.
+//!
+//! The unit of replication is the run (one worker process): each run's samples are pooled
+//! (total time / total operations, total count / total operations) and the statistics are taken
+//! over runs, so a drift within a run cannot masquerade as precision. With a single run, the
+//! samples of that run are the units instead, and the result says so.
+
+use super::{EventRecord, RunRecord, Sample};
+use crate::stats::Summary;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MetricKind {
+    /// Wall-clock time per operation.
+    Time,
+    /// A perf event per operation.
+    Counter,
+    /// A ratio of two other metrics (insn per cycle, miss %).
+    Derived,
+}
+
+/// One metric per operation, with its value for each unit of replication and their summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// `time`, an event name such as `cycles:u`, or a derived name such as `IPC`.
+    pub name: String,
+    /// e.g. `ns/call`, `/call`, `insn per cycle`, `%`.
+    pub unit: String,
+    pub kind: MetricKind,
+    /// What one value stands for: `run` or `sample`.
+    pub replication: String,
+    /// One value per unit of replication.
+    pub values: Vec<f64>,
+    /// `None` when there are no values (the event was not counted).
+    pub summary: Option<Summary>,
+    /// Why there is no value, as perf labels it (`<not supported>`, `<not counted>`).
+    pub status: Option<String>,
+    pub reason: Option<String>,
+    /// Share of the enabled time the event's group was on the PMU (100 unless multiplexed).
+    pub running_pct: Option<f64>,
+}
+
+/// Derived ratios: (name, numerator, denominator, factor, unit). `time` is the wall time.
+const DERIVED: &[(&str, &str, &str, f64, &str)] = &[
+    ("IPC", "instructions", "cycles", 1.0, "insn per cycle"),
+    (
+        "branch-miss-%",
+        "branch-misses",
+        "branches",
+        100.0,
+        "% of all branches",
+    ),
+    (
+        "L1-dcache-miss-%",
+        "L1-dcache-load-misses",
+        "L1-dcache-loads",
+        100.0,
+        "% of all L1-dcache accesses",
+    ),
+    (
+        "GHz",
+        "cycles",
+        "task-clock",
+        1.0,
+        "GHz (cycles per task-clock ns)",
+    ),
+    ("CPUs-utilized", "task-clock", "time", 1.0, "CPUs utilized"),
+];
+
+/// Pooled totals over a set of samples.
+struct Pool {
+    ops: f64,
+    wall: f64,
+    /// Per event: (scaled total, operations in the samples that counted it).
+    counts: Vec<Option<(f64, f64)>>,
+}
+
+fn pool(samples: &[Sample], n_events: usize) -> Pool {
+    let mut p = Pool {
+        ops: 0.0,
+        wall: 0.0,
+        counts: vec![None; n_events],
+    };
+    for s in samples {
+        p.ops += s.ops as f64;
+        p.wall += s.wall_ns as f64;
+        for (i, c) in s.counts.iter().enumerate().take(n_events) {
+            if let Some(v) = c.as_ref().and_then(|c| c.scaled()) {
+                let e = p.counts[i].get_or_insert((0.0, 0.0));
+                e.0 += v;
+                e.1 += s.ops as f64;
+            }
+        }
+    }
+    p
+}
+
+/// Per-op values of one pool: index 0 is time, then one per event (`None`: not counted).
+fn per_op(p: &Pool) -> Vec<Option<f64>> {
+    let mut v = Vec::with_capacity(p.counts.len() + 1);
+    v.push((p.ops > 0.0).then(|| p.wall / p.ops));
+    v.extend(
+        p.counts
+            .iter()
+            .map(|c| c.and_then(|(sum, ops)| (ops > 0.0).then(|| sum / ops))),
+    );
+    v
+}
+
+/// Compute the per-op metrics and the overhead metrics of a set of runs.
+pub fn analyze(
+    runs: &[RunRecord],
+    events: &[EventRecord],
+    op_name: &str,
+    subtract_overhead: bool,
+) -> (Vec<Metric>, Vec<Metric>) {
+    let n = events.len();
+    let by_sample = runs.len() == 1;
+    let replication = if by_sample { "sample" } else { "run" };
+
+    // Per unit of replication: per-op values, and the overhead per op of the unit's run.
+    let mut units: Vec<Vec<Option<f64>>> = Vec::new();
+    let mut overhead_units: Vec<Vec<Option<f64>>> = Vec::new();
+    for run in runs {
+        let oh = per_op(&pool(&run.overhead, n));
+        if !run.overhead.is_empty() {
+            overhead_units.push(oh.clone());
+        }
+        let pools: Vec<Pool> = if by_sample {
+            run.samples
+                .iter()
+                .map(|s| pool(std::slice::from_ref(s), n))
+                .collect()
+        } else {
+            vec![pool(&run.samples, n)]
+        };
+        for p in pools {
+            let mut v = per_op(&p);
+            if subtract_overhead && !run.overhead.is_empty() {
+                for (x, o) in v.iter_mut().zip(&oh) {
+                    if let (Some(x), Some(o)) = (x.as_mut(), o) {
+                        *x -= o;
+                    }
+                }
+            }
+            units.push(v);
+        }
+    }
+
+    let mut running = vec![(0u128, 0u128); n];
+    for s in runs.iter().flat_map(|r| &r.samples) {
+        for (i, c) in s.counts.iter().enumerate().take(n) {
+            if let Some(c) = c {
+                running[i].0 += c.running as u128;
+                running[i].1 += c.enabled as u128;
+            }
+        }
+    }
+
+    let build = |units: &[Vec<Option<f64>>], overhead: bool| -> Vec<Metric> {
+        let mut out = Vec::new();
+        let column = |j: usize| -> Vec<f64> { units.iter().filter_map(|u| u[j]).collect() };
+        let time = column(0);
+        out.push(Metric {
+            name: "time".into(),
+            unit: format!("ns/{op_name}"),
+            kind: MetricKind::Time,
+            replication: replication.into(),
+            summary: Summary::of(&time),
+            values: time,
+            status: None,
+            reason: None,
+            running_pct: None,
+        });
+        for (i, ev) in events.iter().enumerate() {
+            let values = column(i + 1);
+            let base = ev.spec.base_name();
+            let unit = if base == "task-clock" || base == "cpu-clock" {
+                format!("ns/{op_name}")
+            } else {
+                format!("/{op_name}")
+            };
+            let (status, reason) = if !ev.status.is_counting() {
+                (
+                    Some(ev.status.label().to_string()),
+                    ev.status.reason().map(String::from),
+                )
+            } else if values.is_empty() {
+                (
+                    Some("<not counted>".to_string()),
+                    Some(
+                        "the event's group never got onto the PMU (running time 0): \
+                         fewer events per group may fit"
+                            .to_string(),
+                    ),
+                )
+            } else {
+                (None, None)
+            };
+            let (r, e) = running[i];
+            out.push(Metric {
+                name: ev.spec.name.clone(),
+                unit,
+                kind: MetricKind::Counter,
+                replication: replication.into(),
+                summary: Summary::of(&values),
+                values,
+                status,
+                reason,
+                running_pct: (!overhead && e > 0).then(|| 100.0 * r as f64 / e as f64),
+            });
+        }
+        if !overhead {
+            out.extend(derived(units, events, replication));
+        }
+        out
+    };
+
+    (build(&units, false), build(&overhead_units, true))
+}
+
+/// Ratios between metrics of the same unit and the same modifiers (`instructions:u` goes with
+/// `cycles:u`).
+fn derived(units: &[Vec<Option<f64>>], events: &[EventRecord], replication: &str) -> Vec<Metric> {
+    let index_of = |name: &str| -> Option<usize> {
+        if name == "time" {
+            return Some(0);
+        }
+        events
+            .iter()
+            .position(|e| e.spec.name == name && e.status.is_counting())
+            .map(|i| i + 1)
+    };
+    let mut out = Vec::new();
+    for (name, num, den, factor, unit) in DERIVED {
+        for ev in events.iter().filter(|e| e.spec.base_name() == *num) {
+            let suffix = &ev.spec.name[num.len()..];
+            let den_name = if *den == "time" {
+                "time".to_string()
+            } else {
+                format!("{den}{suffix}")
+            };
+            let (Some(a), Some(b)) = (index_of(&ev.spec.name), index_of(&den_name)) else {
+                continue;
+            };
+            let values: Vec<f64> = units
+                .iter()
+                .filter_map(|u| match (u[a], u[b]) {
+                    (Some(x), Some(y)) if y != 0.0 => Some(factor * x / y),
+                    _ => None,
+                })
+                .collect();
+            if values.is_empty() {
+                continue;
+            }
+            out.push(Metric {
+                name: format!("{name}{suffix}"),
+                unit: unit.to_string(),
+                kind: MetricKind::Derived,
+                replication: replication.into(),
+                summary: Summary::of(&values),
+                values,
+                status: None,
+                reason: None,
+                running_pct: None,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::{EventStatus, RawCount, events::parse_event};
+
+    fn ev(name: &str, status: EventStatus) -> EventRecord {
+        EventRecord {
+            spec: parse_event(name).unwrap(),
+            group: 0,
+            status,
+        }
+    }
+
+    fn sample(ops: u64, wall: u64, counts: &[Option<u64>]) -> Sample {
+        Sample {
+            ops,
+            wall_ns: wall,
+            counts: counts
+                .iter()
+                .map(|c| {
+                    c.map(|v| RawCount {
+                        value: v,
+                        enabled: 1000,
+                        running: 1000,
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    fn run(index: u32, samples: Vec<Sample>, overhead: Vec<Sample>) -> RunRecord {
+        RunRecord {
+            index,
+            pid: 1,
+            cpu_first: None,
+            cpu_last: None,
+            sched: "SCHED_OTHER".into(),
+            warmup: vec![],
+            samples,
+            overhead,
+        }
+    }
+
+    #[test]
+    fn runs_are_pooled_then_summarised() {
+        let events = vec![
+            ev("task-clock", EventStatus::Counting),
+            ev("cycles", EventStatus::NotSupported("no PMU".into())),
+        ];
+        let runs = vec![
+            run(
+                0,
+                vec![
+                    sample(100, 1000, &[Some(900), None]),
+                    sample(100, 3000, &[Some(2900), None]),
+                ],
+                vec![sample(100, 100, &[Some(90), None])],
+            ),
+            run(
+                1,
+                vec![sample(200, 4000, &[Some(3800), None])],
+                vec![sample(100, 300, &[Some(290), None])],
+            ),
+        ];
+        let (m, oh) = analyze(&runs, &events, "call", false);
+        let time = &m[0];
+        assert_eq!(time.replication, "run");
+        assert_eq!(time.values, vec![20.0, 20.0], "4000 ns / 200 calls per run");
+        assert_eq!(m[1].values, vec![19.0, 19.0]);
+        assert_eq!(m[2].status.as_deref(), Some("<not supported>"));
+        assert!(m[2].values.is_empty() && m[2].summary.is_none());
+        let cpus = m.iter().find(|x| x.name == "CPUs-utilized").unwrap();
+        assert_eq!(cpus.values, vec![0.95, 0.95]);
+        assert!(m.iter().all(|x| x.name != "IPC"), "no IPC without cycles");
+        assert_eq!(oh[0].values, vec![1.0, 3.0]);
+
+        let (sub, _) = analyze(&runs, &events, "call", true);
+        assert_eq!(
+            sub[0].values,
+            vec![19.0, 17.0],
+            "each run minus its own overhead"
+        );
+    }
+
+    #[test]
+    fn a_single_run_is_summarised_over_samples() {
+        let events = vec![
+            ev("instructions:u", EventStatus::Counting),
+            ev("cycles:u", EventStatus::Counting),
+        ];
+        let runs = vec![run(
+            0,
+            vec![
+                sample(10, 100, &[Some(40), Some(20)]),
+                sample(10, 200, &[Some(60), Some(20)]),
+            ],
+            vec![],
+        )];
+        let (m, _) = analyze(&runs, &events, "op", false);
+        assert_eq!(m[0].replication, "sample");
+        assert_eq!(m[0].values, vec![10.0, 20.0]);
+        let ipc = m.iter().find(|x| x.name == "IPC:u").unwrap();
+        assert_eq!(ipc.values, vec![2.0, 3.0]);
+        assert_eq!(m[1].running_pct, Some(100.0));
+    }
+
+    #[test]
+    fn multiplexed_counts_are_scaled() {
+        let events = vec![ev("branches", EventStatus::Counting)];
+        let s = Sample {
+            ops: 10,
+            wall_ns: 10,
+            counts: vec![Some(RawCount {
+                value: 50,
+                enabled: 200,
+                running: 100,
+            })],
+        };
+        let (m, _) = analyze(&[run(0, vec![s], vec![])], &events, "op", false);
+        assert_eq!(
+            m[1].values,
+            vec![10.0],
+            "50 counted in half the time -> 100"
+        );
+        assert_eq!(m[1].running_pct, Some(50.0));
+    }
+}

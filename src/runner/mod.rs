@@ -1,0 +1,283 @@
+//! The runner: calibrates the batch size, then runs each repetition in a fresh worker process
+//! (like `perf stat -r`), and assembles the result. It knows nothing of the workload beyond its
+//! [`WorkloadSpec`].
+
+pub mod cpus;
+pub mod worker;
+
+pub use cpus::CpuList;
+
+use crate::counters::{EventList, EventStatus};
+use crate::environment::Environment;
+use crate::results::{self, EventRecord, RunOptions, RunResult, ToolInfo};
+use crate::signals;
+use crate::workloads::WorkloadSpec;
+use anyhow::{Context, Result, bail};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use worker::{Mode, Reply, Request};
+
+/// The clock that times every sample (`std::time::Instant` is CLOCK_MONOTONIC on Linux).
+pub const CLOCK: &str = "CLOCK_MONOTONIC (clock_gettime via the vDSO)";
+
+/// What to measure and how.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub workload: WorkloadSpec,
+    pub events: EventList,
+    pub cpus: Option<CpuList>,
+    pub fifo: Option<i32>,
+    pub runs: u32,
+    pub samples: u32,
+    pub warmup: u32,
+    /// Target duration of one sample for calibration.
+    pub sample_time: Duration,
+    /// Operations per sample; `None` calibrates.
+    pub ops: Option<u64>,
+    /// Empty-loop samples per run for the overhead figure.
+    pub overhead_samples: u32,
+    pub subtract_overhead: bool,
+}
+
+/// Progress notifications. They are sent only while no worker is measuring, so whatever draws
+/// them never runs beside a timed region.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress {
+    Calibrating,
+    Calibrated { ops: u64 },
+    RunFinished { index: u32, of: u32 },
+}
+
+/// Validate a plan before anything runs; every message says what to change.
+pub fn validate(plan: &Plan) -> Result<()> {
+    if plan.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    if plan.samples == 0 {
+        bail!("--samples must be at least 1");
+    }
+    if plan.ops == Some(0) {
+        bail!("--ops must be at least 1");
+    }
+    if plan.sample_time.is_zero() {
+        bail!("--sample-time must be longer than zero");
+    }
+    if let Some(c) = &plan.cpus {
+        cpus::check_allowed(c).map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// Calibrate if needed, run every repetition, and build the result.
+pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<RunResult> {
+    validate(plan)?;
+    let environment = Environment::collect();
+    let (ops, calibrated) = match plan.ops {
+        Some(ops) => (ops, false),
+        None => {
+            progress(Progress::Calibrating);
+            let reply = spawn(&request(
+                plan,
+                Mode::Calibrate {
+                    target_ns: plan.sample_time.as_nanos() as u64,
+                },
+            ))?;
+            match reply {
+                Reply::Calibrated { ops, .. } => {
+                    progress(Progress::Calibrated { ops });
+                    (ops, true)
+                }
+                other => bail!("unexpected reply from the calibration worker: {other:?}"),
+            }
+        }
+    };
+    let mut runs = Vec::with_capacity(plan.runs as usize);
+    let mut statuses: Option<Vec<EventStatus>> = None;
+    for index in 0..plan.runs {
+        let req = request(
+            plan,
+            Mode::Measure {
+                index,
+                ops,
+                warmup: plan.warmup,
+                samples: plan.samples,
+                overhead_samples: plan.overhead_samples,
+            },
+        );
+        match spawn(&req)? {
+            Reply::Measured { run, statuses: s } => {
+                if statuses.is_none() {
+                    statuses = Some(s);
+                }
+                runs.push(run);
+            }
+            other => bail!("unexpected reply from worker {index}: {other:?}"),
+        }
+        progress(Progress::RunFinished {
+            index,
+            of: plan.runs,
+        });
+    }
+    let statuses = statuses.unwrap_or_default();
+    let mut events = Vec::new();
+    for (g, group) in plan.events.groups.iter().enumerate() {
+        for spec in group {
+            let status = statuses
+                .get(events.len())
+                .cloned()
+                .unwrap_or_else(|| EventStatus::Failed("no status from the worker".into()));
+            events.push(EventRecord {
+                spec: spec.clone(),
+                group: g,
+                status,
+            });
+        }
+    }
+    let op_name = plan.workload.op_name().to_string();
+    let (metrics, overhead) =
+        results::metrics::analyze(&runs, &events, &op_name, plan.subtract_overhead);
+    let mut result = RunResult {
+        schema: results::SCHEMA.into(),
+        version: results::VERSION,
+        kind: "run".into(),
+        tool: ToolInfo::this(),
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        workload: plan.workload.clone(),
+        op_name,
+        options: RunOptions {
+            runs: plan.runs,
+            samples: plan.samples,
+            warmup: plan.warmup,
+            ops_per_sample: ops,
+            calibrated,
+            sample_time_ns: plan.sample_time.as_nanos() as u64,
+            cpus: plan.cpus.clone(),
+            fifo: plan.fifo,
+            subtract_overhead: plan.subtract_overhead,
+        },
+        clock: CLOCK.into(),
+        events,
+        environment,
+        runs,
+        metrics,
+        overhead,
+        warnings: Vec::new(),
+    };
+    result.warnings = run_warnings(&result);
+    Ok(result)
+}
+
+fn request(plan: &Plan, mode: Mode) -> Request {
+    Request {
+        workload: plan.workload.clone(),
+        events: plan.events.clone(),
+        cpus: plan.cpus.clone(),
+        fifo: plan.fifo,
+        mode,
+    }
+}
+
+/// Start a worker, hand it the request, wait for its reply.
+fn spawn(req: &Request) -> Result<Reply> {
+    signals::check()?;
+    let exe = std::env::current_exe().context("cannot find syscost's own executable")?;
+    let mut child = Command::new(exe)
+        .arg("__worker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("cannot start a worker process")?;
+    let _guard = signals::ChildGuard::new(child.id());
+    let input = serde_json::to_vec(req).expect("requests serialise");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(&input)
+            .context("cannot send the request to the worker")?;
+    }
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        stdout
+            .read_to_string(&mut out)
+            .context("cannot read the worker's reply")?;
+    }
+    let status = child.wait().context("waiting for the worker")?;
+    signals::check()?;
+    let reply: Reply = match serde_json::from_str(out.trim()) {
+        Ok(r) => r,
+        Err(_) => bail!("the worker process died ({status}) without a reply"),
+    };
+    match reply {
+        Reply::Failed { message } => bail!("{message}"),
+        r => Ok(r),
+    }
+}
+
+/// Warnings about this run's figures (the environment's own warnings are in the environment).
+fn run_warnings(r: &RunResult) -> Vec<String> {
+    let mut w = Vec::new();
+    if r.options.cpus.is_none() {
+        w.push(
+            "workers were not pinned (--cpu): migrations and frequency changes add noise".into(),
+        );
+    }
+    let hw_unsupported: Vec<&str> = r
+        .events
+        .iter()
+        .filter(|e| !e.spec.is_software() && !e.status.is_counting())
+        .map(|e| e.spec.name.as_str())
+        .collect();
+    // Without a PMU the environment's warning already says so.
+    if !hw_unsupported.is_empty() && r.environment.hardware_pmu {
+        w.push(format!(
+            "not counted on this machine: {} (reasons under the table)",
+            hw_unsupported.join(", ")
+        ));
+    }
+    for m in &r.metrics {
+        if let Some(p) = m.running_pct
+            && p < 99.5
+        {
+            w.push(format!(
+                "{} was multiplexed (on the PMU {p:.1}% of the time); its value is scaled",
+                m.name
+            ));
+        }
+    }
+    let shortest = r
+        .runs
+        .iter()
+        .flat_map(|run| &run.samples)
+        .map(|s| s.wall_ns)
+        .min()
+        .unwrap_or(u64::MAX);
+    if shortest < 1_000_000 {
+        w.push(format!(
+            "the shortest sample lasted {:.1} µs: timer and counter reads weigh on short \
+             samples; use a longer --sample-time or a larger --ops",
+            shortest as f64 / 1000.0
+        ));
+    }
+    if r.runs.len() == 1 {
+        w.push(
+            "a single run: statistics are over its samples, which share one process and one \
+             placement in memory; use --runs 5 or more for run-to-run variation"
+                .into(),
+        );
+    }
+    let moved = r
+        .runs
+        .iter()
+        .filter(|run| run.cpu_first.is_some() && run.cpu_first != run.cpu_last)
+        .count();
+    if moved > 0 {
+        w.push(format!(
+            "{moved} run(s) ended on another CPU than they started on: pin with --cpu"
+        ));
+    }
+    w
+}

@@ -1,0 +1,256 @@
+//! The worker process: one run of a workload, like one repetition of `perf stat -r`.
+//!
+//! The parent re-executes its own binary with the hidden `__worker` subcommand, sends a
+//! [`Request`] as JSON on stdin and reads a [`Reply`] as JSON from stdout. The worker pins
+//! itself, takes its scheduling policy, sets the workload up, opens the counters and times the
+//! batches. Its scheduling policy, affinity and perf events die with it, so nothing it sets
+//! outlives the run.
+
+use super::cpus::{self, CpuList};
+use crate::counters::{CounterSet, EventList, OpenOptions, RawCount};
+use crate::results::{RunRecord, Sample};
+use crate::workloads::{Workload, WorkloadSpec, empty::EmptyLoop};
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// What the parent asks of a worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Request {
+    pub workload: WorkloadSpec,
+    pub events: EventList,
+    pub cpus: Option<CpuList>,
+    pub fifo: Option<i32>,
+    pub mode: Mode,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum Mode {
+    /// Find how many operations make one sample last at least `target_ns`.
+    Calibrate { target_ns: u64 },
+    /// Measure one run.
+    Measure {
+        index: u32,
+        ops: u64,
+        warmup: u32,
+        samples: u32,
+        overhead_samples: u32,
+    },
+}
+
+/// What a worker answers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "kebab-case")]
+pub enum Reply {
+    Calibrated {
+        ops: u64,
+        batch_ns: u64,
+    },
+    Measured {
+        run: RunRecord,
+        statuses: Vec<crate::counters::EventStatus>,
+    },
+    Failed {
+        message: String,
+    },
+}
+
+/// Entry point of `syscost __worker`: read the request, do it, print the reply. Returns the
+/// process exit status.
+pub fn main() -> i32 {
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Record the signal; the worker stops at the next sample boundary and tears down.
+        let _ = signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize);
+    }
+    let mut input = String::new();
+    let reply = match std::io::stdin().read_to_string(&mut input) {
+        Err(e) => Reply::Failed {
+            message: format!("worker: cannot read its request: {e}"),
+        },
+        Ok(_) => match serde_json::from_str::<Request>(&input) {
+            Err(e) => Reply::Failed {
+                message: format!("worker: malformed request: {e}"),
+            },
+            Ok(req) => match serve(&req, &signal) {
+                Ok(r) => r,
+                Err(e) => Reply::Failed {
+                    message: format!("{e:#}"),
+                },
+            },
+        },
+    };
+    let sig = signal.load(Ordering::Relaxed);
+    let out = serde_json::to_string(&reply).expect("replies serialise");
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{out}");
+    let _ = stdout.flush();
+    if sig != 0 {
+        return 128 + sig as i32;
+    }
+    match reply {
+        Reply::Failed { .. } => 1,
+        _ => 0,
+    }
+}
+
+fn serve(req: &Request, signal: &AtomicUsize) -> Result<Reply> {
+    if let Some(c) = &req.cpus {
+        cpus::set_affinity(c).with_context(|| format!("cannot pin the worker to CPUs {c}"))?;
+    }
+    let sched = match req.fifo {
+        Some(prio) => {
+            set_fifo(prio)?;
+            format!("SCHED_FIFO {prio}")
+        }
+        None => "SCHED_OTHER".to_string(),
+    };
+    let mut workload = req.workload.build()?;
+    let setup = workload.setup();
+    let result = setup.and_then(|_| match &req.mode {
+        Mode::Calibrate { target_ns } => calibrate(workload.as_mut(), *target_ns, signal),
+        Mode::Measure {
+            index,
+            ops,
+            warmup,
+            samples,
+            overhead_samples,
+        } => measure(
+            workload.as_mut(),
+            req,
+            &sched,
+            *index,
+            *ops,
+            *warmup,
+            *samples,
+            *overhead_samples,
+            signal,
+        ),
+    });
+    // Teardown on every path out of here, and its failure is reported too.
+    let down = workload.teardown();
+    let reply = result?;
+    down.context("workload teardown failed")?;
+    Ok(reply)
+}
+
+fn interrupted(signal: &AtomicUsize) -> Result<()> {
+    match signal.load(Ordering::Relaxed) {
+        0 => Ok(()),
+        s => bail!("interrupted by signal {s}"),
+    }
+}
+
+/// Switch the calling process to SCHED_FIFO at `prio`.
+fn set_fifo(prio: i32) -> Result<()> {
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: plain syscall with a valid pointer.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if matches!(e.raw_os_error(), Some(libc::EPERM)) {
+            bail!(
+                "SCHED_FIFO priority {prio} refused ({e}): it needs CAP_SYS_NICE (run as root) \
+                 or an RLIMIT_RTPRIO of at least {prio} (ulimit -r); or drop --fifo"
+            );
+        }
+        bail!("SCHED_FIFO priority {prio} refused: {e}");
+    }
+    Ok(())
+}
+
+/// pyperf's approach: double the batch until one batch lasts at least the target.
+fn calibrate(w: &mut dyn Workload, target_ns: u64, signal: &AtomicUsize) -> Result<Reply> {
+    let mut ops: u64 = 1;
+    loop {
+        interrupted(signal)?;
+        let t0 = Instant::now();
+        w.run_batch(ops);
+        let ns = t0.elapsed().as_nanos() as u64;
+        if ns >= target_ns || ops >= 1 << 40 {
+            return Ok(Reply::Calibrated { ops, batch_ns: ns });
+        }
+        ops *= 2;
+    }
+}
+
+/// One timed batch: counters read, clock read, the batch, clock read, counters read. Nothing
+/// else happens between the two clock readings.
+fn timed_batch(
+    w: &mut dyn Workload,
+    counters: &mut CounterSet,
+    ops: u64,
+    before: &mut [Option<RawCount>],
+    after: &mut [Option<RawCount>],
+) -> Result<Sample> {
+    counters.read_into(before).context("reading counters")?;
+    let t0 = Instant::now();
+    w.run_batch(ops);
+    let t1 = Instant::now();
+    counters.read_into(after).context("reading counters")?;
+    let counts = before
+        .iter()
+        .zip(after.iter())
+        .map(|(b, a)| match (b, a) {
+            (Some(b), Some(a)) => Some(a.since(b)),
+            _ => None,
+        })
+        .collect();
+    Ok(Sample {
+        ops,
+        wall_ns: (t1 - t0).as_nanos() as u64,
+        counts,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    w: &mut dyn Workload,
+    req: &Request,
+    sched: &str,
+    index: u32,
+    ops: u64,
+    warmup: u32,
+    samples: u32,
+    overhead_samples: u32,
+    signal: &AtomicUsize,
+) -> Result<Reply> {
+    let mut counters = CounterSet::open(&req.events, OpenOptions::default());
+    let statuses = counters.statuses().to_vec();
+    let n = counters.len();
+    let (mut before, mut after) = (vec![None; n], vec![None; n]);
+    let mut run = RunRecord {
+        index,
+        pid: std::process::id(),
+        cpu_first: cpus::current_cpu(),
+        cpu_last: None,
+        sched: sched.to_string(),
+        warmup: Vec::with_capacity(warmup as usize),
+        samples: Vec::with_capacity(samples as usize),
+        overhead: Vec::with_capacity(overhead_samples as usize),
+    };
+    counters.enable().context("enabling counters")?;
+    for i in 0..warmup + samples {
+        interrupted(signal)?;
+        let s = timed_batch(w, &mut counters, ops, &mut before, &mut after)?;
+        if i < warmup {
+            run.warmup.push(s);
+        } else {
+            run.samples.push(s);
+        }
+    }
+    run.cpu_last = cpus::current_cpu();
+    let mut empty = EmptyLoop;
+    for _ in 0..overhead_samples {
+        interrupted(signal)?;
+        let s = timed_batch(&mut empty, &mut counters, ops, &mut before, &mut after)?;
+        run.overhead.push(s);
+    }
+    counters.disable().context("disabling counters")?;
+    Ok(Reply::Measured { run, statuses })
+}

@@ -1,0 +1,88 @@
+//! SIGINT, SIGTERM and SIGHUP in the parent process.
+//!
+//! A thread takes the signals instead of the default action (which would kill syscost before it
+//! could undo what it changed on the machine). It records the signal and passes SIGTERM on to
+//! the worker being waited for, which stops at its next sample boundary and tears its workload
+//! down. The main thread then sees [`Interrupted`] from [`check`], unwinds through its guards
+//! (which undo syscost's changes), and exits with 128 + the signal number.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+static CAUGHT: AtomicI32 = AtomicI32::new(0);
+static CHILD: AtomicI32 = AtomicI32::new(0);
+static INSTALLED: OnceLock<()> = OnceLock::new();
+
+/// The error that unwinds syscost after a signal.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted by {}", signal_name(*.0))]
+pub struct Interrupted(pub i32);
+
+impl Interrupted {
+    /// The conventional exit status for death by this signal.
+    pub fn exit_code(&self) -> i32 {
+        128 + self.0
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
+}
+
+/// Take over SIGINT, SIGTERM and SIGHUP for the rest of the process (idempotent).
+pub fn install() {
+    INSTALLED.get_or_init(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+            Ok(mut signals) => {
+                std::thread::Builder::new()
+                    .name("syscost-signals".into())
+                    .spawn(move || {
+                        for sig in signals.forever() {
+                            CAUGHT.store(sig, Ordering::SeqCst);
+                            let child = CHILD.load(Ordering::SeqCst);
+                            if child > 0 {
+                                // SAFETY: plain kill(2) of our own child.
+                                unsafe { libc::kill(child, libc::SIGTERM) };
+                            }
+                        }
+                    })
+                    .expect("cannot start the signal thread");
+            }
+            Err(e) => eprintln!("syscost: warning: cannot handle signals: {e}"),
+        }
+    });
+}
+
+/// `Err(Interrupted)` once a signal has arrived.
+pub fn check() -> Result<(), Interrupted> {
+    match CAUGHT.load(Ordering::SeqCst) {
+        0 => Ok(()),
+        s => Err(Interrupted(s)),
+    }
+}
+
+/// Registers the worker being waited for, so a signal reaches it; unregisters on drop.
+pub struct ChildGuard;
+
+impl ChildGuard {
+    pub fn new(pid: u32) -> ChildGuard {
+        CHILD.store(pid as i32, Ordering::SeqCst);
+        if CAUGHT.load(Ordering::SeqCst) != 0 {
+            // The signal came between the check and the spawn.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        }
+        ChildGuard
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        CHILD.store(0, Ordering::SeqCst);
+    }
+}

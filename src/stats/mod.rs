@@ -1,0 +1,173 @@
+//! Descriptive statistics for a set of measurements: the columns of the seeds' tables
+//! (min, mean, median, max, pstdev) plus a 95% confidence interval of the mean.
+//!
+//! Distribution quantiles come from `statrs`; the rest is arithmetic.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Summary of one metric over its units of replication (runs, or samples when there is one run).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub n: usize,
+    pub median: f64,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Population standard deviation (divides by n), as in the seed 004 table.
+    pub pstdev: f64,
+    /// Sample standard deviation (divides by n - 1).
+    pub stdev: f64,
+    /// `pstdev` as a percentage of the mean (the "+- x%" of seed 004).
+    pub pstdev_pct: f64,
+    /// Two-sided 95% confidence interval of the mean (Student's t, n - 1 degrees of freedom);
+    /// `None` with fewer than two values.
+    pub ci95: Option<(f64, f64)>,
+}
+
+/// Arithmetic mean; `NaN` for an empty slice.
+pub fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Median (mean of the two middle values for an even count); `NaN` for an empty slice.
+pub fn median(xs: &[f64]) -> f64 {
+    quantile(xs, 0.5)
+}
+
+/// Quantile with linear interpolation between order statistics (numpy's default, "type 7").
+pub fn quantile(xs: &[f64], q: f64) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let pos = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// Sum of squared deviations from the mean.
+fn sum_sq_dev(xs: &[f64], m: f64) -> f64 {
+    xs.iter().map(|x| (x - m) * (x - m)).sum()
+}
+
+/// Population standard deviation.
+pub fn pstdev(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    (sum_sq_dev(xs, mean(xs)) / xs.len() as f64).sqrt()
+}
+
+/// Sample standard deviation; 0 for a single value.
+pub fn stdev(xs: &[f64]) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    (sum_sq_dev(xs, mean(xs)) / (xs.len() - 1) as f64).sqrt()
+}
+
+/// The two-sided critical value of Student's t for `confidence` (e.g. 0.95) and `df` degrees of
+/// freedom.
+pub fn t_critical(confidence: f64, df: f64) -> f64 {
+    let t = StudentsT::new(0.0, 1.0, df).expect("degrees of freedom are positive");
+    t.inverse_cdf(0.5 + confidence / 2.0)
+}
+
+/// Confidence interval of the mean at `confidence`; `None` for fewer than two values.
+pub fn mean_ci(xs: &[f64], confidence: f64) -> Option<(f64, f64)> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let n = xs.len() as f64;
+    let m = mean(xs);
+    let half = t_critical(confidence, n - 1.0) * stdev(xs) / n.sqrt();
+    Some((m - half, m + half))
+}
+
+impl Summary {
+    /// Summarise `xs`; `None` when empty or when any value is not finite.
+    pub fn of(xs: &[f64]) -> Option<Summary> {
+        if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
+            return None;
+        }
+        let m = mean(xs);
+        let p = pstdev(xs);
+        Some(Summary {
+            n: xs.len(),
+            median: median(xs),
+            mean: m,
+            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            pstdev: p,
+            stdev: stdev(xs),
+            pstdev_pct: if m != 0.0 { 100.0 * p / m.abs() } else { 0.0 },
+            ci95: mean_ci(xs, 0.95),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * b.abs().max(1e-12)
+    }
+
+    // Reference values computed independently with Python 3.11, NumPy and SciPy 1.17:
+    //   import numpy as np, scipy.stats as st
+    //   x = np.array([2, 4, 4, 4, 5, 5, 7, 9.])
+    //   x.mean(), np.median(x), x.std(ddof=0), x.std(ddof=1)
+    //   st.t.interval(0.95, len(x)-1, loc=x.mean(), scale=st.sem(x))
+    #[test]
+    fn summary_matches_scipy() {
+        let x = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        let s = Summary::of(&x).unwrap();
+        assert_eq!(s.n, 8);
+        assert_eq!(s.mean, 5.0);
+        assert_eq!(s.median, 4.5);
+        assert_eq!(s.min, 2.0);
+        assert_eq!(s.max, 9.0);
+        assert!(close(s.pstdev, 2.0, 1e-12));
+        assert!(close(s.stdev, 2.138089935299395, 1e-12));
+        assert!(close(s.pstdev_pct, 40.0, 1e-12));
+        let (lo, hi) = s.ci95.unwrap();
+        assert!(close(lo, 3.21251208176379, 1e-9), "{lo}");
+        assert!(close(hi, 6.787487918236209, 1e-9), "{hi}");
+    }
+
+    // scipy.stats.t.ppf(0.975, df) for df = 1, 4, 11, 30
+    #[test]
+    fn t_quantiles_match_scipy() {
+        assert!(close(t_critical(0.95, 1.0), 12.706204736174694, 1e-9));
+        assert!(close(t_critical(0.95, 4.0), 2.7764451051977934, 1e-9));
+        assert!(close(t_critical(0.95, 11.0), 2.200985160091639, 1e-9));
+        assert!(close(t_critical(0.95, 30.0), 2.0422724563012378, 1e-9));
+    }
+
+    // np.quantile([1, 2, 3, 4, 10], [0.25, 0.5, 0.9]) == [2., 3., 7.6]
+    #[test]
+    fn quantiles_match_numpy() {
+        let x = [10.0, 1.0, 3.0, 2.0, 4.0];
+        assert!(close(quantile(&x, 0.25), 2.0, 1e-12));
+        assert!(close(quantile(&x, 0.5), 3.0, 1e-12));
+        assert!(close(quantile(&x, 0.9), 7.6, 1e-12));
+    }
+
+    #[test]
+    fn edge_cases() {
+        assert!(Summary::of(&[]).is_none());
+        assert!(Summary::of(&[1.0, f64::NAN]).is_none());
+        let one = Summary::of(&[3.5]).unwrap();
+        assert_eq!((one.median, one.pstdev, one.stdev), (3.5, 0.0, 0.0));
+        assert!(one.ci95.is_none(), "no interval from a single value");
+        let zero = Summary::of(&[0.0, 0.0]).unwrap();
+        assert_eq!(zero.pstdev_pct, 0.0);
+    }
+}

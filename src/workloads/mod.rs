@@ -1,0 +1,79 @@
+//! Workloads: what is measured. Each workload is one file implementing [`Workload`], in the
+//! way each benchmark of the kernel's BPF selftests bench is one file filling one struct; the
+//! runner, counters, statistics, results and reports never know which workload runs.
+//!
+//! To add one: write `src/workloads/NAME.rs` with a `Params` struct (its command-line options,
+//! also stored in result files) and a type implementing [`Workload`], then add a variant to
+//! [`WorkloadSpec`] and a subcommand in the CLI.
+
+pub mod empty;
+pub mod syscall;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+/// One measurable operation, executed in batches by the runner's worker process.
+///
+/// The worker calls [`setup`](Workload::setup) once, then [`run_batch`](Workload::run_batch)
+/// for each sample between two timer and counter readings, then
+/// [`teardown`](Workload::teardown) on every exit path (normal, error, SIGINT, SIGTERM).
+pub trait Workload {
+    /// Prepare everything the batches need. Not timed. An error here ends the run with the
+    /// message shown to the user.
+    fn setup(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Execute `ops` operations. This is the timed region: do nothing here that is not the
+    /// operation itself (no allocation, no I/O beyond the operation, no checks per operation).
+    fn run_batch(&mut self, ops: u64);
+
+    /// Undo whatever `setup` created. Must be safe to call after a failed or partial setup.
+    fn teardown(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A workload and its parameters, as given on the command line and stored in result files.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "workload", rename_all = "kebab-case")]
+pub enum WorkloadSpec {
+    /// A raw system call in a loop.
+    Syscall(syscall::Params),
+    /// The empty loop: the harness's own cost per operation.
+    Empty,
+}
+
+impl WorkloadSpec {
+    /// Instantiate the workload (in the worker process).
+    pub fn build(&self) -> Result<Box<dyn Workload>> {
+        Ok(match self {
+            WorkloadSpec::Syscall(p) => Box::new(syscall::SyscallLoop::new(p)?),
+            WorkloadSpec::Empty => Box::new(empty::EmptyLoop),
+        })
+    }
+
+    /// The workload's name, as in `syscost run NAME`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Syscall(_) => "syscall",
+            WorkloadSpec::Empty => "empty",
+        }
+    }
+
+    /// One line for table headers, e.g. `syscall getpid (nr 39)`.
+    pub fn describe(&self) -> String {
+        match self {
+            WorkloadSpec::Syscall(p) => p.describe(),
+            WorkloadSpec::Empty => "empty loop".into(),
+        }
+    }
+
+    /// What one operation is called.
+    pub fn op_name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Syscall(_) => "call",
+            WorkloadSpec::Empty => "iteration",
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! A raw system call in a tight loop: the seeds' `getpid()` benchmark.
+//!
+//! Calls go through `syscall(2)`, never through a libc wrapper that might cache the answer
+//! (glibc cached getpid() until 2.25), so every operation enters the kernel.
+
+use super::Workload;
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// Options of `syscost run syscall`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+pub struct Params {
+    /// System call to time, called raw through syscall(2) with fixed harmless arguments.
+    #[arg(long, default_value = "getpid", value_parser = parse_name)]
+    pub syscall: String,
+}
+
+impl Params {
+    pub fn describe(&self) -> String {
+        match find(&self.syscall) {
+            Some(s) => format!("syscall {} (nr {})", s.name, s.nr),
+            None => format!("syscall {}", self.syscall),
+        }
+    }
+}
+
+/// A system call syscost can time: argument-free or with fixed arguments, without side effects
+/// that accumulate over millions of calls.
+#[derive(Clone, Copy, Debug)]
+pub struct Known {
+    pub name: &'static str,
+    pub nr: libc::c_long,
+    /// Up to three arguments (all zero/NULL here); `None` calls with no arguments.
+    pub args: Option<[libc::c_long; 3]>,
+}
+
+/// The system calls `--syscall` accepts.
+pub const KNOWN: &[Known] = &[
+    Known {
+        name: "getpid",
+        nr: libc::SYS_getpid,
+        args: None,
+    },
+    Known {
+        name: "getppid",
+        nr: libc::SYS_getppid,
+        args: None,
+    },
+    Known {
+        name: "gettid",
+        nr: libc::SYS_gettid,
+        args: None,
+    },
+    Known {
+        name: "getuid",
+        nr: libc::SYS_getuid,
+        args: None,
+    },
+    Known {
+        name: "geteuid",
+        nr: libc::SYS_geteuid,
+        args: None,
+    },
+    Known {
+        name: "getgid",
+        nr: libc::SYS_getgid,
+        args: None,
+    },
+    Known {
+        name: "getegid",
+        nr: libc::SYS_getegid,
+        args: None,
+    },
+    #[cfg(target_arch = "x86_64")]
+    Known {
+        name: "getpgrp",
+        nr: libc::SYS_getpgrp,
+        args: None,
+    },
+    // getcpu(NULL, NULL, NULL): the raw syscall, not the vDSO.
+    Known {
+        name: "getcpu",
+        nr: libc::SYS_getcpu,
+        args: Some([0, 0, 0]),
+    },
+    // getpriority(PRIO_PROCESS, 0)
+    Known {
+        name: "getpriority",
+        nr: libc::SYS_getpriority,
+        args: Some([0, 0, 0]),
+    },
+    Known {
+        name: "sched_yield",
+        nr: libc::SYS_sched_yield,
+        args: None,
+    },
+];
+
+pub fn find(name: &str) -> Option<Known> {
+    KNOWN.iter().copied().find(|k| k.name == name)
+}
+
+/// The names `--syscall` accepts, comma-separated, for messages.
+pub fn known_names() -> String {
+    KNOWN.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+}
+
+fn parse_name(s: &str) -> Result<String, String> {
+    match find(s) {
+        Some(k) => Ok(k.name.to_string()),
+        None => Err(format!(
+            "unknown or unsupported system call '{s}'; syscost can time: {}",
+            known_names()
+        )),
+    }
+}
+
+pub struct SyscallLoop {
+    call: Known,
+}
+
+impl SyscallLoop {
+    pub fn new(p: &Params) -> Result<SyscallLoop> {
+        match find(&p.syscall) {
+            Some(call) => Ok(SyscallLoop { call }),
+            None => bail!(
+                "unknown or unsupported system call '{}'; syscost can time: {}",
+                p.syscall,
+                known_names()
+            ),
+        }
+    }
+}
+
+impl Workload for SyscallLoop {
+    fn setup(&mut self) -> Result<()> {
+        // One call up front: a seccomp filter or an unexpected errno shows here, not as an
+        // absurdly fast loop of failing calls.
+        let ret = unsafe { invoke(&self.call) };
+        if ret < 0 {
+            let err = std::io::Error::last_os_error();
+            bail!("{} failed before measuring: {err}", self.call.name);
+        }
+        Ok(())
+    }
+
+    fn run_batch(&mut self, ops: u64) {
+        let nr = self.call.nr;
+        match self.call.args {
+            None => {
+                for _ in 0..ops {
+                    unsafe { libc::syscall(nr) };
+                }
+            }
+            Some([a, b, c]) => {
+                for _ in 0..ops {
+                    unsafe { libc::syscall(nr, a, b, c) };
+                }
+            }
+        }
+    }
+}
+
+unsafe fn invoke(k: &Known) -> libc::c_long {
+    match k.args {
+        None => unsafe { libc::syscall(k.nr) },
+        Some([a, b, c]) => unsafe { libc::syscall(k.nr, a, b, c) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_to_this_arch_numbers() {
+        assert_eq!(find("getpid").unwrap().nr, libc::SYS_getpid);
+        assert!(
+            find("fork").is_none(),
+            "only side-effect-free calls are offered"
+        );
+        assert!(parse_name("execve").unwrap_err().contains("getpid"));
+    }
+
+    #[test]
+    fn getpid_loop_enters_the_kernel() {
+        let mut w = SyscallLoop::new(&Params {
+            syscall: "gettid".into(),
+        })
+        .unwrap();
+        w.setup().unwrap();
+        w.run_batch(10);
+        w.teardown().unwrap();
+        let tid = unsafe { invoke(&find("gettid").unwrap()) };
+        assert_eq!(tid as i32, unsafe { libc::gettid() });
+    }
+}
