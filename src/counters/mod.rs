@@ -120,10 +120,9 @@ impl CounterSet {
         let mut statuses = Vec::new();
         let mut index = 0usize;
         for specs in &events.groups {
-            let leader = Group::builder()
-                .inherit(opts.inherit)
-                .include_kernel()
-                .build_group();
+            // The leader is a software dummy that counts nothing; it excludes the kernel so an
+            // unprivileged user (perf_event_paranoid 2) can still open `:u` members under it.
+            let leader = Group::builder().inherit(opts.inherit).build_group();
             let mut group = match leader {
                 Ok(g) => Some(g),
                 Err(e) => {

@@ -1,0 +1,124 @@
+//! End-to-end: every bad input gets one clear message and a non-zero exit, before anything is
+//! measured or written.
+
+mod common;
+
+use common::*;
+use predicates::prelude::*;
+
+fn fails_with(args: &[&str], needles: &[&str]) {
+    let out = syscost().args(args).output().unwrap();
+    assert!(!out.status.success(), "{args:?} should fail");
+    assert!(out.stdout.is_empty(), "nothing on stdout for {args:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: expected '{n}' in: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn unknown_syscall() {
+    fails_with(
+        &["run", "syscall", "--syscall", "nosuch"],
+        &["unknown or unsupported system call 'nosuch'", "getpid"],
+    );
+}
+
+#[test]
+fn unknown_event_and_modifier() {
+    fails_with(
+        &["run", "syscall", "-e", "cyclez"],
+        &["unknown event 'cyclez'"],
+    );
+    fails_with(
+        &["run", "syscall", "-e", "cycles:q"],
+        &["unknown modifier 'q'"],
+    );
+    fails_with(&["run", "syscall", "-e", "{cycles"], &["unbalanced"]);
+}
+
+#[test]
+fn bad_cpu_lists() {
+    fails_with(
+        &["run", "syscall", "--cpu", "x"],
+        &["'x' is not a CPU number"],
+    );
+    fails_with(
+        &["run", "syscall", "--cpu", "3-1"],
+        &["ends before it starts"],
+    );
+    fails_with(
+        &["run", "syscall", "--cpu", "4000"],
+        &["CPU 4000 not available", "may run on CPUs"],
+    );
+}
+
+#[test]
+fn bad_counts_and_durations() {
+    fails_with(
+        &["run", "syscall", "--runs", "0"],
+        &["--runs must be at least 1"],
+    );
+    fails_with(
+        &["run", "syscall", "--samples", "0"],
+        &["--samples must be at least 1"],
+    );
+    fails_with(
+        &["run", "syscall", "--ops", "0"],
+        &["--ops must be at least 1"],
+    );
+    fails_with(&["run", "syscall", "--runs=-2"], &["invalid value '-2'"]);
+    fails_with(&["run", "syscall", "--fifo", "0"], &["0 is not in 1..=99"]);
+    fails_with(
+        &["run", "syscall", "--sample-time", "soon"],
+        &["not a duration"],
+    );
+}
+
+#[test]
+fn unwritable_output_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/r.json");
+    let start = std::time::Instant::now();
+    fails_with(
+        &["run", "syscall", "-o", missing.to_str().unwrap()],
+        &["does not exist"],
+    );
+    // The default run lasts several seconds; a refusal up front takes a fraction of that.
+    // (A ratio against the default plan, not an absolute timing of the machine.)
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(3),
+        "refused before measuring"
+    );
+    fails_with(
+        &["run", "syscall", "-o", dir.path().to_str().unwrap()],
+        &["is a directory"],
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing half-written"
+    );
+}
+
+#[test]
+fn help_teaches() {
+    syscost()
+        .args(["run", "syscall", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("taskset syntax"))
+        .stdout(predicate::str::contains("Examples:"))
+        .stdout(predicate::str::contains("perf's syntax"));
+}
+
+#[test]
+fn event_list_is_printed() {
+    syscost()
+        .args(["run", "syscall", "--list-events"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("L1-dcache-load-misses"))
+        .stdout(predicate::str::contains("task-clock"));
+}

@@ -1,0 +1,44 @@
+//! Helpers shared by the end-to-end tests.
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+
+/// Tests that measure or change kernel state run one at a time across all test binaries: an
+/// exclusive flock on a file in the temp directory, held until the guard drops.
+pub struct Serial(File);
+
+pub fn serial() -> Serial {
+    let f = File::create(std::env::temp_dir().join("syscost-e2e-tests.lock")).unwrap();
+    // SAFETY: flock on a file we own.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
+    Serial(f)
+}
+
+/// The syscost binary built for this test run.
+pub fn syscost() -> Command {
+    Command::cargo_bin("syscost").unwrap()
+}
+
+/// Short, fast measurement options for tests (the statistics still have several runs).
+pub const QUICK: &[&str] = &["--samples", "3", "--warmup", "1", "--sample-time", "20ms"];
+
+pub fn is_root() -> bool {
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Find a metric by name in a result's JSON.
+pub fn metric<'a>(result: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    result["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+pub fn median(m: &serde_json::Value) -> f64 {
+    m["summary"]["median"].as_f64().unwrap()
+}

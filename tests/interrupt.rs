@@ -1,0 +1,85 @@
+//! End-to-end: SIGINT and SIGTERM stop a run cleanly: the worker is stopped, syscost exits with
+//! 128 + the signal, and neither a result nor a temporary file is left behind.
+
+mod common;
+
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn interrupt_with(sig: i32) {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .args([
+            "run",
+            "syscall",
+            "--runs",
+            "50",
+            "--sample-time",
+            "50ms",
+            "-o",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until a worker is measuring (a child process of syscost exists).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let children = format!("/proc/{}/task/{}/children", child.id(), child.id());
+    loop {
+        let c = std::fs::read_to_string(&children).unwrap_or_default();
+        if !c.trim().is_empty() || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let worker: Vec<i32> = std::fs::read_to_string(&children)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    assert!(!worker.is_empty(), "a worker was started");
+    // Let it get into its samples.
+    std::thread::sleep(Duration::from_millis(300));
+    // Only the parent is signalled, as `kill PID` would: it must pass the stop on.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.code(),
+        Some(128 + sig),
+        "status {status:?}, stderr: {err}"
+    );
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(!out.exists(), "no result after an interrupted run");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no temporary file"
+    );
+    assert!(status.signal().is_none());
+    for pid in worker {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .map(|s| s.contains(") Z "))
+                    .unwrap_or(true),
+            "worker {pid} is gone"
+        );
+    }
+}
+
+#[test]
+fn sigint_stops_cleanly() {
+    interrupt_with(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_stops_cleanly() {
+    interrupt_with(libc::SIGTERM);
+}
