@@ -83,3 +83,35 @@ fn sigint_stops_cleanly() {
 fn sigterm_stops_cleanly() {
     interrupt_with(libc::SIGTERM);
 }
+
+#[test]
+fn sigkill_of_syscost_stops_its_worker() {
+    let _s = serial();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .args(["run", "syscall", "--runs", "50", "--ops", "200000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let children = format!("/proc/{}/task/{}/children", child.id(), child.id());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let worker = loop {
+        let c = std::fs::read_to_string(&children).unwrap_or_default();
+        if let Some(p) = c.split_whitespace().next() {
+            break p.parse::<i32>().unwrap();
+        }
+        assert!(Instant::now() < deadline, "no worker started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The orphaned worker gets SIGTERM from the kernel and stops within a sample or two.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{worker}")).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "worker {worker} outlived syscost"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -146,8 +146,7 @@ pub fn run_table(r: &RunResult) -> String {
             col.set_cell_alignment(CellAlignment::Right);
         }
     }
-    out.push_str(&t.to_string());
-    out.push('\n');
+    out.push_str(&trim_lines(&t.to_string()));
     for (i, n) in notes.iter().enumerate() {
         out.push_str(&format!(" [{}] {n}\n", i + 1));
     }
@@ -180,13 +179,17 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// `syscost env` as text.
+/// Remove the padding a table leaves at the end of its lines.
+fn trim_lines(s: &str) -> String {
+    let mut out: String = s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n");
+    out.push('\n');
+    out
+}
+
+/// `syscost env` as text: one `key  value` line per field.
 pub fn env_text(e: &Environment) -> String {
-    let mut t = Table::new();
-    t.load_style(presets::NOTHING);
-    let mut row = |k: &str, v: String| {
-        t.add_row(vec![k.to_string(), v]);
-    };
+    let mut lines: Vec<(String, String)> = Vec::new();
+    let mut row = |k: &str, v: String| lines.push((k.to_string(), v));
     row("host", opt(&e.hostname));
     row(
         "kernel",
@@ -312,8 +315,11 @@ pub fn env_text(e: &Environment) -> String {
     );
     row("ASLR", opt(&e.aslr));
     row("load average", opt(&e.loadavg));
-    let mut out = t.to_string();
-    out.push('\n');
+    let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (k, v) in &lines {
+        out.push_str(&format!("{k:<width$}  {v}\n"));
+    }
     if !e.warnings.is_empty() {
         out.push_str("\nWarnings (noisy set-up):\n");
         for w in &e.warnings {

@@ -173,6 +173,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<RunResult>
 
 fn request(plan: &Plan, mode: Mode) -> Request {
     Request {
+        parent: std::process::id(),
         workload: plan.workload.clone(),
         events: plan.events.clone(),
         cpus: plan.cpus.clone(),

@@ -20,6 +20,8 @@ use std::time::Instant;
 /// What the parent asks of a worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Request {
+    /// The parent's pid: a worker whose parent is gone stops (see [`main`]).
+    pub parent: u32,
     pub workload: WorkloadSpec,
     pub events: EventList,
     pub cpus: Option<CpuList>,
@@ -99,6 +101,13 @@ pub fn main() -> i32 {
 }
 
 fn serve(req: &Request, signal: &AtomicUsize) -> Result<Reply> {
+    // If syscost itself is killed (even with SIGKILL), its worker must not run on, perhaps at
+    // SCHED_FIFO 99: the kernel sends it SIGTERM when the parent dies, handled like any stop.
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+    if std::os::unix::process::parent_id() != req.parent {
+        bail!("syscost exited before its worker started");
+    }
     if let Some(c) = &req.cpus {
         cpus::set_affinity(c).with_context(|| format!("cannot pin the worker to CPUs {c}"))?;
     }
