@@ -5,7 +5,7 @@ mod progress;
 
 use crate::counters::{self, EventList};
 use crate::environment::Environment;
-use crate::report;
+use crate::report::{self, format::Format};
 use crate::results::{self, RunResult};
 use crate::runner::{self, CpuList, Plan};
 use crate::signals::{self, Interrupted};
@@ -125,9 +125,13 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub overhead_samples: u32,
 
-    /// Print the result as JSON on stdout instead of the table.
+    /// Print the result as JSON on stdout (same as --format json).
     #[arg(long)]
     pub json: bool,
+
+    /// Output format on stdout: table, json, csv, markdown, or lkml (plain ASCII for mail).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 
     /// Write the result (JSON, with every raw sample) to FILE, atomically.
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -224,13 +228,14 @@ fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> {
         result.save(path)?;
     }
     let mut stdout = std::io::stdout().lock();
-    if args.json {
+    let format = if args.json { Format::Json } else { args.format };
+    if format == Format::Json {
         writeln!(stdout, "{}", result.to_json())?;
     } else {
-        write!(stdout, "{}", report::run_table(&result))?;
-        if let Some(path) = &args.output {
-            writeln!(stdout, "\n Result written to {}", path.display())?;
-        }
+        write!(stdout, "{}", report::run_text(&result, format))?;
+    }
+    if let Some(path) = &args.output {
+        eprintln!("syscost: result written to {}", path.display());
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ pub mod events;
 
 pub use events::{EventList, EventSpec, default_events, parse_event_list};
 
-use perf_event::{Builder, Counter, Group};
+use perf_event::{Builder, Counter, ReadFormat};
 use perf_event_open_sys::bindings::perf_event_attr;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -94,9 +94,10 @@ impl perf_event::events::Event for Attr<'_> {
 }
 
 struct OpenGroup {
-    group: Group,
-    /// (index into the flat event list, counter)
-    members: Vec<(usize, Counter)>,
+    /// The first event of the group that opened; it reads the whole group.
+    leader: Counter,
+    /// (index into the flat event list, counter); the leader is the first entry.
+    members: Vec<(usize, Option<Counter>)>,
 }
 
 /// Counters for the calling thread (and, with `inherit`, the children it creates afterwards).
@@ -112,53 +113,82 @@ pub struct OpenOptions {
     pub inherit: bool,
 }
 
+fn builder<'a>(spec: &'a EventSpec, opts: OpenOptions) -> Builder<'a> {
+    let mut b = Builder::new(Attr(spec));
+    b.inherit(opts.inherit)
+        .exclude_user(spec.exclude_user)
+        .exclude_kernel(spec.exclude_kernel)
+        .exclude_hv(true)
+        .read_format(
+            ReadFormat::GROUP
+                | ReadFormat::TOTAL_TIME_ENABLED
+                | ReadFormat::TOTAL_TIME_RUNNING
+                | ReadFormat::ID,
+        );
+    b
+}
+
 impl CounterSet {
-    /// Open every event of `events`. This never fails as a whole: an event that cannot be opened
-    /// gets a status saying why, and the rest are counted.
+    /// Open every event of `events`, group by group, the way perf does: the first event of a
+    /// group that the kernel accepts leads it and the others join it. This never fails as a
+    /// whole: an event that cannot be opened gets a status saying why, and the rest are
+    /// counted.
+    ///
+    /// The clock events (task-clock, cpu-clock) are always opened as groups of their own. On
+    /// this project's test kernel (6.18) they do not share a group correctly with the other
+    /// software events, in either direction: under a clock leader, page-faults read 0 for 1024
+    /// faults; under any other leader (perf-event2's `Group` puts a `dummy` there), task-clock
+    /// read 0 or a fraction of the truth; each alone read exactly (trials here). Software
+    /// events are never multiplexed, so counting a clock apart loses nothing. perf-event2's
+    /// `Group` is not used for the same reason.
     pub fn open(events: &EventList, opts: OpenOptions) -> CounterSet {
-        let mut groups = Vec::new();
-        let mut statuses = Vec::new();
+        let mut set = CounterSet {
+            groups: Vec::new(),
+            statuses: vec![EventStatus::Counting; events.len()],
+        };
         let mut index = 0usize;
         for specs in &events.groups {
-            // The leader is a software dummy that counts nothing; it excludes the kernel so an
-            // unprivileged user (perf_event_paranoid 2) can still open `:u` members under it.
-            let leader = Group::builder().inherit(opts.inherit).build_group();
-            let mut group = match leader {
-                Ok(g) => Some(g),
-                Err(e) => {
-                    // The group leader is a software dummy event: if even that fails, perf
-                    // events as a whole are unavailable to this process.
-                    for _ in specs {
-                        statuses.push(classify(&e, None));
-                        index += 1;
-                    }
-                    None
-                }
-            };
-            let Some(g) = group.as_mut() else { continue };
-            let mut members = Vec::new();
-            for spec in specs {
-                let mut b = Builder::new(Attr(spec));
-                b.inherit(opts.inherit)
-                    .exclude_user(spec.exclude_user)
-                    .exclude_kernel(spec.exclude_kernel)
-                    .exclude_hv(true);
-                match g.add(&b) {
-                    Ok(c) => {
-                        statuses.push(EventStatus::Counting);
-                        members.push((index, c));
-                    }
-                    Err(e) => statuses.push(classify(&e, Some(spec))),
-                }
-                index += 1;
+            let indexed: Vec<(usize, &EventSpec)> = specs
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (index + i, s))
+                .collect();
+            let (clocks, others): (Vec<_>, Vec<_>) =
+                indexed.into_iter().partition(|(_, s)| is_clock(s));
+            for c in clocks {
+                set.open_group(&[c], opts);
             }
-            if let Some(group) = group
-                && !members.is_empty()
-            {
-                groups.push(OpenGroup { group, members });
-            }
+            set.open_group(&others, opts);
+            index += specs.len();
         }
-        CounterSet { groups, statuses }
+        set
+    }
+
+    fn open_group(&mut self, specs: &[(usize, &EventSpec)], opts: OpenOptions) {
+        let mut leader: Option<Counter> = None;
+        let mut members = Vec::new();
+        for &(index, spec) in specs {
+            let b = builder(spec, opts);
+            let opened = match leader.as_mut() {
+                None => b.build(),
+                Some(l) => b.build_with_group(l),
+            };
+            self.statuses[index] = match opened {
+                Ok(c) => {
+                    if leader.is_none() {
+                        leader = Some(c);
+                        members.push((index, None));
+                    } else {
+                        members.push((index, Some(c)));
+                    }
+                    EventStatus::Counting
+                }
+                Err(e) => classify(&e, Some(spec)),
+            };
+        }
+        if let Some(leader) = leader {
+            self.groups.push(OpenGroup { leader, members });
+        }
     }
 
     /// One status per event, in the order of the event list.
@@ -169,7 +199,7 @@ impl CounterSet {
     /// Start counting.
     pub fn enable(&mut self) -> io::Result<()> {
         for g in &mut self.groups {
-            g.group.enable()?;
+            g.leader.enable_group()?;
         }
         Ok(())
     }
@@ -177,7 +207,7 @@ impl CounterSet {
     /// Stop counting.
     pub fn disable(&mut self) -> io::Result<()> {
         for g in &mut self.groups {
-            g.group.disable()?;
+            g.leader.disable_group()?;
         }
         Ok(())
     }
@@ -186,7 +216,7 @@ impl CounterSet {
     /// `None`). One read(2) per group.
     pub fn read_into(&mut self, out: &mut [Option<RawCount>]) -> io::Result<()> {
         for g in &mut self.groups {
-            let data = g.group.read()?;
+            let data = g.leader.read_group()?;
             let enabled = data
                 .time_enabled()
                 .map(|d| d.as_nanos() as u64)
@@ -196,9 +226,10 @@ impl CounterSet {
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(0);
             for (idx, counter) in &g.members {
-                let value = data.get(counter).map(|e| e.value()).unwrap_or(0);
-                out[*idx] = Some(RawCount {
-                    value,
+                let counter = counter.as_ref().unwrap_or(&g.leader);
+                // An entry missing from the kernel's answer is "not counted", never zero.
+                out[*idx] = data.get(counter).map(|e| RawCount {
+                    value: e.value(),
                     enabled,
                     running,
                 });
@@ -215,6 +246,11 @@ impl CounterSet {
     pub fn is_empty(&self) -> bool {
         self.statuses.is_empty()
     }
+}
+
+/// task-clock and cpu-clock: always a group of their own (see [`CounterSet::open`]).
+fn is_clock(spec: &EventSpec) -> bool {
+    spec.type_ == events::PERF_TYPE_SOFTWARE && (spec.config == 0 || spec.config == 1)
 }
 
 /// The current `kernel.perf_event_paranoid`, if readable.
@@ -322,7 +358,40 @@ mod tests {
     }
 
     #[test]
+    fn task_clock_is_right_in_every_group_a_process_opens() {
+        // Grouped with another software event, task-clock misread on the test kernel, from the
+        // third group a process opened on: open several in turn.
+        for round in 0..5 {
+            let events =
+                parse_event_list(&["{context-switches,task-clock,page-faults}", "cpu-clock"])
+                    .unwrap();
+            let mut set = CounterSet::open(&events, OpenOptions::default());
+            if !set.statuses().iter().all(|s| s.is_counting()) {
+                eprintln!("skipped: perf events unavailable: {:?}", set.statuses());
+                return;
+            }
+            set.enable().unwrap();
+            let mut a = vec![None; 4];
+            let mut b = vec![None; 4];
+            set.read_into(&mut a).unwrap();
+            let mut x = 0u64;
+            for i in 0..3_000_000u64 {
+                x = std::hint::black_box(x.wrapping_add(i));
+            }
+            set.read_into(&mut b).unwrap();
+            let task = b[1].unwrap().since(&a[1].unwrap());
+            let cpu = b[3].unwrap().since(&a[3].unwrap());
+            let ratio = task.value as f64 / cpu.value as f64;
+            assert!(
+                (0.8..1.25).contains(&ratio),
+                "round {round}: task-clock {task:?} against cpu-clock {cpu:?}"
+            );
+        }
+    }
+
+    #[test]
     fn software_counters_count_this_thread() {
+        // Grouped as the user wrote it; the clock is split off internally.
         let events = parse_event_list(&["{task-clock,page-faults}"]).unwrap();
         let mut set = CounterSet::open(&events, OpenOptions::default());
         if !set.statuses()[0].is_counting() {
@@ -336,20 +405,42 @@ mod tests {
         let mut a = vec![None; 2];
         let mut b = vec![None; 2];
         set.read_into(&mut a).unwrap();
-        let v: Vec<u8> = vec![1; 1 << 22];
-        std::hint::black_box(&v);
+        // A fresh anonymous mapping: malloc could hand back memory already faulted in.
+        let len = 4 << 20;
+        // SAFETY: anonymous private mapping, written within its length, then unmapped.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            ) as *mut u8;
+            assert_ne!(p as *mut libc::c_void, libc::MAP_FAILED);
+            for off in (0..len).step_by(4096) {
+                std::ptr::write_volatile(p.add(off), 1);
+            }
+            libc::munmap(p as *mut libc::c_void, len);
+        }
         let mut x = 0u64;
         for i in 0..2_000_000u64 {
             x = std::hint::black_box(x.wrapping_add(i));
         }
         set.read_into(&mut b).unwrap();
         let clock = b[0].unwrap().since(&a[0].unwrap());
-        assert!(clock.value > 0, "task-clock advanced");
+        assert!(
+            clock.value as f64 > 0.5 * clock.enabled as f64,
+            "a busy thread's task-clock follows the enabled time: {clock:?}"
+        );
         assert_eq!(
             clock.enabled, clock.running,
             "software events are never multiplexed"
         );
         let faults = b[1].unwrap().since(&a[1].unwrap());
-        assert!(faults.value > 0, "touching 4 MiB faults pages in");
+        assert!(
+            faults.value >= 1024,
+            "touching 1024 fresh pages faults each in: {faults:?}"
+        );
     }
 }

@@ -56,6 +56,9 @@ pub struct Audit {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Environment {
     pub hostname: Option<String>,
+    /// /proc/sys/kernel/random/boot_id: tells results of one boot from another.
+    #[serde(default)]
+    pub boot_id: Option<String>,
     pub kernel_release: Option<String>,
     pub kernel_version: Option<String>,
     pub machine: Option<String>,
@@ -300,6 +303,7 @@ impl Environment {
         };
         let mut env = Environment {
             hostname,
+            boot_id: read("/proc/sys/kernel/random/boot_id"),
             kernel_release: release,
             kernel_version: version,
             machine,

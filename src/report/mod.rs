@@ -1,8 +1,10 @@
 //! Human-readable output: the run table in the spirit of `perf stat`, and the environment.
 
+pub mod format;
+
 use crate::environment::Environment;
 use crate::results::{Metric, RunResult};
-use comfy_table::{CellAlignment, Table, presets};
+use format::{Format, Grid};
 
 /// Format a number the way the tables do: thousands grouped for large values, two decimals in
 /// the usual range, three significant digits below one.
@@ -87,10 +89,9 @@ fn metric_row(m: &Metric, notes: &mut Vec<String>) -> Vec<String> {
     ]
 }
 
-/// The run table: one row per metric, per operation.
-pub fn run_table(r: &RunResult) -> String {
+/// The run's header lines: what was measured, how, and how the statistics are taken.
+pub fn run_preamble(r: &RunResult) -> Vec<String> {
     let o = &r.options;
-    let mut out = String::new();
     let cpus = o
         .cpus
         .as_ref()
@@ -100,17 +101,6 @@ pub fn run_table(r: &RunResult) -> String {
         .fifo
         .map(|p| format!("SCHED_FIFO {p}"))
         .unwrap_or_else(|| "SCHED_OTHER".into());
-    out.push_str(&format!(
-        " Per-{op} statistics for {w}\n {runs} run(s) x {samples} sample(s) x {ops} {op}s \
-         ({how}), {warm} warm-up sample(s) per run, {cpus}, {sched}\n",
-        op = r.op_name,
-        w = r.workload.describe(),
-        runs = o.runs,
-        samples = o.samples,
-        ops = group_thousands(&o.ops_per_sample.to_string()),
-        how = if o.calibrated { "calibrated" } else { "--ops" },
-        warm = o.warmup,
-    ));
     let replication = r
         .metrics
         .first()
@@ -122,40 +112,58 @@ pub fn run_table(r: &RunResult) -> String {
         .as_deref()
         .map(|c| format!(", clocksource {c}"))
         .unwrap_or_default();
-    out.push_str(&format!(
-        " Timed by {}{clocksource}; statistics over {replication}s (n={}); pstdev is the \
-         population standard deviation, ±% is pstdev/mean; CI: 95% of the mean (Student t)\n\n",
-        r.clock,
-        r.metrics
-            .first()
-            .and_then(|m| m.summary.as_ref())
-            .map(|s| s.n)
-            .unwrap_or(0),
-    ));
-    let mut t = Table::new();
-    t.load_style(presets::NOTHING);
-    t.set_header(vec![
+    vec![
+        format!(
+            " Per-{op} statistics for {w}",
+            op = r.op_name,
+            w = r.workload.describe()
+        ),
+        format!(
+            " {runs} run(s) x {samples} sample(s) x {ops} {op}s ({how}), {warm} warm-up \
+             sample(s) per run, {cpus}, {sched}",
+            op = r.op_name,
+            runs = o.runs,
+            samples = o.samples,
+            ops = group_thousands(&o.ops_per_sample.to_string()),
+            how = if o.calibrated { "calibrated" } else { "--ops" },
+            warm = o.warmup,
+        ),
+        format!(
+            " Timed by {}{clocksource}; statistics over {replication}s (n={}); pstdev is the \
+             population standard deviation, ±% is pstdev/mean; CI: 95% of the mean (Student t)",
+            r.clock,
+            r.metrics
+                .first()
+                .and_then(|m| m.summary.as_ref())
+                .map(|s| s.n)
+                .unwrap_or(0),
+        ),
+    ]
+}
+
+/// The run table: one row per metric, per operation, with notes (reasons for missing values,
+/// the empty-loop overhead, warnings) under it.
+pub fn run_grid(r: &RunResult) -> Grid {
+    let mut g = Grid::new(&[
         "metric", "median", "mean", "min", "max", "pstdev", "±%", "95% CI", "",
-    ]);
+    ])
+    .right(1..=7);
     let mut notes = Vec::new();
     for m in &r.metrics {
-        t.add_row(metric_row(m, &mut notes));
+        g.row(metric_row(m, &mut notes));
     }
-    for (i, col) in t.column_iter_mut().enumerate() {
-        if (1..=7).contains(&i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    out.push_str(&trim_lines(&t.to_string()));
-    for (i, n) in notes.iter().enumerate() {
-        out.push_str(&format!(" [{}] {n}\n", i + 1));
-    }
+    g.notes = notes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!(" [{}] {n}", i + 1))
+        .collect();
     if let Some(oh) = r.overhead.first().and_then(|m| m.summary.as_ref()) {
-        out.push_str(&format!(
-            "\n Empty loop (loop + clock + counter reads, same harness): {} ns/{} median; {}\n",
+        g.notes.push(String::new());
+        g.notes.push(format!(
+            " Empty loop (loop + clock + counter reads, same harness): {} ns/{} median; {}",
             fmt_num(oh.median),
             r.op_name,
-            if o.subtract_overhead {
+            if r.options.subtract_overhead {
                 "subtracted from every per-op value above"
             } else {
                 "not subtracted (--subtract-overhead)"
@@ -165,12 +173,18 @@ pub fn run_table(r: &RunResult) -> String {
     let mut warnings: Vec<&String> = r.warnings.iter().collect();
     warnings.extend(r.environment.warnings.iter());
     if !warnings.is_empty() {
-        out.push_str("\n Warnings:\n");
+        g.notes.push(String::new());
+        g.notes.push(" Warnings:".into());
         for w in warnings {
-            out.push_str(&format!("   - {w}\n"));
+            g.notes.push(format!("   - {w}"));
         }
     }
-    out
+    g
+}
+
+/// The run in a text format (JSON is the result itself).
+pub fn run_text(r: &RunResult, format: Format) -> String {
+    format::render(format, &run_preamble(r), &[run_grid(r)])
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -179,18 +193,12 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// Remove the padding a table leaves at the end of its lines.
-fn trim_lines(s: &str) -> String {
-    let mut out: String = s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n");
-    out.push('\n');
-    out
-}
-
 /// `syscost env` as text: one `key  value` line per field.
 pub fn env_text(e: &Environment) -> String {
     let mut lines: Vec<(String, String)> = Vec::new();
     let mut row = |k: &str, v: String| lines.push((k.to_string(), v));
     row("host", opt(&e.hostname));
+    row("boot id", opt(&e.boot_id));
     row(
         "kernel",
         format!("{} {}", opt(&e.kernel_release), opt(&e.kernel_version)),

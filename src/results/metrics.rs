@@ -18,6 +18,8 @@ pub enum MetricKind {
     Counter,
     /// A ratio of two other metrics (insn per cycle, miss %).
     Derived,
+    /// A per-run figure the workload reported itself (e.g. cacheline-spread).
+    Workload,
 }
 
 /// One metric per operation, with its value for each unit of replication and their summary.
@@ -32,6 +34,9 @@ pub struct Metric {
     pub replication: String,
     /// One value per unit of replication.
     pub values: Vec<f64>,
+    /// For each value, the index of its unit (run index, or sample index within a single
+    /// run, or group index in a merged result), so metrics can be paired unit by unit.
+    pub units: Vec<u32>,
     /// `None` when there are no values (the event was not counted).
     pub summary: Option<Summary>,
     /// Why there is no value, as perf labels it (`<not supported>`, `<not counted>`).
@@ -160,8 +165,14 @@ pub fn analyze(
 
     let build = |units: &[Vec<Option<f64>>], overhead: bool| -> Vec<Metric> {
         let mut out = Vec::new();
-        let column = |j: usize| -> Vec<f64> { units.iter().filter_map(|u| u[j]).collect() };
-        let time = column(0);
+        let column = |j: usize| -> (Vec<f64>, Vec<u32>) {
+            units
+                .iter()
+                .enumerate()
+                .filter_map(|(i, u)| u[j].map(|v| (v, i as u32)))
+                .unzip()
+        };
+        let (time, idx) = column(0);
         out.push(Metric {
             name: "time".into(),
             unit: format!("ns/{op_name}"),
@@ -169,12 +180,13 @@ pub fn analyze(
             replication: replication.into(),
             summary: Summary::of(&time),
             values: time,
+            units: idx,
             status: None,
             reason: None,
             running_pct: None,
         });
         for (i, ev) in events.iter().enumerate() {
-            let values = column(i + 1);
+            let (values, idx) = column(i + 1);
             let base = ev.spec.base_name();
             let unit = if base == "task-clock" || base == "cpu-clock" {
                 format!("ns/{op_name}")
@@ -206,6 +218,7 @@ pub fn analyze(
                 replication: replication.into(),
                 summary: Summary::of(&values),
                 values,
+                units: idx,
                 status,
                 reason,
                 running_pct: (!overhead && e > 0).then(|| 100.0 * r as f64 / e as f64),
@@ -213,6 +226,7 @@ pub fn analyze(
         }
         if !overhead {
             out.extend(derived(units, events, replication));
+            out.extend(workload_metrics(runs, replication));
         }
         out
     };
@@ -244,13 +258,14 @@ fn derived(units: &[Vec<Option<f64>>], events: &[EventRecord], replication: &str
             let (Some(a), Some(b)) = (index_of(&ev.spec.name), index_of(&den_name)) else {
                 continue;
             };
-            let values: Vec<f64> = units
+            let (values, idx): (Vec<f64>, Vec<u32>) = units
                 .iter()
-                .filter_map(|u| match (u[a], u[b]) {
-                    (Some(x), Some(y)) if y != 0.0 => Some(factor * x / y),
+                .enumerate()
+                .filter_map(|(i, u)| match (u[a], u[b]) {
+                    (Some(x), Some(y)) if y != 0.0 => Some((factor * x / y, i as u32)),
                     _ => None,
                 })
-                .collect();
+                .unzip();
             if values.is_empty() {
                 continue;
             }
@@ -261,6 +276,7 @@ fn derived(units: &[Vec<Option<f64>>], events: &[EventRecord], replication: &str
                 replication: replication.into(),
                 summary: Summary::of(&values),
                 values,
+                units: idx,
                 status: None,
                 reason: None,
                 running_pct: None,
@@ -268,6 +284,43 @@ fn derived(units: &[Vec<Option<f64>>], events: &[EventRecord], replication: &str
         }
     }
     out
+}
+
+/// The workload's own per-run metrics: one value per run (with a single run, that run's value
+/// stands alone).
+fn workload_metrics(runs: &[RunRecord], replication: &str) -> Vec<Metric> {
+    let mut names: Vec<&String> = runs
+        .iter()
+        .flat_map(|r| r.workload_metrics.keys())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let (values, idx): (Vec<f64>, Vec<u32>) = runs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.workload_metrics.get(name).map(|v| (*v, i as u32)))
+                .unzip();
+            Metric {
+                name: name.clone(),
+                unit: "per run".into(),
+                kind: MetricKind::Workload,
+                replication: if runs.len() == 1 {
+                    "run".into()
+                } else {
+                    replication.into()
+                },
+                summary: Summary::of(&values),
+                values,
+                units: idx,
+                status: None,
+                reason: None,
+                running_pct: None,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -310,6 +363,7 @@ mod tests {
             warmup: vec![],
             samples,
             overhead,
+            workload_metrics: Default::default(),
         }
     }
 
@@ -345,6 +399,7 @@ mod tests {
         assert_eq!(cpus.values, vec![0.95, 0.95]);
         assert!(m.iter().all(|x| x.name != "IPC"), "no IPC without cycles");
         assert_eq!(oh[0].values, vec![1.0, 3.0]);
+        assert_eq!(time.units, vec![0, 1]);
 
         let (sub, _) = analyze(&runs, &events, "call", true);
         assert_eq!(

@@ -44,6 +44,9 @@ pub struct RunRecord {
     pub samples: Vec<Sample>,
     /// Samples of the empty loop, same harness and batch size: the measurement overhead.
     pub overhead: Vec<Sample>,
+    /// Per-run metrics the workload reported itself (see `Workload::run_metrics`).
+    #[serde(default)]
+    pub workload_metrics: std::collections::BTreeMap<String, f64>,
 }
 
 /// How the run was set up.

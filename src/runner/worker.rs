@@ -242,6 +242,7 @@ fn measure(
         warmup: Vec::with_capacity(warmup as usize),
         samples: Vec::with_capacity(samples as usize),
         overhead: Vec::with_capacity(overhead_samples as usize),
+        workload_metrics: Default::default(),
     };
     counters.enable().context("enabling counters")?;
     for i in 0..warmup + samples {
@@ -254,6 +255,7 @@ fn measure(
         }
     }
     run.cpu_last = cpus::current_cpu();
+    run.workload_metrics = w.run_metrics().into_iter().collect();
     let mut empty = EmptyLoop;
     for _ in 0..overhead_samples {
         interrupted(signal)?;

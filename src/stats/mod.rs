@@ -3,6 +3,9 @@
 //!
 //! Distribution quantiles come from `statrs`; the rest is arithmetic.
 
+pub mod correlation;
+pub mod significance;
+
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 

@@ -28,6 +28,13 @@ pub trait Workload {
     /// operation itself (no allocation, no I/O beyond the operation, no checks per operation).
     fn run_batch(&mut self, ops: u64);
 
+    /// Metrics of the whole run that the workload measures itself, outside the timed region
+    /// (for example the cacheline-spread of a placement). Stored per run, summarised and
+    /// correlated like any other metric.
+    fn run_metrics(&self) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+
     /// Undo whatever `setup` created. Must be safe to call after a failed or partial setup.
     fn teardown(&mut self) -> Result<()> {
         Ok(())

@@ -1,0 +1,105 @@
+//! Pearson and Spearman correlation with two-sided p-values (Student's t with n - 2 degrees of
+//! freedom, as scipy's pearsonr and spearmanr report them).
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Correlation {
+    pub n: usize,
+    pub pearson_r: f64,
+    pub pearson_p: f64,
+    pub spearman_rho: f64,
+    pub spearman_p: f64,
+}
+
+fn r_of(x: &[f64], y: &[f64]) -> Option<f64> {
+    let (mx, my) = (super::mean(x), super::mean(y));
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    if sxx == 0.0 || syy == 0.0 {
+        return None;
+    }
+    Some((sxy / (sxx * syy).sqrt()).clamp(-1.0, 1.0))
+}
+
+fn p_of(r: f64, n: usize) -> f64 {
+    if r.abs() >= 1.0 {
+        return 0.0;
+    }
+    let df = (n - 2) as f64;
+    let t = r * (df / (1.0 - r * r)).sqrt();
+    let dist = StudentsT::new(0.0, 1.0, df).expect("positive degrees of freedom");
+    (2.0 * dist.sf(t.abs())).min(1.0)
+}
+
+/// Correlate paired values. `None` for fewer than three pairs, unequal lengths, or a constant
+/// series (r undefined).
+pub fn correlate(x: &[f64], y: &[f64]) -> Option<Correlation> {
+    if x.len() != y.len() || x.len() < 3 {
+        return None;
+    }
+    let r = r_of(x, y)?;
+    let rho = r_of(
+        &super::significance::ranks(x).0,
+        &super::significance::ranks(y).0,
+    )?;
+    Some(Correlation {
+        n: x.len(),
+        pearson_r: r,
+        pearson_p: p_of(r, x.len()),
+        spearman_rho: rho,
+        spearman_p: p_of(rho, x.len()),
+    })
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * b.abs().max(1e-12)
+    }
+
+    // Reference values: Python 3.11, SciPy 1.17.1:
+    //   x = [1.0, 2.1, 2.9, 4.2, 5.1, 5.8]; y = [2.0, 3.9, 6.5, 7.7, 10.4, 11.0]
+    //   stats.pearsonr(x, y)  -> r=0.9900217324076189, p=0.0001488519889995521
+    //   stats.spearmanr(x, y) -> rho=1.0, p=0.0
+    //   x2 = [1, 2, 3, 4, 5, 6, 7]; y2 = [3, 1, 4, 1, 5, 9, 2]
+    //   stats.pearsonr(x2, y2)  -> r=0.38302295861520796, p=0.3963884814333045
+    //   stats.spearmanr(x2, y2) -> rho=0.3243374865704013, p=0.477885479739931
+    #[test]
+    fn matches_scipy() {
+        let c = correlate(
+            &[1.0, 2.1, 2.9, 4.2, 5.1, 5.8],
+            &[2.0, 3.9, 6.5, 7.7, 10.4, 11.0],
+        )
+        .unwrap();
+        assert!(close(c.pearson_r, 0.9900217324076189, 1e-12));
+        assert!(
+            close(c.pearson_p, 0.0001488519889995521, 1e-6),
+            "{}",
+            c.pearson_p
+        );
+        assert_eq!(c.spearman_rho, 1.0);
+        assert_eq!(c.spearman_p, 0.0);
+        let x2 = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
+        let y2 = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0];
+        let c = correlate(&x2, &y2).unwrap();
+        assert!(close(c.pearson_r, 0.38302295861520796, 1e-12));
+        assert!(close(c.pearson_p, 0.3963884814333045, 1e-6));
+        assert!(close(c.spearman_rho, 0.3243374865704013, 1e-12));
+        assert!(close(c.spearman_p, 0.477885479739931, 1e-6));
+    }
+
+    #[test]
+    fn degenerate_inputs() {
+        assert!(correlate(&[1.0, 2.0], &[1.0, 2.0]).is_none());
+        assert!(correlate(&[1.0, 2.0, 3.0], &[5.0, 5.0, 5.0]).is_none());
+        assert!(correlate(&[1.0, 2.0, 3.0], &[1.0, 2.0]).is_none());
+    }
+}
