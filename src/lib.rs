@@ -8,6 +8,7 @@
 //! - [`counters`]: perf_event_open groups, read with enabled/running times;
 //! - [`stats`]: descriptive statistics and confidence intervals;
 //! - [`results`]: the versioned result files and per-op metrics derived from raw samples;
+//! - [`compare`]: comparisons, merges across boots, correlations and run validity;
 //! - [`report`]: tables for people;
 //! - [`environment`]: what makes two results comparable;
 //! - [`audit`]: the audit subsystem through netlink;
@@ -16,6 +17,7 @@
 
 pub mod audit;
 pub mod cli;
+pub mod compare;
 pub mod counters;
 pub mod environment;
 pub mod report;

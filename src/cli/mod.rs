@@ -3,12 +3,14 @@
 
 mod progress;
 
+use crate::compare;
 use crate::counters::{self, EventList};
 use crate::environment::Environment;
 use crate::report::{self, format::Format};
-use crate::results::{self, RunResult};
+use crate::results::{self, RunResult, view::ResultView};
 use crate::runner::{self, CpuList, Plan};
 use crate::signals::{self, Interrupted};
+use crate::stats::significance::TestKind;
 use crate::workloads::{WorkloadSpec, syscall};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -40,6 +42,70 @@ pub enum Command {
     /// Measure a workload: per-operation time and counters with statistics.
     #[command(subcommand)]
     Run(RunCommand),
+    /// Compare results: deltas with confidence intervals, significance and a verdict.
+    #[command(after_help = COMPARE_EXAMPLES)]
+    Compare {
+        /// Result files: the first is the baseline.
+        #[arg(value_name = "RESULT", required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        opts: CompareArgs,
+    },
+    /// Measure two or more configurations interleaved (A B B A ...) and compare them.
+    #[command(after_help = AB_EXAMPLES)]
+    Ab {
+        /// A configuration: the arguments of `syscost run` (workload and its options), quoted.
+        /// Give it two or more times; the first is the baseline.
+        #[arg(long = "variant", value_name = "ARGS", required = true)]
+        variants: Vec<String>,
+        /// A name for each variant, in order (default: its arguments).
+        #[arg(long = "label", value_name = "NAME")]
+        labels: Vec<String>,
+        /// Also write each variant's full result into this directory.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
+        #[command(flatten)]
+        opts: CompareArgs,
+        /// `syscost run` options shared by every variant (after --), e.g. -- --cpu 1 --runs 10
+        #[arg(last = true, value_name = "RUN OPTIONS")]
+        shared: Vec<String>,
+    },
+    /// Merge results of one workload from different boots; the boot becomes the unit.
+    Merge {
+        /// Result files, one per boot (merged files contribute their boots).
+        #[arg(value_name = "RESULT", required = true)]
+        files: Vec<PathBuf>,
+        /// Write the merged result (JSON) to FILE, atomically.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Metric of the Min/Mean/Median/Max/pstdev table.
+        #[arg(long, default_value = "time", value_name = "NAME")]
+        metric: String,
+        /// Merge even if the results measure different workloads.
+        #[arg(long)]
+        force: bool,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// Correlate two per-run (or per-boot) metrics across results: Pearson and Spearman.
+    Correlate {
+        /// Result files; every run (or boot) of every file is one point.
+        #[arg(value_name = "RESULT", required = true)]
+        files: Vec<PathBuf>,
+        /// The metric on the x axis, e.g. L1-dcache-load-misses or cacheline-spread.
+        #[arg(long, value_name = "METRIC")]
+        x: String,
+        /// The metric on the y axis, e.g. time or cycles.
+        #[arg(long, value_name = "METRIC", default_value = "time")]
+        y: String,
+        /// Write the correlation (JSON, with every point) to FILE, atomically.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// Show what makes results comparable: kernel, config, CPU, caches, clocks, audit, perf.
     Env {
         /// Print JSON instead of text.
@@ -70,6 +136,92 @@ const SYSCALL_EXAMPLES: &str = "Examples:
       SCHED_FIFO 50, two events, result file for compare/report
   syscost run syscall --ops 1000000 --samples 20 --json
       fixed batch of 10^6 calls (no calibration), JSON on stdout";
+
+const COMPARE_EXAMPLES: &str = "Examples:
+  syscost compare before.json after.json
+      per-metric deltas, 95% bootstrap CIs, Mann-Whitney p-values, verdicts
+  syscost compare base.json p1.json p2.json p3.json --metric time --format lkml
+      three patches ranked against the baseline, as plain text for a cover letter
+  syscost compare a.json b.json --test welch --drop-perturbed --format csv";
+
+const AB_EXAMPLES: &str = "Examples:
+  syscost ab --variant 'syscall --syscall getpid' --variant 'syscall --syscall getppid' -- --cpu 1 --runs 10
+      both measured in alternating order (ABBA), then compared
+  syscost ab --variant 'syscall' --variant 'syscall' --label A --label A2 -- --cpu 1
+      an A/A check of this machine's noise";
+
+/// How compare and ab decide.
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Significance test.
+    #[arg(long, value_enum, default_value_t = TestKind::MannWhitney)]
+    pub test: TestKind,
+    /// Significance level.
+    #[arg(long, default_value_t = 0.05, value_name = "P")]
+    pub alpha: f64,
+    /// Deltas smaller than this percentage are never called a change (like criterion's noise
+    /// threshold).
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub noise_threshold: f64,
+    /// The primary metric: ranks variants, fills the Min/Mean/Median/Max table.
+    #[arg(long, default_value = "time", value_name = "NAME")]
+    pub metric: String,
+    /// Bootstrap seed (the output is reproducible for a given seed).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub resamples: usize,
+    /// Compare results of different workloads or parameters anyway.
+    #[arg(long)]
+    pub force: bool,
+    /// Leave out runs whose invariant counters (instructions, context-switches,
+    /// cpu-migrations, page-faults per op) moved beyond --perturbed-threshold of the median.
+    #[arg(long)]
+    pub drop_perturbed: bool,
+    /// Threshold of the perturbed-run check, percent of the median.
+    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    pub perturbed_threshold: f64,
+    /// Keep only the N best runs (lowest primary metric) of each variant.
+    #[arg(long, value_name = "N")]
+    pub best_of: Option<usize>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the comparison (JSON) to FILE, atomically.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl CompareArgs {
+    fn options(&self) -> Result<compare::Options> {
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
+        }
+        if self.noise_threshold < 0.0 || self.perturbed_threshold < 0.0 {
+            anyhow::bail!("thresholds are percentages of zero or more");
+        }
+        if self.resamples == 0 {
+            anyhow::bail!("--resamples must be at least 1");
+        }
+        if self.best_of == Some(0) {
+            anyhow::bail!("--best-of must be at least 1");
+        }
+        Ok(compare::Options {
+            test: self.test,
+            alpha: self.alpha,
+            noise_pct: self.noise_threshold,
+            resamples: self.resamples,
+            seed: self.seed,
+            primary: self.metric.clone(),
+            force: self.force,
+            drop_perturbed: self.drop_perturbed,
+            perturbed_pct: self.perturbed_threshold,
+            best_of: self.best_of,
+            configurations: false,
+        })
+    }
+}
 
 /// Options every `run` workload takes.
 #[derive(Args, Debug, Clone)]
@@ -115,6 +267,11 @@ pub struct RunArgs {
     /// List the event names -e accepts and exit.
     #[arg(long)]
     pub list_events: bool,
+
+    /// Leave runs whose invariant counters moved (see `syscost compare --help`) out of the
+    /// statistics; they are flagged in the warnings either way.
+    #[arg(long)]
+    pub drop_perturbed: bool,
 
     /// Subtract the empty loop's per-op cost (loop, clock and counter reads, measured by the
     /// same harness in each run) from every per-op value.
@@ -174,10 +331,137 @@ pub fn main() -> i32 {
     }
 }
 
+/// Parses one `--variant` of `syscost ab` as the arguments of `syscost run`.
+#[derive(Parser, Debug)]
+#[command(name = "variant", no_binary_name = true)]
+struct VariantLine {
+    #[command(subcommand)]
+    run: RunCommand,
+}
+
+impl RunCommand {
+    fn into_parts(self) -> (WorkloadSpec, RunArgs) {
+        match self {
+            RunCommand::Syscall { params, common } => (WorkloadSpec::Syscall(params), common),
+        }
+    }
+}
+
+fn load_views(files: &[PathBuf]) -> Result<Vec<ResultView>> {
+    files.iter().map(|f| ResultView::load(f)).collect()
+}
+
+fn emit(
+    format: Format,
+    json: impl FnOnce() -> String,
+    text: impl FnOnce() -> String,
+) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if format == Format::Json {
+        writeln!(stdout, "{}", json())?;
+    } else {
+        write!(stdout, "{}", text())?;
+    }
+    Ok(())
+}
+
+fn save_json(path: &Option<PathBuf>, json: &str) -> Result<()> {
+    if let Some(p) = path {
+        let mut s = json.to_string();
+        s.push('\n');
+        results::write_atomic(p, s.as_bytes())?;
+        eprintln!("syscost: written to {}", p.display());
+    }
+    Ok(())
+}
+
+fn show_comparison(c: &compare::Comparison, args: &CompareArgs) -> Result<()> {
+    let json = serde_json::to_string_pretty(c)?;
+    save_json(&args.output, &json)?;
+    emit(
+        args.format,
+        || json.clone(),
+        || report::format::render(args.format, &c.preamble(), &c.grids()),
+    )
+}
+
 fn dispatch(cmd: Command) -> Result<()> {
     match cmd {
-        Command::Run(RunCommand::Syscall { params, common }) => {
-            run_workload(WorkloadSpec::Syscall(params), common)
+        Command::Run(run) => {
+            let (workload, common) = run.into_parts();
+            run_workload(workload, common)
+        }
+        Command::Compare { files, opts } => {
+            if files.len() < 2 {
+                anyhow::bail!(
+                    "compare needs at least two results (a baseline and another); got one: {}",
+                    files[0].display()
+                );
+            }
+            if let Some(o) = &opts.output {
+                results::check_writable(o)?;
+            }
+            let options = opts.options()?;
+            let views = load_views(&files)?;
+            let variants = views.iter().map(compare::Variant::from_view).collect();
+            let c = compare::compare(variants, &options)?;
+            show_comparison(&c, &opts)
+        }
+        Command::Ab {
+            variants,
+            labels,
+            save,
+            opts,
+            shared,
+        } => ab(variants, labels, save, opts, shared),
+        Command::Merge {
+            files,
+            output,
+            metric,
+            force,
+            format,
+        } => {
+            if let Some(o) = &output {
+                results::check_writable(o)?;
+            }
+            let views = load_views(&files)?;
+            let m = compare::merge::merge(&views, force)?;
+            if !m.metrics.iter().any(|x| x.name == metric) {
+                anyhow::bail!("the merged results have no metric '{metric}'");
+            }
+            let json = m.to_json();
+            save_json(&output, &json)?;
+            emit(
+                format,
+                || json.clone(),
+                || {
+                    report::format::render(
+                        format,
+                        &m.preamble(&metric),
+                        &[m.seed_table(&metric), m.variance_grid()],
+                    )
+                },
+            )
+        }
+        Command::Correlate {
+            files,
+            x,
+            y,
+            output,
+            format,
+        } => {
+            if let Some(o) = &output {
+                results::check_writable(o)?;
+            }
+            let views = load_views(&files)?;
+            let c = compare::correlate::run(&views, &x, &y)?;
+            let json = c.to_json();
+            save_json(&output, &json)?;
+            emit(
+                format,
+                || json.clone(),
+                || report::format::render(format, &[], &[c.grid()]),
+            )
         }
         Command::Env { json } => {
             let env = Environment::collect();
@@ -192,21 +476,12 @@ fn dispatch(cmd: Command) -> Result<()> {
     }
 }
 
-fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> {
-    if args.list_events {
-        for name in counters::events::known_event_names() {
-            println!("{name}");
-        }
-        return Ok(());
-    }
+fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
     let events: EventList = if args.events.is_empty() {
         counters::default_events()
     } else {
         counters::parse_event_list(&args.events)?
     };
-    if let Some(path) = &args.output {
-        results::check_writable(path)?;
-    }
     let plan = Plan {
         workload,
         events,
@@ -221,9 +496,24 @@ fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> {
         subtract_overhead: args.subtract_overhead,
     };
     runner::validate(&plan)?;
-    let mut bar = progress::Bar::new(&plan);
-    let result: RunResult = runner::run(&plan, &mut |p| bar.update(p))?;
+    Ok(plan)
+}
+
+fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> {
+    if args.list_events {
+        for name in counters::events::known_event_names() {
+            println!("{name}");
+        }
+        return Ok(());
+    }
+    if let Some(path) = &args.output {
+        results::check_writable(path)?;
+    }
+    let plan = plan_of(workload, &args)?;
+    let mut bar = progress::Bar::new(&plan, 1);
+    let mut result: RunResult = runner::run(&plan, &mut |p| bar.update(p))?;
     bar.finish();
+    result.check_perturbed(10.0, args.drop_perturbed);
     if let Some(path) = &args.output {
         result.save(path)?;
     }
@@ -238,4 +528,93 @@ fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> {
         eprintln!("syscost: result written to {}", path.display());
     }
     Ok(())
+}
+
+fn ab(
+    variants: Vec<String>,
+    labels: Vec<String>,
+    save: Option<PathBuf>,
+    opts: CompareArgs,
+    shared: Vec<String>,
+) -> Result<()> {
+    if variants.len() < 2 {
+        anyhow::bail!("ab needs at least two --variant configurations");
+    }
+    if !labels.is_empty() && labels.len() != variants.len() {
+        anyhow::bail!(
+            "give one --label per --variant ({} labels for {} variants), or none",
+            labels.len(),
+            variants.len()
+        );
+    }
+    let options = compare::Options {
+        configurations: true,
+        ..opts.options()?
+    };
+    if let Some(o) = &opts.output {
+        results::check_writable(o)?;
+    }
+    if let Some(dir) = &save
+        && !dir.is_dir()
+    {
+        anyhow::bail!("--save {}: no such directory", dir.display());
+    }
+    let mut plans = Vec::new();
+    for v in &variants {
+        let Some(mut words) = shlex::split(v) else {
+            anyhow::bail!("--variant '{v}': unbalanced quotes");
+        };
+        words.extend(shared.iter().cloned());
+        let line = VariantLine::try_parse_from(&words).map_err(|e| {
+            anyhow::anyhow!(
+                "--variant '{v}' (with the shared options {:?}) is not a valid `syscost run`: {}",
+                shared,
+                e.render().to_string().trim()
+            )
+        })?;
+        let (workload, args) = line.run.into_parts();
+        plans.push(plan_of(workload, &args)?);
+    }
+    // What must match is checked before anything is measured.
+    for (p, v) in plans.iter().zip(&variants).skip(1) {
+        if p.subtract_overhead != plans[0].subtract_overhead {
+            anyhow::bail!(
+                "--variant '{v}': --subtract-overhead must be the same for every variant"
+            );
+        }
+        if p.workload.op_name() != plans[0].workload.op_name() {
+            anyhow::bail!(
+                "--variant '{v}' counts {}s, the first counts {}s: per-op figures would not compare",
+                p.workload.op_name(),
+                plans[0].workload.op_name()
+            );
+        }
+    }
+    let labels = if labels.is_empty() {
+        variants.clone()
+    } else {
+        labels
+    };
+    let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
+    let results = runner::run_interleaved(&plans, &mut |p| bar.update(p))?;
+    bar.finish();
+    let mut vs = Vec::new();
+    for (r, label) in results.iter().zip(&labels) {
+        if let Some(dir) = &save {
+            let name: String = label
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            r.save(&dir.join(format!("{name}.json")))?;
+        }
+        vs.push(compare::Variant::from_run(label, "ab", r));
+    }
+    let c = compare::compare(vs, &options)?;
+    show_comparison(&c, &opts)
 }

@@ -18,17 +18,18 @@ pub struct Bar {
 }
 
 impl Bar {
-    pub fn new(plan: &Plan) -> Bar {
+    /// A bar for `plan` run `configs` times over (the configurations of `syscost ab`).
+    pub fn new(plan: &Plan, configs: u32) -> Bar {
         let mut b = Bar {
             start: Instant::now(),
-            runs: plan.runs,
+            runs: plan.runs * configs,
             enabled: std::io::stderr().is_terminal(),
             bar: None,
         };
         // With calibration the length of a run is known up front.
         if plan.ops.is_none() {
             let per_run = plan.sample_time * (plan.samples + plan.warmup);
-            if per_run * plan.runs > SHOW_AFTER {
+            if per_run * plan.runs * configs > SHOW_AFTER {
                 b.show(0);
             }
         }

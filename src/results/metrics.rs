@@ -126,11 +126,15 @@ pub fn analyze(
 
     // Per unit of replication: per-op values, and the overhead per op of the unit's run.
     let mut units: Vec<Vec<Option<f64>>> = Vec::new();
+    // The id of each unit: the run's index, or the sample's position in a single run.
+    let mut ids: Vec<u32> = Vec::new();
     let mut overhead_units: Vec<Vec<Option<f64>>> = Vec::new();
+    let mut overhead_ids: Vec<u32> = Vec::new();
     for run in runs {
         let oh = per_op(&pool(&run.overhead, n));
         if !run.overhead.is_empty() {
             overhead_units.push(oh.clone());
+            overhead_ids.push(run.index);
         }
         let pools: Vec<Pool> = if by_sample {
             run.samples
@@ -140,7 +144,8 @@ pub fn analyze(
         } else {
             vec![pool(&run.samples, n)]
         };
-        for p in pools {
+        for (k, p) in pools.into_iter().enumerate() {
+            ids.push(if by_sample { k as u32 } else { run.index });
             let mut v = per_op(&p);
             if subtract_overhead && !run.overhead.is_empty() {
                 for (x, o) in v.iter_mut().zip(&oh) {
@@ -163,13 +168,13 @@ pub fn analyze(
         }
     }
 
-    let build = |units: &[Vec<Option<f64>>], overhead: bool| -> Vec<Metric> {
+    let build = |units: &[Vec<Option<f64>>], ids: &[u32], overhead: bool| -> Vec<Metric> {
         let mut out = Vec::new();
         let column = |j: usize| -> (Vec<f64>, Vec<u32>) {
             units
                 .iter()
-                .enumerate()
-                .filter_map(|(i, u)| u[j].map(|v| (v, i as u32)))
+                .zip(ids)
+                .filter_map(|(u, id)| u[j].map(|v| (v, *id)))
                 .unzip()
         };
         let (time, idx) = column(0);
@@ -225,18 +230,26 @@ pub fn analyze(
             });
         }
         if !overhead {
-            out.extend(derived(units, events, replication));
+            out.extend(derived(units, ids, events, replication));
             out.extend(workload_metrics(runs, replication));
         }
         out
     };
 
-    (build(&units, false), build(&overhead_units, true))
+    (
+        build(&units, &ids, false),
+        build(&overhead_units, &overhead_ids, true),
+    )
 }
 
 /// Ratios between metrics of the same unit and the same modifiers (`instructions:u` goes with
 /// `cycles:u`).
-fn derived(units: &[Vec<Option<f64>>], events: &[EventRecord], replication: &str) -> Vec<Metric> {
+fn derived(
+    units: &[Vec<Option<f64>>],
+    ids: &[u32],
+    events: &[EventRecord],
+    replication: &str,
+) -> Vec<Metric> {
     let index_of = |name: &str| -> Option<usize> {
         if name == "time" {
             return Some(0);
@@ -260,9 +273,9 @@ fn derived(units: &[Vec<Option<f64>>], events: &[EventRecord], replication: &str
             };
             let (values, idx): (Vec<f64>, Vec<u32>) = units
                 .iter()
-                .enumerate()
-                .filter_map(|(i, u)| match (u[a], u[b]) {
-                    (Some(x), Some(y)) if y != 0.0 => Some((factor * x / y, i as u32)),
+                .zip(ids)
+                .filter_map(|(u, id)| match (u[a], u[b]) {
+                    (Some(x), Some(y)) if y != 0.0 => Some((factor * x / y, *id)),
                     _ => None,
                 })
                 .unzip();
@@ -300,8 +313,7 @@ fn workload_metrics(runs: &[RunRecord], replication: &str) -> Vec<Metric> {
         .map(|name| {
             let (values, idx): (Vec<f64>, Vec<u32>) = runs
                 .iter()
-                .enumerate()
-                .filter_map(|(i, r)| r.workload_metrics.get(name).map(|v| (*v, i as u32)))
+                .filter_map(|r| r.workload_metrics.get(name).map(|v| (*v, r.index)))
                 .unzip();
             Metric {
                 name: name.clone(),

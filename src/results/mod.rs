@@ -3,6 +3,7 @@
 //! commands (compare, merge, report) read back.
 
 pub mod metrics;
+pub mod view;
 
 use crate::counters::{EventSpec, EventStatus, RawCount};
 use crate::environment::Environment;
@@ -182,6 +183,45 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 impl RunResult {
+    /// Flag runs whose invariant counters moved (see `compare::validity`) in the warnings, and
+    /// with `drop` leave them out of every metric.
+    pub fn check_perturbed(&mut self, threshold_pct: f64, drop: bool) {
+        if self.runs.len() < 3 {
+            return;
+        }
+        let floor = 1.0 / self.options.ops_per_sample.max(1) as f64;
+        let flagged = crate::compare::validity::find(&self.metrics, threshold_pct, floor);
+        let mut units: Vec<u32> = flagged.iter().map(|p| p.unit).collect();
+        units.sort();
+        units.dedup();
+        for p in &flagged {
+            self.warnings
+                .push(format!("perturbed {}", p.describe("run")));
+        }
+        if drop && !units.is_empty() {
+            let keep: Vec<RunRecord> = self
+                .runs
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !units.contains(&(*i as u32)))
+                .map(|(_, r)| r.clone())
+                .collect();
+            let (m, o) = metrics::analyze(
+                &keep,
+                &self.events,
+                &self.op_name,
+                self.options.subtract_overhead,
+            );
+            self.metrics = m;
+            self.overhead = o;
+            self.warnings.push(format!(
+                "--drop-perturbed: {} of {} runs left out of the statistics (still in the file)",
+                units.len(),
+                self.runs.len()
+            ));
+        }
+    }
+
     /// Serialise as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("result types serialise")

@@ -9,7 +9,7 @@ pub use cpus::CpuList;
 
 use crate::counters::{EventList, EventStatus};
 use crate::environment::Environment;
-use crate::results::{self, EventRecord, RunOptions, RunResult, ToolInfo};
+use crate::results::{self, EventRecord, RunOptions, RunRecord, RunResult, ToolInfo};
 use crate::signals;
 use crate::workloads::WorkloadSpec;
 use anyhow::{Context, Result, bail};
@@ -69,57 +69,130 @@ pub fn validate(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
+/// Find the batch size: `--ops` as given, or calibrated in a worker of its own.
+fn batch_size(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<(u64, bool)> {
+    if let Some(ops) = plan.ops {
+        return Ok((ops, false));
+    }
+    progress(Progress::Calibrating);
+    let reply = spawn(&request(
+        plan,
+        Mode::Calibrate {
+            target_ns: plan.sample_time.as_nanos() as u64,
+        },
+    ))?;
+    match reply {
+        Reply::Calibrated { ops, .. } => {
+            progress(Progress::Calibrated { ops });
+            Ok((ops, true))
+        }
+        other => bail!("unexpected reply from the calibration worker: {other:?}"),
+    }
+}
+
+/// One run in a fresh worker.
+fn measure(plan: &Plan, ops: u64, index: u32) -> Result<(RunRecord, Vec<EventStatus>)> {
+    let req = request(
+        plan,
+        Mode::Measure {
+            index,
+            ops,
+            warmup: plan.warmup,
+            samples: plan.samples,
+            overhead_samples: plan.overhead_samples,
+        },
+    );
+    match spawn(&req)? {
+        Reply::Measured { run, statuses } => Ok((run, statuses)),
+        other => bail!("unexpected reply from worker {index}: {other:?}"),
+    }
+}
+
 /// Calibrate if needed, run every repetition, and build the result.
 pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<RunResult> {
     validate(plan)?;
     let environment = Environment::collect();
-    let (ops, calibrated) = match plan.ops {
-        Some(ops) => (ops, false),
-        None => {
-            progress(Progress::Calibrating);
-            let reply = spawn(&request(
-                plan,
-                Mode::Calibrate {
-                    target_ns: plan.sample_time.as_nanos() as u64,
-                },
-            ))?;
-            match reply {
-                Reply::Calibrated { ops, .. } => {
-                    progress(Progress::Calibrated { ops });
-                    (ops, true)
-                }
-                other => bail!("unexpected reply from the calibration worker: {other:?}"),
-            }
-        }
-    };
+    let (ops, calibrated) = batch_size(plan, progress)?;
     let mut runs = Vec::with_capacity(plan.runs as usize);
-    let mut statuses: Option<Vec<EventStatus>> = None;
+    let mut statuses = Vec::new();
     for index in 0..plan.runs {
-        let req = request(
-            plan,
-            Mode::Measure {
-                index,
-                ops,
-                warmup: plan.warmup,
-                samples: plan.samples,
-                overhead_samples: plan.overhead_samples,
-            },
-        );
-        match spawn(&req)? {
-            Reply::Measured { run, statuses: s } => {
-                if statuses.is_none() {
-                    statuses = Some(s);
-                }
-                runs.push(run);
-            }
-            other => bail!("unexpected reply from worker {index}: {other:?}"),
+        let (run, s) = measure(plan, ops, index)?;
+        if statuses.is_empty() {
+            statuses = s;
         }
+        runs.push(run);
         progress(Progress::RunFinished {
             index,
             of: plan.runs,
         });
     }
-    let statuses = statuses.unwrap_or_default();
+    Ok(assemble(plan, ops, calibrated, runs, statuses, environment))
+}
+
+/// Run several plans of the same shape interleaved, as `syscost ab` does: every round visits
+/// every plan, in alternating order (A B, B A, ...: ABBA), so drift of the machine's speed
+/// over time falls on all of them alike. Each plan is calibrated on its own first.
+pub fn run_interleaved(
+    plans: &[Plan],
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<RunResult>> {
+    let Some(first) = plans.first() else {
+        bail!("nothing to measure");
+    };
+    for p in plans {
+        validate(p)?;
+        if p.runs != first.runs {
+            bail!(
+                "every configuration needs the same number of runs to be interleaved ({} vs {})",
+                first.runs,
+                p.runs
+            );
+        }
+    }
+    let environment = Environment::collect();
+    let mut sizes = Vec::new();
+    for p in plans {
+        sizes.push(batch_size(p, progress)?);
+    }
+    let mut runs: Vec<Vec<RunRecord>> = vec![Vec::new(); plans.len()];
+    let mut statuses: Vec<Vec<EventStatus>> = vec![Vec::new(); plans.len()];
+    let total = first.runs * plans.len() as u32;
+    let mut done = 0;
+    for round in 0..first.runs {
+        let mut order: Vec<usize> = (0..plans.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for k in order {
+            let (run, s) = measure(&plans[k], sizes[k].0, round)?;
+            if statuses[k].is_empty() {
+                statuses[k] = s;
+            }
+            runs[k].push(run);
+            progress(Progress::RunFinished {
+                index: done,
+                of: total,
+            });
+            done += 1;
+        }
+    }
+    Ok(plans
+        .iter()
+        .zip(sizes)
+        .zip(runs.into_iter().zip(statuses))
+        .map(|((p, (ops, cal)), (r, s))| assemble(p, ops, cal, r, s, environment.clone()))
+        .collect())
+}
+
+/// Build the result of a plan from its runs.
+fn assemble(
+    plan: &Plan,
+    ops: u64,
+    calibrated: bool,
+    runs: Vec<RunRecord>,
+    statuses: Vec<EventStatus>,
+    environment: Environment,
+) -> RunResult {
     let mut events = Vec::new();
     for (g, group) in plan.events.groups.iter().enumerate() {
         for spec in group {
@@ -168,7 +241,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<RunResult>
         warnings: Vec::new(),
     };
     result.warnings = run_warnings(&result);
-    Ok(result)
+    result
 }
 
 fn request(plan: &Plan, mode: Mode) -> Request {

@@ -1,0 +1,159 @@
+//! Correlating two per-run (or per-boot) metrics across results, as seed 000 correlated cycles
+//! with L1d misses and with cacheline-spread.
+
+use crate::report::format::Grid;
+use crate::results::view::ResultView;
+use crate::results::{SCHEMA, ToolInfo, VERSION};
+use crate::stats::correlation::{Correlation, correlate};
+use crate::stats::mean;
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// One pair of values and where it came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    /// `file#unit`.
+    pub source: String,
+}
+
+/// A `syscost correlate` result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CorrelationResult {
+    pub schema: String,
+    pub version: u32,
+    /// `correlate`.
+    pub kind: String,
+    pub tool: ToolInfo,
+    pub x: String,
+    pub y: String,
+    pub x_unit: String,
+    pub y_unit: String,
+    /// `run` or `boot`.
+    pub unit: String,
+    pub files: Vec<String>,
+    pub points: Vec<Point>,
+    pub correlation: Correlation,
+    /// Least-squares line y = slope * x + intercept.
+    pub slope: f64,
+    pub intercept: f64,
+}
+
+/// Pair metric `x` with metric `y` unit by unit in every file.
+pub fn run(views: &[ResultView], x: &str, y: &str) -> Result<CorrelationResult> {
+    if views.is_empty() {
+        bail!("correlate needs at least one result");
+    }
+    let mut points = Vec::new();
+    let (mut xu, mut yu, mut unit) = (String::new(), String::new(), String::new());
+    for v in views {
+        let find = |name: &str| {
+            v.metric(name)
+                .filter(|m| m.summary.is_some())
+                .ok_or_else(|| {
+                    let names: Vec<&str> = v
+                        .metrics
+                        .iter()
+                        .filter(|m| m.summary.is_some())
+                        .map(|m| m.name.as_str())
+                        .collect();
+                    anyhow::anyhow!(
+                        "{}: no metric '{name}' with values; it has: {}",
+                        v.path.display(),
+                        names.join(", ")
+                    )
+                })
+        };
+        let (mx, my) = (find(x)?, find(y)?);
+        xu = mx.unit.clone();
+        yu = my.unit.clone();
+        unit = mx.replication.clone();
+        for (vx, ux) in mx.values.iter().zip(&mx.units) {
+            if let Some(i) = my.units.iter().position(|u| u == ux) {
+                points.push(Point {
+                    x: *vx,
+                    y: my.values[i],
+                    source: format!("{}#{ux}", v.label()),
+                });
+            }
+        }
+    }
+    let xs: Vec<f64> = points.iter().map(|p| p.x).collect();
+    let ys: Vec<f64> = points.iter().map(|p| p.y).collect();
+    let Some(c) = correlate(&xs, &ys) else {
+        if xs.len() < 3 {
+            bail!(
+                "only {} pair(s) of {x} and {y}: a correlation needs at least 3 (more runs, or \
+                 more files)",
+                xs.len()
+            );
+        }
+        bail!(
+            "{x} or {y} does not vary across the {} pairs: r is undefined",
+            xs.len()
+        );
+    };
+    let (mx, my) = (mean(&xs), mean(&ys));
+    let sxx: f64 = xs.iter().map(|a| (a - mx).powi(2)).sum();
+    let sxy: f64 = xs.iter().zip(&ys).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let slope = sxy / sxx;
+    Ok(CorrelationResult {
+        schema: SCHEMA.into(),
+        version: VERSION,
+        kind: "correlate".into(),
+        tool: ToolInfo::this(),
+        x: x.into(),
+        y: y.into(),
+        x_unit: xu,
+        y_unit: yu,
+        unit,
+        files: views.iter().map(|v| v.path.display().to_string()).collect(),
+        points,
+        correlation: c,
+        slope,
+        intercept: my - slope * mx,
+    })
+}
+
+impl CorrelationResult {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("correlations serialise")
+    }
+
+    pub fn grid(&self) -> Grid {
+        let c = &self.correlation;
+        let mut g = Grid::new(&["x", "y", "n", "Pearson r", "p", "Spearman rho", "p"])
+            .right(2..=6)
+            .title(format!(
+                " Correlation across {}s of {} files",
+                self.unit,
+                self.files.len()
+            ));
+        let p = |p: f64| {
+            if p < 0.0001 {
+                format!("{p:.1e}")
+            } else {
+                format!("{p:.4}")
+            }
+        };
+        g.row(vec![
+            format!("{} ({})", self.x, self.x_unit),
+            format!("{} ({})", self.y, self.y_unit),
+            c.n.to_string(),
+            format!("{:.3}", c.pearson_r),
+            p(c.pearson_p),
+            format!("{:.3}", c.spearman_rho),
+            p(c.spearman_p),
+        ]);
+        g.notes.push(format!(
+            " least squares: {} = {} x {} {} {}",
+            self.y,
+            crate::report::fmt_num(self.slope),
+            self.x,
+            if self.intercept < 0.0 { "-" } else { "+" },
+            crate::report::fmt_num(self.intercept.abs())
+        ));
+        g
+    }
+}

@@ -1,0 +1,244 @@
+//! Merging results of one workload taken in different boots (or on different days): each
+//! source stays a group, the boot becomes the unit of replication (its value: the median of its
+//! runs), and the variance is split into within-boot and between-boot parts.
+
+use super::{Variant, check_comparable, summary_cells};
+use crate::report::fmt_num;
+use crate::report::format::Grid;
+use crate::results::view::{EnvSummary, Group, ResultView};
+use crate::results::{Metric, SCHEMA, ToolInfo, VERSION};
+use crate::stats::{Summary, mean, median, pstdev};
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// How much of a metric's spread comes from within boots and how much from between them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VarianceSplit {
+    pub metric: String,
+    /// sqrt of the mean within-boot population variance of run values.
+    pub within_pstdev: f64,
+    /// Population standard deviation of the boot means.
+    pub between_pstdev: f64,
+    /// between / (within + between), of the variances, in percent.
+    pub between_share_pct: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct EnvOut {
+    kernel_release: Option<String>,
+    hostname: Option<String>,
+    boot_id: Option<String>,
+    hardware_pmu: bool,
+}
+
+/// A `syscost merge` result. It keeps each source's per-run metrics (not its raw samples) so
+/// it stays small however large the sources are; the sources remain the record of the samples.
+#[derive(Clone, Debug, Serialize)]
+pub struct Merged {
+    pub schema: String,
+    pub version: u32,
+    /// `merged`.
+    pub kind: String,
+    pub tool: ToolInfo,
+    pub created_unix: u64,
+    pub workload: serde_json::Value,
+    pub op_name: String,
+    pub options: serde_json::Value,
+    environment: EnvOut,
+    pub groups: Vec<Group>,
+    /// One value per boot (the median of the boot's runs), `replication: "boot"`.
+    pub metrics: Vec<Metric>,
+    pub variance: Vec<VarianceSplit>,
+    pub warnings: Vec<String>,
+}
+
+fn groups_of(v: &ResultView) -> Vec<Group> {
+    if v.kind == "merged" {
+        return v.groups.clone();
+    }
+    vec![Group {
+        label: v.label(),
+        source: v.path.display().to_string(),
+        created_unix: v.created_unix,
+        kernel_release: v.environment.kernel_release.clone(),
+        boot_id: v.environment.boot_id.clone(),
+        runs: v.runs.len(),
+        metrics: v.metrics.clone(),
+    }]
+}
+
+/// Merge results of the same workload; merged inputs contribute their groups.
+pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
+    if views.len() < 2 {
+        bail!("merge needs at least two results (one per boot)");
+    }
+    let variants: Vec<Variant> = views.iter().map(Variant::from_view).collect();
+    let mut warnings = check_comparable(&variants, force, false)?;
+    warnings.retain(|w| !w.contains("min apart"));
+    let groups: Vec<Group> = views.iter().flat_map(groups_of).collect();
+    for (i, a) in groups.iter().enumerate() {
+        for b in &groups[i + 1..] {
+            if a.boot_id.is_some() && a.boot_id == b.boot_id {
+                warnings.push(format!(
+                    "{} and {} come from the same boot (boot id {}): they are not independent \
+                     boots",
+                    a.label,
+                    b.label,
+                    a.boot_id.as_deref().unwrap_or("")
+                ));
+            }
+        }
+    }
+    let first = &groups[0];
+    let mut metrics = Vec::new();
+    let mut variance = Vec::new();
+    for m0 in first.metrics.iter().filter(|m| m.summary.is_some()) {
+        let per_group: Vec<&Metric> = groups
+            .iter()
+            .filter_map(|g| {
+                g.metrics
+                    .iter()
+                    .find(|m| m.name == m0.name && m.summary.is_some())
+            })
+            .collect();
+        if per_group.len() != groups.len() {
+            warnings.push(format!(
+                "{} is missing from some results: left out of the merge",
+                m0.name
+            ));
+            continue;
+        }
+        let values: Vec<f64> = per_group.iter().map(|m| median(&m.values)).collect();
+        let means: Vec<f64> = per_group.iter().map(|m| mean(&m.values)).collect();
+        let within = mean(
+            &per_group
+                .iter()
+                .map(|m| pstdev(&m.values).powi(2))
+                .collect::<Vec<_>>(),
+        );
+        let between = pstdev(&means).powi(2);
+        variance.push(VarianceSplit {
+            metric: m0.name.clone(),
+            within_pstdev: within.sqrt(),
+            between_pstdev: between.sqrt(),
+            between_share_pct: if within + between > 0.0 {
+                100.0 * between / (within + between)
+            } else {
+                0.0
+            },
+        });
+        metrics.push(Metric {
+            name: m0.name.clone(),
+            unit: m0.unit.clone(),
+            kind: m0.kind,
+            replication: "boot".into(),
+            summary: Summary::of(&values),
+            units: (0..values.len() as u32).collect(),
+            values,
+            status: None,
+            reason: None,
+            running_pct: None,
+        });
+    }
+    let env: &EnvSummary = &views[0].environment;
+    Ok(Merged {
+        schema: SCHEMA.into(),
+        version: VERSION,
+        kind: "merged".into(),
+        tool: ToolInfo::this(),
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        workload: views[0].workload.clone(),
+        op_name: views[0].op_name.clone(),
+        options: views[0].options.clone(),
+        environment: EnvOut {
+            kernel_release: env.kernel_release.clone(),
+            hostname: env.hostname.clone(),
+            boot_id: None,
+            hardware_pmu: env.hardware_pmu,
+        },
+        groups,
+        metrics,
+        variance,
+        warnings,
+    })
+}
+
+impl Merged {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("merged results serialise")
+    }
+
+    pub fn preamble(&self, primary: &str) -> Vec<String> {
+        let unit = self
+            .metrics
+            .iter()
+            .find(|m| m.name == primary)
+            .map(|m| m.unit.clone())
+            .unwrap_or_default();
+        vec![format!(
+            " Merged {} boots of {}; {primary} ({unit}); each boot's value is the median of its \
+             runs, and the last row summarises over boots",
+            self.groups.len(),
+            serde_json::from_value::<crate::workloads::WorkloadSpec>(self.workload.clone())
+                .map(|w| w.describe())
+                .unwrap_or_else(|_| self.workload.to_string())
+        )]
+    }
+
+    /// Seed 004's table: one row per boot (over its runs) and one over boots.
+    pub fn seed_table(&self, primary: &str) -> Grid {
+        let mut g = Grid::new(&["", "n", "Min", "Mean", "Median", "Max", "pstdev"]).right(1..=6);
+        for grp in &self.groups {
+            if let Some(s) = grp
+                .metrics
+                .iter()
+                .find(|m| m.name == primary)
+                .and_then(|m| m.summary.as_ref())
+            {
+                g.row(summary_cells(&grp.label, s));
+            }
+        }
+        if let Some(s) = self
+            .metrics
+            .iter()
+            .find(|m| m.name == primary)
+            .and_then(|m| m.summary.as_ref())
+        {
+            g.row(summary_cells("all boots", s));
+        }
+        let mut notes: Vec<String> = self
+            .warnings
+            .iter()
+            .map(|w| format!(" warning: {w}"))
+            .collect();
+        if notes.is_empty() {
+            notes.clear();
+        }
+        g.notes = notes;
+        g
+    }
+
+    /// Within-boot against between-boot spread per metric.
+    pub fn variance_grid(&self) -> Grid {
+        let mut g = Grid::new(&[
+            "metric",
+            "within-boot pstdev",
+            "between-boot pstdev",
+            "between share",
+        ])
+        .right(1..=3)
+        .title(" Where the spread comes from");
+        for v in &self.variance {
+            g.row(vec![
+                v.metric.clone(),
+                fmt_num(v.within_pstdev),
+                fmt_num(v.between_pstdev),
+                format!("{:.1}%", v.between_share_pct),
+            ]);
+        }
+        g
+    }
+}

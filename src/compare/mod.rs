@@ -1,0 +1,887 @@
+//! Comparing results: per-metric deltas with a bootstrap confidence interval, a significance
+//! test, the effect in units of the baseline's noise, and a verdict that also needs the delta
+//! to clear a noise threshold; rankings of many variants; merging boots; correlating metrics.
+//!
+//! The unit of replication is what the result says it is: runs for a `run` result (each run a
+//! separate process), boots for a `merged` one. Samples within a run are never treated as
+//! independent.
+
+pub mod correlate;
+pub mod merge;
+pub mod validity;
+
+use crate::report::fmt_num;
+use crate::report::format::Grid;
+use crate::results::view::ResultView;
+use crate::results::{Metric, MetricKind, RunResult, SCHEMA, ToolInfo, VERSION};
+use crate::stats::significance::{TestKind, bootstrap_delta_pct, holm, mann_whitney, welch};
+use crate::stats::{Summary, median};
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+use validity::Perturbation;
+
+/// One side of a comparison: a result file, or one configuration measured by `syscost ab`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    pub label: String,
+    /// Where it came from: a file path, or `ab`.
+    pub source: String,
+    /// The unit of replication: `run`, `sample` or `boot`.
+    pub unit: String,
+    pub workload: serde_json::Value,
+    pub op_name: String,
+    pub subtract_overhead: bool,
+    pub created_unix: u64,
+    pub kernel: Option<String>,
+    pub host: Option<String>,
+    /// Operations per sample, when known (sets the floor of the perturbation check).
+    pub ops_per_sample: Option<f64>,
+    pub metrics: Vec<Metric>,
+    /// Units whose invariant counters moved.
+    pub perturbed: Vec<Perturbation>,
+    /// Units left out (by --drop-perturbed or --best-of).
+    pub dropped: Vec<u32>,
+    pub warnings: Vec<String>,
+}
+
+impl Variant {
+    pub fn from_view(v: &ResultView) -> Variant {
+        let unit = v
+            .metrics
+            .first()
+            .map(|m| m.replication.clone())
+            .unwrap_or_else(|| "run".into());
+        Variant {
+            label: v.label(),
+            source: v.path.display().to_string(),
+            unit,
+            workload: v.workload.clone(),
+            op_name: v.op_name.clone(),
+            subtract_overhead: v.subtract_overhead(),
+            created_unix: v.created_unix,
+            kernel: v.environment.kernel_release.clone(),
+            host: v.environment.hostname.clone(),
+            ops_per_sample: v.options.get("ops_per_sample").and_then(|x| x.as_f64()),
+            metrics: v.metrics.clone(),
+            perturbed: Vec::new(),
+            dropped: Vec::new(),
+            warnings: v.warnings.clone(),
+        }
+    }
+
+    pub fn from_run(label: &str, source: &str, r: &RunResult) -> Variant {
+        Variant {
+            label: label.to_string(),
+            source: source.to_string(),
+            unit: r
+                .metrics
+                .first()
+                .map(|m| m.replication.clone())
+                .unwrap_or_else(|| "run".into()),
+            workload: serde_json::to_value(&r.workload).expect("workloads serialise"),
+            op_name: r.op_name.clone(),
+            subtract_overhead: r.options.subtract_overhead,
+            created_unix: r.created_unix,
+            kernel: r.environment.kernel_release.clone(),
+            host: r.environment.hostname.clone(),
+            ops_per_sample: Some(r.options.ops_per_sample as f64),
+            metrics: r.metrics.clone(),
+            perturbed: Vec::new(),
+            dropped: Vec::new(),
+            warnings: r.warnings.clone(),
+        }
+    }
+
+    pub fn metric(&self, name: &str) -> Option<&Metric> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name && m.summary.is_some())
+    }
+
+    /// Number of units of the primary metric.
+    pub fn n(&self, primary: &str) -> usize {
+        self.metric(primary).map(|m| m.values.len()).unwrap_or(0)
+    }
+
+    /// A one-line description of the workload.
+    pub fn describe_workload(&self) -> String {
+        serde_json::from_value::<crate::workloads::WorkloadSpec>(self.workload.clone())
+            .map(|w| w.describe())
+            .unwrap_or_else(|_| self.workload.to_string())
+    }
+}
+
+/// How to compare.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub test: TestKind,
+    pub alpha: f64,
+    /// A delta smaller than this (percent) is never called a change.
+    pub noise_pct: f64,
+    pub resamples: usize,
+    pub seed: u64,
+    /// The metric that ranks variants and is tested without correction.
+    pub primary: String,
+    pub force: bool,
+    pub drop_perturbed: bool,
+    /// Threshold of the perturbation check, percent of the median.
+    pub perturbed_pct: f64,
+    /// Keep only the best (lowest primary metric) N units of each variant.
+    pub best_of: Option<usize>,
+    /// The variants are configurations measured by `syscost ab`: different workload
+    /// parameters are the point, not a mistake.
+    pub configurations: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            test: TestKind::MannWhitney,
+            alpha: 0.05,
+            noise_pct: 2.0,
+            resamples: 10_000,
+            seed: 42,
+            primary: "time".into(),
+            force: false,
+            drop_perturbed: false,
+            perturbed_pct: 10.0,
+            best_of: None,
+            configurations: false,
+        }
+    }
+}
+
+/// One metric of one variant against the baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Delta {
+    pub metric: String,
+    pub unit: String,
+    /// Index into `variants` (0 is the baseline).
+    pub variant: usize,
+    pub base_median: f64,
+    pub base_mean: f64,
+    pub median: f64,
+    pub mean: f64,
+    /// 100 * (median - base median) / base median.
+    pub delta_pct: Option<f64>,
+    /// Bootstrap 95% interval of `delta_pct`.
+    pub ci95_pct: Option<(f64, f64)>,
+    pub p: Option<f64>,
+    /// p after the multiple-comparison correction.
+    pub p_adjusted: Option<f64>,
+    /// (median - base median) in units of the baseline's pstdev.
+    pub effect_sigma: Option<f64>,
+    /// The baseline's pstdev as a percentage of its mean: its run-to-run noise.
+    pub base_pstdev_pct: f64,
+    pub verdict: String,
+}
+
+/// A variant's place when ranked by the primary metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rank {
+    pub rank: usize,
+    pub variant: usize,
+    pub label: String,
+    pub median: f64,
+    pub delta_pct: f64,
+}
+
+/// The bootstrap's settings, reported so the output can be reproduced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BootstrapInfo {
+    pub resamples: usize,
+    pub seed: u64,
+    pub generator: String,
+    pub confidence: f64,
+}
+
+/// A `syscost compare` (or `ab`) result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub schema: String,
+    pub version: u32,
+    /// `compare`.
+    pub kind: String,
+    pub tool: ToolInfo,
+    pub test: String,
+    pub alpha: f64,
+    pub noise_threshold_pct: f64,
+    pub bootstrap: BootstrapInfo,
+    pub correction: String,
+    pub primary_metric: String,
+    pub variants: Vec<Variant>,
+    pub deltas: Vec<Delta>,
+    pub ranking: Vec<Rank>,
+    pub warnings: Vec<String>,
+}
+
+/// Refuse variants that do not measure the same thing, naming what differs.
+pub fn check_comparable(
+    variants: &[Variant],
+    force: bool,
+    configurations: bool,
+) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
+    let Some(base) = variants.first() else {
+        bail!("nothing to compare");
+    };
+    for v in &variants[1..] {
+        let mut diffs = Vec::new();
+        if v.workload != base.workload && !configurations {
+            let keys: Vec<String> = match (base.workload.as_object(), v.workload.as_object()) {
+                (Some(a), Some(b)) => a
+                    .keys()
+                    .chain(b.keys())
+                    .filter(|k| a.get(*k) != b.get(*k))
+                    .map(|k| {
+                        format!(
+                            "{k}: {} vs {}",
+                            a.get(k).map(|x| x.to_string()).unwrap_or("-".into()),
+                            b.get(k).map(|x| x.to_string()).unwrap_or("-".into())
+                        )
+                    })
+                    .collect(),
+                _ => vec!["workload".into()],
+            };
+            let mut keys = keys;
+            keys.dedup();
+            diffs.push(format!("workload ({})", keys.join(", ")));
+        }
+        if v.subtract_overhead != base.subtract_overhead {
+            diffs.push(format!(
+                "--subtract-overhead ({} vs {})",
+                base.subtract_overhead, v.subtract_overhead
+            ));
+        }
+        if v.op_name != base.op_name {
+            diffs.push(format!("operation ({} vs {})", base.op_name, v.op_name));
+        }
+        if !diffs.is_empty() {
+            let msg = format!(
+                "{} and {} measure different things: {}",
+                base.label,
+                v.label,
+                diffs.join("; ")
+            );
+            if !force {
+                bail!("{msg}; use --force to compare them anyway");
+            }
+            warnings.push(format!("compared with --force although {msg}"));
+        }
+        if v.unit != base.unit {
+            warnings.push(format!(
+                "{} is replicated by {} and {} by {}: compare like with like where possible",
+                base.label, base.unit, v.label, v.unit
+            ));
+        }
+        if v.unit == "sample" || base.unit == "sample" {
+            warnings.push(
+                "a result with a single run is compared sample by sample; samples of one \
+                 process are not independent, so p-values are optimistic: use --runs 5 or more"
+                    .into(),
+            );
+        }
+        let apart = v.created_unix.abs_diff(base.created_unix);
+        if v.source != "ab" && base.source != "ab" && apart > 300 && base.unit != "boot" {
+            warnings.push(format!(
+                "{} and {} were measured {} min apart: this machine's speed can drift more than \
+                 the noise threshold in that time; `syscost ab` measures configurations \
+                 interleaved",
+                base.label,
+                v.label,
+                apart / 60
+            ));
+        }
+        if v.host != base.host && v.host.is_some() && base.host.is_some() {
+            warnings.push(format!(
+                "{} and {} come from different hosts",
+                base.label, v.label
+            ));
+        }
+    }
+    warnings.dedup();
+    Ok(warnings)
+}
+
+/// Apply --drop-perturbed and --best-of to a variant (flags are always computed).
+fn prepare(v: &mut Variant, opts: &Options) {
+    let floor = v.ops_per_sample.map(|o| 1.0 / o).unwrap_or(0.0);
+    v.perturbed = validity::find(&v.metrics, opts.perturbed_pct, floor);
+    let mut drop: Vec<u32> = Vec::new();
+    if opts.drop_perturbed {
+        drop.extend(v.perturbed.iter().map(|p| p.unit));
+    }
+    if let Some(k) = opts.best_of
+        && let Some(m) = v.metric(&opts.primary)
+    {
+        let mut pairs: Vec<(f64, u32)> = m
+            .values
+            .iter()
+            .zip(&m.units)
+            .filter(|(_, u)| !drop.contains(u))
+            .map(|(x, u)| (*x, *u))
+            .collect();
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        drop.extend(pairs.iter().skip(k).map(|(_, u)| *u));
+    }
+    drop.sort();
+    drop.dedup();
+    if !drop.is_empty() {
+        validity::retain_units(&mut v.metrics, |u| !drop.contains(&u));
+    }
+    v.dropped = drop;
+}
+
+fn lower_is_better(metric: &str) -> bool {
+    let base = metric.split(':').next().unwrap_or(metric);
+    matches!(base, "time" | "task-clock" | "cpu-clock" | "cycles")
+}
+
+/// Compare every variant against the first.
+pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison> {
+    if variants.len() < 2 {
+        bail!("compare needs at least two results: a baseline and one to compare with it");
+    }
+    let mut warnings = check_comparable(&variants, opts.force, opts.configurations)?;
+    for v in variants.iter_mut() {
+        prepare(v, opts);
+    }
+    if variants[0].metric(&opts.primary).is_none() {
+        let names: Vec<&str> = variants[0]
+            .metrics
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect();
+        bail!(
+            "{} has no metric '{}'; it has: {}",
+            variants[0].label,
+            opts.primary,
+            names.join(", ")
+        );
+    }
+
+    let base = &variants[0];
+    let mut deltas = Vec::new();
+    for (vi, v) in variants.iter().enumerate().skip(1) {
+        for bm in base.metrics.iter().filter(|m| m.summary.is_some()) {
+            let Some(om) = v.metric(&bm.name) else {
+                continue;
+            };
+            let (bs, os) = (bm.summary.as_ref().unwrap(), om.summary.as_ref().unwrap());
+            let delta_pct = (bs.median != 0.0).then(|| 100.0 * (os.median - bs.median) / bs.median);
+            let ci = bootstrap_delta_pct(&bm.values, &om.values, opts.resamples, opts.seed, 0.95);
+            let p = match opts.test {
+                TestKind::MannWhitney => mann_whitney(&bm.values, &om.values).map(|x| x.1),
+                TestKind::Welch => welch(&bm.values, &om.values).map(|x| x.2),
+            };
+            let effect = (bs.pstdev > 0.0).then(|| (os.median - bs.median) / bs.pstdev);
+            deltas.push(Delta {
+                metric: bm.name.clone(),
+                unit: bm.unit.clone(),
+                variant: vi,
+                base_median: bs.median,
+                base_mean: bs.mean,
+                median: os.median,
+                mean: os.mean,
+                delta_pct,
+                ci95_pct: ci,
+                p,
+                p_adjusted: None,
+                effect_sigma: effect,
+                base_pstdev_pct: bs.pstdev_pct,
+                verdict: String::new(),
+            });
+        }
+    }
+    // Holm-Bonferroni in two families: the primary metric across variants, and every other
+    // metric across variants.
+    for primary in [true, false] {
+        let idx: Vec<usize> = deltas
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| (d.metric == opts.primary) == primary && d.p.is_some())
+            .map(|(i, _)| i)
+            .collect();
+        let ps: Vec<f64> = idx.iter().map(|&i| deltas[i].p.unwrap()).collect();
+        for (i, adj) in idx.iter().zip(holm(&ps)) {
+            deltas[*i].p_adjusted = Some(adj);
+        }
+    }
+    for d in deltas.iter_mut() {
+        d.verdict = verdict(
+            d,
+            opts,
+            base.n(&d.metric).min(variants[d.variant].n(&d.metric)),
+        );
+    }
+
+    let mut ranking = Vec::new();
+    if variants.len() > 2 {
+        let bmed = base
+            .metric(&opts.primary)
+            .unwrap()
+            .summary
+            .as_ref()
+            .unwrap()
+            .median;
+        let mut r: Vec<(usize, f64)> = variants
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| {
+                v.metric(&opts.primary)
+                    .and_then(|m| m.summary.as_ref())
+                    .map(|s| (i, s.median))
+            })
+            .collect();
+        r.sort_by(|a, b| a.1.total_cmp(&b.1));
+        ranking = r
+            .into_iter()
+            .enumerate()
+            .map(|(rank, (i, med))| Rank {
+                rank: rank + 1,
+                variant: i,
+                label: variants[i].label.clone(),
+                median: med,
+                delta_pct: 100.0 * (med - bmed) / bmed,
+            })
+            .collect();
+    }
+    for v in &variants {
+        if !v.perturbed.is_empty() && !opts.drop_perturbed {
+            warnings.push(format!(
+                "{}: {} perturbed {}(s) kept (--drop-perturbed leaves them out)",
+                v.label,
+                v.perturbed.len(),
+                v.unit
+            ));
+        }
+    }
+    Ok(Comparison {
+        schema: SCHEMA.into(),
+        version: VERSION,
+        kind: "compare".into(),
+        tool: ToolInfo::this(),
+        test: opts.test.describe().into(),
+        alpha: opts.alpha,
+        noise_threshold_pct: opts.noise_pct,
+        bootstrap: BootstrapInfo {
+            resamples: opts.resamples,
+            seed: opts.seed,
+            generator: "PCG64 (rand_pcg)".into(),
+            confidence: 0.95,
+        },
+        correction: format!(
+            "Holm-Bonferroni, in two families: the primary metric ({}) across variants, and \
+             all other metrics across variants",
+            opts.primary
+        ),
+        primary_metric: opts.primary.clone(),
+        variants,
+        deltas,
+        ranking,
+        warnings,
+    })
+}
+
+fn verdict(d: &Delta, opts: &Options, n: usize) -> String {
+    if n < 2 {
+        return "too few units".into();
+    }
+    let (Some(delta), Some(p)) = (d.delta_pct, d.p_adjusted) else {
+        return "no test".into();
+    };
+    let significant = p < opts.alpha;
+    // The delta must clear the fixed threshold and the baseline's own run-to-run spread: two
+    // invocations minutes apart on a drifting machine differ by about that much unchanged.
+    let big = delta.abs() >= opts.noise_pct.max(d.base_pstdev_pct);
+    let excludes_zero = d.ci95_pct.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0);
+    if significant && big && excludes_zero {
+        match (lower_is_better(&d.metric), delta > 0.0) {
+            (true, true) => "slower",
+            (true, false) => "faster",
+            (false, true) => "higher",
+            (false, false) => "lower",
+        }
+        .into()
+    } else if significant && excludes_zero {
+        "within noise".into()
+    } else {
+        "no change".into()
+    }
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:+.2}%")).unwrap_or_else(|| "-".into())
+}
+
+fn pval(p: Option<f64>) -> String {
+    match p {
+        None => "-".into(),
+        Some(p) if p < 0.0001 => format!("{p:.1e}"),
+        Some(p) => format!("{p:.4}"),
+    }
+}
+
+impl Comparison {
+    /// The header lines of the text formats.
+    pub fn preamble(&self) -> Vec<String> {
+        let base = &self.variants[0];
+        let ns: Vec<String> = self
+            .variants
+            .iter()
+            .map(|v| v.n(&self.primary_metric).to_string())
+            .collect();
+        vec![
+            format!(
+                " Comparing {} results of {}, per {}; baseline {}",
+                self.variants.len(),
+                base.describe_workload(),
+                base.op_name,
+                base.label
+            ),
+            format!(
+                " Unit of replication: {} (n = {}). Test: {}, alpha {}; {}.",
+                base.unit,
+                ns.join(", "),
+                self.test,
+                self.alpha,
+                self.correction
+            ),
+            format!(
+                " A change is called only when p (adjusted) < alpha, |delta| is at least {}% \
+                 (noise threshold) and at least the baseline's own pstdev, and the 95% bootstrap \
+                 CI of delta excludes 0 ({} resamples, {} seed {}). Effect: delta in baseline \
+                 pstdevs (σ).",
+                self.noise_threshold_pct,
+                self.bootstrap.resamples,
+                self.bootstrap.generator,
+                self.bootstrap.seed
+            ),
+        ]
+    }
+
+    /// The delta table: one row per metric and variant.
+    pub fn delta_grid(&self) -> Grid {
+        let mut g = Grid::new(&[
+            "metric",
+            "variant",
+            "baseline",
+            "median",
+            "delta",
+            "95% CI of delta",
+            "p",
+            "p adj",
+            "effect",
+            "verdict",
+        ])
+        .right(2..=8);
+        for d in &self.deltas {
+            g.row(vec![
+                format!("{} ({})", d.metric, d.unit),
+                self.variants[d.variant].label.clone(),
+                fmt_num(d.base_median),
+                fmt_num(d.median),
+                pct(d.delta_pct),
+                d.ci95_pct
+                    .map(|(a, b)| format!("[{a:+.2}%, {b:+.2}%]"))
+                    .unwrap_or_else(|| "-".into()),
+                pval(d.p),
+                pval(d.p_adjusted),
+                d.effect_sigma
+                    .map(|e| format!("{e:+.1}σ"))
+                    .unwrap_or_else(|| "-".into()),
+                d.verdict.clone(),
+            ]);
+        }
+        g
+    }
+
+    /// Seed 004's table for the primary metric: Min, Mean, Median, Max, pstdev per variant.
+    pub fn seed_table(&self) -> Grid {
+        let unit = self
+            .variants
+            .first()
+            .and_then(|v| v.metric(&self.primary_metric))
+            .map(|m| m.unit.clone())
+            .unwrap_or_default();
+        let mut g = Grid::new(&["", "n", "Min", "Mean", "Median", "Max", "pstdev"])
+            .right(1..=6)
+            .title(format!(" {} ({unit}) per variant", self.primary_metric));
+        for v in &self.variants {
+            if let Some(s) = v
+                .metric(&self.primary_metric)
+                .and_then(|m| m.summary.as_ref())
+            {
+                g.row(summary_cells(&v.label, s));
+            }
+        }
+        g
+    }
+
+    /// Seed 001's ranking: variants ordered by the primary metric, with % against the baseline.
+    pub fn ranking_grid(&self) -> Option<Grid> {
+        if self.ranking.is_empty() {
+            return None;
+        }
+        let mut g = Grid::new(&["rank", "variant", &self.primary_metric, "vs baseline"])
+            .right([0, 2, 3])
+            .title(format!(" Ranked by {} (lowest first)", self.primary_metric));
+        for r in &self.ranking {
+            g.row(vec![
+                r.rank.to_string(),
+                r.label.clone(),
+                fmt_num(r.median),
+                if r.variant == 0 {
+                    "baseline".into()
+                } else {
+                    format!("{:+.2}%", r.delta_pct)
+                },
+            ]);
+        }
+        Some(g)
+    }
+
+    /// Seed 000's perf-stat blocks: every metric per op, each variant in turn.
+    pub fn counter_blocks(&self) -> Vec<Grid> {
+        self.variants
+            .iter()
+            .map(|v| {
+                let mut g = Grid::new(&["median", "metric", "pstdev"])
+                    .right([0])
+                    .title(format!(
+                        " # {}: per {} (median over {}s)",
+                        v.label, v.op_name, v.unit
+                    ));
+                for m in &v.metrics {
+                    match &m.summary {
+                        Some(s) => g.row(vec![
+                            fmt_num(s.median),
+                            if m.kind == MetricKind::Derived {
+                                format!("{} ({})", m.name, m.unit)
+                            } else {
+                                m.name.clone()
+                            },
+                            format!("( +- {:.2}% )", s.pstdev_pct),
+                        ]),
+                        None => g.row(vec![
+                            m.status.clone().unwrap_or_default(),
+                            m.name.clone(),
+                            String::new(),
+                        ]),
+                    }
+                }
+                g
+            })
+            .collect()
+    }
+
+    /// Notes: perturbed and dropped units, warnings.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for v in &self.variants {
+            for p in &v.perturbed {
+                out.push(format!(" {}: perturbed {}", v.label, p.describe(&v.unit)));
+            }
+            if !v.dropped.is_empty() {
+                out.push(format!(
+                    " {}: {} {}(s) left out: {:?}",
+                    v.label,
+                    v.dropped.len(),
+                    v.unit,
+                    v.dropped
+                ));
+            }
+        }
+        for w in &self.warnings {
+            out.push(format!(" warning: {w}"));
+        }
+        out
+    }
+
+    /// Every table, in order, for the text formats.
+    pub fn grids(&self) -> Vec<Grid> {
+        let mut d = self.delta_grid();
+        d.notes = self.notes();
+        let mut out = vec![d, self.seed_table()];
+        out.extend(self.ranking_grid());
+        out.extend(self.counter_blocks());
+        out
+    }
+}
+
+/// `[label, n, min, mean, median, max, pstdev (+- x%)]`.
+pub fn summary_cells(label: &str, s: &Summary) -> Vec<String> {
+    vec![
+        label.to_string(),
+        s.n.to_string(),
+        fmt_num(s.min),
+        fmt_num(s.mean),
+        fmt_num(s.median),
+        fmt_num(s.max),
+        format!("{} (±{:.2}%)", fmt_num(s.pstdev), s.pstdev_pct),
+    ]
+}
+
+/// Median of a metric's values, for callers that need one number.
+pub fn metric_median(m: &Metric) -> f64 {
+    median(&m.values)
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+
+    fn variant(label: &str, times: &[f64]) -> Variant {
+        let units: Vec<u32> = (0..times.len() as u32).collect();
+        Variant {
+            label: label.into(),
+            source: label.into(),
+            unit: "run".into(),
+            workload: serde_json::json!({"workload": "syscall", "syscall": "getpid"}),
+            op_name: "call".into(),
+            subtract_overhead: false,
+            created_unix: 0,
+            kernel: None,
+            host: None,
+            ops_per_sample: Some(1e6),
+            metrics: vec![Metric {
+                name: "time".into(),
+                unit: "ns/call".into(),
+                kind: MetricKind::Time,
+                replication: "run".into(),
+                values: times.to_vec(),
+                units,
+                summary: Summary::of(times),
+                status: None,
+                reason: None,
+                running_pct: None,
+            }],
+            perturbed: vec![],
+            dropped: vec![],
+            warnings: vec![],
+        }
+    }
+
+    fn normal(rng: &mut rand_pcg::Pcg64, mean: f64, sd: f64) -> f64 {
+        // Box-Muller
+        let u1: f64 = rng.random_range(f64::EPSILON..1.0);
+        let u2: f64 = rng.random_range(0.0..1.0);
+        mean + sd * (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    #[test]
+    fn a_a_comparisons_rarely_call_a_change() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(1);
+        let opts = Options {
+            resamples: 500,
+            ..Options::default()
+        };
+        let trials = 400;
+        let mut changed = 0;
+        let mut significant = 0;
+        for _ in 0..trials {
+            let a: Vec<f64> = (0..8).map(|_| normal(&mut rng, 100.0, 3.0)).collect();
+            let b: Vec<f64> = (0..8).map(|_| normal(&mut rng, 100.0, 3.0)).collect();
+            let c = compare(vec![variant("a", &a), variant("b", &b)], &opts).unwrap();
+            let d = &c.deltas[0];
+            if d.verdict == "slower" || d.verdict == "faster" {
+                changed += 1;
+            }
+            if d.p_adjusted.unwrap() < 0.05 {
+                significant += 1;
+            }
+        }
+        let rate = changed as f64 / trials as f64;
+        assert!(rate <= 0.05, "A/A called a change in {changed} of {trials}");
+        let sig = significant as f64 / trials as f64;
+        assert!(
+            sig <= 0.08,
+            "the test's own false-positive rate is near alpha: {sig}"
+        );
+    }
+
+    #[test]
+    fn a_shift_is_detected_with_a_ci_excluding_zero() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(2);
+        let a: Vec<f64> = (0..8).map(|_| normal(&mut rng, 100.0, 1.0)).collect();
+        let b: Vec<f64> = (0..8).map(|_| normal(&mut rng, 110.0, 1.0)).collect();
+        let c = compare(
+            vec![variant("a", &a), variant("b", &b)],
+            &Options::default(),
+        )
+        .unwrap();
+        let d = &c.deltas[0];
+        assert_eq!(d.verdict, "slower");
+        let (lo, hi) = d.ci95_pct.unwrap();
+        assert!(lo > 0.0 && hi > lo, "{lo} {hi}");
+        assert!(d.effect_sigma.unwrap() > 5.0);
+        let w = compare(
+            vec![variant("a", &a), variant("b", &b)],
+            &Options {
+                test: TestKind::Welch,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(w.deltas[0].verdict, "slower");
+        assert!(w.test.contains("Welch"));
+    }
+
+    #[test]
+    fn a_small_significant_shift_stays_within_noise() {
+        let a = [100.0, 100.1, 99.9, 100.05, 99.95, 100.02, 99.98, 100.0];
+        let b: Vec<f64> = a.iter().map(|x| x * 1.01).collect();
+        let c = compare(
+            vec![variant("a", &a), variant("b", &b)],
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.deltas[0].verdict, "within noise",
+            "1% is under the 2% threshold"
+        );
+    }
+
+    #[test]
+    fn different_workloads_are_refused_unless_forced() {
+        let a = variant("a.json", &[1.0, 2.0, 3.0]);
+        let mut b = variant("b.json", &[1.0, 2.0, 3.0]);
+        b.workload = serde_json::json!({"workload": "syscall", "syscall": "getppid"});
+        let e = compare(vec![a.clone(), b.clone()], &Options::default()).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("syscall") && msg.contains("getppid") && msg.contains("--force"),
+            "{msg}"
+        );
+        let c = compare(
+            vec![a, b],
+            &Options {
+                force: true,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert!(c.warnings.iter().any(|w| w.contains("--force")));
+    }
+
+    #[test]
+    fn ranking_and_best_of() {
+        let c = compare(
+            vec![
+                variant("base", &[10.0, 10.1, 9.9, 10.0]),
+                variant("fast", &[8.0, 8.1, 7.9, 8.0]),
+                variant("slow", &[12.0, 12.1, 11.9, 30.0]),
+            ],
+            &Options {
+                best_of: Some(3),
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let order: Vec<&str> = c.ranking.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(order, vec!["fast", "base", "slow"]);
+        assert!((c.ranking[0].delta_pct + 20.0).abs() < 1e-9);
+        assert_eq!(c.variants[2].dropped, vec![3], "the worst run is left out");
+    }
+}
