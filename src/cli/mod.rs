@@ -106,6 +106,15 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// Print a saved run result again, in any format (e.g. lkml for a cover letter).
+    Show {
+        /// A result written by `syscost run -o`.
+        #[arg(value_name = "RESULT")]
+        file: PathBuf,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// Show what makes results comparable: kernel, config, CPU, caches, clocks, audit, perf.
     Env {
         /// Print JSON instead of text.
@@ -462,6 +471,10 @@ fn dispatch(cmd: Command) -> Result<()> {
                 || json.clone(),
                 || report::format::render(format, &[], &[c.grid()]),
             )
+        }
+        Command::Show { file, format } => {
+            let r = RunResult::load(&file)?;
+            emit(format, || r.to_json(), || report::run_text(&r, format))
         }
         Command::Env { json } => {
             let env = Environment::collect();

@@ -47,13 +47,13 @@ pub struct Cpu {
 }
 
 /// The audit subsystem's state, or why it could not be read.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Audit {
     pub status: Option<audit::AuditStatus>,
     pub error: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Environment {
     pub hostname: Option<String>,
     /// /proc/sys/kernel/random/boot_id: tells results of one boot from another.

@@ -354,3 +354,118 @@ mod tests {
         assert_eq!(fmt_num(f64::NAN), "-");
     }
 }
+
+#[cfg(test)]
+mod snapshots {
+    //! The run table in every text format, for a fixed result (no clock, no machine).
+    use super::*;
+    use crate::counters::{EventStatus, RawCount, events::parse_event};
+    use crate::results::{EventRecord, RunOptions, RunRecord, Sample, ToolInfo, metrics};
+    use crate::workloads::{WorkloadSpec, syscall};
+
+    pub(crate) fn fixed_result() -> RunResult {
+        let events = vec![
+            EventRecord {
+                spec: parse_event("cycles").unwrap(),
+                group: 0,
+                status: EventStatus::NotSupported("no hardware PMU on this machine".into()),
+            },
+            EventRecord {
+                spec: parse_event("task-clock").unwrap(),
+                group: 1,
+                status: EventStatus::Counting,
+            },
+            EventRecord {
+                spec: parse_event("context-switches").unwrap(),
+                group: 2,
+                status: EventStatus::Counting,
+            },
+        ];
+        let sample = |wall: u64, cs: u64| Sample {
+            ops: 1_000_000,
+            wall_ns: wall,
+            counts: vec![
+                None,
+                Some(RawCount {
+                    value: wall - 1000,
+                    enabled: wall,
+                    running: wall,
+                }),
+                Some(RawCount {
+                    value: cs,
+                    enabled: wall,
+                    running: wall,
+                }),
+            ],
+        };
+        let runs: Vec<RunRecord> = (0..3u32)
+            .map(|i| RunRecord {
+                index: i,
+                pid: 100 + i,
+                cpu_first: Some(1),
+                cpu_last: Some(1),
+                sched: "SCHED_OTHER".into(),
+                warmup: vec![sample(110_000_000, 2)],
+                samples: vec![
+                    sample(100_000_000 + 1_000_000 * i as u64, 1),
+                    sample(101_000_000 + 500_000 * i as u64, 0),
+                ],
+                overhead: vec![sample(400_000, 0)],
+                workload_metrics: Default::default(),
+            })
+            .collect();
+        let (m, o) = metrics::analyze(&runs, &events, "call", false);
+        let env = Environment {
+            kernel_release: Some("6.18.0-test".into()),
+            clocksource: Some("tsc".into()),
+            warnings: vec!["no hardware PMU: cycles cannot be counted here".into()],
+            ..Environment::default()
+        };
+        RunResult {
+            schema: crate::results::SCHEMA.into(),
+            version: crate::results::VERSION,
+            kind: "run".into(),
+            tool: ToolInfo {
+                name: "syscost".into(),
+                version: "test".into(),
+            },
+            created_unix: 0,
+            workload: WorkloadSpec::Syscall(syscall::Params {
+                syscall: "getpid".into(),
+            }),
+            op_name: "call".into(),
+            options: RunOptions {
+                runs: 3,
+                samples: 2,
+                warmup: 1,
+                ops_per_sample: 1_000_000,
+                calibrated: true,
+                sample_time_ns: 100_000_000,
+                cpus: Some(crate::runner::CpuList::parse("1").unwrap()),
+                fifo: None,
+                subtract_overhead: false,
+            },
+            clock: crate::runner::CLOCK.into(),
+            events,
+            environment: env,
+            runs,
+            metrics: m,
+            overhead: o,
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn run_table_in_every_format() {
+        let r = fixed_result();
+        for (name, f) in [
+            ("table", Format::Table),
+            ("csv", Format::Csv),
+            ("markdown", Format::Markdown),
+            ("lkml", Format::Lkml),
+        ] {
+            insta::assert_snapshot!(format!("run_{name}"), run_text(&r, f));
+        }
+        assert!(run_text(&r, Format::Lkml).is_ascii());
+    }
+}

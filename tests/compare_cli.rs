@@ -1,0 +1,443 @@
+//! End-to-end: compare, merge, correlate and ab through the real binary: fixed inputs in every
+//! output format (snapshots), real results from this machine, and every bad input.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// A minimal `run` result with the given per-run times, context switches and spread.
+fn fixture(dir: &Path, name: &str, syscall: &str, times: &[f64], boot: &str) -> PathBuf {
+    let n = times.len();
+    let units: Vec<u32> = (0..n as u32).collect();
+    let summary = |v: &[f64]| serde_json::to_value(syscost::stats::Summary::of(v)).unwrap();
+    let cs: Vec<f64> = times.iter().map(|t| t / 1e8).collect();
+    let r = json!({
+        "schema": "syscost-result", "version": 1, "kind": "run",
+        "tool": {"name": "syscost", "version": "test"},
+        "created_unix": 1_700_000_000u64,
+        "workload": {"workload": "syscall", "syscall": syscall},
+        "op_name": "call",
+        "options": {"ops_per_sample": 1_000_000, "subtract_overhead": false},
+        "environment": {"kernel_release": "6.18.0-test", "hostname": "box", "boot_id": boot,
+                        "hardware_pmu": false},
+        "runs": units.iter().map(|i| json!({"index": i, "pid": 1000 + i, "samples": []})).collect::<Vec<_>>(),
+        "metrics": [
+            {"name": "time", "unit": "ns/call", "kind": "time", "replication": "run",
+             "values": times, "units": units, "summary": summary(times),
+             "status": null, "reason": null, "running_pct": null},
+            {"name": "context-switches", "unit": "/call", "kind": "counter", "replication": "run",
+             "values": cs, "units": units, "summary": summary(&cs),
+             "status": null, "reason": null, "running_pct": 100.0},
+            {"name": "cycles", "unit": "/call", "kind": "counter", "replication": "run",
+             "values": [], "units": [], "summary": null,
+             "status": "<not supported>", "reason": "no PMU", "running_pct": null}
+        ],
+        "warnings": []
+    });
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+    p
+}
+
+struct Fixtures {
+    _dir: tempfile::TempDir,
+    base: PathBuf,
+    same: PathBuf,
+    slower: PathBuf,
+    faster: PathBuf,
+}
+
+fn fixtures() -> Fixtures {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    Fixtures {
+        base: fixture(
+            d,
+            "base.json",
+            "getpid",
+            &[100.0, 101.0, 99.5, 100.5, 100.2, 99.8],
+            "b1",
+        ),
+        same: fixture(
+            d,
+            "same.json",
+            "getpid",
+            &[100.3, 99.6, 100.9, 100.1, 99.9, 100.4],
+            "b2",
+        ),
+        slower: fixture(
+            d,
+            "slower.json",
+            "getpid",
+            &[112.0, 111.0, 113.5, 112.5, 111.8, 112.2],
+            "b3",
+        ),
+        faster: fixture(
+            d,
+            "faster.json",
+            "getpid",
+            &[90.0, 91.0, 89.5, 90.5, 90.2, 89.8],
+            "b4",
+        ),
+        _dir: dir,
+    }
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = syscost().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn p(x: &Path) -> &str {
+    x.to_str().unwrap()
+}
+
+/// Paths in the output differ per run: keep file names only.
+fn scrub(s: &str, dir: &Path) -> String {
+    s.replace(&format!("{}/", dir.display()), "")
+}
+
+#[test]
+fn compare_in_every_format() {
+    let f = fixtures();
+    let dir = f.base.parent().unwrap().to_path_buf();
+    for format in ["table", "csv", "markdown", "lkml"] {
+        let out = stdout_of(&[
+            "compare",
+            p(&f.base),
+            p(&f.slower),
+            p(&f.faster),
+            "--format",
+            format,
+            "--resamples",
+            "2000",
+        ]);
+        insta::assert_snapshot!(format!("compare_{format}"), scrub(&out, &dir));
+        if format == "lkml" {
+            assert!(out.is_ascii(), "lkml is plain ASCII");
+        }
+    }
+    let json: Value = serde_json::from_str(&stdout_of(&[
+        "compare",
+        p(&f.base),
+        p(&f.slower),
+        "--format",
+        "json",
+        "--resamples",
+        "2000",
+    ]))
+    .unwrap();
+    assert_eq!(json["kind"], "compare");
+    assert_eq!(json["bootstrap"]["seed"], 42);
+    let d = &json["deltas"][0];
+    assert_eq!(d["metric"], "time");
+    assert_eq!(d["verdict"], "slower");
+    assert!(
+        d["ci95_pct"][0].as_f64().unwrap() > 0.0,
+        "the CI excludes zero"
+    );
+}
+
+#[test]
+fn verdicts_a_a_and_shifted() {
+    let f = fixtures();
+    let out = stdout_of(&["compare", p(&f.base), p(&f.same), "--format", "csv"]);
+    let time_row = out.lines().find(|l| l.starts_with("time")).unwrap();
+    assert!(time_row.ends_with("no change"), "A/A: {time_row}");
+    let out = stdout_of(&["compare", p(&f.base), p(&f.faster), "--format", "csv"]);
+    let time_row = out.lines().find(|l| l.starts_with("time")).unwrap();
+    assert!(time_row.ends_with("faster"), "{time_row}");
+    // Same seed, same output.
+    let a = stdout_of(&["compare", p(&f.base), p(&f.faster), "--seed", "7"]);
+    let b = stdout_of(&["compare", p(&f.base), p(&f.faster), "--seed", "7"]);
+    assert_eq!(a, b);
+    let w = stdout_of(&["compare", p(&f.base), p(&f.faster), "--test", "welch"]);
+    assert!(w.contains("Welch"));
+}
+
+#[test]
+fn merge_and_compare_merged() {
+    let f = fixtures();
+    let dir = f.base.parent().unwrap().to_path_buf();
+    let merged = dir.join("merged.json");
+    let out = stdout_of(&[
+        "merge",
+        p(&f.base),
+        p(&f.same),
+        p(&f.faster),
+        "-o",
+        p(&merged),
+    ]);
+    insta::assert_snapshot!("merge_table", scrub(&out, &dir));
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(m["kind"], "merged");
+    assert_eq!(m["groups"].as_array().unwrap().len(), 3);
+    let time = &m["metrics"][0];
+    assert_eq!(time["replication"], "boot");
+    assert_eq!(time["values"].as_array().unwrap().len(), 3);
+    let split = &m["variance"][0];
+    assert!(
+        split["between_share_pct"].as_f64().unwrap() > 50.0,
+        "{split}"
+    );
+    // The merged file is itself comparable, with the boot as the unit.
+    let merged2 = dir.join("merged2.json");
+    stdout_of(&[
+        "merge",
+        p(&f.slower),
+        p(&f.same),
+        p(&f.base),
+        "-o",
+        p(&merged2),
+    ]);
+    let out = stdout_of(&["compare", p(&merged), p(&merged2), "--format", "lkml"]);
+    assert!(
+        out.contains("Unit of replication: boot (n = 3, 3)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn correlate_two_metrics() {
+    let f = fixtures();
+    let dir = f.base.parent().unwrap().to_path_buf();
+    let out = stdout_of(&[
+        "correlate",
+        p(&f.base),
+        p(&f.slower),
+        "--x",
+        "context-switches",
+        "--y",
+        "time",
+    ]);
+    insta::assert_snapshot!("correlate_table", scrub(&out, &dir));
+    let json: Value = serde_json::from_str(&stdout_of(&[
+        "correlate",
+        p(&f.base),
+        p(&f.slower),
+        "--x",
+        "context-switches",
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(json["correlation"]["n"], 12);
+    assert!(json["correlation"]["pearson_r"].as_f64().unwrap() > 0.999);
+}
+
+fn fails(args: &[&str], needles: &[&str]) {
+    let out = syscost().args(args).output().unwrap();
+    assert!(!out.status.success(), "{args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: expected '{n}' in: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
+}
+
+#[test]
+fn bad_files_are_refused_by_name() {
+    let f = fixtures();
+    let dir = f.base.parent().unwrap().to_path_buf();
+    let write = |name: &str, text: &str| {
+        let q = dir.join(name);
+        std::fs::write(&q, text).unwrap();
+        q
+    };
+    let empty = write("empty.json", "");
+    let truncated = write(
+        "trunc.json",
+        &std::fs::read_to_string(&f.base).unwrap()[..200],
+    );
+    let garbage = write("garbage.json", "not json at all");
+    let other = write("other.json", "{\"name\": \"x\"}");
+    let future = write(
+        "future.json",
+        "{\"schema\": \"syscost-result\", \"version\": 99, \"kind\": \"run\"}",
+    );
+    let b = p(&f.base);
+    fails(&["compare", b, p(&empty)], &["empty.json", "empty"]);
+    fails(&["compare", b, p(&truncated)], &["trunc.json", "truncated"]);
+    fails(
+        &["compare", b, p(&garbage)],
+        &["garbage.json", "not valid JSON"],
+    );
+    fails(
+        &["compare", b, p(&other)],
+        &["other.json", "not a syscost result"],
+    );
+    fails(
+        &["compare", b, p(&future)],
+        &["future.json", "newer syscost"],
+    );
+    fails(
+        &["compare", b, "/nonexistent.json"],
+        &["cannot read /nonexistent.json"],
+    );
+    fails(&["compare", b], &["at least two results"]);
+    fails(
+        &["compare", b, p(&f.same), "--metric", "nosuch"],
+        &["no metric 'nosuch'", "time"],
+    );
+    fails(
+        &["correlate", b, "--x", "nosuch"],
+        &["base.json", "no metric 'nosuch'", "context-switches"],
+    );
+    fails(&["merge", b], &["at least two"]);
+    let ppid = fixture(&dir, "ppid.json", "getppid", &[1.0, 2.0, 3.0], "b9");
+    fails(
+        &["compare", b, p(&ppid)],
+        &["measure different things", "getppid", "--force"],
+    );
+    fails(&["compare", b, p(&f.same), "--alpha", "2"], &["--alpha"]);
+    fails(
+        &["compare", b, p(&f.same), "-o", "/nonexistent/dir/x.json"],
+        &["does not exist"],
+    );
+    fails(
+        &["show", p(&f.base)],
+        &["base.json", "damaged or incomplete"],
+    );
+}
+
+#[test]
+fn real_results_compare_merge_correlate() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (i, sc) in ["getpid", "getpid", "getpid"].iter().enumerate() {
+        let f = dir.path().join(format!("r{i}.json"));
+        let out = syscost()
+            .args(["run", "syscall", "--syscall", sc, "--runs", "4"])
+            .args(QUICK)
+            .arg("-o")
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        files.push(f);
+    }
+    let out = stdout_of(&["compare", p(&files[0]), p(&files[1]), "--format", "json"]);
+    let c: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(c["variants"][0]["unit"], "run");
+    assert!(
+        c["deltas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["metric"] == "task-clock")
+    );
+    let merged = dir.path().join("m.json");
+    stdout_of(&[
+        "merge",
+        p(&files[0]),
+        p(&files[1]),
+        p(&files[2]),
+        "-o",
+        p(&merged),
+    ]);
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(m["groups"].as_array().unwrap().len(), 3);
+    assert!(
+        m["warnings"][0].as_str().unwrap().contains("same boot"),
+        "results of one boot are flagged: {}",
+        m["warnings"]
+    );
+    let out = stdout_of(&[
+        "correlate",
+        p(&files[0]),
+        p(&files[1]),
+        p(&files[2]),
+        "--x",
+        "task-clock",
+        "--y",
+        "time",
+        "--format",
+        "json",
+    ]);
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["correlation"]["n"], 12);
+    assert!(
+        r["correlation"]["pearson_r"].as_f64().unwrap() > 0.9,
+        "task-clock per call tracks wall time per call: {}",
+        r["correlation"]
+    );
+    // A saved result shows again in another format.
+    let lk = stdout_of(&["show", p(&files[0]), "--format", "lkml"]);
+    assert!(lk.is_ascii() && lk.contains("time (ns/call)"));
+}
+
+#[test]
+fn ab_interleaves_and_calls_a_real_difference() {
+    let _s = serial();
+    let cpu = syscost::runner::cpus::allowed_cpus()
+        .unwrap()
+        .iter()
+        .last()
+        .unwrap()
+        .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out = syscost()
+        .args([
+            "ab",
+            "--variant",
+            "syscall --syscall getpid",
+            "--variant",
+            "syscall --syscall sched_yield",
+        ])
+        .args([
+            "--label", "getpid", "--label", "yield", "--format", "json", "--save",
+        ])
+        .arg(dir.path())
+        .args(["--", "--cpu", &cpu, "--runs", "4"])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let time = c["deltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["metric"] == "time")
+        .unwrap();
+    // sched_yield does more work per call than getpid: a ratio, not an absolute time.
+    assert!(time["median"].as_f64().unwrap() > time["base_median"].as_f64().unwrap());
+    let a: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("getpid.json")).unwrap())
+            .unwrap();
+    let b: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("yield.json")).unwrap())
+            .unwrap();
+    // Interleaved: the runs of the two configurations alternate in time (pids increase).
+    let pids = |r: &Value| -> Vec<u64> {
+        r["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["pid"].as_u64().unwrap())
+            .collect()
+    };
+    let (pa, pb) = (pids(&a), pids(&b));
+    assert_eq!(pa.len(), 4);
+    assert!(
+        pa[0] < pb[0] && pb[1] < pa[1] && pa[2] < pb[2] && pb[3] < pa[3],
+        "ABBA order: {pa:?} {pb:?}"
+    );
+}
