@@ -356,8 +356,24 @@ impl RunCommand {
     }
 }
 
+/// Read result files, in parallel (parsing large files is CPU-bound), keeping their order.
 fn load_views(files: &[PathBuf]) -> Result<Vec<ResultView>> {
-    files.iter().map(|f| ResultView::load(f)).collect()
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(files.len())
+        .max(1);
+    let chunk = files.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|c| scope.spawn(move || c.iter().map(|f| ResultView::load(f)).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a reader thread panicked"))
+            .collect()
+    })
 }
 
 fn emit(
