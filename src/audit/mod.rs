@@ -1,10 +1,12 @@
 //! The kernel's audit subsystem, through its netlink socket (what auditctl does), without
 //! needing auditctl installed.
 //!
-//! Status requests use netlink-packet-audit's message types. Rule listing walks the netlink
-//! replies itself and reads only each rule's first word (the filter list): netlink-packet-audit
-//! 0.7 decodes the `exe` field as a number, which corrupts the fields after it, so a rule list
-//! holding such a rule cannot be decoded through the crate.
+//! Status requests use netlink-packet-audit's message types; rules are encoded and decoded by
+//! [`rules`] (see there why).
+
+pub mod rules;
+pub mod session;
+pub mod sweep;
 
 use anyhow::{Context, Result, bail};
 use netlink_packet_audit::{AuditMessage, StatusMessage};
@@ -16,6 +18,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 const AUDIT_LIST_RULES: u16 = 1013;
+const AUDIT_ADD_RULE: u16 = 1011;
+const AUDIT_DEL_RULE: u16 = 1012;
+/// AUDIT_STATUS_ENABLED: the `mask` bit of AUDIT_SET that changes `enabled`.
+const STATUS_ENABLED: u32 = 1;
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 
@@ -95,10 +101,40 @@ impl AuditSocket {
         Ok(self.seq)
     }
 
-    /// Receive datagrams until `done` says so, handing each netlink message (type, payload).
-    fn receive(
+    /// Send a message whose payload syscost encodes itself (rules).
+    fn send_raw(&mut self, ty: u16, payload: &[u8]) -> Result<u32> {
+        self.seq += 1;
+        let len = 16 + payload.len();
+        let mut buf = Vec::with_capacity(len.next_multiple_of(4));
+        buf.extend_from_slice(&(len as u32).to_ne_bytes());
+        buf.extend_from_slice(&ty.to_ne_bytes());
+        buf.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
+        buf.extend_from_slice(&self.seq.to_ne_bytes());
+        buf.extend_from_slice(&0u32.to_ne_bytes());
+        buf.extend_from_slice(payload);
+        buf.resize(len.next_multiple_of(4), 0);
+        self.socket
+            .send(&buf, 0)
+            .map_err(|e| permission(e, "send to the audit socket"))?;
+        Ok(self.seq)
+    }
+
+    /// Wait for the kernel's acknowledgement of request `seq`.
+    fn ack(&mut self, seq: u32, what: &str) -> Result<()> {
+        self.receive_until(seq, true, |_, _| Ok(true))
+            .with_context(|| what.to_string())
+    }
+
+    /// Receive datagrams until `each` says stop (or NLMSG_DONE), handing each netlink message
+    /// (type, payload).
+    fn receive(&mut self, seq: u32, each: impl FnMut(u16, &[u8]) -> Result<bool>) -> Result<()> {
+        self.receive_until(seq, false, each)
+    }
+
+    fn receive_until(
         &mut self,
         seq: u32,
+        stop_at_ack: bool,
         mut each: impl FnMut(u16, &[u8]) -> Result<bool>,
     ) -> Result<()> {
         loop {
@@ -125,6 +161,9 @@ impl AuditSocket {
                                 std::io::Error::from_raw_os_error(-code),
                                 "audit request",
                             ));
+                        }
+                        if stop_at_ack {
+                            return Ok(());
                         }
                     } else if ty == NLMSG_DONE || !each(ty, payload)? {
                         return Ok(());
@@ -155,28 +194,52 @@ impl AuditSocket {
         out.ok_or_else(|| anyhow::anyhow!("the kernel sent no audit status"))
     }
 
-    /// AUDIT_LIST_RULES: the filter list of every rule, in kernel order.
-    pub fn rule_lists(&mut self) -> Result<Vec<u32>> {
+    /// AUDIT_LIST_RULES: every rule, in kernel order.
+    pub fn list_rules(&mut self) -> Result<Vec<rules::Rule>> {
         let seq = self.send(AuditMessage::ListRules(None), NLM_F_REQUEST | NLM_F_ACK)?;
-        let mut lists = Vec::new();
+        let mut out = Vec::new();
         self.receive(seq, |ty, payload| {
             if ty == AUDIT_LIST_RULES {
-                // struct audit_rule_data starts with __u32 flags: the filter list.
-                if let Some(b) = payload.get(..4) {
-                    lists.push(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                match rules::Rule::decode(payload) {
+                    Some(r) => out.push(r),
+                    None => bail!("the kernel listed an audit rule syscost cannot read"),
                 }
             }
             Ok(true)
         })?;
-        Ok(lists)
+        Ok(out)
+    }
+
+    /// AUDIT_ADD_RULE with a rule encoded by [`rules::encode`].
+    pub fn add_rule(&mut self, rule: &[u8]) -> Result<()> {
+        let seq = self.send_raw(AUDIT_ADD_RULE, rule)?;
+        self.ack(seq, "adding an audit rule")
+    }
+
+    /// AUDIT_DEL_RULE with the exact bytes of a rule.
+    pub fn del_rule(&mut self, rule: &[u8]) -> Result<()> {
+        let seq = self.send_raw(AUDIT_DEL_RULE, rule)?;
+        self.ack(seq, "deleting an audit rule")
+    }
+
+    /// AUDIT_SET of the enabled flag (0 or 1; 2 would lock audit until reboot and is refused).
+    pub fn set_enabled(&mut self, enabled: u32) -> Result<()> {
+        if enabled > 1 {
+            bail!("syscost never locks audit (enabled=2 holds until reboot)");
+        }
+        let mut msg = StatusMessage::new();
+        msg.mask = STATUS_ENABLED;
+        msg.enabled = enabled;
+        let seq = self.send(AuditMessage::SetStatus(msg), NLM_F_REQUEST | NLM_F_ACK)?;
+        self.ack(seq, "setting audit's enabled flag")
     }
 
     /// Status and rule counts.
     pub fn status(&mut self) -> Result<AuditStatus> {
         let s = self.status_message()?;
         let mut rules = BTreeMap::new();
-        for l in self.rule_lists()? {
-            *rules.entry(list_name(l).to_string()).or_insert(0) += 1;
+        for r in self.list_rules()? {
+            *rules.entry(list_name(r.list).to_string()).or_insert(0) += 1;
         }
         Ok(AuditStatus {
             enabled: s.enabled,
@@ -209,9 +272,13 @@ pub fn status() -> Result<AuditStatus> {
     s.status()
 }
 
+/// Set in the environment, makes syscost treat audit as locked. Locking is irreversible until
+/// reboot, so tests use this to check the refusal on a machine they must not lock.
+pub const PRETEND_LOCKED_ENV: &str = "SYSCOST_TEST_PRETEND_AUDIT_LOCKED";
+
 /// Fail unless `s` can be changed: audit locked (enabled=2) holds until reboot.
 pub fn ensure_unlocked(s: &AuditStatus) -> Result<()> {
-    if s.locked() {
+    if s.locked() || std::env::var_os(PRETEND_LOCKED_ENV).is_some() {
         bail!(
             "audit is locked (enabled=2, auditctl -e 2): no rule can be added or removed until \
              reboot; nothing was changed"

@@ -106,6 +106,9 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// Audit: status, the cost of audit and of each syscall-exit rule, cleanup.
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Print a saved run result again, in any format (e.g. lkml for a cover letter).
     Show {
         /// A result written by `syscost run -o`.
@@ -125,6 +128,61 @@ pub enum Command {
     #[command(name = "__worker", hide = true)]
     Worker,
 }
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// Enabled/locked, rules per filter list, backlog and lost (what auditctl -s shows).
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure a syscall with audit off, on, and with each number of exit rules.
+    #[command(after_help = SWEEP_HELP)]
+    Sweep {
+        /// Rule counts of the audit-on steps, strictly increasing: 0,16,32,48 or 0-48:16.
+        #[arg(long, default_value = "0,16,32,48", value_name = "COUNTS", allow_hyphen_values = true)]
+        rules: String,
+        /// How many of the rules name the benchmarked syscall but fail on a field (they reach
+        /// audit_filter_rules, like 5 of the seeds' 42 rules for getpid).
+        #[arg(long, default_value_t = 0, value_name = "K")]
+        matching: u32,
+        /// The benchmark (only syscall for now).
+        #[arg(long, value_enum, default_value_t = SweepBench::Syscall)]
+        bench: SweepBench,
+        /// Leave out the "audit off, no task rule" step.
+        #[arg(long)]
+        no_residue_step: bool,
+        #[command(flatten)]
+        params: syscall::Params,
+        #[command(flatten)]
+        common: RunArgs,
+    },
+    /// Remove audit rules and restore the enabled flag left by a syscost that was killed.
+    Cleanup,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SweepBench {
+    Syscall,
+}
+
+const SWEEP_HELP: &str = "How it measures:
+  Steps: audit off with a never,task rule (the baseline: workers get no audit context, as on a
+  kernel where audit was never enabled), audit off without it (the per-task work a kernel keeps
+  once audit has been enabled in this boot), then audit on with each rule count. Every round
+  runs every step once, in alternating order; the per-rule cost is a least-squares slope over
+  every run of the audit-on steps, with its 95% CI and R².
+
+State: needs root (CAP_AUDIT_CONTROL). Each rule syscost adds is keyed syscost-<pid>-...; only
+those are removed, and the enabled flag is restored, on every exit path. Locked audit
+(enabled=2) is refused before anything changes. After a SIGKILL, the next audit command (or
+`syscost audit cleanup`) removes the leftovers. Enabling audit has one effect that cannot be
+undone until reboot: new processes keep per-task audit work (the residue step measures it).
+
+Examples:
+  syscost audit sweep --rules 0,16,32,48 --cpu 1
+  syscost audit sweep --rules 0-64:8 --matching 5 --syscall getpid --runs 10 -o sweep.json";
 
 #[derive(Subcommand, Debug)]
 pub enum RunCommand {
@@ -488,6 +546,7 @@ fn dispatch(cmd: Command) -> Result<()> {
                 || report::format::render(format, &[], &[c.grid()]),
             )
         }
+        Command::Audit(a) => audit_command(a),
         Command::Show { file, format } => {
             let r = RunResult::load(&file)?;
             emit(format, || r.to_json(), || report::run_text(&r, format))
@@ -646,4 +705,98 @@ fn ab(
     }
     let c = compare::compare(vs, &options)?;
     show_comparison(&c, &opts)
+}
+
+fn audit_command(cmd: AuditCommand) -> Result<()> {
+    use crate::audit;
+    match cmd {
+        AuditCommand::Status { json } => {
+            let mut sock = audit::AuditSocket::open()?;
+            for n in audit::session::cleanup_leftovers(&mut sock)? {
+                eprintln!("syscost: {n}");
+            }
+            let s = sock.status()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                let lists: Vec<String> = s.rules.iter().map(|(l, n)| format!("{l} {n}")).collect();
+                println!(
+                    "enabled {}{}\nfailure {}\npid {}\nrate_limit {}\nbacklog_limit {}\nlost {}\n\
+                     backlog {}\nrules {}{}",
+                    s.enabled,
+                    if s.locked() {
+                        " (locked until reboot)"
+                    } else {
+                        ""
+                    },
+                    s.failure,
+                    s.pid,
+                    s.rate_limit,
+                    s.backlog_limit,
+                    s.lost,
+                    s.backlog,
+                    s.rule_count(),
+                    if lists.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", lists.join(", "))
+                    }
+                );
+            }
+            Ok(())
+        }
+        AuditCommand::Cleanup => {
+            let mut sock = audit::AuditSocket::open()?;
+            let notes = audit::session::cleanup_leftovers(&mut sock)?;
+            if notes.is_empty() {
+                println!("nothing to clean up: no audit rules or state left by a killed syscost");
+            }
+            for n in notes {
+                println!("{n}");
+            }
+            Ok(())
+        }
+        AuditCommand::Sweep {
+            rules,
+            matching,
+            bench: _,
+            no_residue_step,
+            params,
+            common,
+        } => {
+            let counts = audit::sweep::parse_rule_counts(&rules)?;
+            if let Some(path) = &common.output {
+                results::check_writable(path)?;
+            }
+            let plan = plan_of(WorkloadSpec::Syscall(params), &common)?;
+            let sp = audit::sweep::SweepPlan {
+                plan,
+                rules: counts,
+                matching,
+                residue_step: !no_residue_step,
+            };
+            let steps = sp.rules.len() as u32 + 1 + u32::from(sp.residue_step);
+            let mut bar = progress::Bar::new(&sp.plan, steps);
+            let sweep = audit::sweep::run(&sp, &mut |p| bar.update(p))?;
+            bar.finish();
+            let json = sweep.to_json();
+            save_json(&common.output, &json)?;
+            let format = if common.json {
+                Format::Json
+            } else {
+                common.format
+            };
+            emit(
+                format,
+                || json.clone(),
+                || {
+                    report::format::render(
+                        format,
+                        &sweep.preamble(),
+                        &[sweep.step_grid(), sweep.fit_grid()],
+                    )
+                },
+            )
+        }
+    }
 }

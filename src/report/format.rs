@@ -67,6 +67,8 @@ pub fn ascii(s: &str) -> String {
             '–' | '—' | '−' => out.push('-'),
             '≥' => out.push_str(">="),
             '≤' => out.push_str("<="),
+            '²' => out.push_str("^2"),
+            'ρ' => out.push_str("rho"),
             c if c.is_ascii() => out.push(c),
             _ => out.push('?'),
         }

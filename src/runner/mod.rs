@@ -70,7 +70,7 @@ pub fn validate(plan: &Plan) -> Result<()> {
 }
 
 /// Find the batch size: `--ops` as given, or calibrated in a worker of its own.
-fn batch_size(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<(u64, bool)> {
+pub fn batch_size(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<(u64, bool)> {
     if let Some(ops) = plan.ops {
         return Ok((ops, false));
     }
@@ -91,7 +91,7 @@ fn batch_size(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<(u64, b
 }
 
 /// One run in a fresh worker.
-fn measure(plan: &Plan, ops: u64, index: u32) -> Result<(RunRecord, Vec<EventStatus>)> {
+pub fn measure(plan: &Plan, ops: u64, index: u32) -> Result<(RunRecord, Vec<EventStatus>)> {
     let req = request(
         plan,
         Mode::Measure {
@@ -185,7 +185,7 @@ pub fn run_interleaved(
 }
 
 /// Build the result of a plan from its runs.
-fn assemble(
+pub fn assemble(
     plan: &Plan,
     ops: u64,
     calibrated: bool,

@@ -1,0 +1,608 @@
+//! `syscost audit sweep`: what audit being on costs each syscall, and what each syscall-exit
+//! rule adds (seeds 000/003/004).
+//!
+//! Steps: audit off with a `never,task` rule (the honest baseline: new tasks get no audit
+//! context at all), audit off without it (shows the per-task work a kernel keeps once audit
+//! has ever been enabled in this boot), then audit on with each rule count. Every step is a
+//! full run per round; rounds visit every step, in alternating order, so this machine's drift
+//! falls on all steps alike. The slope per rule is a least-squares fit over every run of the
+//! audit-on steps.
+
+use super::AuditStatus;
+use super::session::Session;
+use crate::compare::{self, Delta};
+use crate::report::fmt_num;
+use crate::report::format::Grid;
+use crate::results::{RunResult, SCHEMA, ToolInfo, VERSION};
+use crate::runner::{self, Plan, Progress};
+use crate::stats::{self, t_critical};
+use crate::workloads::WorkloadSpec;
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+/// The most rules a sweep step may load. The kernel sets no limit of its own (rules are
+/// allocated until memory runs out); this keeps a typo from loading millions.
+pub const MAX_RULES: u32 = 10_000;
+
+/// A sweep to run.
+#[derive(Clone, Debug)]
+pub struct SweepPlan {
+    /// The benchmark: a `syscall` workload with the run options.
+    pub plan: Plan,
+    /// Rule counts of the audit-on steps, strictly increasing.
+    pub rules: Vec<u32>,
+    /// How many rules name the benchmarked syscall (and fail on a field).
+    pub matching: u32,
+    /// Include the "audit off, no task rule" step.
+    pub residue_step: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct StepConfig {
+    pub enabled: u32,
+    pub task_never: bool,
+    pub rules: u32,
+    pub matching: u32,
+}
+
+impl StepConfig {
+    pub fn label(&self) -> String {
+        match (self.enabled, self.task_never) {
+            (0, true) => "audit off (never,task)".into(),
+            (0, false) => "audit off (no task rule)".into(),
+            _ => format!(
+                "audit on, {} rules ({} matching)",
+                self.rules, self.matching
+            ),
+        }
+    }
+}
+
+/// One step's configuration and its run result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    pub label: String,
+    #[serde(flatten)]
+    pub config: StepConfig,
+    pub result: RunResult,
+}
+
+/// A least-squares line of a metric against the rule count.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fit {
+    pub metric: String,
+    /// Unit of the slope, e.g. `ns/call per rule`.
+    pub unit: String,
+    pub n: usize,
+    pub slope: f64,
+    pub slope_ci95: Option<(f64, f64)>,
+    pub intercept: f64,
+    pub r2: f64,
+}
+
+/// A `syscost audit sweep` result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sweep {
+    pub schema: String,
+    pub version: u32,
+    /// `audit-sweep`.
+    pub kind: String,
+    pub tool: ToolInfo,
+    pub created_unix: u64,
+    pub workload: WorkloadSpec,
+    pub syscall_nr: u32,
+    pub matching: u32,
+    /// Which step is the baseline, and why.
+    pub baseline: String,
+    pub audit_before: AuditStatus,
+    pub audit_after: AuditStatus,
+    pub steps: Vec<Step>,
+    /// Every metric of "audit on, 0 rules" against the baseline.
+    pub enable_cost: Vec<Delta>,
+    /// Every metric of "audit off, no task rule" against the baseline.
+    pub residue: Vec<Delta>,
+    /// Every metric of the smallest non-zero rule count against "audit on, 0 rules".
+    pub first_rules_cost: Vec<Delta>,
+    /// The rule counts the per-rule fit used.
+    pub fit_steps: Vec<String>,
+    pub fits: Vec<Fit>,
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Parse `0,8,16` or `0-48:16` into strictly increasing rule counts.
+pub fn parse_rule_counts(s: &str) -> Result<Vec<u32>> {
+    let mut out: Vec<u32> = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        let bad = || {
+            anyhow::anyhow!(
+                "--rules '{s}': '{part}' is not a rule count; write counts like 0,8,16,32 or a \
+                 range like 0-48:16"
+            )
+        };
+        let num = |t: &str| t.trim().parse::<u32>().map_err(|_| bad());
+        if let Some((range, step)) = part.split_once(':') {
+            let (a, b) = range.split_once('-').ok_or_else(bad)?;
+            let (a, b, step) = (num(a)?, num(b)?, num(step)?);
+            if step == 0 || b < a {
+                return Err(bad());
+            }
+            out.extend((a..=b).step_by(step as usize));
+        } else if let Some((a, b)) = part.split_once('-') {
+            let (a, b) = (num(a)?, num(b)?);
+            if b < a {
+                return Err(bad());
+            }
+            out.extend(a..=b);
+        } else {
+            out.push(num(part)?);
+        }
+    }
+    if out.is_empty() {
+        bail!("--rules is empty: give rule counts like 0,16,32,48");
+    }
+    if out.windows(2).any(|w| w[1] <= w[0]) {
+        bail!("--rules '{s}': counts must be strictly increasing, like 0,16,32,48");
+    }
+    if let Some(&max) = out.last()
+        && max > MAX_RULES
+    {
+        bail!("--rules '{s}': {max} rules is above syscost's limit of {MAX_RULES} per step");
+    }
+    Ok(out)
+}
+
+/// A least-squares line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Line {
+    pub slope: f64,
+    /// 95% CI of the slope (Student t, n - 2 degrees of freedom).
+    pub slope_ci95: (f64, f64),
+    pub intercept: f64,
+    pub r2: f64,
+}
+
+/// Least squares of `y` on `x` with the slope's 95% CI and R²; `None` for fewer than three
+/// points or a constant `x`.
+pub fn fit(x: &[f64], y: &[f64]) -> Option<Line> {
+    let n = x.len();
+    if n < 3 || n != y.len() {
+        return None;
+    }
+    let (mx, my) = (stats::mean(x), stats::mean(y));
+    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let slope = sxy / sxx;
+    let intercept = my - slope * mx;
+    let ssr: f64 = x
+        .iter()
+        .zip(y)
+        .map(|(a, b)| (b - (intercept + slope * a)).powi(2))
+        .sum();
+    let sst: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
+    let r2 = if sst > 0.0 { 1.0 - ssr / sst } else { 1.0 };
+    let se = (ssr / (n as f64 - 2.0) / sxx).sqrt();
+    let t = t_critical(0.95, n as f64 - 2.0);
+    Some(Line {
+        slope,
+        slope_ci95: (slope - t * se, slope + t * se),
+        intercept,
+        r2,
+    })
+}
+
+/// Run the sweep. Every change to audit is undone before this returns, whatever happens.
+pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> {
+    let WorkloadSpec::Syscall(params) = &sp.plan.workload else {
+        bail!("the audit sweep benchmarks a syscall workload");
+    };
+    let target = crate::workloads::syscall::find(&params.syscall)
+        .map(|k| k.nr as u32)
+        .ok_or_else(|| anyhow::anyhow!("unknown syscall {}", params.syscall))?;
+    let max = *sp.rules.last().unwrap_or(&0);
+    if sp.matching > max {
+        bail!(
+            "--matching {} is more than the largest rule count ({max}): at most {max} rules can \
+             name {}",
+            sp.matching,
+            params.syscall
+        );
+    }
+    runner::validate(&sp.plan)?;
+    let mut configs = vec![StepConfig {
+        enabled: 0,
+        task_never: true,
+        rules: 0,
+        matching: 0,
+    }];
+    if sp.residue_step {
+        configs.push(StepConfig {
+            enabled: 0,
+            task_never: false,
+            rules: 0,
+            matching: 0,
+        });
+    }
+    for &n in &sp.rules {
+        configs.push(StepConfig {
+            enabled: 1,
+            task_never: false,
+            rules: n,
+            matching: sp.matching.min(n),
+        });
+    }
+
+    let mut session = Session::begin()?;
+    let notes = session.notes.clone();
+    let before = session.status()?;
+    let environment = crate::environment::Environment::collect();
+    let (ops, calibrated) = runner::batch_size(&sp.plan, progress)?;
+    let mut runs: Vec<Vec<crate::results::RunRecord>> = vec![Vec::new(); configs.len()];
+    let mut statuses = vec![Vec::new(); configs.len()];
+    let total = sp.plan.runs * configs.len() as u32;
+    let mut done = 0;
+    for round in 0..sp.plan.runs {
+        let mut order: Vec<usize> = (0..configs.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for k in order {
+            let c = configs[k];
+            if c.enabled == 0 {
+                session.set_enabled(0)?;
+                session.set_exit_rules(0, 0, target)?;
+                session.set_task_never(c.task_never)?;
+            } else {
+                session.set_task_never(false)?;
+                session.set_exit_rules(c.rules as usize, c.matching as usize, target)?;
+                session.set_enabled(1)?;
+            }
+            let (run, s) = runner::measure(&sp.plan, ops, round)?;
+            if statuses[k].is_empty() {
+                statuses[k] = s;
+            }
+            runs[k].push(run);
+            progress(Progress::RunFinished {
+                index: done,
+                of: total,
+            });
+            done += 1;
+        }
+    }
+    let after_changes = session.status()?;
+    let original = session.original_enabled();
+    session.restore()?;
+    let after = super::status()?;
+
+    let steps: Vec<Step> = configs
+        .iter()
+        .zip(runs.into_iter().zip(statuses))
+        .map(|(c, (r, s))| Step {
+            label: c.label(),
+            config: *c,
+            result: runner::assemble(&sp.plan, ops, calibrated, r, s, environment.clone()),
+        })
+        .collect();
+
+    let delta_of = |a: usize, b: usize| -> Result<Vec<Delta>> {
+        let vs = vec![
+            compare::Variant::from_run(&steps[a].label, "sweep", &steps[a].result),
+            compare::Variant::from_run(&steps[b].label, "sweep", &steps[b].result),
+        ];
+        let opts = compare::Options {
+            configurations: true,
+            ..compare::Options::default()
+        };
+        Ok(compare::compare(vs, &opts)?.deltas)
+    };
+    let on0 = steps
+        .iter()
+        .position(|s| s.config.enabled == 1 && s.config.rules == 0);
+    let enable_cost = match on0 {
+        Some(i) => delta_of(0, i)?,
+        None => Vec::new(),
+    };
+    let residue = if sp.residue_step {
+        delta_of(0, 1)?
+    } else {
+        Vec::new()
+    };
+
+    // Fits over every run of the audit-on steps that have rules. With no rule at all the kernel
+    // keeps a dummy audit context and skips the filters, a different regime: it anchors the
+    // line only when fewer than two rule counts are above zero.
+    let with_rules: Vec<&Step> = steps
+        .iter()
+        .filter(|s| s.config.enabled == 1 && s.config.rules > 0)
+        .collect();
+    let on: Vec<&Step> = if with_rules.len() >= 2 {
+        with_rules
+    } else {
+        steps.iter().filter(|s| s.config.enabled == 1).collect()
+    };
+    let fit_steps: Vec<String> = on.iter().map(|s| s.config.rules.to_string()).collect();
+    let first_rules = steps
+        .iter()
+        .position(|s| s.config.enabled == 1 && s.config.rules > 0);
+    let first_rules_cost = match (on0, first_rules) {
+        (Some(a), Some(b)) => delta_of(a, b)?,
+        _ => Vec::new(),
+    };
+    let mut fits = Vec::new();
+    if let Some(first) = on.first() {
+        for m in first.result.metrics.iter().filter(|m| m.summary.is_some()) {
+            let (mut xs, mut ys) = (Vec::new(), Vec::new());
+            for s in &on {
+                if let Some(mm) = s.result.metrics.iter().find(|x| x.name == m.name) {
+                    for v in &mm.values {
+                        xs.push(s.config.rules as f64);
+                        ys.push(*v);
+                    }
+                }
+            }
+            if let Some(l) = fit(&xs, &ys) {
+                fits.push(Fit {
+                    metric: m.name.clone(),
+                    unit: format!("{} per rule", m.unit),
+                    n: xs.len(),
+                    slope: l.slope,
+                    slope_ci95: Some(l.slope_ci95),
+                    intercept: l.intercept,
+                    r2: l.r2,
+                });
+            }
+        }
+    }
+
+    let mut warnings = Vec::new();
+    if after.lost > before.lost {
+        warnings.push(format!(
+            "audit's lost counter grew from {} to {} during the sweep: records were dropped \
+             (syscost's rules cannot match; something else on the machine logged)",
+            before.lost, after.lost
+        ));
+    }
+    if after_changes.backlog > before.backlog {
+        warnings.push(format!(
+            "audit's backlog grew from {} to {} during the sweep",
+            before.backlog, after_changes.backlog
+        ));
+    }
+    if after.enabled != before.enabled || after.rules != before.rules {
+        warnings.push(format!(
+            "audit state differs from before the sweep: enabled {} -> {}, rules {:?} -> {:?}",
+            before.enabled, after.enabled, before.rules, after.rules
+        ));
+    }
+    if original == 0 {
+        warnings.push(
+            "this sweep enabled audit: until the next reboot, new processes keep per-task audit \
+             work even with audit disabled (the residue step measures it); a never,task rule \
+             (auditctl -a never,task) avoids it"
+                .into(),
+        );
+    }
+    let user_exit = before.rules.get("exit").copied().unwrap_or(0);
+    if user_exit > 0 {
+        warnings.push(format!(
+            "{user_exit} exit rule(s) of your own were loaded throughout and are walked at every \
+             audit-on step, before syscost's rules"
+        ));
+    }
+
+    Ok(Sweep {
+        schema: SCHEMA.into(),
+        version: VERSION,
+        kind: "audit-sweep".into(),
+        tool: ToolInfo::this(),
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        workload: sp.plan.workload.clone(),
+        syscall_nr: target,
+        matching: sp.matching,
+        baseline: "audit off with a syscost never,task rule loaded, so new tasks (the workers) \
+                   get no audit context: the cost of a kernel where audit was never enabled"
+            .into(),
+        audit_before: before,
+        audit_after: after,
+        steps,
+        enable_cost,
+        residue,
+        first_rules_cost,
+        fit_steps,
+        fits,
+        notes,
+        warnings,
+    })
+}
+
+impl Sweep {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("sweeps serialise")
+    }
+
+    fn time_unit(&self) -> String {
+        self.steps
+            .first()
+            .and_then(|s| s.result.metrics.first())
+            .map(|m| m.unit.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn preamble(&self) -> Vec<String> {
+        let runs = self.steps.first().map(|s| s.result.runs.len()).unwrap_or(0);
+        vec![
+            format!(
+                " Audit sweep of {}: {} steps x {runs} runs, interleaved in rounds (alternating \
+                 order)",
+                self.workload.describe(),
+                self.steps.len()
+            ),
+            format!(" Baseline: {}", self.baseline),
+            format!(
+                " Rules: the first {} name the benchmarked syscall and fail on their pid field; \
+                 the others name rarely used syscalls. None can generate a record.",
+                self.matching
+            ),
+        ]
+    }
+
+    pub fn step_grid(&self) -> Grid {
+        let unit = self.time_unit();
+        let mut g = Grid::new(&[
+            "step",
+            "n",
+            &format!("median ({unit})"),
+            "mean",
+            "95% CI",
+            "pstdev",
+            "vs baseline",
+        ])
+        .right(1..=6);
+        let base = self.steps[0]
+            .result
+            .metrics
+            .first()
+            .and_then(|m| m.summary.as_ref())
+            .map(|s| s.median);
+        for s in &self.steps {
+            let Some(sm) = s.result.metrics.first().and_then(|m| m.summary.as_ref()) else {
+                continue;
+            };
+            g.row(vec![
+                s.label.clone(),
+                sm.n.to_string(),
+                fmt_num(sm.median),
+                fmt_num(sm.mean),
+                sm.ci95
+                    .map(|(a, b)| format!("[{}, {}]", fmt_num(a), fmt_num(b)))
+                    .unwrap_or_else(|| "-".into()),
+                format!("±{:.2}%", sm.pstdev_pct),
+                base.map(|b| format!("{:+.2}%", 100.0 * (sm.median - b) / b))
+                    .unwrap_or_default(),
+            ]);
+        }
+        g
+    }
+
+    fn delta_line(title: &str, deltas: &[Delta]) -> Option<String> {
+        let d = deltas.iter().find(|d| d.metric == "time")?;
+        Some(format!(
+            " {title}: {:+} {} ({}, 95% CI {}), p={:.4}: {}",
+            fmt_num(d.median - d.base_median),
+            d.unit,
+            d.delta_pct
+                .map(|p| format!("{p:+.2}%"))
+                .unwrap_or_else(|| "-".into()),
+            d.ci95_pct
+                .map(|(a, b)| format!("[{a:+.2}%, {b:+.2}%]"))
+                .unwrap_or_else(|| "-".into()),
+            d.p.unwrap_or(f64::NAN),
+            d.verdict
+        ))
+    }
+
+    pub fn fit_grid(&self) -> Grid {
+        let mut g = Grid::new(&["metric", "per rule", "95% CI", "R²", "n", "at 0 rules"])
+            .right(1..=5)
+            .title(format!(
+                " Cost per rule (least squares over every run of the steps with {} rules)",
+                self.fit_steps.join(", ")
+            ));
+        for f in &self.fits {
+            g.row(vec![
+                format!("{} ({})", f.metric, f.unit),
+                fmt_num(f.slope),
+                f.slope_ci95
+                    .map(|(a, b)| format!("[{}, {}]", fmt_num(a), fmt_num(b)))
+                    .unwrap_or_else(|| "-".into()),
+                format!("{:.3}", f.r2),
+                f.n.to_string(),
+                fmt_num(f.intercept),
+            ]);
+        }
+        let b = &self.audit_before;
+        let a = &self.audit_after;
+        g.notes.push(String::new());
+        if let Some(l) = Self::delta_line("Enabling audit (0 rules vs baseline)", &self.enable_cost)
+        {
+            g.notes.push(l);
+        }
+        if let Some(l) = Self::delta_line(
+            "First rules (smallest rule count vs 0 rules: the filters start running)",
+            &self.first_rules_cost,
+        ) {
+            g.notes.push(l);
+        }
+        if let Some(l) = Self::delta_line(
+            "Residue (audit off, no task rule vs baseline)",
+            &self.residue,
+        ) {
+            g.notes.push(l);
+        }
+        g.notes.push(format!(
+            " Audit state: before enabled={} rules={} lost={} backlog={}; after enabled={} \
+             rules={} lost={} backlog={}",
+            b.enabled,
+            b.rule_count(),
+            b.lost,
+            b.backlog,
+            a.enabled,
+            a.rule_count(),
+            a.lost,
+            a.backlog
+        ));
+        for n in &self.notes {
+            g.notes.push(format!(" note: {n}"));
+        }
+        for w in &self.warnings {
+            g.notes.push(format!(" warning: {w}"));
+        }
+        g
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn rule_counts() {
+        assert_eq!(
+            parse_rule_counts("0,16,32,48").unwrap(),
+            vec![0, 16, 32, 48]
+        );
+        assert_eq!(parse_rule_counts("0-48:16").unwrap(), vec![0, 16, 32, 48]);
+        assert_eq!(parse_rule_counts("2-4").unwrap(), vec![2, 3, 4]);
+        for bad in ["", "16,8", "8,8", "-1", "a", "0-8:0", "20000"] {
+            assert!(parse_rule_counts(bad).is_err(), "{bad}");
+        }
+        assert!(
+            parse_rule_counts("16,8")
+                .unwrap_err()
+                .to_string()
+                .contains("increasing")
+        );
+    }
+
+    // SciPy 1.17: scipy.stats.linregress([0,0,16,16,32,32], [10,11,18,19,26,27]) -> slope 0.5,
+    // intercept 10.5, stderr 0.019136638615493466, rvalue**2 0.9941747572815535.
+    #[test]
+    fn least_squares_matches_scipy() {
+        let x = [0.0, 0.0, 16.0, 16.0, 32.0, 32.0];
+        let y = [10.0, 11.0, 18.0, 19.0, 26.0, 27.0];
+        let l = fit(&x, &y).unwrap();
+        assert!((l.slope - 0.5).abs() < 1e-12);
+        assert!((l.intercept - 10.5).abs() < 1e-12);
+        assert!((l.r2 - 0.9941747572815535).abs() < 1e-9, "{}", l.r2);
+        let (lo, hi) = l.slope_ci95;
+        let half = t_critical(0.95, 4.0) * 0.019136638615493466;
+        assert!((lo - (0.5 - half)).abs() < 1e-9 && (hi - (0.5 + half)).abs() < 1e-9);
+    }
+}

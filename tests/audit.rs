@@ -1,0 +1,302 @@
+//! End-to-end: the audit sweep on this kernel, and the machine's audit state afterwards.
+//! These change kernel state: each takes the shared serial lock, and none locks audit.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use syscost::audit::{AuditSocket, rules};
+
+fn audit_available() -> bool {
+    if !is_root() {
+        println!("skipped: audit control needs root (CAP_AUDIT_CONTROL)");
+        return false;
+    }
+    if let Err(e) = AuditSocket::open().and_then(|mut s| s.status()) {
+        println!("skipped: no usable audit subsystem: {e:#}");
+        return false;
+    }
+    true
+}
+
+/// Everything that identifies the audit state: enabled flag and every rule's bytes, in order.
+fn snapshot() -> (u32, Vec<Vec<u8>>) {
+    let mut s = AuditSocket::open().unwrap();
+    let st = s.status_message().unwrap();
+    let r = s
+        .list_rules()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.bytes)
+        .collect();
+    (st.enabled, r)
+}
+
+fn syscost_rules() -> usize {
+    let mut s = AuditSocket::open().unwrap();
+    s.list_rules()
+        .unwrap()
+        .iter()
+        .filter(|r| r.key.as_deref().is_some_and(|k| k.starts_with("syscost-")))
+        .count()
+}
+
+const SWEEP: &[&str] = &[
+    "audit",
+    "sweep",
+    "--rules",
+    "0,8,16",
+    "--runs",
+    "3",
+    "--samples",
+    "2",
+    "--warmup",
+    "0",
+    "--sample-time",
+    "10ms",
+];
+
+fn a_cpu() -> String {
+    syscost::runner::cpus::allowed_cpus()
+        .unwrap()
+        .iter()
+        .last()
+        .unwrap()
+        .to_string()
+}
+
+/// A user's own rule, added through the same netlink code, with its own key.
+struct UserRule(Vec<u8>);
+
+impl UserRule {
+    fn add() -> UserRule {
+        let key = format!("usertest-{}", std::process::id());
+        let r = rules::encode(
+            rules::FILTER_EXIT,
+            rules::ACTION_ALWAYS,
+            &[libc::SYS_acct as u32],
+            &[(rules::FIELD_PID, 0x7fff_fff0)],
+            &key,
+        );
+        AuditSocket::open().unwrap().add_rule(&r).unwrap();
+        UserRule(r)
+    }
+}
+
+impl Drop for UserRule {
+    fn drop(&mut self) {
+        let _ = AuditSocket::open().and_then(|mut s| s.del_rule(&self.0));
+    }
+}
+
+#[test]
+fn sweep_measures_and_leaves_audit_exactly_as_found() {
+    if !audit_available() {
+        return;
+    }
+    let _s = serial();
+    let user = UserRule::add();
+    let before = snapshot();
+    assert!(before.1.contains(&user.0));
+    let cpu = a_cpu();
+    let out = syscost()
+        .args(SWEEP)
+        .args(["--matching", "2", "--cpu", &cpu, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = snapshot();
+    assert_eq!(
+        before, after,
+        "enabled flag and every rule, byte for byte, in order"
+    );
+    assert_eq!(syscost_rules(), 0);
+
+    let sweep: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(sweep["kind"], "audit-sweep");
+    let steps = sweep["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 5, "off+never, off, on with 0, 8, 16 rules");
+    let median = |i: usize| {
+        steps[i]["result"]["metrics"][0]["summary"]["median"]
+            .as_f64()
+            .unwrap()
+    };
+    // Ratios with generous margins, never absolute times.
+    assert!(
+        median(4) > median(0) * 1.05,
+        "16 rules cost more than audit off: {} vs {}",
+        median(4),
+        median(0)
+    );
+    assert!(median(2) > median(0), "audit on is slower than audit off");
+    let fit = &sweep["fits"][0];
+    assert_eq!(fit["metric"], "time");
+    assert!(
+        fit["slope"].as_f64().unwrap() > 0.0,
+        "each rule adds time: {fit}"
+    );
+    assert_eq!(
+        sweep["audit_before"]["lost"], sweep["audit_after"]["lost"],
+        "no records lost"
+    );
+    assert!(sweep["baseline"].as_str().unwrap().contains("never,task"));
+    drop(user);
+}
+
+fn wait_for_rules(pid: u32, min: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut s = AuditSocket::open().unwrap();
+        let n = s
+            .list_rules()
+            .unwrap()
+            .iter()
+            .filter(|r| {
+                r.key
+                    .as_deref()
+                    .is_some_and(|k| k.starts_with(&format!("syscost-{pid}-")))
+            })
+            .count();
+        if n >= min {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the sweep never loaded {min} rules"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn long_sweep() -> Command {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin!("syscost"));
+    c.args([
+        "audit",
+        "sweep",
+        "--rules",
+        "0,8,16",
+        "--runs",
+        "200",
+        "--samples",
+        "2",
+    ])
+    .args(["--warmup", "0", "--sample-time", "10ms"])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    c
+}
+
+#[test]
+fn sigkill_leaves_keyed_rules_that_the_next_command_removes() {
+    if !audit_available() {
+        return;
+    }
+    let _s = serial();
+    let before = snapshot();
+    let mut child = long_sweep().spawn().unwrap();
+    wait_for_rules(child.id(), 8);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(syscost_rules() >= 1, "SIGKILL leaves the rules behind");
+    let out = syscost().args(["audit", "status"]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("left by a syscost that was killed"), "{err}");
+    assert_eq!(syscost_rules(), 0);
+    assert_eq!(before, snapshot(), "rules and enabled flag restored");
+    let out = syscost().args(["audit", "cleanup"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to clean up"));
+}
+
+fn interrupted_cleanly(sig: i32) {
+    if !audit_available() {
+        return;
+    }
+    let _s = serial();
+    let before = snapshot();
+    let mut child = long_sweep().spawn().unwrap();
+    wait_for_rules(child.id(), 8);
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + sig));
+    assert_eq!(syscost_rules(), 0, "cleaned before exit");
+    assert_eq!(before, snapshot());
+}
+
+#[test]
+fn sigint_mid_sweep_cleans_up() {
+    interrupted_cleanly(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_mid_sweep_cleans_up() {
+    interrupted_cleanly(libc::SIGTERM);
+}
+
+#[test]
+fn locked_audit_is_refused_before_any_change() {
+    if !audit_available() {
+        return;
+    }
+    let _s = serial();
+    let before = snapshot();
+    let out = syscost()
+        .args(SWEEP)
+        .env(syscost::audit::PRETEND_LOCKED_ENV, "1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("locked") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(before, snapshot());
+}
+
+#[test]
+fn unprivileged_user_is_told_the_capability() {
+    if !is_root() {
+        println!("skipped: needs root to switch to an unprivileged user");
+        return;
+    }
+    let out = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .args(SWEEP)
+        .uid(65534)
+        .gid(65534)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CAP_AUDIT_CONTROL"), "{err}");
+}
+
+#[test]
+fn bad_sweep_arguments() {
+    for (args, needle) in [
+        (vec!["--rules", "16,8"], "strictly increasing"),
+        (vec!["--rules", "-1"], "not a rule count"),
+        (vec!["--rules", "0,99999"], "above syscost's limit"),
+        (
+            vec!["--rules", "0,8", "--matching", "9"],
+            "more than the largest rule count",
+        ),
+    ] {
+        let out = syscost()
+            .args(["audit", "sweep"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
