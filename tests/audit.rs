@@ -300,3 +300,39 @@ fn bad_sweep_arguments() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn residue_measures_without_enabling_audit() {
+    if !audit_available() {
+        return;
+    }
+    let _s = serial();
+    let before = snapshot();
+    let out = syscost()
+        .args(["audit", "residue", "--runs", "3", "--samples", "2", "--warmup", "0"])
+        .args(["--sample-time", "10ms", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert!(steps.iter().all(|s| s["enabled"] == 0), "audit is never switched on");
+    assert_eq!(r["residue"][0]["metric"], "time");
+    assert_eq!(before, snapshot());
+}
+
+#[test]
+fn env_reports_audit_and_residue_fields() {
+    if !audit_available() {
+        return;
+    }
+    let out = syscost().args(["env", "--json"]).output().unwrap();
+    let env: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(env["audit"]["status"]["enabled"].is_number());
+    assert!(env["audit"].get("residue").is_some());
+    assert_eq!(env["audit"]["leftover_rules"], 0);
+    if std::path::Path::new(syscost::audit::session::ENABLED_MARKER).exists() {
+        assert_eq!(env["audit"]["residue"], true);
+    }
+}

@@ -21,6 +21,10 @@ pub const KEY_PREFIX: &str = "syscost-";
 /// Where syscost records the audit state it must restore (tmpfs: gone at reboot, as the audit
 /// state itself).
 pub const STATE_DIR: &str = "/run/syscost";
+/// Created when syscost enables audit on a machine where it was off: from then until reboot,
+/// new processes carry per-task audit work (the residue). `syscost env` reports it.
+pub const ENABLED_MARKER: &str = "/run/syscost/audit-enabled-this-boot";
+
 /// A pid no process can have (above the kernel's PID_MAX_LIMIT of 2^22): a `pid=` field with it
 /// makes a rule fail for every task, so syscost's rules never generate a record.
 pub const IMPOSSIBLE_PID: u32 = 0x7fff_fffe;
@@ -73,7 +77,7 @@ fn start_time(pid: u32) -> Option<u64> {
     after.split_whitespace().nth(19)?.parse().ok()
 }
 
-fn alive(pid: u32, start: u64) -> bool {
+pub fn alive(pid: u32, start: u64) -> bool {
     start_time(pid) == Some(start)
 }
 
@@ -216,6 +220,12 @@ impl Session {
         }
         // Record first: if syscost dies right after, the next run knows what to restore.
         self.save_state(Some(enabled))?;
+        if enabled == 1 && self.original_enabled == 0 {
+            let _ = std::fs::write(
+                ENABLED_MARKER,
+                format!("enabled by syscost pid {} (audit was off)\n", self.pid),
+            );
+        }
         self.sock.set_enabled(enabled)?;
         self.enabled = enabled;
         Ok(())

@@ -203,6 +203,9 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     let target = crate::workloads::syscall::find(&params.syscall)
         .map(|k| k.nr as u32)
         .ok_or_else(|| anyhow::anyhow!("unknown syscall {}", params.syscall))?;
+    if sp.rules.is_empty() && !sp.residue_step {
+        bail!("nothing to measure: no rule counts and no residue step");
+    }
     let max = *sp.rules.last().unwrap_or(&0);
     if sp.matching > max {
         bail!(
@@ -378,7 +381,7 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
             before.enabled, after.enabled, before.rules, after.rules
         ));
     }
-    if original == 0 {
+    if original == 0 && !sp.rules.is_empty() {
         warnings.push(
             "this sweep enabled audit: until the next reboot, new processes keep per-task audit \
              work even with audit disabled (the residue step measures it); a never,task rule \
@@ -451,6 +454,58 @@ impl Sweep {
                 self.matching
             ),
         ]
+    }
+
+    /// The costs, the audit state before and after, notes and warnings.
+    fn summary_notes(&self, g: &mut Grid) {
+        let b = &self.audit_before;
+        let a = &self.audit_after;
+        g.notes.push(String::new());
+        if let Some(l) = Self::delta_line("Enabling audit (0 rules vs baseline)", &self.enable_cost)
+        {
+            g.notes.push(l);
+        }
+        if let Some(l) = Self::delta_line(
+            "First rules (smallest rule count vs 0 rules: the filters start running)",
+            &self.first_rules_cost,
+        ) {
+            g.notes.push(l);
+        }
+        if let Some(l) = Self::delta_line(
+            "Residue (audit off, no task rule vs baseline)",
+            &self.residue,
+        ) {
+            g.notes.push(l);
+        }
+        g.notes.push(format!(
+            " Audit state: before enabled={} rules={} lost={} backlog={}; after enabled={} \
+             rules={} lost={} backlog={}",
+            b.enabled,
+            b.rule_count(),
+            b.lost,
+            b.backlog,
+            a.enabled,
+            a.rule_count(),
+            a.lost,
+            a.backlog
+        ));
+        for n in &self.notes {
+            g.notes.push(format!(" note: {n}"));
+        }
+        for w in &self.warnings {
+            g.notes.push(format!(" warning: {w}"));
+        }
+    }
+
+    /// Every table, for the text formats.
+    pub fn grids(&self) -> Vec<Grid> {
+        let mut steps = self.step_grid();
+        self.summary_notes(&mut steps);
+        let mut out = vec![steps];
+        if !self.fits.is_empty() {
+            out.push(self.fit_grid());
+        }
+        out
     }
 
     pub fn step_grid(&self) -> Grid {
@@ -526,43 +581,6 @@ impl Sweep {
                 f.n.to_string(),
                 fmt_num(f.intercept),
             ]);
-        }
-        let b = &self.audit_before;
-        let a = &self.audit_after;
-        g.notes.push(String::new());
-        if let Some(l) = Self::delta_line("Enabling audit (0 rules vs baseline)", &self.enable_cost)
-        {
-            g.notes.push(l);
-        }
-        if let Some(l) = Self::delta_line(
-            "First rules (smallest rule count vs 0 rules: the filters start running)",
-            &self.first_rules_cost,
-        ) {
-            g.notes.push(l);
-        }
-        if let Some(l) = Self::delta_line(
-            "Residue (audit off, no task rule vs baseline)",
-            &self.residue,
-        ) {
-            g.notes.push(l);
-        }
-        g.notes.push(format!(
-            " Audit state: before enabled={} rules={} lost={} backlog={}; after enabled={} \
-             rules={} lost={} backlog={}",
-            b.enabled,
-            b.rule_count(),
-            b.lost,
-            b.backlog,
-            a.enabled,
-            a.rule_count(),
-            a.lost,
-            a.backlog
-        ));
-        for n in &self.notes {
-            g.notes.push(format!(" note: {n}"));
-        }
-        for w in &self.warnings {
-            g.notes.push(format!(" warning: {w}"));
         }
         g
     }

@@ -141,7 +141,12 @@ pub enum AuditCommand {
     #[command(after_help = SWEEP_HELP)]
     Sweep {
         /// Rule counts of the audit-on steps, strictly increasing: 0,16,32,48 or 0-48:16.
-        #[arg(long, default_value = "0,16,32,48", value_name = "COUNTS", allow_hyphen_values = true)]
+        #[arg(
+            long,
+            default_value = "0,16,32,48",
+            value_name = "COUNTS",
+            allow_hyphen_values = true
+        )]
         rules: String,
         /// How many of the rules name the benchmarked syscall but fail on a field (they reach
         /// audit_filter_rules, like 5 of the seeds' 42 rules for getpid).
@@ -153,6 +158,14 @@ pub enum AuditCommand {
         /// Leave out the "audit off, no task rule" step.
         #[arg(long)]
         no_residue_step: bool,
+        #[command(flatten)]
+        params: syscall::Params,
+        #[command(flatten)]
+        common: RunArgs,
+    },
+    /// Measure the residue: a syscall with audit off, with and without a never,task rule
+    /// (never enables audit itself).
+    Residue {
         #[command(flatten)]
         params: syscall::Params,
         #[command(flatten)]
@@ -755,6 +768,30 @@ fn audit_command(cmd: AuditCommand) -> Result<()> {
                 println!("{n}");
             }
             Ok(())
+        }
+        AuditCommand::Residue { params, common } => {
+            let plan = plan_of(WorkloadSpec::Syscall(params), &common)?;
+            let sp = audit::sweep::SweepPlan {
+                plan,
+                rules: Vec::new(),
+                matching: 0,
+                residue_step: true,
+            };
+            let mut bar = progress::Bar::new(&sp.plan, 2);
+            let sweep = audit::sweep::run(&sp, &mut |p| bar.update(p))?;
+            bar.finish();
+            let json = sweep.to_json();
+            save_json(&common.output, &json)?;
+            let format = if common.json {
+                Format::Json
+            } else {
+                common.format
+            };
+            emit(
+                format,
+                || json.clone(),
+                || report::format::render(format, &sweep.preamble(), &sweep.grids()),
+            )
         }
         AuditCommand::Sweep {
             rules,

@@ -51,6 +51,14 @@ pub struct Cpu {
 pub struct Audit {
     pub status: Option<audit::AuditStatus>,
     pub error: Option<String>,
+    /// Known: audit has been enabled in this boot, so new processes carry per-task audit work
+    /// even with audit off (the residue). Only knowable when audit is on now or syscost
+    /// enabled it; otherwise `None` (measure with `syscost audit residue`).
+    #[serde(default)]
+    pub residue: Option<bool>,
+    /// syscost rules whose owner is gone (a killed sweep).
+    #[serde(default)]
+    pub leftover_rules: usize,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,6 +171,50 @@ fn cpuinfo_field(text: &str, key: &str) -> Option<String> {
         .filter_map(|l| l.split_once(':'))
         .find(|(k, _)| k.trim() == key)
         .map(|(_, v)| v.trim().to_string())
+}
+
+/// Audit status, read-only: leftovers are counted, not removed.
+fn audit_state() -> Audit {
+    let marker = Path::new(audit::session::ENABLED_MARKER).exists();
+    let mut sock = match audit::AuditSocket::open() {
+        Ok(s) => s,
+        Err(e) => {
+            return Audit {
+                error: Some(format!("{e:#}")),
+                residue: marker.then_some(true),
+                ..Audit::default()
+            };
+        }
+    };
+    match sock.status() {
+        Ok(s) => {
+            let leftover_rules = sock
+                .list_rules()
+                .map(|rules| {
+                    rules
+                        .iter()
+                        .filter(|r| {
+                            r.key
+                                .as_deref()
+                                .and_then(audit::session::owner_of)
+                                .is_some_and(|(p, st)| !audit::session::alive(p, st))
+                        })
+                        .count()
+                })
+                .unwrap_or(0);
+            Audit {
+                residue: (s.enabled != 0 || marker).then_some(true),
+                status: Some(s),
+                error: None,
+                leftover_rules,
+            }
+        }
+        Err(e) => Audit {
+            error: Some(format!("{e:#}")),
+            residue: marker.then_some(true),
+            ..Audit::default()
+        },
+    }
 }
 
 fn caches() -> Vec<Cache> {
@@ -291,16 +343,7 @@ impl Environment {
             boost: boost(),
             caches: caches(),
         };
-        let audit = match audit::status() {
-            Ok(s) => Audit {
-                status: Some(s),
-                error: None,
-            },
-            Err(e) => Audit {
-                status: None,
-                error: Some(format!("{e:#}")),
-            },
-        };
+        let audit = audit_state();
         let mut env = Environment {
             hostname,
             boot_id: read("/proc/sys/kernel/random/boot_id"),
@@ -394,6 +437,22 @@ impl Environment {
                     "load average {l:.2} on {online} CPUs: other work competes for the machine"
                 ));
             }
+        }
+        match (&self.audit.status, self.audit.residue) {
+            (Some(s), _) if s.enabled != 0 => {}
+            (_, Some(true)) => w.push(
+                "audit has been enabled in this boot (by a syscost sweep): new processes keep \
+                 per-task audit work on every syscall even with audit off, until reboot or a \
+                 never,task rule (`syscost audit residue` measures it)"
+                    .into(),
+            ),
+            _ => {}
+        }
+        if self.audit.leftover_rules > 0 {
+            w.push(format!(
+                "{} audit rule(s) left by a killed syscost: `syscost audit cleanup` removes them",
+                self.audit.leftover_rules
+            ));
         }
         if let Some(s) = &self.audit.status
             && s.enabled != 0

@@ -299,6 +299,13 @@ pub fn env_text(e: &Environment) -> String {
                     s.pid
                 ),
             );
+            row(
+                "audit residue",
+                match e.audit.residue {
+                    Some(true) => "yes: audit has been enabled in this boot".into(),
+                    _ => "unknown (`syscost audit residue` measures it)".into(),
+                },
+            );
         }
         (None, err) => row("audit", format!("unknown: {}", opt(err))),
     }
