@@ -10,6 +10,7 @@
 //! - [`results`]: the versioned result files and per-op metrics derived from raw samples;
 //! - [`compare`]: comparisons, merges across boots, correlations and run validity;
 //! - [`report`]: tables for people;
+//! - [`profile`]: where the time goes: sampled call chains, folded per function;
 //! - [`environment`]: what makes two results comparable;
 //! - [`audit`]: the audit subsystem through netlink;
 //! - [`signals`]: interruption without leaving anything behind;
@@ -20,6 +21,7 @@ pub mod cli;
 pub mod compare;
 pub mod counters;
 pub mod environment;
+pub mod profile;
 pub mod report;
 pub mod results;
 pub mod runner;

@@ -11,7 +11,7 @@ use crate::results::{self, RunResult, view::ResultView};
 use crate::runner::{self, CpuList, Plan};
 use crate::signals::{self, Interrupted};
 use crate::stats::significance::TestKind;
-use crate::workloads::{WorkloadSpec, syscall};
+use crate::workloads::{WorkloadSpec, exec, syscall, vfs_mix};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::io::Write;
@@ -207,7 +207,37 @@ pub enum RunCommand {
         #[command(flatten)]
         common: RunArgs,
     },
+    /// Seed 001's VFS-mix loop (creat, lstat, lseek, close, open O_TRUNC, write, mmap, store,
+    /// munmap, close, unlink) on the file system holding --dir.
+    #[command(after_help = VFS_EXAMPLES)]
+    VfsMix {
+        #[command(flatten)]
+        params: vfs_mix::Params,
+        #[command(flatten)]
+        common: RunArgs,
+    },
+    /// Any command as the workload: counters for its whole process tree, divided by --ops, the
+    /// number of operations one run of the command performs (required).
+    #[command(after_help = EXEC_EXAMPLES)]
+    Exec {
+        #[command(flatten)]
+        common: RunArgs,
+        #[command(flatten)]
+        params: exec::Params,
+    },
 }
+
+const VFS_EXAMPLES: &str = "Examples:
+  syscost run vfs-mix --dir /dev/shm --cpu 1 --fifo 90 --pre sync
+      the kernel path on tmpfs, pinned, SCHED_FIFO, sync before each run (seed 001's set-up)
+  syscost run vfs-mix --dir /var/tmp --profile
+      on a disk file system: context switches per iteration show the loop waiting for I/O";
+
+const EXEC_EXAMPLES: &str = "Examples:
+  syscost run exec --ops 100000 -- ./my-bench 100000
+      per-operation counters of a whole command (and its children), 5 runs
+  syscost run exec --ops 1 --runs 10 -- make -C tools -j2
+      one build as one operation";
 
 const SYSCALL_EXAMPLES: &str = "Examples:
   syscost run syscall --cpu 1 --runs 5
@@ -348,6 +378,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub list_events: bool,
 
+    /// After the measured runs, sample where the time goes (kernel and user call chains) in a
+    /// run of its own, and print the top functions under the table.
+    #[arg(long)]
+    pub profile: bool,
+
+    /// Run this shell command before each run, outside the timed region (as perf stat --pre).
+    #[arg(long, value_name = "CMD")]
+    pub pre: Option<String>,
+
     /// Leave runs whose invariant counters moved (see `syscost compare --help`) out of the
     /// statistics; they are flagged in the warnings either way.
     #[arg(long)]
@@ -423,6 +462,8 @@ impl RunCommand {
     fn into_parts(self) -> (WorkloadSpec, RunArgs) {
         match self {
             RunCommand::Syscall { params, common } => (WorkloadSpec::Syscall(params), common),
+            RunCommand::VfsMix { params, common } => (WorkloadSpec::VfsMix(params), common),
+            RunCommand::Exec { params, common } => (WorkloadSpec::Exec(params), common),
         }
     }
 }
@@ -578,6 +619,12 @@ fn dispatch(cmd: Command) -> Result<()> {
 }
 
 fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
+    if matches!(workload, WorkloadSpec::Exec(_)) && args.ops.is_none() {
+        anyhow::bail!(
+            "exec needs --ops N: the number of operations one run of the command performs (use \
+             --ops 1 to time whole runs)"
+        );
+    }
     let events: EventList = if args.events.is_empty() {
         counters::default_events()
     } else {
@@ -595,6 +642,8 @@ fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
         ops: args.ops,
         overhead_samples: args.overhead_samples,
         subtract_overhead: args.subtract_overhead,
+        pre: args.pre.clone(),
+        profile: args.profile,
     };
     runner::validate(&plan)?;
     Ok(plan)

@@ -42,6 +42,9 @@ pub struct Variant {
     /// Units left out (by --drop-perturbed or --best-of).
     pub dropped: Vec<u32>,
     pub warnings: Vec<String>,
+    /// Where the time went, if the result was profiled.
+    #[serde(default)]
+    pub profile: Option<crate::profile::Profile>,
 }
 
 impl Variant {
@@ -66,6 +69,7 @@ impl Variant {
             perturbed: Vec::new(),
             dropped: Vec::new(),
             warnings: v.warnings.clone(),
+            profile: v.profile.clone(),
         }
     }
 
@@ -89,6 +93,7 @@ impl Variant {
             perturbed: Vec::new(),
             dropped: Vec::new(),
             warnings: r.warnings.clone(),
+            profile: r.profile.clone(),
         }
     }
 
@@ -186,6 +191,84 @@ pub struct Rank {
     pub delta_pct: f64,
 }
 
+/// How one function's share of the profile changed from the baseline to a variant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FunctionDelta {
+    pub variant: usize,
+    pub name: String,
+    pub space: String,
+    pub base_self_pct: f64,
+    pub self_pct: f64,
+    pub base_total_pct: f64,
+    pub total_pct: f64,
+    /// Change of the total share, in percentage points.
+    pub delta_total_pp: f64,
+}
+
+/// The functions whose total share grew and shrank most (10 each way per variant).
+pub fn profile_diff(variants: &[Variant]) -> Vec<FunctionDelta> {
+    let Some(base) = variants.first().and_then(|v| v.profile.as_ref()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (vi, v) in variants.iter().enumerate().skip(1) {
+        let Some(p) = &v.profile else { continue };
+        let mut names: Vec<(&str, &str)> = base
+            .functions
+            .iter()
+            .chain(&p.functions)
+            .map(|f| (f.name.as_str(), f.space.as_str()))
+            .collect();
+        names.sort();
+        names.dedup();
+        let share = |prof: &crate::profile::Profile, n: &str, s: &str| {
+            prof.functions
+                .iter()
+                .find(|f| f.name == n && f.space == s)
+                .map(|f| (f.self_pct, f.total_pct))
+                .unwrap_or((0.0, 0.0))
+        };
+        let mut deltas: Vec<FunctionDelta> = names
+            .into_iter()
+            .map(|(n, s)| {
+                let (bs, bt) = share(base, n, s);
+                let (os, ot) = share(p, n, s);
+                FunctionDelta {
+                    variant: vi,
+                    name: n.to_string(),
+                    space: s.to_string(),
+                    base_self_pct: bs,
+                    self_pct: os,
+                    base_total_pct: bt,
+                    total_pct: ot,
+                    delta_total_pp: ot - bt,
+                }
+            })
+            .collect();
+        deltas.sort_by(|a, b| {
+            b.delta_total_pp
+                .total_cmp(&a.delta_total_pp)
+                .then(a.name.cmp(&b.name))
+        });
+        let grown: Vec<FunctionDelta> = deltas
+            .iter()
+            .filter(|d| d.delta_total_pp > 0.0)
+            .take(10)
+            .cloned()
+            .collect();
+        let shrunk: Vec<FunctionDelta> = deltas
+            .iter()
+            .rev()
+            .filter(|d| d.delta_total_pp < 0.0)
+            .take(10)
+            .cloned()
+            .collect();
+        out.extend(grown);
+        out.extend(shrunk);
+    }
+    out
+}
+
 /// The bootstrap's settings, reported so the output can be reproduced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BootstrapInfo {
@@ -212,6 +295,9 @@ pub struct Comparison {
     pub variants: Vec<Variant>,
     pub deltas: Vec<Delta>,
     pub ranking: Vec<Rank>,
+    /// Functions whose share of the profile grew or shrank most (both results profiled).
+    #[serde(default)]
+    pub profile_diff: Vec<FunctionDelta>,
     pub warnings: Vec<String>,
 }
 
@@ -408,11 +494,8 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
         }
     }
     for d in deltas.iter_mut() {
-        d.verdict = verdict(
-            d,
-            opts,
-            base.n(&d.metric).min(variants[d.variant].n(&d.metric)),
-        );
+        let (n1, n2) = (base.n(&d.metric), variants[d.variant].n(&d.metric));
+        d.verdict = verdict(d, opts, n1, n2);
     }
 
     let mut ranking = Vec::new();
@@ -476,6 +559,7 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
             opts.primary
         ),
         primary_metric: opts.primary.clone(),
+        profile_diff: profile_diff(&variants),
         variants,
         deltas,
         ranking,
@@ -483,9 +567,25 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     })
 }
 
-fn verdict(d: &Delta, opts: &Options, n: usize) -> String {
-    if n < 2 {
+/// The smallest two-sided p-value Mann-Whitney U can give for samples of n1 and n2 without
+/// ties: 2 / C(n1 + n2, n1).
+pub fn min_mann_whitney_p(n1: usize, n2: usize) -> f64 {
+    let (k, n) = (n1.min(n2), n1 + n2);
+    let mut c = 1.0f64;
+    for i in 0..k {
+        c = c * (n - i) as f64 / (i + 1) as f64;
+    }
+    (2.0 / c).min(1.0)
+}
+
+fn verdict(d: &Delta, opts: &Options, n1: usize, n2: usize) -> String {
+    if n1.min(n2) < 2 {
         return "too few units".into();
+    }
+    if opts.test == TestKind::MannWhitney && min_mann_whitney_p(n1, n2) >= opts.alpha {
+        // With 3 runs against 3, no difference however large reaches p < 0.05: say so rather
+        // than "no change".
+        return format!("too few runs (min p {:.2})", min_mann_whitney_p(n1, n2));
     }
     let (Some(delta), Some(p)) = (d.delta_pct, d.p_adjusted) else {
         return "no test".into();
@@ -618,6 +718,36 @@ impl Comparison {
         g
     }
 
+    /// What changed in the profile: functions whose total share grew or shrank most.
+    pub fn profile_grid(&self) -> Option<Grid> {
+        if self.profile_diff.is_empty() {
+            return None;
+        }
+        let mut g = Grid::new(&[
+            "variant",
+            "function",
+            "",
+            "baseline total",
+            "total",
+            "change",
+            "self",
+        ])
+        .right(3..=6)
+        .title(" What changed in the profile (share of samples, percentage points)");
+        for d in &self.profile_diff {
+            g.row(vec![
+                self.variants[d.variant].label.clone(),
+                d.name.clone(),
+                d.space.clone(),
+                format!("{:.2}%", d.base_total_pct),
+                format!("{:.2}%", d.total_pct),
+                format!("{:+.2} pp", d.delta_total_pp),
+                format!("{:.2}% -> {:.2}%", d.base_self_pct, d.self_pct),
+            ]);
+        }
+        Some(g)
+    }
+
     /// Seed 001's ranking: variants ordered by the primary metric, with % against the baseline.
     pub fn ranking_grid(&self) -> Option<Grid> {
         if self.ranking.is_empty() {
@@ -703,6 +833,7 @@ impl Comparison {
         let mut d = self.delta_grid();
         d.notes = self.notes();
         let mut out = vec![d, self.seed_table()];
+        out.extend(self.profile_grid());
         out.extend(self.ranking_grid());
         out.extend(self.counter_blocks());
         out
@@ -760,6 +891,7 @@ mod unit {
             perturbed: vec![],
             dropped: vec![],
             warnings: vec![],
+            profile: None,
         }
     }
 
@@ -826,6 +958,25 @@ mod unit {
         .unwrap();
         assert_eq!(w.deltas[0].verdict, "slower");
         assert!(w.test.contains("Welch"));
+    }
+
+    #[test]
+    fn too_few_runs_is_said_not_hidden() {
+        assert!((min_mann_whitney_p(3, 3) - 0.1).abs() < 1e-12);
+        assert!((min_mann_whitney_p(5, 5) - 2.0 / 252.0).abs() < 1e-12);
+        let c = compare(
+            vec![
+                variant("a", &[100.0, 101.0, 99.0]),
+                variant("b", &[200.0, 201.0, 199.0]),
+            ],
+            &Options::default(),
+        )
+        .unwrap();
+        assert!(
+            c.deltas[0].verdict.starts_with("too few runs"),
+            "{}",
+            c.deltas[0].verdict
+        );
     }
 
     #[test]

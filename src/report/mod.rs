@@ -112,7 +112,10 @@ pub fn run_preamble(r: &RunResult) -> Vec<String> {
         .as_deref()
         .map(|c| format!(", clocksource {c}"))
         .unwrap_or_default();
-    vec![
+    let mut notes: Vec<&String> = r.runs.iter().flat_map(|x| &x.notes).collect();
+    notes.sort();
+    notes.dedup();
+    let mut lines = vec![
         format!(
             " Per-{op} statistics for {w}",
             op = r.op_name,
@@ -138,7 +141,9 @@ pub fn run_preamble(r: &RunResult) -> Vec<String> {
                 .map(|s| s.n)
                 .unwrap_or(0),
         ),
-    ]
+    ];
+    lines.extend(notes.into_iter().map(|n| format!(" {n}")));
+    lines
 }
 
 /// The run table: one row per metric, per operation, with notes (reasons for missing values,
@@ -182,9 +187,33 @@ pub fn run_grid(r: &RunResult) -> Grid {
     g
 }
 
+/// The top of a profile: the functions with the largest self share.
+pub fn profile_grid(p: &crate::profile::Profile, top: usize) -> Grid {
+    let mut g = Grid::new(&["self", "total", "function", ""])
+        .right([0, 1])
+        .title(format!(
+            " Where the time goes: {} samples of {}",
+            p.samples, p.event
+        ));
+    for f in p.functions.iter().take(top) {
+        g.row(vec![
+            format!("{:.2}%", f.self_pct),
+            format!("{:.2}%", f.total_pct),
+            f.name.clone(),
+            f.space.clone(),
+        ]);
+    }
+    g.notes = p.notes.iter().map(|n| format!(" {n}")).collect();
+    g
+}
+
 /// The run in a text format (JSON is the result itself).
 pub fn run_text(r: &RunResult, format: Format) -> String {
-    format::render(format, &run_preamble(r), &[run_grid(r)])
+    let mut grids = vec![run_grid(r)];
+    if let Some(p) = &r.profile {
+        grids.push(profile_grid(p, 15));
+    }
+    format::render(format, &run_preamble(r), &grids)
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -419,6 +448,7 @@ mod snapshots {
                 ],
                 overhead: vec![sample(400_000, 0)],
                 workload_metrics: Default::default(),
+                notes: Vec::new(),
             })
             .collect();
         let (m, o) = metrics::analyze(&runs, &events, "call", false);
@@ -458,6 +488,7 @@ mod snapshots {
             runs,
             metrics: m,
             overhead: o,
+            profile: None,
             warnings: vec![],
         }
     }

@@ -376,6 +376,7 @@ mod tests {
             samples,
             overhead,
             workload_metrics: Default::default(),
+            notes: Vec::new(),
         }
     }
 

@@ -48,6 +48,9 @@ pub struct RunRecord {
     /// Per-run metrics the workload reported itself (see `Workload::run_metrics`).
     #[serde(default)]
     pub workload_metrics: std::collections::BTreeMap<String, f64>,
+    /// Facts the workload reported (e.g. the file system measured).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// How the run was set up.
@@ -119,6 +122,9 @@ pub struct RunResult {
     pub metrics: Vec<Metric>,
     /// The empty-loop overhead per op, summarised the same way.
     pub overhead: Vec<Metric>,
+    /// Where the time went (`--profile`), from a separate profiling run.
+    #[serde(default)]
+    pub profile: Option<crate::profile::Profile>,
     /// What the reader should know before trusting the figures.
     pub warnings: Vec<String>,
 }

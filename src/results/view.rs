@@ -63,6 +63,8 @@ struct Raw {
     runs: Option<Vec<RunMeta>>,
     #[serde(default)]
     groups: Option<Vec<Group>>,
+    #[serde(default)]
+    profile: Option<crate::profile::Profile>,
 }
 
 /// What compare, merge and correlate need of a `run` or `merged` result.
@@ -80,6 +82,7 @@ pub struct ResultView {
     pub environment: EnvSummary,
     pub runs: Vec<RunMeta>,
     pub groups: Vec<Group>,
+    pub profile: Option<crate::profile::Profile>,
 }
 
 impl ResultView {
@@ -163,6 +166,7 @@ impl ResultView {
             environment: raw.environment.unwrap_or_default(),
             runs: raw.runs.unwrap_or_default(),
             groups: raw.groups.unwrap_or_default(),
+            profile: raw.profile,
             kind,
         })
     }

@@ -38,6 +38,10 @@ pub struct Plan {
     /// Empty-loop samples per run for the overhead figure.
     pub overhead_samples: u32,
     pub subtract_overhead: bool,
+    /// A shell command run before each run, outside any timed region (perf stat --pre).
+    pub pre: Option<String>,
+    /// After the measured runs, one more run sampling call chains for the profile.
+    pub profile: bool,
 }
 
 /// Progress notifications. They are sent only while no worker is measuring, so whatever draws
@@ -90,8 +94,25 @@ pub fn batch_size(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<(u6
     }
 }
 
+/// Run the plan's --pre command, if any.
+fn pre(plan: &Plan) -> Result<()> {
+    let Some(cmd) = &plan.pre else { return Ok(()) };
+    let status = Command::new("/bin/sh")
+        .args(["-c", cmd])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("cannot run --pre '{cmd}'"))?;
+    signals::check()?;
+    if !status.success() {
+        bail!("--pre '{cmd}' failed: {status}");
+    }
+    Ok(())
+}
+
 /// One run in a fresh worker.
 pub fn measure(plan: &Plan, ops: u64, index: u32) -> Result<(RunRecord, Vec<EventStatus>)> {
+    pre(plan)?;
     let req = request(
         plan,
         Mode::Measure {
@@ -100,11 +121,43 @@ pub fn measure(plan: &Plan, ops: u64, index: u32) -> Result<(RunRecord, Vec<Even
             warmup: plan.warmup,
             samples: plan.samples,
             overhead_samples: plan.overhead_samples,
+            profile: false,
         },
     );
     match spawn(&req)? {
-        Reply::Measured { run, statuses } => Ok((run, statuses)),
+        Reply::Measured { run, statuses, .. } => Ok((*run, statuses)),
         other => bail!("unexpected reply from worker {index}: {other:?}"),
+    }
+}
+
+/// One more run, sampling call chains: its timing is not used, so the sampling never perturbs
+/// the measured runs.
+pub fn profile_run(plan: &Plan, ops: u64) -> Result<crate::profile::Profile> {
+    pre(plan)?;
+    let req = request(
+        plan,
+        Mode::Measure {
+            index: plan.runs,
+            ops,
+            warmup: 0,
+            samples: plan.samples.max(1),
+            overhead_samples: 0,
+            profile: true,
+        },
+    );
+    match spawn(&req)? {
+        Reply::Measured {
+            profile: Some(mut p),
+            ..
+        } => {
+            p.notes.push(
+                "taken in a run of its own after the measured runs; its sampling did not \
+                 touch them"
+                    .into(),
+            );
+            Ok(p)
+        }
+        other => bail!("unexpected reply from the profiling worker: {other:?}"),
     }
 }
 
@@ -126,7 +179,11 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<RunResult>
             of: plan.runs,
         });
     }
-    Ok(assemble(plan, ops, calibrated, runs, statuses, environment))
+    let mut result = assemble(plan, ops, calibrated, runs, statuses, environment);
+    if plan.profile {
+        result.profile = Some(profile_run(plan, ops)?);
+    }
+    Ok(result)
 }
 
 /// Run several plans of the same shape interleaved, as `syscost ab` does: every round visits
@@ -176,12 +233,18 @@ pub fn run_interleaved(
             done += 1;
         }
     }
-    Ok(plans
+    let mut results: Vec<RunResult> = plans
         .iter()
-        .zip(sizes)
+        .zip(&sizes)
         .zip(runs.into_iter().zip(statuses))
-        .map(|((p, (ops, cal)), (r, s))| assemble(p, ops, cal, r, s, environment.clone()))
-        .collect())
+        .map(|((p, (ops, cal)), (r, s))| assemble(p, *ops, *cal, r, s, environment.clone()))
+        .collect();
+    for ((p, (ops, _)), r) in plans.iter().zip(&sizes).zip(results.iter_mut()) {
+        if p.profile {
+            r.profile = Some(profile_run(p, *ops)?);
+        }
+    }
+    Ok(results)
 }
 
 /// Build the result of a plan from its runs.
@@ -238,6 +301,7 @@ pub fn assemble(
         runs,
         metrics,
         overhead,
+        profile: None,
         warnings: Vec::new(),
     };
     result.warnings = run_warnings(&result);
@@ -334,6 +398,22 @@ fn run_warnings(r: &RunResult) -> Vec<String> {
             "the shortest sample lasted {:.1} µs: timer and counter reads weigh on short \
              samples; use a longer --sample-time or a larger --ops",
             shortest as f64 / 1000.0
+        ));
+    }
+    if let Some(cs) = r
+        .metrics
+        .iter()
+        .find(|m| m.name == "context-switches")
+        .and_then(|m| m.summary.as_ref())
+        && cs.median > 0.05
+    {
+        w.push(format!(
+            "the loop sleeps: {} context switches per {}: it waits (for I/O, a lock, the \
+             scheduler), so the figures measure the wait, not only the kernel path (on ext4, \
+             O_TRUNC then close of a written file waits for a block write: try a tmpfs such as \
+             /dev/shm)",
+            crate::report::fmt_num(cs.median),
+            r.op_name
         ));
     }
     if r.runs.len() == 1 {

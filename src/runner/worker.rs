@@ -41,6 +41,9 @@ pub enum Mode {
         warmup: u32,
         samples: u32,
         overhead_samples: u32,
+        /// Sample call chains during the run (a profiling run: its timing is not used).
+        #[serde(default)]
+        profile: bool,
     },
 }
 
@@ -53,8 +56,10 @@ pub enum Reply {
         batch_ns: u64,
     },
     Measured {
-        run: RunRecord,
+        run: Box<RunRecord>,
         statuses: Vec<crate::counters::EventStatus>,
+        #[serde(default)]
+        profile: Option<crate::profile::Profile>,
     },
     Failed {
         message: String,
@@ -128,15 +133,19 @@ fn serve(req: &Request, signal: &AtomicUsize) -> Result<Reply> {
             warmup,
             samples,
             overhead_samples,
+            profile,
         } => measure(
             workload.as_mut(),
             req,
             &sched,
-            *index,
-            *ops,
-            *warmup,
-            *samples,
-            *overhead_samples,
+            Shape {
+                index: *index,
+                ops: *ops,
+                warmup: *warmup,
+                samples: *samples,
+                overhead_samples: *overhead_samples,
+                profile: *profile,
+            },
             signal,
         ),
     });
@@ -179,7 +188,7 @@ fn calibrate(w: &mut dyn Workload, target_ns: u64, signal: &AtomicUsize) -> Resu
     loop {
         interrupted(signal)?;
         let t0 = Instant::now();
-        w.run_batch(ops);
+        w.run_batch(ops)?;
         let ns = t0.elapsed().as_nanos() as u64;
         if ns >= target_ns || ops >= 1 << 40 {
             return Ok(Reply::Calibrated { ops, batch_ns: ns });
@@ -199,8 +208,9 @@ fn timed_batch(
 ) -> Result<Sample> {
     counters.read_into(before).context("reading counters")?;
     let t0 = Instant::now();
-    w.run_batch(ops);
+    let done = w.run_batch(ops);
     let t1 = Instant::now();
+    done?;
     counters.read_into(after).context("reading counters")?;
     let counts = before
         .iter()
@@ -217,19 +227,37 @@ fn timed_batch(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn measure(
-    w: &mut dyn Workload,
-    req: &Request,
-    sched: &str,
+/// What one measured run consists of.
+struct Shape {
     index: u32,
     ops: u64,
     warmup: u32,
     samples: u32,
     overhead_samples: u32,
+    profile: bool,
+}
+
+fn measure(
+    w: &mut dyn Workload,
+    req: &Request,
+    sched: &str,
+    shape: Shape,
     signal: &AtomicUsize,
 ) -> Result<Reply> {
-    let mut counters = CounterSet::open(&req.events, OpenOptions::default());
+    let Shape {
+        index,
+        ops,
+        warmup,
+        samples,
+        overhead_samples,
+        profile,
+    } = shape;
+    let mut counters = CounterSet::open(
+        &req.events,
+        OpenOptions {
+            inherit: req.workload.inherit(),
+        },
+    );
     let statuses = counters.statuses().to_vec();
     let n = counters.len();
     let (mut before, mut after) = (vec![None; n], vec![None; n]);
@@ -243,11 +271,20 @@ fn measure(
         samples: Vec::with_capacity(samples as usize),
         overhead: Vec::with_capacity(overhead_samples as usize),
         workload_metrics: Default::default(),
+        notes: Vec::new(),
+    };
+    let mut recorder = if profile {
+        Some(crate::profile::Recorder::start(req.workload.inherit())?)
+    } else {
+        None
     };
     counters.enable().context("enabling counters")?;
     for i in 0..warmup + samples {
         interrupted(signal)?;
         let s = timed_batch(w, &mut counters, ops, &mut before, &mut after)?;
+        if let Some(r) = recorder.as_mut() {
+            r.drain();
+        }
         if i < warmup {
             run.warmup.push(s);
         } else {
@@ -256,6 +293,7 @@ fn measure(
     }
     run.cpu_last = cpus::current_cpu();
     run.workload_metrics = w.run_metrics().into_iter().collect();
+    run.notes = w.notes();
     let mut empty = EmptyLoop;
     for _ in 0..overhead_samples {
         interrupted(signal)?;
@@ -263,5 +301,10 @@ fn measure(
         run.overhead.push(s);
     }
     counters.disable().context("disabling counters")?;
-    Ok(Reply::Measured { run, statuses })
+    let profile = recorder.map(|r| r.finish());
+    Ok(Reply::Measured {
+        run: Box::new(run),
+        statuses,
+        profile,
+    })
 }

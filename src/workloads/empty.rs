@@ -6,10 +6,11 @@ use super::Workload;
 pub struct EmptyLoop;
 
 impl Workload for EmptyLoop {
-    fn run_batch(&mut self, ops: u64) {
+    fn run_batch(&mut self, ops: u64) -> anyhow::Result<()> {
         for i in 0..ops {
             // Keeps the loop from being folded away while adding no memory traffic.
             std::hint::black_box(i);
         }
+        Ok(())
     }
 }

@@ -7,7 +7,9 @@
 //! [`WorkloadSpec`] and a subcommand in the CLI.
 
 pub mod empty;
+pub mod exec;
 pub mod syscall;
+pub mod vfs_mix;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -25,8 +27,14 @@ pub trait Workload {
     }
 
     /// Execute `ops` operations. This is the timed region: do nothing here that is not the
-    /// operation itself (no allocation, no I/O beyond the operation, no checks per operation).
-    fn run_batch(&mut self, ops: u64);
+    /// operation itself (no allocation, no I/O beyond the operation). A failing operation ends
+    /// the batch with an error that says which operation failed and why.
+    fn run_batch(&mut self, ops: u64) -> Result<()>;
+
+    /// Facts about this run worth showing beside the figures (e.g. the file system measured).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 
     /// Metrics of the whole run that the workload measures itself, outside the timed region
     /// (for example the cacheline-spread of a placement). Stored per run, summarised and
@@ -47,6 +55,10 @@ pub trait Workload {
 pub enum WorkloadSpec {
     /// A raw system call in a loop.
     Syscall(syscall::Params),
+    /// Seed 001's VFS-mix loop on a file system.
+    VfsMix(vfs_mix::Params),
+    /// Any command, its operations counted by the user.
+    Exec(exec::Params),
     /// The empty loop: the harness's own cost per operation.
     Empty,
 }
@@ -56,6 +68,8 @@ impl WorkloadSpec {
     pub fn build(&self) -> Result<Box<dyn Workload>> {
         Ok(match self {
             WorkloadSpec::Syscall(p) => Box::new(syscall::SyscallLoop::new(p)?),
+            WorkloadSpec::VfsMix(p) => Box::new(vfs_mix::VfsMix::new(p)),
+            WorkloadSpec::Exec(p) => Box::new(exec::Exec::new(p)?),
             WorkloadSpec::Empty => Box::new(empty::EmptyLoop),
         })
     }
@@ -64,6 +78,8 @@ impl WorkloadSpec {
     pub fn name(&self) -> &'static str {
         match self {
             WorkloadSpec::Syscall(_) => "syscall",
+            WorkloadSpec::VfsMix(_) => "vfs-mix",
+            WorkloadSpec::Exec(_) => "exec",
             WorkloadSpec::Empty => "empty",
         }
     }
@@ -72,14 +88,23 @@ impl WorkloadSpec {
     pub fn describe(&self) -> String {
         match self {
             WorkloadSpec::Syscall(p) => p.describe(),
+            WorkloadSpec::VfsMix(p) => p.describe(),
+            WorkloadSpec::Exec(p) => p.describe(),
             WorkloadSpec::Empty => "empty loop".into(),
         }
+    }
+
+    /// Whether counters must follow the processes the workload starts.
+    pub fn inherit(&self) -> bool {
+        matches!(self, WorkloadSpec::Exec(_))
     }
 
     /// What one operation is called.
     pub fn op_name(&self) -> &'static str {
         match self {
             WorkloadSpec::Syscall(_) => "call",
+            WorkloadSpec::VfsMix(_) => "iteration",
+            WorkloadSpec::Exec(_) => "op",
             WorkloadSpec::Empty => "iteration",
         }
     }

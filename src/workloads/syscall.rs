@@ -144,7 +144,7 @@ impl Workload for SyscallLoop {
         Ok(())
     }
 
-    fn run_batch(&mut self, ops: u64) {
+    fn run_batch(&mut self, ops: u64) -> Result<()> {
         let nr = self.call.nr;
         match self.call.args {
             None => {
@@ -158,6 +158,7 @@ impl Workload for SyscallLoop {
                 }
             }
         }
+        Ok(())
     }
 }
 
@@ -189,7 +190,7 @@ mod tests {
         })
         .unwrap();
         w.setup().unwrap();
-        w.run_batch(10);
+        w.run_batch(10).unwrap();
         w.teardown().unwrap();
         let tid = unsafe { invoke(&find("gettid").unwrap()) };
         assert_eq!(tid as i32, unsafe { libc::gettid() });

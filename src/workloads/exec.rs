@@ -1,0 +1,65 @@
+//! Any command as a workload: each sample runs the command once, counters follow the whole
+//! process tree (inherited), and every figure is divided by the operation count the user says
+//! one run of the command performs (`--ops`), like `perf stat` with syscost's statistics.
+
+use super::Workload;
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::process::{Command, Stdio};
+
+/// Options of `syscost run exec`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+pub struct Params {
+    /// The command and its arguments (after --). Its standard output is discarded.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+impl Params {
+    pub fn describe(&self) -> String {
+        format!("exec `{}`", self.command.join(" "))
+    }
+}
+
+pub struct Exec {
+    command: Vec<String>,
+    /// Operations one run of the command performs (the batch size, fixed by --ops).
+    per_run: Option<u64>,
+}
+
+impl Exec {
+    pub fn new(p: &Params) -> Result<Exec> {
+        if p.command.is_empty() {
+            bail!("exec needs a command after --, e.g. syscost run exec --ops 1000 -- ./bench");
+        }
+        Ok(Exec {
+            command: p.command.clone(),
+            per_run: None,
+        })
+    }
+
+    fn once(&self) -> Result<()> {
+        let status = Command::new(&self.command[0])
+            .args(&self.command[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .status()
+            .with_context(|| format!("cannot run `{}`", self.command[0]))?;
+        if !status.success() {
+            bail!("`{}` failed: {status}", self.command.join(" "));
+        }
+        Ok(())
+    }
+}
+
+impl Workload for Exec {
+    fn run_batch(&mut self, ops: u64) -> Result<()> {
+        // The runner gives exec batches of --ops operations: one run of the command each.
+        let per_run = *self.per_run.get_or_insert(ops);
+        for _ in 0..(ops / per_run).max(1) {
+            self.once()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,267 @@
+//! Seed 001's "VFS-mix": creat, lstat, lseek 4095, close, open O_RDWR|O_CREAT|O_TRUNC, write one
+//! byte, mmap 4096 MAP_SHARED, store one byte, munmap, close, unlink, on one file, over and over:
+//! ~1,500 kernel functions per iteration with a tiny data footprint.
+//!
+//! On a journalling file system the O_TRUNC + close of a written file makes ext4 flush it
+//! (auto_da_alloc), so each iteration waits for the disk: the counters' context switches per
+//! iteration show it and the run warns. Use a tmpfs (/dev/shm) to measure the kernel path.
+
+use super::Workload;
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Options of `syscost run vfs-mix`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+pub struct Params {
+    /// Directory on the file system to measure [default: a fresh directory in $TMPDIR or /tmp]
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+}
+
+impl Params {
+    pub fn describe(&self) -> String {
+        match &self.dir {
+            Some(d) => format!("vfs-mix in {}", d.display()),
+            None => "vfs-mix in a temporary directory".into(),
+        }
+    }
+}
+
+/// Every name syscost gives files and directories here starts with this, then the owner's pid.
+const PREFIX: &str = "syscost-vfs-";
+
+pub struct VfsMix {
+    dir: Option<PathBuf>,
+    /// The directory syscost created (and removes), when no --dir was given.
+    own_dir: Option<PathBuf>,
+    file: Option<CString>,
+    fs: String,
+}
+
+/// The file system type of `path`, by statfs magic.
+pub fn fs_type(path: &Path) -> String {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return "unknown".into();
+    };
+    // SAFETY: statfs fills a plain struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return "unknown".into();
+    }
+    match st.f_type as i64 {
+        0xEF53 => "ext4".into(),
+        0x0102_1994 => "tmpfs".into(),
+        0x5846_5342 => "xfs".into(),
+        0x9123_683E => "btrfs".into(),
+        0x794C_7630 => "overlayfs".into(),
+        0x6969 => "nfs".into(),
+        0x2FC1_2FC1 => "zfs".into(),
+        0x858458f6 => "ramfs".into(),
+        0xF2F5_2010 => "f2fs".into(),
+        other => format!("type {other:#x}"),
+    }
+}
+
+/// Remove files and directories named by a syscost worker that no longer runs (killed with
+/// SIGKILL before its teardown).
+fn remove_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(PREFIX) else {
+            continue;
+        };
+        let pid: Option<u32> = rest.split(['-', '.']).next().and_then(|p| p.parse().ok());
+        if let Some(pid) = pid
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let p = e.path();
+            let _ = if p.is_dir() {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+        }
+    }
+}
+
+impl VfsMix {
+    pub fn new(p: &Params) -> VfsMix {
+        VfsMix {
+            dir: p.dir.clone(),
+            own_dir: None,
+            file: None,
+            fs: String::new(),
+        }
+    }
+
+    fn path(&self) -> &CString {
+        self.file.as_ref().expect("setup ran")
+    }
+}
+
+fn check(ret: libc::c_long, what: &str, file: &CString) -> Result<()> {
+    if ret < 0 {
+        let e = std::io::Error::last_os_error();
+        bail!("vfs-mix: {what} on {} failed: {e}", file.to_string_lossy());
+    }
+    Ok(())
+}
+
+impl Workload for VfsMix {
+    fn setup(&mut self) -> Result<()> {
+        let pid = std::process::id();
+        let dir = match &self.dir {
+            Some(d) => {
+                if !d.is_dir() {
+                    bail!("vfs-mix: --dir {}: no such directory", d.display());
+                }
+                remove_stale(d);
+                d.clone()
+            }
+            None => {
+                let base = std::env::temp_dir();
+                remove_stale(&base);
+                let d = tempfile::Builder::new()
+                    .prefix(&format!("{PREFIX}{pid}-"))
+                    .tempdir_in(&base)
+                    .with_context(|| {
+                        format!("vfs-mix: cannot create a directory in {}", base.display())
+                    })?
+                    .keep();
+                self.own_dir = Some(d.clone());
+                d
+            }
+        };
+        self.fs = fs_type(&dir);
+        let file = dir.join(format!("{PREFIX}{pid}.tmp"));
+        self.file = Some(CString::new(file.as_os_str().as_bytes())?);
+        // One iteration up front: an unwritable directory or a file system that refuses an
+        // operation shows here, named, before anything is timed.
+        self.run_batch(1).map_err(|e| {
+            e.context(format!(
+                "the file system under {} ({}) cannot run the VFS-mix loop",
+                dir.display(),
+                self.fs
+            ))
+        })
+    }
+
+    fn run_batch(&mut self, ops: u64) -> Result<()> {
+        let path = self.path().clone();
+        let p = path.as_ptr();
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        for _ in 0..ops {
+            // SAFETY: plain system calls on a path we own; the mapping is one page, written
+            // within its length, and unmapped before the next iteration.
+            unsafe {
+                let fd = libc::creat(p, 0o700);
+                check(fd as _, "creat", &path)?;
+                check(libc::lstat(p, &mut st) as _, "lstat", &path)?;
+                if libc::lseek(fd, 4095, libc::SEEK_SET) != 4095 {
+                    check(-1, "lseek", &path)?;
+                }
+                libc::close(fd);
+                let fd = libc::open(p, libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC, 0o600);
+                check(fd as _, "open(O_RDWR|O_CREAT|O_TRUNC)", &path)?;
+                let c: u8 = 1;
+                if libc::write(fd, &c as *const u8 as *const libc::c_void, 1) != 1 {
+                    check(-1, "write", &path)?;
+                }
+                let m = libc::mmap(
+                    std::ptr::null_mut(),
+                    4096,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                );
+                if m == libc::MAP_FAILED {
+                    check(-1, "mmap(MAP_SHARED)", &path)?;
+                }
+                std::ptr::write_volatile(m as *mut u8, 1);
+                check(libc::munmap(m, 4096) as _, "munmap", &path)?;
+                libc::close(fd);
+                check(libc::unlink(p) as _, "unlink", &path)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let place = match (&self.dir, &self.own_dir) {
+            (Some(d), _) => d.display().to_string(),
+            (None, Some(own)) => format!(
+                "a temporary directory in {}",
+                own.parent().unwrap_or(own).display()
+            ),
+            (None, None) => "?".into(),
+        };
+        vec![format!("vfs-mix ran on {place} ({})", self.fs)]
+    }
+
+    fn teardown(&mut self) -> Result<()> {
+        if let Some(f) = &self.file {
+            let path = PathBuf::from(std::ffi::OsStr::from_bytes(f.as_bytes()));
+            if path.exists() {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("cannot remove {}", path.display()))?;
+            }
+        }
+        if let Some(d) = self.own_dir.take() {
+            std::fs::remove_dir_all(&d)
+                .with_context(|| format!("cannot remove {}", d.display()))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn runs_in_a_directory_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = VfsMix::new(&Params {
+            dir: Some(dir.path().to_path_buf()),
+        });
+        w.setup().unwrap();
+        w.run_batch(3).unwrap();
+        assert!(w.notes()[0].contains(&dir.path().display().to_string()));
+        w.teardown().unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn stale_files_of_dead_workers_are_removed_and_others_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(format!("{PREFIX}4194399.tmp"));
+        let live = dir
+            .path()
+            .join(format!("{PREFIX}{}.tmp", std::process::id()));
+        let other = dir.path().join("user-file");
+        for p in [&dead, &live, &other] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        remove_stale(dir.path());
+        assert!(!dead.exists() && live.exists() && other.exists());
+    }
+
+    #[test]
+    fn a_missing_directory_is_named() {
+        let mut w = VfsMix::new(&Params {
+            dir: Some("/nonexistent/dir".into()),
+        });
+        let e = w.setup().unwrap_err().to_string();
+        assert!(
+            e.contains("/nonexistent/dir") && e.contains("no such directory"),
+            "{e}"
+        );
+    }
+}
