@@ -11,6 +11,7 @@
 //! - [`compare`]: comparisons, merges across boots, correlations and run validity;
 //! - [`report`]: tables for people;
 //! - [`profile`]: where the time goes: sampled call chains, folded per function;
+//! - [`layout`]: cache-set analysis of object placement;
 //! - [`environment`]: what makes two results comparable;
 //! - [`audit`]: the audit subsystem through netlink;
 //! - [`signals`]: interruption without leaving anything behind;
@@ -21,6 +22,7 @@ pub mod cli;
 pub mod compare;
 pub mod counters;
 pub mod environment;
+pub mod layout;
 pub mod profile;
 pub mod report;
 pub mod results;

@@ -225,10 +225,7 @@ fn profiled_getpid_names_the_syscall_path() {
     } else {
         println!("kernel symbols hidden here: checking user frames only");
     }
-    assert!(
-        names.contains(&"syscall"),
-        "libc's syscall(): {names:?}"
-    );
+    assert!(names.contains(&"syscall"), "libc's syscall(): {names:?}");
 }
 
 #[test]

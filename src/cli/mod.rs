@@ -11,7 +11,7 @@ use crate::results::{self, RunResult, view::ResultView};
 use crate::runner::{self, CpuList, Plan};
 use crate::signals::{self, Interrupted};
 use crate::stats::significance::TestKind;
-use crate::workloads::{WorkloadSpec, exec, syscall, vfs_mix};
+use crate::workloads::{WorkloadSpec, audit_replica, exec, syscall, vfs_mix};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::io::Write;
@@ -109,6 +109,37 @@ pub enum Command {
     /// Audit: status, the cost of audit and of each syscall-exit rule, cleanup.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Which L1 sets objects can reach, how crowded they are, and how likely a set overflows.
+    #[command(after_help = CACHESETS_HELP)]
+    Cachesets {
+        /// Cache geometry, e.g. sets=64,ways=8,line=64 (Skylake-X L1d) [default: this CPU's L1d]
+        #[arg(long, value_name = "GEOMETRY")]
+        geometry: Option<String>,
+        /// File of object addresses (hex, one per line; - for stdin).
+        #[arg(long, value_name = "FILE")]
+        addresses: Option<PathBuf>,
+        /// Number of objects (the model; with --addresses: defaults to their count).
+        #[arg(long, value_name = "N")]
+        objects: Option<u64>,
+        /// Object size: the kmalloc slab class and its alignment follow from it.
+        #[arg(long, value_name = "BYTES")]
+        size: Option<u64>,
+        /// Object alignment in bytes, instead of the slab class's.
+        #[arg(long, value_name = "BYTES")]
+        align: Option<u64>,
+        /// Cache lines counted per object, from its start (the audit walk touches 1).
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        lines: u64,
+        /// Monte Carlo trials of random placement.
+        #[arg(long, default_value_t = 100_000, value_name = "N")]
+        trials: u64,
+        /// Monte Carlo seed (the output is reproducible for a given seed).
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a saved run result again, in any format (e.g. lkml for a cover letter).
     Show {
         /// A result written by `syscost run -o`.
@@ -216,6 +247,15 @@ pub enum RunCommand {
         #[command(flatten)]
         common: RunArgs,
     },
+    /// The audit_filter_syscall() list walk in C (seed 000), over R entries placed like the slab
+    /// places them or crowded into few cache sets; one op is one walk, a fresh placement per run.
+    #[command(after_help = REPLICA_EXAMPLES)]
+    AuditReplica {
+        #[command(flatten)]
+        params: audit_replica::Params,
+        #[command(flatten)]
+        common: RunArgs,
+    },
     /// Any command as the workload: counters for its whole process tree, divided by --ops, the
     /// number of operations one run of the command performs (required).
     #[command(after_help = EXEC_EXAMPLES)]
@@ -232,6 +272,15 @@ const VFS_EXAMPLES: &str = "Examples:
       the kernel path on tmpfs, pinned, SCHED_FIFO, sync before each run (seed 001's set-up)
   syscost run vfs-mix --dir /var/tmp --profile
       on a disk file system: context switches per iteration show the loop waiting for I/O";
+
+const REPLICA_EXAMPLES: &str = "Examples:
+  syscost run audit-replica --rules 37 --matching 5 --cpu 1 --runs 20 -o base.json
+      20 fresh placements; then: syscost correlate base.json --x cacheline-spread --y time
+  syscost ab --variant 'audit-replica --variant baseline' --variant 'audit-replica --variant all-three' -- --cpu 1
+      the seed's three patches together against the baseline
+  syscost ab --variant 'audit-replica --rules 64 --placement packed' \\
+             --variant 'audit-replica --rules 64 --placement sets=1' -- --cpu 1
+      the same walk with every entry crowded into one L1 set";
 
 const EXEC_EXAMPLES: &str = "Examples:
   syscost run exec --ops 100000 -- ./my-bench 100000
@@ -464,6 +513,9 @@ impl RunCommand {
             RunCommand::Syscall { params, common } => (WorkloadSpec::Syscall(params), common),
             RunCommand::VfsMix { params, common } => (WorkloadSpec::VfsMix(params), common),
             RunCommand::Exec { params, common } => (WorkloadSpec::Exec(params), common),
+            RunCommand::AuditReplica { params, common } => {
+                (WorkloadSpec::AuditReplica(params), common)
+            }
         }
     }
 }
@@ -601,6 +653,19 @@ fn dispatch(cmd: Command) -> Result<()> {
             )
         }
         Command::Audit(a) => audit_command(a),
+        Command::Cachesets {
+            geometry,
+            addresses,
+            objects,
+            size,
+            align,
+            lines,
+            trials,
+            seed,
+            json,
+        } => cachesets(
+            geometry, addresses, objects, size, align, lines, trials, seed, json,
+        ),
         Command::Show { file, format } => {
             let r = RunResult::load(&file)?;
             emit(format, || r.to_json(), || report::run_text(&r, format))
@@ -885,4 +950,78 @@ fn audit_command(cmd: AuditCommand) -> Result<()> {
             )
         }
     }
+}
+
+const CACHESETS_HELP: &str = "Examples:
+  syscost cachesets --objects 37 --size 408 --geometry sets=64,ways=8,line=64
+      the seed's analysis: 408-byte audit entries (kmalloc-512) on Skylake-X's L1d
+  syscost cachesets --objects 37 --size 408
+      the same on this machine's L1d
+  drgn ... | syscost cachesets --addresses - --size 408
+      the real placement of a running kernel's entries";
+
+#[allow(clippy::too_many_arguments)]
+fn cachesets(
+    geometry: Option<String>,
+    addresses: Option<PathBuf>,
+    objects: Option<u64>,
+    size: Option<u64>,
+    align: Option<u64>,
+    lines: u64,
+    trials: u64,
+    seed: u64,
+    json: bool,
+) -> Result<()> {
+    use crate::layout::{self, Geometry};
+    let (g, source) = match geometry {
+        Some(s) => (Geometry::parse(&s)?, "--geometry".to_string()),
+        None => (Geometry::l1d()?, "this CPU's L1d, from sysfs".to_string()),
+    };
+    let addrs = match &addresses {
+        None => None,
+        Some(p) => {
+            let (text, name) = if p.as_os_str() == "-" {
+                let mut t = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)?;
+                (t, "stdin".to_string())
+            } else {
+                (
+                    std::fs::read_to_string(p)
+                        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?,
+                    p.display().to_string(),
+                )
+            };
+            Some(layout::parse_addresses(&text, &name)?)
+        }
+    };
+    let n = match (objects, &addrs) {
+        (Some(n), _) => n,
+        (None, Some(a)) => a.len() as u64,
+        (None, None) => {
+            anyhow::bail!("give --objects N (with --size or --align) or --addresses FILE")
+        }
+    };
+    if addrs.is_none() && size.is_none() && align.is_none() {
+        anyhow::bail!("the model needs --size BYTES (or --align BYTES) for its {n} objects");
+    }
+    if trials == 0 {
+        anyhow::bail!("--trials must be at least 1");
+    }
+    let a = layout::analyse(&layout::Request {
+        geometry: g,
+        geometry_source: &source,
+        addrs: addrs.as_deref(),
+        objects: n,
+        size,
+        align,
+        lines,
+        trials,
+        seed,
+    })?;
+    if json {
+        println!("{}", a.to_json());
+    } else {
+        print!("{}", a.text());
+    }
+    Ok(())
 }

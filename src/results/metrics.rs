@@ -299,6 +299,33 @@ fn derived(
     out
 }
 
+/// Add `time-per-PART` (e.g. ns per rule of a replica walk): the time metric divided by the
+/// number of parts in one operation.
+pub fn add_per_part(metrics: &mut Vec<Metric>, part: &str, count: f64) {
+    let Some(time) = metrics.iter().find(|m| m.name == "time").cloned() else {
+        return;
+    };
+    if count <= 0.0 {
+        return;
+    }
+    let values: Vec<f64> = time.values.iter().map(|v| v / count).collect();
+    metrics.insert(
+        1,
+        Metric {
+            name: format!("time-per-{part}"),
+            unit: format!("ns/{part}"),
+            kind: MetricKind::Derived,
+            replication: time.replication.clone(),
+            summary: Summary::of(&values),
+            values,
+            units: time.units.clone(),
+            status: None,
+            reason: None,
+            running_pct: None,
+        },
+    );
+}
+
 /// The workload's own per-run metrics: one value per run (with a single run, that run's value
 /// stands alone).
 fn workload_metrics(runs: &[RunRecord], replication: &str) -> Vec<Metric> {

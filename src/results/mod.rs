@@ -219,6 +219,9 @@ impl RunResult {
                 self.options.subtract_overhead,
             );
             self.metrics = m;
+            if let Some((part, n)) = self.workload.parts() {
+                metrics::add_per_part(&mut self.metrics, part, n);
+            }
             self.overhead = o;
             self.warnings.push(format!(
                 "--drop-perturbed: {} of {} runs left out of the statistics (still in the file)",

@@ -271,8 +271,11 @@ pub fn assemble(
         }
     }
     let op_name = plan.workload.op_name().to_string();
-    let (metrics, overhead) =
+    let (mut metrics, overhead) =
         results::metrics::analyze(&runs, &events, &op_name, plan.subtract_overhead);
+    if let Some((part, n)) = plan.workload.parts() {
+        results::metrics::add_per_part(&mut metrics, part, n);
+    }
     let mut result = RunResult {
         schema: results::SCHEMA.into(),
         version: results::VERSION,

@@ -6,6 +6,7 @@
 //! also stored in result files) and a type implementing [`Workload`], then add a variant to
 //! [`WorkloadSpec`] and a subcommand in the CLI.
 
+pub mod audit_replica;
 pub mod empty;
 pub mod exec;
 pub mod syscall;
@@ -59,6 +60,8 @@ pub enum WorkloadSpec {
     VfsMix(vfs_mix::Params),
     /// Any command, its operations counted by the user.
     Exec(exec::Params),
+    /// The audit_filter_syscall() list walk, in C, over placed rule entries.
+    AuditReplica(audit_replica::Params),
     /// The empty loop: the harness's own cost per operation.
     Empty,
 }
@@ -70,6 +73,7 @@ impl WorkloadSpec {
             WorkloadSpec::Syscall(p) => Box::new(syscall::SyscallLoop::new(p)?),
             WorkloadSpec::VfsMix(p) => Box::new(vfs_mix::VfsMix::new(p)),
             WorkloadSpec::Exec(p) => Box::new(exec::Exec::new(p)?),
+            WorkloadSpec::AuditReplica(p) => Box::new(audit_replica::AuditReplica::new(p)),
             WorkloadSpec::Empty => Box::new(empty::EmptyLoop),
         })
     }
@@ -80,6 +84,7 @@ impl WorkloadSpec {
             WorkloadSpec::Syscall(_) => "syscall",
             WorkloadSpec::VfsMix(_) => "vfs-mix",
             WorkloadSpec::Exec(_) => "exec",
+            WorkloadSpec::AuditReplica(_) => "audit-replica",
             WorkloadSpec::Empty => "empty",
         }
     }
@@ -90,7 +95,16 @@ impl WorkloadSpec {
             WorkloadSpec::Syscall(p) => p.describe(),
             WorkloadSpec::VfsMix(p) => p.describe(),
             WorkloadSpec::Exec(p) => p.describe(),
+            WorkloadSpec::AuditReplica(p) => p.describe(),
             WorkloadSpec::Empty => "empty loop".into(),
+        }
+    }
+
+    /// Parts of one operation worth a per-part figure: one walk of the replica is R rules.
+    pub fn parts(&self) -> Option<(&'static str, f64)> {
+        match self {
+            WorkloadSpec::AuditReplica(p) => Some(("rule", p.rules as f64)),
+            _ => None,
         }
     }
 
@@ -105,6 +119,7 @@ impl WorkloadSpec {
             WorkloadSpec::Syscall(_) => "call",
             WorkloadSpec::VfsMix(_) => "iteration",
             WorkloadSpec::Exec(_) => "op",
+            WorkloadSpec::AuditReplica(_) => "walk",
             WorkloadSpec::Empty => "iteration",
         }
     }
