@@ -12,6 +12,7 @@
 //! - [`report`]: tables for people;
 //! - [`profile`]: where the time goes: sampled call chains, folded per function;
 //! - [`layout`]: cache-set analysis of object placement;
+//! - [`probes`]: uprobes through the uprobe PMU, probe targets, ELF offsets;
 //! - [`environment`]: what makes two results comparable;
 //! - [`audit`]: the audit subsystem through netlink;
 //! - [`signals`]: interruption without leaving anything behind;
@@ -23,6 +24,7 @@ pub mod compare;
 pub mod counters;
 pub mod environment;
 pub mod layout;
+pub mod probes;
 pub mod profile;
 pub mod report;
 pub mod results;

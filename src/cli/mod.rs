@@ -11,7 +11,7 @@ use crate::results::{self, RunResult, view::ResultView};
 use crate::runner::{self, CpuList, Plan};
 use crate::signals::{self, Interrupted};
 use crate::stats::significance::TestKind;
-use crate::workloads::{WorkloadSpec, audit_replica, exec, syscall, vfs_mix};
+use crate::workloads::{WorkloadSpec, audit_replica, exec, syscall, uprobe, vfs_mix};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::io::Write;
@@ -140,6 +140,32 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Put a uprobe on any program's function while a command runs: the command's wall time
+    /// with and without the probe (interleaved runs), and the probe's hits.
+    #[command(after_help = PROBE_EXAMPLES)]
+    Probe {
+        /// PATH:SYMBOL, e.g. /usr/bin/redis-server:processCommand (symtab or dynsym).
+        #[arg(long, value_name = "PATH:SYMBOL")]
+        target: String,
+        /// uprobe (function entry) or uretprobe (function return).
+        #[arg(long, value_enum, default_value_t = crate::probes::ProbeKind::Uprobe)]
+        probe: crate::probes::ProbeKind,
+        /// Attach a minimal BPF program (return 0; it counts the hits).
+        #[arg(long)]
+        bpf: bool,
+        /// Runs with and runs without the probe (each).
+        #[arg(short = 'r', long, default_value_t = 5, value_name = "N")]
+        runs: u32,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write the result (JSON) to FILE, atomically.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The command (after --); its standard output is discarded.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// Print a saved run result again, in any format (e.g. lkml for a cover letter).
     Show {
         /// A result written by `syscost run -o`.
@@ -256,6 +282,22 @@ pub enum RunCommand {
         #[command(flatten)]
         common: RunArgs,
     },
+    /// Uprobe/uretprobe trigger throughput on a nop, push or ret (seed 002): M/s, M/s per CPU,
+    /// ns per hit, hits checked against calls. A --threads list sweeps thread counts.
+    #[command(after_help = UPROBE_EXAMPLES)]
+    Uprobe {
+        #[command(flatten)]
+        params: uprobe::Params,
+        /// Producer threads, each pinned to a CPU of the allowed set: a number, or a list
+        /// (1-4, 1,2,4) for a sweep printed as seed 002's table.
+        #[arg(long, default_value = "1", value_name = "N|LIST")]
+        threads: String,
+        /// Allow more producer threads than CPUs.
+        #[arg(long)]
+        oversubscribe: bool,
+        #[command(flatten)]
+        common: RunArgs,
+    },
     /// Any command as the workload: counters for its whole process tree, divided by --ops, the
     /// number of operations one run of the command performs (required).
     #[command(after_help = EXEC_EXAMPLES)]
@@ -281,6 +323,20 @@ const REPLICA_EXAMPLES: &str = "Examples:
   syscost ab --variant 'audit-replica --rules 64 --placement packed' \\
              --variant 'audit-replica --rules 64 --placement sets=1' -- --cpu 1
       the same walk with every entry crowded into one L1 set";
+
+const UPROBE_EXAMPLES: &str = "Examples:
+  syscost run uprobe --probe uprobe --insn nop --cpu 1
+  syscost run uprobe --probe uretprobe --insn push --bpf --threads 1-2
+      the seed's scaling table: total M/s +- stddev and M/s per CPU per thread count
+  syscost ab --variant 'uprobe --probe none' --variant 'uprobe --probe uprobe' -- --cpu 1
+      the probe's cost against the same loop unprobed
+Needs CAP_PERFMON (root) or perf_event_paranoid <= 1; --bpf needs CAP_BPF too.";
+
+const PROBE_EXAMPLES: &str = "Examples:
+  syscost probe --target /usr/bin/redis-server:processCommand -- ./bench-redis.sh
+      the script starts redis-server and runs redis-benchmark; 5 runs with and 5 without
+  syscost probe --target /lib/x86_64-linux-gnu/libc.so.6:malloc --probe uretprobe --bpf -- make -j2
+The probe is system-wide (every process running the file): needs CAP_PERFMON or root.";
 
 const EXEC_EXAMPLES: &str = "Examples:
   syscost run exec --ops 100000 -- ./my-bench 100000
@@ -516,6 +572,18 @@ impl RunCommand {
             RunCommand::AuditReplica { params, common } => {
                 (WorkloadSpec::AuditReplica(params), common)
             }
+            RunCommand::Uprobe {
+                mut params,
+                threads,
+                common,
+                ..
+            } => {
+                params.threads = parse_threads(&threads)
+                    .ok()
+                    .and_then(|t| t.first().copied())
+                    .unwrap_or(1);
+                (WorkloadSpec::Uprobe(params), common)
+            }
         }
     }
 }
@@ -576,6 +644,12 @@ fn show_comparison(c: &compare::Comparison, args: &CompareArgs) -> Result<()> {
 
 fn dispatch(cmd: Command) -> Result<()> {
     match cmd {
+        Command::Run(RunCommand::Uprobe {
+            params,
+            threads,
+            oversubscribe,
+            common,
+        }) => uprobe_run(params, &threads, oversubscribe, common),
         Command::Run(run) => {
             let (workload, common) = run.into_parts();
             run_workload(workload, common)
@@ -653,6 +727,31 @@ fn dispatch(cmd: Command) -> Result<()> {
             )
         }
         Command::Audit(a) => audit_command(a),
+        Command::Probe {
+            target,
+            probe,
+            bpf,
+            runs,
+            format,
+            output,
+            command,
+        } => {
+            let (path, symbol) = crate::probes::elf::parse_target(&target)?;
+            if let Some(o) = &output {
+                results::check_writable(o)?;
+            }
+            let r = crate::probes::command::run(&crate::probes::command::ProbeCommand {
+                path,
+                symbol,
+                kind: probe,
+                bpf,
+                runs,
+                command,
+            })?;
+            let json = serde_json::to_string_pretty(&r)?;
+            save_json(&output, &json)?;
+            emit(format, || json.clone(), || r.text(format))
+        }
         Command::Cachesets {
             geometry,
             addresses,
@@ -1024,4 +1123,67 @@ fn cachesets(
         print!("{}", a.text());
     }
     Ok(())
+}
+
+/// Thread counts: `2`, `1-4`, `1,2,4`.
+fn parse_threads(s: &str) -> Result<Vec<u32>> {
+    let list = CpuList::parse(s).map_err(|_| {
+        anyhow::anyhow!("--threads '{s}': give a count like 2 or a list like 1-4 or 1,2,4")
+    })?;
+    if list.0.contains(&0) {
+        anyhow::bail!("--threads counts start at 1");
+    }
+    Ok(list.iter().map(|t| t as u32).collect())
+}
+
+fn uprobe_run(
+    params: uprobe::Params,
+    threads: &str,
+    oversubscribe: bool,
+    common: RunArgs,
+) -> Result<()> {
+    let counts = parse_threads(threads)?;
+    let cpus = match &common.cpu {
+        Some(c) => c.len(),
+        None => runner::cpus::allowed_cpus()?.len(),
+    };
+    if let Some(&max) = counts.iter().max()
+        && max as usize > cpus
+        && !oversubscribe
+    {
+        anyhow::bail!(
+            "--threads {max} is more than the {cpus} CPU(s) the producers may use: pass \
+             --oversubscribe to share CPUs, or give --cpu more CPUs"
+        );
+    }
+    if counts.len() == 1 {
+        let mut p = params;
+        p.threads = counts[0];
+        return run_workload(WorkloadSpec::Uprobe(p), common);
+    }
+    if let Some(path) = &common.output {
+        results::check_writable(path)?;
+    }
+    let mut plans = Vec::new();
+    for &t in &counts {
+        let mut p = params.clone();
+        p.threads = t;
+        plans.push(plan_of(WorkloadSpec::Uprobe(p), &common)?);
+    }
+    let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
+    let results = runner::run_interleaved(&plans, &mut |p| bar.update(p))?;
+    bar.finish();
+    let scale = runner::scale::Scale::new(&params.case(), results);
+    let json = serde_json::to_string_pretty(&scale)?;
+    save_json(&common.output, &json)?;
+    let format = if common.json {
+        Format::Json
+    } else {
+        common.format
+    };
+    emit(
+        format,
+        || json.clone(),
+        || scale.text(format == Format::Lkml),
+    )
 }

@@ -326,6 +326,39 @@ pub fn add_per_part(metrics: &mut Vec<Metric>, part: &str, count: f64) {
     );
 }
 
+/// Add throughput figures for a workload of `threads` producers: `throughput` (M ops/s over
+/// all producers) and `throughput-per-cpu`, per unit of replication, from the time per op.
+pub fn add_throughput(metrics: &mut Vec<Metric>, threads: u32) {
+    let Some(time) = metrics.iter().find(|m| m.name == "time").cloned() else {
+        return;
+    };
+    let total: Vec<f64> = time.values.iter().map(|ns| 1000.0 / ns).collect();
+    let per: Vec<f64> = total.iter().map(|v| v / threads.max(1) as f64).collect();
+    for (i, (name, unit, values)) in [
+        ("throughput", "M/s", total),
+        ("throughput-per-cpu", "M/s per CPU", per),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        metrics.insert(
+            1 + i,
+            Metric {
+                name: name.into(),
+                unit: unit.into(),
+                kind: MetricKind::Derived,
+                replication: time.replication.clone(),
+                summary: Summary::of(&values),
+                values,
+                units: time.units.clone(),
+                status: None,
+                reason: None,
+                running_pct: None,
+            },
+        );
+    }
+}
+
 /// The workload's own per-run metrics: one value per run (with a single run, that run's value
 /// stands alone).
 fn workload_metrics(runs: &[RunRecord], replication: &str) -> Vec<Metric> {

@@ -222,6 +222,9 @@ impl RunResult {
             if let Some((part, n)) = self.workload.parts() {
                 metrics::add_per_part(&mut self.metrics, part, n);
             }
+            if let Some(t) = self.workload.threads() {
+                metrics::add_throughput(&mut self.metrics, t);
+            }
             self.overhead = o;
             self.warnings.push(format!(
                 "--drop-perturbed: {} of {} runs left out of the statistics (still in the file)",

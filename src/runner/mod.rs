@@ -3,6 +3,7 @@
 //! [`WorkloadSpec`].
 
 pub mod cpus;
+pub mod scale;
 pub mod worker;
 
 pub use cpus::CpuList;
@@ -275,6 +276,9 @@ pub fn assemble(
         results::metrics::analyze(&runs, &events, &op_name, plan.subtract_overhead);
     if let Some((part, n)) = plan.workload.parts() {
         results::metrics::add_per_part(&mut metrics, part, n);
+    }
+    if let Some(t) = plan.workload.threads() {
+        results::metrics::add_throughput(&mut metrics, t);
     }
     let mut result = RunResult {
         schema: results::SCHEMA.into(),

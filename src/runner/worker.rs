@@ -292,6 +292,7 @@ fn measure(
         }
     }
     run.cpu_last = cpus::current_cpu();
+    w.finish()?;
     run.workload_metrics = w.run_metrics().into_iter().collect();
     run.notes = w.notes();
     let mut empty = EmptyLoop;

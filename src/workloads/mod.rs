@@ -10,6 +10,7 @@ pub mod audit_replica;
 pub mod empty;
 pub mod exec;
 pub mod syscall;
+pub mod uprobe;
 pub mod vfs_mix;
 
 use anyhow::Result;
@@ -37,6 +38,12 @@ pub trait Workload {
         Vec::new()
     }
 
+    /// After the last timed batch: stop helper threads and check the run (e.g. that a probe
+    /// counted every call). An error fails the run. Called before `run_metrics`.
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Metrics of the whole run that the workload measures itself, outside the timed region
     /// (for example the cacheline-spread of a placement). Stored per run, summarised and
     /// correlated like any other metric.
@@ -62,6 +69,8 @@ pub enum WorkloadSpec {
     Exec(exec::Params),
     /// The audit_filter_syscall() list walk, in C, over placed rule entries.
     AuditReplica(audit_replica::Params),
+    /// Uprobe trigger throughput on a nop, push or ret.
+    Uprobe(uprobe::Params),
     /// The empty loop: the harness's own cost per operation.
     Empty,
 }
@@ -74,6 +83,7 @@ impl WorkloadSpec {
             WorkloadSpec::VfsMix(p) => Box::new(vfs_mix::VfsMix::new(p)),
             WorkloadSpec::Exec(p) => Box::new(exec::Exec::new(p)?),
             WorkloadSpec::AuditReplica(p) => Box::new(audit_replica::AuditReplica::new(p)),
+            WorkloadSpec::Uprobe(p) => Box::new(uprobe::UprobeLoop::new(p)?),
             WorkloadSpec::Empty => Box::new(empty::EmptyLoop),
         })
     }
@@ -85,6 +95,7 @@ impl WorkloadSpec {
             WorkloadSpec::VfsMix(_) => "vfs-mix",
             WorkloadSpec::Exec(_) => "exec",
             WorkloadSpec::AuditReplica(_) => "audit-replica",
+            WorkloadSpec::Uprobe(_) => "uprobe",
             WorkloadSpec::Empty => "empty",
         }
     }
@@ -96,6 +107,7 @@ impl WorkloadSpec {
             WorkloadSpec::VfsMix(p) => p.describe(),
             WorkloadSpec::Exec(p) => p.describe(),
             WorkloadSpec::AuditReplica(p) => p.describe(),
+            WorkloadSpec::Uprobe(p) => p.describe(),
             WorkloadSpec::Empty => "empty loop".into(),
         }
     }
@@ -104,6 +116,14 @@ impl WorkloadSpec {
     pub fn parts(&self) -> Option<(&'static str, f64)> {
         match self {
             WorkloadSpec::AuditReplica(p) => Some(("rule", p.rules as f64)),
+            _ => None,
+        }
+    }
+
+    /// Producer threads, for throughput figures (M/s and M/s per CPU).
+    pub fn threads(&self) -> Option<u32> {
+        match self {
+            WorkloadSpec::Uprobe(p) => Some(p.threads),
             _ => None,
         }
     }
@@ -120,6 +140,7 @@ impl WorkloadSpec {
             WorkloadSpec::VfsMix(_) => "iteration",
             WorkloadSpec::Exec(_) => "op",
             WorkloadSpec::AuditReplica(_) => "walk",
+            WorkloadSpec::Uprobe(_) => "call",
             WorkloadSpec::Empty => "iteration",
         }
     }

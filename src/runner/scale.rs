@@ -1,0 +1,71 @@
+//! Thread-count sweeps of a throughput workload (seed 002's tables: total M/s ± stddev and
+//! M/s per CPU, one row per CPU count).
+
+use crate::results::RunResult;
+use serde::Serialize;
+
+/// One thread count.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub threads: u32,
+    /// Mean total throughput over runs, M/s.
+    pub mean: f64,
+    /// Sample standard deviation over runs, M/s.
+    pub stdev: f64,
+    pub per_cpu: f64,
+    pub runs: usize,
+}
+
+/// A `--threads LIST` sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct Scale {
+    pub schema: String,
+    pub version: u32,
+    /// `scale`.
+    pub kind: String,
+    pub case: String,
+    pub rows: Vec<Row>,
+    /// Every thread count's full result.
+    pub results: Vec<RunResult>,
+}
+
+impl Scale {
+    pub fn new(case: &str, results: Vec<RunResult>) -> Scale {
+        let rows = results
+            .iter()
+            .filter_map(|r| {
+                let t = r.workload.threads()?;
+                let m = r.metrics.iter().find(|m| m.name == "throughput")?;
+                let s = m.summary.as_ref()?;
+                Some(Row {
+                    threads: t,
+                    mean: s.mean,
+                    stdev: s.stdev,
+                    per_cpu: s.mean / t as f64,
+                    runs: s.n,
+                })
+            })
+            .collect();
+        Scale {
+            schema: crate::results::SCHEMA.into(),
+            version: crate::results::VERSION,
+            kind: "scale".into(),
+            case: case.into(),
+            rows,
+            results,
+        }
+    }
+
+    /// The seed's shape: `uprobe-nop ( 1 cpus):    3.565 ± 0.004M/s  (  3.565M/s/cpu)`.
+    pub fn text(&self, ascii: bool) -> String {
+        let pm = if ascii { "+-" } else { "±" };
+        let mut out = String::new();
+        for r in &self.rows {
+            out.push_str(&format!(
+                "{:<22}({:>2} cpus): {:>8.3} {pm} {:.3}M/s  ({:>7.3}M/s/cpu)   n={} runs\n",
+                self.case, r.threads, r.mean, r.stdev, r.per_cpu, r.runs
+            ));
+        }
+        out
+    }
+}

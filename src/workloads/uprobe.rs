@@ -1,0 +1,229 @@
+//! Uprobe and uretprobe trigger throughput (seed 002, like the BPF selftests bench's
+//! trig-uprobe-* benchmarks): producers call a target whose first instruction is a nop, a push
+//! or a ret, with a probe on it (or none: the baseline), optionally running a minimal BPF
+//! program; one operation is one call. The probe's own hit count is checked against the number
+//! of calls at the end of every run: a mismatch fails the run.
+
+use super::Workload;
+use crate::probes::targets::Insn;
+use crate::probes::{ProbeKind, Scope, Uprobe};
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread::JoinHandle;
+
+/// Options of `syscost run uprobe`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+pub struct Params {
+    /// The probe: uprobe, uretprobe, or none (the same loop unprobed).
+    #[arg(long, value_enum, default_value_t = ProbeKind::Uprobe)]
+    pub probe: ProbeKind,
+    /// The instruction the probe sits on.
+    #[arg(long, value_enum, default_value_t = Insn::Nop)]
+    pub insn: Insn,
+    /// Attach a minimal BPF program (return 0) to the probe, as the seed's numbers were taken.
+    #[arg(long)]
+    pub bpf: bool,
+    /// Producer threads (set by --threads).
+    #[arg(skip = 1u32)]
+    pub threads: u32,
+}
+
+impl Params {
+    /// Seed 002's name for the case: `uprobe-nop`, `uretprobe-push`, ...
+    pub fn case(&self) -> String {
+        let probe = match self.probe {
+            ProbeKind::None => "unprobed",
+            ProbeKind::Uprobe => "uprobe",
+            ProbeKind::Uretprobe => "uretprobe",
+        };
+        let insn = format!("{:?}", self.insn).to_lowercase();
+        format!("{probe}-{insn}{}", if self.bpf { "+bpf" } else { "" })
+    }
+
+    pub fn describe(&self) -> String {
+        format!("{} ({} producer thread(s))", self.case(), self.threads)
+    }
+}
+
+struct Producers {
+    handles: Vec<JoinHandle<()>>,
+    start: Arc<Barrier>,
+    each: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+pub struct UprobeLoop {
+    params: Params,
+    probe: Option<Uprobe>,
+    calls: u64,
+    hits: Option<u64>,
+    producers: Option<Producers>,
+    cpus: Vec<usize>,
+}
+
+impl UprobeLoop {
+    pub fn new(p: &Params) -> Result<UprobeLoop> {
+        if p.threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        if p.bpf && p.probe == ProbeKind::None {
+            bail!("--bpf needs a probe to attach to: drop it or use --probe uprobe|uretprobe");
+        }
+        Ok(UprobeLoop {
+            params: p.clone(),
+            probe: None,
+            calls: 0,
+            hits: None,
+            producers: None,
+            cpus: Vec::new(),
+        })
+    }
+
+    fn call(insn: Insn, n: u64) {
+        let f = insn.function();
+        for _ in 0..n {
+            // SAFETY: the target is a leaf function of ours that touches nothing.
+            unsafe { f() };
+        }
+    }
+
+    /// Start the producer threads, each pinned to one CPU of the worker's set (after the probe
+    /// exists, so they inherit it).
+    fn spawn(&mut self) -> Result<()> {
+        let t = self.params.threads as usize;
+        let start = Arc::new(Barrier::new(t + 1));
+        let each = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut handles = Vec::new();
+        for i in 0..t {
+            let (start, each, stop) = (start.clone(), each.clone(), stop.clone());
+            let cpu = self.cpus[i % self.cpus.len()];
+            let insn = self.params.insn;
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("producer-{i}"))
+                    .spawn(move || {
+                        let _ = crate::runner::cpus::set_affinity(&crate::runner::CpuList(
+                            [cpu].into_iter().collect(),
+                        ));
+                        loop {
+                            start.wait();
+                            if stop.load(Ordering::Acquire) {
+                                return;
+                            }
+                            UprobeLoop::call(insn, each.load(Ordering::Acquire));
+                            start.wait();
+                        }
+                    })?,
+            );
+        }
+        self.producers = Some(Producers {
+            handles,
+            start,
+            each,
+            stop,
+        });
+        Ok(())
+    }
+}
+
+impl Workload for UprobeLoop {
+    fn setup(&mut self) -> Result<()> {
+        self.cpus = crate::runner::cpus::allowed_cpus()?.iter().collect();
+        if self.params.probe != ProbeKind::None {
+            let (exe, offset) = self.params.insn.location()?;
+            self.probe = Some(Uprobe::attach(
+                &exe,
+                offset,
+                self.params.probe,
+                self.params.bpf,
+                Scope::ThisProcess,
+            )?);
+        }
+        // One call: the probe must see it.
+        Self::call(self.params.insn, 1);
+        self.calls += 1;
+        if let Some(p) = self.probe.as_mut()
+            && p.hits()? != 1
+        {
+            bail!("the uprobe did not fire on a call of its target: probe misplaced?");
+        }
+        Ok(())
+    }
+
+    fn run_batch(&mut self, ops: u64) -> Result<()> {
+        let t = self.params.threads as u64;
+        if t == 1 {
+            // One producer: the measured thread itself, so its counters see every call.
+            Self::call(self.params.insn, ops);
+            self.calls += ops;
+            return Ok(());
+        }
+        if self.producers.is_none() {
+            self.spawn()?;
+        }
+        let p = self.producers.as_ref().expect("spawned");
+        let each = ops.div_ceil(t);
+        p.each.store(each, Ordering::Release);
+        p.start.wait();
+        p.start.wait();
+        self.calls += each * t;
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if let Some(p) = self.producers.take() {
+            p.stop.store(true, Ordering::Release);
+            p.start.wait();
+            for h in p.handles {
+                let _ = h.join();
+            }
+        }
+        if let Some(probe) = self.probe.as_mut() {
+            let hits = probe.hits()?;
+            if hits != self.calls {
+                bail!(
+                    "the probe counted {hits} hits for {} calls of {}: the measurement is not \
+                     what it claims",
+                    self.calls,
+                    self.params.insn.symbol()
+                );
+            }
+            self.hits = Some(hits);
+        }
+        Ok(())
+    }
+
+    fn run_metrics(&self) -> Vec<(String, f64)> {
+        let mut m = vec![("calls".to_string(), self.calls as f64)];
+        if let Some(h) = self.hits {
+            m.push(("probe-hits".into(), h as f64));
+        }
+        m
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut n = vec![format!(
+            "{}: {} producer thread(s) on CPUs {:?}; probe hits checked against calls",
+            self.params.case(),
+            self.params.threads,
+            self.cpus
+        )];
+        if self.params.threads > 1 {
+            n.push(
+                "with several producers the counters cover the coordinating thread only; time, \
+                 throughput and hits cover every producer"
+                    .into(),
+            );
+        }
+        n
+    }
+
+    fn teardown(&mut self) -> Result<()> {
+        let r = self.finish();
+        self.probe = None;
+        r
+    }
+}
