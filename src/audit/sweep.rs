@@ -18,7 +18,7 @@ use crate::runner::{self, Plan, Progress};
 use crate::stats::{self, t_critical};
 use crate::workloads::WorkloadSpec;
 use anyhow::{Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The most rules a sweep step may load. The kernel sets no limit of its own (rules are
 /// allocated until memory runs out); this keeps a typo from loading millions.
@@ -37,7 +37,7 @@ pub struct SweepPlan {
     pub residue_step: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepConfig {
     pub enabled: u32,
     pub task_never: bool,
@@ -59,7 +59,7 @@ impl StepConfig {
 }
 
 /// One step's configuration and its run result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Step {
     pub label: String,
     #[serde(flatten)]
@@ -68,7 +68,7 @@ pub struct Step {
 }
 
 /// A least-squares line of a metric against the rule count.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fit {
     pub metric: String,
     /// Unit of the slope, e.g. `ns/call per rule`.
@@ -81,7 +81,7 @@ pub struct Fit {
 }
 
 /// A `syscost audit sweep` result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sweep {
     pub schema: String,
     pub version: u32,

@@ -166,6 +166,22 @@ pub enum Command {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// One self-contained HTML page (inline SVG, no JavaScript) charting any syscost results:
+    /// runs, comparisons, merges, audit sweeps, thread scaling, correlations, cache sets.
+    #[command(after_help = REPORT_EXAMPLES)]
+    Report {
+        /// Result files of any kind (run, compare, merged, audit-sweep, scale, correlate,
+        /// cachesets, probe).
+        #[arg(value_name = "RESULT", required = true)]
+        files: Vec<PathBuf>,
+        /// Write the page (or the chart, with --svg) to FILE, atomically.
+        #[arg(short = 'o', long, value_name = "FILE", required = true)]
+        output: PathBuf,
+        /// Draw one chart alone as SVG instead: run, profile, compare, ranking, merge, sweep,
+        /// scale, correlate or cachesets.
+        #[arg(long, value_name = "KIND")]
+        svg: Option<String>,
+    },
     /// Print a saved run result again, in any format (e.g. lkml for a cover letter).
     Show {
         /// A result written by `syscost run -o`.
@@ -337,6 +353,13 @@ const PROBE_EXAMPLES: &str = "Examples:
       the script starts redis-server and runs redis-benchmark; 5 runs with and 5 without
   syscost probe --target /lib/x86_64-linux-gnu/libc.so.6:malloc --probe uretprobe --bpf -- make -j2
 The probe is system-wide (every process running the file): needs CAP_PERFMON or root.";
+
+const REPORT_EXAMPLES: &str = "Examples:
+  syscost report run.json compare.json sweep.json scale.json corr.json -o report.html
+  syscost report --svg sweep sweep.json -o sweep.svg
+      one chart alone, for a mail or a document
+Result files come from run -o, compare -o, ab -o, merge -o, audit sweep -o, correlate -o,
+run uprobe --threads LIST -o, probe -o, and cachesets --json > FILE.";
 
 const EXEC_EXAMPLES: &str = "Examples:
   syscost run exec --ops 100000 -- ./my-bench 100000
@@ -727,6 +750,21 @@ fn dispatch(cmd: Command) -> Result<()> {
             )
         }
         Command::Audit(a) => audit_command(a),
+        Command::Report { files, output, svg } => {
+            use crate::report::html;
+            results::check_writable(&output)?;
+            let loaded: Vec<(String, html::Loaded)> = files
+                .iter()
+                .map(|f| html::load(f).map(|l| (f.display().to_string(), l)))
+                .collect::<Result<_>>()?;
+            let text = match svg {
+                Some(kind) => html::single_chart(&kind, &loaded)?,
+                None => html::page(&loaded),
+            };
+            results::write_atomic(&output, text.as_bytes())?;
+            eprintln!("syscost: written to {}", output.display());
+            Ok(())
+        }
         Command::Probe {
             target,
             probe,

@@ -23,17 +23,17 @@ pub struct VarianceSplit {
     pub between_share_pct: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
-struct EnvOut {
-    kernel_release: Option<String>,
-    hostname: Option<String>,
-    boot_id: Option<String>,
-    hardware_pmu: bool,
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EnvOut {
+    pub kernel_release: Option<String>,
+    pub hostname: Option<String>,
+    pub boot_id: Option<String>,
+    pub hardware_pmu: bool,
 }
 
 /// A `syscost merge` result. It keeps each source's per-run metrics (not its raw samples) so
 /// it stays small however large the sources are; the sources remain the record of the samples.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Merged {
     pub schema: String,
     pub version: u32,
@@ -44,7 +44,7 @@ pub struct Merged {
     pub workload: serde_json::Value,
     pub op_name: String,
     pub options: serde_json::Value,
-    environment: EnvOut,
+    pub environment: EnvOut,
     pub groups: Vec<Group>,
     /// One value per boot (the median of the boot's runs), `replication: "boot"`.
     pub metrics: Vec<Metric>,

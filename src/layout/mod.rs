@@ -191,7 +191,7 @@ pub fn parse_addresses(text: &str, source: &str) -> Result<Vec<u64>> {
 }
 
 /// What `syscost cachesets` reports.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Analysis {
     pub schema: String,
     pub version: u32,
@@ -221,7 +221,7 @@ pub struct Analysis {
     pub addresses_given: bool,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MonteCarlo {
     pub trials: u64,
     pub seed: u64,

@@ -8,7 +8,7 @@ use crate::compare::{self, Variant};
 use crate::results::{Metric, MetricKind};
 use crate::stats::Summary;
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -25,7 +25,7 @@ pub struct ProbeCommand {
 }
 
 /// A `syscost probe` result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProbeResult {
     pub schema: String,
     pub version: u32,

@@ -1,6 +1,8 @@
 //! Human-readable output: the run table in the spirit of `perf stat`, and the environment.
 
 pub mod format;
+pub mod html;
+pub mod svg;
 
 use crate::environment::Environment;
 use crate::results::{Metric, RunResult};

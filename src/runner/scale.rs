@@ -2,10 +2,10 @@
 //! M/s per CPU, one row per CPU count).
 
 use crate::results::RunResult;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One thread count.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     pub threads: u32,
     /// Mean total throughput over runs, M/s.
@@ -17,7 +17,7 @@ pub struct Row {
 }
 
 /// A `--threads LIST` sweep.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scale {
     pub schema: String,
     pub version: u32,

@@ -1,0 +1,319 @@
+//! End-to-end: `syscost report` from real results of this machine: the page parses, every chart
+//! has a title and axis labels with units, headless Chromium renders it, and bad inputs are
+//! refused.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Real results of several kinds, made once per test binary.
+fn results(dir: &Path) -> Vec<PathBuf> {
+    let q = [
+        "--samples",
+        "2",
+        "--warmup",
+        "0",
+        "--sample-time",
+        "10ms",
+        "-e",
+        "task-clock",
+    ];
+    let mut files = Vec::new();
+    let mut run = |args: &[&str], name: &str| {
+        let f = dir.join(name);
+        let out = syscost()
+            .args(args)
+            .args(q)
+            .arg("-o")
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        files.push(f);
+    };
+    run(&["run", "syscall", "--runs", "3"], "run.json");
+    run(
+        &["run", "audit-replica", "--rules", "16", "--runs", "4"],
+        "replica.json",
+    );
+    let out = syscost()
+        .args([
+            "ab",
+            "--variant",
+            "syscall",
+            "--variant",
+            "syscall --syscall getppid",
+        ])
+        .args(["--variant", "syscall --syscall gettid", "-o"])
+        .arg(dir.join("ab.json"))
+        .args(["--", "--runs", "3"])
+        .args(q)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    files.push(dir.join("ab.json"));
+    let corr = dir.join("corr.json");
+    let out = syscost()
+        .args([
+            "correlate",
+            dir.join("replica.json").to_str().unwrap(),
+            "--x",
+            "cacheline-spread",
+            "-o",
+        ])
+        .arg(&corr)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    files.push(corr);
+    let cs = syscost()
+        .args([
+            "cachesets",
+            "--objects",
+            "37",
+            "--size",
+            "408",
+            "--geometry",
+            "sets=64,ways=8,line=64",
+        ])
+        .args(["--trials", "1000", "--json"])
+        .output()
+        .unwrap();
+    std::fs::write(dir.join("cachesets.json"), &cs.stdout).unwrap();
+    files.push(dir.join("cachesets.json"));
+    files
+}
+
+fn report(files: &[PathBuf], out: &Path) {
+    let o = syscost()
+        .arg("report")
+        .args(files)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn page_parses_and_every_chart_is_labelled() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let files = results(dir.path());
+    let page = dir.path().join("report.html");
+    report(&files, &page);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script"), "no JavaScript");
+    for attr in ["src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(attr), "no network resources: {attr}");
+    }
+    let doc = scraper::Html::parse_document(&html);
+    assert!(
+        doc.errors.is_empty(),
+        "the HTML parses cleanly: {:?}",
+        doc.errors
+    );
+    let svg = scraper::Selector::parse("svg.chart").unwrap();
+    let charts: Vec<_> = doc.select(&svg).collect();
+    assert!(
+        charts.len() >= 7,
+        "run, replica, compare (3), correlate, cachesets: {}",
+        charts.len()
+    );
+    let title = scraper::Selector::parse("title").unwrap();
+    let xl = scraper::Selector::parse(".x-label").unwrap();
+    let yl = scraper::Selector::parse(".y-label").unwrap();
+    for c in &charts {
+        let t: String = c
+            .select(&title)
+            .next()
+            .map(|t| t.text().collect())
+            .unwrap_or_default();
+        assert!(!t.trim().is_empty(), "every chart has a title");
+        let x: String = c
+            .select(&xl)
+            .next()
+            .map(|t| t.text().collect())
+            .unwrap_or_default();
+        assert!(!x.trim().is_empty(), "{t}: an x axis label");
+        // Units: every value axis says what it counts in parentheses.
+        let y: Option<String> = c.select(&yl).next().map(|t| t.text().collect());
+        let value_axis = y.clone().unwrap_or(x.clone());
+        assert!(
+            value_axis.contains('(') && value_axis.contains(')'),
+            "{t}: units on '{value_axis}'"
+        );
+        assert_eq!(
+            c.value().attr("width"),
+            Some("680.00"),
+            "{t}: charts keep their size"
+        );
+    }
+    // Deterministic: the same inputs give the same page.
+    let again = dir.path().join("again.html");
+    report(&files, &again);
+    assert_eq!(html, std::fs::read_to_string(&again).unwrap());
+}
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|b| {
+            let out = Command::new("which").arg(b).output().ok()?;
+            out.status
+                .success()
+                .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        })
+}
+
+#[test]
+fn headless_chromium_renders_the_page() {
+    let Some(browser) = chromium() else {
+        println!("skipped: no Chromium here (scripts/test.sh installs Debian's chromium as root)");
+        return;
+    };
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let files = results(dir.path());
+    let page = dir.path().join("report.html");
+    report(&files, &page);
+    // The screenshot is kept as an artifact in the tests' output directory.
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    let _ = std::fs::remove_file(&shot);
+    let profile = tempfile::tempdir().unwrap();
+    let width = 1100u32;
+    let out = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--window-size={width},3000"))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        shot.exists(),
+        "Chromium wrote no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let (w, h) = (info.width as usize, info.height as usize);
+    let bpp = info.line_size / w;
+    assert_eq!(w, width as usize);
+    let px = |x: usize, y: usize| -> &[u8] {
+        &buf[y * info.line_size + x * bpp..y * info.line_size + x * bpp + 3]
+    };
+    let bg = px(0, 0).to_vec();
+    let mut colours = std::collections::HashSet::new();
+    let mut ink = 0usize;
+    for y in (0..h).step_by(3) {
+        for x in (0..w).step_by(3) {
+            let p = px(x, y);
+            colours.insert(p.to_vec());
+            if p != bg.as_slice() {
+                ink += 1;
+            }
+        }
+    }
+    let total = (h / 3 + 1) * (w / 3 + 1);
+    assert!(
+        colours.len() > 20,
+        "the page rendered more than a blank: {} colours",
+        colours.len()
+    );
+    assert!(
+        ink * 100 / total >= 3,
+        "content covers the page: {ink} of {total} sampled pixels"
+    );
+    // Nothing cut off on the right: the page's right margin stays background all the way down.
+    for y in (0..h).step_by(2) {
+        for x in w - 40..w {
+            assert_eq!(
+                px(x, y),
+                bg.as_slice(),
+                "content reaches the right edge at ({x}, {y})"
+            );
+        }
+    }
+    println!("screenshot: {}", shot.display());
+}
+
+#[test]
+fn svg_charts_and_bad_inputs() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let files = results(dir.path());
+    let svg = dir.path().join("c.svg");
+    let o = syscost()
+        .args(["report", "--svg", "compare"])
+        .arg(&files[2])
+        .arg("-o")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.starts_with("<?xml")
+            && text.contains("<style>")
+            && text.trim_end().ends_with("</svg>")
+    );
+    let fails = |args: Vec<&str>, needle: &str| {
+        let o = syscost().arg("report").args(&args).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(needle), "{args:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+    };
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        "{\"schema\": \"syscost-result\", \"version\": 1, \"kind\": \"weird\"}",
+    )
+    .unwrap();
+    let trunc = dir.path().join("trunc.json");
+    std::fs::write(&trunc, "{\"schema\": ").unwrap();
+    let out = dir.path().join("r.html");
+    let (b, t, o, r) = (
+        bad.to_str().unwrap(),
+        trunc.to_str().unwrap(),
+        out.to_str().unwrap(),
+        files[0].to_str().unwrap(),
+    );
+    fails(vec![b, "-o", o], "not a kind of result");
+    fails(vec![t, "-o", o], "truncated");
+    fails(vec![r, "-o", "/nonexistent/dir/r.html"], "does not exist");
+    fails(vec!["--svg", "sweep", r, "-o", o], "has no 'sweep' chart");
+    fails(vec!["--svg", "pie", r, "-o", o], "unknown chart");
+    fails(
+        vec!["--svg", "run", r, files[1].to_str().unwrap(), "-o", o],
+        "draws one result",
+    );
+    assert!(!out.exists(), "nothing written after a refusal");
+}
