@@ -59,15 +59,6 @@ const SWEEP: &[&str] = &[
     "15ms",
 ];
 
-fn a_cpu() -> String {
-    syscost::runner::cpus::allowed_cpus()
-        .unwrap()
-        .iter()
-        .last()
-        .unwrap()
-        .to_string()
-}
-
 /// A user's own rule, added through the same netlink code, with its own key.
 struct UserRule(Vec<u8>);
 

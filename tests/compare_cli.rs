@@ -382,12 +382,7 @@ fn real_results_compare_merge_correlate() {
 #[test]
 fn ab_interleaves_and_calls_a_real_difference() {
     let _s = serial();
-    let cpu = syscost::runner::cpus::allowed_cpus()
-        .unwrap()
-        .iter()
-        .last()
-        .unwrap()
-        .to_string();
+    let cpu = a_cpu();
     let dir = tempfile::tempdir().unwrap();
     let out = syscost()
         .args([

@@ -114,16 +114,6 @@ fn generated_code_differs_as_the_seed_says() {
     );
 }
 
-fn run_json(args: &[&str]) -> Value {
-    let out = syscost().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[test]
 fn crowded_placement_is_slower_than_packed() {
     let _s = serial();
@@ -141,7 +131,7 @@ fn crowded_placement_is_slower_than_packed() {
         .last()
         .unwrap()
         .to_string();
-    let c = run_json(&[
+    let c = json_of(&[
         "ab",
         "--variant",
         "audit-replica --rules 64 --placement packed",
@@ -224,7 +214,7 @@ fn replica_runs_correlate_spread_with_time() {
         .unwrap()
         .len();
     assert_eq!(spreads, 6, "one spread per run: a fresh placement each");
-    let c = run_json(&[
+    let c = json_of(&[
         "correlate",
         f.to_str().unwrap(),
         "--x",
@@ -241,7 +231,7 @@ fn replica_runs_correlate_spread_with_time() {
 
 #[test]
 fn cachesets_reproduces_the_seed_and_refuses_bad_input() {
-    let a = run_json(&[
+    let a = json_of(&[
         "cachesets",
         "--objects",
         "37",

@@ -7,16 +7,6 @@ use predicates::prelude::*;
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 
-/// The highest CPU this process may use (CPU 1 on the 2-CPU test machine).
-fn a_cpu() -> String {
-    syscost::runner::cpus::allowed_cpus()
-        .unwrap()
-        .iter()
-        .last()
-        .unwrap()
-        .to_string()
-}
-
 fn run_json(args: &[&str]) -> Value {
     let out = syscost()
         .args(["run", "syscall", "--json"])

@@ -20,25 +20,6 @@ fn uprobes_available() -> bool {
     true
 }
 
-fn a_cpu() -> String {
-    syscost::runner::cpus::allowed_cpus()
-        .unwrap()
-        .iter()
-        .last()
-        .unwrap()
-        .to_string()
-}
-
-fn run(args: &[&str]) -> Value {
-    let out = syscost().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn values(r: &Value, name: &str) -> Vec<f64> {
     metric(r, name)["values"]
         .as_array()
@@ -57,7 +38,7 @@ fn every_probe_kind_counts_every_call() {
     let cpu = a_cpu();
     for probe in ["uprobe", "uretprobe"] {
         for insn in ["nop", "push", "ret"] {
-            let r = run(&[
+            let r = json_of(&[
                 "run",
                 "uprobe",
                 "--probe",
@@ -95,7 +76,7 @@ fn bpf_attaches_and_still_counts() {
         return;
     }
     let _s = serial();
-    let r = run(&[
+    let r = json_of(&[
         "run",
         "uprobe",
         "--probe",
@@ -124,7 +105,7 @@ fn the_probed_loop_is_slower_than_the_unprobed_one() {
     }
     let _s = serial();
     let cpu = a_cpu();
-    let c = run(&[
+    let c = json_of(&[
         "ab",
         "--variant",
         "uprobe --probe none",
@@ -207,7 +188,7 @@ fn probes_leave_nothing_in_tracefs() {
         return;
     }
     let _s = serial();
-    run(&[
+    json_of(&[
         "run",
         "uprobe",
         "--runs",
@@ -367,7 +348,7 @@ fn probe_on_a_real_server() {
     }
     let _s = serial();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/redis_bench.sh");
-    let r = run(&[
+    let r = json_of(&[
         "probe",
         "--target",
         "/usr/bin/redis-server:processCommand",

@@ -249,11 +249,7 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     let total = sp.plan.runs * configs.len() as u32;
     let mut done = 0;
     for round in 0..sp.plan.runs {
-        let mut order: Vec<usize> = (0..configs.len()).collect();
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        for k in order {
+        for k in runner::round_order(round, configs.len()) {
             let c = configs[k];
             if c.enabled == 0 {
                 session.set_enabled(0)?;
@@ -402,10 +398,7 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
         version: VERSION,
         kind: "audit-sweep".into(),
         tool: ToolInfo::this(),
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
+        created_unix: crate::results::now_unix(),
         workload: sp.plan.workload.clone(),
         syscall_nr: target,
         matching: sp.matching,

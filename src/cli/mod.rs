@@ -971,6 +971,21 @@ fn ab(
     show_comparison(&c, &opts)
 }
 
+fn show_sweep(sweep: &crate::audit::sweep::Sweep, common: &RunArgs) -> Result<()> {
+    let json = sweep.to_json();
+    save_json(&common.output, &json)?;
+    let format = if common.json {
+        Format::Json
+    } else {
+        common.format
+    };
+    emit(
+        format,
+        || json.clone(),
+        || report::format::render(format, &sweep.preamble(), &sweep.grids()),
+    )
+}
+
 fn audit_command(cmd: AuditCommand) -> Result<()> {
     use crate::audit;
     match cmd {
@@ -1031,18 +1046,7 @@ fn audit_command(cmd: AuditCommand) -> Result<()> {
             let mut bar = progress::Bar::new(&sp.plan, 2);
             let sweep = audit::sweep::run(&sp, &mut |p| bar.update(p))?;
             bar.finish();
-            let json = sweep.to_json();
-            save_json(&common.output, &json)?;
-            let format = if common.json {
-                Format::Json
-            } else {
-                common.format
-            };
-            emit(
-                format,
-                || json.clone(),
-                || report::format::render(format, &sweep.preamble(), &sweep.grids()),
-            )
+            show_sweep(&sweep, &common)
         }
         AuditCommand::Sweep {
             rules,
@@ -1067,24 +1071,7 @@ fn audit_command(cmd: AuditCommand) -> Result<()> {
             let mut bar = progress::Bar::new(&sp.plan, steps);
             let sweep = audit::sweep::run(&sp, &mut |p| bar.update(p))?;
             bar.finish();
-            let json = sweep.to_json();
-            save_json(&common.output, &json)?;
-            let format = if common.json {
-                Format::Json
-            } else {
-                common.format
-            };
-            emit(
-                format,
-                || json.clone(),
-                || {
-                    report::format::render(
-                        format,
-                        &sweep.preamble(),
-                        &[sweep.step_grid(), sweep.fit_grid()],
-                    )
-                },
-            )
+            show_sweep(&sweep, &common)
         }
     }
 }

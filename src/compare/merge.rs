@@ -146,10 +146,7 @@ pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
         version: VERSION,
         kind: "merged".into(),
         tool: ToolInfo::this(),
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
+        created_unix: crate::results::now_unix(),
         workload: views[0].workload.clone(),
         op_name: views[0].op_name.clone(),
         options: views[0].options.clone(),

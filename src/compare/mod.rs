@@ -859,11 +859,12 @@ pub fn metric_median(m: &Metric) -> f64 {
 }
 
 #[cfg(test)]
-mod unit {
+pub(crate) mod unit {
     use super::*;
     use rand::{RngExt, SeedableRng};
 
-    fn variant(label: &str, times: &[f64]) -> Variant {
+    /// A variant with one `time` metric of `times` (one per run), for tests.
+    pub(crate) fn variant(label: &str, times: &[f64]) -> Variant {
         let units: Vec<u32> = (0..times.len() as u32).collect();
         Variant {
             label: label.into(),

@@ -976,41 +976,9 @@ pub fn single_chart(kind: &str, loaded: &[(String, Loaded)]) -> Result<String> {
 mod snapshots {
     //! Charts of fixed inputs: the output is deterministic, so it is compared byte for byte.
     use super::*;
-    use crate::compare::{Options, Variant, compare};
+    use crate::compare::unit::variant;
+    use crate::compare::{Options, compare};
     use crate::layout::{Geometry, Request, analyse};
-    use crate::results::{Metric, MetricKind};
-    use crate::stats::Summary;
-
-    fn variant(label: &str, times: &[f64]) -> Variant {
-        Variant {
-            label: label.into(),
-            source: label.into(),
-            unit: "run".into(),
-            workload: serde_json::json!({"workload": "syscall", "syscall": "getpid"}),
-            op_name: "call".into(),
-            subtract_overhead: false,
-            created_unix: 0,
-            kernel: None,
-            host: None,
-            ops_per_sample: Some(1e6),
-            metrics: vec![Metric {
-                name: "time".into(),
-                unit: "ns/call".into(),
-                kind: MetricKind::Time,
-                replication: "run".into(),
-                values: times.to_vec(),
-                units: (0..times.len() as u32).collect(),
-                summary: Summary::of(times),
-                status: None,
-                reason: None,
-                running_pct: None,
-            }],
-            perturbed: vec![],
-            dropped: vec![],
-            warnings: vec![],
-            profile: None,
-        }
-    }
 
     #[test]
     fn charts_of_fixed_inputs() {

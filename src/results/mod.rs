@@ -129,6 +129,14 @@ pub struct RunResult {
     pub warnings: Vec<String>,
 }
 
+/// Seconds since the epoch, for the `created_unix` of results.
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
 /// Check, before measuring, that `path` can be written: a run that fails at the end because of
 /// a typo in `-o` wastes the user's time.
 pub fn check_writable(path: &Path) -> Result<()> {

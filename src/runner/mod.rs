@@ -187,6 +187,16 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<RunResult>
     Ok(result)
 }
 
+/// The order in which round `round` visits `n` configurations: forwards on even rounds,
+/// backwards on odd ones (A B, B A, ...: ABBA), so drift falls on every configuration alike.
+pub fn round_order(round: u32, n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    if round % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
 /// Run several plans of the same shape interleaved, as `syscost ab` does: every round visits
 /// every plan, in alternating order (A B, B A, ...: ABBA), so drift of the machine's speed
 /// over time falls on all of them alike. Each plan is calibrated on its own first.
@@ -217,11 +227,7 @@ pub fn run_interleaved(
     let total = first.runs * plans.len() as u32;
     let mut done = 0;
     for round in 0..first.runs {
-        let mut order: Vec<usize> = (0..plans.len()).collect();
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        for k in order {
+        for k in round_order(round, plans.len()) {
             let (run, s) = measure(&plans[k], sizes[k].0, round)?;
             if statuses[k].is_empty() {
                 statuses[k] = s;
@@ -285,10 +291,7 @@ pub fn assemble(
         version: results::VERSION,
         kind: "run".into(),
         tool: ToolInfo::this(),
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
+        created_unix: crate::results::now_unix(),
         workload: plan.workload.clone(),
         op_name,
         options: RunOptions {

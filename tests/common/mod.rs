@@ -42,3 +42,24 @@ pub fn metric<'a>(result: &'a serde_json::Value, name: &str) -> &'a serde_json::
 pub fn median(m: &serde_json::Value) -> f64 {
     m["summary"]["median"].as_f64().unwrap()
 }
+
+/// The highest CPU this process may use (CPU 1 on the 2-CPU test machine).
+pub fn a_cpu() -> String {
+    syscost::runner::cpus::allowed_cpus()
+        .unwrap()
+        .iter()
+        .last()
+        .unwrap()
+        .to_string()
+}
+
+/// Run syscost with `args`, require success, and parse its stdout as JSON.
+pub fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = syscost().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
