@@ -195,6 +195,19 @@ pub fn fit(x: &[f64], y: &[f64]) -> Option<Line> {
     })
 }
 
+/// Put audit in the state of step `c`.
+fn apply(session: &mut Session, c: &StepConfig, target: u32) -> Result<()> {
+    if c.enabled == 0 {
+        session.set_enabled(0)?;
+        session.set_exit_rules(0, 0, target)?;
+        session.set_task_never(c.task_never)
+    } else {
+        session.set_task_never(false)?;
+        session.set_exit_rules(c.rules as usize, c.matching as usize, target)?;
+        session.set_enabled(1)
+    }
+}
+
 /// Run the sweep. Every change to audit is undone before this returns, whatever happens.
 pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> {
     let WorkloadSpec::Syscall(params) = &sp.plan.workload else {
@@ -250,16 +263,7 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     let mut done = 0;
     for round in 0..sp.plan.runs {
         for k in runner::round_order(round, configs.len()) {
-            let c = configs[k];
-            if c.enabled == 0 {
-                session.set_enabled(0)?;
-                session.set_exit_rules(0, 0, target)?;
-                session.set_task_never(c.task_never)?;
-            } else {
-                session.set_task_never(false)?;
-                session.set_exit_rules(c.rules as usize, c.matching as usize, target)?;
-                session.set_enabled(1)?;
-            }
+            apply(&mut session, &configs[k], target)?;
             let (run, s) = runner::measure(&sp.plan, ops, round)?;
             if statuses[k].is_empty() {
                 statuses[k] = s;
@@ -272,18 +276,32 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
             done += 1;
         }
     }
+    // --profile: one profiling run per step, in that step's audit state, after the rounds.
+    let mut profiles = Vec::new();
+    if sp.plan.profile {
+        for c in &configs {
+            apply(&mut session, c, target)?;
+            profiles.push(Some(runner::profile_run(&sp.plan, ops)?));
+        }
+    }
     let after_changes = session.status()?;
     let original = session.original_enabled();
     session.restore()?;
     let after = super::status()?;
 
+    profiles.resize(configs.len(), None);
     let steps: Vec<Step> = configs
         .iter()
         .zip(runs.into_iter().zip(statuses))
-        .map(|(c, (r, s))| Step {
-            label: c.label(),
-            config: *c,
-            result: runner::assemble(&sp.plan, ops, calibrated, r, s, environment.clone()),
+        .zip(profiles)
+        .map(|((c, (r, s)), profile)| {
+            let mut result = runner::assemble(&sp.plan, ops, calibrated, r, s, environment.clone());
+            result.profile = profile;
+            Step {
+                label: c.label(),
+                config: *c,
+                result,
+            }
         })
         .collect();
 

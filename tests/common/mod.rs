@@ -4,13 +4,16 @@
 use assert_cmd::Command;
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::path::Path;
 
 /// Tests that measure or change kernel state run one at a time across all test binaries: an
-/// exclusive flock on a file in the temp directory, held until the guard drops.
+/// exclusive flock on a file in the build's own temporary directory (nothing in /tmp), held
+/// until the guard drops.
 pub struct Serial(File);
 
 pub fn serial() -> Serial {
-    let f = File::create(std::env::temp_dir().join("syscost-e2e-tests.lock")).unwrap();
+    let f = File::create(Path::new(env!("CARGO_TARGET_TMPDIR")).join("syscost-e2e-tests.lock"))
+        .unwrap();
     // SAFETY: flock on a file we own.
     let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
     assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
