@@ -310,7 +310,7 @@ fn residue_measures_without_enabling_audit() {
             "--warmup",
             "0",
         ])
-        .args(["--sample-time", "10ms", "--format", "json"])
+        .args(["--sample-time", "10ms", "--format", "json", "--profile"])
         .output()
         .unwrap();
     assert!(
@@ -321,6 +321,14 @@ fn residue_measures_without_enabling_audit() {
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let steps = r["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2);
+    for s in steps {
+        let samples = s["result"]["profile"]["samples"].as_u64().unwrap_or(0);
+        assert!(
+            samples > 0,
+            "--profile gives each step its profile: {}",
+            s["label"]
+        );
+    }
     assert!(
         steps.iter().all(|s| s["enabled"] == 0),
         "audit is never switched on"
