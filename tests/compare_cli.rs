@@ -406,12 +406,7 @@ fn ab_interleaves_and_calls_a_real_difference() {
         String::from_utf8_lossy(&out.stderr)
     );
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let time = c["deltas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["metric"] == "time")
-        .unwrap();
+    let time = time_delta(&c);
     // sched_yield does more work per call than getpid: a ratio, not an absolute time.
     assert!(time["median"].as_f64().unwrap() > time["base_median"].as_f64().unwrap());
     let a: Value =

@@ -151,12 +151,7 @@ fn crowded_placement_is_slower_than_packed() {
         "-e",
         "task-clock",
     ]);
-    let d = c["deltas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["metric"] == "time")
-        .unwrap();
+    let d = time_delta(&c);
     let ratio = d["median"].as_f64().unwrap() / d["base_median"].as_f64().unwrap();
     assert!(
         ratio > 1.3,

@@ -206,6 +206,19 @@ fn fifo_policy_is_taken_by_the_worker_only() {
     assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER);
 }
 
+/// A short run for the unprivileged user.
+const NOBODY_RUN: &[&str] = &[
+    "run",
+    "syscall",
+    "--runs",
+    "2",
+    "--ops",
+    "20000",
+    "--samples",
+    "2",
+    "--json",
+];
+
 fn as_nobody() -> std::process::Command {
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"));
     c.uid(65534).gid(65534).current_dir("/");
@@ -219,20 +232,7 @@ fn unprivileged_user_gets_time_and_reasons() {
         return;
     }
     let _s = serial();
-    let out = as_nobody()
-        .args([
-            "run",
-            "syscall",
-            "--runs",
-            "2",
-            "--ops",
-            "20000",
-            "--samples",
-            "2",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let out = as_nobody().args(NOBODY_RUN).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -259,17 +259,7 @@ fn unprivileged_user_gets_time_and_reasons() {
     }
     // User-space-only counting is allowed up to paranoid 2.
     let out = as_nobody()
-        .args([
-            "run",
-            "syscall",
-            "--runs",
-            "2",
-            "--ops",
-            "20000",
-            "--samples",
-            "2",
-            "--json",
-        ])
+        .args(NOBODY_RUN)
         .args(["-e", "task-clock:u"])
         .output()
         .unwrap();

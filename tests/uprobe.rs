@@ -125,12 +125,7 @@ fn the_probed_loop_is_slower_than_the_unprobed_one() {
         "-e",
         "task-clock",
     ]);
-    let d = c["deltas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["metric"] == "time")
-        .unwrap();
+    let d = time_delta(&c);
     let ratio = d["median"].as_f64().unwrap() / d["base_median"].as_f64().unwrap();
     assert!(
         ratio > 3.0,

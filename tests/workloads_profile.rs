@@ -300,12 +300,7 @@ fn profile_diff_names_audit_as_what_changed() {
         grown.iter().take(5).any(|n| n.contains("audit")),
         "audit functions grew the most: {grown:?}"
     );
-    let time = c["deltas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["metric"] == "time")
-        .unwrap();
+    let time = time_delta(&c);
     assert_eq!(time["verdict"], "slower", "{time}");
     let text = syscost()
         .args(["compare", off.to_str().unwrap(), on.to_str().unwrap()])

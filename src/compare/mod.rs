@@ -14,8 +14,8 @@ use crate::report::fmt_num;
 use crate::report::format::Grid;
 use crate::results::view::ResultView;
 use crate::results::{Metric, MetricKind, RunResult, SCHEMA, ToolInfo, VERSION};
+use crate::stats::Summary;
 use crate::stats::significance::{TestKind, bootstrap_delta_pct, holm, mann_whitney, welch};
-use crate::stats::{Summary, median};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use validity::Perturbation;
@@ -851,11 +851,6 @@ pub fn summary_cells(label: &str, s: &Summary) -> Vec<String> {
         fmt_num(s.max),
         format!("{} (±{:.2}%)", fmt_num(s.pstdev), s.pstdev_pct),
     ]
-}
-
-/// Median of a metric's values, for callers that need one number.
-pub fn metric_median(m: &Metric) -> f64 {
-    median(&m.values)
 }
 
 #[cfg(test)]

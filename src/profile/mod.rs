@@ -53,13 +53,6 @@ pub struct Profile {
     pub notes: Vec<String>,
 }
 
-impl Profile {
-    /// The share of `name`, if it is in the profile.
-    pub fn function(&self, name: &str) -> Option<&FunctionShare> {
-        self.functions.iter().find(|f| f.name == name)
-    }
-}
-
 /// A running sampler and the raw call chains it has collected.
 pub struct Recorder {
     sampler: Sampler,

@@ -66,3 +66,13 @@ pub fn json_of(args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
 }
+
+/// The `time` row of a comparison's deltas (compare, ab or probe JSON).
+pub fn time_delta(comparison: &serde_json::Value) -> &serde_json::Value {
+    comparison["deltas"]
+        .as_array()
+        .expect("a comparison has deltas")
+        .iter()
+        .find(|d| d["metric"] == "time")
+        .expect("a time delta")
+}
