@@ -1,34 +1,47 @@
 //! syscost: what does one syscall, one audit rule, one file-system round trip or one uprobe hit
 //! cost on this machine, and is a difference real?
 //!
-//! The crate is organised by the concepts of the domain:
+//! The crate is built in layers; each imports only from the layers below it (a test,
+//! `tests/layers.rs`, holds the code to this table):
 //!
-//! - [`workloads`]: what is measured, one file per workload implementing one trait;
-//! - [`runner`]: calibration and worker processes that time batches of operations;
-//! - [`counters`]: perf_event_open groups, read with enabled/running times;
-//! - [`stats`]: descriptive statistics and confidence intervals;
-//! - [`results`]: the versioned result files and per-op metrics derived from raw samples;
-//! - [`compare`]: comparisons, merges across boots, correlations and run validity;
-//! - [`report`]: tables for people;
-//! - [`profile`]: where the time goes: sampled call chains, folded per function;
-//! - [`layout`]: cache-set analysis of object placement;
-//! - [`probes`]: uprobes through the uprobe PMU, probe targets, ELF offsets;
-//! - [`environment`]: what makes two results comparable;
-//! - [`audit`]: the audit subsystem through netlink;
-//! - [`signals`]: interruption without leaving anything behind;
-//! - [`cli`]: the command line, kept apart from the rest.
+//! 1. [`core`]: CPU lists and affinity, number formatting, atomic file writing, the result
+//!    envelope; it imports nothing of the crate.
+//! 2. [`stats`]: descriptive statistics, significance, correlation, least squares;
+//!    [`signals`]: interruption without leaving anything behind.
+//! 3. Kernel mechanisms, each knowing nothing of the others or of results: [`counters`]
+//!    (perf_event_open groups), [`profile`] (sampled call chains), [`probes`] (the uprobe PMU,
+//!    ELF offsets, BPF), [`audit`] (netlink, rules, the owned session), [`layout`] (cache-set
+//!    analysis of a given geometry).
+//! 4. [`environment`]: what makes two results comparable, from the mechanisms' read-only
+//!    snapshots; [`workloads`]: what is measured, one file per workload.
+//! 5. [`results`]: run records, per-op metrics, run validity, and one loader for every kind.
+//! 6. [`runner`]: plans, worker processes and the one interleaving routine; [`compare`]:
+//!    comparisons, merges across boots, correlations.
+//! 7. [`experiments`]: the composite commands built from the runner, compare and the
+//!    mechanisms: `ab`, the audit sweep, `probe`, thread scaling.
+//! 8. [`report`]: every rendering of every result kind, one file per output format.
+//! 9. [`cli`]: the command line, one file per command.
+
+pub mod core;
+pub mod signals;
+pub mod stats;
 
 pub mod audit;
-pub mod cli;
-pub mod compare;
 pub mod counters;
-pub mod environment;
 pub mod layout;
 pub mod probes;
 pub mod profile;
-pub mod report;
-pub mod results;
-pub mod runner;
-pub mod signals;
-pub mod stats;
+
+pub mod environment;
 pub mod workloads;
+
+pub mod results;
+
+pub mod compare;
+pub mod runner;
+
+pub mod experiments;
+
+pub mod report;
+
+pub mod cli;

@@ -125,7 +125,7 @@ fn crowded_placement_is_slower_than_packed() {
         println!("skipped: this L1 has {ways} ways; {rules} entries in one set do not overflow it");
         return;
     }
-    let cpu = syscost::runner::cpus::allowed_cpus()
+    let cpu = syscost::core::cpus::allowed_cpus()
         .unwrap()
         .iter()
         .last()

@@ -6,7 +6,6 @@
 
 pub mod rules;
 pub mod session;
-pub mod sweep;
 
 use anyhow::{Context, Result, bail};
 use netlink_packet_audit::{AuditMessage, StatusMessage};

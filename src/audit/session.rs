@@ -195,7 +195,7 @@ impl Session {
             original_enabled: self.original_enabled,
             set_to,
         };
-        crate::results::write_atomic(&self.state, serde_json::to_string(&st)?.as_bytes())
+        crate::core::write_atomic(&self.state, serde_json::to_string(&st)?.as_bytes())
     }
 
     fn key(&mut self) -> String {

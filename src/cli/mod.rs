@@ -7,7 +7,7 @@ use crate::compare;
 use crate::counters::{self, EventList};
 use crate::environment::Environment;
 use crate::report::{self, format::Format};
-use crate::results::{self, RunResult, view::ResultView};
+use crate::results::{RunResult, view::ResultView};
 use crate::runner::{self, CpuList, Plan};
 use crate::signals::{self, Interrupted};
 use crate::stats::significance::TestKind;
@@ -622,7 +622,13 @@ fn load_views(files: &[PathBuf]) -> Result<Vec<ResultView>> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = files
             .chunks(chunk)
-            .map(|c| scope.spawn(move || c.iter().map(|f| ResultView::load(f)).collect::<Vec<_>>()))
+            .map(|c| {
+                scope.spawn(move || {
+                    c.iter()
+                        .map(|f| ResultView::load(f).map_err(anyhow::Error::from))
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -649,7 +655,7 @@ fn save_json(path: &Option<PathBuf>, json: &str) -> Result<()> {
     if let Some(p) = path {
         let mut s = json.to_string();
         s.push('\n');
-        results::write_atomic(p, s.as_bytes())?;
+        crate::core::write_atomic(p, s.as_bytes())?;
         eprintln!("syscost: written to {}", p.display());
     }
     Ok(())
@@ -685,7 +691,7 @@ fn dispatch(cmd: Command) -> Result<()> {
                 );
             }
             if let Some(o) = &opts.output {
-                results::check_writable(o)?;
+                crate::core::check_writable(o)?;
             }
             let options = opts.options()?;
             let views = load_views(&files)?;
@@ -708,7 +714,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             format,
         } => {
             if let Some(o) = &output {
-                results::check_writable(o)?;
+                crate::core::check_writable(o)?;
             }
             let views = load_views(&files)?;
             let m = compare::merge::merge(&views, force)?;
@@ -737,7 +743,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             format,
         } => {
             if let Some(o) = &output {
-                results::check_writable(o)?;
+                crate::core::check_writable(o)?;
             }
             let views = load_views(&files)?;
             let c = compare::correlate::run(&views, &x, &y)?;
@@ -752,16 +758,16 @@ fn dispatch(cmd: Command) -> Result<()> {
         Command::Audit(a) => audit_command(a),
         Command::Report { files, output, svg } => {
             use crate::report::html;
-            results::check_writable(&output)?;
+            crate::core::check_writable(&output)?;
             let loaded: Vec<(String, html::Loaded)> = files
                 .iter()
-                .map(|f| html::load(f).map(|l| (f.display().to_string(), l)))
+                .map(|f| Ok(html::load(f).map(|l| (f.display().to_string(), l))?))
                 .collect::<Result<_>>()?;
             let text = match svg {
                 Some(kind) => html::single_chart(&kind, &loaded)?,
                 None => html::page(&loaded),
             };
-            results::write_atomic(&output, text.as_bytes())?;
+            crate::core::write_atomic(&output, text.as_bytes())?;
             eprintln!("syscost: written to {}", output.display());
             Ok(())
         }
@@ -776,9 +782,9 @@ fn dispatch(cmd: Command) -> Result<()> {
         } => {
             let (path, symbol) = crate::probes::elf::parse_target(&target)?;
             if let Some(o) = &output {
-                results::check_writable(o)?;
+                crate::core::check_writable(o)?;
             }
-            let r = crate::probes::command::run(&crate::probes::command::ProbeCommand {
+            let r = crate::experiments::probe::run(&crate::experiments::probe::ProbeCommand {
                 path,
                 symbol,
                 kind: probe,
@@ -859,7 +865,7 @@ fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> {
         return Ok(());
     }
     if let Some(path) = &args.output {
-        results::check_writable(path)?;
+        crate::core::check_writable(path)?;
     }
     let plan = plan_of(workload, &args)?;
     let mut bar = progress::Bar::new(&plan, 1);
@@ -904,7 +910,7 @@ fn ab(
         ..opts.options()?
     };
     if let Some(o) = &opts.output {
-        results::check_writable(o)?;
+        crate::core::check_writable(o)?;
     }
     if let Some(dir) = &save
         && !dir.is_dir()
@@ -971,7 +977,7 @@ fn ab(
     show_comparison(&c, &opts)
 }
 
-fn show_sweep(sweep: &crate::audit::sweep::Sweep, common: &RunArgs) -> Result<()> {
+fn show_sweep(sweep: &crate::experiments::audit_sweep::Sweep, common: &RunArgs) -> Result<()> {
     let json = sweep.to_json();
     save_json(&common.output, &json)?;
     let format = if common.json {
@@ -1037,14 +1043,14 @@ fn audit_command(cmd: AuditCommand) -> Result<()> {
         }
         AuditCommand::Residue { params, common } => {
             let plan = plan_of(WorkloadSpec::Syscall(params), &common)?;
-            let sp = audit::sweep::SweepPlan {
+            let sp = crate::experiments::audit_sweep::SweepPlan {
                 plan,
                 rules: Vec::new(),
                 matching: 0,
                 residue_step: true,
             };
             let mut bar = progress::Bar::new(&sp.plan, 2);
-            let sweep = audit::sweep::run(&sp, &mut |p| bar.update(p))?;
+            let sweep = crate::experiments::audit_sweep::run(&sp, &mut |p| bar.update(p))?;
             bar.finish();
             show_sweep(&sweep, &common)
         }
@@ -1056,12 +1062,12 @@ fn audit_command(cmd: AuditCommand) -> Result<()> {
             params,
             common,
         } => {
-            let counts = audit::sweep::parse_rule_counts(&rules)?;
+            let counts = crate::experiments::audit_sweep::parse_rule_counts(&rules)?;
             if let Some(path) = &common.output {
-                results::check_writable(path)?;
+                crate::core::check_writable(path)?;
             }
             let plan = plan_of(WorkloadSpec::Syscall(params), &common)?;
-            let sp = audit::sweep::SweepPlan {
+            let sp = crate::experiments::audit_sweep::SweepPlan {
                 plan,
                 rules: counts,
                 matching,
@@ -1069,7 +1075,7 @@ fn audit_command(cmd: AuditCommand) -> Result<()> {
             };
             let steps = sp.rules.len() as u32 + 1 + u32::from(sp.residue_step);
             let mut bar = progress::Bar::new(&sp.plan, steps);
-            let sweep = audit::sweep::run(&sp, &mut |p| bar.update(p))?;
+            let sweep = crate::experiments::audit_sweep::run(&sp, &mut |p| bar.update(p))?;
             bar.finish();
             show_sweep(&sweep, &common)
         }
@@ -1170,7 +1176,7 @@ fn uprobe_run(
     let counts = parse_threads(threads)?;
     let cpus = match &common.cpu {
         Some(c) => c.len(),
-        None => runner::cpus::allowed_cpus()?.len(),
+        None => crate::core::cpus::allowed_cpus()?.len(),
     };
     if let Some(&max) = counts.iter().max()
         && max as usize > cpus
@@ -1187,7 +1193,7 @@ fn uprobe_run(
         return run_workload(WorkloadSpec::Uprobe(p), common);
     }
     if let Some(path) = &common.output {
-        results::check_writable(path)?;
+        crate::core::check_writable(path)?;
     }
     let mut plans = Vec::new();
     for &t in &counts {
@@ -1198,7 +1204,7 @@ fn uprobe_run(
     let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
     let results = runner::run_interleaved(&plans, &mut |p| bar.update(p))?;
     bar.finish();
-    let scale = runner::scale::Scale::new(&params.case(), results);
+    let scale = crate::experiments::scale::Scale::new(&params.case(), results);
     let json = serde_json::to_string_pretty(&scale)?;
     save_json(&common.output, &json)?;
     let format = if common.json {

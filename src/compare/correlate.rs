@@ -3,9 +3,9 @@
 
 use crate::report::format::Grid;
 use crate::results::view::ResultView;
-use crate::results::{SCHEMA, ToolInfo, VERSION};
+use crate::core::{Envelope, Kind};
 use crate::stats::correlation::{Correlation, correlate};
-use crate::stats::mean;
+use crate::stats::regression::fit;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
@@ -21,11 +21,9 @@ pub struct Point {
 /// A `syscost correlate` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CorrelationResult {
-    pub schema: String,
-    pub version: u32,
-    /// `correlate`.
-    pub kind: String,
-    pub tool: ToolInfo,
+    /// Schema, version, kind and tool.
+    #[serde(flatten)]
+    pub envelope: Envelope,
     pub x: String,
     pub y: String,
     pub x_unit: String,
@@ -94,15 +92,10 @@ pub fn run(views: &[ResultView], x: &str, y: &str) -> Result<CorrelationResult> 
             xs.len()
         );
     };
-    let (mx, my) = (mean(&xs), mean(&ys));
-    let sxx: f64 = xs.iter().map(|a| (a - mx).powi(2)).sum();
-    let sxy: f64 = xs.iter().zip(&ys).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let slope = sxy / sxx;
+    // The line drawn under the scatter plot; r != undefined above means x varies.
+    let line = fit(&xs, &ys).ok_or_else(|| anyhow::anyhow!("{x} does not vary: no line fits"))?;
     Ok(CorrelationResult {
-        schema: SCHEMA.into(),
-        version: VERSION,
-        kind: "correlate".into(),
-        tool: ToolInfo::this(),
+        envelope: Envelope::new(Kind::Correlate),
         x: x.into(),
         y: y.into(),
         x_unit: xu,
@@ -111,8 +104,8 @@ pub fn run(views: &[ResultView], x: &str, y: &str) -> Result<CorrelationResult> 
         files: views.iter().map(|v| v.path.display().to_string()).collect(),
         points,
         correlation: c,
-        slope,
-        intercept: my - slope * mx,
+        slope: line.slope,
+        intercept: line.intercept,
     })
 }
 
@@ -149,10 +142,10 @@ impl CorrelationResult {
         g.notes.push(format!(
             " least squares: {} = {} x {} {} {}",
             self.y,
-            crate::report::fmt_num(self.slope),
+            crate::core::fmt_num(self.slope),
             self.x,
             if self.intercept < 0.0 { "-" } else { "+" },
-            crate::report::fmt_num(self.intercept.abs())
+            crate::core::fmt_num(self.intercept.abs())
         ));
         g
     }

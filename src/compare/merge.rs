@@ -3,10 +3,11 @@
 //! runs), and the variance is split into within-boot and between-boot parts.
 
 use super::{Variant, check_comparable, summary_cells};
-use crate::report::fmt_num;
+use crate::core::fmt_num;
 use crate::report::format::Grid;
 use crate::results::view::{EnvSummary, Group, ResultView};
-use crate::results::{Metric, SCHEMA, ToolInfo, VERSION};
+use crate::core::{Envelope, Kind};
+use crate::results::Metric;
 use crate::stats::{Summary, mean, median, pstdev};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
@@ -35,11 +36,9 @@ pub struct EnvOut {
 /// it stays small however large the sources are; the sources remain the record of the samples.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Merged {
-    pub schema: String,
-    pub version: u32,
-    /// `merged`.
-    pub kind: String,
-    pub tool: ToolInfo,
+    /// Schema, version, kind and tool.
+    #[serde(flatten)]
+    pub envelope: Envelope,
     pub created_unix: u64,
     pub workload: serde_json::Value,
     pub op_name: String,
@@ -53,7 +52,7 @@ pub struct Merged {
 }
 
 fn groups_of(v: &ResultView) -> Vec<Group> {
-    if v.kind == "merged" {
+    if v.kind == crate::core::Kind::Merged {
         return v.groups.clone();
     }
     vec![Group {
@@ -142,11 +141,8 @@ pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
     }
     let env: &EnvSummary = &views[0].environment;
     Ok(Merged {
-        schema: SCHEMA.into(),
-        version: VERSION,
-        kind: "merged".into(),
-        tool: ToolInfo::this(),
-        created_unix: crate::results::now_unix(),
+        envelope: Envelope::new(Kind::Merged),
+        created_unix: crate::core::now_unix(),
         workload: views[0].workload.clone(),
         op_name: views[0].op_name.clone(),
         options: views[0].options.clone(),

@@ -8,17 +8,17 @@
 
 pub mod correlate;
 pub mod merge;
-pub mod validity;
 
-use crate::report::fmt_num;
+use crate::core::fmt_num;
 use crate::report::format::Grid;
 use crate::results::view::ResultView;
-use crate::results::{Metric, MetricKind, RunResult, SCHEMA, ToolInfo, VERSION};
+use crate::core::{Envelope, Kind};
+use crate::results::{Metric, MetricKind, RunResult};
 use crate::stats::Summary;
 use crate::stats::significance::{TestKind, bootstrap_delta_pct, holm, mann_whitney, welch};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
-use validity::Perturbation;
+use crate::results::validity::{self, Perturbation};
 
 /// One side of a comparison: a result file, or one configuration measured by `syscost ab`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -281,11 +281,9 @@ pub struct BootstrapInfo {
 /// A `syscost compare` (or `ab`) result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
-    pub schema: String,
-    pub version: u32,
-    /// `compare`.
-    pub kind: String,
-    pub tool: ToolInfo,
+    /// Schema, version, kind and tool.
+    #[serde(flatten)]
+    pub envelope: Envelope,
     pub test: String,
     pub alpha: f64,
     pub noise_threshold_pct: f64,
@@ -540,10 +538,7 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
         }
     }
     Ok(Comparison {
-        schema: SCHEMA.into(),
-        version: VERSION,
-        kind: "compare".into(),
-        tool: ToolInfo::this(),
+        envelope: Envelope::new(Kind::Compare),
         test: opts.test.describe().into(),
         alpha: opts.alpha,
         noise_threshold_pct: opts.noise_pct,

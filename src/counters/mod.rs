@@ -6,6 +6,7 @@
 
 pub mod events;
 
+pub use crate::core::perf::{hardware_pmu_present, perf_event_paranoid};
 pub use events::{EventList, EventSpec, default_events, parse_event_list};
 
 use perf_event::{Builder, Counter, ReadFormat};
@@ -251,31 +252,6 @@ impl CounterSet {
 /// task-clock and cpu-clock: always a group of their own (see [`CounterSet::open`]).
 fn is_clock(spec: &EventSpec) -> bool {
     spec.type_ == events::PERF_TYPE_SOFTWARE && (spec.config == 0 || spec.config == 1)
-}
-
-/// The current `kernel.perf_event_paranoid`, if readable.
-pub fn perf_event_paranoid() -> Option<i32> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-}
-
-/// True when the kernel exposes a hardware PMU for the CPU (`cpu`, or `cpu_core`/`cpu_atom` on
-/// hybrid parts) under /sys/bus/event_source/devices.
-pub fn hardware_pmu_present() -> bool {
-    [
-        "cpu",
-        "cpu_core",
-        "cpu_atom",
-        "armv8_pmuv3",
-        "armv8_pmuv3_0",
-    ]
-    .iter()
-    .any(|d| {
-        std::path::Path::new("/sys/bus/event_source/devices")
-            .join(d)
-            .exists()
-    })
 }
 
 fn classify(e: &io::Error, spec: Option<&EventSpec>) -> EventStatus {

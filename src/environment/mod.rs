@@ -269,7 +269,7 @@ fn governors() -> BTreeMap<String, String> {
     by_gov
         .into_iter()
         .map(|(g, cpus)| {
-            let list = crate::runner::CpuList(cpus.into_iter().collect());
+            let list = crate::core::CpuList(cpus.into_iter().collect());
             (g, list.to_string())
         })
         .collect()
@@ -360,10 +360,10 @@ impl Environment {
             nohz_full: nonempty(read("/sys/devices/system/cpu/nohz_full"))
                 .filter(|s| s != "(null)"),
             audit,
-            perf_event_paranoid: crate::counters::perf_event_paranoid(),
+            perf_event_paranoid: crate::core::perf::perf_event_paranoid(),
             kptr_restrict: read_num("/proc/sys/kernel/kptr_restrict"),
             perf_event_max_sample_rate: read_num("/proc/sys/kernel/perf_event_max_sample_rate"),
-            hardware_pmu: crate::counters::hardware_pmu_present(),
+            hardware_pmu: crate::core::perf::hardware_pmu_present(),
             sched_rt_runtime_us: read_num("/proc/sys/kernel/sched_rt_runtime_us"),
             sched_rt_period_us: read_num("/proc/sys/kernel/sched_rt_period_us"),
             loadavg: read("/proc/loadavg"),
@@ -429,7 +429,7 @@ impl Environment {
                 .cpu
                 .online
                 .as_deref()
-                .and_then(|o| crate::runner::CpuList::parse(o).ok())
+                .and_then(|o| crate::core::CpuList::parse(o).ok())
                 .map(|c| c.len())
                 .unwrap_or(1);
             if l > 0.5 * online as f64 {

@@ -3,6 +3,7 @@
 //! likely random placement overflows a set's ways (seed 000/003: 408-byte audit_entry objects
 //! come from kmalloc-512, so their first line reaches only 8 of Skylake-X's 64 L1 sets).
 
+use crate::core::{Envelope, Kind};
 use crate::stats::pstdev;
 use anyhow::{Result, bail};
 use rand::{RngExt, SeedableRng};
@@ -193,10 +194,9 @@ pub fn parse_addresses(text: &str, source: &str) -> Result<Vec<u64>> {
 /// What `syscost cachesets` reports.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Analysis {
-    pub schema: String,
-    pub version: u32,
-    /// `cachesets`.
-    pub kind: String,
+    /// Schema, version, kind and tool.
+    #[serde(flatten)]
+    pub envelope: Envelope,
     pub geometry: Geometry,
     /// Where the geometry came from.
     pub geometry_source: String,
@@ -308,9 +308,7 @@ pub fn analyse(req: &Request) -> Result<Analysis> {
         .collect();
     let (p, ci) = overflow_probability(&g, &reachable, objects, trials, seed);
     Ok(Analysis {
-        schema: crate::results::SCHEMA.into(),
-        version: crate::results::VERSION,
-        kind: "cachesets".into(),
+        envelope: Envelope::new(Kind::Cachesets),
         geometry: g,
         geometry_source: geometry_source.into(),
         objects,

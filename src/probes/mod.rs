@@ -11,7 +11,6 @@
 //! hits in a per-CPU array) is a dozen instructions loaded with a raw bpf(2): aya needs a newer
 //! Rust, libbpf-rs needs libelf, neither worth it for so little.
 
-pub mod command;
 pub mod elf;
 pub mod targets;
 
@@ -230,7 +229,7 @@ pub mod bpf {
     pub fn read_percpu_counter(map: &OwnedFd) -> Result<u64> {
         let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible")
             .ok()
-            .and_then(|s| crate::runner::CpuList::parse(s.trim()).ok())
+            .and_then(|s| crate::core::CpuList::parse(s.trim()).ok())
             .and_then(|c| c.iter().max())
             .map(|m| m + 1)
             .unwrap_or(1024);

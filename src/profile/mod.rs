@@ -101,7 +101,7 @@ impl Recorder {
             anyhow::anyhow!(
                 "cannot sample on-CPU time: perf_event_open refused cpu-clock sampling \
                  (kernel.perf_event_paranoid={}; needs CAP_PERFMON or a lower setting)",
-                crate::counters::perf_event_paranoid()
+                crate::core::perf::perf_event_paranoid()
                     .map(|p| p.to_string())
                     .unwrap_or_else(|| "?".into())
             )
@@ -110,7 +110,7 @@ impl Recorder {
             notes.push(format!(
                 "kernel frames not sampled: kernel.perf_event_paranoid={} hides the kernel from \
                  this user (needs <= 1, or CAP_PERFMON)",
-                crate::counters::perf_event_paranoid()
+                crate::core::perf::perf_event_paranoid()
                     .map(|p| p.to_string())
                     .unwrap_or_else(|| "?".into())
             ));

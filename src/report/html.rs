@@ -3,17 +3,20 @@
 
 use super::format::Grid;
 use super::svg::{self, Category, Mark, Series, esc};
-use super::{fmt_num, run_grid};
-use crate::audit::sweep::Sweep;
+use super::run_grid;
+use crate::core::fmt_num;
+use crate::experiments::audit_sweep::Sweep;
 use crate::compare::Comparison;
 use crate::compare::correlate::CorrelationResult;
 use crate::compare::merge::Merged;
 use crate::layout::Analysis;
-use crate::probes::command::ProbeResult;
-use crate::results::{RunResult, SCHEMA, VERSION};
-use crate::runner::scale::Scale;
+use crate::experiments::probe::ProbeResult;
+use crate::core::Kind;
+use crate::results::RunResult;
+use crate::results::load::{self, Accept, LoadError};
+use crate::experiments::scale::Scale;
 use crate::stats::{quantile, t_critical};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use std::path::Path;
 
 /// A loaded result of any kind.
@@ -44,68 +47,32 @@ pub const KINDS: &[&str] = &[
 impl Loaded {
     pub fn kind(&self) -> &'static str {
         match self {
-            Loaded::Run(_) => "run",
-            Loaded::Compare(_) => "compare",
-            Loaded::Merged(_) => "merged",
-            Loaded::Sweep(_) => "audit-sweep",
-            Loaded::Scale(_) => "scale",
-            Loaded::Correlate(_) => "correlate",
-            Loaded::Cachesets(_) => "cachesets",
-            Loaded::Probe(_) => "probe",
+            Loaded::Run(_) => Kind::Run,
+            Loaded::Compare(_) => Kind::Compare,
+            Loaded::Merged(_) => Kind::Merged,
+            Loaded::Sweep(_) => Kind::AuditSweep,
+            Loaded::Scale(_) => Kind::Scale,
+            Loaded::Correlate(_) => Kind::Correlate,
+            Loaded::Cachesets(_) => Kind::Cachesets,
+            Loaded::Probe(_) => Kind::Probe,
         }
+        .name()
     }
 }
 
 /// Read a result of any kind, with one clear error naming the file.
-pub fn load(path: &Path) -> Result<Loaded> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let fail = |m: String| anyhow::anyhow!("{}: {m}", path.display());
-    if text.trim().is_empty() {
-        return Err(fail("the file is empty, not a syscost result".into()));
-    }
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        fail(if e.is_eof() {
-            format!("the JSON is truncated ({e})")
-        } else {
-            format!("not valid JSON ({e})")
-        })
-    })?;
-    if v.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
-        return Err(fail(
-            "not a syscost result (no \"schema\": \"syscost-result\")".into(),
-        ));
-    }
-    let version = v
-        .get("version")
-        .and_then(|x| x.as_u64())
-        .unwrap_or(u64::MAX);
-    if version > VERSION as u64 {
-        return Err(fail(format!(
-            "written by a newer syscost (schema version {version}): upgrade syscost to read it"
-        )));
-    }
-    let kind = v
-        .get("kind")
-        .and_then(|k| k.as_str())
-        .unwrap_or("")
-        .to_string();
-    let damaged =
-        |e: serde_json::Error| fail(format!("a '{kind}' result, damaged or incomplete: {e}"));
-    Ok(match kind.as_str() {
-        "run" => Loaded::Run(Box::new(serde_json::from_value(v).map_err(damaged)?)),
-        "compare" => Loaded::Compare(Box::new(serde_json::from_value(v).map_err(damaged)?)),
-        "merged" => Loaded::Merged(Box::new(serde_json::from_value(v).map_err(damaged)?)),
-        "audit-sweep" => Loaded::Sweep(Box::new(serde_json::from_value(v).map_err(damaged)?)),
-        "scale" => Loaded::Scale(Box::new(serde_json::from_value(v).map_err(damaged)?)),
-        "correlate" => Loaded::Correlate(Box::new(serde_json::from_value(v).map_err(damaged)?)),
-        "cachesets" => Loaded::Cachesets(Box::new(serde_json::from_value(v).map_err(damaged)?)),
-        "probe" => Loaded::Probe(Box::new(serde_json::from_value(v).map_err(damaged)?)),
-        other => {
-            return Err(fail(format!(
-                "'{other}' is not a kind of result syscost can report"
-            )));
-        }
+pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let (kind, v) = load::read_value(path, Accept::ANY)?;
+    let name = path.display().to_string();
+    Ok(match kind {
+        Kind::Run => Loaded::Run(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Compare => Loaded::Compare(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Merged => Loaded::Merged(Box::new(load::decode(&name, kind, v)?)),
+        Kind::AuditSweep => Loaded::Sweep(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Scale => Loaded::Scale(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Correlate => Loaded::Correlate(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Cachesets => Loaded::Cachesets(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Probe => Loaded::Probe(Box::new(load::decode(&name, kind, v)?)),
     })
 }
 
@@ -392,8 +359,8 @@ pub fn sweep_chart(s: &Sweep) -> String {
         .map(|m| m.unit.clone())
         .unwrap_or_default();
     let med =
-        |st: &crate::audit::sweep::Step| st.result.metrics.first().and_then(|m| m.summary.clone());
-    let on: Vec<&crate::audit::sweep::Step> =
+        |st: &crate::experiments::audit_sweep::Step| st.result.metrics.first().and_then(|m| m.summary.clone());
+    let on: Vec<&crate::experiments::audit_sweep::Step> =
         s.steps.iter().filter(|x| x.config.enabled == 1).collect();
     let mut pts = Vec::new();
     let mut err = Vec::new();

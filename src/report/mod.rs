@@ -6,44 +6,8 @@ pub mod svg;
 
 use crate::environment::Environment;
 use crate::results::{Metric, RunResult};
+use crate::core::num::{fmt_num, group_thousands};
 use format::{Format, Grid};
-
-/// Format a number the way the tables do: thousands grouped for large values, two decimals in
-/// the usual range, three significant digits below one.
-pub fn fmt_num(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if a >= 1e4 {
-        group_thousands(&format!("{v:.0}"))
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else if a >= 1e-3 {
-        let decimals = (2 - a.log10().floor() as i32).clamp(0, 12) as usize;
-        format!("{v:.decimals$}")
-    } else {
-        format!("{v:.2e}")
-    }
-}
-
-/// `1234567` -> `1,234,567` (keeps a leading sign).
-pub fn group_thousands(digits: &str) -> String {
-    let (sign, body) = match digits.strip_prefix('-') {
-        Some(b) => ("-", b),
-        None => ("", digits),
-    };
-    let mut out = String::new();
-    for (i, c) in body.chars().enumerate() {
-        if i > 0 && (body.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    format!("{sign}{out}")
-}
 
 fn label(m: &Metric) -> String {
     format!("{} ({})", m.name, m.unit)
@@ -376,29 +340,12 @@ pub fn env_text(e: &Environment) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn number_formats() {
-        assert_eq!(fmt_num(0.0), "0");
-        assert_eq!(fmt_num(98.2149), "98.21");
-        assert_eq!(fmt_num(1635.0), "1635.00");
-        assert_eq!(fmt_num(2838869156.0), "2,838,869,156");
-        assert_eq!(fmt_num(-12345.0), "-12,345");
-        assert_eq!(fmt_num(0.5), "0.500");
-        assert_eq!(fmt_num(0.00123456), "0.00123");
-        assert_eq!(fmt_num(0.000000381), "3.81e-7");
-        assert_eq!(fmt_num(f64::NAN), "-");
-    }
-}
-
-#[cfg(test)]
 mod snapshots {
     //! The run table in every text format, for a fixed result (no clock, no machine).
     use super::*;
     use crate::counters::{EventStatus, RawCount, events::parse_event};
-    use crate::results::{EventRecord, RunOptions, RunRecord, Sample, ToolInfo, metrics};
+    use crate::core::{Envelope, Kind, ToolInfo};
+    use crate::results::{EventRecord, RunOptions, RunRecord, Sample, metrics};
     use crate::workloads::{WorkloadSpec, syscall};
 
     pub(crate) fn fixed_result() -> RunResult {
@@ -461,12 +408,12 @@ mod snapshots {
             ..Environment::default()
         };
         RunResult {
-            schema: crate::results::SCHEMA.into(),
-            version: crate::results::VERSION,
-            kind: "run".into(),
-            tool: ToolInfo {
-                name: "syscost".into(),
-                version: "test".into(),
+            envelope: Envelope {
+                tool: ToolInfo {
+                    name: "syscost".into(),
+                    version: "test".into(),
+                },
+                ..Envelope::new(Kind::Run)
             },
             created_unix: 0,
             workload: WorkloadSpec::Syscall(syscall::Params {
@@ -480,7 +427,7 @@ mod snapshots {
                 ops_per_sample: 1_000_000,
                 calibrated: true,
                 sample_time_ns: 100_000_000,
-                cpus: Some(crate::runner::CpuList::parse("1").unwrap()),
+                cpus: Some(crate::core::CpuList::parse("1").unwrap()),
                 fifo: None,
                 subtract_overhead: false,
             },

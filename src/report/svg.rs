@@ -3,7 +3,7 @@
 //! row of its own under the plot, never over the data. Colours come from CSS variables so a
 //! page can switch light and dark schemes; the output is deterministic (no random ids).
 
-use super::fmt_num;
+use crate::core::fmt_num;
 use std::fmt::Write;
 
 pub const WIDTH: f64 = 680.0;

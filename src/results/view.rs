@@ -2,8 +2,9 @@
 //! correlate): the per-op metrics, options and environment summary, streamed from disk without
 //! keeping the raw samples, so files of millions of samples load quickly in little memory.
 
-use super::{Metric, SCHEMA, VERSION};
-use anyhow::{Context, Result, bail};
+use super::Metric;
+use super::load::{self, Accept, LoadError};
+use crate::core::Kind;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -44,6 +45,7 @@ pub struct Group {
 #[derive(Debug, Deserialize)]
 struct Raw {
     schema: Option<String>,
+    #[serde(default, deserialize_with = "whole_number")]
     version: Option<u64>,
     kind: Option<String>,
     #[serde(default)]
@@ -72,7 +74,7 @@ struct Raw {
 pub struct ResultView {
     pub path: PathBuf,
     /// `run` or `merged`.
-    pub kind: String,
+    pub kind: Kind,
     pub created_unix: u64,
     pub workload: serde_json::Value,
     pub op_name: String,
@@ -108,53 +110,23 @@ impl ResultView {
     }
 
     /// Read `path`, with one error naming the file and what is wrong with it.
-    pub fn load(path: &Path) -> Result<ResultView> {
-        let file =
-            std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-        if file.metadata().map(|m| m.len()).unwrap_or(1) == 0 {
-            bail!(
-                "{}: the file is empty, not a syscost result",
-                path.display()
-            );
-        }
-        let reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let raw: Raw = serde_json::from_reader(reader).map_err(|e| {
-            let what = if e.is_eof() {
-                format!("the JSON is truncated ({e}); the file was cut short")
-            } else if e.is_syntax() {
-                format!("not valid JSON ({e})")
-            } else {
-                format!("not a syscost result, or a damaged one ({e})")
-            };
-            anyhow::anyhow!("{}: {what}", path.display())
-        })?;
-        let fail = |msg: String| -> anyhow::Error { anyhow::anyhow!("{}: {msg}", path.display()) };
-        match raw.schema.as_deref() {
-            Some(SCHEMA) => {}
-            Some(other) => return Err(fail(format!("schema '{other}' is not a syscost result"))),
-            None => {
-                return Err(fail(format!(
-                    "not a syscost result: it has no \"schema\": \"{SCHEMA}\" field"
-                )));
-            }
-        }
-        let version = raw
-            .version
-            .ok_or_else(|| fail("the result has no schema version".into()))?;
-        if version > VERSION as u64 {
-            return Err(fail(format!(
-                "written by a newer syscost (schema version {version}; this syscost reads up to \
-                 {VERSION}): upgrade syscost to read it"
-            )));
-        }
-        let kind = raw.kind.unwrap_or_default();
-        if kind != "run" && kind != "merged" {
-            return Err(fail(format!(
-                "a '{kind}' result cannot be compared; give results of `syscost run` or \
-                 `syscost merge`"
-            )));
-        }
-        let missing = |f: &str| fail(format!("the result is incomplete: it has no \"{f}\""));
+    pub fn load(path: &Path) -> Result<ResultView, LoadError> {
+        let raw: Raw = load::stream(path)?;
+        let name = path.display().to_string();
+        let kind = load::check_envelope(
+            &name,
+            raw.schema.as_deref(),
+            raw.version,
+            raw.kind.as_deref(),
+            Accept {
+                kinds: &[Kind::Run, Kind::Merged],
+                wanted: "results of `syscost run` or `syscost merge` to compare",
+            },
+        )?;
+        let missing = |field| LoadError::Incomplete {
+            path: name.clone(),
+            field,
+        };
         Ok(ResultView {
             path: path.to_path_buf(),
             created_unix: raw.created_unix,
@@ -170,4 +142,9 @@ impl ResultView {
             kind,
         })
     }
+}
+
+/// A version that is not a whole number reads as none (and is refused as such).
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(serde_json::Value::deserialize(d)?.as_u64())
 }

@@ -1,16 +1,23 @@
 //! The runner: calibrates the batch size, then runs each repetition in a fresh worker process
 //! (like `perf stat -r`), and assembles the result. It knows nothing of the workload beyond its
 //! [`WorkloadSpec`].
+//!
+//! Runs are carried out by an [`Executor`]: [`Workers`] starts a worker process per run (see
+//! [`worker`]); tests hand in a fake that answers in-process, so the interleaving and the
+//! assembly of results can be checked without root or timing. Every alternating design (`ab`,
+//! the audit sweep, thread sweeps, `probe`) goes through [`interleave`].
 
-pub mod cpus;
-pub mod scale;
+pub mod interleave;
 pub mod worker;
 
-pub use cpus::CpuList;
+pub use crate::core::CpuList;
+pub use interleave::{interleave, round_order, run_interleaved, run_interleaved_with};
 
+use crate::core::{Envelope, Kind, fmt_num, now_unix};
 use crate::counters::{EventList, EventStatus};
 use crate::environment::Environment;
-use crate::results::{self, EventRecord, RunOptions, RunRecord, RunResult, ToolInfo};
+use crate::profile::Profile;
+use crate::results::{self, EventRecord, RunOptions, RunRecord, RunResult};
 use crate::signals;
 use crate::workloads::WorkloadSpec;
 use anyhow::{Context, Result, bail};
@@ -69,30 +76,100 @@ pub fn validate(plan: &Plan) -> Result<()> {
         bail!("--sample-time must be longer than zero");
     }
     if let Some(c) = &plan.cpus {
-        cpus::check_allowed(c).map_err(anyhow::Error::msg)?;
+        crate::core::cpus::check_allowed(c).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }
 
-/// Find the batch size: `--ops` as given, or calibrated in a worker of its own.
-pub fn batch_size(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<(u64, bool)> {
+/// What carries out the runs of a plan.
+pub trait Executor {
+    /// How many operations make one sample last at least the plan's sample time.
+    fn calibrate(&mut self, plan: &Plan) -> Result<u64>;
+    /// One measured run of `ops`-operation batches; `index` numbers it in its result.
+    fn measure(&mut self, plan: &Plan, ops: u64, index: u32) -> Result<(RunRecord, Vec<EventStatus>)>;
+    /// One more run sampling call chains; its timing is not used.
+    fn profile(&mut self, plan: &Plan, ops: u64) -> Result<Profile>;
+}
+
+/// The real executor: every run in a fresh worker process, each preceded by the plan's --pre.
+pub struct Workers;
+
+impl Executor for Workers {
+    fn calibrate(&mut self, plan: &Plan) -> Result<u64> {
+        let reply = spawn(&request(
+            plan,
+            Mode::Calibrate {
+                target_ns: plan.sample_time.as_nanos() as u64,
+            },
+        ))?;
+        match reply {
+            Reply::Calibrated { ops, .. } => Ok(ops),
+            other => bail!("unexpected reply from the calibration worker: {other:?}"),
+        }
+    }
+
+    fn measure(&mut self, plan: &Plan, ops: u64, index: u32) -> Result<(RunRecord, Vec<EventStatus>)> {
+        pre(plan)?;
+        let req = request(
+            plan,
+            Mode::Measure {
+                index,
+                ops,
+                warmup: plan.warmup,
+                samples: plan.samples,
+                overhead_samples: plan.overhead_samples,
+                profile: false,
+            },
+        );
+        match spawn(&req)? {
+            Reply::Measured { run, statuses, .. } => Ok((*run, statuses)),
+            other => bail!("unexpected reply from worker {index}: {other:?}"),
+        }
+    }
+
+    fn profile(&mut self, plan: &Plan, ops: u64) -> Result<Profile> {
+        pre(plan)?;
+        let req = request(
+            plan,
+            Mode::Measure {
+                index: plan.runs,
+                ops,
+                warmup: 0,
+                samples: plan.samples.max(1),
+                overhead_samples: 0,
+                profile: true,
+            },
+        );
+        match spawn(&req)? {
+            Reply::Measured {
+                profile: Some(mut p),
+                ..
+            } => {
+                p.notes.push(
+                    "taken in a run of its own after the measured runs; its sampling did not \
+                     touch them"
+                        .into(),
+                );
+                Ok(p)
+            }
+            other => bail!("unexpected reply from the profiling worker: {other:?}"),
+        }
+    }
+}
+
+/// Find the batch size: `--ops` as given, or calibrated by the executor.
+pub fn batch_size(
+    exec: &mut dyn Executor,
+    plan: &Plan,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(u64, bool)> {
     if let Some(ops) = plan.ops {
         return Ok((ops, false));
     }
     progress(Progress::Calibrating);
-    let reply = spawn(&request(
-        plan,
-        Mode::Calibrate {
-            target_ns: plan.sample_time.as_nanos() as u64,
-        },
-    ))?;
-    match reply {
-        Reply::Calibrated { ops, .. } => {
-            progress(Progress::Calibrated { ops });
-            Ok((ops, true))
-        }
-        other => bail!("unexpected reply from the calibration worker: {other:?}"),
-    }
+    let ops = exec.calibrate(plan)?;
+    progress(Progress::Calibrated { ops });
+    Ok((ops, true))
 }
 
 /// Run the plan's --pre command, if any.
@@ -111,147 +188,10 @@ fn pre(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// One run in a fresh worker.
-pub fn measure(plan: &Plan, ops: u64, index: u32) -> Result<(RunRecord, Vec<EventStatus>)> {
-    pre(plan)?;
-    let req = request(
-        plan,
-        Mode::Measure {
-            index,
-            ops,
-            warmup: plan.warmup,
-            samples: plan.samples,
-            overhead_samples: plan.overhead_samples,
-            profile: false,
-        },
-    );
-    match spawn(&req)? {
-        Reply::Measured { run, statuses, .. } => Ok((*run, statuses)),
-        other => bail!("unexpected reply from worker {index}: {other:?}"),
-    }
-}
-
-/// One more run, sampling call chains: its timing is not used, so the sampling never perturbs
-/// the measured runs.
-pub fn profile_run(plan: &Plan, ops: u64) -> Result<crate::profile::Profile> {
-    pre(plan)?;
-    let req = request(
-        plan,
-        Mode::Measure {
-            index: plan.runs,
-            ops,
-            warmup: 0,
-            samples: plan.samples.max(1),
-            overhead_samples: 0,
-            profile: true,
-        },
-    );
-    match spawn(&req)? {
-        Reply::Measured {
-            profile: Some(mut p),
-            ..
-        } => {
-            p.notes.push(
-                "taken in a run of its own after the measured runs; its sampling did not \
-                 touch them"
-                    .into(),
-            );
-            Ok(p)
-        }
-        other => bail!("unexpected reply from the profiling worker: {other:?}"),
-    }
-}
-
-/// Calibrate if needed, run every repetition, and build the result.
+/// Calibrate if needed, run every repetition in worker processes, and build the result.
 pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<RunResult> {
-    validate(plan)?;
-    let environment = Environment::collect();
-    let (ops, calibrated) = batch_size(plan, progress)?;
-    let mut runs = Vec::with_capacity(plan.runs as usize);
-    let mut statuses = Vec::new();
-    for index in 0..plan.runs {
-        let (run, s) = measure(plan, ops, index)?;
-        if statuses.is_empty() {
-            statuses = s;
-        }
-        runs.push(run);
-        progress(Progress::RunFinished {
-            index,
-            of: plan.runs,
-        });
-    }
-    let mut result = assemble(plan, ops, calibrated, runs, statuses, environment);
-    if plan.profile {
-        result.profile = Some(profile_run(plan, ops)?);
-    }
-    Ok(result)
-}
-
-/// The order in which round `round` visits `n` configurations: forwards on even rounds,
-/// backwards on odd ones (A B, B A, ...: ABBA), so drift falls on every configuration alike.
-pub fn round_order(round: u32, n: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    if round % 2 == 1 {
-        order.reverse();
-    }
-    order
-}
-
-/// Run several plans of the same shape interleaved, as `syscost ab` does: every round visits
-/// every plan, in alternating order (A B, B A, ...: ABBA), so drift of the machine's speed
-/// over time falls on all of them alike. Each plan is calibrated on its own first.
-pub fn run_interleaved(
-    plans: &[Plan],
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Vec<RunResult>> {
-    let Some(first) = plans.first() else {
-        bail!("nothing to measure");
-    };
-    for p in plans {
-        validate(p)?;
-        if p.runs != first.runs {
-            bail!(
-                "every configuration needs the same number of runs to be interleaved ({} vs {})",
-                first.runs,
-                p.runs
-            );
-        }
-    }
-    let environment = Environment::collect();
-    let mut sizes = Vec::new();
-    for p in plans {
-        sizes.push(batch_size(p, progress)?);
-    }
-    let mut runs: Vec<Vec<RunRecord>> = vec![Vec::new(); plans.len()];
-    let mut statuses: Vec<Vec<EventStatus>> = vec![Vec::new(); plans.len()];
-    let total = first.runs * plans.len() as u32;
-    let mut done = 0;
-    for round in 0..first.runs {
-        for k in round_order(round, plans.len()) {
-            let (run, s) = measure(&plans[k], sizes[k].0, round)?;
-            if statuses[k].is_empty() {
-                statuses[k] = s;
-            }
-            runs[k].push(run);
-            progress(Progress::RunFinished {
-                index: done,
-                of: total,
-            });
-            done += 1;
-        }
-    }
-    let mut results: Vec<RunResult> = plans
-        .iter()
-        .zip(&sizes)
-        .zip(runs.into_iter().zip(statuses))
-        .map(|((p, (ops, cal)), (r, s))| assemble(p, *ops, *cal, r, s, environment.clone()))
-        .collect();
-    for ((p, (ops, _)), r) in plans.iter().zip(&sizes).zip(results.iter_mut()) {
-        if p.profile {
-            r.profile = Some(profile_run(p, *ops)?);
-        }
-    }
-    Ok(results)
+    let mut results = run_interleaved(std::slice::from_ref(plan), progress)?;
+    Ok(results.remove(0))
 }
 
 /// Build the result of a plan from its runs.
@@ -287,11 +227,8 @@ pub fn assemble(
         results::metrics::add_throughput(&mut metrics, t);
     }
     let mut result = RunResult {
-        schema: results::SCHEMA.into(),
-        version: results::VERSION,
-        kind: "run".into(),
-        tool: ToolInfo::this(),
-        created_unix: crate::results::now_unix(),
+        envelope: Envelope::new(Kind::Run),
+        created_unix: now_unix(),
         workload: plan.workload.clone(),
         op_name,
         options: RunOptions {
@@ -422,7 +359,7 @@ fn run_warnings(r: &RunResult) -> Vec<String> {
              scheduler), so the figures measure the wait, not only the kernel path (on ext4, \
              O_TRUNC then close of a written file waits for a block write: try a tmpfs such as \
              /dev/shm)",
-            crate::report::fmt_num(cs.median),
+            fmt_num(cs.median),
             r.op_name
         ));
     }

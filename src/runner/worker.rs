@@ -6,7 +6,7 @@
 //! batches. Its scheduling policy, affinity and perf events die with it, so nothing it sets
 //! outlives the run.
 
-use super::cpus::{self, CpuList};
+use crate::core::cpus::{self, CpuList};
 use crate::counters::{CounterSet, EventList, OpenOptions, RawCount};
 use crate::results::{RunRecord, Sample};
 use crate::workloads::{Workload, WorkloadSpec, empty::EmptyLoop};

@@ -105,7 +105,7 @@ impl UprobeLoop {
                 std::thread::Builder::new()
                     .name(format!("producer-{i}"))
                     .spawn(move || {
-                        let _ = crate::runner::cpus::set_affinity(&crate::runner::CpuList(
+                        let _ = crate::core::cpus::set_affinity(&crate::core::CpuList(
                             [cpu].into_iter().collect(),
                         ));
                         loop {
@@ -131,7 +131,7 @@ impl UprobeLoop {
 
 impl Workload for UprobeLoop {
     fn setup(&mut self) -> Result<()> {
-        self.cpus = crate::runner::cpus::allowed_cpus()?.iter().collect();
+        self.cpus = crate::core::cpus::allowed_cpus()?.iter().collect();
         if self.params.probe != ProbeKind::None {
             let (exe, offset) = self.params.insn.location()?;
             self.probe = Some(Uprobe::attach(

@@ -48,7 +48,7 @@ pub fn median(m: &serde_json::Value) -> f64 {
 
 /// The highest CPU this process may use (CPU 1 on the 2-CPU test machine).
 pub fn a_cpu() -> String {
-    syscost::runner::cpus::allowed_cpus()
+    syscost::core::cpus::allowed_cpus()
         .unwrap()
         .iter()
         .last()

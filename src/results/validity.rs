@@ -30,8 +30,8 @@ impl Perturbation {
             "{unit_name} {}: {} {} against a median of {}",
             self.unit,
             self.metric,
-            crate::report::fmt_num(self.value),
-            crate::report::fmt_num(self.median)
+            crate::core::fmt_num(self.value),
+            crate::core::fmt_num(self.median)
         )
     }
 }

@@ -3,8 +3,10 @@
 //! and `--runs` times with it, interleaved (A B B A ...); its wall time is compared, and the
 //! probe's hits per run and per second are reported.
 
-use super::{ProbeKind, Scope, Uprobe, elf};
+use crate::probes::{ProbeKind, Scope, Uprobe, elf};
+use crate::runner::interleave;
 use crate::compare::{self, Variant};
+use crate::core::{Envelope, Kind};
 use crate::results::{Metric, MetricKind};
 use crate::stats::Summary;
 use anyhow::{Context, Result, bail};
@@ -27,10 +29,9 @@ pub struct ProbeCommand {
 /// A `syscost probe` result.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProbeResult {
-    pub schema: String,
-    pub version: u32,
-    /// `probe`.
-    pub kind: String,
+    /// Schema, version, kind and tool.
+    #[serde(flatten)]
+    pub envelope: Envelope,
     pub target: String,
     pub offset: u64,
     pub probe: ProbeKind,
@@ -51,7 +52,7 @@ impl Probes {
     fn attach(p: &ProbeCommand, offset: u64) -> Result<Probes> {
         let cpus: Vec<usize> = if p.bpf {
             vec![
-                crate::runner::cpus::allowed_cpus()?
+                crate::core::cpus::allowed_cpus()?
                     .iter()
                     .next()
                     .unwrap_or(0),
@@ -59,7 +60,7 @@ impl Probes {
         } else {
             let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
                 .context("cannot read the online CPUs")?;
-            crate::runner::CpuList::parse(online.trim())
+            crate::core::CpuList::parse(online.trim())
                 .map_err(anyhow::Error::msg)?
                 .iter()
                 .collect()
@@ -153,19 +154,18 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     // Fail early (privileges, bad offset) before any run.
     drop(Probes::attach(p, offset)?);
     let (mut without, mut with, mut hits) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..p.runs {
-        let probed_first = round % 2 == 1;
-        for probed in [probed_first, !probed_first] {
-            if probed {
-                let mut probes = Probes::attach(p, offset)?;
-                let before = probes.hits()?;
-                with.push(run_once(&p.command)?);
-                hits.push(probes.hits()? - before);
-            } else {
-                without.push(run_once(&p.command)?);
-            }
+    // Arm 0 runs the command unprobed, arm 1 with the probe attached.
+    interleave(p.runs, 2, |_, arm| {
+        if arm == 1 {
+            let mut probes = Probes::attach(p, offset)?;
+            let before = probes.hits()?;
+            with.push(run_once(&p.command)?);
+            hits.push(probes.hits()? - before);
+        } else {
+            without.push(run_once(&p.command)?);
         }
-    }
+        Ok(())
+    })?;
     let opts = compare::Options {
         configurations: true,
         ..compare::Options::default()
@@ -175,9 +175,7 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
         &opts,
     )?;
     Ok(ProbeResult {
-        schema: crate::results::SCHEMA.into(),
-        version: crate::results::VERSION,
-        kind: "probe".into(),
+        envelope: Envelope::new(Kind::Probe),
         target: format!("{}:{}", p.path.display(), p.symbol),
         offset,
         probe: p.kind,
@@ -214,10 +212,10 @@ impl ProbeResult {
             ),
             format!(
                 " hits per run: median {} (min {}, max {}); {} hits/s median",
-                crate::report::fmt_num(crate::stats::median(&hits)),
+                crate::core::fmt_num(crate::stats::median(&hits)),
                 self.hits.iter().min().unwrap_or(&0),
                 self.hits.iter().max().unwrap_or(&0),
-                crate::report::fmt_num(crate::stats::median(&rates))
+                crate::core::fmt_num(crate::stats::median(&rates))
             ),
         ];
         pre.extend(self.comparison.preamble().into_iter().skip(1));

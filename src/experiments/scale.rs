@@ -1,6 +1,7 @@
 //! Thread-count sweeps of a throughput workload (seed 002's tables: total M/s ± stddev and
 //! M/s per CPU, one row per CPU count).
 
+use crate::core::{Envelope, Kind};
 use crate::results::RunResult;
 use serde::{Deserialize, Serialize};
 
@@ -19,10 +20,9 @@ pub struct Row {
 /// A `--threads LIST` sweep.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scale {
-    pub schema: String,
-    pub version: u32,
-    /// `scale`.
-    pub kind: String,
+    /// Schema, version, kind and tool.
+    #[serde(flatten)]
+    pub envelope: Envelope,
     pub case: String,
     pub rows: Vec<Row>,
     /// Every thread count's full result.
@@ -47,9 +47,7 @@ impl Scale {
             })
             .collect();
         Scale {
-            schema: crate::results::SCHEMA.into(),
-            version: crate::results::VERSION,
-            kind: "scale".into(),
+            envelope: Envelope::new(Kind::Scale),
             case: case.into(),
             rows,
             results,

@@ -8,14 +8,14 @@
 //! falls on all steps alike. The slope per rule is a least-squares fit over every run of the
 //! audit-on steps.
 
-use super::AuditStatus;
-use super::session::Session;
+use crate::audit::{self, AuditStatus, session::Session};
 use crate::compare::{self, Delta};
-use crate::report::fmt_num;
+use crate::core::fmt_num;
 use crate::report::format::Grid;
-use crate::results::{RunResult, SCHEMA, ToolInfo, VERSION};
-use crate::runner::{self, Plan, Progress};
-use crate::stats::{self, t_critical};
+use crate::core::{Envelope, Kind};
+use crate::results::RunResult;
+use crate::runner::{self, Plan, Progress, interleave::Batch};
+use crate::stats::regression::fit;
 use crate::workloads::WorkloadSpec;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
@@ -83,11 +83,9 @@ pub struct Fit {
 /// A `syscost audit sweep` result.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sweep {
-    pub schema: String,
-    pub version: u32,
-    /// `audit-sweep`.
-    pub kind: String,
-    pub tool: ToolInfo,
+    /// Schema, version, kind and tool.
+    #[serde(flatten)]
+    pub envelope: Envelope,
     pub created_unix: u64,
     pub workload: WorkloadSpec,
     pub syscall_nr: u32,
@@ -153,48 +151,6 @@ pub fn parse_rule_counts(s: &str) -> Result<Vec<u32>> {
     Ok(out)
 }
 
-/// A least-squares line.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Line {
-    pub slope: f64,
-    /// 95% CI of the slope (Student t, n - 2 degrees of freedom).
-    pub slope_ci95: (f64, f64),
-    pub intercept: f64,
-    pub r2: f64,
-}
-
-/// Least squares of `y` on `x` with the slope's 95% CI and R²; `None` for fewer than three
-/// points or a constant `x`.
-pub fn fit(x: &[f64], y: &[f64]) -> Option<Line> {
-    let n = x.len();
-    if n < 3 || n != y.len() {
-        return None;
-    }
-    let (mx, my) = (stats::mean(x), stats::mean(y));
-    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
-    if sxx == 0.0 {
-        return None;
-    }
-    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let slope = sxy / sxx;
-    let intercept = my - slope * mx;
-    let ssr: f64 = x
-        .iter()
-        .zip(y)
-        .map(|(a, b)| (b - (intercept + slope * a)).powi(2))
-        .sum();
-    let sst: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
-    let r2 = if sst > 0.0 { 1.0 - ssr / sst } else { 1.0 };
-    let se = (ssr / (n as f64 - 2.0) / sxx).sqrt();
-    let t = t_critical(0.95, n as f64 - 2.0);
-    Some(Line {
-        slope,
-        slope_ci95: (slope - t * se, slope + t * se),
-        intercept,
-        r2,
-    })
-}
-
 /// Put audit in the state of step `c`.
 fn apply(session: &mut Session, c: &StepConfig, target: u32) -> Result<()> {
     if c.enabled == 0 {
@@ -255,53 +211,28 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     let mut session = Session::begin()?;
     let notes = session.notes.clone();
     let before = session.status()?;
-    let environment = crate::environment::Environment::collect();
-    let (ops, calibrated) = runner::batch_size(&sp.plan, progress)?;
-    let mut runs: Vec<Vec<crate::results::RunRecord>> = vec![Vec::new(); configs.len()];
-    let mut statuses = vec![Vec::new(); configs.len()];
-    let total = sp.plan.runs * configs.len() as u32;
-    let mut done = 0;
-    for round in 0..sp.plan.runs {
-        for k in runner::round_order(round, configs.len()) {
-            apply(&mut session, &configs[k], target)?;
-            let (run, s) = runner::measure(&sp.plan, ops, round)?;
-            if statuses[k].is_empty() {
-                statuses[k] = s;
-            }
-            runs[k].push(run);
-            progress(Progress::RunFinished {
-                index: done,
-                of: total,
-            });
-            done += 1;
-        }
-    }
-    // --profile: one profiling run per step, in that step's audit state, after the rounds.
-    let mut profiles = Vec::new();
-    if sp.plan.profile {
-        for c in &configs {
-            apply(&mut session, c, target)?;
-            profiles.push(Some(runner::profile_run(&sp.plan, ops)?));
-        }
-    }
+    // One workload in different audit states: one batch size for every step, and before each
+    // run (and each step's profiling run) audit is put in that step's state.
+    let plans = vec![sp.plan.clone(); configs.len()];
+    let results = runner::run_interleaved_with(
+        &mut runner::Workers,
+        &plans,
+        Batch::Shared,
+        &mut |k| apply(&mut session, &configs[k], target),
+        progress,
+    )?;
     let after_changes = session.status()?;
     let original = session.original_enabled();
     session.restore()?;
-    let after = super::status()?;
+    let after = audit::status()?;
 
-    profiles.resize(configs.len(), None);
     let steps: Vec<Step> = configs
         .iter()
-        .zip(runs.into_iter().zip(statuses))
-        .zip(profiles)
-        .map(|((c, (r, s)), profile)| {
-            let mut result = runner::assemble(&sp.plan, ops, calibrated, r, s, environment.clone());
-            result.profile = profile;
-            Step {
-                label: c.label(),
-                config: *c,
-                result,
-            }
+        .zip(results)
+        .map(|(c, result)| Step {
+            label: c.label(),
+            config: *c,
+            result,
         })
         .collect();
 
@@ -412,11 +343,8 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     }
 
     Ok(Sweep {
-        schema: SCHEMA.into(),
-        version: VERSION,
-        kind: "audit-sweep".into(),
-        tool: ToolInfo::this(),
-        created_unix: crate::results::now_unix(),
+        envelope: Envelope::new(Kind::AuditSweep),
+        created_unix: crate::core::now_unix(),
         workload: sp.plan.workload.clone(),
         syscall_nr: target,
         matching: sp.matching,
@@ -618,20 +546,5 @@ mod unit {
                 .to_string()
                 .contains("increasing")
         );
-    }
-
-    // SciPy 1.17: scipy.stats.linregress([0,0,16,16,32,32], [10,11,18,19,26,27]) -> slope 0.5,
-    // intercept 10.5, stderr 0.019136638615493466, rvalue**2 0.9941747572815535.
-    #[test]
-    fn least_squares_matches_scipy() {
-        let x = [0.0, 0.0, 16.0, 16.0, 32.0, 32.0];
-        let y = [10.0, 11.0, 18.0, 19.0, 26.0, 27.0];
-        let l = fit(&x, &y).unwrap();
-        assert!((l.slope - 0.5).abs() < 1e-12);
-        assert!((l.intercept - 10.5).abs() < 1e-12);
-        assert!((l.r2 - 0.9941747572815535).abs() < 1e-9, "{}", l.r2);
-        let (lo, hi) = l.slope_ci95;
-        let half = t_critical(0.95, 4.0) * 0.019136638615493466;
-        assert!((lo - (0.5 - half)).abs() < 1e-9 && (hi - (0.5 + half)).abs() < 1e-9);
     }
 }

@@ -1,0 +1,57 @@
+//! Numbers as the tables print them.
+
+/// Format a number the way the tables do: thousands grouped for large values, two decimals in
+/// the usual range, three significant digits below one.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e4 {
+        group_thousands(&format!("{v:.0}"))
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 1e-3 {
+        let decimals = (2 - a.log10().floor() as i32).clamp(0, 12) as usize;
+        format!("{v:.decimals$}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+/// `1234567` -> `1,234,567` (keeps a leading sign).
+pub fn group_thousands(digits: &str) -> String {
+    let (sign, body) = match digits.strip_prefix('-') {
+        Some(b) => ("-", b),
+        None => ("", digits),
+    };
+    let mut out = String::new();
+    for (i, c) in body.chars().enumerate() {
+        if i > 0 && (body.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{sign}{out}")
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(98.2149), "98.21");
+        assert_eq!(fmt_num(1635.0), "1635.00");
+        assert_eq!(fmt_num(2838869156.0), "2,838,869,156");
+        assert_eq!(fmt_num(-12345.0), "-12,345");
+        assert_eq!(fmt_num(0.5), "0.500");
+        assert_eq!(fmt_num(0.00123456), "0.00123");
+        assert_eq!(fmt_num(0.000000381), "3.81e-7");
+        assert_eq!(fmt_num(f64::NAN), "-");
+    }
+}
+

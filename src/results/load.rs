@@ -1,0 +1,295 @@
+//! The one loader of result files, for every kind, with one error type.
+//!
+//! Every reader goes through the same steps and says the same things: open the file (a regular
+//! file, a pipe or /dev/stdin), refuse an empty one, parse the JSON (truncated or invalid said
+//! as such), then check the envelope — the schema, a version this build reads, and a kind the
+//! command accepts — before the rest is decoded, so a damaged file is named as damaged, not as
+//! a puzzling field error. Two strategies share those checks: [`read_value`] parses the whole
+//! file (any kind; the typed result is then [`decode`]d), and [`stream`] deserialises straight
+//! from the file into a light type of the caller's that skips what it does not need (the
+//! comparison commands read files of millions of samples that way, in little memory).
+
+use crate::core::{Kind, SCHEMA, VERSION};
+use serde::de::DeserializeOwned;
+use std::io::Read;
+use std::path::Path;
+
+/// Why a result file could not be read: always names the file and the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: the file is empty, not a syscost result")]
+    Empty { path: String },
+    #[error("{path}: the JSON is truncated ({detail}); the file was cut short")]
+    Truncated { path: String, detail: String },
+    #[error("{path}: not valid JSON ({detail})")]
+    Syntax { path: String, detail: String },
+    #[error("{path}: not a syscost result: it has no \"schema\": \"{SCHEMA}\" field")]
+    NoSchema { path: String },
+    #[error("{path}: schema '{found}' is not a syscost result ('{SCHEMA}')")]
+    Schema { path: String, found: String },
+    #[error("{path}: the result has no schema version (a whole number)")]
+    NoVersion { path: String },
+    #[error(
+        "{path}: written by a newer syscost (schema version {version}; this syscost reads up \
+         to {VERSION}): upgrade syscost to read it"
+    )]
+    Newer { path: String, version: u64 },
+    #[error("{path}: the result has no kind")]
+    NoKind { path: String },
+    #[error("{path}: '{found}' is not a kind of result syscost can read")]
+    UnknownKind { path: String, found: String },
+    #[error("{path}: a '{found}' result cannot be used here; give {wanted}")]
+    WrongKind {
+        path: String,
+        found: Kind,
+        wanted: String,
+    },
+    #[error("{path}: the result is incomplete: it has no \"{field}\"")]
+    Incomplete { path: String, field: &'static str },
+    #[error("{path}: a '{kind}' result, damaged or incomplete: {detail}")]
+    Damaged {
+        path: String,
+        kind: String,
+        detail: String,
+    },
+}
+
+/// Which kinds a command reads, and how to say so when it gets another.
+#[derive(Clone, Copy, Debug)]
+pub struct Accept {
+    /// Empty: every kind.
+    pub kinds: &'static [Kind],
+    /// What to give instead, e.g. "results of `syscost run` or `syscost merge`".
+    pub wanted: &'static str,
+}
+
+impl Accept {
+    /// Any kind of result.
+    pub const ANY: Accept = Accept {
+        kinds: &[],
+        wanted: "a syscost result",
+    };
+}
+
+fn name(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// A JSON error as the loader reports it.
+fn json_error(path: &str, e: serde_json::Error) -> LoadError {
+    let detail = e.to_string();
+    let path = path.to_string();
+    if e.is_eof() {
+        if e.line() == 1 && e.column() == 0 {
+            return LoadError::Empty { path };
+        }
+        LoadError::Truncated { path, detail }
+    } else if e.is_syntax() {
+        LoadError::Syntax { path, detail }
+    } else {
+        LoadError::Damaged {
+            path,
+            kind: "syscost".into(),
+            detail,
+        }
+    }
+}
+
+/// Check the envelope's fields, as found in the file, against what the command accepts.
+pub fn check_envelope(
+    path: &str,
+    schema: Option<&str>,
+    version: Option<u64>,
+    kind: Option<&str>,
+    accept: Accept,
+) -> Result<Kind, LoadError> {
+    let path = path.to_string();
+    match schema {
+        Some(SCHEMA) => {}
+        Some(found) => {
+            return Err(LoadError::Schema {
+                path,
+                found: found.into(),
+            });
+        }
+        None => return Err(LoadError::NoSchema { path }),
+    }
+    let Some(version) = version else {
+        return Err(LoadError::NoVersion { path });
+    };
+    if version > VERSION as u64 {
+        return Err(LoadError::Newer { path, version });
+    }
+    let Some(found) = kind else {
+        return Err(LoadError::NoKind { path });
+    };
+    let Some(k) = Kind::parse(found) else {
+        return Err(LoadError::UnknownKind {
+            path,
+            found: found.into(),
+        });
+    };
+    if !accept.kinds.is_empty() && !accept.kinds.contains(&k) {
+        return Err(LoadError::WrongKind {
+            path,
+            found: k,
+            wanted: accept.wanted.into(),
+        });
+    }
+    Ok(k)
+}
+
+/// Parse JSON text (from a file named `path`) and check its envelope.
+pub fn parse_value(
+    path: &str,
+    text: &str,
+    accept: Accept,
+) -> Result<(Kind, serde_json::Value), LoadError> {
+    if text.trim().is_empty() {
+        return Err(LoadError::Empty { path: path.into() });
+    }
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(path, e))?;
+    let kind = check_envelope(
+        path,
+        v.get("schema").and_then(|s| s.as_str()),
+        v.get("version").and_then(|x| x.as_u64()),
+        v.get("kind").and_then(|k| k.as_str()),
+        accept,
+    )?;
+    Ok((kind, v))
+}
+
+/// Read a whole result file of any kind `accept` allows.
+pub fn read_value(path: &Path, accept: Accept) -> Result<(Kind, serde_json::Value), LoadError> {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(|source| LoadError::Read {
+            path: name(path),
+            source,
+        })?;
+    parse_value(&name(path), &text, accept)
+}
+
+/// The typed result of a checked value.
+pub fn decode<T: DeserializeOwned>(
+    path: &str,
+    kind: Kind,
+    value: serde_json::Value,
+) -> Result<T, LoadError> {
+    serde_json::from_value(value).map_err(|e| LoadError::Damaged {
+        path: path.into(),
+        kind: kind.name().into(),
+        detail: e.to_string(),
+    })
+}
+
+/// Read and decode a result of one type.
+pub fn load<T: DeserializeOwned>(path: &Path, accept: Accept) -> Result<T, LoadError> {
+    let (kind, v) = read_value(path, accept)?;
+    decode(&name(path), kind, v)
+}
+
+/// Deserialise a file straight into `T`, a light reading type whose envelope fields are
+/// optional: the caller then checks them with [`check_envelope`].
+pub fn stream<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
+    let read_error = |source| LoadError::Read {
+        path: name(path),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    if file.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
+        return Err(LoadError::Empty { path: name(path) });
+    }
+    let reader = std::io::BufReader::with_capacity(1 << 20, file);
+    serde_json::from_reader(reader).map_err(|e| match json_error(&name(path), e) {
+        LoadError::Damaged { path, detail, .. } => LoadError::Damaged {
+            path,
+            kind: "syscost".into(),
+            detail: format!("not a syscost result, or a damaged one: {detail}"),
+        },
+        other => other,
+    })
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    const RUN: Accept = Accept {
+        kinds: &[Kind::Run],
+        wanted: "a result of `syscost run`",
+    };
+
+    fn msg(text: &str) -> String {
+        parse_value("f.json", text, RUN).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn every_problem_is_named_with_the_file() {
+        for (text, says) in [
+            ("", "empty"),
+            ("  \n", "empty"),
+            ("{\"schema\": \"syscost-res", "truncated"),
+            ("not json", "not valid JSON"),
+            ("[1,2]", "not a syscost result"),
+            ("{\"schema\":\"other\"}", "not a syscost result"),
+            ("{\"schema\":\"syscost-result\"}", "no schema version"),
+            ("{\"schema\":\"syscost-result\",\"version\":\"1\"}", "no schema version"),
+            (
+                "{\"schema\":\"syscost-result\",\"version\":99,\"kind\":\"run\"}",
+                "newer syscost",
+            ),
+            ("{\"schema\":\"syscost-result\",\"version\":1}", "has no kind"),
+            (
+                "{\"schema\":\"syscost-result\",\"version\":1,\"kind\":\"weird\"}",
+                "not a kind of result",
+            ),
+            (
+                "{\"schema\":\"syscost-result\",\"version\":1,\"kind\":\"probe\"}",
+                "a 'probe' result cannot be used here; give a result of `syscost run`",
+            ),
+        ] {
+            let m = msg(text);
+            assert!(m.starts_with("f.json: "), "{m}");
+            assert!(m.contains(says), "{text:?}: {m}");
+        }
+    }
+
+    #[test]
+    fn damaged_results_say_their_kind() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Needs {
+            #[allow(dead_code)]
+            runs: Vec<u32>,
+        }
+        let (k, v) = parse_value(
+            "f.json",
+            "{\"schema\":\"syscost-result\",\"version\":1,\"kind\":\"run\"}",
+            RUN,
+        )
+        .unwrap();
+        let e = decode::<Needs>("f.json", k, v).unwrap_err().to_string();
+        assert!(e.contains("a 'run' result, damaged or incomplete"), "{e}");
+    }
+
+    #[test]
+    fn files_are_read_and_streamed_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.json");
+        std::fs::write(&empty, "").unwrap();
+        let e = stream::<serde_json::Value>(&empty).unwrap_err().to_string();
+        assert!(e.contains("empty.json: the file is empty"), "{e}");
+        let e = read_value(&empty, Accept::ANY).unwrap_err().to_string();
+        assert!(e.contains("empty.json: the file is empty"), "{e}");
+        let e = read_value(&dir.path().join("none.json"), Accept::ANY)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("cannot read "), "{e}");
+    }
+}
