@@ -6,7 +6,8 @@ mod progress;
 use crate::compare;
 use crate::counters::{self, EventList};
 use crate::environment::Environment;
-use crate::report::{self, format::Format};
+use crate::report::merge::MergeTables;
+use crate::report::{self, Render, format::Format, format::json};
 use crate::results::{RunResult, view::ResultView};
 use crate::runner::{self, CpuList, Plan};
 use crate::signals::{self, Interrupted};
@@ -14,6 +15,7 @@ use crate::stats::significance::TestKind;
 use crate::workloads::{WorkloadSpec, audit_replica, exec, syscall, uprobe, vfs_mix};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -542,6 +544,13 @@ pub struct RunArgs {
     pub output: Option<PathBuf>,
 }
 
+impl RunArgs {
+    /// The output format: --json is --format json.
+    fn format(&self) -> Format {
+        if self.json { Format::Json } else { self.format }
+    }
+}
+
 fn parse_cpus(s: &str) -> Result<CpuList, String> {
     CpuList::parse(s).map_err(|e| e.to_string())
 }
@@ -637,38 +646,21 @@ fn load_views(files: &[PathBuf]) -> Result<Vec<ResultView>> {
     })
 }
 
-fn emit(
-    format: Format,
-    json: impl FnOnce() -> String,
-    text: impl FnOnce() -> String,
-) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    if format == Format::Json {
-        writeln!(stdout, "{}", json())?;
-    } else {
-        write!(stdout, "{}", text())?;
-    }
-    Ok(())
-}
-
-fn save_json(path: &Option<PathBuf>, json: &str) -> Result<()> {
-    if let Some(p) = path {
-        let mut s = json.to_string();
-        s.push('\n');
-        crate::core::write_atomic(p, s.as_bytes())?;
+/// The one output routine: the result's JSON to `-o` (atomically) if asked, then the result on
+/// stdout in `format` (JSON as written to files; text laid out by the format).
+fn show<R: Render + Serialize>(r: &R, format: Format, output: &Option<PathBuf>) -> Result<()> {
+    let json = json::to_json(r);
+    if let Some(p) = output {
+        crate::core::write_atomic(p, format!("{json}\n").as_bytes())?;
         eprintln!("syscost: written to {}", p.display());
     }
+    let mut stdout = std::io::stdout().lock();
+    if format == Format::Json {
+        writeln!(stdout, "{json}")?;
+    } else {
+        write!(stdout, "{}", r.text(format))?;
+    }
     Ok(())
-}
-
-fn show_comparison(c: &compare::Comparison, args: &CompareArgs) -> Result<()> {
-    let json = serde_json::to_string_pretty(c)?;
-    save_json(&args.output, &json)?;
-    emit(
-        args.format,
-        || json.clone(),
-        || report::format::render(args.format, &c.preamble(), &c.grids()),
-    )
 }
 
 fn dispatch(cmd: Command) -> Result<()> {
@@ -697,7 +689,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             let views = load_views(&files)?;
             let variants = views.iter().map(compare::Variant::from_view).collect();
             let c = compare::compare(variants, &options)?;
-            show_comparison(&c, &opts)
+            show(&c, opts.format, &opts.output)
         }
         Command::Ab {
             variants,
@@ -721,18 +713,13 @@ fn dispatch(cmd: Command) -> Result<()> {
             if !m.metrics.iter().any(|x| x.name == metric) {
                 anyhow::bail!("the merged results have no metric '{metric}'");
             }
-            let json = m.to_json();
-            save_json(&output, &json)?;
-            emit(
-                format,
-                || json.clone(),
-                || {
-                    report::format::render(
-                        format,
-                        &m.preamble(&metric),
-                        &[m.seed_table(&metric), m.variance_grid()],
-                    )
+            show(
+                &MergeTables {
+                    merged: &m,
+                    metric: &metric,
                 },
+                format,
+                &output,
             )
         }
         Command::Correlate {
@@ -747,13 +734,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             }
             let views = load_views(&files)?;
             let c = compare::correlate::run(&views, &x, &y)?;
-            let json = c.to_json();
-            save_json(&output, &json)?;
-            emit(
-                format,
-                || json.clone(),
-                || report::format::render(format, &[], &[c.grid()]),
-            )
+            show(&c, format, &output)
         }
         Command::Audit(a) => audit_command(a),
         Command::Report { files, output, svg } => {
@@ -792,9 +773,7 @@ fn dispatch(cmd: Command) -> Result<()> {
                 runs,
                 command,
             })?;
-            let json = serde_json::to_string_pretty(&r)?;
-            save_json(&output, &json)?;
-            emit(format, || json.clone(), || r.text(format))
+            show(&r, format, &output)
         }
         Command::Cachesets {
             geometry,
@@ -811,7 +790,7 @@ fn dispatch(cmd: Command) -> Result<()> {
         ),
         Command::Show { file, format } => {
             let r = RunResult::load(&file)?;
-            emit(format, || r.to_json(), || report::run_text(&r, format))
+            show(&r, format, &None)
         }
         Command::Env { json } => {
             let env = Environment::collect();
@@ -875,13 +854,7 @@ fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> {
     if let Some(path) = &args.output {
         result.save(path)?;
     }
-    let mut stdout = std::io::stdout().lock();
-    let format = if args.json { Format::Json } else { args.format };
-    if format == Format::Json {
-        writeln!(stdout, "{}", result.to_json())?;
-    } else {
-        write!(stdout, "{}", report::run_text(&result, format))?;
-    }
+    show(&result, args.format(), &None)?;
     if let Some(path) = &args.output {
         eprintln!("syscost: result written to {}", path.display());
     }
@@ -974,22 +947,11 @@ fn ab(
         vs.push(compare::Variant::from_run(label, "ab", r));
     }
     let c = compare::compare(vs, &options)?;
-    show_comparison(&c, &opts)
+    show(&c, opts.format, &opts.output)
 }
 
 fn show_sweep(sweep: &crate::experiments::audit_sweep::Sweep, common: &RunArgs) -> Result<()> {
-    let json = sweep.to_json();
-    save_json(&common.output, &json)?;
-    let format = if common.json {
-        Format::Json
-    } else {
-        common.format
-    };
-    emit(
-        format,
-        || json.clone(),
-        || report::format::render(format, &sweep.preamble(), &sweep.grids()),
-    )
+    show(sweep, common.format(), &common.output)
 }
 
 fn audit_command(cmd: AuditCommand) -> Result<()> {
@@ -1148,12 +1110,7 @@ fn cachesets(
         trials,
         seed,
     })?;
-    if json {
-        println!("{}", a.to_json());
-    } else {
-        print!("{}", a.text());
-    }
-    Ok(())
+    show(&a, if json { Format::Json } else { Format::Table }, &None)
 }
 
 /// Thread counts: `2`, `1-4`, `1,2,4`.
@@ -1205,16 +1162,5 @@ fn uprobe_run(
     let results = runner::run_interleaved(&plans, &mut |p| bar.update(p))?;
     bar.finish();
     let scale = crate::experiments::scale::Scale::new(&params.case(), results);
-    let json = serde_json::to_string_pretty(&scale)?;
-    save_json(&common.output, &json)?;
-    let format = if common.json {
-        Format::Json
-    } else {
-        common.format
-    };
-    emit(
-        format,
-        || json.clone(),
-        || scale.text(format == Format::Lkml),
-    )
+    show(&scale, common.format(), &common.output)
 }

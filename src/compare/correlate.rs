@@ -1,9 +1,8 @@
 //! Correlating two per-run (or per-boot) metrics across results, as seed 000 correlated cycles
 //! with L1d misses and with cacheline-spread.
 
-use crate::report::format::Grid;
-use crate::results::view::ResultView;
 use crate::core::{Envelope, Kind};
+use crate::results::view::ResultView;
 use crate::stats::correlation::{Correlation, correlate};
 use crate::stats::regression::fit;
 use anyhow::{Result, bail};
@@ -107,46 +106,4 @@ pub fn run(views: &[ResultView], x: &str, y: &str) -> Result<CorrelationResult> 
         slope: line.slope,
         intercept: line.intercept,
     })
-}
-
-impl CorrelationResult {
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("correlations serialise")
-    }
-
-    pub fn grid(&self) -> Grid {
-        let c = &self.correlation;
-        let mut g = Grid::new(&["x", "y", "n", "Pearson r", "p", "Spearman rho", "p"])
-            .right(2..=6)
-            .title(format!(
-                " Correlation across {}s of {} files",
-                self.unit,
-                self.files.len()
-            ));
-        let p = |p: f64| {
-            if p < 0.0001 {
-                format!("{p:.1e}")
-            } else {
-                format!("{p:.4}")
-            }
-        };
-        g.row(vec![
-            format!("{} ({})", self.x, self.x_unit),
-            format!("{} ({})", self.y, self.y_unit),
-            c.n.to_string(),
-            format!("{:.3}", c.pearson_r),
-            p(c.pearson_p),
-            format!("{:.3}", c.spearman_rho),
-            p(c.spearman_p),
-        ]);
-        g.notes.push(format!(
-            " least squares: {} = {} x {} {} {}",
-            self.y,
-            crate::core::fmt_num(self.slope),
-            self.x,
-            if self.intercept < 0.0 { "-" } else { "+" },
-            crate::core::fmt_num(self.intercept.abs())
-        ));
-        g
-    }
 }

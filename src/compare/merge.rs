@@ -2,12 +2,10 @@
 //! source stays a group, the boot becomes the unit of replication (its value: the median of its
 //! runs), and the variance is split into within-boot and between-boot parts.
 
-use super::{Variant, check_comparable, summary_cells};
-use crate::core::fmt_num;
-use crate::report::format::Grid;
-use crate::results::view::{EnvSummary, Group, ResultView};
+use super::{Variant, check_comparable};
 use crate::core::{Envelope, Kind};
 use crate::results::Metric;
+use crate::results::view::{EnvSummary, Group, ResultView};
 use crate::stats::{Summary, mean, median, pstdev};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
@@ -157,81 +155,4 @@ pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
         variance,
         warnings,
     })
-}
-
-impl Merged {
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("merged results serialise")
-    }
-
-    pub fn preamble(&self, primary: &str) -> Vec<String> {
-        let unit = self
-            .metrics
-            .iter()
-            .find(|m| m.name == primary)
-            .map(|m| m.unit.clone())
-            .unwrap_or_default();
-        vec![format!(
-            " Merged {} boots of {}; {primary} ({unit}); each boot's value is the median of its \
-             runs, and the last row summarises over boots",
-            self.groups.len(),
-            serde_json::from_value::<crate::workloads::WorkloadSpec>(self.workload.clone())
-                .map(|w| w.describe())
-                .unwrap_or_else(|_| self.workload.to_string())
-        )]
-    }
-
-    /// Seed 004's table: one row per boot (over its runs) and one over boots.
-    pub fn seed_table(&self, primary: &str) -> Grid {
-        let mut g = Grid::new(&["", "n", "Min", "Mean", "Median", "Max", "pstdev"]).right(1..=6);
-        for grp in &self.groups {
-            if let Some(s) = grp
-                .metrics
-                .iter()
-                .find(|m| m.name == primary)
-                .and_then(|m| m.summary.as_ref())
-            {
-                g.row(summary_cells(&grp.label, s));
-            }
-        }
-        if let Some(s) = self
-            .metrics
-            .iter()
-            .find(|m| m.name == primary)
-            .and_then(|m| m.summary.as_ref())
-        {
-            g.row(summary_cells("all boots", s));
-        }
-        let mut notes: Vec<String> = self
-            .warnings
-            .iter()
-            .map(|w| format!(" warning: {w}"))
-            .collect();
-        if notes.is_empty() {
-            notes.clear();
-        }
-        g.notes = notes;
-        g
-    }
-
-    /// Within-boot against between-boot spread per metric.
-    pub fn variance_grid(&self) -> Grid {
-        let mut g = Grid::new(&[
-            "metric",
-            "within-boot pstdev",
-            "between-boot pstdev",
-            "between share",
-        ])
-        .right(1..=3)
-        .title(" Where the spread comes from");
-        for v in &self.variance {
-            g.row(vec![
-                v.metric.clone(),
-                fmt_num(v.within_pstdev),
-                fmt_num(v.between_pstdev),
-                format!("{:.1}%", v.between_share_pct),
-            ]);
-        }
-        g
-    }
 }

@@ -97,5 +97,4 @@ mod unit {
         let e = check_writable(dir.path()).unwrap_err();
         assert!(e.to_string().contains("is a directory"), "{e}");
     }
-
 }

@@ -54,4 +54,3 @@ mod unit {
         assert_eq!(fmt_num(f64::NAN), "-");
     }
 }
-

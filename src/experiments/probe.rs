@@ -3,11 +3,11 @@
 //! and `--runs` times with it, interleaved (A B B A ...); its wall time is compared, and the
 //! probe's hits per run and per second are reported.
 
-use crate::probes::{ProbeKind, Scope, Uprobe, elf};
-use crate::runner::interleave;
 use crate::compare::{self, Variant};
 use crate::core::{Envelope, Kind};
+use crate::probes::{ProbeKind, Scope, Uprobe, elf};
 use crate::results::{Metric, MetricKind};
+use crate::runner::interleave;
 use crate::stats::Summary;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -186,39 +186,4 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
         hits,
         comparison,
     })
-}
-
-impl ProbeResult {
-    pub fn text(&self, format: crate::report::format::Format) -> String {
-        let hits: Vec<f64> = self.hits.iter().map(|h| *h as f64).collect();
-        let rates: Vec<f64> = self
-            .hits
-            .iter()
-            .zip(&self.probed_s)
-            .map(|(h, s)| *h as f64 / s)
-            .collect();
-        let mut pre = vec![
-            format!(
-                " {} on {} (file offset {:#x}){} during `{}`, {} runs each, interleaved",
-                match self.probe {
-                    ProbeKind::Uretprobe => "uretprobe",
-                    _ => "uprobe",
-                },
-                self.target,
-                self.offset,
-                if self.bpf { " with a BPF program" } else { "" },
-                self.command.join(" "),
-                self.hits.len()
-            ),
-            format!(
-                " hits per run: median {} (min {}, max {}); {} hits/s median",
-                crate::core::fmt_num(crate::stats::median(&hits)),
-                self.hits.iter().min().unwrap_or(&0),
-                self.hits.iter().max().unwrap_or(&0),
-                crate::core::fmt_num(crate::stats::median(&rates))
-            ),
-        ];
-        pre.extend(self.comparison.preamble().into_iter().skip(1));
-        crate::report::format::render(format, &pre, &[self.comparison.delta_grid()])
-    }
 }

@@ -53,17 +53,4 @@ impl Scale {
             results,
         }
     }
-
-    /// The seed's shape: `uprobe-nop ( 1 cpus):    3.565 ± 0.004M/s  (  3.565M/s/cpu)`.
-    pub fn text(&self, ascii: bool) -> String {
-        let pm = if ascii { "+-" } else { "±" };
-        let mut out = String::new();
-        for r in &self.rows {
-            out.push_str(&format!(
-                "{:<22}({:>2} cpus): {:>8.3} {pm} {:.3}M/s  ({:>7.3}M/s/cpu)   n={} runs\n",
-                self.case, r.threads, r.mean, r.stdev, r.per_cpu, r.runs
-            ));
-        }
-        out
-    }
 }

@@ -1,20 +1,21 @@
 //! `syscost report`: one self-contained HTML page (inline CSS and SVG, no JavaScript, no
 //! network) with the charts engineers draw by hand, for every kind of syscost result.
 
+use super::format::Format;
 use super::format::Grid;
 use super::svg::{self, Category, Mark, Series, esc};
-use super::run_grid;
-use crate::core::fmt_num;
-use crate::experiments::audit_sweep::Sweep;
+use super::{Render, run_grid};
 use crate::compare::Comparison;
 use crate::compare::correlate::CorrelationResult;
 use crate::compare::merge::Merged;
-use crate::layout::Analysis;
-use crate::experiments::probe::ProbeResult;
 use crate::core::Kind;
+use crate::core::fmt_num;
+use crate::experiments::audit_sweep::Sweep;
+use crate::experiments::probe::ProbeResult;
+use crate::experiments::scale::Scale;
+use crate::layout::Analysis;
 use crate::results::RunResult;
 use crate::results::load::{self, Accept, LoadError};
-use crate::experiments::scale::Scale;
 use crate::stats::{quantile, t_critical};
 use anyhow::{Result, bail};
 use std::path::Path;
@@ -358,8 +359,9 @@ pub fn sweep_chart(s: &Sweep) -> String {
         .and_then(|x| x.result.metrics.first())
         .map(|m| m.unit.clone())
         .unwrap_or_default();
-    let med =
-        |st: &crate::experiments::audit_sweep::Step| st.result.metrics.first().and_then(|m| m.summary.clone());
+    let med = |st: &crate::experiments::audit_sweep::Step| {
+        st.result.metrics.first().and_then(|m| m.summary.clone())
+    };
     let on: Vec<&crate::experiments::audit_sweep::Step> =
         s.steps.iter().filter(|x| x.config.enabled == 1).collect();
     let mut pts = Vec::new();
@@ -728,15 +730,15 @@ fn section(l: &Loaded, label: &str, warnings: &mut Vec<String>) -> String {
             for c in scale_charts(sc) {
                 s.push_str(&figure(&c));
             }
-            s.push_str(&format!("<pre>{}</pre>", esc(&sc.text(false))));
+            s.push_str(&format!("<pre>{}</pre>", esc(&sc.text(Format::Table))));
         }
         Loaded::Correlate(c) => {
             s.push_str(&figure(&correlate_chart(c)));
-            s.push_str(&table(&c.grid()));
+            s.push_str(&table(&super::correlate::grid(c)));
         }
         Loaded::Cachesets(a) => {
             s.push_str(&figure(&cachesets_chart(a)));
-            s.push_str(&format!("<pre>{}</pre>", esc(&a.text())));
+            s.push_str(&format!("<pre>{}</pre>", esc(&a.text(Format::Table))));
         }
     }
     s.push_str("</section>");

@@ -240,12 +240,18 @@ mod unit {
             ("[1,2]", "not a syscost result"),
             ("{\"schema\":\"other\"}", "not a syscost result"),
             ("{\"schema\":\"syscost-result\"}", "no schema version"),
-            ("{\"schema\":\"syscost-result\",\"version\":\"1\"}", "no schema version"),
+            (
+                "{\"schema\":\"syscost-result\",\"version\":\"1\"}",
+                "no schema version",
+            ),
             (
                 "{\"schema\":\"syscost-result\",\"version\":99,\"kind\":\"run\"}",
                 "newer syscost",
             ),
-            ("{\"schema\":\"syscost-result\",\"version\":1}", "has no kind"),
+            (
+                "{\"schema\":\"syscost-result\",\"version\":1}",
+                "has no kind",
+            ),
             (
                 "{\"schema\":\"syscost-result\",\"version\":1,\"kind\":\"weird\"}",
                 "not a kind of result",

@@ -109,7 +109,6 @@ pub struct RunResult {
     pub warnings: Vec<String>,
 }
 
-
 impl RunResult {
     /// Flag runs whose invariant counters moved (see [`validity`]) in the warnings, and
     /// with `drop` leave them out of every metric.

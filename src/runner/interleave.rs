@@ -49,7 +49,13 @@ pub fn run_interleaved(
     plans: &[Plan],
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<RunResult>> {
-    run_interleaved_with(&mut Workers, plans, Batch::PerArm, &mut |_| Ok(()), progress)
+    run_interleaved_with(
+        &mut Workers,
+        plans,
+        Batch::PerArm,
+        &mut |_| Ok(()),
+        progress,
+    )
 }
 
 /// Run `plans` interleaved: calibrate (per arm or once), then every round runs every plan once
@@ -251,8 +257,15 @@ mod unit {
         assert_eq!(
             fake.log,
             [
-                "getpid#0", "getppid#0", "getppid#1", "getpid#1", "getpid#2", "getppid#2",
-                "getppid#3", "getpid#3", "getpid#profile"
+                "getpid#0",
+                "getppid#0",
+                "getppid#1",
+                "getpid#1",
+                "getpid#2",
+                "getppid#2",
+                "getppid#3",
+                "getpid#3",
+                "getpid#profile"
             ]
         );
         // Before every run its arm's state is set, and again before the profiling run.
@@ -263,7 +276,11 @@ mod unit {
         assert_eq!(results[0].options.ops_per_sample, 1000);
         assert_eq!(results[1].options.ops_per_sample, 500);
         // Run i costs 100 + i ns per op for getpid and 150 + i for getppid.
-        assert!((time(&results[0]).median - 101.5).abs() < 0.01, "{:?}", time(&results[0]));
+        assert!(
+            (time(&results[0]).median - 101.5).abs() < 0.01,
+            "{:?}",
+            time(&results[0])
+        );
         assert!((time(&results[1]).median - 151.5).abs() < 0.01);
         assert!(results[0].profile.is_some() && results[1].profile.is_none());
         assert_eq!(results[0].envelope.kind, crate::core::Kind::Run);
@@ -276,14 +293,25 @@ mod unit {
             calibrations: 0,
         };
         let plans = [plan("getppid", 2), plan("getpid", 2), plan("getpid", 2)];
-        let results =
-            run_interleaved_with(&mut fake, &plans, Batch::Shared, &mut |_| Ok(()), &mut |_| {})
-                .unwrap();
+        let results = run_interleaved_with(
+            &mut fake,
+            &plans,
+            Batch::Shared,
+            &mut |_| Ok(()),
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(fake.calibrations, 1);
         assert!(results.iter().all(|r| r.options.ops_per_sample == 500));
         let uneven = [plan("getpid", 2), plan("getpid", 3)];
-        let e = run_interleaved_with(&mut fake, &uneven, Batch::Shared, &mut |_| Ok(()), &mut |_| {})
-            .unwrap_err();
+        let e = run_interleaved_with(
+            &mut fake,
+            &uneven,
+            Batch::Shared,
+            &mut |_| Ok(()),
+            &mut |_| {},
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("same number of runs"), "{e}");
     }
 
@@ -298,7 +326,13 @@ mod unit {
             &mut fake,
             &plans,
             Batch::PerArm,
-            &mut |k| if k == 1 { bail!("cannot set arm 1") } else { Ok(()) },
+            &mut |k| {
+                if k == 1 {
+                    bail!("cannot set arm 1")
+                } else {
+                    Ok(())
+                }
+            },
             &mut |_| {},
         )
         .unwrap_err();

@@ -86,7 +86,12 @@ pub trait Executor {
     /// How many operations make one sample last at least the plan's sample time.
     fn calibrate(&mut self, plan: &Plan) -> Result<u64>;
     /// One measured run of `ops`-operation batches; `index` numbers it in its result.
-    fn measure(&mut self, plan: &Plan, ops: u64, index: u32) -> Result<(RunRecord, Vec<EventStatus>)>;
+    fn measure(
+        &mut self,
+        plan: &Plan,
+        ops: u64,
+        index: u32,
+    ) -> Result<(RunRecord, Vec<EventStatus>)>;
     /// One more run sampling call chains; its timing is not used.
     fn profile(&mut self, plan: &Plan, ops: u64) -> Result<Profile>;
 }
@@ -108,7 +113,12 @@ impl Executor for Workers {
         }
     }
 
-    fn measure(&mut self, plan: &Plan, ops: u64, index: u32) -> Result<(RunRecord, Vec<EventStatus>)> {
+    fn measure(
+        &mut self,
+        plan: &Plan,
+        ops: u64,
+        index: u32,
+    ) -> Result<(RunRecord, Vec<EventStatus>)> {
         pre(plan)?;
         let req = request(
             plan,

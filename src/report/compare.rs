@@ -1,0 +1,256 @@
+//! A comparison (compare, ab, and the deltas inside sweeps and probes): the deltas with their
+//! CIs, p-values and verdicts, seed 004's Min/Mean/Median/Max/pstdev table, the ranking of many
+//! variants (seed 001), the counters side by side, and the profile's differences.
+
+use super::Render;
+use super::format::Grid;
+use crate::compare::Comparison;
+use crate::core::fmt_num;
+use crate::results::MetricKind;
+use crate::stats::Summary;
+
+fn pct(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:+.2}%")).unwrap_or_else(|| "-".into())
+}
+
+fn pval(p: Option<f64>) -> String {
+    match p {
+        None => "-".into(),
+        Some(p) if p < 0.0001 => format!("{p:.1e}"),
+        Some(p) => format!("{p:.4}"),
+    }
+}
+
+impl Comparison {
+    /// The header lines of the text formats.
+
+    /// The delta table: one row per metric and variant.
+    pub fn delta_grid(&self) -> Grid {
+        let mut g = Grid::new(&[
+            "metric",
+            "variant",
+            "baseline",
+            "median",
+            "delta",
+            "95% CI of delta",
+            "p",
+            "p adj",
+            "effect",
+            "verdict",
+        ])
+        .right(2..=8);
+        for d in &self.deltas {
+            g.row(vec![
+                format!("{} ({})", d.metric, d.unit),
+                self.variants[d.variant].label.clone(),
+                fmt_num(d.base_median),
+                fmt_num(d.median),
+                pct(d.delta_pct),
+                d.ci95_pct
+                    .map(|(a, b)| format!("[{a:+.2}%, {b:+.2}%]"))
+                    .unwrap_or_else(|| "-".into()),
+                pval(d.p),
+                pval(d.p_adjusted),
+                d.effect_sigma
+                    .map(|e| format!("{e:+.1}σ"))
+                    .unwrap_or_else(|| "-".into()),
+                d.verdict.clone(),
+            ]);
+        }
+        g
+    }
+
+    /// Seed 004's table for the primary metric: Min, Mean, Median, Max, pstdev per variant.
+    pub fn seed_table(&self) -> Grid {
+        let unit = self
+            .variants
+            .first()
+            .and_then(|v| v.metric(&self.primary_metric))
+            .map(|m| m.unit.clone())
+            .unwrap_or_default();
+        let mut g = Grid::new(&["", "n", "Min", "Mean", "Median", "Max", "pstdev"])
+            .right(1..=6)
+            .title(format!(" {} ({unit}) per variant", self.primary_metric));
+        for v in &self.variants {
+            if let Some(s) = v
+                .metric(&self.primary_metric)
+                .and_then(|m| m.summary.as_ref())
+            {
+                g.row(summary_cells(&v.label, s));
+            }
+        }
+        g
+    }
+
+    /// What changed in the profile: functions whose total share grew or shrank most.
+    pub fn profile_grid(&self) -> Option<Grid> {
+        if self.profile_diff.is_empty() {
+            return None;
+        }
+        let mut g = Grid::new(&[
+            "variant",
+            "function",
+            "",
+            "baseline total",
+            "total",
+            "change",
+            "self",
+        ])
+        .right(3..=6)
+        .title(" What changed in the profile (share of samples, percentage points)");
+        for d in &self.profile_diff {
+            g.row(vec![
+                self.variants[d.variant].label.clone(),
+                d.name.clone(),
+                d.space.clone(),
+                format!("{:.2}%", d.base_total_pct),
+                format!("{:.2}%", d.total_pct),
+                format!("{:+.2} pp", d.delta_total_pp),
+                format!("{:.2}% -> {:.2}%", d.base_self_pct, d.self_pct),
+            ]);
+        }
+        Some(g)
+    }
+
+    /// Seed 001's ranking: variants ordered by the primary metric, with % against the baseline.
+    pub fn ranking_grid(&self) -> Option<Grid> {
+        if self.ranking.is_empty() {
+            return None;
+        }
+        let mut g = Grid::new(&["rank", "variant", &self.primary_metric, "vs baseline"])
+            .right([0, 2, 3])
+            .title(format!(" Ranked by {} (lowest first)", self.primary_metric));
+        for r in &self.ranking {
+            g.row(vec![
+                r.rank.to_string(),
+                r.label.clone(),
+                fmt_num(r.median),
+                if r.variant == 0 {
+                    "baseline".into()
+                } else {
+                    format!("{:+.2}%", r.delta_pct)
+                },
+            ]);
+        }
+        Some(g)
+    }
+
+    /// Seed 000's perf-stat blocks: every metric per op, each variant in turn.
+    pub fn counter_blocks(&self) -> Vec<Grid> {
+        self.variants
+            .iter()
+            .map(|v| {
+                let mut g = Grid::new(&["median", "metric", "pstdev"])
+                    .right([0])
+                    .title(format!(
+                        " # {}: per {} (median over {}s)",
+                        v.label, v.op_name, v.unit
+                    ));
+                for m in &v.metrics {
+                    match &m.summary {
+                        Some(s) => g.row(vec![
+                            fmt_num(s.median),
+                            if m.kind == MetricKind::Derived {
+                                format!("{} ({})", m.name, m.unit)
+                            } else {
+                                m.name.clone()
+                            },
+                            format!("( +- {:.2}% )", s.pstdev_pct),
+                        ]),
+                        None => g.row(vec![
+                            m.status.clone().unwrap_or_default(),
+                            m.name.clone(),
+                            String::new(),
+                        ]),
+                    }
+                }
+                g
+            })
+            .collect()
+    }
+
+    /// Notes: perturbed and dropped units, warnings.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for v in &self.variants {
+            for p in &v.perturbed {
+                out.push(format!(" {}: perturbed {}", v.label, p.describe(&v.unit)));
+            }
+            if !v.dropped.is_empty() {
+                out.push(format!(
+                    " {}: {} {}(s) left out: {:?}",
+                    v.label,
+                    v.dropped.len(),
+                    v.unit,
+                    v.dropped
+                ));
+            }
+        }
+        for w in &self.warnings {
+            out.push(format!(" warning: {w}"));
+        }
+        out
+    }
+}
+
+/// `[label, n, min, mean, median, max, pstdev (+- x%)]`.
+pub fn summary_cells(label: &str, s: &Summary) -> Vec<String> {
+    vec![
+        label.to_string(),
+        s.n.to_string(),
+        fmt_num(s.min),
+        fmt_num(s.mean),
+        fmt_num(s.median),
+        fmt_num(s.max),
+        format!("{} (±{:.2}%)", fmt_num(s.pstdev), s.pstdev_pct),
+    ]
+}
+
+impl Render for Comparison {
+    fn preamble(&self) -> Vec<String> {
+        let base = &self.variants[0];
+        let ns: Vec<String> = self
+            .variants
+            .iter()
+            .map(|v| v.n(&self.primary_metric).to_string())
+            .collect();
+        vec![
+            format!(
+                " Comparing {} results of {}, per {}; baseline {}",
+                self.variants.len(),
+                base.describe_workload(),
+                base.op_name,
+                base.label
+            ),
+            format!(
+                " Unit of replication: {} (n = {}). Test: {}, alpha {}; {}.",
+                base.unit,
+                ns.join(", "),
+                self.test,
+                self.alpha,
+                self.correction
+            ),
+            format!(
+                " A change is called only when p (adjusted) < alpha, |delta| is at least {}% \
+                 (noise threshold) and at least the baseline's own pstdev, and the 95% bootstrap \
+                 CI of delta excludes 0 ({} resamples, {} seed {}). Effect: delta in baseline \
+                 pstdevs (σ).",
+                self.noise_threshold_pct,
+                self.bootstrap.resamples,
+                self.bootstrap.generator,
+                self.bootstrap.seed
+            ),
+        ]
+    }
+
+    /// Every table, in order, for the text formats.
+    fn grids(&self) -> Vec<Grid> {
+        let mut d = self.delta_grid();
+        d.notes = self.notes();
+        let mut out = vec![d, self.seed_table()];
+        out.extend(self.profile_grid());
+        out.extend(self.ranking_grid());
+        out.extend(self.counter_blocks());
+        out
+    }
+}

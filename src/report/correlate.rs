@@ -1,0 +1,49 @@
+//! A correlation: Pearson and Spearman with p-values, and the least-squares line.
+
+use super::Render;
+use super::format::Grid;
+use crate::compare::correlate::CorrelationResult;
+use crate::core::fmt_num;
+
+impl Render for CorrelationResult {
+    fn grids(&self) -> Vec<Grid> {
+        vec![grid(self)]
+    }
+}
+
+/// The coefficients, their p-values, and the least-squares line under the table.
+pub fn grid(r: &CorrelationResult) -> Grid {
+    let c = &r.correlation;
+    let mut g = Grid::new(&["x", "y", "n", "Pearson r", "p", "Spearman rho", "p"])
+        .right(2..=6)
+        .title(format!(
+            " Correlation across {}s of {} files",
+            r.unit,
+            r.files.len()
+        ));
+    let p = |p: f64| {
+        if p < 0.0001 {
+            format!("{p:.1e}")
+        } else {
+            format!("{p:.4}")
+        }
+    };
+    g.row(vec![
+        format!("{} ({})", r.x, r.x_unit),
+        format!("{} ({})", r.y, r.y_unit),
+        c.n.to_string(),
+        format!("{:.3}", c.pearson_r),
+        p(c.pearson_p),
+        format!("{:.3}", c.spearman_rho),
+        p(c.spearman_p),
+    ]);
+    g.notes.push(format!(
+        " least squares: {} = {} x {} {} {}",
+        r.y,
+        fmt_num(r.slope),
+        r.x,
+        if r.intercept < 0.0 { "-" } else { "+" },
+        fmt_num(r.intercept.abs())
+    ));
+    g
+}

@@ -1,0 +1,41 @@
+//! GitHub-flavoured Markdown: bold titles, pipe tables with numbers right-aligned.
+
+use super::{Grid, Layout};
+
+pub struct Markdown;
+
+impl Layout for Markdown {
+    fn title(&self, t: &str) -> String {
+        format!("**{t}**\n\n")
+    }
+    fn table(&self, g: &Grid) -> String {
+        markdown(g)
+    }
+    fn before_notes(&self) -> &'static str {
+        "\n"
+    }
+}
+
+fn markdown(g: &Grid) -> String {
+    let esc = |c: &str| c.replace('|', "\\|");
+    let mut out = String::new();
+    out.push_str(&format!(
+        "| {} |\n",
+        g.headers
+            .iter()
+            .map(|h| esc(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    ));
+    let seps: Vec<&str> = (0..g.headers.len())
+        .map(|i| if g.right.contains(&i) { "---:" } else { "---" })
+        .collect();
+    out.push_str(&format!("| {} |\n", seps.join(" | ")));
+    for r in &g.rows {
+        out.push_str(&format!(
+            "| {} |\n",
+            r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    out
+}

@@ -1,0 +1,188 @@
+//! The text formats syscost prints, one file each: [`table`] (aligned columns for a terminal),
+//! [`csv`], [`markdown`] and [`lkml`] (plain fixed-width ASCII that pastes cleanly into a patch
+//! cover letter: no box drawing, no Unicode); [`json`] is the serialised result itself. Every
+//! result kind is laid out as a preamble and [`Grid`]s (see `report::Render`), and [`render`]
+//! hands them to the format's [`Layout`]. A new format is one file implementing [`Layout`] and
+//! one variant of [`Format`].
+
+pub mod csv;
+pub mod json;
+pub mod lkml;
+pub mod markdown;
+pub mod table;
+
+use serde::{Deserialize, Serialize};
+
+pub use lkml::ascii;
+
+/// An output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// Aligned columns for a terminal.
+    Table,
+    /// The result as JSON.
+    Json,
+    /// Comma-separated values, one table after another separated by a blank line.
+    Csv,
+    /// GitHub-flavoured Markdown tables.
+    Markdown,
+    /// Fixed-width plain ASCII for mailing lists.
+    Lkml,
+}
+
+/// A titled table with optional notes under it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Grid {
+    pub title: Option<String>,
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Columns to right-align (numbers).
+    pub right: Vec<usize>,
+    pub notes: Vec<String>,
+}
+
+impl Grid {
+    pub fn new(headers: &[&str]) -> Grid {
+        Grid {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            ..Grid::default()
+        }
+    }
+
+    pub fn title(mut self, t: impl Into<String>) -> Grid {
+        self.title = Some(t.into());
+        self
+    }
+
+    pub fn right(mut self, cols: impl IntoIterator<Item = usize>) -> Grid {
+        self.right = cols.into_iter().collect();
+        self
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+}
+
+/// How one text format lays out a document of free text and tables.
+pub trait Layout {
+    /// Whether free text (the preamble, titles, notes) is written at all.
+    fn has_prose(&self) -> bool {
+        true
+    }
+    /// A line of free text as this format writes it.
+    fn prose(&self, s: &str) -> String {
+        s.to_string()
+    }
+    /// A table's title line(s).
+    fn title(&self, t: &str) -> String {
+        format!("{t}\n")
+    }
+    /// The table itself.
+    fn table(&self, g: &Grid) -> String;
+    /// What separates a table from its notes.
+    fn before_notes(&self) -> &'static str {
+        ""
+    }
+}
+
+impl Format {
+    /// The layout of a text format (JSON documents are not laid out: they are serialised).
+    pub fn layout(self) -> &'static dyn Layout {
+        match self {
+            Format::Table | Format::Json => &table::Table,
+            Format::Csv => &csv::Csv,
+            Format::Markdown => &markdown::Markdown,
+            Format::Lkml => &lkml::Lkml,
+        }
+    }
+}
+
+/// Render grids, with free text (`preamble`, printed first, and each grid's title and notes)
+/// for the formats that carry prose. CSV carries the tables only. JSON is not a grid format.
+pub fn render(format: Format, preamble: &[String], grids: &[Grid]) -> String {
+    let l = format.layout();
+    let mut out = String::new();
+    if l.has_prose() {
+        for line in preamble {
+            out.push_str(&l.prose(line));
+            out.push('\n');
+        }
+        if !preamble.is_empty() {
+            out.push('\n');
+        }
+    }
+    for (i, g) in grids.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if l.has_prose()
+            && let Some(t) = &g.title
+        {
+            out.push_str(&l.title(&l.prose(t)));
+        }
+        out.push_str(&l.table(g));
+        if l.has_prose() && !g.notes.is_empty() {
+            out.push_str(l.before_notes());
+            for n in &g.notes {
+                out.push_str(&l.prose(n));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    fn grid() -> Grid {
+        let mut g = Grid::new(&["metric", "median", "±%"])
+            .title("T")
+            .right([1, 2]);
+        g.row(vec![
+            "time (ns/call)".into(),
+            "102.13".into(),
+            "0.45%".into(),
+        ]);
+        g.row(vec!["a|b, \"c\"".into(), "1,234".into(), "1.00%".into()]);
+        g.notes.push("[1] note µs".into());
+        g
+    }
+
+    #[test]
+    fn lkml_is_plain_ascii_fixed_width() {
+        let s = render(Format::Lkml, &["pre ±".into()], &[grid()]);
+        assert!(s.is_ascii(), "{s}");
+        assert!(s.contains("pre +-"));
+        assert!(s.contains("[1] note us"));
+        let lines: Vec<&str> = s.lines().collect();
+        let header = lines.iter().position(|l| l.starts_with("metric")).unwrap();
+        assert!(lines[header + 1].chars().all(|c| c == '-'));
+        // Right-aligned numbers end in the same column.
+        let ends: Vec<usize> = lines[header + 2..header + 4]
+            .iter()
+            .map(|l| l.find('%').unwrap())
+            .collect();
+        assert_eq!(ends[0], ends[1]);
+    }
+
+    #[test]
+    fn csv_quotes_and_has_no_prose() {
+        let s = render(Format::Csv, &["pre".into()], &[grid()]);
+        assert_eq!(
+            s,
+            "metric,median,±%\ntime (ns/call),102.13,0.45%\n\"a|b, \"\"c\"\"\",\"1,234\",1.00%\n"
+        );
+    }
+
+    #[test]
+    fn markdown_escapes_pipes_and_aligns_numbers() {
+        let s = render(Format::Markdown, &[], &[grid()]);
+        assert!(s.contains("| metric | median | ±% |\n| --- | ---: | ---: |"));
+        assert!(s.contains("a\\|b"));
+        assert!(s.starts_with("**T**"));
+    }
+}

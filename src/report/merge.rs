@@ -1,0 +1,103 @@
+//! A merge across boots: seed 004's Min/Mean/Median/Max/pstdev table, one row per boot and
+//! one over boots, and how the variance splits between boots and runs.
+
+use super::Render;
+use super::compare::summary_cells;
+use super::format::Grid;
+use crate::compare::merge::Merged;
+use crate::core::fmt_num;
+
+/// A merged result shown for one metric (`merge --metric`); its JSON is the merged result.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+pub struct MergeTables<'a> {
+    pub merged: &'a Merged,
+    #[serde(skip)]
+    pub metric: &'a str,
+}
+
+impl Render for MergeTables<'_> {
+    fn preamble(&self) -> Vec<String> {
+        self.merged.preamble(self.metric)
+    }
+
+    fn grids(&self) -> Vec<Grid> {
+        vec![
+            self.merged.seed_table(self.metric),
+            self.merged.variance_grid(),
+        ]
+    }
+}
+
+impl Merged {
+    pub fn preamble(&self, primary: &str) -> Vec<String> {
+        let unit = self
+            .metrics
+            .iter()
+            .find(|m| m.name == primary)
+            .map(|m| m.unit.clone())
+            .unwrap_or_default();
+        vec![format!(
+            " Merged {} boots of {}; {primary} ({unit}); each boot's value is the median of its \
+             runs, and the last row summarises over boots",
+            self.groups.len(),
+            serde_json::from_value::<crate::workloads::WorkloadSpec>(self.workload.clone())
+                .map(|w| w.describe())
+                .unwrap_or_else(|_| self.workload.to_string())
+        )]
+    }
+
+    /// Seed 004's table: one row per boot (over its runs) and one over boots.
+    pub fn seed_table(&self, primary: &str) -> Grid {
+        let mut g = Grid::new(&["", "n", "Min", "Mean", "Median", "Max", "pstdev"]).right(1..=6);
+        for grp in &self.groups {
+            if let Some(s) = grp
+                .metrics
+                .iter()
+                .find(|m| m.name == primary)
+                .and_then(|m| m.summary.as_ref())
+            {
+                g.row(summary_cells(&grp.label, s));
+            }
+        }
+        if let Some(s) = self
+            .metrics
+            .iter()
+            .find(|m| m.name == primary)
+            .and_then(|m| m.summary.as_ref())
+        {
+            g.row(summary_cells("all boots", s));
+        }
+        let mut notes: Vec<String> = self
+            .warnings
+            .iter()
+            .map(|w| format!(" warning: {w}"))
+            .collect();
+        if notes.is_empty() {
+            notes.clear();
+        }
+        g.notes = notes;
+        g
+    }
+
+    /// Within-boot against between-boot spread per metric.
+    pub fn variance_grid(&self) -> Grid {
+        let mut g = Grid::new(&[
+            "metric",
+            "within-boot pstdev",
+            "between-boot pstdev",
+            "between share",
+        ])
+        .right(1..=3)
+        .title(" Where the spread comes from");
+        for v in &self.variance {
+            g.row(vec![
+                v.metric.clone(),
+                fmt_num(v.within_pstdev),
+                fmt_num(v.between_pstdev),
+                format!("{:.1}%", v.between_share_pct),
+            ]);
+        }
+        g
+    }
+}

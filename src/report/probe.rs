@@ -1,0 +1,47 @@
+//! A probe on a real program: its hits, and the command's wall time with and without it.
+
+use super::Render;
+use super::format::{Format, Grid};
+use crate::core::fmt_num;
+use crate::experiments::probe::ProbeResult;
+use crate::probes::ProbeKind;
+use crate::stats::median;
+
+impl Render for ProbeResult {
+    fn grids(&self) -> Vec<Grid> {
+        vec![self.comparison.delta_grid()]
+    }
+
+    fn text(&self, format: Format) -> String {
+        let hits: Vec<f64> = self.hits.iter().map(|h| *h as f64).collect();
+        let rates: Vec<f64> = self
+            .hits
+            .iter()
+            .zip(&self.probed_s)
+            .map(|(h, s)| *h as f64 / s)
+            .collect();
+        let mut pre = vec![
+            format!(
+                " {} on {} (file offset {:#x}){} during `{}`, {} runs each, interleaved",
+                match self.probe {
+                    ProbeKind::Uretprobe => "uretprobe",
+                    _ => "uprobe",
+                },
+                self.target,
+                self.offset,
+                if self.bpf { " with a BPF program" } else { "" },
+                self.command.join(" "),
+                self.hits.len()
+            ),
+            format!(
+                " hits per run: median {} (min {}, max {}); {} hits/s median",
+                fmt_num(median(&hits)),
+                self.hits.iter().min().unwrap_or(&0),
+                self.hits.iter().max().unwrap_or(&0),
+                fmt_num(median(&rates))
+            ),
+        ];
+        pre.extend(self.comparison.preamble().into_iter().skip(1));
+        super::format::render(format, &pre, &self.grids())
+    }
+}

@@ -1,0 +1,185 @@
+//! A run: the table in the spirit of `perf stat`, per operation, with the spread over runs,
+//! counters that are not counted and why, and the profile's top functions.
+
+use super::Render;
+use super::format::Grid;
+use crate::core::num::{fmt_num, group_thousands};
+use crate::results::{Metric, RunResult};
+
+fn label(m: &Metric) -> String {
+    format!("{} ({})", m.name, m.unit)
+}
+
+/// One table row; a metric without value shows its status and a footnote number for the
+/// reason, collected in `notes` (identical reasons share a number).
+fn metric_row(m: &Metric, notes: &mut Vec<String>) -> Vec<String> {
+    let Some(s) = &m.summary else {
+        let status = m.status.clone().unwrap_or_else(|| "<no value>".into());
+        let mut mark = String::new();
+        if let Some(r) = &m.reason {
+            let i = match notes.iter().position(|n| n == r) {
+                Some(i) => i,
+                None => {
+                    notes.push(r.clone());
+                    notes.len() - 1
+                }
+            };
+            mark = format!("[{}]", i + 1);
+        }
+        let mut row = vec![label(m), status];
+        row.extend(std::iter::repeat_n(String::new(), 6));
+        row.push(mark);
+        return row;
+    };
+    let ci = s
+        .ci95
+        .map(|(lo, hi)| format!("[{}, {}]", fmt_num(lo), fmt_num(hi)))
+        .unwrap_or_else(|| "n/a (n=1)".into());
+    let note = match m.running_pct {
+        Some(p) if p < 99.5 => format!("({p:.2}% running, scaled)"),
+        _ => String::new(),
+    };
+    vec![
+        label(m),
+        fmt_num(s.median),
+        fmt_num(s.mean),
+        fmt_num(s.min),
+        fmt_num(s.max),
+        fmt_num(s.pstdev),
+        format!("{:.2}%", s.pstdev_pct),
+        ci,
+        note,
+    ]
+}
+
+/// The run's header lines: what was measured, how, and how the statistics are taken.
+pub fn run_preamble(r: &RunResult) -> Vec<String> {
+    let o = &r.options;
+    let cpus = o
+        .cpus
+        .as_ref()
+        .map(|c| format!("CPU {c}"))
+        .unwrap_or_else(|| "not pinned".into());
+    let sched = o
+        .fifo
+        .map(|p| format!("SCHED_FIFO {p}"))
+        .unwrap_or_else(|| "SCHED_OTHER".into());
+    let replication = r
+        .metrics
+        .first()
+        .map(|m| m.replication.as_str())
+        .unwrap_or("run");
+    let clocksource = r
+        .environment
+        .clocksource
+        .as_deref()
+        .map(|c| format!(", clocksource {c}"))
+        .unwrap_or_default();
+    let mut notes: Vec<&String> = r.runs.iter().flat_map(|x| &x.notes).collect();
+    notes.sort();
+    notes.dedup();
+    let mut lines = vec![
+        format!(
+            " Per-{op} statistics for {w}",
+            op = r.op_name,
+            w = r.workload.describe()
+        ),
+        format!(
+            " {runs} run(s) x {samples} sample(s) x {ops} {op}s ({how}), {warm} warm-up \
+             sample(s) per run, {cpus}, {sched}",
+            op = r.op_name,
+            runs = o.runs,
+            samples = o.samples,
+            ops = group_thousands(&o.ops_per_sample.to_string()),
+            how = if o.calibrated { "calibrated" } else { "--ops" },
+            warm = o.warmup,
+        ),
+        format!(
+            " Timed by {}{clocksource}; statistics over {replication}s (n={}); pstdev is the \
+             population standard deviation, ±% is pstdev/mean; CI: 95% of the mean (Student t)",
+            r.clock,
+            r.metrics
+                .first()
+                .and_then(|m| m.summary.as_ref())
+                .map(|s| s.n)
+                .unwrap_or(0),
+        ),
+    ];
+    lines.extend(notes.into_iter().map(|n| format!(" {n}")));
+    lines
+}
+
+/// The run table: one row per metric, per operation, with notes (reasons for missing values,
+/// the empty-loop overhead, warnings) under it.
+pub fn run_grid(r: &RunResult) -> Grid {
+    let mut g = Grid::new(&[
+        "metric", "median", "mean", "min", "max", "pstdev", "±%", "95% CI", "",
+    ])
+    .right(1..=7);
+    let mut notes = Vec::new();
+    for m in &r.metrics {
+        g.row(metric_row(m, &mut notes));
+    }
+    g.notes = notes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!(" [{}] {n}", i + 1))
+        .collect();
+    if let Some(oh) = r.overhead.first().and_then(|m| m.summary.as_ref()) {
+        g.notes.push(String::new());
+        g.notes.push(format!(
+            " Empty loop (loop + clock + counter reads, same harness): {} ns/{} median; {}",
+            fmt_num(oh.median),
+            r.op_name,
+            if r.options.subtract_overhead {
+                "subtracted from every per-op value above"
+            } else {
+                "not subtracted (--subtract-overhead)"
+            }
+        ));
+    }
+    let mut warnings: Vec<&String> = r.warnings.iter().collect();
+    warnings.extend(r.environment.warnings.iter());
+    if !warnings.is_empty() {
+        g.notes.push(String::new());
+        g.notes.push(" Warnings:".into());
+        for w in warnings {
+            g.notes.push(format!("   - {w}"));
+        }
+    }
+    g
+}
+
+/// The top of a profile: the functions with the largest self share.
+pub fn profile_grid(p: &crate::profile::Profile, top: usize) -> Grid {
+    let mut g = Grid::new(&["self", "total", "function", ""])
+        .right([0, 1])
+        .title(format!(
+            " Where the time goes: {} samples of {}",
+            p.samples, p.event
+        ));
+    for f in p.functions.iter().take(top) {
+        g.row(vec![
+            format!("{:.2}%", f.self_pct),
+            format!("{:.2}%", f.total_pct),
+            f.name.clone(),
+            f.space.clone(),
+        ]);
+    }
+    g.notes = p.notes.iter().map(|n| format!(" {n}")).collect();
+    g
+}
+
+impl Render for RunResult {
+    fn preamble(&self) -> Vec<String> {
+        run_preamble(self)
+    }
+
+    fn grids(&self) -> Vec<Grid> {
+        let mut grids = vec![run_grid(self)];
+        if let Some(p) = &self.profile {
+            grids.push(profile_grid(p, 15));
+        }
+        grids
+    }
+}

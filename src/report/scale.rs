@@ -1,0 +1,26 @@
+//! A thread-count sweep in seed 002's shape: one line per thread count with the total M/s
+//! ± stddev and M/s per CPU. The lines are the table in every text format.
+
+use super::Render;
+use super::format::{Format, Grid};
+use crate::experiments::scale::Scale;
+
+impl Render for Scale {
+    fn grids(&self) -> Vec<Grid> {
+        Vec::new()
+    }
+
+    /// The seed's shape: `uprobe-nop ( 1 cpus):    3.565 ± 0.004M/s  (  3.565M/s/cpu)`.
+    fn text(&self, format: Format) -> String {
+        let ascii = format == Format::Lkml;
+        let pm = if ascii { "+-" } else { "±" };
+        let mut out = String::new();
+        for r in &self.rows {
+            out.push_str(&format!(
+                "{:<22}({:>2} cpus): {:>8.3} {pm} {:.3}M/s  ({:>7.3}M/s/cpu)   n={} runs\n",
+                self.case, r.threads, r.mean, r.stdev, r.per_cpu, r.runs
+            ));
+        }
+        out
+    }
+}

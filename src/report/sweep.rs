@@ -1,0 +1,167 @@
+//! An audit sweep: one row per step against the baseline, the costs of enabling audit, of the
+//! first rules and of the residue, the audit state before and after, and the cost per rule.
+
+use super::Render;
+use super::format::Grid;
+use crate::compare::Delta;
+use crate::core::fmt_num;
+use crate::experiments::audit_sweep::Sweep;
+
+impl Render for Sweep {
+    fn preamble(&self) -> Vec<String> {
+        let runs = self.steps.first().map(|s| s.result.runs.len()).unwrap_or(0);
+        vec![
+            format!(
+                " Audit sweep of {}: {} steps x {runs} runs, interleaved in rounds (alternating \
+                 order)",
+                self.workload.describe(),
+                self.steps.len()
+            ),
+            format!(" Baseline: {}", self.baseline),
+            format!(
+                " Rules: the first {} name the benchmarked syscall and fail on their pid field; \
+                 the others name rarely used syscalls. None can generate a record.",
+                self.matching
+            ),
+        ]
+    }
+
+    /// Every table, for the text formats.
+    fn grids(&self) -> Vec<Grid> {
+        let mut steps = self.step_grid();
+        self.summary_notes(&mut steps);
+        let mut out = vec![steps];
+        if !self.fits.is_empty() {
+            out.push(self.fit_grid());
+        }
+        out
+    }
+}
+
+impl Sweep {
+    fn time_unit(&self) -> String {
+        self.steps
+            .first()
+            .and_then(|s| s.result.metrics.first())
+            .map(|m| m.unit.clone())
+            .unwrap_or_default()
+    }
+
+    /// The costs, the audit state before and after, notes and warnings.
+    fn summary_notes(&self, g: &mut Grid) {
+        let b = &self.audit_before;
+        let a = &self.audit_after;
+        g.notes.push(String::new());
+        if let Some(l) = Self::delta_line("Enabling audit (0 rules vs baseline)", &self.enable_cost)
+        {
+            g.notes.push(l);
+        }
+        if let Some(l) = Self::delta_line(
+            "First rules (smallest rule count vs 0 rules: the filters start running)",
+            &self.first_rules_cost,
+        ) {
+            g.notes.push(l);
+        }
+        if let Some(l) = Self::delta_line(
+            "Residue (audit off, no task rule vs baseline)",
+            &self.residue,
+        ) {
+            g.notes.push(l);
+        }
+        g.notes.push(format!(
+            " Audit state: before enabled={} rules={} lost={} backlog={}; after enabled={} \
+             rules={} lost={} backlog={}",
+            b.enabled,
+            b.rule_count(),
+            b.lost,
+            b.backlog,
+            a.enabled,
+            a.rule_count(),
+            a.lost,
+            a.backlog
+        ));
+        for n in &self.notes {
+            g.notes.push(format!(" note: {n}"));
+        }
+        for w in &self.warnings {
+            g.notes.push(format!(" warning: {w}"));
+        }
+    }
+
+    pub fn step_grid(&self) -> Grid {
+        let unit = self.time_unit();
+        let mut g = Grid::new(&[
+            "step",
+            "n",
+            &format!("median ({unit})"),
+            "mean",
+            "95% CI",
+            "pstdev",
+            "vs baseline",
+        ])
+        .right(1..=6);
+        let base = self.steps[0]
+            .result
+            .metrics
+            .first()
+            .and_then(|m| m.summary.as_ref())
+            .map(|s| s.median);
+        for s in &self.steps {
+            let Some(sm) = s.result.metrics.first().and_then(|m| m.summary.as_ref()) else {
+                continue;
+            };
+            g.row(vec![
+                s.label.clone(),
+                sm.n.to_string(),
+                fmt_num(sm.median),
+                fmt_num(sm.mean),
+                sm.ci95
+                    .map(|(a, b)| format!("[{}, {}]", fmt_num(a), fmt_num(b)))
+                    .unwrap_or_else(|| "-".into()),
+                format!("±{:.2}%", sm.pstdev_pct),
+                base.map(|b| format!("{:+.2}%", 100.0 * (sm.median - b) / b))
+                    .unwrap_or_default(),
+            ]);
+        }
+        g
+    }
+
+    fn delta_line(title: &str, deltas: &[Delta]) -> Option<String> {
+        let d = deltas.iter().find(|d| d.metric == "time")?;
+        Some(format!(
+            " {title}: {:+} {} ({}, 95% CI {}), p={:.4}: {}",
+            fmt_num(d.median - d.base_median),
+            d.unit,
+            d.delta_pct
+                .map(|p| format!("{p:+.2}%"))
+                .unwrap_or_else(|| "-".into()),
+            d.ci95_pct
+                .map(|(a, b)| format!("[{a:+.2}%, {b:+.2}%]"))
+                .unwrap_or_else(|| "-".into()),
+            d.p.unwrap_or(f64::NAN),
+            d.verdict
+        ))
+    }
+
+    pub fn fit_grid(&self) -> Grid {
+        let mut g = Grid::new(&["metric", "per rule", "95% CI", "R²", "n", "at 0 rules"])
+            .right(1..=5)
+            .title(format!(
+                " Cost per rule (least squares over every run of the steps with {} rules)",
+                self.fit_steps.join(", ")
+            ));
+        for f in &self.fits {
+            g.row(vec![
+                format!("{} ({})", f.metric, f.unit),
+                fmt_num(f.slope),
+                f.slope_ci95
+                    .map(|(a, b)| format!("[{}, {}]", fmt_num(a), fmt_num(b)))
+                    .unwrap_or_else(|| "-".into()),
+                format!("{:.3}", f.r2),
+                f.n.to_string(),
+                fmt_num(f.intercept),
+            ]);
+        }
+        g
+    }
+}
