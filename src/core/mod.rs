@@ -1,11 +1,12 @@
 //! The ground floor: small things every other module may use, importing nothing of the crate.
 //!
-//! - [`cpus`]: CPU lists in taskset syntax, and affinity;
+//! - [`cpus`]: CPU lists in taskset syntax, and affinity; [`caches`]: the CPU's caches;
 //! - [`num`]: numbers as the tables print them;
 //! - [`files`]: atomic file writing;
 //! - [`envelope`]: the header every result file carries (schema, version, kind, tool);
 //! - [`perf`]: two facts about perf_event_open on this machine.
 
+pub mod caches;
 pub mod cpus;
 pub mod envelope;
 pub mod files;

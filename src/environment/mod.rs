@@ -11,20 +11,7 @@ use std::fs;
 use std::io::Read;
 use std::path::Path;
 
-/// One level of CPU cache as sysfs describes it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cache {
-    pub level: u32,
-    /// `Data`, `Instruction` or `Unified`.
-    #[serde(rename = "type")]
-    pub type_: String,
-    pub size: Option<String>,
-    pub line_size: Option<u32>,
-    pub sets: Option<u32>,
-    pub ways: Option<u32>,
-    /// CPUs sharing this cache.
-    pub shared_cpus: Option<String>,
-}
+pub use crate::core::caches::Cache;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cpu {
@@ -217,39 +204,6 @@ fn audit_state() -> Audit {
     }
 }
 
-fn caches() -> Vec<Cache> {
-    let mut out = Vec::new();
-    let base = Path::new("/sys/devices/system/cpu/cpu0/cache");
-    let Ok(dir) = fs::read_dir(base) else {
-        return out;
-    };
-    let mut entries: Vec<_> = dir
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("index"))
-        })
-        .collect();
-    entries.sort();
-    for p in entries {
-        let Some(level) = read_num(p.join("level")) else {
-            continue;
-        };
-        out.push(Cache {
-            level,
-            type_: read(p.join("type")).unwrap_or_default(),
-            size: read(p.join("size")),
-            line_size: read_num(p.join("coherency_line_size")),
-            sets: read_num(p.join("number_of_sets")),
-            ways: read_num(p.join("ways_of_associativity")),
-            shared_cpus: read(p.join("shared_cpu_list")),
-        });
-    }
-    out
-}
-
 fn governors() -> BTreeMap<String, String> {
     let mut by_gov: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     if let Ok(dir) = fs::read_dir("/sys/devices/system/cpu") {
@@ -341,7 +295,7 @@ impl Environment {
             smt_active: read_num::<u32>("/sys/devices/system/cpu/smt/active").map(|v| v == 1),
             governors: governors(),
             boost: boost(),
-            caches: caches(),
+            caches: crate::core::caches::caches(),
         };
         let audit = audit_state();
         let mut env = Environment {

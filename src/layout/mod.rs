@@ -59,17 +59,11 @@ impl Geometry {
 
     /// The L1 data cache of CPU 0, from sysfs.
     pub fn l1d() -> Result<Geometry> {
-        let env = crate::environment::Environment::collect();
-        let c = env
-            .cpu
-            .caches
-            .iter()
-            .find(|c| c.level == 1 && c.type_ == "Data")
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "sysfs describes no L1 data cache here: give --geometry sets=64,ways=8,line=64"
-                )
-            })?;
+        let c = crate::core::caches::l1d().ok_or_else(|| {
+            anyhow::anyhow!(
+                "sysfs describes no L1 data cache here: give --geometry sets=64,ways=8,line=64"
+            )
+        })?;
         let g = Geometry {
             sets: c.sets.unwrap_or(0) as u64,
             ways: c.ways.unwrap_or(0) as u64,

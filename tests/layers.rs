@@ -1,0 +1,174 @@
+//! The architecture holds: every `crate::` path in `src/` points down the layer table (a module
+//! may use only modules of lower layers), so no import cycle can form between modules. The table
+//! is the one in `src/lib.rs` and the README's layout section; a new top-level module must be
+//! placed in it here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Bottom first. Modules of one layer may not use each other.
+const LAYERS: &[&[&str]] = &[
+    &["core"],
+    &["stats", "signals"],
+    &["counters", "profile", "probes", "audit", "layout"],
+    &["environment", "workloads"],
+    &["results"],
+    &["runner", "compare"],
+    &["experiments"],
+    &["report"],
+    &["cli"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The top-level module a file of `src/` belongs to (`None` for lib.rs and main.rs).
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
+    if rel.components().count() == 1 {
+        let stem = first.trim_end_matches(".rs");
+        return (stem != "lib" && stem != "main").then(|| stem.to_string());
+    }
+    Some(first)
+}
+
+/// Every `crate::NAME` in the code of `text` (comments left out), with its line number.
+fn crate_paths(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            let before = rest[..at].chars().last();
+            rest = &rest[at + "crate::".len()..];
+            // `syscost_crate::` or `$crate::` are not this crate's paths.
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+                continue;
+            }
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.push((i + 1, name));
+            }
+        }
+        // `use crate::{a, b::c}` names several modules at once.
+        if let Some(at) = code.find("crate::{") {
+            let inner = &code[at + "crate::{".len()..];
+            for part in inner.split(',') {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    out.push((i + 1, name));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_import_points_down_the_layer_table() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    assert!(files.len() > 20, "found the sources: {}", files.len());
+    let mut problems = Vec::new();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &files {
+        let Some(from) = module_of(&src, f) else {
+            continue;
+        };
+        let Some(lf) = layer_of(&from) else {
+            problems.push(format!(
+                "{}: module '{from}' is in no layer: place it in LAYERS (tests/layers.rs), \
+                 src/lib.rs and the README",
+                f.display()
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(f).unwrap();
+        for (line, to) in crate_paths(&text) {
+            if to == from {
+                continue;
+            }
+            edges.entry(from.clone()).or_default().insert(to.clone());
+            match layer_of(&to) {
+                None => problems.push(format!(
+                    "{}:{line}: crate::{to} is in no layer of the table",
+                    f.display()
+                )),
+                Some(lt) if lt >= lf => problems.push(format!(
+                    "{}:{line}: `{from}` (layer {}) imports crate::{to} (layer {}): imports must \
+                     point down the layer table; move the shared piece down, or this code up",
+                    f.display(),
+                    lf + 1,
+                    lt + 1
+                )),
+                _ => {}
+            }
+        }
+    }
+    // With every import pointing down no cycle can form; the search says so independently of
+    // the table, naming the modules of any cycle.
+    fn visit(
+        m: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        cycles: &mut Vec<String>,
+    ) {
+        if let Some(at) = path.iter().position(|p| p == m) {
+            cycles.push(format!("{} -> {m}", path[at..].join(" -> ")));
+            return;
+        }
+        if !done.insert(m.to_string()) {
+            return;
+        }
+        path.push(m.to_string());
+        for n in edges.get(m).into_iter().flatten() {
+            visit(n, edges, path, done, cycles);
+        }
+        path.pop();
+    }
+    let mut cycles = Vec::new();
+    let mut done = BTreeSet::new();
+    for m in edges.keys() {
+        visit(m, &edges, &mut Vec::new(), &mut done, &mut cycles);
+    }
+    for c in cycles {
+        problems.push(format!("import cycle between modules: {c}"));
+    }
+    assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
+}
+
+#[test]
+fn the_checker_sees_imports_in_every_form() {
+    let code = "use crate::core::fmt_num;\n\
+                use crate::{results::Metric, stats};\n\
+                // crate::cli in a comment\n\
+                let x = crate::report::fmt(1); // and crate::cli\n\
+                let y = $crate::nothing; let z = my_crate::nothing;\n";
+    let names: Vec<String> = crate_paths(code).into_iter().map(|(_, n)| n).collect();
+    assert_eq!(names, ["core", "results", "stats", "report"]);
+    assert!(layer_of("core") < layer_of("cli"));
+    assert_eq!(layer_of("nonsense"), None);
+}
