@@ -12,7 +12,7 @@ use crate::results::{RunResult, view::ResultView};
 use crate::runner::{self, CpuList, Plan};
 use crate::signals::{self, Interrupted};
 use crate::stats::significance::TestKind;
-use crate::workloads::{WorkloadSpec, audit_replica, exec, syscall, uprobe, vfs_mix};
+use crate::workloads::{self, Spec, WorkloadSpec, syscall, uprobe};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
@@ -272,83 +272,40 @@ Examples:
   syscost audit sweep --rules 0,16,32,48 --cpu 1
   syscost audit sweep --rules 0-64:8 --matching 5 --syscall getpid --runs 10 -o sweep.json";
 
-#[derive(Subcommand, Debug)]
-pub enum RunCommand {
-    /// A raw system call in a loop (the seeds' getpid() benchmark).
-    #[command(after_help = SYSCALL_EXAMPLES)]
-    Syscall {
-        #[command(flatten)]
-        params: syscall::Params,
-        #[command(flatten)]
-        common: RunArgs,
-    },
-    /// Seed 001's VFS-mix loop (creat, lstat, lseek, close, open O_TRUNC, write, mmap, store,
-    /// munmap, close, unlink) on the file system holding --dir.
-    #[command(after_help = VFS_EXAMPLES)]
-    VfsMix {
-        #[command(flatten)]
-        params: vfs_mix::Params,
-        #[command(flatten)]
-        common: RunArgs,
-    },
-    /// The audit_filter_syscall() list walk in C (seed 000), over R entries placed like the slab
-    /// places them or crowded into few cache sets; one op is one walk, a fresh placement per run.
-    #[command(after_help = REPLICA_EXAMPLES)]
-    AuditReplica {
-        #[command(flatten)]
-        params: audit_replica::Params,
-        #[command(flatten)]
-        common: RunArgs,
-    },
-    /// Uprobe/uretprobe trigger throughput on a nop, push or ret (seed 002): M/s, M/s per CPU,
-    /// ns per hit, hits checked against calls. A --threads list sweeps thread counts.
-    #[command(after_help = UPROBE_EXAMPLES)]
-    Uprobe {
-        #[command(flatten)]
-        params: uprobe::Params,
-        /// Producer threads, each pinned to a CPU of the allowed set: a number, or a list
-        /// (1-4, 1,2,4) for a sweep printed as seed 002's table.
-        #[arg(long, default_value = "1", value_name = "N|LIST")]
-        threads: String,
-        /// Allow more producer threads than CPUs.
-        #[arg(long)]
-        oversubscribe: bool,
-        #[command(flatten)]
-        common: RunArgs,
-    },
-    /// Any command as the workload: counters for its whole process tree, divided by --ops, the
-    /// number of operations one run of the command performs (required).
-    #[command(after_help = EXEC_EXAMPLES)]
-    Exec {
-        #[command(flatten)]
-        common: RunArgs,
-        #[command(flatten)]
-        params: exec::Params,
-    },
+macro_rules! run_command {
+    ($($variant:ident($module:ident)),* $(,)?) => {
+        /// `syscost run NAME`: one subcommand per workload of the registry
+        /// (`workloads::with_workloads!`), its options from the workload's `Params`.
+        #[derive(Subcommand, Debug)]
+        pub enum RunCommand {
+            $(
+                #[command(
+                    name = <workloads::$module::Params as Spec>::NAME,
+                    about = <workloads::$module::Params as Spec>::ABOUT,
+                    after_help = <workloads::$module::Params as Spec>::EXAMPLES
+                )]
+                $variant {
+                    #[command(flatten)]
+                    params: workloads::$module::Params,
+                    #[command(flatten)]
+                    common: RunArgs,
+                },
+            )*
+        }
+
+        impl RunCommand {
+            fn into_parts(self) -> Result<(WorkloadSpec, RunArgs)> {
+                Ok(match self {
+                    $(RunCommand::$variant { mut params, common } => {
+                        params.from_command_line()?;
+                        (WorkloadSpec::$variant(params), common)
+                    })*
+                })
+            }
+        }
+    };
 }
-
-const VFS_EXAMPLES: &str = "Examples:
-  syscost run vfs-mix --dir /dev/shm --cpu 1 --fifo 90 --pre sync
-      the kernel path on tmpfs, pinned, SCHED_FIFO, sync before each run (seed 001's set-up)
-  syscost run vfs-mix --dir /var/tmp --profile
-      on a disk file system: context switches per iteration show the loop waiting for I/O";
-
-const REPLICA_EXAMPLES: &str = "Examples:
-  syscost run audit-replica --rules 37 --matching 5 --cpu 1 --runs 20 -o base.json
-      20 fresh placements; then: syscost correlate base.json --x cacheline-spread --y time
-  syscost ab --variant 'audit-replica --variant baseline' --variant 'audit-replica --variant all-three' -- --cpu 1
-      the seed's three patches together against the baseline
-  syscost ab --variant 'audit-replica --rules 64 --placement packed' \\
-             --variant 'audit-replica --rules 64 --placement sets=1' -- --cpu 1
-      the same walk with every entry crowded into one L1 set";
-
-const UPROBE_EXAMPLES: &str = "Examples:
-  syscost run uprobe --probe uprobe --insn nop --cpu 1
-  syscost run uprobe --probe uretprobe --insn push --bpf --threads 1-2
-      the seed's scaling table: total M/s +- stddev and M/s per CPU per thread count
-  syscost ab --variant 'uprobe --probe none' --variant 'uprobe --probe uprobe' -- --cpu 1
-      the probe's cost against the same loop unprobed
-Needs CAP_PERFMON (root) or perf_event_paranoid <= 1; --bpf needs CAP_BPF too.";
+workloads::with_workloads!(run_command);
 
 const PROBE_EXAMPLES: &str = "Examples:
   syscost probe --target /usr/bin/redis-server:processCommand -- ./bench-redis.sh
@@ -362,20 +319,6 @@ const REPORT_EXAMPLES: &str = "Examples:
       one chart alone, for a mail or a document
 Result files come from run -o, compare -o, ab -o, merge -o, audit sweep -o, correlate -o,
 run uprobe --threads LIST -o, probe -o, and cachesets --json > FILE.";
-
-const EXEC_EXAMPLES: &str = "Examples:
-  syscost run exec --ops 100000 -- ./my-bench 100000
-      per-operation counters of a whole command (and its children), 5 runs
-  syscost run exec --ops 1 --runs 10 -- make -C tools -j2
-      one build as one operation";
-
-const SYSCALL_EXAMPLES: &str = "Examples:
-  syscost run syscall --cpu 1 --runs 5
-      getpid() per call, pinned to CPU 1, 5 worker processes
-  syscost run syscall --syscall getppid --fifo 50 -e cycles,instructions:u -o getppid.json
-      SCHED_FIFO 50, two events, result file for compare/report
-  syscost run syscall --ops 1000000 --samples 20 --json
-      fixed batch of 10^6 calls (no calibration), JSON on stdout";
 
 const COMPARE_EXAMPLES: &str = "Examples:
   syscost compare before.json after.json
@@ -595,31 +538,6 @@ struct VariantLine {
     run: RunCommand,
 }
 
-impl RunCommand {
-    fn into_parts(self) -> (WorkloadSpec, RunArgs) {
-        match self {
-            RunCommand::Syscall { params, common } => (WorkloadSpec::Syscall(params), common),
-            RunCommand::VfsMix { params, common } => (WorkloadSpec::VfsMix(params), common),
-            RunCommand::Exec { params, common } => (WorkloadSpec::Exec(params), common),
-            RunCommand::AuditReplica { params, common } => {
-                (WorkloadSpec::AuditReplica(params), common)
-            }
-            RunCommand::Uprobe {
-                mut params,
-                threads,
-                common,
-                ..
-            } => {
-                params.threads = parse_threads(&threads)
-                    .ok()
-                    .and_then(|t| t.first().copied())
-                    .unwrap_or(1);
-                (WorkloadSpec::Uprobe(params), common)
-            }
-        }
-    }
-}
-
 /// Read result files, in parallel (parsing large files is CPU-bound), keeping their order.
 fn load_views(files: &[PathBuf]) -> Result<Vec<ResultView>> {
     let threads = std::thread::available_parallelism()
@@ -665,16 +583,11 @@ fn show<R: Render + Serialize>(r: &R, format: Format, output: &Option<PathBuf>) 
 
 fn dispatch(cmd: Command) -> Result<()> {
     match cmd {
-        Command::Run(RunCommand::Uprobe {
-            params,
-            threads,
-            oversubscribe,
-            common,
-        }) => uprobe_run(params, &threads, oversubscribe, common),
-        Command::Run(run) => {
-            let (workload, common) = run.into_parts();
-            run_workload(workload, common)
-        }
+        Command::Run(run) => match run.into_parts()? {
+            // A --threads list is a sweep over thread counts.
+            (WorkloadSpec::Uprobe(p), common) => uprobe_run(p, common),
+            (workload, common) => run_workload(workload, common),
+        },
         Command::Compare { files, opts } => {
             if files.len() < 2 {
                 anyhow::bail!(
@@ -806,11 +719,10 @@ fn dispatch(cmd: Command) -> Result<()> {
 }
 
 fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
-    if matches!(workload, WorkloadSpec::Exec(_)) && args.ops.is_none() {
-        anyhow::bail!(
-            "exec needs --ops N: the number of operations one run of the command performs (use \
-             --ops 1 to time whole runs)"
-        );
+    if let Some(why) = workload.ops_required()
+        && args.ops.is_none()
+    {
+        anyhow::bail!("{why}");
     }
     let events: EventList = if args.events.is_empty() {
         counters::default_events()
@@ -903,7 +815,7 @@ fn ab(
                 e.render().to_string().trim()
             )
         })?;
-        let (workload, args) = line.run.into_parts();
+        let (workload, args) = line.run.into_parts()?;
         plans.push(plan_of(workload, &args)?);
     }
     // What must match is checked before anything is measured.
@@ -1113,24 +1025,9 @@ fn cachesets(
     show(&a, if json { Format::Json } else { Format::Table }, &None)
 }
 
-/// Thread counts: `2`, `1-4`, `1,2,4`.
-fn parse_threads(s: &str) -> Result<Vec<u32>> {
-    let list = CpuList::parse(s).map_err(|_| {
-        anyhow::anyhow!("--threads '{s}': give a count like 2 or a list like 1-4 or 1,2,4")
-    })?;
-    if list.0.contains(&0) {
-        anyhow::bail!("--threads counts start at 1");
-    }
-    Ok(list.iter().map(|t| t as u32).collect())
-}
-
-fn uprobe_run(
-    params: uprobe::Params,
-    threads: &str,
-    oversubscribe: bool,
-    common: RunArgs,
-) -> Result<()> {
-    let counts = parse_threads(threads)?;
+fn uprobe_run(params: uprobe::Params, common: RunArgs) -> Result<()> {
+    let counts = uprobe::parse_threads(&params.thread_counts)?;
+    let oversubscribe = params.oversubscribe;
     let cpus = match &common.cpu {
         Some(c) => c.len(),
         None => crate::core::cpus::allowed_cpus()?.len(),

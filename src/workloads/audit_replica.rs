@@ -4,7 +4,7 @@
 //! one walk of the whole list; each run (a fresh worker) gets a fresh placement, like a fresh
 //! boot, and records its cacheline-spread.
 
-use super::Workload;
+use super::{Spec, Workload};
 use crate::layout::{self, Geometry};
 use anyhow::{Result, bail};
 use rand::{RngExt, SeedableRng};
@@ -142,12 +142,32 @@ pub struct Params {
     pub major: u32,
 }
 
-impl Params {
-    pub fn describe(&self) -> String {
+impl Spec for Params {
+    const NAME: &'static str = "audit-replica";
+    const OP_NAME: &'static str = "walk";
+    const ABOUT: &'static str = "The audit_filter_syscall() list walk in C (seed 000), over R entries placed like the slab places them or crowded into few cache sets; one op is one walk, a fresh placement per run";
+    const EXAMPLES: &'static str = "Examples:
+  syscost run audit-replica --rules 37 --matching 5 --cpu 1 --runs 20 -o base.json
+      20 fresh placements; then: syscost correlate base.json --x cacheline-spread --y time
+  syscost ab --variant 'audit-replica --variant baseline' --variant 'audit-replica --variant all-three' -- --cpu 1
+      the seed's three patches together against the baseline
+  syscost ab --variant 'audit-replica --rules 64 --placement packed' \\
+             --variant 'audit-replica --rules 64 --placement sets=1' -- --cpu 1
+      the same walk with every entry crowded into one L1 set";
+
+    fn build(&self) -> Result<Box<dyn Workload>> {
+        Ok(Box::new(AuditReplica::new(self)))
+    }
+
+    fn describe(&self) -> String {
         format!(
             "audit-replica {:?} walk of {} rules ({} matching), {} placement",
             self.variant, self.rules, self.matching, self.placement
         )
+    }
+
+    fn parts(&self) -> Option<(&'static str, f64)> {
+        Some(("rule", self.rules as f64))
     }
 }
 

@@ -2,7 +2,7 @@
 //! process tree (inherited), and every figure is divided by the operation count the user says
 //! one run of the command performs (`--ops`), like `perf stat` with syscost's statistics.
 
-use super::Workload;
+use super::{Spec, Workload};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::process::{Command, Stdio};
@@ -15,9 +15,27 @@ pub struct Params {
     pub command: Vec<String>,
 }
 
-impl Params {
-    pub fn describe(&self) -> String {
+impl Spec for Params {
+    const NAME: &'static str = "exec";
+    const OP_NAME: &'static str = "op";
+    const ABOUT: &'static str = "Any command as the workload: counters for its whole process tree, divided by --ops, the number of operations one run of the command performs (required)";
+    const EXAMPLES: &'static str = "Examples:
+  syscost run exec --ops 100000 -- ./my-bench 100000
+      per-operation counters of a whole command (and its children), 5 runs
+  syscost run exec --ops 1 --runs 10 -- make -C tools -j2
+      one build as one operation";
+    const OPS_REQUIRED: Option<&'static str> = Some("exec needs --ops N: the number of operations one run of the command performs (use --ops 1 to time whole runs)");
+
+    fn build(&self) -> Result<Box<dyn Workload>> {
+        Ok(Box::new(Exec::new(self)?))
+    }
+
+    fn describe(&self) -> String {
         format!("exec `{}`", self.command.join(" "))
+    }
+
+    fn inherit(&self) -> bool {
+        true
     }
 }
 

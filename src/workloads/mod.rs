@@ -3,15 +3,36 @@
 //! runner, counters, statistics, results and reports never know which workload runs.
 //!
 //! To add one: write `src/workloads/NAME.rs` with a `Params` struct (its command-line options,
-//! also stored in result files) and a type implementing [`Workload`], then add a variant to
-//! [`WorkloadSpec`] and a subcommand in the CLI.
+//! also stored in result files) implementing [`Spec`] and a type implementing [`Workload`],
+//! then add one line to the registry, [`with_workloads!`]: [`WorkloadSpec`] and the `syscost
+//! run NAME` subcommand come from it.
 
-pub mod audit_replica;
+/// The registry of workloads: one line each, `Variant(module)`, where `module` is the file
+/// `src/workloads/module.rs` with its `Params: Spec`. [`WorkloadSpec`] and the subcommands of
+/// `syscost run` are generated from it: adding a workload is writing its file and adding its
+/// line here.
+macro_rules! with_workloads {
+    ($then:ident) => {
+        $then! {
+            Syscall(syscall),
+            VfsMix(vfs_mix),
+            AuditReplica(audit_replica),
+            Uprobe(uprobe),
+            Exec(exec),
+        }
+    };
+}
+
+pub(crate) use with_workloads;
+
 pub mod empty;
-pub mod exec;
-pub mod syscall;
-pub mod uprobe;
-pub mod vfs_mix;
+
+macro_rules! declare_modules {
+    ($($variant:ident($module:ident)),* $(,)?) => {
+        $(pub mod $module;)*
+    };
+}
+with_workloads!(declare_modules);
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -57,91 +78,146 @@ pub trait Workload {
     }
 }
 
-/// A workload and its parameters, as given on the command line and stored in result files.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "workload", rename_all = "kebab-case")]
-pub enum WorkloadSpec {
-    /// A raw system call in a loop.
-    Syscall(syscall::Params),
-    /// Seed 001's VFS-mix loop on a file system.
-    VfsMix(vfs_mix::Params),
-    /// Any command, its operations counted by the user.
-    Exec(exec::Params),
-    /// The audit_filter_syscall() list walk, in C, over placed rule entries.
-    AuditReplica(audit_replica::Params),
-    /// Uprobe trigger throughput on a nop, push or ret.
-    Uprobe(uprobe::Params),
-    /// The empty loop: the harness's own cost per operation.
-    Empty,
+/// What a workload's parameters say about it: the one trait a workload's file implements on
+/// its `Params` (its command-line options, stored in result files) besides [`Workload`].
+pub trait Spec {
+    /// The subcommand of `syscost run`, and the `workload` tag in result files.
+    const NAME: &'static str;
+    /// What one operation is called ("call", "iteration", "walk").
+    const OP_NAME: &'static str;
+    /// The one-line summary of `syscost run NAME` in `--help`.
+    const ABOUT: &'static str;
+    /// Examples and notes under `syscost run NAME --help`.
+    const EXAMPLES: &'static str;
+    /// When the workload cannot be calibrated, the message asking for `--ops`.
+    const OPS_REQUIRED: Option<&'static str> = None;
+
+    /// Instantiate the workload (in the worker process).
+    fn build(&self) -> Result<Box<dyn Workload>>;
+    /// Check and complete the parameters as the command line gave them.
+    fn from_command_line(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// One line for table headers, e.g. `syscall getpid (nr 39)`.
+    fn describe(&self) -> String;
+    /// Parts of one operation worth a per-part figure: one walk of the replica is R rules.
+    fn parts(&self) -> Option<(&'static str, f64)> {
+        None
+    }
+    /// Producer threads, for throughput figures (M/s and M/s per CPU).
+    fn threads(&self) -> Option<u32> {
+        None
+    }
+    /// Whether counters must follow the processes the workload starts.
+    fn inherit(&self) -> bool {
+        false
+    }
 }
 
-impl WorkloadSpec {
-    /// Instantiate the workload (in the worker process).
-    pub fn build(&self) -> Result<Box<dyn Workload>> {
-        Ok(match self {
-            WorkloadSpec::Syscall(p) => Box::new(syscall::SyscallLoop::new(p)?),
-            WorkloadSpec::VfsMix(p) => Box::new(vfs_mix::VfsMix::new(p)),
-            WorkloadSpec::Exec(p) => Box::new(exec::Exec::new(p)?),
-            WorkloadSpec::AuditReplica(p) => Box::new(audit_replica::AuditReplica::new(p)),
-            WorkloadSpec::Uprobe(p) => Box::new(uprobe::UprobeLoop::new(p)?),
-            WorkloadSpec::Empty => Box::new(empty::EmptyLoop),
-        })
-    }
-
-    /// The workload's name, as in `syscost run NAME`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            WorkloadSpec::Syscall(_) => "syscall",
-            WorkloadSpec::VfsMix(_) => "vfs-mix",
-            WorkloadSpec::Exec(_) => "exec",
-            WorkloadSpec::AuditReplica(_) => "audit-replica",
-            WorkloadSpec::Uprobe(_) => "uprobe",
-            WorkloadSpec::Empty => "empty",
+macro_rules! workload_spec {
+    ($($variant:ident($module:ident)),* $(,)?) => {
+        /// A workload and its parameters, as given on the command line and stored in result
+        /// files (tagged by the workload's name).
+        #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(tag = "workload", rename_all = "kebab-case")]
+        pub enum WorkloadSpec {
+            $($variant($module::Params),)*
+            /// The empty loop: the harness's own cost per operation.
+            Empty,
         }
-    }
 
-    /// One line for table headers, e.g. `syscall getpid (nr 39)`.
-    pub fn describe(&self) -> String {
-        match self {
-            WorkloadSpec::Syscall(p) => p.describe(),
-            WorkloadSpec::VfsMix(p) => p.describe(),
-            WorkloadSpec::Exec(p) => p.describe(),
-            WorkloadSpec::AuditReplica(p) => p.describe(),
-            WorkloadSpec::Uprobe(p) => p.describe(),
-            WorkloadSpec::Empty => "empty loop".into(),
+        impl WorkloadSpec {
+            /// Instantiate the workload (in the worker process).
+            pub fn build(&self) -> Result<Box<dyn Workload>> {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.build(),)*
+                    WorkloadSpec::Empty => Ok(Box::new(empty::EmptyLoop)),
+                }
+            }
+
+            /// The workload's name, as in `syscost run NAME`.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::NAME,)*
+                    WorkloadSpec::Empty => "empty",
+                }
+            }
+
+            /// One line for table headers, e.g. `syscall getpid (nr 39)`.
+            pub fn describe(&self) -> String {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.describe(),)*
+                    WorkloadSpec::Empty => "empty loop".into(),
+                }
+            }
+
+            /// Parts of one operation worth a per-part figure (see [`Spec::parts`]).
+            pub fn parts(&self) -> Option<(&'static str, f64)> {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.parts(),)*
+                    WorkloadSpec::Empty => None,
+                }
+            }
+
+            /// Producer threads, for throughput figures (M/s and M/s per CPU).
+            pub fn threads(&self) -> Option<u32> {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.threads(),)*
+                    WorkloadSpec::Empty => None,
+                }
+            }
+
+            /// Whether counters must follow the processes the workload starts.
+            pub fn inherit(&self) -> bool {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.inherit(),)*
+                    WorkloadSpec::Empty => false,
+                }
+            }
+
+            /// What one operation is called.
+            pub fn op_name(&self) -> &'static str {
+                match self {
+                    $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::OP_NAME,)*
+                    WorkloadSpec::Empty => "iteration",
+                }
+            }
+
+            /// The message asking for `--ops` when the workload cannot be calibrated.
+            pub fn ops_required(&self) -> Option<&'static str> {
+                match self {
+                    $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::OPS_REQUIRED,)*
+                    WorkloadSpec::Empty => None,
+                }
+            }
+
+            /// Every registered workload's name, in registry order.
+            pub const NAMES: &'static [&'static str] = &[$(<$module::Params as Spec>::NAME,)*];
         }
-    }
+    };
+}
 
-    /// Parts of one operation worth a per-part figure: one walk of the replica is R rules.
-    pub fn parts(&self) -> Option<(&'static str, f64)> {
-        match self {
-            WorkloadSpec::AuditReplica(p) => Some(("rule", p.rules as f64)),
-            _ => None,
-        }
-    }
+with_workloads!(workload_spec);
 
-    /// Producer threads, for throughput figures (M/s and M/s per CPU).
-    pub fn threads(&self) -> Option<u32> {
-        match self {
-            WorkloadSpec::Uprobe(p) => Some(p.threads),
-            _ => None,
-        }
-    }
+#[cfg(test)]
+mod unit {
+    use super::*;
 
-    /// Whether counters must follow the processes the workload starts.
-    pub fn inherit(&self) -> bool {
-        matches!(self, WorkloadSpec::Exec(_))
-    }
-
-    /// What one operation is called.
-    pub fn op_name(&self) -> &'static str {
-        match self {
-            WorkloadSpec::Syscall(_) => "call",
-            WorkloadSpec::VfsMix(_) => "iteration",
-            WorkloadSpec::Exec(_) => "op",
-            WorkloadSpec::AuditReplica(_) => "walk",
-            WorkloadSpec::Uprobe(_) => "call",
-            WorkloadSpec::Empty => "iteration",
+    #[test]
+    fn names_are_the_result_files_tags() {
+        let spec = WorkloadSpec::Syscall(syscall::Params {
+            syscall: "getpid".into(),
+        });
+        assert_eq!(serde_json::to_value(&spec).unwrap()["workload"], "syscall");
+        // The serde tag is the variant's kebab-case name: every NAME must be that tag.
+        for (name, tag) in WorkloadSpec::NAMES.iter().zip([
+            "syscall",
+            "vfs-mix",
+            "audit-replica",
+            "uprobe",
+            "exec",
+        ]) {
+            assert_eq!(*name, tag);
         }
     }
 }

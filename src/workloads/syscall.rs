@@ -3,7 +3,7 @@
 //! Calls go through `syscall(2)`, never through a libc wrapper that might cache the answer
 //! (glibc cached getpid() until 2.25), so every operation enters the kernel.
 
-use super::Workload;
+use super::{Spec, Workload};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
@@ -15,8 +15,23 @@ pub struct Params {
     pub syscall: String,
 }
 
-impl Params {
-    pub fn describe(&self) -> String {
+impl Spec for Params {
+    const NAME: &'static str = "syscall";
+    const OP_NAME: &'static str = "call";
+    const ABOUT: &'static str = "A raw system call in a loop (the seeds' getpid() benchmark)";
+    const EXAMPLES: &'static str = "Examples:
+  syscost run syscall --cpu 1 --runs 5
+      getpid() per call, pinned to CPU 1, 5 worker processes
+  syscost run syscall --syscall getppid --fifo 50 -e cycles,instructions:u -o getppid.json
+      SCHED_FIFO 50, two events, result file for compare/report
+  syscost run syscall --ops 1000000 --samples 20 --json
+      fixed batch of 10^6 calls (no calibration), JSON on stdout";
+
+    fn build(&self) -> Result<Box<dyn Workload>> {
+        Ok(Box::new(SyscallLoop::new(self)?))
+    }
+
+    fn describe(&self) -> String {
         match find(&self.syscall) {
             Some(s) => format!("syscall {} (nr {})", s.name, s.nr),
             None => format!("syscall {}", self.syscall),

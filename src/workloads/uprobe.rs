@@ -4,7 +4,7 @@
 //! program; one operation is one call. The probe's own hit count is checked against the number
 //! of calls at the end of every run: a mismatch fails the run.
 
-use super::Workload;
+use super::{Spec, Workload};
 use crate::probes::targets::Insn;
 use crate::probes::{ProbeKind, Scope, Uprobe};
 use anyhow::{Result, bail};
@@ -25,9 +25,60 @@ pub struct Params {
     /// Attach a minimal BPF program (return 0) to the probe, as the seed's numbers were taken.
     #[arg(long)]
     pub bpf: bool,
-    /// Producer threads (set by --threads).
+    /// Producer threads of this run (the first of --threads; a sweep sets each count).
     #[arg(skip = 1u32)]
     pub threads: u32,
+    /// Producer threads, each pinned to a CPU of the allowed set: a number, or a list
+    /// (1-4, 1,2,4) for a sweep printed as seed 002's table.
+    #[arg(long = "threads", default_value = "1", value_name = "N|LIST")]
+    #[serde(skip)]
+    pub thread_counts: String,
+    /// Allow more producer threads than CPUs.
+    #[arg(long)]
+    #[serde(skip)]
+    pub oversubscribe: bool,
+}
+
+/// Thread counts: `2`, `1-4`, `1,2,4`.
+pub fn parse_threads(s: &str) -> Result<Vec<u32>> {
+    let list = crate::core::CpuList::parse(s).map_err(|_| {
+        anyhow::anyhow!("--threads '{s}': give a count like 2 or a list like 1-4 or 1,2,4")
+    })?;
+    if list.0.contains(&0) {
+        bail!("--threads counts start at 1");
+    }
+    Ok(list.iter().map(|t| t as u32).collect())
+}
+
+impl Spec for Params {
+    const NAME: &'static str = "uprobe";
+    const OP_NAME: &'static str = "call";
+    const ABOUT: &'static str = "Uprobe/uretprobe trigger throughput on a nop, push or ret (seed 002): M/s, M/s per CPU, ns per hit, hits checked against calls. A --threads list sweeps thread counts";
+    const EXAMPLES: &'static str = "Examples:
+  syscost run uprobe --probe uprobe --insn nop --cpu 1
+  syscost run uprobe --probe uretprobe --insn push --bpf --threads 1-2
+      the seed's scaling table: total M/s +- stddev and M/s per CPU per thread count
+  syscost ab --variant 'uprobe --probe none' --variant 'uprobe --probe uprobe' -- --cpu 1
+      the probe's cost against the same loop unprobed
+Needs CAP_PERFMON (root) or perf_event_paranoid <= 1; --bpf needs CAP_BPF too.";
+
+    fn build(&self) -> Result<Box<dyn Workload>> {
+        Ok(Box::new(UprobeLoop::new(self)?))
+    }
+
+    fn describe(&self) -> String {
+        format!("{} ({} producer thread(s))", self.case(), self.threads)
+    }
+
+    fn threads(&self) -> Option<u32> {
+        Some(self.threads)
+    }
+
+    /// A run uses the first count of --threads (a sweep sets each count in turn).
+    fn from_command_line(&mut self) -> Result<()> {
+        self.threads = parse_threads(&self.thread_counts)?[0];
+        Ok(())
+    }
 }
 
 impl Params {
@@ -42,9 +93,6 @@ impl Params {
         format!("{probe}-{insn}{}", if self.bpf { "+bpf" } else { "" })
     }
 
-    pub fn describe(&self) -> String {
-        format!("{} ({} producer thread(s))", self.case(), self.threads)
-    }
 }
 
 struct Producers {

@@ -6,7 +6,7 @@
 //! (auto_da_alloc), so each iteration waits for the disk: the counters' context switches per
 //! iteration show it and the run warns. Use a tmpfs (/dev/shm) to measure the kernel path.
 
-use super::Workload;
+use super::{Spec, Workload};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
@@ -21,8 +21,21 @@ pub struct Params {
     pub dir: Option<PathBuf>,
 }
 
-impl Params {
-    pub fn describe(&self) -> String {
+impl Spec for Params {
+    const NAME: &'static str = "vfs-mix";
+    const OP_NAME: &'static str = "iteration";
+    const ABOUT: &'static str = "Seed 001's VFS-mix loop (creat, lstat, lseek, close, open O_TRUNC, write, mmap, store, munmap, close, unlink) on the file system holding --dir";
+    const EXAMPLES: &'static str = "Examples:
+  syscost run vfs-mix --dir /dev/shm --cpu 1 --fifo 90 --pre sync
+      the kernel path on tmpfs, pinned, SCHED_FIFO, sync before each run (seed 001's set-up)
+  syscost run vfs-mix --dir /var/tmp --profile
+      on a disk file system: context switches per iteration show the loop waiting for I/O";
+
+    fn build(&self) -> Result<Box<dyn Workload>> {
+        Ok(Box::new(VfsMix::new(self)))
+    }
+
+    fn describe(&self) -> String {
         match &self.dir {
             Some(d) => format!("vfs-mix in {}", d.display()),
             None => "vfs-mix in a temporary directory".into(),
