@@ -22,8 +22,6 @@ fn pval(p: Option<f64>) -> String {
 }
 
 impl Comparison {
-    /// The header lines of the text formats.
-
     /// The delta table: one row per metric and variant.
     pub fn delta_grid(&self) -> Grid {
         let mut g = Grid::new(&[

@@ -95,7 +95,7 @@ pub trait Spec {
     /// Instantiate the workload (in the worker process).
     fn build(&self) -> Result<Box<dyn Workload>>;
     /// Check and complete the parameters as the command line gave them.
-    fn from_command_line(&mut self) -> Result<()> {
+    fn complete_command_line(&mut self) -> Result<()> {
         Ok(())
     }
     /// One line for table headers, e.g. `syscall getpid (nr 39)`.

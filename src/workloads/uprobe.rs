@@ -75,7 +75,7 @@ Needs CAP_PERFMON (root) or perf_event_paranoid <= 1; --bpf needs CAP_BPF too.";
     }
 
     /// A run uses the first count of --threads (a sweep sets each count in turn).
-    fn from_command_line(&mut self) -> Result<()> {
+    fn complete_command_line(&mut self) -> Result<()> {
         self.threads = parse_threads(&self.thread_counts)?[0];
         Ok(())
     }

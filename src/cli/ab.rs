@@ -1,0 +1,82 @@
+//! `syscost ab`: configurations given as `run` arguments, measured interleaved and compared.
+
+use super::*;
+
+pub(super) const AB_EXAMPLES: &str = "Examples:
+  syscost ab --variant 'syscall --syscall getpid' --variant 'syscall --syscall getppid' -- --cpu 1 --runs 10
+      both measured in alternating order (ABBA), then compared
+  syscost ab --variant 'syscall' --variant 'syscall' --label A --label A2 -- --cpu 1
+      an A/A check of this machine's noise";
+
+pub(super) fn ab(
+    variants: Vec<String>,
+    labels: Vec<String>,
+    save: Option<PathBuf>,
+    opts: CompareArgs,
+    shared: Vec<String>,
+) -> Result<()> {
+    if variants.len() < 2 {
+        anyhow::bail!("ab needs at least two --variant configurations");
+    }
+    if !labels.is_empty() && labels.len() != variants.len() {
+        anyhow::bail!(
+            "give one --label per --variant ({} labels for {} variants), or none",
+            labels.len(),
+            variants.len()
+        );
+    }
+    let options = compare::Options {
+        configurations: true,
+        ..opts.options()?
+    };
+    if let Some(o) = &opts.output {
+        crate::core::check_writable(o)?;
+    }
+    if let Some(dir) = &save
+        && !dir.is_dir()
+    {
+        anyhow::bail!("--save {}: no such directory", dir.display());
+    }
+    let mut plans = Vec::new();
+    for v in &variants {
+        let Some(mut words) = shlex::split(v) else {
+            anyhow::bail!("--variant '{v}': unbalanced quotes");
+        };
+        words.extend(shared.iter().cloned());
+        let line = VariantLine::try_parse_from(&words).map_err(|e| {
+            anyhow::anyhow!(
+                "--variant '{v}' (with the shared options {:?}) is not a valid `syscost run`: {}",
+                shared,
+                e.render().to_string().trim()
+            )
+        })?;
+        let (workload, args) = line.run.into_parts()?;
+        plans.push(plan_of(workload, &args)?);
+    }
+    // What must match is checked before anything is measured.
+    for (p, v) in plans.iter().zip(&variants).skip(1) {
+        if p.subtract_overhead != plans[0].subtract_overhead {
+            anyhow::bail!(
+                "--variant '{v}': --subtract-overhead must be the same for every variant"
+            );
+        }
+        if p.workload.op_name() != plans[0].workload.op_name() {
+            anyhow::bail!(
+                "--variant '{v}' counts {}s, the first counts {}s: per-op figures would not compare",
+                p.workload.op_name(),
+                plans[0].workload.op_name()
+            );
+        }
+    }
+    let labels = if labels.is_empty() {
+        variants.clone()
+    } else {
+        labels
+    };
+    let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
+    let c = crate::experiments::ab::run(&plans, &labels, &options, save.as_deref(), &mut |p| {
+        bar.update(p)
+    })?;
+    bar.finish();
+    show(&c, opts.format, &opts.output)
+}

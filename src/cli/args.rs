@@ -1,0 +1,180 @@
+//! The options shared by commands: those of every `run` workload, and how compare and ab decide.
+
+use super::*;
+
+/// How compare and ab decide.
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Significance test.
+    #[arg(long, value_enum, default_value_t = TestKind::MannWhitney)]
+    pub test: TestKind,
+    /// Significance level.
+    #[arg(long, default_value_t = 0.05, value_name = "P")]
+    pub alpha: f64,
+    /// Deltas smaller than this percentage are never called a change (like criterion's noise
+    /// threshold).
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub noise_threshold: f64,
+    /// The primary metric: ranks variants, fills the Min/Mean/Median/Max table.
+    #[arg(long, default_value = "time", value_name = "NAME")]
+    pub metric: String,
+    /// Bootstrap seed (the output is reproducible for a given seed).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub resamples: usize,
+    /// Compare results of different workloads or parameters anyway.
+    #[arg(long)]
+    pub force: bool,
+    /// Leave out runs whose invariant counters (instructions, context-switches,
+    /// cpu-migrations, page-faults per op) moved beyond --perturbed-threshold of the median.
+    #[arg(long)]
+    pub drop_perturbed: bool,
+    /// Threshold of the perturbed-run check, percent of the median.
+    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    pub perturbed_threshold: f64,
+    /// Keep only the N best runs (lowest primary metric) of each variant.
+    #[arg(long, value_name = "N")]
+    pub best_of: Option<usize>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the comparison (JSON) to FILE, atomically.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl CompareArgs {
+    pub(super) fn options(&self) -> Result<compare::Options> {
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
+        }
+        if self.noise_threshold < 0.0 || self.perturbed_threshold < 0.0 {
+            anyhow::bail!("thresholds are percentages of zero or more");
+        }
+        if self.resamples == 0 {
+            anyhow::bail!("--resamples must be at least 1");
+        }
+        if self.best_of == Some(0) {
+            anyhow::bail!("--best-of must be at least 1");
+        }
+        Ok(compare::Options {
+            test: self.test,
+            alpha: self.alpha,
+            noise_pct: self.noise_threshold,
+            resamples: self.resamples,
+            seed: self.seed,
+            primary: self.metric.clone(),
+            force: self.force,
+            drop_perturbed: self.drop_perturbed,
+            perturbed_pct: self.perturbed_threshold,
+            best_of: self.best_of,
+            configurations: false,
+        })
+    }
+}
+
+/// Options every `run` workload takes.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// CPUs to pin the worker to, in taskset syntax: 1, 0-3,8, 0-15:2.
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    pub cpu: Option<CpuList>,
+
+    /// Run the worker under SCHED_FIFO at this priority (1-99); needs CAP_SYS_NICE. The policy
+    /// belongs to the worker process and ends with it.
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub fifo: Option<i32>,
+
+    /// Number of runs, each in a fresh worker process (like perf stat -r). Statistics are
+    /// taken over runs.
+    #[arg(short = 'r', long, default_value_t = 5, value_name = "N")]
+    pub runs: u32,
+
+    /// Timed samples per run; each run pools its samples.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub samples: u32,
+
+    /// Samples per run discarded before measuring (warm caches, settled frequency).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub warmup: u32,
+
+    /// Target length of one sample: calibration doubles the batch until one batch lasts this
+    /// long, so the clock's cost and resolution vanish in it (as pyperf does).
+    #[arg(long, default_value = "100ms", value_name = "DURATION", value_parser = parse_duration)]
+    pub sample_time: Duration,
+
+    /// Operations per sample; skips calibration.
+    #[arg(long, value_name = "N")]
+    pub ops: Option<u64>,
+
+    /// Events in perf's syntax: cycles,instructions:u,{L1-dcache-loads,L1-dcache-load-misses}.
+    /// Braces group events so they are counted over the same instants; :u counts user space
+    /// only, :k the kernel only. Repeatable. [default: what perf stat -d counts, plus
+    /// task-clock, context-switches, cpu-migrations, page-faults]
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    pub events: Vec<String>,
+
+    /// List the event names -e accepts and exit.
+    #[arg(long)]
+    pub list_events: bool,
+
+    /// After the measured runs, sample where the time goes (kernel and user call chains) in a
+    /// run of its own, and print the top functions under the table.
+    #[arg(long)]
+    pub profile: bool,
+
+    /// Run this shell command before each run, outside the timed region (as perf stat --pre).
+    #[arg(long, value_name = "CMD")]
+    pub pre: Option<String>,
+
+    /// Leave runs whose invariant counters moved (see `syscost compare --help`) out of the
+    /// statistics; they are flagged in the warnings either way.
+    #[arg(long)]
+    pub drop_perturbed: bool,
+
+    /// Subtract the empty loop's per-op cost (loop, clock and counter reads, measured by the
+    /// same harness in each run) from every per-op value.
+    #[arg(long)]
+    pub subtract_overhead: bool,
+
+    /// Empty-loop samples per run for the overhead figure.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub overhead_samples: u32,
+
+    /// Print the result as JSON on stdout (same as --format json).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Output format on stdout: table, json, csv, markdown, or lkml (plain ASCII for mail).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Write the result (JSON, with every raw sample) to FILE, atomically.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// The output format: --json is --format json.
+    pub(super) fn format(&self) -> Format {
+        if self.json { Format::Json } else { self.format }
+    }
+}
+
+pub(super) fn parse_cpus(s: &str) -> Result<CpuList, String> {
+    CpuList::parse(s).map_err(|e| e.to_string())
+}
+
+pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|e| format!("'{s}' is not a duration ({e}); write it like 100ms, 0.5s or 2s"))
+        .and_then(|d| {
+            if d.is_zero() {
+                Err("the sample time must be longer than zero".into())
+            } else {
+                Ok(d)
+            }
+        })
+}

@@ -1,0 +1,168 @@
+//! `syscost audit`: status, the rule sweep, the residue, cleanup.
+
+use super::*;
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// Enabled/locked, rules per filter list, backlog and lost (what auditctl -s shows).
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure a syscall with audit off, on, and with each number of exit rules.
+    #[command(after_help = SWEEP_HELP)]
+    Sweep {
+        /// Rule counts of the audit-on steps, strictly increasing: 0,16,32,48 or 0-48:16.
+        #[arg(
+            long,
+            default_value = "0,16,32,48",
+            value_name = "COUNTS",
+            allow_hyphen_values = true
+        )]
+        rules: String,
+        /// How many of the rules name the benchmarked syscall but fail on a field (they reach
+        /// audit_filter_rules, like 5 of the seeds' 42 rules for getpid).
+        #[arg(long, default_value_t = 0, value_name = "K")]
+        matching: u32,
+        /// The benchmark (only syscall for now).
+        #[arg(long, value_enum, default_value_t = SweepBench::Syscall)]
+        bench: SweepBench,
+        /// Leave out the "audit off, no task rule" step.
+        #[arg(long)]
+        no_residue_step: bool,
+        #[command(flatten)]
+        params: syscall::Params,
+        #[command(flatten)]
+        common: RunArgs,
+    },
+    /// Measure the residue: a syscall with audit off, with and without a never,task rule
+    /// (never enables audit itself).
+    Residue {
+        #[command(flatten)]
+        params: syscall::Params,
+        #[command(flatten)]
+        common: RunArgs,
+    },
+    /// Remove audit rules and restore the enabled flag left by a syscost that was killed.
+    Cleanup,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SweepBench {
+    Syscall,
+}
+
+pub(super) const SWEEP_HELP: &str = "How it measures:
+  Steps: audit off with a never,task rule (the baseline: workers get no audit context, as on a
+  kernel where audit was never enabled), audit off without it (the per-task work a kernel keeps
+  once audit has been enabled in this boot), then audit on with each rule count. Every round
+  runs every step once, in alternating order; the per-rule cost is a least-squares slope over
+  every run of the audit-on steps, with its 95% CI and R².
+
+State: needs root (CAP_AUDIT_CONTROL). Each rule syscost adds is keyed syscost-<pid>-...; only
+those are removed, and the enabled flag is restored, on every exit path. Locked audit
+(enabled=2) is refused before anything changes. After a SIGKILL, the next audit command (or
+`syscost audit cleanup`) removes the leftovers. Enabling audit has one effect that cannot be
+undone until reboot: new processes keep per-task audit work (the residue step measures it).
+
+Examples:
+  syscost audit sweep --rules 0,16,32,48 --cpu 1
+  syscost audit sweep --rules 0-64:8 --matching 5 --syscall getpid --runs 10 -o sweep.json";
+
+pub(super) fn show_sweep(
+    sweep: &crate::experiments::audit_sweep::Sweep,
+    common: &RunArgs,
+) -> Result<()> {
+    show(sweep, common.format(), &common.output)
+}
+
+pub(super) fn audit_command(cmd: AuditCommand) -> Result<()> {
+    use crate::audit;
+    match cmd {
+        AuditCommand::Status { json } => {
+            let mut sock = audit::AuditSocket::open()?;
+            for n in audit::session::cleanup_leftovers(&mut sock)? {
+                eprintln!("syscost: {n}");
+            }
+            let s = sock.status()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                let lists: Vec<String> = s.rules.iter().map(|(l, n)| format!("{l} {n}")).collect();
+                println!(
+                    "enabled {}{}\nfailure {}\npid {}\nrate_limit {}\nbacklog_limit {}\nlost {}\n\
+                     backlog {}\nrules {}{}",
+                    s.enabled,
+                    if s.locked() {
+                        " (locked until reboot)"
+                    } else {
+                        ""
+                    },
+                    s.failure,
+                    s.pid,
+                    s.rate_limit,
+                    s.backlog_limit,
+                    s.lost,
+                    s.backlog,
+                    s.rule_count(),
+                    if lists.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", lists.join(", "))
+                    }
+                );
+            }
+            Ok(())
+        }
+        AuditCommand::Cleanup => {
+            let mut sock = audit::AuditSocket::open()?;
+            let notes = audit::session::cleanup_leftovers(&mut sock)?;
+            if notes.is_empty() {
+                println!("nothing to clean up: no audit rules or state left by a killed syscost");
+            }
+            for n in notes {
+                println!("{n}");
+            }
+            Ok(())
+        }
+        AuditCommand::Residue { params, common } => {
+            let plan = plan_of(WorkloadSpec::Syscall(params), &common)?;
+            let sp = crate::experiments::audit_sweep::SweepPlan {
+                plan,
+                rules: Vec::new(),
+                matching: 0,
+                residue_step: true,
+            };
+            let mut bar = progress::Bar::new(&sp.plan, 2);
+            let sweep = crate::experiments::audit_sweep::run(&sp, &mut |p| bar.update(p))?;
+            bar.finish();
+            show_sweep(&sweep, &common)
+        }
+        AuditCommand::Sweep {
+            rules,
+            matching,
+            bench: _,
+            no_residue_step,
+            params,
+            common,
+        } => {
+            let counts = crate::experiments::audit_sweep::parse_rule_counts(&rules)?;
+            if let Some(path) = &common.output {
+                crate::core::check_writable(path)?;
+            }
+            let plan = plan_of(WorkloadSpec::Syscall(params), &common)?;
+            let sp = crate::experiments::audit_sweep::SweepPlan {
+                plan,
+                rules: counts,
+                matching,
+                residue_step: !no_residue_step,
+            };
+            let steps = sp.rules.len() as u32 + 1 + u32::from(sp.residue_step);
+            let mut bar = progress::Bar::new(&sp.plan, steps);
+            let sweep = crate::experiments::audit_sweep::run(&sp, &mut |p| bar.update(p))?;
+            bar.finish();
+            show_sweep(&sweep, &common)
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! `syscost run NAME`: one subcommand per registered workload; thread sweeps of uprobe.
+
+use super::*;
+
+macro_rules! run_command {
+    ($($variant:ident($module:ident)),* $(,)?) => {
+        /// `syscost run NAME`: one subcommand per workload of the registry
+        /// (`workloads::with_workloads!`), its options from the workload's `Params`.
+        #[derive(Subcommand, Debug)]
+        pub enum RunCommand {
+            $(
+                #[command(
+                    name = <workloads::$module::Params as Spec>::NAME,
+                    about = <workloads::$module::Params as Spec>::ABOUT,
+                    after_help = <workloads::$module::Params as Spec>::EXAMPLES
+                )]
+                $variant {
+                    #[command(flatten)]
+                    params: workloads::$module::Params,
+                    #[command(flatten)]
+                    common: RunArgs,
+                },
+            )*
+        }
+
+        impl RunCommand {
+            pub(super) fn into_parts(self) -> Result<(WorkloadSpec, RunArgs)> {
+                Ok(match self {
+                    $(RunCommand::$variant { mut params, common } => {
+                        params.complete_command_line()?;
+                        (WorkloadSpec::$variant(params), common)
+                    })*
+                })
+            }
+        }
+    };
+}
+workloads::with_workloads!(run_command);
+
+/// Parses one `--variant` of `syscost ab` as the arguments of `syscost run`.
+#[derive(Parser, Debug)]
+#[command(name = "variant", no_binary_name = true)]
+pub(super) struct VariantLine {
+    #[command(subcommand)]
+    pub(super) run: RunCommand,
+}
+
+pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
+    if let Some(why) = workload.ops_required()
+        && args.ops.is_none()
+    {
+        anyhow::bail!("{why}");
+    }
+    let events: EventList = if args.events.is_empty() {
+        counters::default_events()
+    } else {
+        counters::parse_event_list(&args.events)?
+    };
+    let plan = Plan {
+        workload,
+        events,
+        cpus: args.cpu.clone(),
+        fifo: args.fifo,
+        runs: args.runs,
+        samples: args.samples,
+        warmup: args.warmup,
+        sample_time: args.sample_time,
+        ops: args.ops,
+        overhead_samples: args.overhead_samples,
+        subtract_overhead: args.subtract_overhead,
+        pre: args.pre.clone(),
+        profile: args.profile,
+    };
+    runner::validate(&plan)?;
+    Ok(plan)
+}
+
+pub(super) fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> {
+    if args.list_events {
+        for name in counters::events::known_event_names() {
+            println!("{name}");
+        }
+        return Ok(());
+    }
+    if let Some(path) = &args.output {
+        crate::core::check_writable(path)?;
+    }
+    let plan = plan_of(workload, &args)?;
+    let mut bar = progress::Bar::new(&plan, 1);
+    let mut result: RunResult = runner::run(&plan, &mut |p| bar.update(p))?;
+    bar.finish();
+    result.check_perturbed(10.0, args.drop_perturbed);
+    if let Some(path) = &args.output {
+        result.save(path)?;
+    }
+    show(&result, args.format(), &None)?;
+    if let Some(path) = &args.output {
+        eprintln!("syscost: result written to {}", path.display());
+    }
+    Ok(())
+}
+
+pub(super) fn uprobe_run(params: uprobe::Params, common: RunArgs) -> Result<()> {
+    let counts = uprobe::parse_threads(&params.thread_counts)?;
+    let oversubscribe = params.oversubscribe;
+    let cpus = match &common.cpu {
+        Some(c) => c.len(),
+        None => crate::core::cpus::allowed_cpus()?.len(),
+    };
+    if let Some(&max) = counts.iter().max()
+        && max as usize > cpus
+        && !oversubscribe
+    {
+        anyhow::bail!(
+            "--threads {max} is more than the {cpus} CPU(s) the producers may use: pass \
+             --oversubscribe to share CPUs, or give --cpu more CPUs"
+        );
+    }
+    if counts.len() == 1 {
+        let mut p = params;
+        p.threads = counts[0];
+        return run_workload(WorkloadSpec::Uprobe(p), common);
+    }
+    if let Some(path) = &common.output {
+        crate::core::check_writable(path)?;
+    }
+    let mut plans = Vec::new();
+    for &t in &counts {
+        let mut p = params.clone();
+        p.threads = t;
+        plans.push(plan_of(WorkloadSpec::Uprobe(p), &common)?);
+    }
+    let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
+    let results = runner::run_interleaved(&plans, &mut |p| bar.update(p))?;
+    bar.finish();
+    let scale = crate::experiments::scale::Scale::new(&params.case(), results);
+    show(&scale, common.format(), &common.output)
+}
