@@ -339,11 +339,11 @@ fn dispatch(cmd: Command) -> Result<()> {
         }
         Command::Audit(a) => audit_command(a),
         Command::Report { files, output, svg } => {
-            use crate::report::html;
+            use crate::report::{html, loaded};
             crate::core::check_writable(&output)?;
-            let loaded: Vec<(String, html::Loaded)> = files
+            let loaded: Vec<(String, loaded::Loaded)> = files
                 .iter()
-                .map(|f| Ok(html::load(f).map(|l| (f.display().to_string(), l))?))
+                .map(|f| Ok((f.display().to_string(), loaded::load(f)?)))
                 .collect::<Result<_>>()?;
             let text = match svg {
                 Some(kind) => html::single_chart(&kind, &loaded)?,

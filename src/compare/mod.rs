@@ -8,110 +8,17 @@
 
 pub mod correlate;
 pub mod merge;
+pub mod profile_diff;
+pub mod variant;
+
+pub use profile_diff::{FunctionDelta, profile_diff};
+pub use variant::{Variant, check_comparable};
 
 use crate::core::{Envelope, Kind};
-use crate::results::validity::{self, Perturbation};
-use crate::results::view::ResultView;
-use crate::results::{Metric, RunResult};
+use crate::results::validity;
 use crate::stats::significance::{TestKind, bootstrap_delta_pct, holm, mann_whitney, welch};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
-
-/// One side of a comparison: a result file, or one configuration measured by `syscost ab`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Variant {
-    pub label: String,
-    /// Where it came from: a file path, or `ab`.
-    pub source: String,
-    /// The unit of replication: `run`, `sample` or `boot`.
-    pub unit: String,
-    pub workload: serde_json::Value,
-    pub op_name: String,
-    pub subtract_overhead: bool,
-    pub created_unix: u64,
-    pub kernel: Option<String>,
-    pub host: Option<String>,
-    /// Operations per sample, when known (sets the floor of the perturbation check).
-    pub ops_per_sample: Option<f64>,
-    pub metrics: Vec<Metric>,
-    /// Units whose invariant counters moved.
-    pub perturbed: Vec<Perturbation>,
-    /// Units left out (by --drop-perturbed or --best-of).
-    pub dropped: Vec<u32>,
-    pub warnings: Vec<String>,
-    /// Where the time went, if the result was profiled.
-    #[serde(default)]
-    pub profile: Option<crate::profile::Profile>,
-}
-
-impl Variant {
-    pub fn from_view(v: &ResultView) -> Variant {
-        let unit = v
-            .metrics
-            .first()
-            .map(|m| m.replication.clone())
-            .unwrap_or_else(|| "run".into());
-        Variant {
-            label: v.label(),
-            source: v.path.display().to_string(),
-            unit,
-            workload: v.workload.clone(),
-            op_name: v.op_name.clone(),
-            subtract_overhead: v.subtract_overhead(),
-            created_unix: v.created_unix,
-            kernel: v.environment.kernel_release.clone(),
-            host: v.environment.hostname.clone(),
-            ops_per_sample: v.options.get("ops_per_sample").and_then(|x| x.as_f64()),
-            metrics: v.metrics.clone(),
-            perturbed: Vec::new(),
-            dropped: Vec::new(),
-            warnings: v.warnings.clone(),
-            profile: v.profile.clone(),
-        }
-    }
-
-    pub fn from_run(label: &str, source: &str, r: &RunResult) -> Variant {
-        Variant {
-            label: label.to_string(),
-            source: source.to_string(),
-            unit: r
-                .metrics
-                .first()
-                .map(|m| m.replication.clone())
-                .unwrap_or_else(|| "run".into()),
-            workload: serde_json::to_value(&r.workload).expect("workloads serialise"),
-            op_name: r.op_name.clone(),
-            subtract_overhead: r.options.subtract_overhead,
-            created_unix: r.created_unix,
-            kernel: r.environment.kernel_release.clone(),
-            host: r.environment.hostname.clone(),
-            ops_per_sample: Some(r.options.ops_per_sample as f64),
-            metrics: r.metrics.clone(),
-            perturbed: Vec::new(),
-            dropped: Vec::new(),
-            warnings: r.warnings.clone(),
-            profile: r.profile.clone(),
-        }
-    }
-
-    pub fn metric(&self, name: &str) -> Option<&Metric> {
-        self.metrics
-            .iter()
-            .find(|m| m.name == name && m.summary.is_some())
-    }
-
-    /// Number of units of the primary metric.
-    pub fn n(&self, primary: &str) -> usize {
-        self.metric(primary).map(|m| m.values.len()).unwrap_or(0)
-    }
-
-    /// A one-line description of the workload.
-    pub fn describe_workload(&self) -> String {
-        serde_json::from_value::<crate::workloads::WorkloadSpec>(self.workload.clone())
-            .map(|w| w.describe())
-            .unwrap_or_else(|_| self.workload.to_string())
-    }
-}
 
 /// How to compare.
 #[derive(Clone, Debug)]
@@ -188,84 +95,6 @@ pub struct Rank {
     pub delta_pct: f64,
 }
 
-/// How one function's share of the profile changed from the baseline to a variant.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FunctionDelta {
-    pub variant: usize,
-    pub name: String,
-    pub space: String,
-    pub base_self_pct: f64,
-    pub self_pct: f64,
-    pub base_total_pct: f64,
-    pub total_pct: f64,
-    /// Change of the total share, in percentage points.
-    pub delta_total_pp: f64,
-}
-
-/// The functions whose total share grew and shrank most (10 each way per variant).
-pub fn profile_diff(variants: &[Variant]) -> Vec<FunctionDelta> {
-    let Some(base) = variants.first().and_then(|v| v.profile.as_ref()) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (vi, v) in variants.iter().enumerate().skip(1) {
-        let Some(p) = &v.profile else { continue };
-        let mut names: Vec<(&str, &str)> = base
-            .functions
-            .iter()
-            .chain(&p.functions)
-            .map(|f| (f.name.as_str(), f.space.as_str()))
-            .collect();
-        names.sort();
-        names.dedup();
-        let share = |prof: &crate::profile::Profile, n: &str, s: &str| {
-            prof.functions
-                .iter()
-                .find(|f| f.name == n && f.space == s)
-                .map(|f| (f.self_pct, f.total_pct))
-                .unwrap_or((0.0, 0.0))
-        };
-        let mut deltas: Vec<FunctionDelta> = names
-            .into_iter()
-            .map(|(n, s)| {
-                let (bs, bt) = share(base, n, s);
-                let (os, ot) = share(p, n, s);
-                FunctionDelta {
-                    variant: vi,
-                    name: n.to_string(),
-                    space: s.to_string(),
-                    base_self_pct: bs,
-                    self_pct: os,
-                    base_total_pct: bt,
-                    total_pct: ot,
-                    delta_total_pp: ot - bt,
-                }
-            })
-            .collect();
-        deltas.sort_by(|a, b| {
-            b.delta_total_pp
-                .total_cmp(&a.delta_total_pp)
-                .then(a.name.cmp(&b.name))
-        });
-        let grown: Vec<FunctionDelta> = deltas
-            .iter()
-            .filter(|d| d.delta_total_pp > 0.0)
-            .take(10)
-            .cloned()
-            .collect();
-        let shrunk: Vec<FunctionDelta> = deltas
-            .iter()
-            .rev()
-            .filter(|d| d.delta_total_pp < 0.0)
-            .take(10)
-            .cloned()
-            .collect();
-        out.extend(grown);
-        out.extend(shrunk);
-    }
-    out
-}
-
 /// The bootstrap's settings, reported so the output can be reproduced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BootstrapInfo {
@@ -294,94 +123,6 @@ pub struct Comparison {
     #[serde(default)]
     pub profile_diff: Vec<FunctionDelta>,
     pub warnings: Vec<String>,
-}
-
-/// Refuse variants that do not measure the same thing, naming what differs.
-pub fn check_comparable(
-    variants: &[Variant],
-    force: bool,
-    configurations: bool,
-) -> Result<Vec<String>> {
-    let mut warnings = Vec::new();
-    let Some(base) = variants.first() else {
-        bail!("nothing to compare");
-    };
-    for v in &variants[1..] {
-        let mut diffs = Vec::new();
-        if v.workload != base.workload && !configurations {
-            let keys: Vec<String> = match (base.workload.as_object(), v.workload.as_object()) {
-                (Some(a), Some(b)) => a
-                    .keys()
-                    .chain(b.keys())
-                    .filter(|k| a.get(*k) != b.get(*k))
-                    .map(|k| {
-                        format!(
-                            "{k}: {} vs {}",
-                            a.get(k).map(|x| x.to_string()).unwrap_or("-".into()),
-                            b.get(k).map(|x| x.to_string()).unwrap_or("-".into())
-                        )
-                    })
-                    .collect(),
-                _ => vec!["workload".into()],
-            };
-            let mut keys = keys;
-            keys.dedup();
-            diffs.push(format!("workload ({})", keys.join(", ")));
-        }
-        if v.subtract_overhead != base.subtract_overhead {
-            diffs.push(format!(
-                "--subtract-overhead ({} vs {})",
-                base.subtract_overhead, v.subtract_overhead
-            ));
-        }
-        if v.op_name != base.op_name {
-            diffs.push(format!("operation ({} vs {})", base.op_name, v.op_name));
-        }
-        if !diffs.is_empty() {
-            let msg = format!(
-                "{} and {} measure different things: {}",
-                base.label,
-                v.label,
-                diffs.join("; ")
-            );
-            if !force {
-                bail!("{msg}; use --force to compare them anyway");
-            }
-            warnings.push(format!("compared with --force although {msg}"));
-        }
-        if v.unit != base.unit {
-            warnings.push(format!(
-                "{} is replicated by {} and {} by {}: compare like with like where possible",
-                base.label, base.unit, v.label, v.unit
-            ));
-        }
-        if v.unit == "sample" || base.unit == "sample" {
-            warnings.push(
-                "a result with a single run is compared sample by sample; samples of one \
-                 process are not independent, so p-values are optimistic: use --runs 5 or more"
-                    .into(),
-            );
-        }
-        let apart = v.created_unix.abs_diff(base.created_unix);
-        if v.source != "ab" && base.source != "ab" && apart > 300 && base.unit != "boot" {
-            warnings.push(format!(
-                "{} and {} were measured {} min apart: this machine's speed can drift more than \
-                 the noise threshold in that time; `syscost ab` measures configurations \
-                 interleaved",
-                base.label,
-                v.label,
-                apart / 60
-            ));
-        }
-        if v.host != base.host && v.host.is_some() && base.host.is_some() {
-            warnings.push(format!(
-                "{} and {} come from different hosts",
-                base.label, v.label
-            ));
-        }
-    }
-    warnings.dedup();
-    Ok(warnings)
 }
 
 /// Apply --drop-perturbed and --best-of to a variant (flags are always computed).
@@ -605,7 +346,7 @@ fn verdict(d: &Delta, opts: &Options, n1: usize, n2: usize) -> String {
 #[cfg(test)]
 pub(crate) mod unit {
     use super::*;
-    use crate::results::MetricKind;
+    use crate::results::{Metric, MetricKind};
     use crate::stats::Summary;
     use rand::{RngExt, SeedableRng};
 

@@ -1,14 +1,17 @@
 //! Every rendering of every result kind. A result type never prints itself: each kind has one
 //! file here implementing [`Render`] (its preamble and tables), and the text formats of
 //! [`format`] (one file each: table, CSV, Markdown, LKML; JSON is the result serialised) lay
-//! them out; [`html`] draws the page of `syscost report` with the SVG charts of [`svg`].
+//! them out; [`html`] draws the page of `syscost report` from results of any kind ([`loaded`]) with the
+//! [`charts`], drawn by [`svg`].
 
 pub mod cachesets;
+pub mod charts;
 pub mod compare;
 pub mod correlate;
 pub mod env;
 pub mod format;
 pub mod html;
+pub mod loaded;
 pub mod merge;
 pub mod probe;
 pub mod run;

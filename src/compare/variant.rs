@@ -1,0 +1,192 @@
+//! One side of a comparison, from a result file or from a configuration measured by `ab`,
+//! and the check that the sides measure the same thing.
+
+use crate::results::validity::Perturbation;
+use crate::results::view::ResultView;
+use crate::results::{Metric, RunResult};
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// One side of a comparison: a result file, or one configuration measured by `syscost ab`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    pub label: String,
+    /// Where it came from: a file path, or `ab`.
+    pub source: String,
+    /// The unit of replication: `run`, `sample` or `boot`.
+    pub unit: String,
+    pub workload: serde_json::Value,
+    pub op_name: String,
+    pub subtract_overhead: bool,
+    pub created_unix: u64,
+    pub kernel: Option<String>,
+    pub host: Option<String>,
+    /// Operations per sample, when known (sets the floor of the perturbation check).
+    pub ops_per_sample: Option<f64>,
+    pub metrics: Vec<Metric>,
+    /// Units whose invariant counters moved.
+    pub perturbed: Vec<Perturbation>,
+    /// Units left out (by --drop-perturbed or --best-of).
+    pub dropped: Vec<u32>,
+    pub warnings: Vec<String>,
+    /// Where the time went, if the result was profiled.
+    #[serde(default)]
+    pub profile: Option<crate::profile::Profile>,
+}
+
+impl Variant {
+    pub fn from_view(v: &ResultView) -> Variant {
+        let unit = v
+            .metrics
+            .first()
+            .map(|m| m.replication.clone())
+            .unwrap_or_else(|| "run".into());
+        Variant {
+            label: v.label(),
+            source: v.path.display().to_string(),
+            unit,
+            workload: v.workload.clone(),
+            op_name: v.op_name.clone(),
+            subtract_overhead: v.subtract_overhead(),
+            created_unix: v.created_unix,
+            kernel: v.environment.kernel_release.clone(),
+            host: v.environment.hostname.clone(),
+            ops_per_sample: v.options.get("ops_per_sample").and_then(|x| x.as_f64()),
+            metrics: v.metrics.clone(),
+            perturbed: Vec::new(),
+            dropped: Vec::new(),
+            warnings: v.warnings.clone(),
+            profile: v.profile.clone(),
+        }
+    }
+
+    pub fn from_run(label: &str, source: &str, r: &RunResult) -> Variant {
+        Variant {
+            label: label.to_string(),
+            source: source.to_string(),
+            unit: r
+                .metrics
+                .first()
+                .map(|m| m.replication.clone())
+                .unwrap_or_else(|| "run".into()),
+            workload: serde_json::to_value(&r.workload).expect("workloads serialise"),
+            op_name: r.op_name.clone(),
+            subtract_overhead: r.options.subtract_overhead,
+            created_unix: r.created_unix,
+            kernel: r.environment.kernel_release.clone(),
+            host: r.environment.hostname.clone(),
+            ops_per_sample: Some(r.options.ops_per_sample as f64),
+            metrics: r.metrics.clone(),
+            perturbed: Vec::new(),
+            dropped: Vec::new(),
+            warnings: r.warnings.clone(),
+            profile: r.profile.clone(),
+        }
+    }
+
+    pub fn metric(&self, name: &str) -> Option<&Metric> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name && m.summary.is_some())
+    }
+
+    /// Number of units of the primary metric.
+    pub fn n(&self, primary: &str) -> usize {
+        self.metric(primary).map(|m| m.values.len()).unwrap_or(0)
+    }
+
+    /// A one-line description of the workload.
+    pub fn describe_workload(&self) -> String {
+        serde_json::from_value::<crate::workloads::WorkloadSpec>(self.workload.clone())
+            .map(|w| w.describe())
+            .unwrap_or_else(|_| self.workload.to_string())
+    }
+}
+
+/// Refuse variants that do not measure the same thing, naming what differs.
+pub fn check_comparable(
+    variants: &[Variant],
+    force: bool,
+    configurations: bool,
+) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
+    let Some(base) = variants.first() else {
+        bail!("nothing to compare");
+    };
+    for v in &variants[1..] {
+        let mut diffs = Vec::new();
+        if v.workload != base.workload && !configurations {
+            let keys: Vec<String> = match (base.workload.as_object(), v.workload.as_object()) {
+                (Some(a), Some(b)) => a
+                    .keys()
+                    .chain(b.keys())
+                    .filter(|k| a.get(*k) != b.get(*k))
+                    .map(|k| {
+                        format!(
+                            "{k}: {} vs {}",
+                            a.get(k).map(|x| x.to_string()).unwrap_or("-".into()),
+                            b.get(k).map(|x| x.to_string()).unwrap_or("-".into())
+                        )
+                    })
+                    .collect(),
+                _ => vec!["workload".into()],
+            };
+            let mut keys = keys;
+            keys.dedup();
+            diffs.push(format!("workload ({})", keys.join(", ")));
+        }
+        if v.subtract_overhead != base.subtract_overhead {
+            diffs.push(format!(
+                "--subtract-overhead ({} vs {})",
+                base.subtract_overhead, v.subtract_overhead
+            ));
+        }
+        if v.op_name != base.op_name {
+            diffs.push(format!("operation ({} vs {})", base.op_name, v.op_name));
+        }
+        if !diffs.is_empty() {
+            let msg = format!(
+                "{} and {} measure different things: {}",
+                base.label,
+                v.label,
+                diffs.join("; ")
+            );
+            if !force {
+                bail!("{msg}; use --force to compare them anyway");
+            }
+            warnings.push(format!("compared with --force although {msg}"));
+        }
+        if v.unit != base.unit {
+            warnings.push(format!(
+                "{} is replicated by {} and {} by {}: compare like with like where possible",
+                base.label, base.unit, v.label, v.unit
+            ));
+        }
+        if v.unit == "sample" || base.unit == "sample" {
+            warnings.push(
+                "a result with a single run is compared sample by sample; samples of one \
+                 process are not independent, so p-values are optimistic: use --runs 5 or more"
+                    .into(),
+            );
+        }
+        let apart = v.created_unix.abs_diff(base.created_unix);
+        if v.source != "ab" && base.source != "ab" && apart > 300 && base.unit != "boot" {
+            warnings.push(format!(
+                "{} and {} were measured {} min apart: this machine's speed can drift more than \
+                 the noise threshold in that time; `syscost ab` measures configurations \
+                 interleaved",
+                base.label,
+                v.label,
+                apart / 60
+            ));
+        }
+        if v.host != base.host && v.host.is_some() && base.host.is_some() {
+            warnings.push(format!(
+                "{} and {} come from different hosts",
+                base.label, v.label
+            ));
+        }
+    }
+    warnings.dedup();
+    Ok(warnings)
+}

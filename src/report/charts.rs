@@ -1,0 +1,563 @@
+//! The charts of every result kind, as inline SVG drawn by [`super::svg`]: the runs' spread,
+//! comparisons and rankings, merges over boots, audit sweeps with their fitted line, thread
+//! scaling, correlations and cache-set populations.
+
+use super::svg::{self, Category, Mark, Series};
+use crate::compare::Comparison;
+use crate::compare::correlate::CorrelationResult;
+use crate::compare::merge::Merged;
+use crate::core::fmt_num;
+use crate::experiments::audit_sweep::Sweep;
+use crate::experiments::scale::Scale;
+use crate::layout::Analysis;
+use crate::results::RunResult;
+use crate::stats::{quantile, t_critical};
+
+fn five(v: &[f64]) -> Option<(f64, f64, f64, f64, f64)> {
+    if v.is_empty() {
+        return None;
+    }
+    Some((
+        quantile(v, 0.0),
+        quantile(v, 0.25),
+        quantile(v, 0.5),
+        quantile(v, 0.75),
+        quantile(v, 1.0),
+    ))
+}
+
+/// Distribution of time per op: each run's samples as a strip, and a box over runs.
+pub fn run_chart(r: &RunResult) -> String {
+    let time = r.metrics.iter().find(|m| m.name == "time");
+    let unit = time.map(|m| m.unit.clone()).unwrap_or_default();
+    let oh = if r.options.subtract_overhead {
+        r.overhead
+            .first()
+            .and_then(|m| m.summary.as_ref())
+            .map(|s| s.median)
+            .unwrap_or(0.0)
+    } else {
+        0.0
+    };
+    let mut cats: Vec<Category> = r
+        .runs
+        .iter()
+        .map(|run| Category {
+            label: format!("run {}", run.index),
+            strip: run
+                .samples
+                .iter()
+                .map(|s| s.wall_ns as f64 / s.ops.max(1) as f64 - oh)
+                .collect(),
+            class: 0,
+            ..Category::default()
+        })
+        .collect();
+    if let Some(m) = time {
+        cats.push(Category {
+            label: format!("all ({}s)", m.replication),
+            boxplot: five(&m.values),
+            strip: m.values.clone(),
+            class: 1,
+            ..Category::default()
+        });
+    }
+    svg::categories(
+        &format!("{}: time per {}", r.workload.describe(), r.op_name),
+        "run (dots: its samples) and all units of replication (box: min, quartiles, max)",
+        &format!("time ({unit})"),
+        &cats,
+        vec![
+            (0, "samples of one run".into(), Mark::Dot),
+            (1, "per-run values".into(), Mark::Box),
+        ],
+        None,
+    )
+}
+
+/// Top functions of a profile by self share (total share alongside).
+pub fn profile_chart(p: &crate::profile::Profile, title: &str) -> String {
+    let mut rows = Vec::new();
+    for f in p.functions.iter().take(12) {
+        rows.push((format!("{} (self)", f.name), f.self_pct, 0));
+        rows.push((format!("{} (total)", f.name), f.total_pct, 5));
+    }
+    svg::hbars(
+        &format!("{title}: where the time goes ({} samples)", p.samples),
+        "share of samples (%)",
+        &rows,
+        vec![
+            (0, "self".into(), Mark::Box),
+            (5, "total (on the stack)".into(), Mark::Box),
+        ],
+    )
+}
+
+/// Each variant's primary metric: median (dot) with the 95% CI of the mean.
+pub fn compare_chart(c: &Comparison) -> String {
+    let unit = c
+        .variants
+        .first()
+        .and_then(|v| v.metric(&c.primary_metric))
+        .map(|m| m.unit.clone())
+        .unwrap_or_default();
+    let cats: Vec<Category> = c
+        .variants
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let m = v.metric(&c.primary_metric)?;
+            let s = m.summary.as_ref()?;
+            let (lo, hi) = s.ci95.unwrap_or((s.median, s.median));
+            let d = c
+                .deltas
+                .iter()
+                .find(|d| d.variant == i && d.metric == c.primary_metric);
+            Some(Category {
+                label: v.label.clone(),
+                strip: m.values.clone(),
+                dot: Some((s.median, lo.min(s.median), hi.max(s.median))),
+                note: d.map(|d| {
+                    format!(
+                        "{} {}",
+                        d.delta_pct.map(|p| format!("{p:+.1}%")).unwrap_or_default(),
+                        d.verdict
+                    )
+                }),
+                class: if i == 0 { 5 } else { 0 },
+                ..Category::default()
+            })
+        })
+        .collect();
+    svg::categories(
+        &format!(
+            "{} per variant (baseline {})",
+            c.primary_metric, c.variants[0].label
+        ),
+        "variant (above: delta against the baseline and verdict)",
+        &format!("{} ({unit})", c.primary_metric),
+        &cats,
+        vec![
+            (0, "median, 95% CI of the mean".into(), Mark::Dot),
+            (5, "baseline".into(), Mark::Dot),
+        ],
+        None,
+    )
+}
+
+/// Delta % per metric and variant, signed bars; the verdict in the label.
+pub fn delta_chart(c: &Comparison) -> String {
+    let rows: Vec<(String, f64, usize)> = c
+        .deltas
+        .iter()
+        .filter_map(|d| {
+            let p = d.delta_pct?;
+            let ci = d
+                .ci95_pct
+                .map(|(a, b)| format!(" [{a:+.1}, {b:+.1}]"))
+                .unwrap_or_default();
+            Some((
+                format!(
+                    "{} {}: {}{ci}",
+                    c.variants[d.variant].label, d.metric, d.verdict
+                ),
+                p,
+                if d.verdict == "slower" || d.verdict == "higher" {
+                    1
+                } else if d.verdict == "faster" || d.verdict == "lower" {
+                    2
+                } else {
+                    5
+                },
+            ))
+        })
+        .collect();
+    svg::hbars(
+        "Change against the baseline, with the 95% bootstrap CI and the verdict",
+        "delta of the median (%)",
+        &rows,
+        vec![
+            (1, "slower / higher".into(), Mark::Box),
+            (2, "faster / lower".into(), Mark::Box),
+            (5, "no change".into(), Mark::Box),
+        ],
+    )
+}
+
+/// Seed 001's ranking: variants by the primary metric.
+pub fn ranking_chart(c: &Comparison) -> Option<String> {
+    if c.ranking.is_empty() {
+        return None;
+    }
+    let unit = c
+        .variants
+        .first()
+        .and_then(|v| v.metric(&c.primary_metric))
+        .map(|m| m.unit.clone())
+        .unwrap_or_default();
+    let cats: Vec<Category> = c
+        .ranking
+        .iter()
+        .map(|r| Category {
+            label: r.label.clone(),
+            bar: Some(r.median),
+            note: Some(if r.variant == 0 {
+                "baseline".into()
+            } else {
+                format!("{:+.1}%", r.delta_pct)
+            }),
+            class: if r.variant == 0 { 5 } else { 3 },
+            ..Category::default()
+        })
+        .collect();
+    Some(svg::categories(
+        &format!("Ranked by {}", c.primary_metric),
+        "variant, lowest first",
+        &format!("median {} ({unit})", c.primary_metric),
+        &cats,
+        vec![
+            (3, "variant".into(), Mark::Box),
+            (5, "baseline".into(), Mark::Box),
+        ],
+        None,
+    ))
+}
+
+/// The functions whose share grew and shrank most.
+pub fn profile_diff_chart(c: &Comparison) -> Option<String> {
+    if c.profile_diff.is_empty() {
+        return None;
+    }
+    let rows: Vec<(String, f64, usize)> = c
+        .profile_diff
+        .iter()
+        .map(|d| {
+            (
+                d.name.clone(),
+                d.delta_total_pp,
+                if d.delta_total_pp > 0.0 { 1 } else { 2 },
+            )
+        })
+        .collect();
+    Some(svg::hbars(
+        "What changed in the profile",
+        "change of the share of samples (percentage points)",
+        &rows,
+        vec![
+            (1, "grew".into(), Mark::Box),
+            (2, "shrank".into(), Mark::Box),
+        ],
+    ))
+}
+
+/// Boots as groups: each boot's runs, and its median.
+pub fn merge_chart(m: &Merged, primary: &str) -> String {
+    let unit = m
+        .metrics
+        .iter()
+        .find(|x| x.name == primary)
+        .map(|x| x.unit.clone())
+        .unwrap_or_default();
+    let cats: Vec<Category> = m
+        .groups
+        .iter()
+        .map(|g| {
+            let v = g
+                .metrics
+                .iter()
+                .find(|x| x.name == primary)
+                .map(|x| x.values.clone())
+                .unwrap_or_default();
+            Category {
+                label: g.label.clone(),
+                boxplot: five(&v),
+                strip: v,
+                class: 0,
+                ..Category::default()
+            }
+        })
+        .collect();
+    svg::categories(
+        &format!("{primary} per boot"),
+        "boot (dots: its runs; box: min, quartiles, max)",
+        &format!("{primary} ({unit})"),
+        &cats,
+        vec![(0, "runs of one boot".into(), Mark::Dot)],
+        None,
+    )
+}
+
+/// ns/op against the rule count, the fitted line with its 95% band, the baselines.
+pub fn sweep_chart(s: &Sweep) -> String {
+    let unit = s
+        .steps
+        .first()
+        .and_then(|x| x.result.metrics.first())
+        .map(|m| m.unit.clone())
+        .unwrap_or_default();
+    let med = |st: &crate::experiments::audit_sweep::Step| {
+        st.result.metrics.first().and_then(|m| m.summary.clone())
+    };
+    let on: Vec<&crate::experiments::audit_sweep::Step> =
+        s.steps.iter().filter(|x| x.config.enabled == 1).collect();
+    let mut pts = Vec::new();
+    let mut err = Vec::new();
+    for st in &on {
+        if let Some(sm) = med(st) {
+            pts.push((st.config.rules as f64, sm.median));
+            err.push(sm.ci95.unwrap_or((sm.median, sm.median)));
+        }
+    }
+    let mut series = vec![Series::Points {
+        class: 0,
+        label: "audit on: median, 95% CI".into(),
+        pts,
+        err: Some(err),
+    }];
+    // The fitted line and the 95% confidence band of the mean response, from every run.
+    let fit_rules: Vec<u32> = s.fit_steps.iter().filter_map(|x| x.parse().ok()).collect();
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for st in on.iter().filter(|st| fit_rules.contains(&st.config.rules)) {
+        if let Some(m) = st.result.metrics.first() {
+            for v in &m.values {
+                xs.push(st.config.rules as f64);
+                ys.push(*v);
+            }
+        }
+    }
+    let mut caption = String::new();
+    if let (Some(f), true) = (s.fits.iter().find(|f| f.metric == "time"), xs.len() >= 3) {
+        let n = xs.len() as f64;
+        let mx = crate::stats::mean(&xs);
+        let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
+        let ssr: f64 = xs
+            .iter()
+            .zip(&ys)
+            .map(|(x, y)| (y - (f.intercept + f.slope * x)).powi(2))
+            .sum();
+        let se = (ssr / (n - 2.0)).sqrt();
+        let t = t_critical(0.95, n - 2.0);
+        let (lo, hi) = (
+            xs.iter().copied().fold(f64::INFINITY, f64::min),
+            xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        );
+        let grid: Vec<f64> = (0..=20).map(|i| lo + (hi - lo) * i as f64 / 20.0).collect();
+        let fitv: Vec<f64> = grid.iter().map(|x| f.intercept + f.slope * x).collect();
+        let half: Vec<f64> = grid
+            .iter()
+            .map(|x| t * se * (1.0 / n + (x - mx).powi(2) / sxx).sqrt())
+            .collect();
+        series.push(Series::Band {
+            class: 0,
+            label: "95% band of the line".into(),
+            x: grid.clone(),
+            lower: fitv.iter().zip(&half).map(|(a, b)| a - b).collect(),
+            upper: fitv.iter().zip(&half).map(|(a, b)| a + b).collect(),
+        });
+        series.push(Series::Line {
+            class: 0,
+            label: "least-squares line".into(),
+            pts: grid.iter().copied().zip(fitv).collect(),
+            dashed: false,
+        });
+        caption = format!(
+            ": {} {unit} per rule [{}]",
+            fmt_num(f.slope),
+            f.slope_ci95
+                .map(|(a, b)| format!("{}, {}", fmt_num(a), fmt_num(b)))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(b) = s
+        .steps
+        .iter()
+        .find(|x| x.config.enabled == 0 && x.config.task_never)
+        .and_then(med)
+    {
+        series.push(Series::HLine {
+            class: 2,
+            label: "audit off (never,task)".into(),
+            y: b.median,
+        });
+    }
+    if let Some(b) = s
+        .steps
+        .iter()
+        .find(|x| x.config.enabled == 0 && !x.config.task_never)
+        .and_then(med)
+    {
+        series.push(Series::HLine {
+            class: 1,
+            label: "audit off (no task rule)".into(),
+            y: b.median,
+        });
+    }
+    if let Some(b) = on.iter().find(|x| x.config.rules == 0).and_then(|x| med(x)) {
+        series.push(Series::HLine {
+            class: 3,
+            label: "audit on, 0 rules".into(),
+            y: b.median,
+        });
+    }
+    svg::xy(
+        &format!("Cost of audit syscall-exit rules{caption}"),
+        "syscost exit rules loaded",
+        &format!("time ({unit})"),
+        &series,
+        true,
+    )
+}
+
+/// Seed 002's scaling as charts: total and per-CPU throughput against threads.
+pub fn scale_charts(s: &Scale) -> Vec<String> {
+    let pts: Vec<(f64, f64)> = s.rows.iter().map(|r| (r.threads as f64, r.mean)).collect();
+    let err: Vec<(f64, f64)> = s
+        .rows
+        .iter()
+        .map(|r| (r.mean - r.stdev, r.mean + r.stdev))
+        .collect();
+    let per: Vec<(f64, f64)> = s
+        .rows
+        .iter()
+        .map(|r| (r.threads as f64, r.per_cpu))
+        .collect();
+    let per_err: Vec<(f64, f64)> = s
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                (r.mean - r.stdev) / r.threads as f64,
+                (r.mean + r.stdev) / r.threads as f64,
+            )
+        })
+        .collect();
+    vec![
+        svg::xy(
+            &format!("{}: total throughput", s.case),
+            "producer threads (CPUs)",
+            "throughput (M calls/s)",
+            &[
+                Series::Line {
+                    class: 0,
+                    label: String::new(),
+                    pts: pts.clone(),
+                    dashed: false,
+                },
+                Series::Points {
+                    class: 0,
+                    label: "mean ± stddev over runs".into(),
+                    pts,
+                    err: Some(err),
+                },
+            ],
+            true,
+        ),
+        svg::xy(
+            &format!("{}: throughput per CPU", s.case),
+            "producer threads (CPUs)",
+            "throughput per CPU (M calls/s)",
+            &[
+                Series::Line {
+                    class: 1,
+                    label: String::new(),
+                    pts: per.clone(),
+                    dashed: false,
+                },
+                Series::Points {
+                    class: 1,
+                    label: "mean ± stddev over runs".into(),
+                    pts: per,
+                    err: Some(per_err),
+                },
+            ],
+            true,
+        ),
+    ]
+}
+
+/// Scatter with the least-squares line; r, p and n in the title.
+pub fn correlate_chart(c: &CorrelationResult) -> String {
+    let pts: Vec<(f64, f64)> = c.points.iter().map(|p| (p.x, p.y)).collect();
+    let (lo, hi) = (
+        pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min),
+        pts.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max),
+    );
+    let k = &c.correlation;
+    svg::xy(
+        &format!(
+            "{} against {}: Pearson r = {:.3} (p = {}), Spearman ρ = {:.3}, n = {}",
+            c.y,
+            c.x,
+            k.pearson_r,
+            pval(k.pearson_p),
+            k.spearman_rho,
+            k.n
+        ),
+        &format!("{} ({})", c.x, c.x_unit),
+        &format!("{} ({})", c.y, c.y_unit),
+        &[
+            Series::Points {
+                class: 0,
+                label: format!("one {}", c.unit),
+                pts,
+                err: None,
+            },
+            Series::Line {
+                class: 1,
+                label: "least-squares line".into(),
+                pts: vec![
+                    (lo, c.intercept + c.slope * lo),
+                    (hi, c.intercept + c.slope * hi),
+                ],
+                dashed: false,
+            },
+        ],
+        false,
+    )
+}
+
+fn pval(p: f64) -> String {
+    if p < 0.0001 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+/// Lines per set, reachable sets highlighted, the associativity as a line.
+pub fn cachesets_chart(a: &Analysis) -> String {
+    let cats: Vec<Category> = a
+        .populations
+        .iter()
+        .enumerate()
+        .map(|(set, p)| Category {
+            label: if set % 8 == 0 {
+                set.to_string()
+            } else {
+                String::new()
+            },
+            bar: Some(*p as f64),
+            class: if a.reachable_sets.contains(&(set as u64)) {
+                0
+            } else {
+                5
+            },
+            ..Category::default()
+        })
+        .collect();
+    svg::categories(
+        &format!(
+            "Lines per L1 set: {} objects, {}-byte alignment, spread {:.2}",
+            a.objects, a.alignment, a.cacheline_spread
+        ),
+        "cache set",
+        "population (first lines in the set)",
+        &cats,
+        vec![
+            (0, "reachable set".into(), Mark::Box),
+            (5, "other set".into(), Mark::Box),
+            (1, format!("{} ways", a.geometry.ways), Mark::DashedLine),
+        ],
+        Some((1, a.geometry.ways as f64)),
+    )
+}

@@ -1,0 +1,71 @@
+//! A result file of any kind, read through the one loader (`results::load`) and decoded into
+//! its type: what `syscost report` takes.
+
+use crate::compare::Comparison;
+use crate::compare::correlate::CorrelationResult;
+use crate::compare::merge::Merged;
+use crate::core::Kind;
+use crate::experiments::audit_sweep::Sweep;
+use crate::experiments::probe::ProbeResult;
+use crate::experiments::scale::Scale;
+use crate::layout::Analysis;
+use crate::results::RunResult;
+use crate::results::load::{self, Accept, LoadError};
+use std::path::Path;
+
+/// A loaded result of any kind.
+pub enum Loaded {
+    Run(Box<RunResult>),
+    Compare(Box<Comparison>),
+    Merged(Box<Merged>),
+    Sweep(Box<Sweep>),
+    Scale(Box<Scale>),
+    Correlate(Box<CorrelationResult>),
+    Cachesets(Box<Analysis>),
+    Probe(Box<ProbeResult>),
+}
+
+/// The chart kinds `--svg` can draw.
+pub const KINDS: &[&str] = &[
+    "run",
+    "profile",
+    "compare",
+    "ranking",
+    "merge",
+    "sweep",
+    "scale",
+    "correlate",
+    "cachesets",
+];
+
+impl Loaded {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Loaded::Run(_) => Kind::Run,
+            Loaded::Compare(_) => Kind::Compare,
+            Loaded::Merged(_) => Kind::Merged,
+            Loaded::Sweep(_) => Kind::AuditSweep,
+            Loaded::Scale(_) => Kind::Scale,
+            Loaded::Correlate(_) => Kind::Correlate,
+            Loaded::Cachesets(_) => Kind::Cachesets,
+            Loaded::Probe(_) => Kind::Probe,
+        }
+        .name()
+    }
+}
+
+/// Read a result of any kind, with one clear error naming the file.
+pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let (kind, v) = load::read_value(path, Accept::ANY)?;
+    let name = path.display().to_string();
+    Ok(match kind {
+        Kind::Run => Loaded::Run(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Compare => Loaded::Compare(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Merged => Loaded::Merged(Box::new(load::decode(&name, kind, v)?)),
+        Kind::AuditSweep => Loaded::Sweep(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Scale => Loaded::Scale(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Correlate => Loaded::Correlate(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Cachesets => Loaded::Cachesets(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Probe => Loaded::Probe(Box::new(load::decode(&name, kind, v)?)),
+    })
+}
