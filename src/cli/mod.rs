@@ -1,5 +1,7 @@
-//! The command line: argument parsing, and the glue from arguments to the library's plans,
-//! results and reports. Nothing here measures anything.
+//! The command line: argument types (args.rs), one file per command with its own glue (run,
+//! ab, audit, cachesets; compare, merge, correlate, report, probe, show and env are short
+//! enough to live in the dispatch here), and one output routine ([`show`]) that writes a
+//! result to `-o` and prints it in any format. Nothing here measures anything.
 
 mod ab;
 mod args;

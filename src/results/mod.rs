@@ -1,6 +1,11 @@
 //! Result files: everything a run measured (every raw sample of every run), the options, the
 //! environment, and the summaries derived from them, in a versioned JSON schema that later
 //! commands (compare, merge, report) read back.
+//!
+//! - [`RunResult`] and its records; [`metrics`]: the per-op metrics derived from raw samples;
+//! - [`validity`]: runs whose invariant counters moved;
+//! - [`load`]: the one loader of result files of every kind, with one error type;
+//! - [`view`]: the light reading the comparison commands stream from large files.
 
 pub mod load;
 pub mod metrics;
