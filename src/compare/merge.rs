@@ -6,7 +6,7 @@ use super::{Variant, check_comparable};
 use crate::core::{Envelope, Kind};
 use crate::results::Metric;
 use crate::results::view::{EnvSummary, Group, ResultView};
-use crate::stats::{Summary, mean, median, pstdev};
+use crate::stats::{mean, median, pstdev};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
@@ -124,18 +124,14 @@ pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
                 0.0
             },
         });
-        metrics.push(Metric {
-            name: m0.name.clone(),
-            unit: m0.unit.clone(),
-            kind: m0.kind,
-            replication: "boot".into(),
-            summary: Summary::of(&values),
-            units: (0..values.len() as u32).collect(),
+        metrics.push(Metric::of_values(
+            m0.name.clone(),
+            m0.unit.clone(),
+            m0.kind,
+            "boot",
             values,
-            status: None,
-            reason: None,
-            running_pct: None,
-        });
+            None,
+        ));
     }
     let env: &EnvSummary = &views[0].environment;
     Ok(Merged {

@@ -347,7 +347,6 @@ fn verdict(d: &Delta, opts: &Options, n1: usize, n2: usize) -> String {
 pub(crate) mod unit {
     use super::*;
     use crate::results::{Metric, MetricKind};
-    use crate::stats::Summary;
     use rand::{RngExt, SeedableRng};
 
     /// A variant with one `time` metric of `times` (one per run), for tests.
@@ -364,18 +363,14 @@ pub(crate) mod unit {
             kernel: None,
             host: None,
             ops_per_sample: Some(1e6),
-            metrics: vec![Metric {
-                name: "time".into(),
-                unit: "ns/call".into(),
-                kind: MetricKind::Time,
-                replication: "run".into(),
-                values: times.to_vec(),
-                units,
-                summary: Summary::of(times),
-                status: None,
-                reason: None,
-                running_pct: None,
-            }],
+            metrics: vec![Metric::of_values(
+                "time",
+                "ns/call",
+                MetricKind::Time,
+                "run",
+                times.to_vec(),
+                Some(units),
+            )],
             perturbed: vec![],
             dropped: vec![],
             warnings: vec![],

@@ -8,7 +8,6 @@ use crate::core::{Envelope, Kind};
 use crate::probes::{ProbeKind, Scope, Uprobe, elf};
 use crate::results::{Metric, MetricKind};
 use crate::runner::interleave;
-use crate::stats::Summary;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -100,21 +99,6 @@ fn run_once(cmd: &[String]) -> Result<f64> {
     Ok(s)
 }
 
-fn metric(name: &str, unit: &str, values: Vec<f64>) -> Metric {
-    Metric {
-        name: name.into(),
-        unit: unit.into(),
-        kind: MetricKind::Time,
-        replication: "run".into(),
-        summary: Summary::of(&values),
-        units: (0..values.len() as u32).collect(),
-        values,
-        status: None,
-        reason: None,
-        running_pct: None,
-    }
-}
-
 fn variant(label: &str, wall: &[f64]) -> Variant {
     Variant {
         label: label.into(),
@@ -127,10 +111,13 @@ fn variant(label: &str, wall: &[f64]) -> Variant {
         kernel: None,
         host: None,
         ops_per_sample: None,
-        metrics: vec![metric(
+        metrics: vec![Metric::of_values(
             "time",
             "ms/run",
+            MetricKind::Time,
+            "run",
             wall.iter().map(|s| s * 1e3).collect(),
+            None,
         )],
         perturbed: Vec::new(),
         dropped: Vec::new(),

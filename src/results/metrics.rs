@@ -46,6 +46,31 @@ pub struct Metric {
     pub running_pct: Option<f64>,
 }
 
+impl Metric {
+    /// A metric with a value for each unit, summarised; `units` defaults to 0, 1, 2, ...
+    pub fn of_values(
+        name: impl Into<String>,
+        unit: impl Into<String>,
+        kind: MetricKind,
+        replication: impl Into<String>,
+        values: Vec<f64>,
+        units: Option<Vec<u32>>,
+    ) -> Metric {
+        Metric {
+            name: name.into(),
+            unit: unit.into(),
+            kind,
+            replication: replication.into(),
+            summary: Summary::of(&values),
+            units: units.unwrap_or_else(|| (0..values.len() as u32).collect()),
+            values,
+            status: None,
+            reason: None,
+            running_pct: None,
+        }
+    }
+}
+
 /// Derived ratios: (name, numerator, denominator, factor, unit). `time` is the wall time.
 const DERIVED: &[(&str, &str, &str, f64, &str)] = &[
     ("IPC", "instructions", "cycles", 1.0, "insn per cycle"),
@@ -311,18 +336,14 @@ pub fn add_per_part(metrics: &mut Vec<Metric>, part: &str, count: f64) {
     let values: Vec<f64> = time.values.iter().map(|v| v / count).collect();
     metrics.insert(
         1,
-        Metric {
-            name: format!("time-per-{part}"),
-            unit: format!("ns/{part}"),
-            kind: MetricKind::Derived,
-            replication: time.replication.clone(),
-            summary: Summary::of(&values),
+        Metric::of_values(
+            format!("time-per-{part}"),
+            format!("ns/{part}"),
+            MetricKind::Derived,
+            time.replication.clone(),
             values,
-            units: time.units.clone(),
-            status: None,
-            reason: None,
-            running_pct: None,
-        },
+            Some(time.units.clone()),
+        ),
     );
 }
 
@@ -343,18 +364,14 @@ pub fn add_throughput(metrics: &mut Vec<Metric>, threads: u32) {
     {
         metrics.insert(
             1 + i,
-            Metric {
-                name: name.into(),
-                unit: unit.into(),
-                kind: MetricKind::Derived,
-                replication: time.replication.clone(),
-                summary: Summary::of(&values),
+            Metric::of_values(
+                name,
+                unit,
+                MetricKind::Derived,
+                time.replication.clone(),
                 values,
-                units: time.units.clone(),
-                status: None,
-                reason: None,
-                running_pct: None,
-            },
+                Some(time.units.clone()),
+            ),
         );
     }
 }
@@ -375,22 +392,14 @@ fn workload_metrics(runs: &[RunRecord], replication: &str) -> Vec<Metric> {
                 .iter()
                 .filter_map(|r| r.workload_metrics.get(name).map(|v| (*v, r.index)))
                 .unzip();
-            Metric {
-                name: name.clone(),
-                unit: "per run".into(),
-                kind: MetricKind::Workload,
-                replication: if runs.len() == 1 {
-                    "run".into()
-                } else {
-                    replication.into()
-                },
-                summary: Summary::of(&values),
+            Metric::of_values(
+                name.clone(),
+                "per run",
+                MetricKind::Workload,
+                if runs.len() == 1 { "run" } else { replication },
                 values,
-                units: idx,
-                status: None,
-                reason: None,
-                running_pct: None,
-            }
+                Some(idx),
+            )
         })
         .collect()
 }
