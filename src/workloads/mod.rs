@@ -19,6 +19,7 @@ macro_rules! with_workloads {
             AuditReplica(audit_replica),
             Uprobe(uprobe),
             Exec(exec),
+            Vdso(vdso),
         }
     };
 }
@@ -216,6 +217,7 @@ mod unit {
             "audit-replica",
             "uprobe",
             "exec",
+            "vdso",
         ]) {
             assert_eq!(*name, tag);
         }
