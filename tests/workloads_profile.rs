@@ -1,4 +1,4 @@
-//! End-to-end: the vfs-mix and exec workloads, and `--profile` with its diff in compare.
+//! End-to-end: the vfs-mix, exec and vdso workloads, and `--profile` with its diff in compare.
 
 mod common;
 
@@ -307,4 +307,36 @@ fn profile_diff_names_audit_as_what_changed() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&text.stdout).contains("What changed in the profile"));
+}
+
+#[test]
+fn the_vdso_answers_without_entering_the_kernel() {
+    let _s = serial();
+    let cpu = a_cpu();
+    let c = json_of(&[
+        "ab",
+        "--format",
+        "json",
+        "--variant",
+        "vdso --call getcpu",
+        "--variant",
+        "syscall --syscall getcpu",
+        "--",
+        "--cpu",
+        &cpu,
+        "--runs",
+        "3",
+        "--samples",
+        "3",
+        "--sample-time",
+        "10ms",
+    ]);
+    assert_eq!(c["variants"][0]["workload"]["workload"], "vdso");
+    let d = time_delta(&c);
+    // Interleaved in one run: the kernel round trip costs many times the vDSO call (here
+    // about 34x); a factor of 3 leaves room for any machine's noise.
+    assert!(
+        d["median"].as_f64().unwrap() > 3.0 * d["base_median"].as_f64().unwrap(),
+        "{d}"
+    );
 }
