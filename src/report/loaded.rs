@@ -56,16 +56,16 @@ impl Loaded {
 
 /// Read a result of any kind, with one clear error naming the file.
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let (kind, v) = load::read_value(path, Accept::ANY)?;
+    let (kind, v) = load::read_checked(path, Accept::ANY)?;
     let name = path.display().to_string();
     Ok(match kind {
-        Kind::Run => Loaded::Run(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Compare => Loaded::Compare(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Merged => Loaded::Merged(Box::new(load::decode(&name, kind, v)?)),
-        Kind::AuditSweep => Loaded::Sweep(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Scale => Loaded::Scale(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Correlate => Loaded::Correlate(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Cachesets => Loaded::Cachesets(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Probe => Loaded::Probe(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Run => Loaded::Run(Box::new(load::decode(&name, kind, &v)?)),
+        Kind::Compare => Loaded::Compare(Box::new(load::decode(&name, kind, &v)?)),
+        Kind::Merged => Loaded::Merged(Box::new(load::decode(&name, kind, &v)?)),
+        Kind::AuditSweep => Loaded::Sweep(Box::new(load::decode(&name, kind, &v)?)),
+        Kind::Scale => Loaded::Scale(Box::new(load::decode(&name, kind, &v)?)),
+        Kind::Correlate => Loaded::Correlate(Box::new(load::decode(&name, kind, &v)?)),
+        Kind::Cachesets => Loaded::Cachesets(Box::new(load::decode(&name, kind, &v)?)),
+        Kind::Probe => Loaded::Probe(Box::new(load::decode(&name, kind, &v)?)),
     })
 }

@@ -4,10 +4,11 @@
 //! file, a pipe or /dev/stdin), refuse an empty one, parse the JSON (truncated or invalid said
 //! as such), then check the envelope — the schema, a version this build reads, and a kind the
 //! command accepts — before the rest is decoded, so a damaged file is named as damaged, not as
-//! a puzzling field error. Two strategies share those checks: [`read_value`] parses the whole
-//! file (any kind; the typed result is then [`decode`]d), and [`stream`] deserialises straight
-//! from the file into a light type of the caller's that skips what it does not need (the
-//! comparison commands read files of millions of samples that way, in little memory).
+//! a puzzling field error. Two strategies share those checks: [`read_checked`] reads the whole
+//! file and checks its envelope (any kind; the typed result is then [`decode`]d from the text),
+//! and [`stream`] deserialises straight from the file into a light type of the caller's that
+//! skips what it does not need (the comparison commands read files of millions of samples that
+//! way, in little memory).
 
 use crate::core::{Kind, SCHEMA, VERSION};
 use serde::de::DeserializeOwned;
@@ -144,28 +145,45 @@ pub fn check_envelope(
     Ok(k)
 }
 
-/// Parse JSON text (from a file named `path`) and check its envelope.
-pub fn parse_value(
-    path: &str,
-    text: &str,
-    accept: Accept,
-) -> Result<(Kind, serde_json::Value), LoadError> {
+/// The envelope's fields as found in a file, read without building the rest of the document.
+#[derive(serde::Deserialize)]
+struct Probe {
+    schema: Option<serde_json::Value>,
+    version: Option<serde_json::Value>,
+    kind: Option<serde_json::Value>,
+}
+
+/// Check JSON text (from a file named `path`): not empty, valid, and an envelope `accept`
+/// allows. Only the envelope is decoded here; the document is decoded once, by [`decode`].
+pub fn check_text(path: &str, text: &str, accept: Accept) -> Result<Kind, LoadError> {
     if text.trim().is_empty() {
         return Err(LoadError::Empty { path: path.into() });
     }
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(path, e))?;
-    let kind = check_envelope(
+    let probe: Probe = serde_json::from_str(text).map_err(|e| {
+        if e.is_data() {
+            // Valid JSON, but not an object: no envelope at all.
+            LoadError::NoSchema { path: path.into() }
+        } else {
+            json_error(path, e)
+        }
+    })?;
+    check_envelope(
         path,
-        v.get("schema").and_then(|s| s.as_str()),
-        v.get("version").and_then(|x| x.as_u64()),
-        v.get("kind").and_then(|k| k.as_str()),
+        probe
+            .schema
+            .as_ref()
+            .map(|s| s.as_str().unwrap_or("(not a string)")),
+        probe.version.and_then(|v| v.as_u64()),
+        probe
+            .kind
+            .as_ref()
+            .map(|k| k.as_str().unwrap_or("(not a string)")),
         accept,
-    )?;
-    Ok((kind, v))
+    )
 }
 
-/// Read a whole result file of any kind `accept` allows.
-pub fn read_value(path: &Path, accept: Accept) -> Result<(Kind, serde_json::Value), LoadError> {
+/// Read a whole result file, checked: its kind and its text.
+pub fn read_checked(path: &Path, accept: Accept) -> Result<(Kind, String), LoadError> {
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_string(&mut text))
@@ -173,16 +191,13 @@ pub fn read_value(path: &Path, accept: Accept) -> Result<(Kind, serde_json::Valu
             path: name(path),
             source,
         })?;
-    parse_value(&name(path), &text, accept)
+    let kind = check_text(&name(path), &text, accept)?;
+    Ok((kind, text))
 }
 
-/// The typed result of a checked value.
-pub fn decode<T: DeserializeOwned>(
-    path: &str,
-    kind: Kind,
-    value: serde_json::Value,
-) -> Result<T, LoadError> {
-    serde_json::from_value(value).map_err(|e| LoadError::Damaged {
+/// The typed result of checked text, decoded straight from it (no intermediate tree).
+pub fn decode<T: DeserializeOwned>(path: &str, kind: Kind, text: &str) -> Result<T, LoadError> {
+    serde_json::from_str(text).map_err(|e| LoadError::Damaged {
         path: path.into(),
         kind: kind.name().into(),
         detail: e.to_string(),
@@ -191,8 +206,8 @@ pub fn decode<T: DeserializeOwned>(
 
 /// Read and decode a result of one type.
 pub fn load<T: DeserializeOwned>(path: &Path, accept: Accept) -> Result<T, LoadError> {
-    let (kind, v) = read_value(path, accept)?;
-    decode(&name(path), kind, v)
+    let (kind, text) = read_checked(path, accept)?;
+    decode(&name(path), kind, &text)
 }
 
 /// Deserialise a file straight into `T`, a light reading type whose envelope fields are
@@ -227,7 +242,7 @@ mod unit {
     };
 
     fn msg(text: &str) -> String {
-        parse_value("f.json", text, RUN).unwrap_err().to_string()
+        check_text("f.json", text, RUN).unwrap_err().to_string()
     }
 
     #[test]
@@ -274,13 +289,9 @@ mod unit {
             #[allow(dead_code)]
             runs: Vec<u32>,
         }
-        let (k, v) = parse_value(
-            "f.json",
-            "{\"schema\":\"syscost-result\",\"version\":1,\"kind\":\"run\"}",
-            RUN,
-        )
-        .unwrap();
-        let e = decode::<Needs>("f.json", k, v).unwrap_err().to_string();
+        let text = "{\"schema\":\"syscost-result\",\"version\":1,\"kind\":\"run\"}";
+        let k = check_text("f.json", text, RUN).unwrap();
+        let e = decode::<Needs>("f.json", k, text).unwrap_err().to_string();
         assert!(e.contains("a 'run' result, damaged or incomplete"), "{e}");
     }
 
@@ -291,9 +302,9 @@ mod unit {
         std::fs::write(&empty, "").unwrap();
         let e = stream::<serde_json::Value>(&empty).unwrap_err().to_string();
         assert!(e.contains("empty.json: the file is empty"), "{e}");
-        let e = read_value(&empty, Accept::ANY).unwrap_err().to_string();
+        let e = read_checked(&empty, Accept::ANY).unwrap_err().to_string();
         assert!(e.contains("empty.json: the file is empty"), "{e}");
-        let e = read_value(&dir.path().join("none.json"), Accept::ANY)
+        let e = read_checked(&dir.path().join("none.json"), Accept::ANY)
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("cannot read "), "{e}");

@@ -179,8 +179,8 @@ impl RunResult {
 
     /// Parse a result from JSON text, checking the envelope first.
     pub fn from_json(text: &str) -> Result<RunResult, LoadError> {
-        let (kind, v) = load::parse_value("the result", text, Self::ACCEPT)?;
-        load::decode("the result", kind, v)
+        let kind = load::check_text("the result", text, Self::ACCEPT)?;
+        load::decode("the result", kind, text)
     }
 
     const ACCEPT: Accept = Accept {
