@@ -4,6 +4,7 @@
 //! Distribution quantiles come from `statrs`; the rest is arithmetic.
 
 pub mod correlation;
+pub mod paired;
 pub mod regression;
 pub mod significance;
 
