@@ -140,7 +140,7 @@ fn compare_in_every_format() {
     assert_eq!(d["metric"], "time");
     assert_eq!(d["verdict"], "slower");
     assert!(
-        d["ci95_pct"][0].as_f64().unwrap() > 0.0,
+        d["ci_pct"][0].as_f64().unwrap() > 0.0,
         "the CI excludes zero"
     );
 }
@@ -150,7 +150,10 @@ fn verdicts_a_a_and_shifted() {
     let f = fixtures();
     let out = stdout_of(&["compare", p(&f.base), p(&f.same), "--format", "csv"]);
     let time_row = out.lines().find(|l| l.starts_with("time")).unwrap();
-    assert!(time_row.ends_with("no change"), "A/A: {time_row}");
+    assert!(
+        time_row.ends_with("equivalent (within ±2%)"),
+        "A/A: {time_row}"
+    );
     let out = stdout_of(&["compare", p(&f.base), p(&f.faster), "--format", "csv"]);
     let time_row = out.lines().find(|l| l.starts_with("time")).unwrap();
     assert!(time_row.ends_with("faster"), "{time_row}");

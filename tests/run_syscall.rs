@@ -32,7 +32,7 @@ fn three_runs_with_consistent_software_counters() {
     let cpu = a_cpu();
     let r = run_json(&["--cpu", &cpu, "--runs", "3"]);
     assert_eq!(r["schema"], "syscost-result");
-    assert_eq!(r["version"], 1);
+    assert_eq!(r["version"], 2);
     assert_eq!(r["workload"]["syscall"], "getpid");
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3, "--runs 3 gives 3 runs");

@@ -34,6 +34,10 @@ pub struct CompareArgs {
     /// Threshold of the perturbed-run check, percent of the median.
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub perturbed_threshold: f64,
+    /// Decide on the samples of one-run results as if they were runs (they share one process:
+    /// the p-values and intervals are too optimistic; warned).
+    #[arg(long)]
+    pub samples_as_units: bool,
     /// Keep only the N best runs (lowest primary metric) of each variant.
     #[arg(long, value_name = "N")]
     pub best_of: Option<usize>,
@@ -70,6 +74,8 @@ impl CompareArgs {
             drop_perturbed: self.drop_perturbed,
             perturbed_pct: self.perturbed_threshold,
             best_of: self.best_of,
+            samples_as_units: self.samples_as_units,
+            paired: false,
             configurations: false,
         })
     }

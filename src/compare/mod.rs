@@ -7,16 +7,20 @@
 //! independent.
 
 pub mod correlate;
+pub mod decision;
 pub mod merge;
 pub mod profile_diff;
 pub mod variant;
 
+pub use decision::Decision;
 pub use profile_diff::{FunctionDelta, profile_diff};
 pub use variant::{Variant, check_comparable};
 
 use crate::core::{Envelope, Kind};
+use crate::results::Metric;
 use crate::results::validity;
-use crate::stats::significance::{TestKind, bootstrap_delta_pct, holm, mann_whitney, welch};
+use crate::stats::paired;
+use crate::stats::significance::{TestKind, bootstrap_delta_pct_at, holm, mann_whitney, welch};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +44,11 @@ pub struct Options {
     /// The variants are configurations measured by `syscost ab`: different workload
     /// parameters are the point, not a mistake.
     pub configurations: bool,
+    /// The variants were measured interleaved: unit i of each is from round i, so the
+    /// analysis pairs them (see `stats::paired`).
+    pub paired: bool,
+    /// Treat the samples of a one-run result as units (they are not independent: warned).
+    pub samples_as_units: bool,
 }
 
 impl Default for Options {
@@ -56,6 +65,8 @@ impl Default for Options {
             perturbed_pct: 10.0,
             best_of: None,
             configurations: false,
+            paired: false,
+            samples_as_units: false,
         }
     }
 }
@@ -71,10 +82,19 @@ pub struct Delta {
     pub base_mean: f64,
     pub median: f64,
     pub mean: f64,
-    /// 100 * (median - base median) / base median.
+    /// The change in percent: unpaired, 100 * (median - base median) / base median; paired,
+    /// the Hodges-Lehmann estimate (or the mean, with t) of the per-round change.
     pub delta_pct: Option<f64>,
-    /// Bootstrap 95% interval of `delta_pct`.
-    pub ci95_pct: Option<(f64, f64)>,
+    /// The interval of `delta_pct` at the comparison's confidence (1 - alpha): the bootstrap
+    /// percentile interval unpaired, the Hodges-Lehmann (or t) interval paired.
+    #[serde(alias = "ci95_pct")]
+    pub ci_pct: Option<(f64, f64)>,
+    /// The interval at 1 - 2 alpha, for the equivalence test (TOST).
+    #[serde(default)]
+    pub ci_equivalence_pct: Option<(f64, f64)>,
+    /// Units behind the test: pairs (rounds) paired, the smaller sample unpaired.
+    #[serde(default)]
+    pub n: usize,
     pub p: Option<f64>,
     /// p after the multiple-comparison correction.
     pub p_adjusted: Option<f64>,
@@ -82,7 +102,14 @@ pub struct Delta {
     pub effect_sigma: Option<f64>,
     /// The baseline's pstdev as a percentage of its mean: its run-to-run noise.
     pub base_pstdev_pct: f64,
+    #[serde(default = "no_test")]
+    pub decision: Decision,
+    /// The decision in words, e.g. "slower, inside the 2% noise threshold".
     pub verdict: String,
+}
+
+fn no_test() -> Decision {
+    Decision::NoTest
 }
 
 /// A variant's place when ranked by the primary metric.
@@ -111,6 +138,9 @@ pub struct Comparison {
     #[serde(flatten)]
     pub envelope: Envelope,
     pub test: String,
+    /// `paired by round` or `unpaired`, with what was analysed.
+    #[serde(default)]
+    pub analysis: String,
     pub alpha: f64,
     pub noise_threshold_pct: f64,
     pub bootstrap: BootstrapInfo,
@@ -183,18 +213,26 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     }
 
     let base = &variants[0];
+    let confidence = 1.0 - opts.alpha;
     let mut deltas = Vec::new();
+    let mut min_ps: Vec<Option<f64>> = Vec::new();
+    let mut unpaired_fallback = Vec::new();
     for (vi, v) in variants.iter().enumerate().skip(1) {
         for bm in base.metrics.iter().filter(|m| m.summary.is_some()) {
             let Some(om) = v.metric(&bm.name) else {
                 continue;
             };
             let (bs, os) = (bm.summary.as_ref().unwrap(), om.summary.as_ref().unwrap());
-            let delta_pct = (bs.median != 0.0).then(|| 100.0 * (os.median - bs.median) / bs.median);
-            let ci = bootstrap_delta_pct(&bm.values, &om.values, opts.resamples, opts.seed, 0.95);
-            let p = match opts.test {
-                TestKind::MannWhitney => mann_whitney(&bm.values, &om.values).map(|x| x.1),
-                TestKind::Welch => welch(&bm.values, &om.values).map(|x| x.2),
+            let est = if opts.paired {
+                match paired_estimate(bm, om, bs.median, opts) {
+                    Some(e) => e,
+                    None => {
+                        unpaired_fallback.push(format!("{} of {}", bm.name, v.label));
+                        unpaired_estimate(bm, om, opts)
+                    }
+                }
+            } else {
+                unpaired_estimate(bm, om, opts)
             };
             let effect = (bs.pstdev > 0.0).then(|| (os.median - bs.median) / bs.pstdev);
             deltas.push(Delta {
@@ -205,18 +243,23 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
                 base_mean: bs.mean,
                 median: os.median,
                 mean: os.mean,
-                delta_pct,
-                ci95_pct: ci,
-                p,
+                delta_pct: est.delta,
+                ci_pct: est.ci,
+                ci_equivalence_pct: est.ci_equivalence,
+                n: est.n,
+                p: est.p,
                 p_adjusted: None,
                 effect_sigma: effect,
                 base_pstdev_pct: bs.pstdev_pct,
+                decision: Decision::NoTest,
                 verdict: String::new(),
             });
+            min_ps.push(est.min_p);
         }
     }
     // Holm-Bonferroni in two families: the primary metric across variants, and every other
     // metric across variants.
+    let mut family_size = vec![0usize; deltas.len()];
     for primary in [true, false] {
         let idx: Vec<usize> = deltas
             .iter()
@@ -227,11 +270,63 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
         let ps: Vec<f64> = idx.iter().map(|&i| deltas[i].p.unwrap()).collect();
         for (i, adj) in idx.iter().zip(holm(&ps)) {
             deltas[*i].p_adjusted = Some(adj);
+            family_size[*i] = idx.len();
         }
     }
-    for d in deltas.iter_mut() {
-        let (n1, n2) = (base.n(&d.metric), variants[d.variant].n(&d.metric));
-        d.verdict = verdict(d, opts, n1, n2);
+    for (k, d) in deltas.iter_mut().enumerate() {
+        let v = &variants[d.variant];
+        let one_run = [&variants[0], v]
+            .iter()
+            .any(|x| x.unit == "sample" || x.n(&d.metric) < 2 && x.unit == "run");
+        let (decision, verdict) = if one_run && !opts.samples_as_units {
+            (
+                Decision::NoVerdict,
+                "no verdict: one run (its samples share one process; use --runs 5 or more)"
+                    .to_string(),
+            )
+        } else if let Some(min_p) = min_ps[k]
+            && min_p * family_size[k].max(1) as f64 >= opts.alpha
+        {
+            // With 4 rounds the signed-rank test cannot go below p = 0.125, with 3 runs against
+            // 3 Mann-Whitney not below 0.1; Holm multiplies the smallest p by the family's size.
+            (
+                Decision::TooFewUnits,
+                format!(
+                    "too few {}s (min p {:.2} after Holm)",
+                    if opts.paired { "round" } else { "run" },
+                    (min_p * family_size[k].max(1) as f64).min(1.0)
+                ),
+            )
+        } else {
+            decision::decide(
+                &decision::Evidence {
+                    ci: d.ci_pct,
+                    ci_equivalence: d.ci_equivalence_pct,
+                    delta: d.delta_pct,
+                    p_adjusted: d.p_adjusted,
+                    alpha: opts.alpha,
+                    threshold: opts.noise_pct,
+                    n: d.n,
+                },
+                lower_is_better(&d.metric),
+            )
+        };
+        d.decision = decision;
+        d.verdict = verdict;
+    }
+    if !unpaired_fallback.is_empty() {
+        warnings.push(format!(
+            "analysed unpaired, as the rounds could not be paired: {}",
+            unpaired_fallback.join(", ")
+        ));
+    }
+    if opts.samples_as_units && variants.iter().any(|v| v.unit == "sample") {
+        warnings.push(
+            "--samples-as-units: the samples of one run share one process, one placement in \
+             memory and one moment of the machine; they are not independent, so p-values and \
+             intervals are too optimistic"
+                .into(),
+        );
     }
 
     let mut ranking = Vec::new();
@@ -277,14 +372,25 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     }
     Ok(Comparison {
         envelope: Envelope::new(Kind::Compare),
-        test: opts.test.describe().into(),
+        test: if opts.paired {
+            opts.test.describe_paired().into()
+        } else {
+            opts.test.describe().into()
+        },
+        analysis: if opts.paired {
+            "paired by round: each round's change B/A (runs seconds apart share the machine's \
+             drift)"
+                .into()
+        } else {
+            "unpaired: the two samples of runs compared as independent".into()
+        },
         alpha: opts.alpha,
         noise_threshold_pct: opts.noise_pct,
         bootstrap: BootstrapInfo {
             resamples: opts.resamples,
             seed: opts.seed,
             generator: "PCG64 (rand_pcg)".into(),
-            confidence: 0.95,
+            confidence,
         },
         correction: format!(
             "Holm-Bonferroni, in two families: the primary metric ({}) across variants, and \
@@ -311,36 +417,103 @@ pub fn min_mann_whitney_p(n1: usize, n2: usize) -> f64 {
     (2.0 / c).min(1.0)
 }
 
-fn verdict(d: &Delta, opts: &Options, n1: usize, n2: usize) -> String {
-    if n1.min(n2) < 2 {
-        return "too few units".into();
+/// A delta's estimate, interval and test, before the decision.
+struct Estimate {
+    delta: Option<f64>,
+    ci: Option<(f64, f64)>,
+    ci_equivalence: Option<(f64, f64)>,
+    p: Option<f64>,
+    /// The smallest p the test could give with these counts (rank tests), if any.
+    min_p: Option<f64>,
+    n: usize,
+}
+
+/// Two samples compared as independent: the difference of medians with its bootstrap
+/// intervals, and Mann-Whitney or Welch.
+fn unpaired_estimate(bm: &Metric, om: &Metric, opts: &Options) -> Estimate {
+    let (bs, os) = (bm.summary.as_ref().unwrap(), om.summary.as_ref().unwrap());
+    let cis = bootstrap_delta_pct_at(
+        &bm.values,
+        &om.values,
+        opts.resamples,
+        opts.seed,
+        &[1.0 - opts.alpha, 1.0 - 2.0 * opts.alpha],
+    );
+    let (n1, n2) = (bm.values.len(), om.values.len());
+    Estimate {
+        delta: (bs.median != 0.0).then(|| 100.0 * (os.median - bs.median) / bs.median),
+        ci: cis.as_ref().map(|c| c[0]),
+        ci_equivalence: cis.as_ref().map(|c| c[1]),
+        p: match opts.test {
+            TestKind::MannWhitney => mann_whitney(&bm.values, &om.values).map(|x| x.1),
+            TestKind::Welch | TestKind::T => welch(&bm.values, &om.values).map(|x| x.2),
+        },
+        min_p: (opts.test == TestKind::MannWhitney).then(|| min_mann_whitney_p(n1, n2)),
+        n: n1.min(n2),
     }
-    if opts.test == TestKind::MannWhitney && min_mann_whitney_p(n1, n2) >= opts.alpha {
-        // With 3 runs against 3, no difference however large reaches p < 0.05: say so rather
-        // than "no change".
-        return format!("too few runs (min p {:.2})", min_mann_whitney_p(n1, n2));
+}
+
+/// Units paired by round: the per-round change, as a log ratio when every value is positive
+/// (reported as a percentage), otherwise as a difference in units of the baseline's median.
+/// `None` when fewer than two rounds pair up.
+fn paired_estimate(bm: &Metric, om: &Metric, base_median: f64, opts: &Options) -> Option<Estimate> {
+    let pairs: Vec<(f64, f64)> = bm
+        .units
+        .iter()
+        .zip(&bm.values)
+        .filter_map(|(u, a)| {
+            let i = om.units.iter().position(|x| x == u)?;
+            Some((*a, om.values[i]))
+        })
+        .collect();
+    if pairs.len() < 2 {
+        return None;
     }
-    let (Some(delta), Some(p)) = (d.delta_pct, d.p_adjusted) else {
-        return "no test".into();
-    };
-    let significant = p < opts.alpha;
-    // The delta must clear the fixed threshold and the baseline's own run-to-run spread: two
-    // invocations minutes apart on a drifting machine differ by about that much unchanged.
-    let big = delta.abs() >= opts.noise_pct.max(d.base_pstdev_pct);
-    let excludes_zero = d.ci95_pct.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0);
-    if significant && big && excludes_zero {
-        match (lower_is_better(&d.metric), delta > 0.0) {
-            (true, true) => "slower",
-            (true, false) => "faster",
-            (false, true) => "higher",
-            (false, false) => "lower",
+    let log = pairs.iter().all(|(a, b)| *a > 0.0 && *b > 0.0);
+    if !log && base_median == 0.0 {
+        return None;
+    }
+    let d: Vec<f64> = pairs
+        .iter()
+        .map(|(a, b)| {
+            if log {
+                (b / a).ln()
+            } else {
+                (b - a) / base_median.abs()
+            }
+        })
+        .collect();
+    let pct = |x: f64| if log { 100.0 * x.exp_m1() } else { 100.0 * x };
+    let both = |c: (f64, f64)| (pct(c.0), pct(c.1));
+    let (confidence, equivalence) = (1.0 - opts.alpha, 1.0 - 2.0 * opts.alpha);
+    let n = d.len();
+    Some(match opts.test {
+        TestKind::MannWhitney => {
+            let hl = paired::hodges_lehmann(&d, confidence);
+            let eq = paired::hodges_lehmann(&d, equivalence);
+            Estimate {
+                delta: hl.map(|h| pct(h.0)),
+                ci: hl.and_then(|h| h.1).map(both),
+                ci_equivalence: eq.and_then(|h| h.1).map(both),
+                // All-zero changes: nothing to test, and nothing changed.
+                p: Some(paired::signed_rank(&d).map(|x| x.1).unwrap_or(1.0)),
+                min_p: Some(paired::min_signed_rank_p(n)),
+                n,
+            }
         }
-        .into()
-    } else if significant && excludes_zero {
-        "within noise".into()
-    } else {
-        "no change".into()
-    }
+        TestKind::Welch | TestKind::T => {
+            let t = paired::paired_t(&d, confidence)?;
+            let eq = paired::paired_t(&d, equivalence)?;
+            Estimate {
+                delta: Some(pct(t.0)),
+                ci: Some(both(t.2)),
+                ci_equivalence: Some(both(eq.2)),
+                p: t.1,
+                min_p: None,
+                n,
+            }
+        }
+    })
 }
 
 #[cfg(test)]
@@ -400,7 +573,7 @@ pub(crate) mod unit {
             let b: Vec<f64> = (0..8).map(|_| normal(&mut rng, 100.0, 3.0)).collect();
             let c = compare(vec![variant("a", &a), variant("b", &b)], &opts).unwrap();
             let d = &c.deltas[0];
-            if d.verdict == "slower" || d.verdict == "faster" {
+            if d.decision.is_change() {
                 changed += 1;
             }
             if d.p_adjusted.unwrap() < 0.05 {
@@ -428,7 +601,7 @@ pub(crate) mod unit {
         .unwrap();
         let d = &c.deltas[0];
         assert_eq!(d.verdict, "slower");
-        let (lo, hi) = d.ci95_pct.unwrap();
+        let (lo, hi) = d.ci_pct.unwrap();
         assert!(lo > 0.0 && hi > lo, "{lo} {hi}");
         assert!(d.effect_sigma.unwrap() > 5.0);
         let w = compare(
@@ -463,7 +636,7 @@ pub(crate) mod unit {
     }
 
     #[test]
-    fn a_small_significant_shift_stays_within_noise() {
+    fn a_small_significant_shift_is_called_and_said_to_be_inside_the_noise() {
         let a = [100.0, 100.1, 99.9, 100.05, 99.95, 100.02, 99.98, 100.0];
         let b: Vec<f64> = a.iter().map(|x| x * 1.01).collect();
         let c = compare(
@@ -471,10 +644,152 @@ pub(crate) mod unit {
             &Options::default(),
         )
         .unwrap();
+        assert_eq!(c.deltas[0].decision, Decision::Slower);
         assert_eq!(
-            c.deltas[0].verdict, "within noise",
+            c.deltas[0].verdict, "slower, inside the 2% noise threshold",
             "1% is under the 2% threshold"
         );
+    }
+
+    // The review's case: 4 runs per file and two variants. Mann-Whitney's smallest p for 4
+    // against 4 is 2/70 = 0.029, and Holm doubles it over two variants to 0.057: no adjusted p
+    // can reach 0.05, so a +20% change must be "too few runs", never "no change".
+    #[test]
+    fn too_few_runs_accounts_for_holm() {
+        let base = [100.0, 100.4, 99.6, 100.2];
+        let up: Vec<f64> = base.iter().map(|x| x * 1.2).collect();
+        let down: Vec<f64> = base.iter().map(|x| x * 0.8).collect();
+        let c = compare(
+            vec![variant("a", &base), variant("b", &up), variant("c", &down)],
+            &Options::default(),
+        )
+        .unwrap();
+        for d in &c.deltas {
+            assert_eq!(d.decision, Decision::TooFewUnits, "{}", d.verdict);
+            assert!(d.verdict.contains("min p 0.06 after Holm"), "{}", d.verdict);
+        }
+        // One variant: 2/70 < 0.05, so the change is called.
+        let one = compare(
+            vec![variant("a", &base), variant("b", &up)],
+            &Options::default(),
+        );
+        assert_eq!(one.unwrap().deltas[0].decision, Decision::Slower);
+    }
+
+    #[test]
+    fn a_one_run_result_gets_numbers_and_no_verdict() {
+        let mut a = variant("a", &[100.0, 100.1, 99.9, 100.0, 100.2, 99.8]);
+        let mut b = variant("b", &[120.0, 120.1, 119.9, 120.0, 120.2, 119.8]);
+        for v in [&mut a, &mut b] {
+            v.unit = "sample".into();
+            v.metrics[0].replication = "sample".into();
+        }
+        let c = compare(vec![a.clone(), b.clone()], &Options::default()).unwrap();
+        let d = &c.deltas[0];
+        assert_eq!(d.decision, Decision::NoVerdict);
+        assert!(d.verdict.contains("one run") && d.delta_pct.unwrap() > 19.0);
+        let opts = Options {
+            samples_as_units: true,
+            ..Options::default()
+        };
+        let c = compare(vec![a, b], &opts).unwrap();
+        assert_eq!(c.deltas[0].decision, Decision::Slower);
+        assert!(c.warnings.iter().any(|w| w.contains("not independent")));
+    }
+
+    #[test]
+    fn an_underpowered_comparison_is_inconclusive_with_runs_to_go() {
+        let a = [100.0, 104.0, 97.0, 102.0, 99.0, 101.0];
+        let b = [101.0, 105.0, 98.5, 103.0, 100.0, 101.5];
+        let c = compare(
+            vec![variant("a", &a), variant("b", &b)],
+            &Options::default(),
+        )
+        .unwrap();
+        let d = &c.deltas[0];
+        assert_eq!(d.decision, Decision::Inconclusive, "{}", d.verdict);
+        assert!(d.verdict.contains("per side would decide"), "{}", d.verdict);
+        assert!(!d.verdict.contains("no change"));
+        // Identical but for noise far inside the threshold: equivalent.
+        let tight: Vec<f64> = (0..10).map(|i| 100.0 + 0.01 * i as f64).collect();
+        let same: Vec<f64> = tight.iter().rev().copied().collect();
+        let c = compare(
+            vec![variant("a", &tight), variant("b", &same)],
+            &Options::default(),
+        );
+        assert_eq!(c.unwrap().deltas[0].decision, Decision::Equivalent);
+    }
+
+    /// Rounds with a drift shared by both arms: run i of each is taken in round i.
+    fn drifting_pair(
+        rng: &mut rand_pcg::Pcg64,
+        n: usize,
+        shift: f64,
+        sd: f64,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            let drift = normal(rng, 100.0, 3.0);
+            a.push(drift * (1.0 + normal(rng, 0.0, sd)));
+            b.push(drift * (1.0 + shift) * (1.0 + normal(rng, 0.0, sd)));
+        }
+        (a, b)
+    }
+
+    // The issue's case: a 2% shift, 1% noise per run, 10 rounds, on a machine whose speed
+    // drifts by 3% between rounds. Paired, it is called in at least 90% of trials; an A/A
+    // comparison calls a change in at most 5%.
+    #[test]
+    fn paired_rounds_see_a_two_percent_shift_through_drift() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        let opts = Options {
+            paired: true,
+            configurations: true,
+            ..Options::default()
+        };
+        let unpaired = Options {
+            paired: false,
+            resamples: 500,
+            ..opts.clone()
+        };
+        let trials = 300;
+        let (mut called, mut false_calls, mut called_unpaired) = (0, 0, 0);
+        for t in 0..trials {
+            let (a, b) = drifting_pair(&mut rng, 10, 0.02, 0.01);
+            let c = compare(vec![variant("a", &a), variant("b", &b)], &opts).unwrap();
+            if c.deltas[0].decision == Decision::Slower {
+                called += 1;
+            }
+            if t < 100 {
+                let u = compare(vec![variant("a", &a), variant("b", &b)], &unpaired).unwrap();
+                if u.deltas[0].decision == Decision::Slower {
+                    called_unpaired += 1;
+                }
+            }
+            let (a, b) = drifting_pair(&mut rng, 10, 0.0, 0.01);
+            let c = compare(vec![variant("a", &a), variant("b", &b)], &opts).unwrap();
+            if c.deltas[0].decision.is_change() {
+                false_calls += 1;
+            }
+        }
+        assert!(
+            called as f64 >= 0.9 * trials as f64,
+            "power: {called} of {trials}"
+        );
+        // The same data compared as independent samples: the drift drowns the shift.
+        assert!(
+            called_unpaired <= 50,
+            "unpaired power: {called_unpaired} of 100"
+        );
+        assert!(
+            false_calls as f64 <= 0.05 * trials as f64,
+            "A/A: {false_calls} of {trials}"
+        );
+        let (a, b) = drifting_pair(&mut rng, 10, 0.02, 0.01);
+        let c = compare(vec![variant("a", &a), variant("b", &b)], &opts).unwrap();
+        assert!(c.analysis.starts_with("paired"));
+        assert!(c.test.contains("signed-rank"));
+        assert_eq!(c.deltas[0].n, 10);
     }
 
     #[test]

@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 /// The `schema` field of every syscost result file.
 pub const SCHEMA: &str = "syscost-result";
 /// The schema version this build writes; it reads this version and older ones.
-pub const VERSION: u32 = 1;
+///
+/// 2: a comparison's interval is `ci_pct` at 1 - alpha (was `ci95_pct`, still read), with
+/// `ci_equivalence_pct`, `n`, `decision` and the comparison's `analysis`.
+pub const VERSION: u32 = 2;
 
 /// What a result file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -45,6 +45,7 @@ pub fn run(
         variants,
         &compare::Options {
             configurations: true,
+            paired: true,
             ..options.clone()
         },
     )

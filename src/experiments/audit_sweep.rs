@@ -241,6 +241,7 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
         ];
         let opts = compare::Options {
             configurations: true,
+            paired: true,
             ..compare::Options::default()
         };
         Ok(compare::compare(vs, &opts)?.deltas)

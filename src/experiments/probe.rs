@@ -155,6 +155,7 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     })?;
     let opts = compare::Options {
         configurations: true,
+        paired: true,
         ..compare::Options::default()
     };
     let comparison = compare::compare(

@@ -3,9 +3,9 @@
 //! scaling, correlations and cache-set populations.
 
 use super::svg::{self, Category, Mark, Series};
-use crate::compare::Comparison;
 use crate::compare::correlate::CorrelationResult;
 use crate::compare::merge::Merged;
+use crate::compare::{Comparison, Decision};
 use crate::core::fmt_num;
 use crate::experiments::audit_sweep::Sweep;
 use crate::experiments::scale::Scale;
@@ -153,7 +153,7 @@ pub fn delta_chart(c: &Comparison) -> String {
         .filter_map(|d| {
             let p = d.delta_pct?;
             let ci = d
-                .ci95_pct
+                .ci_pct
                 .map(|(a, b)| format!(" [{a:+.1}, {b:+.1}]"))
                 .unwrap_or_default();
             Some((
@@ -162,24 +162,25 @@ pub fn delta_chart(c: &Comparison) -> String {
                     c.variants[d.variant].label, d.metric, d.verdict
                 ),
                 p,
-                if d.verdict == "slower" || d.verdict == "higher" {
-                    1
-                } else if d.verdict == "faster" || d.verdict == "lower" {
-                    2
-                } else {
-                    5
+                match d.decision {
+                    Decision::Slower | Decision::Higher => 1,
+                    Decision::Faster | Decision::Lower => 2,
+                    _ => 5,
                 },
             ))
         })
         .collect();
     svg::hbars(
-        "Change against the baseline, with the 95% bootstrap CI and the verdict",
+        &format!(
+            "Change against the baseline, with the {:.0}% CI and the verdict",
+            100.0 * c.bootstrap.confidence
+        ),
         "delta of the median (%)",
         &rows,
         vec![
             (1, "slower / higher".into(), Mark::Box),
             (2, "faster / lower".into(), Mark::Box),
-            (5, "no change".into(), Mark::Box),
+            (5, "equivalent or undecided".into(), Mark::Box),
         ],
     )
 }

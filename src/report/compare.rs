@@ -22,18 +22,20 @@ fn pval(p: Option<f64>) -> String {
 }
 
 impl Comparison {
+    /// What was analysed; files written before the analysis was recorded were unpaired.
+    fn analysis_or_default(&self) -> &str {
+        if self.analysis.is_empty() {
+            "unpaired"
+        } else {
+            &self.analysis
+        }
+    }
+
     /// The delta table: one row per metric and variant.
     pub fn delta_grid(&self) -> Grid {
+        let ci = format!("{:.0}% CI of delta", 100.0 * self.bootstrap.confidence);
         let mut g = Grid::new(&[
-            "metric",
-            "variant",
-            "baseline",
-            "median",
-            "delta",
-            "95% CI of delta",
-            "p",
-            "p adj",
-            "effect",
+            "metric", "variant", "baseline", "median", "delta", &ci, "p", "p adj", "effect",
             "verdict",
         ])
         .right(2..=8);
@@ -44,7 +46,7 @@ impl Comparison {
                 fmt_num(d.base_median),
                 fmt_num(d.median),
                 pct(d.delta_pct),
-                d.ci95_pct
+                d.ci_pct
                     .map(|(a, b)| format!("[{a:+.2}%, {b:+.2}%]"))
                     .unwrap_or_else(|| "-".into()),
                 pval(d.p),
@@ -228,15 +230,24 @@ impl Render for Comparison {
                 self.alpha,
                 self.correction
             ),
+            format!(" Analysis: {}.", self.analysis_or_default()),
             format!(
-                " A change is called only when p (adjusted) < alpha, |delta| is at least {}% \
-                 (noise threshold) and at least the baseline's own pstdev, and the 95% bootstrap \
-                 CI of delta excludes 0 ({} resamples, {} seed {}). Effect: delta in baseline \
-                 pstdevs (σ).",
+                " A change is called when p (adjusted) < alpha and the {:.0}% CI of delta \
+                 excludes 0 (said to be inside the noise threshold when the whole CI is within \
+                 ±{}%); equivalent when the {:.0}% CI lies within ±{}% (TOST); otherwise \
+                 inconclusive.{} Effect: delta in baseline pstdevs (σ).",
+                100.0 * self.bootstrap.confidence,
                 self.noise_threshold_pct,
-                self.bootstrap.resamples,
-                self.bootstrap.generator,
-                self.bootstrap.seed
+                100.0 * (1.0 - 2.0 * self.alpha),
+                self.noise_threshold_pct,
+                if self.analysis.starts_with("paired") {
+                    String::new()
+                } else {
+                    format!(
+                        " CIs by bootstrap ({} resamples, {} seed {}).",
+                        self.bootstrap.resamples, self.bootstrap.generator, self.bootstrap.seed
+                    )
+                }
             ),
         ]
     }

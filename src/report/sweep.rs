@@ -129,13 +129,13 @@ impl Sweep {
     fn delta_line(title: &str, deltas: &[Delta]) -> Option<String> {
         let d = deltas.iter().find(|d| d.metric == "time")?;
         Some(format!(
-            " {title}: {:+} {} ({}, 95% CI {}), p={:.4}: {}",
+            " {title}: {:+} {} ({}, CI {}), p={:.4}: {}",
             fmt_num(d.median - d.base_median),
             d.unit,
             d.delta_pct
                 .map(|p| format!("{p:+.2}%"))
                 .unwrap_or_else(|| "-".into()),
-            d.ci95_pct
+            d.ci_pct
                 .map(|(a, b)| format!("[{a:+.2}%, {b:+.2}%]"))
                 .unwrap_or_else(|| "-".into()),
             d.p.unwrap_or(f64::NAN),

@@ -15,13 +15,28 @@ pub enum TestKind {
     MannWhitney,
     /// Welch's unequal-variance t-test.
     Welch,
+    /// Student's t: Welch's unpaired, the paired t on per-round log ratios when interleaved.
+    T,
 }
 
 impl TestKind {
     pub fn describe(self) -> &'static str {
         match self {
             TestKind::MannWhitney => "Mann-Whitney U, two-sided",
-            TestKind::Welch => "Welch's t, two-sided",
+            TestKind::Welch | TestKind::T => "Welch's t, two-sided",
+        }
+    }
+
+    /// The test as used on pairs (interleaved rounds).
+    pub fn describe_paired(self) -> &'static str {
+        match self {
+            TestKind::MannWhitney => {
+                "Wilcoxon signed-rank on per-round log ratios, two-sided, with the \
+                 Hodges-Lehmann interval"
+            }
+            TestKind::Welch | TestKind::T => {
+                "paired t on per-round log ratios, two-sided, with its t interval"
+            }
         }
     }
 }
@@ -156,6 +171,17 @@ pub fn bootstrap_delta_pct(
     seed: u64,
     confidence: f64,
 ) -> Option<(f64, f64)> {
+    bootstrap_delta_pct_at(a, b, resamples, seed, &[confidence]).map(|v| v[0])
+}
+
+/// The same bootstrap distribution, cut at several confidences (one interval each).
+pub fn bootstrap_delta_pct_at(
+    a: &[f64],
+    b: &[f64],
+    resamples: usize,
+    seed: u64,
+    confidences: &[f64],
+) -> Option<Vec<(f64, f64)>> {
     if a.is_empty() || b.is_empty() || resamples == 0 {
         return None;
     }
@@ -178,11 +204,18 @@ pub fn bootstrap_delta_pct(
     if deltas.is_empty() {
         return None;
     }
-    let tail = (1.0 - confidence) / 2.0;
-    Some((
-        super::quantile(&deltas, tail),
-        super::quantile(&deltas, 1.0 - tail),
-    ))
+    Some(
+        confidences
+            .iter()
+            .map(|c| {
+                let tail = (1.0 - c) / 2.0;
+                (
+                    super::quantile(&deltas, tail),
+                    super::quantile(&deltas, 1.0 - tail),
+                )
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
