@@ -6,17 +6,19 @@ use super::{Variant, check_comparable};
 use crate::core::{Envelope, Kind};
 use crate::results::Metric;
 use crate::results::view::{EnvSummary, Group, ResultView};
-use crate::stats::{mean, median, pstdev};
+use crate::stats::{anova, median};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-/// How much of a metric's spread comes from within boots and how much from between them.
+/// How much of a metric's spread comes from within boots and how much from between them: the
+/// variance components of a one-way random-effects ANOVA (method of moments, see
+/// `stats::anova`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VarianceSplit {
     pub metric: String,
-    /// sqrt of the mean within-boot population variance of run values.
+    /// sqrt of the within-boot variance (the pooled mean square within).
     pub within_pstdev: f64,
-    /// Population standard deviation of the boot means.
+    /// sqrt of the between-boot variance component ((MSB - MSW) / n0, clamped at 0).
     pub between_pstdev: f64,
     /// between / (within + between), of the variances, in percent.
     pub between_share_pct: f64,
@@ -106,14 +108,10 @@ pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
             continue;
         }
         let values: Vec<f64> = per_group.iter().map(|m| median(&m.values)).collect();
-        let means: Vec<f64> = per_group.iter().map(|m| mean(&m.values)).collect();
-        let within = mean(
-            &per_group
-                .iter()
-                .map(|m| pstdev(&m.values).powi(2))
-                .collect::<Vec<_>>(),
-        );
-        let between = pstdev(&means).powi(2);
+        let groups: Vec<&[f64]> = per_group.iter().map(|m| m.values.as_slice()).collect();
+        let (within, between) = anova::components(&groups)
+            .map(|c| (c.within, c.between))
+            .unwrap_or((0.0, 0.0));
         variance.push(VarianceSplit {
             metric: m0.name.clone(),
             within_pstdev: within.sqrt(),

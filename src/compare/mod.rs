@@ -155,33 +155,45 @@ pub struct Comparison {
     pub warnings: Vec<String>,
 }
 
-/// Apply --drop-perturbed and --best-of to a variant (flags are always computed).
+/// Apply --drop-perturbed to a variant (flags are always computed).
 fn prepare(v: &mut Variant, opts: &Options) {
     let floor = v.ops_per_sample.map(|o| 1.0 / o).unwrap_or(0.0);
     v.perturbed = validity::find(&v.metrics, opts.perturbed_pct, floor);
-    let mut drop: Vec<u32> = Vec::new();
     if opts.drop_perturbed {
-        drop.extend(v.perturbed.iter().map(|p| p.unit));
+        let drop: Vec<u32> = v.perturbed.iter().map(|p| p.unit).collect();
+        drop_units(v, drop);
     }
-    if let Some(k) = opts.best_of
-        && let Some(m) = v.metric(&opts.primary)
-    {
-        let mut pairs: Vec<(f64, u32)> = m
-            .values
-            .iter()
-            .zip(&m.units)
-            .filter(|(_, u)| !drop.contains(u))
-            .map(|(x, u)| (*x, *u))
-            .collect();
-        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        drop.extend(pairs.iter().skip(k).map(|(_, u)| *u));
-    }
+}
+
+/// Apply --best-of K: keep the K best units of the primary metric, for the tables and the
+/// ranking only. The best K of a sample are order statistics, not a random sample: tests on them
+/// give p-values that are too small (an A/A pair was called in 14% of trials), so every delta,
+/// interval and test is taken on all units.
+fn best_of(v: &mut Variant, opts: &Options) {
+    let Some(k) = opts.best_of else { return };
+    let Some(m) = v.metric(&opts.primary) else {
+        return;
+    };
+    let mut pairs: Vec<(f64, u32)> = m
+        .values
+        .iter()
+        .zip(&m.units)
+        .map(|(x, u)| (*x, *u))
+        .collect();
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let drop = pairs.iter().skip(k).map(|(_, u)| *u).collect();
+    drop_units(v, drop);
+}
+
+fn drop_units(v: &mut Variant, mut drop: Vec<u32>) {
     drop.sort();
     drop.dedup();
     if !drop.is_empty() {
         validity::retain_units(&mut v.metrics, |u| !drop.contains(&u));
     }
-    v.dropped = drop;
+    v.dropped.extend(drop);
+    v.dropped.sort();
+    v.dropped.dedup();
 }
 
 fn lower_is_better(metric: &str) -> bool {
@@ -198,6 +210,11 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     for v in variants.iter_mut() {
         prepare(v, opts);
     }
+    // Deltas and tests on every unit; --best-of only for the tables and the ranking.
+    let tested = variants.clone();
+    for v in variants.iter_mut() {
+        best_of(v, opts);
+    }
     if variants[0].metric(&opts.primary).is_none() {
         let names: Vec<&str> = variants[0]
             .metrics
@@ -212,12 +229,12 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
         );
     }
 
-    let base = &variants[0];
+    let base = &tested[0];
     let confidence = 1.0 - opts.alpha;
     let mut deltas = Vec::new();
     let mut min_ps: Vec<Option<f64>> = Vec::new();
     let mut unpaired_fallback = Vec::new();
-    for (vi, v) in variants.iter().enumerate().skip(1) {
+    for (vi, v) in tested.iter().enumerate().skip(1) {
         for bm in base.metrics.iter().filter(|m| m.summary.is_some()) {
             let Some(om) = v.metric(&bm.name) else {
                 continue;
@@ -274,8 +291,8 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
         }
     }
     for (k, d) in deltas.iter_mut().enumerate() {
-        let v = &variants[d.variant];
-        let one_run = [&variants[0], v]
+        let v = &tested[d.variant];
+        let one_run = [&tested[0], v]
             .iter()
             .any(|x| x.unit == "sample" || x.n(&d.metric) < 2 && x.unit == "run");
         let (decision, verdict) = if one_run && !opts.samples_as_units {
@@ -330,8 +347,16 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     }
 
     let mut ranking = Vec::new();
+    if opts.best_of.is_some() {
+        warnings.push(format!(
+            "--best-of {}: the tables and the ranking show each variant's best runs; every \
+             delta, interval and test uses all runs (the best runs are order statistics, not a \
+             sample)",
+            opts.best_of.unwrap_or(0)
+        ));
+    }
     if variants.len() > 2 {
-        let bmed = base
+        let bmed = variants[0]
             .metric(&opts.primary)
             .unwrap()
             .summary
@@ -812,6 +837,33 @@ pub(crate) mod unit {
         )
         .unwrap();
         assert!(c.warnings.iter().any(|w| w.contains("--force")));
+    }
+
+    // The review's case: with --best-of, tests on the best runs (order statistics) called an A/A
+    // pair in 14% of trials. Tests now use every run.
+    #[test]
+    fn best_of_does_not_make_p_values_too_small() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+        let opts = Options {
+            best_of: Some(4),
+            resamples: 300,
+            ..Options::default()
+        };
+        let trials = 300;
+        let mut significant = 0;
+        for _ in 0..trials {
+            let a: Vec<f64> = (0..10).map(|_| normal(&mut rng, 100.0, 3.0)).collect();
+            let b: Vec<f64> = (0..10).map(|_| normal(&mut rng, 100.0, 3.0)).collect();
+            let c = compare(vec![variant("a", &a), variant("b", &b)], &opts).unwrap();
+            assert_eq!(c.deltas[0].n, 10, "tests use every run");
+            if c.deltas[0].p_adjusted.unwrap() < 0.05 {
+                significant += 1;
+            }
+        }
+        assert!(
+            significant as f64 <= 0.07 * trials as f64,
+            "{significant} of {trials}"
+        );
     }
 
     #[test]

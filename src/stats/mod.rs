@@ -3,6 +3,7 @@
 //!
 //! Distribution quantiles come from `statrs`; the rest is arithmetic.
 
+pub mod anova;
 pub mod correlation;
 pub mod paired;
 pub mod regression;
