@@ -434,3 +434,32 @@ fn ab_interleaves_and_calls_a_real_difference() {
         "ABBA order: {pa:?} {pb:?}"
     );
 }
+
+// A stored summary is never trusted: one edited to say the median is twice what the values say
+// printed "+99.9%" beside an interval of [+2.6, +3.4]. And values that do not match their units
+// are refused, naming the file and the metric.
+#[test]
+fn summaries_are_recomputed_and_damaged_metrics_refused() {
+    let f = fixtures();
+    let dir = f.base.parent().unwrap().to_path_buf();
+    let mut stale: Value =
+        serde_json::from_str(&std::fs::read_to_string(&f.slower).unwrap()).unwrap();
+    stale["metrics"][0]["summary"]["median"] = json!(224.2);
+    let stale_path = dir.join("stale.json");
+    std::fs::write(&stale_path, stale.to_string()).unwrap();
+    let c = json_of(&["compare", p(&f.base), p(&stale_path), "--format", "json"]);
+    let d = time_delta(&c);
+    let delta = d["delta_pct"].as_f64().unwrap();
+    assert!(
+        (delta - 11.99).abs() < 0.1,
+        "the values' median, not the stored one: {d}"
+    );
+    let mut bad = stale.clone();
+    bad["metrics"][0]["units"] = json!([0, 1]);
+    let bad_path = dir.join("units.json");
+    std::fs::write(&bad_path, bad.to_string()).unwrap();
+    fails(
+        &["compare", p(&f.base), p(&bad_path)],
+        &["units.json", "metric 'time'", "6 values but 2 units"],
+    );
+}

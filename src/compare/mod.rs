@@ -33,7 +33,7 @@ pub struct Options {
     pub noise_pct: f64,
     pub resamples: usize,
     pub seed: u64,
-    /// The metric that ranks variants and is tested without correction.
+    /// The metric that ranks variants; Holm corrects it as a family of its own.
     pub primary: String,
     pub force: bool,
     pub drop_perturbed: bool,

@@ -52,6 +52,12 @@ pub enum LoadError {
     },
     #[error("{path}: the result is incomplete: it has no \"{field}\"")]
     Incomplete { path: String, field: &'static str },
+    #[error("{path}: metric '{metric}': {problem}")]
+    BadMetric {
+        path: String,
+        metric: String,
+        problem: String,
+    },
     #[error("{path}: a '{kind}' result, damaged or incomplete: {detail}")]
     Damaged {
         path: String,
@@ -208,6 +214,36 @@ pub fn decode<T: DeserializeOwned>(path: &str, kind: Kind, text: &str) -> Result
 pub fn load<T: DeserializeOwned>(path: &Path, accept: Accept) -> Result<T, LoadError> {
     let (kind, text) = read_checked(path, accept)?;
     decode(&name(path), kind, &text)
+}
+
+/// Check the metrics read from a file and summarise them again from their values: a value
+/// that is not a finite number, or a list of units that does not match the values, is refused
+/// with the file and the metric named; a stored summary is never trusted (an edited or stale
+/// one would print a delta its own interval contradicts).
+pub fn resummarise(path: &str, metrics: &mut [crate::results::Metric]) -> Result<(), LoadError> {
+    for m in metrics.iter_mut() {
+        let bad = |problem: String| LoadError::BadMetric {
+            path: path.into(),
+            metric: m.name.clone(),
+            problem,
+        };
+        if let Some(x) = m.values.iter().find(|x| !x.is_finite()) {
+            return Err(bad(format!(
+                "the value {x} is not a finite number; the file is damaged"
+            )));
+        }
+        if m.units.len() != m.values.len() {
+            return Err(bad(format!(
+                "{} values but {} units; the file is damaged",
+                m.values.len(),
+                m.units.len()
+            )));
+        }
+        if !m.values.is_empty() {
+            m.summary = crate::stats::Summary::of(&m.values);
+        }
+    }
+    Ok(())
 }
 
 /// Deserialise a file straight into `T`, a light reading type whose envelope fields are

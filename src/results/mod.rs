@@ -174,7 +174,11 @@ impl RunResult {
 
     /// Read a result file, with one clear error naming the file and the problem.
     pub fn load(path: &Path) -> Result<RunResult, LoadError> {
-        load::load(path, Self::ACCEPT)
+        let mut r: RunResult = load::load(path, Self::ACCEPT)?;
+        let name = path.display().to_string();
+        load::resummarise(&name, &mut r.metrics)?;
+        load::resummarise(&name, &mut r.overhead)?;
+        Ok(r)
     }
 
     /// Parse a result from JSON text, checking the envelope first.

@@ -127,17 +127,23 @@ impl ResultView {
             path: name.clone(),
             field,
         };
+        let mut metrics = raw.metrics.ok_or_else(|| missing("metrics"))?;
+        load::resummarise(&name, &mut metrics)?;
+        let mut groups = raw.groups.unwrap_or_default();
+        for g in groups.iter_mut() {
+            load::resummarise(&name, &mut g.metrics)?;
+        }
         Ok(ResultView {
             path: path.to_path_buf(),
             created_unix: raw.created_unix,
             workload: raw.workload.ok_or_else(|| missing("workload"))?,
             op_name: raw.op_name.unwrap_or_else(|| "op".into()),
             options: raw.options.unwrap_or(serde_json::Value::Null),
-            metrics: raw.metrics.ok_or_else(|| missing("metrics"))?,
+            metrics,
             warnings: raw.warnings,
             environment: raw.environment.unwrap_or_default(),
             runs: raw.runs.unwrap_or_default(),
-            groups: raw.groups.unwrap_or_default(),
+            groups,
             profile: raw.profile,
             kind,
         })
