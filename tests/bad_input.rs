@@ -122,3 +122,19 @@ fn event_list_is_printed() {
         .stdout(predicate::str::contains("L1-dcache-load-misses"))
         .stdout(predicate::str::contains("task-clock"));
 }
+
+#[test]
+fn bad_adaptive_runs() {
+    fails_with(
+        &["run", "syscall", "--until", "0%"],
+        &["between 0% and 100%"],
+    );
+    fails_with(
+        &["run", "syscall", "--until", "x"],
+        &["'x' is not a percentage"],
+    );
+    fails_with(
+        &["run", "syscall", "--until", "1%", "--runs", "2"],
+        &["--until needs --runs 3 or more"],
+    );
+}

@@ -294,3 +294,30 @@ fn fifo_refused_names_the_capability() {
     );
     assert_eq!(err.trim().lines().count(), 1, "one clear message: {err}");
 }
+
+#[test]
+fn adaptive_runs_say_why_they_stopped() {
+    let _s = serial();
+    let r = json_of(&[
+        "run",
+        "syscall",
+        "--until",
+        "50%",
+        "--runs",
+        "3",
+        "--samples",
+        "2",
+        "--sample-time",
+        "5ms",
+        "--json",
+    ]);
+    // A 50% precision is reached at once: the minimum of 3 runs, and the reason is recorded.
+    assert_eq!(r["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(r["options"]["until_pct"], 50.0);
+    let said = r["warnings"].as_array().unwrap();
+    assert!(
+        said.iter()
+            .any(|w| w.as_str().unwrap().starts_with("--until 50%: ±")),
+        "{said:?}"
+    );
+}

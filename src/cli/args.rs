@@ -98,6 +98,16 @@ pub struct RunArgs {
     #[arg(short = 'r', long, default_value_t = 5, value_name = "N")]
     pub runs: u32,
 
+    /// Adaptive runs: after --runs (the minimum), add runs (rounds, for ab) until the 95% CI
+    /// half-width of the time per op (for ab: of each variant's paired change) is at most PCT
+    /// percent of the median, or --max-time passes. Stops on precision, never on p.
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    pub until: Option<f64>,
+
+    /// With --until: stop adding runs after this long (at most 1,000 runs).
+    #[arg(long, default_value = "2m", value_name = "DURATION", value_parser = parse_duration)]
+    pub max_time: Duration,
+
     /// Timed samples per run; each run pools its samples.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub samples: u32,
@@ -171,6 +181,20 @@ impl RunArgs {
 
 pub(super) fn parse_cpus(s: &str) -> Result<CpuList, String> {
     CpuList::parse(s).map_err(|e| e.to_string())
+}
+
+pub(super) fn parse_pct(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage; write it like 1% or 0.5"))?;
+    if !(v.is_finite() && v > 0.0 && v < 100.0) {
+        return Err(format!(
+            "'{s}': give a precision between 0% and 100%, like 1%"
+        ));
+    }
+    Ok(v)
 }
 
 pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {

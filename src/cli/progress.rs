@@ -72,6 +72,8 @@ impl Bar {
                     self.show(done);
                 }
                 if let Some(b) = &self.bar {
+                    // Adaptive runs (--until) lengthen the design as it goes.
+                    b.set_length(of as u64);
                     b.set_position(done);
                 }
             }

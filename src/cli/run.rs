@@ -56,7 +56,13 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
     } else {
         counters::parse_event_list(&args.events)?
     };
+    let until = args.until.map(|pct| runner::Until {
+        pct,
+        max_time: args.max_time,
+        max_runs: 1000,
+    });
     let plan = Plan {
+        until,
         workload,
         events,
         cpus: args.cpu.clone(),

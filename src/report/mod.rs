@@ -128,6 +128,7 @@ mod snapshots {
             }),
             op_name: "call".into(),
             options: RunOptions {
+                until_pct: None,
                 runs: 3,
                 samples: 2,
                 warmup: 1,

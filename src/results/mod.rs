@@ -60,6 +60,9 @@ pub struct RunRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunOptions {
     pub runs: u32,
+    /// `--until`: the precision the runs were added for (percent half-width), if adaptive.
+    #[serde(default)]
+    pub until_pct: Option<f64>,
     pub samples: u32,
     pub warmup: u32,
     pub ops_per_sample: u64,

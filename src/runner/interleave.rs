@@ -9,6 +9,7 @@ use crate::counters::EventStatus;
 use crate::environment::Environment;
 use crate::results::{RunRecord, RunResult};
 use anyhow::{Result, bail};
+use std::time::Instant;
 
 /// The order in which round `round` visits `n` arms: forwards on even rounds, backwards on odd
 /// ones (A B, B A, ...: ABBA).
@@ -20,18 +21,85 @@ pub fn round_order(round: u32, n: usize) -> Vec<usize> {
     order
 }
 
+/// What an interleaved design is asked as it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Run arm `arm` in round `round`.
+    Visit { round: u32, arm: usize },
+    /// `rounds` rounds are done (0 before the first): answer whether to run another.
+    Between { rounds: u32 },
+}
+
+/// Run rounds of `n` arms in alternating order for as long as `step(Event::Between)` answers
+/// true; returns the number of rounds run. What `step(Event::Visit)` answers is not used.
+pub fn interleave_with(n: usize, mut step: impl FnMut(Event) -> Result<bool>) -> Result<u32> {
+    let mut round = 0;
+    while step(Event::Between { rounds: round })? {
+        for arm in round_order(round, n) {
+            step(Event::Visit { round, arm })?;
+        }
+        round += 1;
+    }
+    Ok(round)
+}
+
 /// Visit `n` arms in `rounds` rounds, in alternating order: `visit(round, arm)`.
 pub fn interleave(
     rounds: u32,
     n: usize,
     mut visit: impl FnMut(u32, usize) -> Result<()>,
 ) -> Result<()> {
-    for round in 0..rounds {
-        for k in round_order(round, n) {
-            visit(round, k)?;
-        }
-    }
+    interleave_with(n, |e| match e {
+        Event::Between { rounds: done } => Ok(done < rounds),
+        Event::Visit { round, arm } => visit(round, arm).map(|_| true),
+    })?;
     Ok(())
+}
+
+/// The precision reached so far, as the half-width of a 95% interval in percent: of the time
+/// per op with one arm; with several, the widest of each arm's paired change against the
+/// first (the Hodges-Lehmann interval of the per-round log ratios). Infinite while no interval
+/// can be had.
+fn precision(results: &[RunResult]) -> f64 {
+    let time = |r: &RunResult| -> Option<Vec<(u32, f64)>> {
+        let m = r.metrics.iter().find(|m| m.name == "time")?;
+        Some(
+            m.units
+                .iter()
+                .copied()
+                .zip(m.values.iter().copied())
+                .collect(),
+        )
+    };
+    let Some(base) = results.first().and_then(time) else {
+        return f64::INFINITY;
+    };
+    if results.len() == 1 {
+        let values: Vec<f64> = base.iter().map(|x| x.1).collect();
+        return crate::stats::Summary::of(&values)
+            .and_then(|s| s.ci95.map(|(lo, hi)| 50.0 * (hi - lo) / s.median.abs()))
+            .filter(|h| h.is_finite())
+            .unwrap_or(f64::INFINITY);
+    }
+    let mut widest: f64 = 0.0;
+    for r in &results[1..] {
+        let Some(other) = time(r) else {
+            return f64::INFINITY;
+        };
+        let d: Vec<f64> = base
+            .iter()
+            .filter_map(|(u, a)| {
+                let b = other.iter().find(|x| x.0 == *u)?.1;
+                (*a > 0.0 && b > 0.0).then(|| (b / a).ln())
+            })
+            .collect();
+        let half = crate::stats::paired::hodges_lehmann(&d, 0.95)
+            .and_then(|h| h.1)
+            .map(|(lo, hi)| 50.0 * (hi.exp() - lo.exp()))
+            .unwrap_or(f64::INFINITY);
+        widest = widest.max(half);
+    }
+    widest
 }
 
 /// How the arms of a design share their batch size.
@@ -92,28 +160,71 @@ pub fn run_interleaved_with(
     };
     let mut runs: Vec<Vec<RunRecord>> = vec![Vec::new(); plans.len()];
     let mut statuses: Vec<Vec<EventStatus>> = vec![Vec::new(); plans.len()];
-    let total = first.runs * plans.len() as u32;
+    let assemble_all = |runs: &[Vec<RunRecord>], statuses: &[Vec<EventStatus>]| -> Vec<RunResult> {
+        plans
+            .iter()
+            .zip(&sizes)
+            .zip(runs.iter().zip(statuses))
+            .map(|((p, (ops, cal)), (r, s))| {
+                assemble(p, *ops, *cal, r.clone(), s.clone(), environment.clone())
+            })
+            .collect()
+    };
+    let until = first.until;
+    let started = Instant::now();
+    let mut stopped = None;
+    let mut total = first.runs * plans.len() as u32;
     let mut done = 0;
-    interleave(first.runs, plans.len(), |round, k| {
-        before(k)?;
-        let (run, s) = exec.measure(&plans[k], sizes[k].0, round)?;
-        if statuses[k].is_empty() {
-            statuses[k] = s;
+    interleave_with(plans.len(), |e| match e {
+        Event::Between { rounds } => {
+            if rounds < first.runs {
+                return Ok(true);
+            }
+            let Some(u) = until else { return Ok(false) };
+            let half = precision(&assemble_all(&runs, &statuses));
+            let (more, why) = if half <= u.pct {
+                (false, format!("±{half:.2}% reached"))
+            } else if started.elapsed() >= u.max_time {
+                (false, format!("--max-time reached at ±{half:.2}%"))
+            } else if rounds >= u.max_runs {
+                (
+                    false,
+                    format!("the cap of {} runs reached at ±{half:.2}%", u.max_runs),
+                )
+            } else {
+                (true, String::new())
+            };
+            if more {
+                total += plans.len() as u32;
+            } else {
+                stopped = Some(format!(
+                    "--until {}%: {why} after {rounds} run(s) per configuration",
+                    u.pct
+                ));
+            }
+            Ok(more)
         }
-        runs[k].push(run);
-        progress(Progress::RunFinished {
-            index: done,
-            of: total,
-        });
-        done += 1;
-        Ok(())
+        Event::Visit { round, arm: k } => {
+            before(k)?;
+            let (run, s) = exec.measure(&plans[k], sizes[k].0, round)?;
+            if statuses[k].is_empty() {
+                statuses[k] = s;
+            }
+            runs[k].push(run);
+            progress(Progress::RunFinished {
+                index: done,
+                of: total,
+            });
+            done += 1;
+            Ok(true)
+        }
     })?;
-    let mut results: Vec<RunResult> = plans
-        .iter()
-        .zip(&sizes)
-        .zip(runs.into_iter().zip(statuses))
-        .map(|((p, (ops, cal)), (r, s))| assemble(p, *ops, *cal, r, s, environment.clone()))
-        .collect();
+    let mut results = assemble_all(&runs, &statuses);
+    if let Some(why) = stopped {
+        for r in results.iter_mut() {
+            r.warnings.push(why.clone());
+        }
+    }
     for (k, ((p, (ops, _)), r)) in plans.iter().zip(&sizes).zip(results.iter_mut()).enumerate() {
         if p.profile {
             before(k)?;
@@ -162,7 +273,12 @@ mod unit {
         ) -> Result<(RunRecord, Vec<EventStatus>)> {
             let name = name_of(plan);
             self.log.push(format!("{name}#{index}"));
-            let per_op = if name == "getpid" { 100 } else { 150 } + u64::from(index);
+            let per_op = match name.as_str() {
+                "getpid" => 100 + u64::from(index),
+                // Two alternating values: the interval of the mean narrows as 1/sqrt(n).
+                "gettid" => 100 + u64::from(index % 2),
+                _ => 150 + u64::from(index),
+            };
             let sample = |k: u64| Sample {
                 ops,
                 wall_ns: ops * per_op + k,
@@ -210,6 +326,7 @@ mod unit {
             subtract_overhead: false,
             pre: None,
             profile: false,
+            until: None,
         }
     }
 
@@ -313,6 +430,72 @@ mod unit {
         )
         .unwrap_err();
         assert!(e.to_string().contains("same number of runs"), "{e}");
+    }
+
+    #[test]
+    fn adaptive_runs_stop_on_precision_or_at_a_limit() {
+        let mut fake = Fake {
+            log: Vec::new(),
+            calibrations: 0,
+        };
+        let mut p = plan("gettid", 5);
+        p.until = Some(crate::runner::Until {
+            pct: 0.3,
+            max_time: std::time::Duration::from_secs(3600),
+            max_runs: 1000,
+        });
+        let mut reported = 0;
+        let r = run_interleaved_with(
+            &mut fake,
+            std::slice::from_ref(&p),
+            Batch::PerArm,
+            &mut |_| Ok(()),
+            &mut |e| {
+                if let Progress::RunFinished { index, of } = e {
+                    assert!(index < of);
+                    reported += 1;
+                }
+            },
+        )
+        .unwrap();
+        // Values alternating 100 and 101: the 95% half-width over the median, 100 t s /
+        // sqrt(n) / median, is 0.3136% at 13 runs and 0.2981% at 14 (scipy 1.17.1,
+        // stats.t.ppf(0.975, n - 1)): it stops at 14.
+        let n = r[0].runs.len();
+        assert_eq!(n, 14, "{:?}", r[0].warnings);
+        assert_eq!(reported, n);
+        assert_eq!(r[0].options.runs as usize, n);
+        assert_eq!(r[0].options.until_pct, Some(0.3));
+        let why = r[0].warnings.last().unwrap();
+        assert!(
+            why.starts_with("--until 0.3%: ±0.") && why.contains("reached after 14"),
+            "{why}"
+        );
+        // A precision out of reach stops at the cap.
+        p.until = Some(crate::runner::Until {
+            pct: 1e-6,
+            max_time: std::time::Duration::from_secs(3600),
+            max_runs: 8,
+        });
+        let r = run_interleaved_with(
+            &mut fake,
+            std::slice::from_ref(&p),
+            Batch::PerArm,
+            &mut |_| Ok(()),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(r[0].runs.len(), 8);
+        assert!(
+            r[0].warnings
+                .last()
+                .unwrap()
+                .contains("the cap of 8 runs reached")
+        );
+        // Without --until the design runs exactly --runs rounds.
+        p.until = None;
+        let r = run_interleaved_with(&mut fake, &[p], Batch::PerArm, &mut |_| Ok(()), &mut |_| {});
+        assert_eq!(r.unwrap()[0].runs.len(), 5);
     }
 
     #[test]

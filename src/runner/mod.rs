@@ -50,6 +50,22 @@ pub struct Plan {
     pub pre: Option<String>,
     /// After the measured runs, one more run sampling call chains for the profile.
     pub profile: bool,
+    /// Adaptive runs: `runs` is then the minimum, and rounds are added until the primary
+    /// figure is precise enough or a limit is reached.
+    pub until: Option<Until>,
+}
+
+/// When adaptive runs stop (`--until PCT --max-time DURATION`). Stopping is on precision,
+/// never on a p-value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Until {
+    /// The target half-width of the 95% interval, percent of the median: of the time per op for
+    /// one plan, of each variant's paired change against the first for several.
+    pub pct: f64,
+    /// Stop adding rounds after this long.
+    pub max_time: Duration,
+    /// And after this many rounds.
+    pub max_runs: u32,
 }
 
 /// Progress notifications. They are sent only while no worker is measuring, so whatever draws
@@ -74,6 +90,21 @@ pub fn validate(plan: &Plan) -> Result<()> {
     }
     if plan.sample_time.is_zero() {
         bail!("--sample-time must be longer than zero");
+    }
+    if let Some(u) = plan.until {
+        if !(u.pct.is_finite() && u.pct > 0.0) {
+            bail!("--until must be a precision above 0%, like 1%");
+        }
+        if u.max_runs < plan.runs {
+            bail!(
+                "--until: the cap of {} runs is below --runs {}",
+                u.max_runs,
+                plan.runs
+            );
+        }
+        if plan.runs < 3 {
+            bail!("--until needs --runs 3 or more to start from: an interval needs a spread");
+        }
     }
     if let Some(c) = &plan.cpus {
         crate::core::cpus::check_allowed(c).map_err(anyhow::Error::msg)?;
@@ -242,7 +273,8 @@ pub fn assemble(
         workload: plan.workload.clone(),
         op_name,
         options: RunOptions {
-            runs: plan.runs,
+            runs: runs.len() as u32,
+            until_pct: plan.until.map(|u| u.pct),
             samples: plan.samples,
             warmup: plan.warmup,
             ops_per_sample: ops,
