@@ -321,3 +321,41 @@ fn adaptive_runs_say_why_they_stopped() {
         "{said:?}"
     );
 }
+
+#[test]
+fn the_estimator_is_recorded_and_used() {
+    let _s = serial();
+    let r = json_of(&[
+        "run",
+        "syscall",
+        "--estimator",
+        "min",
+        "--runs",
+        "3",
+        "--samples",
+        "3",
+        "--sample-time",
+        "5ms",
+        "--json",
+    ]);
+    assert_eq!(r["options"]["estimator"], "min");
+    // Each run's value is its fastest sample's time per call.
+    let time = metric(&r, "time");
+    for (run, v) in r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(time["values"].as_array().unwrap())
+    {
+        let fastest = run["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["wall_ns"].as_f64().unwrap() / s["ops"].as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            (v.as_f64().unwrap() - fastest).abs() < 1e-9,
+            "{v} vs {fastest}"
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! The options shared by commands: those of every `run` workload, and how compare and ab decide.
 
 use super::*;
+use crate::results::metrics::Estimator;
 
 /// How compare and ab decide.
 #[derive(Args, Debug, Clone)]
@@ -107,6 +108,12 @@ pub struct RunArgs {
     /// With --until: stop adding runs after this long (at most 1,000 runs).
     #[arg(long, default_value = "2m", value_name = "DURATION", value_parser = parse_duration)]
     pub max_time: Duration,
+
+    /// How each run's samples make the run's value: mean (total time and counts over total
+    /// operations, as perf stat), median (the median sample by time; counters from the same
+    /// samples) or min (the fastest sample). Median and min resist a neighbour's interference.
+    #[arg(long, value_enum, default_value_t = Estimator::Mean)]
+    pub estimator: Estimator,
 
     /// Timed samples per run; each run pools its samples.
     #[arg(long, default_value_t = 10, value_name = "N")]

@@ -63,6 +63,7 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
     });
     let plan = Plan {
         until,
+        estimator: args.estimator,
         workload,
         events,
         cpus: args.cpu.clone(),

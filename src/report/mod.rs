@@ -129,6 +129,7 @@ mod snapshots {
             op_name: "call".into(),
             options: RunOptions {
                 until_pct: None,
+                estimator: Default::default(),
                 runs: 3,
                 samples: 2,
                 warmup: 1,

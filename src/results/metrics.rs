@@ -138,12 +138,56 @@ fn per_op(p: &Pool) -> Vec<Option<f64>> {
     v
 }
 
-/// Compute the per-op metrics and the overhead metrics of a set of runs.
+/// How one run's samples make the run's value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Estimator {
+    /// Total time and counts over total operations, as perf stat reports.
+    #[default]
+    Mean,
+    /// The median sample by time per op (the two middle ones pooled for an even count):
+    /// a sample hit by a neighbour does not move the run.
+    Median,
+    /// The fastest sample: the run without interference, if any sample had none.
+    Min,
+}
+
+/// The samples an estimator keeps: all of them, or the median or fastest by time per op.
+/// Counters are pooled over the same samples, so every metric of a run describes one moment.
+fn chosen(samples: &[Sample], estimator: Estimator) -> Vec<Sample> {
+    if estimator == Estimator::Mean || samples.len() < 2 {
+        return samples.to_vec();
+    }
+    let mut order: Vec<usize> = (0..samples.len()).collect();
+    let t = |s: &Sample| s.wall_ns as f64 / s.ops.max(1) as f64;
+    order.sort_by(|&a, &b| t(&samples[a]).total_cmp(&t(&samples[b])));
+    let pick: Vec<usize> = match estimator {
+        Estimator::Min => vec![order[0]],
+        _ if order.len() % 2 == 1 => vec![order[order.len() / 2]],
+        _ => vec![order[order.len() / 2 - 1], order[order.len() / 2]],
+    };
+    pick.into_iter().map(|i| samples[i].clone()).collect()
+}
+
+/// Compute the per-op metrics and the overhead metrics of a set of runs, each run's value the
+/// pooled mean of its samples (see [`analyze_with`]).
 pub fn analyze(
     runs: &[RunRecord],
     events: &[EventRecord],
     op_name: &str,
     subtract_overhead: bool,
+) -> (Vec<Metric>, Vec<Metric>) {
+    analyze_with(runs, events, op_name, subtract_overhead, Estimator::Mean)
+}
+
+/// Compute the per-op metrics and the overhead metrics of a set of runs, each run's value taken
+/// by `estimator` from its samples.
+pub fn analyze_with(
+    runs: &[RunRecord],
+    events: &[EventRecord],
+    op_name: &str,
+    subtract_overhead: bool,
+    estimator: Estimator,
 ) -> (Vec<Metric>, Vec<Metric>) {
     let n = events.len();
     let by_sample = runs.len() == 1;
@@ -167,7 +211,7 @@ pub fn analyze(
                 .map(|s| pool(std::slice::from_ref(s), n))
                 .collect()
         } else {
-            vec![pool(&run.samples, n)]
+            vec![pool(&chosen(&run.samples, estimator), n)]
         };
         for (k, p) in pools.into_iter().enumerate() {
             ids.push(if by_sample { k as u32 } else { run.index });
@@ -447,6 +491,44 @@ mod tests {
             workload_metrics: Default::default(),
             notes: Vec::new(),
         }
+    }
+
+    // The replica run: samples of 68-70 ns with one hit by a neighbour at 88. The
+    // pooled mean moves; the median and the fastest sample do not, and the counters are taken
+    // from the very samples the time was.
+    #[test]
+    fn estimators_resist_a_spike_and_keep_counters_with_their_samples() {
+        let events = vec![ev("task-clock", EventStatus::Counting)];
+        let samples = vec![
+            sample(100, 6900, &[Some(6800)]),
+            sample(100, 8800, &[Some(7000)]),
+            sample(100, 6800, &[Some(6700)]),
+            sample(100, 7000, &[Some(6950)]),
+        ];
+        let runs = vec![run(0, samples.clone(), vec![]), run(1, samples, vec![])];
+        let value =
+            |e: Estimator, j: usize| analyze_with(&runs, &events, "walk", false, e).0[j].values[0];
+        assert_eq!(value(Estimator::Mean, 0), 73.75, "(69 + 88 + 68 + 70) / 4");
+        assert_eq!(
+            value(Estimator::Median, 0),
+            69.5,
+            "the middle two: 69 and 70"
+        );
+        assert_eq!(
+            value(Estimator::Median, 1),
+            68.75,
+            "their task-clock: 68 and 69.5"
+        );
+        assert_eq!(value(Estimator::Min, 0), 68.0);
+        assert_eq!(
+            value(Estimator::Min, 1),
+            67.0,
+            "the fastest sample's own task-clock"
+        );
+        assert_eq!(
+            analyze(&runs, &events, "walk", false).0[0].values,
+            analyze_with(&runs, &events, "walk", false, Estimator::Mean).0[0].values
+        );
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub struct RunOptions {
     pub fifo: Option<i32>,
     /// Whether reported per-op values have the empty-loop overhead subtracted.
     pub subtract_overhead: bool,
+    /// How each run's samples make its value (`mean` in files written before the choice).
+    #[serde(default)]
+    pub estimator: metrics::Estimator,
 }
 
 /// An event and whether it was counted.
@@ -141,11 +144,12 @@ impl RunResult {
                 .filter(|(i, _)| !units.contains(&(*i as u32)))
                 .map(|(_, r)| r.clone())
                 .collect();
-            let (m, o) = metrics::analyze(
+            let (m, o) = metrics::analyze_with(
                 &keep,
                 &self.events,
                 &self.op_name,
                 self.options.subtract_overhead,
+                self.options.estimator,
             );
             self.metrics = m;
             if let Some((part, n)) = self.workload.parts() {

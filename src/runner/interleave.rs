@@ -327,6 +327,7 @@ mod unit {
             pre: None,
             profile: false,
             until: None,
+            estimator: Default::default(),
         }
     }
 

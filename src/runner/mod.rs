@@ -50,6 +50,8 @@ pub struct Plan {
     pub pre: Option<String>,
     /// After the measured runs, one more run sampling call chains for the profile.
     pub profile: bool,
+    /// How each run's samples make its value.
+    pub estimator: crate::results::metrics::Estimator,
     /// Adaptive runs: `runs` is then the minimum, and rounds are added until the primary
     /// figure is precise enough or a limit is reached.
     pub until: Option<Until>,
@@ -259,8 +261,13 @@ pub fn assemble(
         }
     }
     let op_name = plan.workload.op_name().to_string();
-    let (mut metrics, overhead) =
-        results::metrics::analyze(&runs, &events, &op_name, plan.subtract_overhead);
+    let (mut metrics, overhead) = results::metrics::analyze_with(
+        &runs,
+        &events,
+        &op_name,
+        plan.subtract_overhead,
+        plan.estimator,
+    );
     if let Some((part, n)) = plan.workload.parts() {
         results::metrics::add_per_part(&mut metrics, part, n);
     }
@@ -275,6 +282,7 @@ pub fn assemble(
         options: RunOptions {
             runs: runs.len() as u32,
             until_pct: plan.until.map(|u| u.pct),
+            estimator: plan.estimator,
             samples: plan.samples,
             warmup: plan.warmup,
             ops_per_sample: ops,
@@ -403,6 +411,38 @@ fn run_warnings(r: &RunResult) -> Vec<String> {
              /dev/shm)",
             fmt_num(cs.median),
             r.op_name
+        ));
+    }
+    // A sample far above its run's median: a neighbour or an interrupt took the CPU for part of
+    // it. The pooled mean (--estimator mean) carries it into the run's value.
+    let spiky: Vec<String> = r
+        .runs
+        .iter()
+        .filter_map(|run| {
+            let mut t: Vec<f64> = run
+                .samples
+                .iter()
+                .map(|s| s.wall_ns as f64 / s.ops.max(1) as f64)
+                .collect();
+            if t.len() < 3 {
+                return None;
+            }
+            t.sort_by(|a, b| a.total_cmp(b));
+            let (med, max) = (t[t.len() / 2], t[t.len() - 1]);
+            (med > 0.0 && max > 1.2 * med)
+                .then(|| format!("run {} (+{:.0}%)", run.index, 100.0 * (max / med - 1.0)))
+        })
+        .collect();
+    if !spiky.is_empty() {
+        w.push(format!(
+            "samples more than 20% above their run's median in {}: interference; \
+             --estimator median or min keeps them out of the run's value{}",
+            spiky.join(", "),
+            if r.options.estimator == crate::results::metrics::Estimator::Mean {
+                ""
+            } else {
+                " (as it does here)"
+            }
         ));
     }
     if r.runs.len() == 1 {
