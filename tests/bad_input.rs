@@ -138,3 +138,13 @@ fn bad_adaptive_runs() {
         &["--until needs --runs 3 or more"],
     );
 }
+
+#[test]
+fn time_base_and_metric_do_not_mix() {
+    fails_with(
+        &[
+            "compare", "a.json", "b.json", "--time", "cpu", "--metric", "cycles",
+        ],
+        &["--time cpu decides on task-clock"],
+    );
+}

@@ -16,6 +16,11 @@ pub struct CompareArgs {
     /// threshold).
     #[arg(long, default_value_t = 2.0, value_name = "PCT")]
     pub noise_threshold: f64,
+    /// Which time decides: wall (the clock around each batch, every moment the worker was
+    /// preempted included) or cpu (task-clock: the worker's own time on the CPU, which a
+    /// neighbour that steals the CPU does not inflate). Sets the primary metric.
+    #[arg(long, value_enum, default_value_t = TimeBase::Wall)]
+    pub time: TimeBase,
     /// The primary metric: ranks variants, fills the Min/Mean/Median/Max table.
     #[arg(long, default_value = "time", value_name = "NAME")]
     pub metric: String,
@@ -70,7 +75,13 @@ impl CompareArgs {
             noise_pct: self.noise_threshold,
             resamples: self.resamples,
             seed: self.seed,
-            primary: self.metric.clone(),
+            primary: match (self.time, self.metric.as_str()) {
+                (TimeBase::Cpu, "time") => "task-clock".into(),
+                (TimeBase::Cpu, other) => anyhow::bail!(
+                    "--time cpu decides on task-clock; it cannot be combined with --metric {other}"
+                ),
+                (TimeBase::Wall, m) => m.into(),
+            },
             force: self.force,
             drop_perturbed: self.drop_perturbed,
             perturbed_pct: self.perturbed_threshold,
@@ -188,6 +199,15 @@ impl RunArgs {
 
 pub(super) fn parse_cpus(s: &str) -> Result<CpuList, String> {
     CpuList::parse(s).map_err(|e| e.to_string())
+}
+
+/// Which time decides a comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimeBase {
+    /// Wall time around each batch.
+    Wall,
+    /// task-clock: the worker's time on the CPU.
+    Cpu,
 }
 
 pub(super) fn parse_pct(s: &str) -> Result<f64, String> {

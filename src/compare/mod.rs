@@ -347,6 +347,7 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     }
 
     let mut ranking = Vec::new();
+    warnings.extend(preemption_warnings(&tested, &opts.primary));
     if opts.best_of.is_some() {
         warnings.push(format!(
             "--best-of {}: the tables and the ranking show each variant's best runs; every \
@@ -442,6 +443,47 @@ pub fn min_mann_whitney_p(n1: usize, n2: usize) -> f64 {
     (2.0 / c).min(1.0)
 }
 
+/// Warn when the workers spent part of their wall time off the CPU (CPUs utilized, task-clock
+/// over wall time, below 0.98): a neighbour stole the CPU, or the loop waits. Wall time then
+/// measures the waits too; task-clock does not.
+fn preemption_warnings(variants: &[Variant], primary: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in variants {
+        let Some(u) = v
+            .metric("CPUs-utilized")
+            .and_then(|m| m.summary.as_ref())
+            .map(|s| s.median)
+        else {
+            continue;
+        };
+        if u < 0.98 {
+            out.push(format!(
+                "{}: CPUs utilized {u:.2}: the worker was off the CPU {:.0}% of the wall time \
+                 (preempted by a neighbour, or the loop waits){}",
+                v.label,
+                100.0 * (1.0 - u),
+                if primary == "time" {
+                    "; wall-time verdicts may be contaminated: --time cpu decides on task-clock"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    if primary == "task-clock"
+        && variants
+            .iter()
+            .any(|v| v.workload.get("workload").and_then(|w| w.as_str()) == Some("exec"))
+    {
+        out.push(
+            "task-clock of an exec workload sums every process of the command: on-CPU time \
+             of work that ran in parallel adds up"
+                .into(),
+        );
+    }
+    out
+}
+
 /// A delta's estimate, interval and test, before the decision.
 struct Estimate {
     delta: Option<f64>,
@@ -496,7 +538,15 @@ fn paired_estimate(bm: &Metric, om: &Metric, base_median: f64, opts: &Options) -
     }
     let log = pairs.iter().all(|(a, b)| *a > 0.0 && *b > 0.0);
     if !log && base_median == 0.0 {
-        return None;
+        // A metric at zero in the baseline (migrations, page faults): no percentage to test.
+        return Some(Estimate {
+            delta: None,
+            ci: None,
+            ci_equivalence: None,
+            p: None,
+            min_p: None,
+            n: pairs.len(),
+        });
     }
     let d: Vec<f64> = pairs
         .iter()
@@ -864,6 +914,28 @@ pub(crate) mod unit {
             significant as f64 <= 0.07 * trials as f64,
             "{significant} of {trials}"
         );
+    }
+
+    #[test]
+    fn preemption_is_said_with_what_to_do() {
+        let mut v = variant("busy", &[100.0, 101.0, 99.0]);
+        v.metrics.push(Metric::of_values(
+            "CPUs-utilized",
+            "CPUs utilized",
+            MetricKind::Derived,
+            "run",
+            vec![0.91, 0.90, 0.92],
+            None,
+        ));
+        let w = preemption_warnings(&[v.clone()], "time");
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("CPUs utilized 0.91") && w[0].contains("--time cpu"),
+            "{w:?}"
+        );
+        assert!(!preemption_warnings(&[v], "task-clock")[0].contains("--time cpu"));
+        let calm = variant("calm", &[100.0, 101.0, 99.0]);
+        assert!(preemption_warnings(&[calm], "time").is_empty());
     }
 
     #[test]
