@@ -463,3 +463,28 @@ fn summaries_are_recomputed_and_damaged_metrics_refused() {
         &["units.json", "metric 'time'", "6 values but 2 units"],
     );
 }
+
+// Pooling files whose means differ correlates the files; --within correlates the runs.
+#[test]
+fn correlate_warns_of_pooled_files_and_correlates_within() {
+    let f = fixtures();
+    let args = [
+        "correlate",
+        p(&f.base),
+        p(&f.faster),
+        "--x",
+        "context-switches",
+    ];
+    let pooled = json_of(&[&args[..], &["--format", "json"]].concat());
+    let warnings = pooled["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("--within")),
+        "{warnings:?}"
+    );
+    let within = json_of(&[&args[..], &["--within", "--format", "json"]].concat());
+    assert_eq!(within["within"], true);
+    assert!(within["warnings"].as_array().unwrap().is_empty());
+    assert_eq!(within["correlation"]["n"], pooled["correlation"]["n"]);
+}

@@ -118,6 +118,10 @@ pub enum Command {
         /// The metric on the y axis, e.g. time or cycles.
         #[arg(long, value_name = "METRIC", default_value = "time")]
         y: String,
+        /// Correlate within each file (each centred on its own means: the partial correlation
+        /// controlling for the file), rather than pooling files whose means may differ.
+        #[arg(long)]
+        within: bool,
         /// Write the correlation (JSON, with every point) to FILE, atomically.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -329,6 +333,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             files,
             x,
             y,
+            within,
             output,
             format,
         } => {
@@ -336,7 +341,7 @@ fn dispatch(cmd: Command) -> Result<()> {
                 crate::core::check_writable(o)?;
             }
             let views = load_views(&files)?;
-            let c = compare::correlate::run(&views, &x, &y)?;
+            let c = compare::correlate::run(&views, &x, &y, within)?;
             show(&c, format, &output)
         }
         Command::Audit(a) => audit_command(a),

@@ -3,7 +3,8 @@
 
 use crate::core::{Envelope, Kind};
 use crate::results::view::ResultView;
-use crate::stats::correlation::{Correlation, correlate};
+use crate::stats::anova;
+use crate::stats::correlation::{Correlation, correlate, correlate_within};
 use crate::stats::regression::fit;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
@@ -32,19 +33,25 @@ pub struct CorrelationResult {
     pub files: Vec<String>,
     pub points: Vec<Point>,
     pub correlation: Correlation,
+    /// Correlated within files (each file centred on its own means), not pooled.
+    #[serde(default)]
+    pub within: bool,
+    #[serde(default)]
+    pub warnings: Vec<String>,
     /// Least-squares line y = slope * x + intercept.
     pub slope: f64,
     pub intercept: f64,
 }
 
 /// Pair metric `x` with metric `y` unit by unit in every file.
-pub fn run(views: &[ResultView], x: &str, y: &str) -> Result<CorrelationResult> {
+pub fn run(views: &[ResultView], x: &str, y: &str, within: bool) -> Result<CorrelationResult> {
     if views.is_empty() {
         bail!("correlate needs at least one result");
     }
     let mut points = Vec::new();
+    let mut file_of = Vec::new();
     let (mut xu, mut yu, mut unit) = (String::new(), String::new(), String::new());
-    for v in views {
+    for (fi, v) in views.iter().enumerate() {
         let find = |name: &str| {
             v.metric(name)
                 .filter(|m| m.summary.is_some())
@@ -73,12 +80,26 @@ pub fn run(views: &[ResultView], x: &str, y: &str) -> Result<CorrelationResult> 
                     y: my.values[i],
                     source: format!("{}#{ux}", v.label()),
                 });
+                file_of.push(fi);
             }
         }
     }
     let xs: Vec<f64> = points.iter().map(|p| p.x).collect();
     let ys: Vec<f64> = points.iter().map(|p| p.y).collect();
-    let Some(c) = correlate(&xs, &ys) else {
+    let mut warnings = Vec::new();
+    if views.len() > 1 && !within && files_differ(&xs, &ys, &file_of) {
+        warnings.push(
+            "the files' means differ more than their runs do: a pooled correlation can be one \
+             of the files, not of the runs; --within correlates within each file"
+                .into(),
+        );
+    }
+    let c = if within {
+        correlate_within(&xs, &ys, &file_of)
+    } else {
+        correlate(&xs, &ys)
+    };
+    let Some(c) = c else {
         if xs.len() < 3 {
             bail!(
                 "only {} pair(s) of {x} and {y}: a correlation needs at least 3 (more runs, or \
@@ -103,7 +124,29 @@ pub fn run(views: &[ResultView], x: &str, y: &str) -> Result<CorrelationResult> 
         files: views.iter().map(|v| v.path.display().to_string()).collect(),
         points,
         correlation: c,
+        within,
+        warnings,
         slope: line.slope,
         intercept: line.intercept,
+    })
+}
+
+/// Whether x or y varies more between files than within them (the between-file variance
+/// component exceeds the within-file one).
+fn files_differ(xs: &[f64], ys: &[f64], file_of: &[usize]) -> bool {
+    let files = file_of.iter().max().map_or(0, |m| m + 1);
+    [xs, ys].iter().any(|v| {
+        let groups: Vec<Vec<f64>> = (0..files)
+            .map(|f| {
+                v.iter()
+                    .zip(file_of)
+                    .filter(|(_, g)| **g == f)
+                    .map(|(x, _)| *x)
+                    .collect()
+            })
+            .filter(|g: &Vec<f64>| !g.is_empty())
+            .collect();
+        let refs: Vec<&[f64]> = groups.iter().map(|g| g.as_slice()).collect();
+        anova::components(&refs).is_some_and(|c| c.between > c.within)
     })
 }
