@@ -938,6 +938,40 @@ pub(crate) mod unit {
         assert!(preemption_warnings(&[calm], "time").is_empty());
     }
 
+    // Zero, one or equal values, uneven counts, paired or not, any test: a defined answer, never
+    // a panic.
+    #[test]
+    fn edge_cases_get_defined_answers() {
+        let cases: [&[f64]; 6] = [
+            &[100.0],
+            &[100.0, 100.0],
+            &[100.0, 100.0, 100.0, 100.0, 100.0],
+            &[100.0, 101.0, 99.0],
+            &[0.0, 0.0, 0.0],
+            &[1e-300, 2e-300, 3e-300, 1e300],
+        ];
+        for a in cases {
+            for b in cases {
+                for paired in [false, true] {
+                    for test in [TestKind::MannWhitney, TestKind::Welch, TestKind::T] {
+                        let opts = Options {
+                            paired,
+                            test,
+                            resamples: 50,
+                            ..Options::default()
+                        };
+                        let c = compare(vec![variant("a", a), variant("b", b)], &opts);
+                        let d = &c.expect("a defined answer").deltas[0];
+                        assert!(!d.verdict.is_empty() && !d.verdict.contains("no change"));
+                        if a.len() < 2 || b.len() < 2 {
+                            assert!(!d.decision.is_change(), "{a:?} {b:?}: {}", d.verdict);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn ranking_and_best_of() {
         let c = compare(
