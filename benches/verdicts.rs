@@ -8,7 +8,6 @@
 
 use rand::{RngExt, SeedableRng};
 use syscost::compare::{self, Decision, Options, Variant};
-use syscost::results::{Metric, MetricKind};
 
 const ROUNDS: usize = 10;
 
@@ -38,33 +37,6 @@ fn noise(rng: &mut rand_pcg::Pcg64, kind: Noise, sd: f64) -> f64 {
     }
 }
 
-fn variant(label: &str, values: Vec<f64>) -> Variant {
-    Variant {
-        label: label.into(),
-        source: "synthetic".into(),
-        unit: "run".into(),
-        workload: serde_json::json!({"workload": "syscall", "syscall": "getpid"}),
-        op_name: "call".into(),
-        subtract_overhead: false,
-        created_unix: 0,
-        kernel: None,
-        host: None,
-        ops_per_sample: Some(1e6),
-        metrics: vec![Metric::of_values(
-            "time",
-            "ns/call",
-            MetricKind::Time,
-            "run",
-            values,
-            None,
-        )],
-        perturbed: Vec::new(),
-        dropped: Vec::new(),
-        warnings: Vec::new(),
-        profile: None,
-    }
-}
-
 struct Tally {
     called: usize,
     covered: usize,
@@ -91,7 +63,11 @@ fn run(kind: Noise, drift: f64, shift: f64, paired: bool, trials: usize, seed: u
             a.push(round * noise(&mut rng, kind, 0.01));
             b.push(round * (1.0 + shift) * noise(&mut rng, kind, 0.01));
         }
-        let c = compare::compare(vec![variant("a", a), variant("b", b)], &opts).unwrap();
+        let c = compare::compare(
+            vec![Variant::of_times("a", &a), Variant::of_times("b", &b)],
+            &opts,
+        )
+        .unwrap();
         let d = &c.deltas[0];
         if d.decision.is_change() && (shift == 0.0 || d.decision == Decision::Slower) {
             t.called += 1;

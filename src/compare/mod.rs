@@ -599,31 +599,7 @@ pub(crate) mod unit {
 
     /// A variant with one `time` metric of `times` (one per run), for tests.
     pub(crate) fn variant(label: &str, times: &[f64]) -> Variant {
-        let units: Vec<u32> = (0..times.len() as u32).collect();
-        Variant {
-            label: label.into(),
-            source: label.into(),
-            unit: "run".into(),
-            workload: serde_json::json!({"workload": "syscall", "syscall": "getpid"}),
-            op_name: "call".into(),
-            subtract_overhead: false,
-            created_unix: 0,
-            kernel: None,
-            host: None,
-            ops_per_sample: Some(1e6),
-            metrics: vec![Metric::of_values(
-                "time",
-                "ns/call",
-                MetricKind::Time,
-                "run",
-                times.to_vec(),
-                Some(units),
-            )],
-            perturbed: vec![],
-            dropped: vec![],
-            warnings: vec![],
-            profile: None,
-        }
+        Variant::of_times(label, times)
     }
 
     fn normal(rng: &mut rand_pcg::Pcg64, mean: f64, sd: f64) -> f64 {

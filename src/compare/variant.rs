@@ -3,7 +3,7 @@
 
 use crate::results::validity::Perturbation;
 use crate::results::view::ResultView;
-use crate::results::{Metric, RunResult};
+use crate::results::{Metric, MetricKind, RunResult};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
@@ -81,6 +81,35 @@ impl Variant {
             dropped: Vec::new(),
             warnings: r.warnings.clone(),
             profile: r.profile.clone(),
+        }
+    }
+
+    /// A variant of getpid's per-call `time`, one value per run, as if measured: for tests and
+    /// for calibrating the verdicts on synthetic data (benches/verdicts.rs).
+    pub fn of_times(label: &str, times: &[f64]) -> Variant {
+        Variant {
+            label: label.into(),
+            source: label.into(),
+            unit: "run".into(),
+            workload: serde_json::json!({"workload": "syscall", "syscall": "getpid"}),
+            op_name: "call".into(),
+            subtract_overhead: false,
+            created_unix: 0,
+            kernel: None,
+            host: None,
+            ops_per_sample: Some(1e6),
+            metrics: vec![Metric::of_values(
+                "time",
+                "ns/call",
+                MetricKind::Time,
+                "run",
+                times.to_vec(),
+                None,
+            )],
+            perturbed: Vec::new(),
+            dropped: Vec::new(),
+            warnings: Vec::new(),
+            profile: None,
         }
     }
 
