@@ -95,12 +95,7 @@ pub fn profile_chart(p: &crate::profile::Profile, title: &str) -> String {
 
 /// Each variant's primary metric: median (dot) with the 95% CI of the mean.
 pub fn compare_chart(c: &Comparison) -> String {
-    let unit = c
-        .variants
-        .first()
-        .and_then(|v| v.metric(&c.primary_metric))
-        .map(|m| m.unit.clone())
-        .unwrap_or_default();
+    let unit = c.primary_unit();
     let cats: Vec<Category> = c
         .variants
         .iter()
@@ -190,12 +185,7 @@ pub fn ranking_chart(c: &Comparison) -> Option<String> {
     if c.ranking.is_empty() {
         return None;
     }
-    let unit = c
-        .variants
-        .first()
-        .and_then(|v| v.metric(&c.primary_metric))
-        .map(|m| m.unit.clone())
-        .unwrap_or_default();
+    let unit = c.primary_unit();
     let cats: Vec<Category> = c
         .ranking
         .iter()

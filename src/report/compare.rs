@@ -31,6 +31,15 @@ impl Comparison {
         }
     }
 
+    /// The unit of the primary metric, e.g. `ns/call`.
+    pub fn primary_unit(&self) -> String {
+        self.variants
+            .first()
+            .and_then(|v| v.metric(&self.primary_metric))
+            .map(|m| m.unit.clone())
+            .unwrap_or_default()
+    }
+
     /// The delta table: one row per metric and variant.
     pub fn delta_grid(&self) -> Grid {
         let ci = format!("{:.0}% CI of delta", 100.0 * self.bootstrap.confidence);
@@ -62,12 +71,7 @@ impl Comparison {
 
     /// Seed 004's table for the primary metric: Min, Mean, Median, Max, pstdev per variant.
     pub fn seed_table(&self) -> Grid {
-        let unit = self
-            .variants
-            .first()
-            .and_then(|v| v.metric(&self.primary_metric))
-            .map(|m| m.unit.clone())
-            .unwrap_or_default();
+        let unit = self.primary_unit();
         let mut g = Grid::new(&["", "n", "Min", "Mean", "Median", "Max", "pstdev"])
             .right(1..=6)
             .title(format!(" {} ({unit}) per variant", self.primary_metric));
