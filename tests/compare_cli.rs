@@ -488,3 +488,19 @@ fn correlate_warns_of_pooled_files_and_correlates_within() {
     assert!(within["warnings"].as_array().unwrap().is_empty());
     assert_eq!(within["correlation"]["n"], pooled["correlation"]["n"]);
 }
+
+// `-o` naming an input replaced a run result with the comparison; it is refused, and the
+// input is left as it was.
+#[test]
+fn an_output_that_is_an_input_is_refused() {
+    let f = fixtures();
+    let before = std::fs::read(&f.base).unwrap();
+    for cmd in [
+        vec!["compare", p(&f.base), p(&f.same), "-o", p(&f.base)],
+        vec!["merge", p(&f.same), p(&f.base), "-o", p(&f.base)],
+        vec!["report", p(&f.base), "-o", p(&f.base)],
+    ] {
+        fails(&cmd, &["is one of the inputs"]);
+    }
+    assert_eq!(std::fs::read(&f.base).unwrap(), before);
+}

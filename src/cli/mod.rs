@@ -275,6 +275,12 @@ fn show<R: Render + Serialize>(r: &R, format: Format, output: &Option<PathBuf>) 
     Ok(())
 }
 
+/// `-o` of a command that reads result files: writable, and none of them.
+fn writable_output(output: &std::path::Path, inputs: &[PathBuf]) -> Result<()> {
+    crate::core::check_writable(output)?;
+    crate::core::files::check_not_an_input(output, inputs)
+}
+
 fn dispatch(cmd: Command) -> Result<()> {
     match cmd {
         Command::Run(run) => match run.into_parts()? {
@@ -290,7 +296,7 @@ fn dispatch(cmd: Command) -> Result<()> {
                 );
             }
             if let Some(o) = &opts.output {
-                crate::core::check_writable(o)?;
+                writable_output(o, &files)?;
             }
             let options = opts.options()?;
             let views = load_views(&files)?;
@@ -313,7 +319,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             format,
         } => {
             if let Some(o) = &output {
-                crate::core::check_writable(o)?;
+                writable_output(o, &files)?;
             }
             let views = load_views(&files)?;
             let m = compare::merge::merge(&views, force)?;
@@ -338,7 +344,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             format,
         } => {
             if let Some(o) = &output {
-                crate::core::check_writable(o)?;
+                writable_output(o, &files)?;
             }
             let views = load_views(&files)?;
             let c = compare::correlate::run(&views, &x, &y, within)?;
@@ -347,7 +353,7 @@ fn dispatch(cmd: Command) -> Result<()> {
         Command::Audit(a) => audit_command(a),
         Command::Report { files, output, svg } => {
             use crate::report::{html, loaded};
-            crate::core::check_writable(&output)?;
+            writable_output(&output, &files)?;
             let loaded: Vec<(String, loaded::Loaded)> = files
                 .iter()
                 .map(|f| Ok((f.display().to_string(), loaded::load(f)?)))

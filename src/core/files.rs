@@ -2,18 +2,44 @@
 
 use anyhow::{Context, Result, bail};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where `-o PATH` writes.
+enum Target {
+    /// A regular file (or a new one): replaced atomically. Symbolic links are followed, so the
+    /// link stays and its target is replaced.
+    Replace(PathBuf),
+    /// A character device, FIFO or socket (/dev/null, /dev/stdout, a pipe): written directly.
+    /// Renaming a file over it would replace the device node itself.
+    Stream,
+}
+
+fn target(path: &Path) -> Result<Target> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => bail!(
+            "cannot write results to {}: it is a directory; give a file name",
+            path.display()
+        ),
+        Ok(m) if m.file_type().is_file() => Ok(Target::Replace(
+            std::fs::canonicalize(path)
+                .with_context(|| format!("cannot resolve {}", path.display()))?,
+        )),
+        Ok(_) => Ok(Target::Stream),
+        Err(_) => match std::fs::read_link(path) {
+            // A dangling link: create its target.
+            Ok(to) => Ok(Target::Replace(parent_dir(path).join(to))),
+            Err(_) => Ok(Target::Replace(path.to_path_buf())),
+        },
+    }
+}
 
 /// Check, before measuring, that `path` can be written: a run that fails at the end because of
 /// a typo in `-o` wastes the user's time.
 pub fn check_writable(path: &Path) -> Result<()> {
-    if path.is_dir() {
-        bail!(
-            "cannot write results to {}: it is a directory; give a file name",
-            path.display()
-        );
-    }
-    let dir = parent_dir(path);
+    let Target::Replace(file) = target(path)? else {
+        return Ok(());
+    };
+    let dir = parent_dir(&file);
     if !dir.is_dir() {
         bail!(
             "cannot write results to {}: directory {} does not exist",
@@ -35,6 +61,32 @@ pub fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuse an output that is one of the command's own inputs (`compare a.json b.json -o a.json`
+/// would replace a run's samples with the comparison).
+pub fn check_not_an_input(output: &Path, inputs: &[PathBuf]) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(out) = std::fs::metadata(output) else {
+        return Ok(());
+    };
+    if !out.is_file() {
+        return Ok(());
+    }
+    for i in inputs {
+        if let Ok(m) = std::fs::metadata(i)
+            && m.dev() == out.dev()
+            && m.ino() == out.ino()
+        {
+            bail!(
+                "-o {} is one of the inputs ({}): writing it would replace that result; give \
+                 another file name",
+                output.display(),
+                i.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -42,12 +94,23 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// Write `bytes` to `path` atomically: a temporary file in the same directory, flushed to disk,
-/// then renamed over `path`. Readers see the old file or the new one, never half of one; the
-/// temporary file is removed if anything fails.
+/// Write `bytes` to `path`. A regular file is replaced atomically: a temporary file in the same
+/// directory, flushed to disk, then renamed over it (through any symbolic link), so readers see
+/// the old file or the new one, never half of one, and the temporary file is removed if
+/// anything fails. A device, FIFO or socket (/dev/null, /dev/stdout) is written directly.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let dir = parent_dir(path);
+    let file = match target(path)? {
+        Target::Stream => {
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(bytes))
+                .with_context(|| format!("cannot write {}", path.display()));
+        }
+        Target::Replace(file) => file,
+    };
+    let dir = parent_dir(&file);
     let mut tmp = tempfile::Builder::new()
         .prefix(".syscost-")
         .suffix(".tmp")
@@ -58,7 +121,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     tmp.write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
         .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
+    tmp.persist(&file)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
@@ -96,5 +159,91 @@ mod unit {
         assert!(e.to_string().contains("does not exist"), "{e}");
         let e = check_writable(dir.path()).unwrap_err();
         assert!(e.to_string().contains("is a directory"), "{e}");
+    }
+
+    #[test]
+    fn links_are_followed_and_stay_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        let link = dir.path().join("link.json");
+        std::fs::write(&real, "old").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        // A dangling link gets its target created.
+        let gone = dir.path().join("gone.json");
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink(&gone, &dangling).unwrap();
+        write_atomic(&dangling, b"made").unwrap();
+        assert_eq!(std::fs::read_to_string(&gone).unwrap(), "made");
+    }
+
+    // The review's defect: as root, `-o /dev/null` replaced the device node with a regular
+    // file. Tried on a FIFO and on a null device node of our own (mknod needs root; the test
+    // says so and checks the FIFO alone otherwise), never on the machine's /dev/null.
+    #[test]
+    fn devices_and_fifos_are_written_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+        };
+        write_atomic(&fifo, b"through the pipe").unwrap();
+        assert_eq!(reader.join().unwrap(), "through the pipe");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        check_writable(&fifo).unwrap();
+
+        let null = dir.path().join("null");
+        let c = std::ffi::CString::new(null.to_str().unwrap()).unwrap();
+        let dev = libc::makedev(1, 3);
+        if unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, dev) } != 0 {
+            eprintln!(
+                "skipped the device-node half: mknod needs CAP_MKNOD ({})",
+                std::io::Error::last_os_error()
+            );
+            return;
+        }
+        write_atomic(&null, b"gone").unwrap();
+        assert!(
+            std::fs::metadata(&null)
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+        let full = dir.path().join("full");
+        let c = std::ffi::CString::new(full.to_str().unwrap()).unwrap();
+        assert_eq!(
+            unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 7)) },
+            0
+        );
+        let e = write_atomic(&full, b"x").unwrap_err();
+        assert!(format!("{e:#}").contains("No space left"), "{e:#}");
+        assert!(
+            std::fs::metadata(&full)
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+
+    #[test]
+    fn an_input_is_not_an_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.json");
+        std::fs::write(&a, "{}").unwrap();
+        let via = dir.path().join(".").join("a.json");
+        let e = check_not_an_input(&via, &[dir.path().join("b.json"), a.clone()]).unwrap_err();
+        assert!(e.to_string().contains("is one of the inputs"), "{e}");
+        assert!(check_not_an_input(&dir.path().join("c.json"), &[a]).is_ok());
     }
 }
