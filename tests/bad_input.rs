@@ -148,3 +148,117 @@ fn time_base_and_metric_do_not_mix() {
         &["--time cpu decides on task-clock"],
     );
 }
+
+// Inputs that panicked (exit 101) or aborted: each now gets one message and a non-zero exit.
+#[test]
+fn sizes_beyond_any_real_run_or_cache_are_refused_by_their_limit() {
+    fails_with(
+        &["run", "syscall", "--sample-time", "18446744073709551615s"],
+        &["longer than a day"],
+    );
+    fails_with(
+        &[
+            "compare",
+            "a.json",
+            "b.json",
+            "--resamples",
+            "18446744073709551615",
+        ],
+        &["--resamples must be from 1 to 1,000,000"],
+    );
+    fails_with(
+        &["compare", "a.json", "b.json", "--noise-threshold", "NaN"],
+        &["not NaN or infinity"],
+    );
+    for geometry in [
+        "sets=4611686018427387904,ways=8,line=64",
+        "sets=2,ways=1,line=4398046511104",
+        "sets=1073741824,ways=8,line=64",
+    ] {
+        fails_with(
+            &[
+                "cachesets",
+                "--geometry",
+                geometry,
+                "--objects",
+                "3",
+                "--size",
+                "400",
+            ],
+            &["beyond what syscost models", "at most 65536 sets"],
+        );
+    }
+    fails_with(
+        &[
+            "cachesets",
+            "--geometry",
+            "sets=64,ways=8,ways=4,line=64",
+            "--objects",
+            "3",
+            "--size",
+            "400",
+        ],
+        &["ways is given twice"],
+    );
+    fails_with(
+        &[
+            "cachesets",
+            "--objects",
+            "18446744073709551615",
+            "--size",
+            "400",
+        ],
+        &["at most 1048576 objects"],
+    );
+    fails_with(
+        &[
+            "cachesets",
+            "--objects",
+            "3",
+            "--size",
+            "400",
+            "--trials",
+            "18446744073709551615",
+        ],
+        &["at most 10000000 Monte Carlo trials"],
+    );
+}
+
+#[test]
+fn damaged_results_are_refused_not_panicked_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, v: serde_json::Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let base = serde_json::json!({
+        "schema": "syscost-result", "version": 2, "tool": {"name": "syscost", "version": "t"}
+    });
+    let mut compare = base.clone();
+    compare["kind"] = "compare".into();
+    for (k, v) in [
+        ("test", serde_json::json!("t")),
+        ("alpha", 0.05.into()),
+        ("noise_threshold_pct", 2.0.into()),
+        (
+            "bootstrap",
+            serde_json::json!({"resamples": 1, "seed": 1, "generator": "g", "confidence": 0.95}),
+        ),
+        ("correction", "holm".into()),
+        ("primary_metric", "time".into()),
+        ("variants", serde_json::json!([])),
+        ("deltas", serde_json::json!([])),
+        ("ranking", serde_json::json!([])),
+        ("warnings", serde_json::json!([])),
+    ] {
+        compare[k] = v;
+    }
+    let c = write("novariants.json", compare);
+    let out = dir.path().join("r.html");
+    fails_with(
+        &["report", c.to_str().unwrap(), "-o", out.to_str().unwrap()],
+        &["novariants.json", "it has no variants"],
+    );
+    assert!(!out.exists());
+}

@@ -504,3 +504,37 @@ fn an_output_that_is_an_input_is_refused() {
     }
     assert_eq!(std::fs::read(&f.base).unwrap(), before);
 }
+
+// A value of 1.797e308 made statrs panic inside correlate (XOutOfRange); Welch with values
+// around 1e200 panicked on its degrees of freedom.
+#[test]
+fn extreme_values_get_a_message_not_a_panic() {
+    let f = fixtures();
+    let dir = f.base.parent().unwrap().to_path_buf();
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&f.base).unwrap()).unwrap();
+    v["metrics"][0]["values"][0] = json!(1.797e308);
+    let huge = dir.join("huge.json");
+    std::fs::write(&huge, v.to_string()).unwrap();
+    fails(
+        &["correlate", p(&huge), "--x", "time", "--y", "time"],
+        &["huge.json", "too large to correlate"],
+    );
+    // Values edited to around 1e200 (the stored summary stays; it is recomputed on read).
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&f.base).unwrap()).unwrap();
+    v["metrics"][0]["values"] = json!([1e200, 2e200, 3e200, 4e200, 5e200, 6e200]);
+    let b1 = dir.join("big1.json");
+    std::fs::write(&b1, v.to_string()).unwrap();
+    v["metrics"][0]["values"] = json!([2e200, 3e200, 4e200, 5e200, 6e200, 7e200]);
+    let b2 = dir.join("big2.json");
+    std::fs::write(&b2, v.to_string()).unwrap();
+    let out = syscost()
+        .args(["compare", p(&b1), p(&b2), "--test", "welch"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -63,8 +63,14 @@ impl CompareArgs {
         if self.noise_threshold < 0.0 || self.perturbed_threshold < 0.0 {
             anyhow::bail!("thresholds are percentages of zero or more");
         }
-        if self.resamples == 0 {
-            anyhow::bail!("--resamples must be at least 1");
+        if self.resamples == 0 || self.resamples > 1_000_000 {
+            anyhow::bail!("--resamples must be from 1 to 1,000,000 (default 10,000)");
+        }
+        if !self.alpha.is_finite()
+            || !self.noise_threshold.is_finite()
+            || !self.perturbed_threshold.is_finite()
+        {
+            anyhow::bail!("--alpha and the thresholds must be numbers, not NaN or infinity");
         }
         if self.best_of == Some(0) {
             anyhow::bail!("--best-of must be at least 1");
@@ -229,7 +235,9 @@ pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("'{s}' is not a duration ({e}); write it like 100ms, 0.5s or 2s"))
         .and_then(|d| {
             if d.is_zero() {
-                Err("the sample time must be longer than zero".into())
+                Err("the duration must be longer than zero".into())
+            } else if d > Duration::from_secs(86_400) {
+                Err(format!("'{s}' is longer than a day; give at most 24h"))
             } else {
                 Ok(d)
             }

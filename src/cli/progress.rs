@@ -22,14 +22,16 @@ impl Bar {
     pub fn new(plan: &Plan, configs: u32) -> Bar {
         let mut b = Bar {
             start: Instant::now(),
-            runs: plan.runs * configs,
+            runs: plan.runs.saturating_mul(configs),
             enabled: std::io::stderr().is_terminal(),
             bar: None,
         };
         // With calibration the length of a run is known up front.
         if plan.ops.is_none() {
-            let per_run = plan.sample_time * (plan.samples + plan.warmup);
-            if per_run * plan.runs * configs > SHOW_AFTER {
+            let per_run = plan
+                .sample_time
+                .saturating_mul(plan.samples.saturating_add(plan.warmup));
+            if per_run.saturating_mul(plan.runs.saturating_mul(configs)) > SHOW_AFTER {
                 b.show(0);
             }
         }

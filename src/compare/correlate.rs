@@ -86,6 +86,17 @@ pub fn run(views: &[ResultView], x: &str, y: &str, within: bool) -> Result<Corre
     }
     let xs: Vec<f64> = points.iter().map(|p| p.x).collect();
     let ys: Vec<f64> = points.iter().map(|p| p.y).collect();
+    // Products of such values overflow f64: no per-op figure is anywhere near.
+    for p in &points {
+        for (name, v) in [(x, p.x), (y, p.y)] {
+            if v.abs() > 1e150 {
+                bail!(
+                    "{}: {name} has the value {v:e}, too large to correlate; the file is damaged",
+                    p.source
+                );
+            }
+        }
+    }
     let mut warnings = Vec::new();
     if views.len() > 1 && !within && files_differ(&xs, &ys, &file_of) {
         warnings.push(

@@ -28,11 +28,14 @@ impl Geometry {
             let v: u64 = v.trim().parse().map_err(|_| {
                 anyhow::anyhow!("--geometry '{s}': '{}' is not a whole number", v.trim())
             })?;
-            match k.trim() {
-                "sets" => sets = Some(v),
-                "ways" => ways = Some(v),
-                "line" => line = Some(v),
+            let slot = match k.trim() {
+                "sets" => &mut sets,
+                "ways" => &mut ways,
+                "line" => &mut line,
                 other => bail!("--geometry '{s}': unknown key '{other}' (sets, ways, line)"),
+            };
+            if slot.replace(v).is_some() {
+                bail!("--geometry '{s}': {} is given twice", k.trim());
             }
         }
         let g = Geometry {
@@ -45,6 +48,18 @@ impl Geometry {
     }
 
     pub fn check(&self) -> Result<()> {
+        // Bounds of any real cache (a 64 KiB L1 has 64-512 sets, 4-16 ways, 64-byte lines), wide
+        // enough for large L2s and LLC slices, and small enough that every figure fits in
+        // memory and in a u64.
+        if self.sets > MAX_SETS || self.ways > MAX_WAYS || self.line > MAX_LINE {
+            bail!(
+                "a cache of {} sets x {} ways x {} B lines is beyond what syscost models: at most \
+                 {MAX_SETS} sets, {MAX_WAYS} ways and {MAX_LINE} B lines",
+                self.sets,
+                self.ways,
+                self.line
+            );
+        }
         if !self.sets.is_power_of_two() {
             bail!("the number of sets ({}) must be a power of two", self.sets);
         }
@@ -185,6 +200,15 @@ pub fn parse_addresses(text: &str, source: &str) -> Result<Vec<u64>> {
     Ok(out)
 }
 
+/// The largest cache syscost models: sets, ways and line size.
+pub const MAX_SETS: u64 = 1 << 16;
+pub const MAX_WAYS: u64 = 256;
+pub const MAX_LINE: u64 = 4096;
+/// The most objects, lines per object and Monte Carlo trials one analysis takes.
+pub const MAX_OBJECTS: u64 = 1 << 20;
+pub const MAX_LINES: u64 = 64;
+pub const MAX_TRIALS: u64 = 10_000_000;
+
 /// What `syscost cachesets` reports.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Analysis {
@@ -255,6 +279,24 @@ pub fn analyse(req: &Request) -> Result<Analysis> {
     } = req.clone();
     if objects == 0 {
         bail!("--objects must be at least 1");
+    }
+    g.check()?;
+    if objects > MAX_OBJECTS {
+        bail!("--objects {objects}: at most {MAX_OBJECTS} objects per analysis");
+    }
+    if lines == 0 || lines > MAX_LINES {
+        bail!("--lines {lines}: count 1 to {MAX_LINES} lines per object");
+    }
+    if trials > MAX_TRIALS {
+        bail!("--trials {trials}: at most {MAX_TRIALS} Monte Carlo trials");
+    }
+    if let Some(a) = align
+        && a > g.sets * g.line
+    {
+        bail!(
+            "--align {a} is larger than the cache's way ({} B): every object would land in set 0",
+            g.sets * g.line
+        );
     }
     let class = match (size, align) {
         (Some(s), None) => Some(slab_class(s)?),

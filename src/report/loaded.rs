@@ -58,7 +58,7 @@ impl Loaded {
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let (kind, v) = load::read_checked(path, Accept::ANY)?;
     let name = path.display().to_string();
-    Ok(match kind {
+    let loaded = match kind {
         Kind::Run => Loaded::Run(Box::new(load::decode(&name, kind, &v)?)),
         Kind::Compare => Loaded::Compare(Box::new(load::decode(&name, kind, &v)?)),
         Kind::Merged => Loaded::Merged(Box::new(load::decode(&name, kind, &v)?)),
@@ -67,5 +67,39 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
         Kind::Correlate => Loaded::Correlate(Box::new(load::decode(&name, kind, &v)?)),
         Kind::Cachesets => Loaded::Cachesets(Box::new(load::decode(&name, kind, &v)?)),
         Kind::Probe => Loaded::Probe(Box::new(load::decode(&name, kind, &v)?)),
-    })
+    };
+    match loaded.damage() {
+        Some(what) => Err(LoadError::Damaged {
+            path: name,
+            kind: kind.name().into(),
+            detail: what,
+        }),
+        None => Ok(loaded),
+    }
+}
+
+/// What a comparison needs to be drawn: a baseline, and deltas and ranks that name variants.
+fn comparison_damage(c: &Comparison) -> Option<String> {
+    let n = c.variants.len();
+    if n == 0 {
+        return Some("it has no variants".into());
+    }
+    if c.deltas.iter().any(|d| d.variant >= n) || c.ranking.iter().any(|r| r.variant >= n) {
+        return Some(format!("a delta or rank names a variant beyond its {n}"));
+    }
+    None
+}
+
+impl Loaded {
+    /// What makes a decoded result unusable for the page, if anything: the structure serde
+    /// cannot check (empty lists that every chart starts from, indices into other lists).
+    fn damage(&self) -> Option<String> {
+        match self {
+            Loaded::Compare(c) => comparison_damage(c),
+            Loaded::Probe(p) => comparison_damage(&p.comparison),
+            Loaded::Sweep(s) if s.steps.is_empty() => Some("it has no steps".into()),
+            Loaded::Merged(m) if m.groups.is_empty() => Some("it has no groups".into()),
+            _ => None,
+        }
+    }
 }

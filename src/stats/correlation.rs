@@ -24,7 +24,9 @@ fn r_of(x: &[f64], y: &[f64]) -> Option<f64> {
     if sxx == 0.0 || syy == 0.0 {
         return None;
     }
-    Some((sxy / (sxx * syy).sqrt()).clamp(-1.0, 1.0))
+    let r = sxy / (sxx * syy).sqrt();
+    // Values near f64's range overflow the sums: no usable r.
+    r.is_finite().then(|| r.clamp(-1.0, 1.0))
 }
 
 fn p_of(r: f64, n: usize) -> f64 {
