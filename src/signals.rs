@@ -7,9 +7,13 @@
 //! (which undo syscost's changes), and exits with 128 + the signal number.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 static CAUGHT: AtomicI32 = AtomicI32::new(0);
+/// Commands that change nothing on the machine exit at once on a signal (see [`exit_promptly`]).
+static PROMPT: AtomicBool = AtomicBool::new(false);
+/// Writes in progress that a prompt exit waits for (see [`Defer`]).
+static DEFERRED: AtomicUsize = AtomicUsize::new(0);
 static CHILD: AtomicI32 = AtomicI32::new(0);
 static INSTALLED: OnceLock<()> = OnceLock::new();
 
@@ -50,6 +54,13 @@ pub fn install() {
                                 // SAFETY: plain kill(2) of our own child.
                                 unsafe { libc::kill(child, libc::SIGTERM) };
                             }
+                            if PROMPT.load(Ordering::SeqCst) {
+                                while DEFERRED.load(Ordering::SeqCst) > 0 {
+                                    std::thread::sleep(std::time::Duration::from_millis(5));
+                                }
+                                eprintln!("syscost: {}; stopped", Interrupted(sig));
+                                std::process::exit(128 + sig);
+                            }
                         }
                     })
                     .expect("cannot start the signal thread");
@@ -57,6 +68,38 @@ pub fn install() {
             Err(e) => eprintln!("syscost: warning: cannot handle signals: {e}"),
         }
     });
+}
+
+/// For commands that change nothing on the machine (compare, merge, correlate, report,
+/// cachesets, show, env): a signal ends the process at once, with 128 + the signal, rather
+/// than at the next [`check`], which long computations (a bootstrap, a Monte Carlo run) do not
+/// reach for seconds. A write in progress ([`Defer`]) is finished first, so no output is left
+/// half written.
+pub fn exit_promptly() {
+    install();
+    PROMPT.store(true, Ordering::SeqCst);
+}
+
+/// While alive, a prompt exit waits: hold one around writing an output file.
+pub struct Defer;
+
+impl Defer {
+    pub fn new() -> Defer {
+        DEFERRED.fetch_add(1, Ordering::SeqCst);
+        Defer
+    }
+}
+
+impl Default for Defer {
+    fn default() -> Defer {
+        Defer::new()
+    }
+}
+
+impl Drop for Defer {
+    fn drop(&mut self) {
+        DEFERRED.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// `Err(Interrupted)` once a signal has arrived.

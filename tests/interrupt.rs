@@ -115,3 +115,46 @@ fn sigkill_of_syscost_stops_its_worker() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Commands that change nothing on the machine stopped only when their computation ended (a
+/// long cachesets Monte Carlo ignored Ctrl-C for minutes): they now exit within a second.
+#[test]
+fn analysis_commands_stop_within_a_second() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+            .args([
+                "cachesets",
+                "--objects",
+                "100000",
+                "--size",
+                "400",
+                "--trials",
+                "10000000",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "still computing when signalled"
+        );
+        let sent = Instant::now();
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                sent.elapsed() < Duration::from_secs(1),
+                "still running 1 s after the signal"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status.code(), Some(128 + sig));
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert!(err.contains("interrupted by"), "{err}");
+    }
+}

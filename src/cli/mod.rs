@@ -263,6 +263,7 @@ pub fn main() -> i32 {
 fn show<R: Render + Serialize>(r: &R, format: Format, output: &Option<PathBuf>) -> Result<()> {
     let json = json::to_json(r);
     if let Some(p) = output {
+        let _finish_first = signals::Defer::new();
         crate::core::write_atomic(p, format!("{json}\n").as_bytes())?;
         eprintln!("syscost: written to {}", p.display());
     }
@@ -282,6 +283,18 @@ fn writable_output(output: &std::path::Path, inputs: &[PathBuf]) -> Result<()> {
 }
 
 fn dispatch(cmd: Command) -> Result<()> {
+    if matches!(
+        cmd,
+        Command::Compare { .. }
+            | Command::Merge { .. }
+            | Command::Correlate { .. }
+            | Command::Report { .. }
+            | Command::Cachesets { .. }
+            | Command::Show { .. }
+            | Command::Env { .. }
+    ) {
+        signals::exit_promptly();
+    }
     match cmd {
         Command::Run(run) => match run.into_parts()? {
             // A --threads list is a sweep over thread counts.
@@ -362,7 +375,10 @@ fn dispatch(cmd: Command) -> Result<()> {
                 Some(kind) => html::single_chart(&kind, &loaded)?,
                 None => html::page(&loaded),
             };
-            crate::core::write_atomic(&output, text.as_bytes())?;
+            {
+                let _finish_first = signals::Defer::new();
+                crate::core::write_atomic(&output, text.as_bytes())?;
+            }
             eprintln!("syscost: written to {}", output.display());
             Ok(())
         }
