@@ -262,3 +262,35 @@ fn damaged_results_are_refused_not_panicked_on() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn malformed_modifiers_and_ignored_ab_options_are_refused() {
+    fails_with(&["run", "syscall", "-e", "cycles:"], &["nothing after ':'"]);
+    fails_with(
+        &["run", "syscall", "-e", "cycles:uuuu"],
+        &["a modifier is repeated"],
+    );
+    fails_with(
+        &[
+            "ab",
+            "--variant",
+            "syscall -o x.json",
+            "--variant",
+            "syscall",
+        ],
+        &["-o inside a variant", "--save DIR"],
+    );
+    fails_with(
+        &[
+            "ab",
+            "--variant",
+            "syscall",
+            "--variant",
+            "syscall",
+            "--",
+            "--format",
+            "json",
+        ],
+        &["put it before --"],
+    );
+}

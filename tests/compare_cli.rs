@@ -538,3 +538,20 @@ fn extreme_values_get_a_message_not_a_panic() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+// A metric present without values was reported as missing ("has no metric 'cycles'; it has:
+// ..., cycles"); merge suggested "--force to compare them".
+#[test]
+fn messages_say_what_is_really_wrong() {
+    let f = fixtures();
+    fails(
+        &["compare", p(&f.base), p(&f.same), "--metric", "cycles"],
+        &[
+            "its 'cycles' has no values (no PMU)",
+            "metrics with values: time",
+        ],
+    );
+    let dir = f.base.parent().unwrap().to_path_buf();
+    let ppid = fixture(&dir, "ppid2.json", "getppid", &[1.0, 2.0, 3.0], "b8");
+    fails(&["merge", p(&f.base), p(&ppid)], &["--force to merge them"]);
+}

@@ -51,6 +51,18 @@ pub(super) fn ab(
             )
         })?;
         let (workload, args) = line.run.into_parts()?;
+        if args.output.is_some() {
+            anyhow::bail!(
+                "--variant '{v}': -o inside a variant (or after --) is not used by ab; give ab's \
+                 own -o for the comparison, and --save DIR for each variant's result"
+            );
+        }
+        if args.json || args.format != Format::Table {
+            anyhow::bail!(
+                "--variant '{v}': --format or --json inside a variant (or after --) is not used \
+                 by ab; put it before --, among ab's own options"
+            );
+        }
         plans.push(plan_of(workload, &args)?);
     }
     // What must match is checked before anything is measured.

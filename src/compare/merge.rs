@@ -72,7 +72,7 @@ pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
         bail!("merge needs at least two results (one per boot)");
     }
     let variants: Vec<Variant> = views.iter().map(Variant::from_view).collect();
-    let mut warnings = check_comparable(&variants, force, false)?;
+    let mut warnings = check_comparable(&variants, force, false, "merge")?;
     warnings.retain(|w| !w.contains("min apart"));
     let groups: Vec<Group> = views.iter().flat_map(groups_of).collect();
     for (i, a) in groups.iter().enumerate() {

@@ -206,7 +206,7 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     if variants.len() < 2 {
         bail!("compare needs at least two results: a baseline and one to compare with it");
     }
-    let mut warnings = check_comparable(&variants, opts.force, opts.configurations)?;
+    let mut warnings = check_comparable(&variants, opts.force, opts.configurations, "compare")?;
     for v in variants.iter_mut() {
         prepare(v, opts);
     }
@@ -219,12 +219,27 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
         let names: Vec<&str> = variants[0]
             .metrics
             .iter()
+            .filter(|m| m.summary.is_some())
             .map(|m| m.name.as_str())
             .collect();
+        let why = variants[0]
+            .metrics
+            .iter()
+            .find(|m| m.name == opts.primary)
+            .map(|m| {
+                format!(
+                    "its '{}' has no values ({})",
+                    opts.primary,
+                    m.reason
+                        .as_deref()
+                        .or(m.status.as_deref())
+                        .unwrap_or("not counted")
+                )
+            })
+            .unwrap_or_else(|| format!("it has no metric '{}'", opts.primary));
         bail!(
-            "{} has no metric '{}'; it has: {}",
+            "{}: {why}; metrics with values: {}",
             variants[0].label,
-            opts.primary,
             names.join(", ")
         );
     }

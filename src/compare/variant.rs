@@ -137,6 +137,7 @@ pub fn check_comparable(
     variants: &[Variant],
     force: bool,
     configurations: bool,
+    verb: &str,
 ) -> Result<Vec<String>> {
     let mut warnings = Vec::new();
     let Some(base) = variants.first() else {
@@ -181,7 +182,7 @@ pub fn check_comparable(
                 diffs.join("; ")
             );
             if !force {
-                bail!("{msg}; use --force to compare them anyway");
+                bail!("{msg}; use --force to {verb} them anyway");
             }
             warnings.push(format!("compared with --force although {msg}"));
         }

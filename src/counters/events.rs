@@ -84,6 +84,8 @@ pub enum EventParseError {
     Unknown(String),
     #[error("event '{event}': unknown modifier '{modifier}' (syscost accepts u and k)")]
     Modifier { event: String, modifier: char },
+    #[error("event '{0}': {1}; write it as NAME, NAME:u, NAME:k or NAME:uk")]
+    Modifiers(String, &'static str),
     #[error("event list '{0}': unbalanced '{{' or '}}'")]
     Braces(String),
     #[error("event list '{0}': empty event name (two commas in a row, or a trailing comma?)")]
@@ -184,17 +186,29 @@ pub fn parse_event(token: &str) -> Result<EventSpec, EventParseError> {
         None => (token, ""),
     };
     let (type_, config) = lookup(name).ok_or_else(|| EventParseError::Unknown(name.into()))?;
+    if token.contains(':') && mods.is_empty() {
+        return Err(EventParseError::Modifiers(
+            token.into(),
+            "nothing after ':'",
+        ));
+    }
     let (mut user, mut kernel) = (false, false);
     for m in mods.chars() {
-        match m {
-            'u' => user = true,
-            'k' => kernel = true,
+        let seen = match m {
+            'u' => std::mem::replace(&mut user, true),
+            'k' => std::mem::replace(&mut kernel, true),
             other => {
                 return Err(EventParseError::Modifier {
                     event: token.into(),
                     modifier: other,
                 });
             }
+        };
+        if seen {
+            return Err(EventParseError::Modifiers(
+                token.into(),
+                "a modifier is repeated",
+            ));
         }
     }
     // perf: no modifier means both; `:u` alone excludes the kernel, `:k` alone excludes user.
