@@ -175,6 +175,20 @@ pub fn bootstrap_delta_pct(
     bootstrap_delta_pct_at(a, b, resamples, seed, &[confidence]).map(|v| v[0])
 }
 
+/// The median of `xs`, reordering it: selection in linear time, where sorting each of 10,000
+/// resamples of 20,000 values took 21 s. Equal to [`super::median`] (the mean of the two middle
+/// values for an even count).
+fn median_in_place(xs: &mut [f64]) -> f64 {
+    let n = xs.len();
+    let (lower, mid, _) = xs.select_nth_unstable_by(n / 2, |a, b| a.total_cmp(b));
+    let hi = *mid;
+    if n % 2 == 1 {
+        return hi;
+    }
+    let lo = lower.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo + hi) / 2.0
+}
+
 /// The same bootstrap distribution, cut at several confidences (one interval each).
 pub fn bootstrap_delta_pct_at(
     a: &[f64],
@@ -197,7 +211,7 @@ pub fn bootstrap_delta_pct_at(
         for x in rb.iter_mut() {
             *x = b[rng.random_range(0..b.len())];
         }
-        let (ma, mb) = (super::median(&ra), super::median(&rb));
+        let (ma, mb) = (median_in_place(&mut ra), median_in_place(&mut rb));
         if ma != 0.0 {
             deltas.push(100.0 * (mb - ma) / ma);
         }
@@ -296,6 +310,23 @@ mod unit {
         let want = [0.03, 0.06, 0.06, 0.02];
         for (a, w) in adj.iter().zip(want) {
             assert!(close(*a, w, 1e-12), "{adj:?}");
+        }
+    }
+
+    #[test]
+    fn median_by_selection_is_the_median() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
+        for n in 1..40 {
+            let xs: Vec<f64> = (0..n)
+                .map(|_| rng.random_range(0.0f64..10.0).floor())
+                .collect();
+            let mut copy = xs.clone();
+            assert_eq!(
+                median_in_place(&mut copy),
+                super::super::median(&xs),
+                "{xs:?}"
+            );
         }
     }
 
