@@ -555,3 +555,35 @@ fn messages_say_what_is_really_wrong() {
     let ppid = fixture(&dir, "ppid2.json", "getppid", &[1.0, 2.0, 3.0], "b8");
     fails(&["merge", p(&f.base), p(&ppid)], &["--force to merge them"]);
 }
+
+// A merge of many results of one boot printed a warning for every pair of them.
+#[test]
+fn merge_summarises_results_of_one_boot() {
+    let f = fixtures();
+    let dir = f.base.parent().unwrap().to_path_buf();
+    let copies: Vec<PathBuf> = (0..12)
+        .map(|i| {
+            fixture(
+                &dir,
+                &format!("copy{i}.json"),
+                "getpid",
+                &[1.0, 2.0, 3.0],
+                "one-boot",
+            )
+        })
+        .collect();
+    let mut args = vec!["merge", "--format", "json"];
+    args.extend(copies.iter().map(|c| p(c)));
+    let m = json_of(&args);
+    let same: Vec<&str> = m["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| w.contains("same boot"))
+        .collect();
+    assert_eq!(same.len(), 1, "{same:?}");
+    assert!(
+        same[0].starts_with("12 results come from the same boot") && same[0].contains("and 7 more")
+    );
+}

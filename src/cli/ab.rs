@@ -32,10 +32,9 @@ pub(super) fn ab(
     if let Some(o) = &opts.output {
         crate::core::check_writable(o)?;
     }
-    if let Some(dir) = &save
-        && !dir.is_dir()
-    {
-        anyhow::bail!("--save {}: no such directory", dir.display());
+    if let Some(dir) = &save {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("--save {}: cannot create it: {e}", dir.display()))?;
     }
     let mut plans = Vec::new();
     for v in &variants {

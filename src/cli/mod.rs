@@ -80,7 +80,7 @@ pub enum Command {
         /// A name for each variant, in order (default: its arguments).
         #[arg(long = "label", value_name = "NAME")]
         labels: Vec<String>,
-        /// Also write each variant's full result into this directory.
+        /// Also write each variant's full result into this directory (created if need be).
         #[arg(long, value_name = "DIR")]
         save: Option<PathBuf>,
         #[command(flatten)]

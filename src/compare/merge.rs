@@ -75,18 +75,27 @@ pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
     let mut warnings = check_comparable(&variants, force, false, "merge")?;
     warnings.retain(|w| !w.contains("min apart"));
     let groups: Vec<Group> = views.iter().flat_map(groups_of).collect();
-    for (i, a) in groups.iter().enumerate() {
-        for b in &groups[i + 1..] {
-            if a.boot_id.is_some() && a.boot_id == b.boot_id {
-                warnings.push(format!(
-                    "{} and {} come from the same boot (boot id {}): they are not independent \
-                     boots",
-                    a.label,
-                    b.label,
-                    a.boot_id.as_deref().unwrap_or("")
-                ));
-            }
+    // One warning per boot that several results share (a merge of 1,000 copies of one file
+    // printed 499,500 pairwise warnings).
+    let mut by_boot: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for g in &groups {
+        if let Some(b) = g.boot_id.as_deref() {
+            by_boot.entry(b).or_default().push(&g.label);
         }
+    }
+    for (boot, labels) in by_boot.into_iter().filter(|(_, l)| l.len() > 1) {
+        let shown: Vec<&str> = labels.iter().take(5).copied().collect();
+        warnings.push(format!(
+            "{} results come from the same boot (boot id {boot}): {}{}; they are not \
+             independent boots",
+            labels.len(),
+            shown.join(", "),
+            if labels.len() > 5 {
+                format!(" and {} more", labels.len() - 5)
+            } else {
+                String::new()
+            }
+        ));
     }
     let first = &groups[0];
     let mut metrics = Vec::new();
