@@ -587,3 +587,41 @@ fn merge_summarises_results_of_one_boot() {
         same[0].starts_with("12 results come from the same boot") && same[0].contains("and 7 more")
     );
 }
+
+// A kernel CI job gates on a comparison: --fail-on exits 3 after printing everything.
+#[test]
+fn fail_on_gates_with_status_3() {
+    let f = fixtures();
+    let status = |args: &[&str]| {
+        let out = syscost().args(args).output().unwrap();
+        assert!(
+            !out.stdout.is_empty(),
+            "the comparison is printed either way"
+        );
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = status(&["compare", p(&f.base), p(&f.slower), "--fail-on", "slower"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("--fail-on: slower.json: time slower"), "{err}");
+    assert_eq!(
+        status(&["compare", p(&f.base), p(&f.faster), "--fail-on", "slower"]).0,
+        Some(0)
+    );
+    assert_eq!(
+        status(&["compare", p(&f.base), p(&f.same), "--fail-on", "changed"]).0,
+        Some(0)
+    );
+    let (code, _) = status(&[
+        "compare",
+        p(&f.base),
+        p(&f.faster),
+        "--fail-on",
+        "slower",
+        "--fail-on",
+        "changed",
+    ]);
+    assert_eq!(code, Some(3));
+}

@@ -89,5 +89,6 @@ pub(super) fn ab(
         bar.update(p)
     })?;
     bar.finish();
-    show(&c, opts.format, &opts.output)
+    show(&c, opts.format, &opts.output)?;
+    opts.gate(&c)
 }

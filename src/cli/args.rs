@@ -47,6 +47,11 @@ pub struct CompareArgs {
     /// Keep only the N best runs (lowest primary metric) of each variant.
     #[arg(long, value_name = "N")]
     pub best_of: Option<usize>,
+    /// Exit with status 3 (after printing everything) when the primary metric of any variant
+    /// is decided this way: slower (a regression), faster, changed (either), or inconclusive.
+    /// Repeatable. For kernel CI jobs that gate on a comparison.
+    #[arg(long, value_enum, value_name = "VERDICT")]
+    pub fail_on: Vec<FailOn>,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -205,6 +210,63 @@ impl RunArgs {
 
 pub(super) fn parse_cpus(s: &str) -> Result<CpuList, String> {
     CpuList::parse(s).map_err(|e| e.to_string())
+}
+
+/// A verdict of the primary metric that fails the command (`--fail-on`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// Slower (or higher, for a metric that is not a time): a regression.
+    Slower,
+    /// Faster (or lower).
+    Faster,
+    /// Any change.
+    Changed,
+    /// Neither a change nor equivalence (too few runs included).
+    Inconclusive,
+}
+
+impl FailOn {
+    fn matches(self, d: compare::Decision) -> bool {
+        use compare::Decision as D;
+        match self {
+            FailOn::Slower => matches!(d, D::Slower | D::Higher),
+            FailOn::Faster => matches!(d, D::Faster | D::Lower),
+            FailOn::Changed => d.is_change(),
+            FailOn::Inconclusive => matches!(d, D::Inconclusive | D::TooFewUnits),
+        }
+    }
+}
+
+/// The exit status of a comparison that `--fail-on` failed.
+pub const FAIL_ON_STATUS: i32 = 3;
+
+/// Raised after a comparison is shown, when its primary metric's verdict is one `--fail-on`
+/// names.
+#[derive(Debug, thiserror::Error)]
+#[error("--fail-on: {0}")]
+pub struct Failed(pub String);
+
+impl CompareArgs {
+    /// `Err(Failed)` when a primary-metric verdict of `c` is one of `--fail-on`.
+    pub(super) fn gate(&self, c: &compare::Comparison) -> Result<()> {
+        let hits: Vec<String> = c
+            .deltas
+            .iter()
+            .filter(|d| d.metric == c.primary_metric)
+            .filter(|d| self.fail_on.iter().any(|f| f.matches(d.decision)))
+            .map(|d| {
+                format!(
+                    "{}: {} {}",
+                    c.variants[d.variant].label, d.metric, d.verdict
+                )
+            })
+            .collect();
+        if hits.is_empty() {
+            Ok(())
+        } else {
+            Err(Failed(hits.join("; ")).into())
+        }
+    }
 }
 
 /// Which time decides a comparison.

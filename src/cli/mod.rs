@@ -252,6 +252,10 @@ pub fn main() -> i32 {
                 eprintln!("syscost: {i}; stopped, nothing was written");
                 return i.exit_code();
             }
+            if let Some(f) = e.downcast_ref::<args::Failed>() {
+                eprintln!("syscost: {f}");
+                return args::FAIL_ON_STATUS;
+            }
             eprintln!("syscost: error: {e:#}");
             1
         }
@@ -315,7 +319,8 @@ fn dispatch(cmd: Command) -> Result<()> {
             let views = load_views(&files)?;
             let variants = views.iter().map(compare::Variant::from_view).collect();
             let c = compare::compare(variants, &options)?;
-            show(&c, opts.format, &opts.output)
+            show(&c, opts.format, &opts.output)?;
+            opts.gate(&c)
         }
         Command::Ab {
             variants,
