@@ -294,3 +294,24 @@ fn malformed_modifiers_and_ignored_ab_options_are_refused() {
         &["put it before --"],
     );
 }
+
+#[test]
+fn completions_and_man_page_come_from_the_command_line() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = syscost().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("audit-replica") && text.contains("fail-on"),
+            "{shell}"
+        );
+    }
+    let man = syscost().arg("man").output().unwrap();
+    assert!(man.status.success());
+    let text = String::from_utf8_lossy(&man.stdout);
+    assert!(
+        text.starts_with(".ie") && text.contains(".TH syscost 1"),
+        "{text}"
+    );
+    fails_with(&["completions", "tcsh"], &["invalid value 'tcsh'"]);
+}

@@ -220,6 +220,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a shell completion script: syscost completions bash > /etc/bash_completion.d/syscost
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): syscost man > /usr/local/share/man/man1/syscost.1
+    Man,
     /// Internal: one measurement run in a worker process.
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -280,6 +288,14 @@ fn show<R: Render + Serialize>(r: &R, format: Format, output: &Option<PathBuf>) 
     Ok(())
 }
 
+/// Print generated text; a reader that closed the pipe early (`| head`) is not an error.
+fn print_quietly(text: &[u8]) -> Result<()> {
+    match std::io::stdout().lock().write_all(text) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
 /// `-o` of a command that reads result files: writable, and none of them.
 fn writable_output(output: &std::path::Path, inputs: &[PathBuf]) -> Result<()> {
     crate::core::check_writable(output)?;
@@ -296,6 +312,8 @@ fn dispatch(cmd: Command) -> Result<()> {
             | Command::Cachesets { .. }
             | Command::Show { .. }
             | Command::Env { .. }
+            | Command::Completions { .. }
+            | Command::Man
     ) {
         signals::exit_promptly();
     }
@@ -435,6 +453,18 @@ fn dispatch(cmd: Command) -> Result<()> {
                 print!("{}", report::env_text(&env));
             }
             Ok(())
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut text = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "syscost", &mut text);
+            print_quietly(&text)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut text = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut text)?;
+            print_quietly(&text)
         }
         Command::Worker => unreachable!("handled before dispatch"),
     }
