@@ -56,17 +56,23 @@ impl Loaded {
 
 /// Read a result of any kind, with one clear error naming the file.
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let (kind, v) = load::read_checked(path, Accept::ANY)?;
-    let name = path.display().to_string();
+    let (_, text) = load::read_checked(path, Accept::ANY)?;
+    parse(&path.display().to_string(), &text)
+}
+
+/// A result of any kind from its JSON text (`name` names it in errors).
+pub fn parse(name: &str, text: &str) -> Result<Loaded, LoadError> {
+    let kind = load::check_text(name, text, Accept::ANY)?;
+    let (name, v) = (name.to_string(), text);
     let loaded = match kind {
-        Kind::Run => Loaded::Run(Box::new(load::decode(&name, kind, &v)?)),
-        Kind::Compare => Loaded::Compare(Box::new(load::decode(&name, kind, &v)?)),
-        Kind::Merged => Loaded::Merged(Box::new(load::decode(&name, kind, &v)?)),
-        Kind::AuditSweep => Loaded::Sweep(Box::new(load::decode(&name, kind, &v)?)),
-        Kind::Scale => Loaded::Scale(Box::new(load::decode(&name, kind, &v)?)),
-        Kind::Correlate => Loaded::Correlate(Box::new(load::decode(&name, kind, &v)?)),
-        Kind::Cachesets => Loaded::Cachesets(Box::new(load::decode(&name, kind, &v)?)),
-        Kind::Probe => Loaded::Probe(Box::new(load::decode(&name, kind, &v)?)),
+        Kind::Run => Loaded::Run(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Compare => Loaded::Compare(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Merged => Loaded::Merged(Box::new(load::decode(&name, kind, v)?)),
+        Kind::AuditSweep => Loaded::Sweep(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Scale => Loaded::Scale(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Correlate => Loaded::Correlate(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Cachesets => Loaded::Cachesets(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Probe => Loaded::Probe(Box::new(load::decode(&name, kind, v)?)),
     };
     match loaded.damage() {
         Some(what) => Err(LoadError::Damaged {

@@ -87,9 +87,23 @@ fn name(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// A message on one line: control characters from the file (a newline inside a damaged
+/// string) are shown escaped.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// A JSON error as the loader reports it.
 fn json_error(path: &str, e: serde_json::Error) -> LoadError {
-    let detail = e.to_string();
+    let detail = one_line(&e.to_string());
     let path = path.to_string();
     if e.is_eof() {
         if e.line() == 1 && e.column() == 0 {
@@ -121,7 +135,7 @@ pub fn check_envelope(
         Some(found) => {
             return Err(LoadError::Schema {
                 path,
-                found: found.into(),
+                found: one_line(found),
             });
         }
         None => return Err(LoadError::NoSchema { path }),
@@ -138,7 +152,7 @@ pub fn check_envelope(
     let Some(k) = Kind::parse(found) else {
         return Err(LoadError::UnknownKind {
             path,
-            found: found.into(),
+            found: one_line(found),
         });
     };
     if !accept.kinds.is_empty() && !accept.kinds.contains(&k) {
@@ -206,7 +220,7 @@ pub fn decode<T: DeserializeOwned>(path: &str, kind: Kind, text: &str) -> Result
     serde_json::from_str(text).map_err(|e| LoadError::Damaged {
         path: path.into(),
         kind: kind.name().into(),
-        detail: e.to_string(),
+        detail: one_line(&e.to_string()),
     })
 }
 
@@ -224,7 +238,7 @@ pub fn resummarise(path: &str, metrics: &mut [crate::results::Metric]) -> Result
     for m in metrics.iter_mut() {
         let bad = |problem: String| LoadError::BadMetric {
             path: path.into(),
-            metric: m.name.clone(),
+            metric: one_line(&m.name),
             problem,
         };
         if let Some(x) = m.values.iter().find(|x| !x.is_finite()) {
