@@ -20,6 +20,7 @@ macro_rules! with_workloads {
             Uprobe(uprobe),
             Exec(exec),
             Vdso(vdso),
+            Spin(spin),
         }
     };
 }
@@ -218,6 +219,7 @@ mod unit {
             "uprobe",
             "exec",
             "vdso",
+            "spin",
         ]) {
             assert_eq!(*name, tag);
         }
