@@ -39,6 +39,21 @@ impl Decision {
         )
     }
 
+    /// The decision's name, as written in result files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::Slower => "slower",
+            Decision::Faster => "faster",
+            Decision::Higher => "higher",
+            Decision::Lower => "lower",
+            Decision::Equivalent => "equivalent",
+            Decision::Inconclusive => "inconclusive",
+            Decision::TooFewUnits => "too-few-units",
+            Decision::NoVerdict => "no-verdict",
+            Decision::NoTest => "no-test",
+        }
+    }
+
     /// The direction for a delta of this sign.
     pub fn of_change(lower_is_better: bool, up: bool) -> Decision {
         match (lower_is_better, up) {
@@ -80,14 +95,11 @@ pub fn decide(e: &Evidence, lower_is_better: bool) -> (Decision, String) {
         && (lo > 0.0 || hi < 0.0)
     {
         let d = Decision::of_change(lower_is_better, delta > 0.0);
-        let name = serde_json::to_value(d)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
+        let name = d.name();
         if inside((lo, hi)) {
             return (d, format!("{name}, inside the {t}% noise threshold"));
         }
-        return (d, name);
+        return (d, name.into());
     }
     if e.ci_equivalence.is_some_and(inside) {
         return (Decision::Equivalent, format!("equivalent (within ±{t}%)"));
@@ -157,6 +169,23 @@ mod unit {
             decide(&ev((-3.0, -1.0), (-2.8, -1.2), -2.0, 0.01), false).0,
             Decision::Lower
         );
+    }
+
+    #[test]
+    fn names_are_the_serialised_names() {
+        for d in [
+            Decision::Slower,
+            Decision::Faster,
+            Decision::Higher,
+            Decision::Lower,
+            Decision::Equivalent,
+            Decision::Inconclusive,
+            Decision::TooFewUnits,
+            Decision::NoVerdict,
+            Decision::NoTest,
+        ] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.name());
+        }
     }
 
     #[test]

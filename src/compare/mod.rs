@@ -20,7 +20,7 @@ use crate::core::{Envelope, Kind};
 use crate::results::Metric;
 use crate::results::validity;
 use crate::stats::paired;
-use crate::stats::significance::{TestKind, bootstrap_delta_pct_at, holm, mann_whitney, welch};
+use crate::stats::significance::{TestKind, bootstrap_delta_pct, holm, mann_whitney, welch};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
@@ -514,7 +514,7 @@ struct Estimate {
 /// intervals, and Mann-Whitney or Welch.
 fn unpaired_estimate(bm: &Metric, om: &Metric, opts: &Options) -> Estimate {
     let (bs, os) = (bm.summary.as_ref().unwrap(), om.summary.as_ref().unwrap());
-    let cis = bootstrap_delta_pct_at(
+    let cis = bootstrap_delta_pct(
         &bm.values,
         &om.values,
         opts.resamples,
