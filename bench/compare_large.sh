@@ -20,3 +20,10 @@ echo "compare 2 files: $(measure compare "$work/r1.json" "$work/r2.json")"
 echo "compare 3 files: $(measure compare "$work/r1.json" "$work/r2.json" "$work/r3.json")"
 echo "merge 3 files:   $(measure merge "$work/r1.json" "$work/r2.json" "$work/r3.json" -o "$work/m.json")"
 echo "correlate 3:     $(measure correlate "$work/r1.json" "$work/r2.json" "$work/r3.json" --x task-clock)"
+# One run of 100,000 samples per file, compared sample by sample (issue 13: under 1 s; the
+# bootstrap of medians used to take 12 s here).
+target/release/syscost run syscall --runs 1 --samples 3 --sample-time 5ms -e task-clock \
+	-o "$work/one.json" > /dev/null 2>&1
+python3 bench/compare_one_run.py "$work/one.json" "$work/u1.json" 100000 1.0 1
+python3 bench/compare_one_run.py "$work/one.json" "$work/u2.json" 100000 1.02 2
+echo "compare 2 x 100,000 values: $(measure compare "$work/u1.json" "$work/u2.json" --samples-as-units)"
