@@ -21,6 +21,18 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
+/// A p-value as the tables print it: four decimals, scientific below 0.0001, and a p that
+/// underflowed to zero (a huge sample and a clear shift) as "<1e-300", not "0.0e0".
+pub fn fmt_p(p: f64) -> String {
+    if p == 0.0 {
+        "<1e-300".into()
+    } else if p < 0.0001 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.4}")
+    }
+}
+
 /// `1234567` -> `1,234,567` (keeps a leading sign).
 pub fn group_thousands(digits: &str) -> String {
     let (sign, body) = match digits.strip_prefix('-') {
@@ -40,6 +52,14 @@ pub fn group_thousands(digits: &str) -> String {
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    #[test]
+    fn p_values() {
+        assert_eq!(fmt_p(0.0), "<1e-300");
+        assert_eq!(fmt_p(3.2e-7), "3.2e-7");
+        assert_eq!(fmt_p(0.04321), "0.0432");
+        assert_eq!(fmt_p(1.0), "1.0000");
+    }
 
     #[test]
     fn number_formats() {

@@ -14,11 +14,7 @@ fn pct(x: Option<f64>) -> String {
 }
 
 fn pval(p: Option<f64>) -> String {
-    match p {
-        None => "-".into(),
-        Some(p) if p < 0.0001 => format!("{p:.1e}"),
-        Some(p) => format!("{p:.4}"),
-    }
+    p.map(crate::core::fmt_p).unwrap_or_else(|| "-".into())
 }
 
 impl Comparison {

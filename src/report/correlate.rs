@@ -21,13 +21,7 @@ pub fn grid(r: &CorrelationResult) -> Grid {
             r.unit,
             r.files.len()
         ));
-    let p = |p: f64| {
-        if p < 0.0001 {
-            format!("{p:.1e}")
-        } else {
-            format!("{p:.4}")
-        }
-    };
+    let p = crate::core::fmt_p;
     g.row(vec![
         format!("{} ({})", r.x, r.x_unit),
         format!("{} ({})", r.y, r.y_unit),
