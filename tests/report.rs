@@ -317,3 +317,75 @@ fn svg_charts_and_bad_inputs() {
     );
     assert!(!out.exists(), "nothing written after a refusal");
 }
+
+/// A run result of many raw samples (here 12 MB, streamed rather than read whole): `show`
+/// prints what it prints for the same runs with few samples, `show --format json` keeps every
+/// sample, and the page draws about a thousand dots per run and says how many of how many.
+#[test]
+fn results_of_many_samples_are_streamed_and_thinned() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.json");
+    let out = syscost()
+        .args([
+            "run",
+            "syscall",
+            "--runs",
+            "2",
+            "--samples",
+            "2",
+            "--warmup",
+            "0",
+        ])
+        .args(["--sample-time", "5ms", "-e", "task-clock", "-o"])
+        .arg(&small)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&small).unwrap()).unwrap();
+    let per_run = 60_000;
+    for run in v["runs"].as_array_mut().unwrap() {
+        let first = run["samples"][0].clone();
+        run["samples"] = serde_json::Value::Array(vec![first; per_run]);
+    }
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, serde_json::to_string(&v).unwrap()).unwrap();
+    let size = std::fs::metadata(&big).unwrap().len();
+    assert!(size > 8 << 20, "large enough to be streamed: {size} bytes");
+
+    let show = |f: &Path, json: bool| {
+        let mut c = syscost();
+        c.arg("show").arg(f);
+        if json {
+            c.args(["--format", "json"]);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    assert_eq!(show(&big, false), show(&small, false));
+    let whole: serde_json::Value = serde_json::from_str(&show(&big, true)).unwrap();
+    assert_eq!(
+        whole["runs"][1]["samples"].as_array().unwrap().len(),
+        per_run
+    );
+
+    let page = dir.path().join("big.html");
+    report(&[big], &page);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let total = 2 * per_run;
+    let said = html
+        .split("dots: ")
+        .nth(1)
+        .and_then(|s| s.split(" raw samples").next())
+        .unwrap_or_else(|| panic!("the run chart says how many dots it draws"));
+    let (kept, of) = said.split_once(" of the ").unwrap();
+    let kept: usize = kept.parse().unwrap();
+    assert_eq!(of, total.to_string());
+    assert!((1000..=2000).contains(&kept), "{kept} dots for two runs");
+    assert!(html.len() < 2 << 20, "a page of {} bytes", html.len());
+}

@@ -442,7 +442,13 @@ fn dispatch(cmd: Command) -> Result<()> {
             geometry, addresses, objects, size, align, lines, trials, seed, json,
         ),
         Command::Show { file, format } => {
-            let r = RunResult::load(&file)?;
+            // The tables print nothing from the raw samples: skip them (a result of millions
+            // of samples then reads in little memory); the JSON is the whole result.
+            let r = if format == Format::Json {
+                RunResult::load(&file)?
+            } else {
+                RunResult::load_thinned(&file, 0)?
+            };
             show(&r, format, &None)
         }
         Command::Env { json } => {

@@ -6,7 +6,7 @@ use super::svg::{self, Category, Mark, Series};
 use crate::compare::correlate::CorrelationResult;
 use crate::compare::merge::Merged;
 use crate::compare::{Comparison, Decision};
-use crate::core::fmt_num;
+use crate::core::{fmt_num, fmt_p as pval};
 use crate::experiments::audit_sweep::Sweep;
 use crate::experiments::scale::Scale;
 use crate::layout::Analysis;
@@ -62,9 +62,16 @@ pub fn run_chart(r: &RunResult) -> String {
             ..Category::default()
         });
     }
+    let dots = match r.thinned {
+        Some(t) => format!(
+            "dots: {} of the {} raw samples, evenly spaced",
+            t.kept, t.total
+        ),
+        None => "dots: its samples".into(),
+    };
     svg::categories(
         &format!("{}: time per {}", r.workload.describe(), r.op_name),
-        "run (dots: its samples) and all units of replication (box: min, quartiles, max)",
+        &format!("run ({dots}) and all units of replication (box: min, quartiles, max)"),
         &format!("time ({unit})"),
         &cats,
         vec![
@@ -505,14 +512,6 @@ pub fn correlate_chart(c: &CorrelationResult) -> String {
         ],
         false,
     )
-}
-
-fn pval(p: f64) -> String {
-    if p < 0.0001 {
-        format!("{p:.1e}")
-    } else {
-        format!("{p:.4}")
-    }
 }
 
 /// Lines per set, reachable sets highlighted, the associativity as a line.

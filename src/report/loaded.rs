@@ -54,29 +54,55 @@ impl Loaded {
     }
 }
 
-/// Read a result of any kind, with one clear error naming the file.
+/// Dots drawn per run: at most twice this many of its raw samples are read (see
+/// `results::thin`); a strip of a million dots says no more than one of a thousand.
+pub const SAMPLES_DRAWN: usize = 500;
+
+/// Read a result of any kind, with one clear error naming the file. A run result's raw samples
+/// are read only as far as the page draws them.
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let (_, text) = load::read_checked(path, Accept::ANY)?;
-    parse(&path.display().to_string(), &text)
+    let checked = load::open_checked(path, Accept::ANY)?;
+    let name = path.display().to_string();
+    let loaded = match checked.kind {
+        Kind::Run => Loaded::Run(Box::new(RunResult::decode(&checked, Some(SAMPLES_DRAWN))?)),
+        _ => decode(&checked)?,
+    };
+    undamaged(&name, checked.kind, loaded)
 }
 
 /// A result of any kind from its JSON text (`name` names it in errors).
 pub fn parse(name: &str, text: &str) -> Result<Loaded, LoadError> {
     let kind = load::check_text(name, text, Accept::ANY)?;
-    let (name, v) = (name.to_string(), text);
     let loaded = match kind {
-        Kind::Run => Loaded::Run(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Compare => Loaded::Compare(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Merged => Loaded::Merged(Box::new(load::decode(&name, kind, v)?)),
-        Kind::AuditSweep => Loaded::Sweep(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Scale => Loaded::Scale(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Correlate => Loaded::Correlate(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Cachesets => Loaded::Cachesets(Box::new(load::decode(&name, kind, v)?)),
-        Kind::Probe => Loaded::Probe(Box::new(load::decode(&name, kind, v)?)),
+        Kind::Run => Loaded::Run(Box::new(load::decode(name, kind, text)?)),
+        Kind::Compare => Loaded::Compare(Box::new(load::decode(name, kind, text)?)),
+        Kind::Merged => Loaded::Merged(Box::new(load::decode(name, kind, text)?)),
+        Kind::AuditSweep => Loaded::Sweep(Box::new(load::decode(name, kind, text)?)),
+        Kind::Scale => Loaded::Scale(Box::new(load::decode(name, kind, text)?)),
+        Kind::Correlate => Loaded::Correlate(Box::new(load::decode(name, kind, text)?)),
+        Kind::Cachesets => Loaded::Cachesets(Box::new(load::decode(name, kind, text)?)),
+        Kind::Probe => Loaded::Probe(Box::new(load::decode(name, kind, text)?)),
     };
+    undamaged(name, kind, loaded)
+}
+
+fn decode(c: &load::Checked) -> Result<Loaded, LoadError> {
+    Ok(match c.kind {
+        Kind::Run => Loaded::Run(Box::new(c.decode()?)),
+        Kind::Compare => Loaded::Compare(Box::new(c.decode()?)),
+        Kind::Merged => Loaded::Merged(Box::new(c.decode()?)),
+        Kind::AuditSweep => Loaded::Sweep(Box::new(c.decode()?)),
+        Kind::Scale => Loaded::Scale(Box::new(c.decode()?)),
+        Kind::Correlate => Loaded::Correlate(Box::new(c.decode()?)),
+        Kind::Cachesets => Loaded::Cachesets(Box::new(c.decode()?)),
+        Kind::Probe => Loaded::Probe(Box::new(c.decode()?)),
+    })
+}
+
+fn undamaged(name: &str, kind: Kind, loaded: Loaded) -> Result<Loaded, LoadError> {
     match loaded.damage() {
         Some(what) => Err(LoadError::Damaged {
-            path: name,
+            path: name.into(),
             kind: kind.name().into(),
             detail: what,
         }),

@@ -148,6 +148,7 @@ mod snapshots {
             overhead: o,
             profile: None,
             warnings: vec![],
+            thinned: None,
         }
     }
 

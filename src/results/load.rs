@@ -4,9 +4,9 @@
 //! file, a pipe or /dev/stdin), refuse an empty one, parse the JSON (truncated or invalid said
 //! as such), then check the envelope — the schema, a version this build reads, and a kind the
 //! command accepts — before the rest is decoded, so a damaged file is named as damaged, not as
-//! a puzzling field error. Two strategies share those checks: [`read_checked`] reads the whole
-//! file and checks its envelope (any kind; the typed result is then [`decode`]d from the text),
-//! and [`stream`] deserialises straight from the file into a light type of the caller's that
+//! a puzzling field error. Two strategies share those checks: [`open_checked`] checks the
+//! envelope (any kind; the typed result is then decoded, as a stream from a regular file, from
+//! the whole text from a pipe), and [`stream`] deserialises straight from the file into a light type of the caller's that
 //! skips what it does not need (the comparison commands read files of millions of samples that
 //! way, in little memory).
 
@@ -173,13 +173,14 @@ struct Probe {
     kind: Option<serde_json::Value>,
 }
 
-/// Check JSON text (from a file named `path`): not empty, valid, and an envelope `accept`
-/// allows. Only the envelope is decoded here; the document is decoded once, by [`decode`].
-pub fn check_text(path: &str, text: &str, accept: Accept) -> Result<Kind, LoadError> {
-    if text.trim().is_empty() {
-        return Err(LoadError::Empty { path: path.into() });
-    }
-    let probe: Probe = serde_json::from_str(text).map_err(|e| {
+/// The envelope of a document as first read, or why it could not be read, said as the loader
+/// says it.
+fn probe_kind(
+    path: &str,
+    probe: Result<Probe, serde_json::Error>,
+    accept: Accept,
+) -> Result<Kind, LoadError> {
+    let probe: Probe = probe.map_err(|e| {
         if e.is_data() {
             // Valid JSON, but not an object: no envelope at all.
             LoadError::NoSchema { path: path.into() }
@@ -202,6 +203,15 @@ pub fn check_text(path: &str, text: &str, accept: Accept) -> Result<Kind, LoadEr
     )
 }
 
+/// Check JSON text (from a file named `path`): not empty, valid, and an envelope `accept`
+/// allows. Only the envelope is decoded here; the document is decoded once, by [`decode`].
+pub fn check_text(path: &str, text: &str, accept: Accept) -> Result<Kind, LoadError> {
+    if text.trim().is_empty() {
+        return Err(LoadError::Empty { path: path.into() });
+    }
+    probe_kind(path, serde_json::from_str(text), accept)
+}
+
 /// Read a whole result file, checked: its kind and its text.
 pub fn read_checked(path: &Path, accept: Accept) -> Result<(Kind, String), LoadError> {
     let mut text = String::new();
@@ -215,6 +225,84 @@ pub fn read_checked(path: &Path, accept: Accept) -> Result<(Kind, String), LoadE
     Ok((kind, text))
 }
 
+/// A result file whose envelope has been checked, ready to be decoded into its type.
+pub struct Checked {
+    pub kind: Kind,
+    name: String,
+    source: Source,
+}
+
+enum Source {
+    /// A regular file, decoded as a stream: never held whole in memory.
+    File(std::path::PathBuf),
+    /// A pipe or a device, read once, whole.
+    Text(String),
+}
+
+/// Files from this size on are decoded as a stream.
+const STREAM_FROM_BYTES: u64 = 8 << 20;
+
+/// Open a result file and check its envelope. A regular file is read twice as a stream (the
+/// envelope, then the document), so a file of hundreds of megabytes is never held whole in
+/// memory; a pipe (`<(...)`, /dev/stdin) can be read only once, so it is read whole, as is a
+/// file under 8 MB.
+pub fn open_checked(path: &Path, accept: Accept) -> Result<Checked, LoadError> {
+    let read_error = |source| LoadError::Read {
+        path: name(path),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let meta = file.metadata().map_err(read_error)?;
+    // Small files (every result but those of millions of raw samples) are read whole: one
+    // read, and the text's checks (an all-blank file is empty, not truncated).
+    if !meta.is_file() || meta.len() < STREAM_FROM_BYTES {
+        drop(file);
+        let (kind, text) = read_checked(path, accept)?;
+        return Ok(Checked {
+            kind,
+            name: name(path),
+            source: Source::Text(text),
+        });
+    }
+    let kind = probe_kind(
+        &name(path),
+        serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, file)),
+        accept,
+    )?;
+    Ok(Checked {
+        kind,
+        name: name(path),
+        source: Source::File(path.to_path_buf()),
+    })
+}
+
+impl Checked {
+    /// The file's name, as errors give it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Decode the document into its type, straight from the file or the text.
+    pub fn decode<T: DeserializeOwned>(&self) -> Result<T, LoadError> {
+        match &self.source {
+            Source::Text(text) => decode(&self.name, self.kind, text),
+            Source::File(path) => {
+                let file = std::fs::File::open(path).map_err(|source| LoadError::Read {
+                    path: self.name.clone(),
+                    source,
+                })?;
+                serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, file)).map_err(
+                    |e| LoadError::Damaged {
+                        path: self.name.clone(),
+                        kind: self.kind.name().into(),
+                        detail: one_line(&e.to_string()),
+                    },
+                )
+            }
+        }
+    }
+}
+
 /// The typed result of checked text, decoded straight from it (no intermediate tree).
 pub fn decode<T: DeserializeOwned>(path: &str, kind: Kind, text: &str) -> Result<T, LoadError> {
     serde_json::from_str(text).map_err(|e| LoadError::Damaged {
@@ -226,8 +314,7 @@ pub fn decode<T: DeserializeOwned>(path: &str, kind: Kind, text: &str) -> Result
 
 /// Read and decode a result of one type.
 pub fn load<T: DeserializeOwned>(path: &Path, accept: Accept) -> Result<T, LoadError> {
-    let (kind, text) = read_checked(path, accept)?;
-    decode(&name(path), kind, &text)
+    open_checked(path, accept)?.decode()
 }
 
 /// Check the metrics read from a file and summarise them again from their values: a value
@@ -358,5 +445,60 @@ mod unit {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("cannot read "), "{e}");
+    }
+
+    /// A file too large to read whole is streamed twice (envelope, then document), with the
+    /// messages of a small one.
+    #[test]
+    fn large_files_are_streamed_with_the_same_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let pad = "x".repeat(STREAM_FROM_BYTES as usize + 1);
+        let write = |name: &str, text: String| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let head = format!(r#""schema":"{SCHEMA}","version":{VERSION}"#);
+        let good = write(
+            "good.json",
+            format!(r#"{{"pad":"{pad}",{head},"kind":"run","n":7}}"#),
+        );
+        let c = open_checked(&good, RUN).unwrap();
+        assert!(
+            matches!(c.source, Source::File(_)),
+            "streamed, not read whole"
+        );
+        let v: serde_json::Value = c.decode().unwrap();
+        assert_eq!(v["n"], 7);
+        let wrong = write(
+            "wrong.json",
+            format!(r#"{{{head},"kind":"compare","pad":"{pad}"}}"#),
+        );
+        let e = open_checked(&wrong, RUN).err().unwrap().to_string();
+        assert!(
+            e.contains("wrong.json: a 'compare' result cannot be used here"),
+            "{e}"
+        );
+        let cut = write("cut.json", format!(r#"{{{head},"kind":"run","pad":"{pad}"#));
+        let e = open_checked(&cut, RUN).err().unwrap().to_string();
+        assert!(e.contains("cut.json: the JSON is truncated"), "{e}");
+        let damaged = write(
+            "damaged.json",
+            format!(r#"{{{head},"kind":"run","n":"seven","pad":"{pad}"}}"#),
+        );
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Needs {
+            n: u32,
+        }
+        let e = open_checked(&damaged, RUN)
+            .unwrap()
+            .decode::<Needs>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("damaged.json: a 'run' result, damaged or incomplete"),
+            "{e}"
+        );
     }
 }

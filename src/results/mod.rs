@@ -5,10 +5,12 @@
 //! - [`RunResult`] and its records; [`metrics`]: the per-op metrics derived from raw samples;
 //! - [`validity`]: runs whose invariant counters moved;
 //! - [`load`]: the one loader of result files of every kind, with one error type;
+//! - [`thin`]: reading only some of the raw samples, for readers that do not need them all;
 //! - [`view`]: the light reading the comparison commands stream from large files.
 
 pub mod load;
 pub mod metrics;
+pub mod thin;
 pub mod validity;
 pub mod view;
 
@@ -44,9 +46,12 @@ pub struct RunRecord {
     /// The scheduling policy the worker measured under, e.g. `SCHED_OTHER` or `SCHED_FIFO 50`.
     pub sched: String,
     /// Samples discarded as warm-up (kept for inspection, excluded from every statistic).
+    #[serde(deserialize_with = "thin::other_samples")]
     pub warmup: Vec<Sample>,
+    #[serde(deserialize_with = "thin::samples")]
     pub samples: Vec<Sample>,
     /// Samples of the empty loop, same harness and batch size: the measurement overhead.
+    #[serde(deserialize_with = "thin::other_samples")]
     pub overhead: Vec<Sample>,
     /// Per-run metrics the workload reported itself (see `Workload::run_metrics`).
     #[serde(default)]
@@ -118,6 +123,10 @@ pub struct RunResult {
     pub profile: Option<crate::profile::Profile>,
     /// What the reader should know before trusting the figures.
     pub warnings: Vec<String>,
+    /// Set when this copy was read with only some of each run's raw samples (see [`thin`]):
+    /// how many were kept of how many. Never written.
+    #[serde(skip)]
+    pub thinned: Option<thin::Thinning>,
 }
 
 impl RunResult {
@@ -181,10 +190,32 @@ impl RunResult {
 
     /// Read a result file, with one clear error naming the file and the problem.
     pub fn load(path: &Path) -> Result<RunResult, LoadError> {
-        let mut r: RunResult = load::load(path, Self::ACCEPT)?;
-        let name = path.display().to_string();
-        load::resummarise(&name, &mut r.metrics)?;
-        load::resummarise(&name, &mut r.overhead)?;
+        RunResult::decode(&load::open_checked(path, Self::ACCEPT)?, None)
+    }
+
+    /// Read a result file keeping at most `budget` raw samples of each run's lists (0: none),
+    /// for readers that print no figure from them (`show`) or only draw them (`report`); the
+    /// metrics are read whole. [`RunResult::thinned`] says what was left out.
+    pub fn load_thinned(path: &Path, budget: usize) -> Result<RunResult, LoadError> {
+        RunResult::decode(&load::open_checked(path, Self::ACCEPT)?, Some(budget))
+    }
+
+    /// Decode a checked file (whole, or with a budget of raw samples as [`load_thinned`]) and
+    /// summarise its metrics again from their values.
+    ///
+    /// [`load_thinned`]: RunResult::load_thinned
+    pub fn decode(checked: &load::Checked, budget: Option<usize>) -> Result<RunResult, LoadError> {
+        let mut r: RunResult = match budget {
+            None => checked.decode()?,
+            Some(b) => {
+                let (r, thinning) = thin::with_budget(b, || checked.decode::<RunResult>());
+                let mut r = r?;
+                r.thinned = thinning.dropped_any().then_some(thinning);
+                r
+            }
+        };
+        load::resummarise(checked.name(), &mut r.metrics)?;
+        load::resummarise(checked.name(), &mut r.overhead)?;
         Ok(r)
     }
 

@@ -300,6 +300,7 @@ pub fn assemble(
         overhead,
         profile: None,
         warnings: Vec::new(),
+        thinned: None,
     };
     result.warnings = run_warnings(&result);
     result
