@@ -254,6 +254,29 @@ fn unprivileged_user_gets_time_and_reasons() {
             reason.contains(":u"),
             "suggests user-only counting: {reason}"
         );
+        // Events refused for one reason share one footnote: the table has one footnote per
+        // distinct reason, not one per event (ten events said the same thing ten times).
+        let mut reasons: Vec<&str> = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["reason"].as_str())
+            .collect();
+        let refused = reasons.len();
+        reasons.sort();
+        reasons.dedup();
+        assert!(refused > reasons.len(), "{refused} events, {reasons:?}");
+        let table = as_nobody()
+            .args(&NOBODY_RUN[..NOBODY_RUN.len() - 1])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&table.stdout);
+        let footnotes: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with('[') && l.contains("] "))
+            .collect();
+        assert_eq!(footnotes.len(), reasons.len(), "{text}");
+        assert!(!text.contains("task-clock: kernel."), "{text}");
     } else {
         println!("perf_event_paranoid={paranoid}: kernel counting allowed, nothing to refuse");
     }

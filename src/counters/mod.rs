@@ -254,9 +254,10 @@ fn is_clock(spec: &EventSpec) -> bool {
     spec.type_ == events::PERF_TYPE_SOFTWARE && (spec.config == 0 || spec.config == 1)
 }
 
+/// Why an event could not be opened. The reason does not repeat the event's name (the table
+/// row that shows it names the event), so events refused for one reason share one footnote.
 fn classify(e: &io::Error, spec: Option<&EventSpec>) -> EventStatus {
     let errno = e.raw_os_error().unwrap_or(0);
-    let what = spec.map(|s| s.name.as_str()).unwrap_or("perf events");
     match errno {
         libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => {
             let why = if spec.is_some_and(|s| !s.is_software()) && !hardware_pmu_present() {
@@ -278,15 +279,13 @@ fn classify(e: &io::Error, spec: Option<&EventSpec>) -> EventStatus {
             } else {
                 "needs CAP_PERFMON (or CAP_SYS_ADMIN) or perf_event_paranoid <= 2"
             };
-            EventStatus::NotPermitted(format!("{what}: {paranoid}; {hint} ({e})"))
+            EventStatus::NotPermitted(format!("{paranoid}; {hint} ({e})"))
         }
         libc::EINVAL => EventStatus::NotSupported(format!(
-            "the kernel rejected {what} on this machine: perf_event_open returned {e}"
+            "the kernel rejected the event on this machine: perf_event_open returned {e}"
         )),
-        libc::EMFILE => {
-            EventStatus::Failed(format!("{what}: out of file descriptors (ulimit -n): {e}"))
-        }
-        _ => EventStatus::Failed(format!("{what}: perf_event_open failed: {e}")),
+        libc::EMFILE => EventStatus::Failed(format!("out of file descriptors (ulimit -n): {e}")),
+        _ => EventStatus::Failed(format!("perf_event_open failed: {e}")),
     }
 }
 

@@ -17,10 +17,13 @@ fn metric_row(m: &Metric, notes: &mut Vec<String>) -> Vec<String> {
         let status = m.status.clone().unwrap_or_else(|| "<no value>".into());
         let mut mark = String::new();
         if let Some(r) = &m.reason {
+            // Results written before reasons stopped naming their event began "cycles: ...":
+            // the row names the event, so one reason is one footnote.
+            let r = r.strip_prefix(&format!("{}: ", m.name)).unwrap_or(r);
             let i = match notes.iter().position(|n| n == r) {
                 Some(i) => i,
                 None => {
-                    notes.push(r.clone());
+                    notes.push(r.to_string());
                     notes.len() - 1
                 }
             };

@@ -62,6 +62,22 @@ pub fn ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
     out
 }
 
+/// Ticks for an axis of whole numbers (threads, rules, copies): whole positions only, so the
+/// steps are never below one.
+pub fn whole_ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
+    let t = ticks(lo, hi, want);
+    if t.len() >= 2 && t[1] - t[0] < 1.0 {
+        let mut out = Vec::new();
+        let mut v = lo.ceil();
+        while v <= hi {
+            out.push(v);
+            v += 1.0;
+        }
+        return out;
+    }
+    t
+}
+
 /// Extend a data range to round ends with a little room.
 fn padded(lo: f64, hi: f64, include_zero: bool) -> (f64, f64) {
     let (mut lo, mut hi) = if lo.is_finite() && hi.is_finite() {
@@ -342,14 +358,27 @@ pub fn xy(title: &str, x_label: &str, y_label: &str, series: &[Series], y_zero: 
     };
     let mut f = Frame::new(title, x_label, y_label, legend);
     f.y_axis(&ya);
-    for t in ticks(x0, x1, 6) {
+    // An x of whole numbers only (threads, rules loaded, a count of cache lines) is a count:
+    // whole ticks, printed as such ("2", not "2.00" or "2.50").
+    let whole = xs.iter().all(|x| !x.is_finite() || x.fract() == 0.0);
+    let x_ticks = if whole {
+        whole_ticks(x0, x1, 6)
+    } else {
+        ticks(x0, x1, 6)
+    };
+    for t in x_ticks {
         let px = xa.at(t);
+        let label = if whole {
+            crate::core::num::group_thousands(&format!("{t:.0}"))
+        } else {
+            fmt_num(t)
+        };
         let _ = write!(
             f.body,
             r#"<text class="tick" x="{}" y="{}" text-anchor="middle">{}</text>"#,
             n(px),
             n(f.plot_bottom() + 16.0),
-            esc(&fmt_num(t))
+            esc(&label)
         );
     }
     for s in series {
@@ -729,6 +758,31 @@ pub fn standalone(chart: &str) -> String {
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    #[test]
+    fn counts_get_whole_ticks() {
+        assert_eq!(whole_ticks(0.8, 4.2, 6), vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(whole_ticks(0.0, 100.0, 5), ticks(0.0, 100.0, 5));
+        let page = xy(
+            "t",
+            "threads",
+            "y",
+            &[Series::Line {
+                class: 0,
+                label: String::new(),
+                pts: vec![(1.0, 1.0), (2.0, 2.0), (3.0, 2.5)],
+                dashed: false,
+            }],
+            true,
+        );
+        let x_ticks: Vec<&str> = page
+            .split(r#"class="tick" x="#)
+            .skip(1)
+            .filter(|s| s.contains(r#"text-anchor="middle""#))
+            .filter_map(|s| s.split("</text>").next()?.rsplit('>').next())
+            .collect();
+        assert_eq!(x_ticks, ["1", "2", "3"], "{page}");
+    }
 
     #[test]
     fn ticks_are_round() {
