@@ -80,7 +80,8 @@ pub(super) fn ab(
         }
     }
     let labels = if labels.is_empty() {
-        variants.clone()
+        let workloads: Vec<WorkloadSpec> = plans.iter().map(|p| p.workload.clone()).collect();
+        crate::experiments::ab::default_labels(&workloads, &variants)
     } else {
         labels
     };

@@ -77,7 +77,9 @@ pub enum Command {
         /// Give it two or more times; the first is the baseline.
         #[arg(long = "variant", value_name = "ARGS", required = true)]
         variants: Vec<String>,
-        /// A name for each variant, in order (default: its arguments).
+        /// A name for each variant, in order. Default: what differs between them, e.g. `getpid`
+        /// and `getppid`, or `iterations=1000` and `iterations=1020` (the whole --variant text
+        /// when their workloads are alike).
         #[arg(long = "label", value_name = "NAME")]
         labels: Vec<String>,
         /// Also write each variant's full result into this directory (created if need be).

@@ -3,6 +3,7 @@
 
 use crate::compare::{self, Comparison, Variant};
 use crate::runner::{self, Plan, Progress};
+use crate::workloads::WorkloadSpec;
 use anyhow::{Result, bail};
 use std::path::Path;
 
@@ -19,6 +20,74 @@ pub fn file_name(label: &str) -> String {
         })
         .collect();
     format!("{name}.json")
+}
+
+/// Labels for variants given without `--label`: what tells them apart, short enough for a
+/// table in a mail. The workload parameters that differ between the variants (defaults
+/// included), e.g. `getpid`, `getppid` for `syscall` and `syscall --syscall getppid`, or
+/// `files=4`, `files=8`; a workload's own main parameter (the syscall of `syscall`) is given by
+/// its value alone. Variants whose workloads are alike (they differ in run options, or not at
+/// all) keep their `--variant` text. Repeated labels get `#2`, `#3`, so each is unique (they
+/// name the `--save` files).
+pub fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<String> {
+    let params: Vec<Vec<(String, String)>> = workloads
+        .iter()
+        .map(|w| match serde_json::to_value(w) {
+            Ok(serde_json::Value::Object(m)) => m
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        serde_json::Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    (k, v)
+                })
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut differing: Vec<&str> = Vec::new();
+    for (k, _) in params.iter().flatten() {
+        let values: Vec<Option<&String>> = params
+            .iter()
+            .map(|ps| ps.iter().find(|(k2, _)| k2 == k).map(|(_, v)| v))
+            .collect();
+        if values.iter().any(|v| *v != values[0]) && !differing.contains(&k.as_str()) {
+            differing.push(k);
+        }
+    }
+    // The workload's name first, then its parameters.
+    differing.sort_by_key(|k| *k != "workload");
+    let mut labels: Vec<String> = params
+        .iter()
+        .zip(variants)
+        .map(|(ps, text)| {
+            let workload = ps.iter().find(|(k, _)| k == "workload").map(|(_, v)| v);
+            let parts: Vec<String> = differing
+                .iter()
+                .filter_map(|k| {
+                    let (_, v) = ps.iter().find(|(k2, _)| k2 == k)?;
+                    Some(if *k == "workload" || Some(&k.to_string()) == workload {
+                        v.clone()
+                    } else {
+                        format!("{k}={v}")
+                    })
+                })
+                .collect();
+            if parts.is_empty() {
+                text.trim().to_string()
+            } else {
+                parts.join(" ")
+            }
+        })
+        .collect();
+    for i in 1..labels.len() {
+        let repeats = labels[..i].iter().filter(|l| **l == labels[i]).count();
+        if repeats > 0 {
+            labels[i] = format!("{}#{}", labels[i], repeats + 1);
+        }
+    }
+    labels
 }
 
 /// Measure `plans` interleaved and compare them, the first as the baseline. With `save`, each
@@ -53,6 +122,46 @@ pub fn run(
 
 #[cfg(test)]
 mod unit {
+    use super::*;
+    use crate::workloads::{spin, syscall};
+
+    fn labels(workloads: &[WorkloadSpec]) -> Vec<String> {
+        let texts: Vec<String> = (0..workloads.len()).map(|i| format!("v{i}")).collect();
+        default_labels(workloads, &texts)
+    }
+
+    fn sys(name: &str) -> WorkloadSpec {
+        WorkloadSpec::Syscall(syscall::Params {
+            syscall: name.into(),
+        })
+    }
+
+    fn spin(iterations: u64) -> WorkloadSpec {
+        WorkloadSpec::Spin(spin::Params { iterations })
+    }
+
+    #[test]
+    fn default_labels_name_what_differs() {
+        assert_eq!(
+            labels(&[sys("getpid"), sys("getppid"), sys("gettid")]),
+            ["getpid", "getppid", "gettid"]
+        );
+        assert_eq!(
+            labels(&[spin(1000), spin(1020)]),
+            ["iterations=1000", "iterations=1020"]
+        );
+        assert_eq!(
+            labels(&[sys("getpid"), spin(1000)]),
+            ["syscall getpid", "spin iterations=1000"]
+        );
+        // Alike workloads keep their --variant text, made unique.
+        let texts = vec!["syscall".to_string(), "syscall".to_string()];
+        assert_eq!(
+            default_labels(&[sys("getpid"), sys("getpid")], &texts),
+            ["syscall", "syscall#2"]
+        );
+    }
+
     #[test]
     fn labels_become_safe_file_names() {
         assert_eq!(

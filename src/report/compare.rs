@@ -3,7 +3,7 @@
 //! variants (seed 001), the counters side by side, and the profile's differences.
 
 use super::Render;
-use super::format::Grid;
+use super::format::{Format, Grid};
 use crate::compare::Comparison;
 use crate::core::fmt_num;
 use crate::results::MetricKind;
@@ -63,6 +63,49 @@ impl Comparison {
             ]);
         }
         g
+    }
+
+    /// The deltas as one block per metric, for a mail (`--format lkml`): the baseline's median
+    /// as the block's first row, then each variant's median, delta, CI, adjusted p, effect and
+    /// verdict. The unadjusted p is left to the other formats, so a block fits 80 columns.
+    pub fn delta_blocks(&self) -> Vec<Grid> {
+        let ci = format!("{:.0}% CI of delta", 100.0 * self.bootstrap.confidence);
+        let mut metrics: Vec<&str> = Vec::new();
+        for d in &self.deltas {
+            if !metrics.contains(&d.metric.as_str()) {
+                metrics.push(&d.metric);
+            }
+        }
+        metrics
+            .iter()
+            .map(|name| {
+                let rows: Vec<_> = self.deltas.iter().filter(|d| d.metric == *name).collect();
+                let mut g = Grid::new(&["", "median", "delta", &ci, "p adj", "effect", "verdict"])
+                    .right(1..=5)
+                    .title(format!(" {name} ({})", rows[0].unit));
+                g.row(vec![
+                    self.variants[0].label.clone(),
+                    fmt_num(rows[0].base_median),
+                    "baseline".into(),
+                ]);
+                for d in rows {
+                    g.row(vec![
+                        self.variants[d.variant].label.clone(),
+                        fmt_num(d.median),
+                        pct(d.delta_pct),
+                        d.ci_pct
+                            .map(|(a, b)| format!("[{a:+.2}, {b:+.2}]"))
+                            .unwrap_or_else(|| "-".into()),
+                        pval(d.p_adjusted),
+                        d.effect_sigma
+                            .map(|e| format!("{e:+.1}σ"))
+                            .unwrap_or_else(|| "-".into()),
+                        d.verdict.clone(),
+                    ]);
+                }
+                g
+            })
+            .collect()
     }
 
     /// Seed 004's table for the primary metric: Min, Mean, Median, Max, pstdev per variant.
@@ -256,7 +299,29 @@ impl Render for Comparison {
     fn grids(&self) -> Vec<Grid> {
         let mut d = self.delta_grid();
         d.notes = self.notes();
-        let mut out = vec![d, self.seed_table()];
+        let mut out = vec![d];
+        out.extend(self.other_grids());
+        out
+    }
+
+    /// For a mail, the deltas come one block per metric (see [`Comparison::delta_blocks`]).
+    fn text(&self, format: Format) -> String {
+        if format != Format::Lkml {
+            return super::format::render(format, &self.preamble(), &self.grids());
+        }
+        let mut grids = self.delta_blocks();
+        if let Some(last) = grids.last_mut() {
+            last.notes = self.notes();
+        }
+        grids.extend(self.other_grids());
+        super::format::render(format, &self.preamble(), &grids)
+    }
+}
+
+impl Comparison {
+    /// The tables after the deltas.
+    fn other_grids(&self) -> Vec<Grid> {
+        let mut out = vec![self.seed_table()];
         out.extend(self.profile_grid());
         out.extend(self.ranking_grid());
         out.extend(self.counter_blocks());

@@ -42,6 +42,11 @@ impl Render for ProbeResult {
             ),
         ];
         pre.extend(self.comparison.preamble().into_iter().skip(1));
-        super::format::render(format, &pre, &self.grids())
+        let grids = if format == Format::Lkml {
+            self.comparison.delta_blocks()
+        } else {
+            self.grids()
+        };
+        super::format::render(format, &pre, &grids)
     }
 }

@@ -16,9 +16,15 @@ impl Render for Scale {
         let pm = if ascii { "+-" } else { "±" };
         let mut out = String::new();
         for r in &self.rows {
+            // A mail keeps to 80 columns: the run count shortened there.
+            let runs = if ascii {
+                format!("  n={}", r.runs)
+            } else {
+                format!("   n={} runs", r.runs)
+            };
             out.push_str(&format!(
-                "{:<22}({:>2} cpus): {:>8.3} {pm} {:.3}M/s  ({:>7.3}M/s/cpu)   n={} runs\n",
-                self.case, r.threads, r.mean, r.stdev, r.per_cpu, r.runs
+                "{:<22}({:>2} cpus): {:>8.3} {pm} {:.3}M/s  ({:>7.3}M/s/cpu){runs}\n",
+                self.case, r.threads, r.mean, r.stdev, r.per_cpu
             ));
         }
         out

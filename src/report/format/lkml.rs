@@ -6,7 +6,7 @@ pub struct Lkml;
 
 impl Layout for Lkml {
     fn prose(&self, s: &str) -> String {
-        ascii(s)
+        wrap_prose(&ascii(s))
     }
     fn table(&self, g: &Grid) -> String {
         fixed_width(g)
@@ -34,6 +34,75 @@ pub fn ascii(s: &str) -> String {
     out
 }
 
+/// The width every line fits, as a mail client wraps at and seed 004's tables keep to.
+pub const WIDTH: usize = 80;
+
+/// Columns narrower than this are never wrapped to make a table fit.
+const MIN_WRAP: usize = 16;
+
+/// Word-wrap one line of prose to [`WIDTH`]: continuation lines keep the line's indent, and a
+/// list item ("- ") or footnote ("[3] ") hangs under its text. A word longer than a line (a
+/// long path) is cut, so no line is wider.
+pub fn wrap_prose(line: &str) -> String {
+    let indent = line.len() - line.trim_start().len();
+    let body = &line[indent..];
+    let hang = if body.starts_with("- ") {
+        2
+    } else if body.starts_with('[') {
+        body.find("] ").map_or(0, |i| i + 2)
+    } else {
+        0
+    };
+    let first = " ".repeat(indent);
+    let next = " ".repeat((indent + hang).min(WIDTH / 2));
+    wrap_words(body, WIDTH - indent, WIDTH - next.len())
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| format!("{}{l}", if i == 0 { &first } else { &next }))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Greedy word wrap: the first line to `first` columns, the others to `rest`.
+fn wrap_words(text: &str, first: usize, rest: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let mut word = word.to_string();
+        loop {
+            let width = if lines.len() == 1 { first } else { rest }.max(1);
+            let cur = lines.last_mut().unwrap();
+            let need = if cur.is_empty() { 0 } else { cur.len() + 1 };
+            if need + word.len() <= width {
+                if !cur.is_empty() {
+                    cur.push(' ');
+                }
+                cur.push_str(&word);
+                break;
+            }
+            if cur.is_empty() {
+                // A word wider than a whole line: cut it.
+                let tail = word.split_off(width);
+                cur.push_str(&word);
+                word = tail;
+            }
+            lines.push(String::new());
+        }
+    }
+    lines
+}
+
+/// A cell wrapped to `width` columns (one line if it fits).
+fn wrap_cell(c: &str, width: usize) -> Vec<String> {
+    if c.len() <= width {
+        return vec![c.to_string()];
+    }
+    wrap_words(c, width, width)
+}
+
+/// A table in plain fixed-width ASCII, every line within [`WIDTH`]. A table that is wider
+/// first has its widest text column wrapped inside its cells; if that is not enough, its
+/// columns are dealt into stacked tables that each repeat the leading label columns (as R
+/// prints a wide data frame), so nothing is cut and no line wraps in a mail client.
 fn fixed_width(g: &Grid) -> String {
     let cells: Vec<Vec<String>> = std::iter::once(&g.headers)
         .chain(&g.rows)
@@ -49,27 +118,176 @@ fn fixed_width(g: &Grid) -> String {
                 .unwrap_or(0)
         })
         .collect();
+    let span = |cols: &[usize], w: &[usize]| -> usize {
+        cols.iter().map(|&c| w[c]).sum::<usize>() + 2 * cols.len().saturating_sub(1)
+    };
+    let all: Vec<usize> = (0..ncol).collect();
+    if span(&all, &width) <= WIDTH {
+        return block(&cells, &all, &width, &g.right);
+    }
+    // One table, with the widest left-aligned column (a verdict, a note) wrapped.
+    let text_col = (1..ncol)
+        .filter(|c| !g.right.contains(c) && width[*c] > MIN_WRAP)
+        .max_by_key(|&c| width[c]);
+    if let Some(c) = text_col {
+        let others = span(&all, &width) - width[c];
+        if others + MIN_WRAP <= WIDTH {
+            let mut w = width.clone();
+            w[c] = WIDTH - others;
+            return block(&cells, &all, &w, &g.right);
+        }
+    }
+    // Stacked tables: the leading left-aligned columns (the labels) in each.
+    let mut keys = vec![0];
+    for c in 1..ncol {
+        if g.right.contains(&c) || span(&[keys.clone(), vec![c]].concat(), &width) > WIDTH / 2 {
+            break;
+        }
+        keys.push(c);
+    }
+    let mut w = width.clone();
+    w[0] = w[0].min(WIDTH / 2);
+    let room = WIDTH - span(&keys, &w) - 2;
+    let mut chunks: Vec<Vec<usize>> = vec![Vec::new()];
+    for c in keys.last().unwrap() + 1..ncol {
+        w[c] = w[c].min(room);
+        let cur = chunks.last_mut().unwrap();
+        if !cur.is_empty() && span(&[cur.clone(), vec![c]].concat(), &w) > room {
+            chunks.push(vec![c]);
+        } else {
+            cur.push(c);
+        }
+    }
+    chunks
+        .iter()
+        .map(|chunk| {
+            block(
+                &cells,
+                &[keys.clone(), chunk.clone()].concat(),
+                &w,
+                &g.right,
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The columns `cols` of `cells` (the header first), each `width[c]` wide, with a dashed rule
+/// under the header; a cell wider than its column wraps onto more lines.
+fn block(cells: &[Vec<String>], cols: &[usize], width: &[usize], right: &[usize]) -> String {
     let mut out = String::new();
     for (ri, r) in cells.iter().enumerate() {
-        let mut line = String::new();
-        for (i, w) in width.iter().enumerate() {
-            let c = r.get(i).map(String::as_str).unwrap_or("");
-            if i > 0 {
-                line.push_str("  ");
+        let wrapped: Vec<Vec<String>> = cols
+            .iter()
+            .map(|&c| wrap_cell(r.get(c).map(String::as_str).unwrap_or(""), width[c]))
+            .collect();
+        let height = wrapped.iter().map(Vec::len).max().unwrap_or(1);
+        for k in 0..height {
+            let mut line = String::new();
+            for (i, &c) in cols.iter().enumerate() {
+                let cell = wrapped[i].get(k).map(String::as_str).unwrap_or("");
+                let w = width[c];
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                if right.contains(&c) {
+                    line.push_str(&format!("{cell:>w$}"));
+                } else {
+                    line.push_str(&format!("{cell:<w$}"));
+                }
             }
-            if g.right.contains(&i) {
-                line.push_str(&format!("{c:>w$}"));
-            } else {
-                line.push_str(&format!("{c:<w$}"));
-            }
+            out.push_str(line.trim_end());
+            out.push('\n');
         }
-        out.push_str(line.trim_end());
-        out.push('\n');
         if ri == 0 {
-            let total = width.iter().sum::<usize>() + 2 * ncol.saturating_sub(1);
+            let total = cols.iter().map(|&c| width[c]).sum::<usize>() + 2 * (cols.len() - 1);
             out.push_str(&"-".repeat(total));
             out.push('\n');
         }
     }
     out
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    fn widest(text: &str) -> usize {
+        text.lines().map(str::len).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn prose_wraps_with_its_indent() {
+        let long = format!(" {}", "word ".repeat(40));
+        let w = wrap_prose(&long);
+        assert!(widest(&w) <= WIDTH, "{w}");
+        assert!(w.lines().all(|l| l.starts_with(" word")), "{w}");
+        let item = format!("   - {}", "item ".repeat(30));
+        let w = wrap_prose(&item);
+        assert!(w.lines().skip(1).all(|l| l.starts_with("     item")), "{w}");
+        let note = format!(" [12] {}", "note ".repeat(30));
+        let w = wrap_prose(&note);
+        assert!(
+            w.lines().skip(1).all(|l| l.starts_with("      note")),
+            "{w}"
+        );
+        let path = format!(" /{}", "x".repeat(200));
+        assert!(widest(&wrap_prose(&path)) <= WIDTH);
+        assert_eq!(wrap_prose(" short line"), " short line");
+        assert_eq!(wrap_prose(""), "");
+    }
+
+    fn grid(cols: usize, cell: &str) -> Grid {
+        let headers: Vec<String> = (0..cols).map(|i| format!("col{i}")).collect();
+        let mut g = Grid {
+            headers,
+            right: (2..cols).collect(),
+            ..Grid::default()
+        };
+        g.row((0..cols).map(|i| format!("{cell}{i}")).collect());
+        g
+    }
+
+    #[test]
+    fn narrow_tables_are_unchanged() {
+        let g = grid(3, "value");
+        assert_eq!(
+            fixed_width(&g),
+            "col0    col1      col2\n----------------------\nvalue0  value1  value2\n"
+        );
+    }
+
+    #[test]
+    fn a_long_text_column_wraps_in_its_cells() {
+        let mut g = Grid::new(&["metric", "median", "verdict"]).right([1]);
+        g.row(vec![
+            "time (ns/call)".into(),
+            "112.10".into(),
+            "no verdict: one run (its samples share one process; use --runs 5 or more)".into(),
+        ]);
+        let t = fixed_width(&g);
+        assert!(widest(&t) <= WIDTH, "{t}");
+        assert!(t.contains("no verdict"), "{t}");
+        assert!(t.contains("or more)"), "{t}");
+        assert_eq!(
+            t.lines().filter(|l| l.starts_with('-')).count(),
+            1,
+            "one table: {t}"
+        );
+    }
+
+    #[test]
+    fn wide_tables_stack_with_their_labels() {
+        let g = grid(14, "a-rather-wide-cell-");
+        let t = fixed_width(&g);
+        assert!(widest(&t) <= WIDTH, "{t}");
+        for i in 0..14 {
+            assert!(
+                t.contains(&format!("a-rather-wide-cell-{i}")),
+                "column {i}: {t}"
+            );
+        }
+        let stacks = t.lines().filter(|l| l.starts_with("col0")).count();
+        assert!(stacks > 1, "{t}");
+    }
 }
