@@ -182,7 +182,16 @@ fn replica_runs_correlate_spread_with_time() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("replica.json");
     let out = syscost()
-        .args(["run", "audit-replica", "--rules", "48", "--runs", "6"])
+        .args([
+            "run",
+            "audit-replica",
+            "--rules",
+            "48",
+            "--slab-fill",
+            "50",
+            "--runs",
+            "6",
+        ])
         .args([
             "--samples",
             "2",

@@ -39,7 +39,16 @@ fn results(dir: &Path) -> Vec<PathBuf> {
     };
     run(&["run", "syscall", "--runs", "3"], "run.json");
     run(
-        &["run", "audit-replica", "--rules", "16", "--runs", "4"],
+        &[
+            "run",
+            "audit-replica",
+            "--rules",
+            "16",
+            "--slab-fill",
+            "50",
+            "--runs",
+            "4",
+        ],
         "replica.json",
     );
     let out = syscost()

@@ -52,7 +52,10 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
         anyhow::bail!("{why}");
     }
     let events: EventList = if args.events.is_empty() {
-        counters::default_events()
+        match workload.extra_events() {
+            "" => counters::default_events(),
+            extra => counters::parse_event_list(&[counters::events::DEFAULT_EVENTS, extra])?,
+        }
     } else {
         counters::parse_event_list(&args.events)?
     };

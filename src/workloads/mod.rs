@@ -114,6 +114,9 @@ pub trait Spec {
     fn inherit(&self) -> bool {
         false
     }
+    /// Events counted besides the default list when `-e` is not given (event-list syntax),
+    /// e.g. the dTLB events of the replica, whose placement is about pages as much as sets.
+    const EXTRA_EVENTS: &'static str = "";
 }
 
 macro_rules! workload_spec {
@@ -186,6 +189,13 @@ macro_rules! workload_spec {
             }
 
             /// The message asking for `--ops` when the workload cannot be calibrated.
+            pub fn extra_events(&self) -> &'static str {
+                match self {
+                    $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::EXTRA_EVENTS,)*
+                    WorkloadSpec::Empty => "",
+                }
+            }
+
             pub fn ops_required(&self) -> Option<&'static str> {
                 match self {
                     $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::OPS_REQUIRED,)*
