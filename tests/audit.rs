@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use syscost::audit::{AuditSocket, rules};
@@ -350,4 +351,64 @@ fn env_reports_audit_and_residue_fields() {
     if std::path::Path::new(syscost::audit::session::ENABLED_MARKER).exists() {
         assert_eq!(env["audit"]["residue"], true);
     }
+}
+
+/// `audit addresses` on this kernel: the entries' addresses where it can read them, else one
+/// message naming each missing setting and no output file; and a dump in its format (recorded
+/// from a kernel that had CONFIG_KALLSYMS_ALL and /proc/kcore) is what `cachesets --addresses`
+/// reads.
+#[test]
+fn rule_addresses_are_dumped_or_the_missing_settings_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("rules.txt");
+    let out = syscost()
+        .args(["audit", "addresses", "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        let c = syscost()
+            .args(["cachesets", "--size", "408", "--addresses"])
+            .arg(&out_file)
+            .output()
+            .unwrap();
+        assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    } else {
+        assert!(
+            err.contains("CONFIG_KALLSYMS_ALL")
+                || err.contains("CONFIG_PROC_KCORE")
+                || err.contains("kptr_restrict")
+                || err.contains("/proc/kcore"),
+            "{err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
+        assert!(!out_file.exists(), "nothing written on a refusal");
+        let kallsyms_all = std::fs::read_to_string("/proc/kallsyms")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.ends_with(" audit_filter_list"));
+        if !kallsyms_all {
+            assert!(err.contains("CONFIG_KALLSYMS_ALL"), "{err}");
+        }
+        if !Path::new("/proc/kcore").exists() {
+            assert!(err.contains("CONFIG_PROC_KCORE"), "{err}");
+        }
+    }
+    let recorded = dir.path().join("recorded.txt");
+    std::fs::write(
+        &recorded,
+        "# 4 audit syscall-exit rule entries (struct audit_entry, kmalloc-512), in list order\n\
+         0xffff888004123400\n0xffff888004123600\n0xffff8880041a2200\n0xffff888007a10200\n",
+    )
+    .unwrap();
+    let c = syscost()
+        .args(["cachesets", "--size", "408", "--json", "--addresses"])
+        .arg(&recorded)
+        .args(["--geometry", "sets=64,ways=8,line=64"])
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert_eq!(v["objects"], 4, "{v}");
 }

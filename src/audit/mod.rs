@@ -4,6 +4,7 @@
 //! Status requests use netlink-packet-audit's message types; rules are encoded and decoded by
 //! [`rules`] (see there why).
 
+pub mod addresses;
 pub mod rules;
 pub mod session;
 

@@ -46,7 +46,23 @@ pub enum AuditCommand {
     },
     /// Remove audit rules and restore the enabled flag left by a syscost that was killed.
     Cleanup,
+    /// Print the addresses of the kernel's audit syscall-exit rule entries, one per line, for
+    /// `syscost cachesets --addresses` (needs CONFIG_KALLSYMS_ALL, /proc/kcore and root; says
+    /// which is missing).
+    #[command(after_help = ADDRESSES_HELP)]
+    Addresses {
+        /// Write the list to FILE (atomically) instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
+
+pub(super) const ADDRESSES_HELP: &str = "The kernel keeps each rule as a struct audit_entry from \
+kmalloc-512 on audit_filter_list[AUDIT_FILTER_EXIT]; syscost finds the list head in /proc/kallsyms \
+and walks it through /proc/kcore, reading only. Seed 000 did this with drgn.
+
+Examples:
+  syscost audit addresses -o rules.txt && syscost cachesets --addresses rules.txt --size 408";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum SweepBench {
@@ -112,6 +128,28 @@ pub(super) fn audit_command(cmd: AuditCommand) -> Result<()> {
                         format!(" ({})", lists.join(", "))
                     }
                 );
+            }
+            Ok(())
+        }
+        AuditCommand::Addresses { output } => {
+            if let Some(o) = &output {
+                crate::core::check_writable(o)?;
+            }
+            let addrs = crate::audit::addresses::exit_rule_addresses()?;
+            let mut text = format!(
+                "# {} audit syscall-exit rule entries (struct audit_entry, kmalloc-512), in \
+                 list order\n",
+                addrs.len()
+            );
+            for a in &addrs {
+                text.push_str(&format!("{a:#x}\n"));
+            }
+            match output {
+                Some(o) => {
+                    crate::core::write_atomic(&o, text.as_bytes())?;
+                    eprintln!("syscost: written to {}", o.display());
+                }
+                None => print!("{text}"),
             }
             Ok(())
         }
