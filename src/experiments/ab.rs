@@ -46,13 +46,26 @@ pub fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<St
             _ => Vec::new(),
         })
         .collect();
+    // A parameter that is null (not applicable: the slab shape of a non-slab placement)
+    // tells nothing apart by itself: it differs when two variants give it different values.
+    // Between different workloads, each one's own parameters are part of its name too.
+    let mut names: Vec<Option<&String>> = params
+        .iter()
+        .map(|ps| ps.iter().find(|(k, _)| k == "workload").map(|(_, v)| v))
+        .collect();
+    names.dedup();
+    let mixed = names.len() > 1;
     let mut differing: Vec<&str> = Vec::new();
     for (k, _) in params.iter().flatten() {
-        let values: Vec<Option<&String>> = params
+        let present: Vec<Option<&String>> = params
             .iter()
             .map(|ps| ps.iter().find(|(k2, _)| k2 == k).map(|(_, v)| v))
             .collect();
-        if values.iter().any(|v| *v != values[0]) && !differing.contains(&k.as_str()) {
+        let mut values: Vec<&String> = present.iter().flatten().copied().collect();
+        values.retain(|v| *v != "null");
+        values.dedup();
+        let partial = mixed && present.iter().any(Option::is_none);
+        if (values.len() > 1 || partial) && !differing.contains(&k.as_str()) {
             differing.push(k);
         }
     }
@@ -66,7 +79,7 @@ pub fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<St
             let parts: Vec<String> = differing
                 .iter()
                 .filter_map(|k| {
-                    let (_, v) = ps.iter().find(|(k2, _)| k2 == k)?;
+                    let (_, v) = ps.iter().find(|(k2, v2)| k2 == k && v2 != "null")?;
                     Some(if *k == "workload" || Some(&k.to_string()) == workload {
                         v.clone()
                     } else {
@@ -123,7 +136,7 @@ pub fn run(
 #[cfg(test)]
 mod unit {
     use super::*;
-    use crate::workloads::{spin, syscall};
+    use crate::workloads::{audit_replica, spin, syscall};
 
     fn labels(workloads: &[WorkloadSpec]) -> Vec<String> {
         let texts: Vec<String> = (0..workloads.len()).map(|i| format!("v{i}")).collect();
@@ -153,6 +166,28 @@ mod unit {
         assert_eq!(
             labels(&[sys("getpid"), spin(1000)]),
             ["syscall getpid", "spin iterations=1000"]
+        );
+        // Parameters that apply to one variant only (null elsewhere) do not label it.
+        let replica = |placement: &str, pages: audit_replica::Pages| {
+            let slab = placement == "slab";
+            WorkloadSpec::AuditReplica(audit_replica::Params {
+                rules: 37,
+                matching: 5,
+                variant: audit_replica::Variant::Baseline,
+                placement: placement.parse().unwrap(),
+                pages,
+                slab_objects: slab.then_some(16),
+                slab_order: slab.then_some(1),
+                slab_fill: slab.then_some(47),
+                major: 39,
+            })
+        };
+        assert_eq!(
+            labels(&[
+                replica("random", audit_replica::Pages::Small),
+                replica("slab", audit_replica::Pages::Huge),
+            ]),
+            ["pages=4k placement=random", "pages=huge placement=slab"]
         );
         // Alike workloads keep their --variant text, made unique.
         let texts = vec!["syscall".to_string(), "syscall".to_string()];
