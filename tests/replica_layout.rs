@@ -307,3 +307,49 @@ fn cachesets_reproduces_the_seed_and_refuses_bad_input() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"));
 }
+
+/// The replica's default is slab placement on huge pages, and each run records what it got.
+#[test]
+fn replica_runs_record_their_pages_and_slabs() {
+    let _s = serial();
+    for pages in ["huge", "4k"] {
+        let r = json_of(&[
+            "run",
+            "audit-replica",
+            "--pages",
+            pages,
+            "--runs",
+            "2",
+            "--samples",
+            "2",
+            "--sample-time",
+            "5ms",
+            "-e",
+            "task-clock",
+            "--json",
+        ]);
+        assert_eq!(r["workload"]["placement"], "slab");
+        assert!(r["workload"]["slab_objects"].as_u64().unwrap() >= 1);
+        let share = median(metric(&r, "huge-page-share"));
+        let notes: Vec<&str> = r["runs"][0]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| n.as_str())
+            .collect();
+        let joined = notes.join("\n");
+        if pages == "4k" {
+            assert_eq!(share, 0.0, "{joined}");
+            assert!(joined.contains("4 KiB pages"), "{joined}");
+        } else {
+            assert!(
+                joined.contains("2 MiB") || joined.contains("NOT granted"),
+                "{joined}"
+            );
+            println!("huge pages here: {share}% ({joined})");
+        }
+        assert!(joined.contains("slab placement"), "{joined}");
+        // 37 entries in 16-object slabs touch a few pages, not 37.
+        assert!(median(metric(&r, "pages-touched")) < 37.0);
+    }
+}

@@ -980,6 +980,36 @@ mod unit {
     }
 
     #[test]
+    fn a_refused_region_is_said_and_a_failed_setup_leaves_nothing_mapped() {
+        let refused = Backing {
+            asked: Pages::Huge,
+            hugetlb: false,
+            huge_pct: 12.5,
+        };
+        let said = refused.describe();
+        assert!(said.contains("NOT granted") && said.contains("12%"), "{said}");
+        assert!(said.contains("vm.nr_hugepages"), "says what to do: {said}");
+        let vm_size = || -> u64 {
+            std::fs::read_to_string("/proc/self/status")
+                .unwrap()
+                .lines()
+                .find_map(|l| l.strip_prefix("VmSize:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap()
+        };
+        let before = vm_size();
+        for _ in 0..20 {
+            // Fails after mapping: only 8 sets are reachable.
+            assert!(Replica::new(&params(Placement::Sets(9)), 1).is_err());
+        }
+        let grown_kb = vm_size().saturating_sub(before);
+        assert!(
+            grown_kb < 100 << 10,
+            "20 failed setups left {grown_kb} kB mapped"
+        );
+    }
+
+    #[test]
     fn huge_pages_are_read_from_smaps() {
         let smaps = "\
 7f0000000000-7f0001000000 rw-p 00000000 00:00 0
