@@ -1,7 +1,9 @@
 //! Compiles the C measurement kernels (csrc/) with the system C compiler at -O2: they must have
-//! a C compiler's code generation, as the kernel code they re-create does.
+//! a C compiler's code generation, as the kernel code they re-create does. Also links
+//! csrc/tiny_exit.c into a freestanding static executable that `run proc --op exec` embeds.
 fn main() {
     println!("cargo:rerun-if-changed=csrc/audit_replica.c");
+    println!("cargo:rerun-if-changed=csrc/tiny_exit.c");
     cc::Build::new()
         .file("csrc/audit_replica.c")
         .opt_level(2)
@@ -11,4 +13,17 @@ fn main() {
         .flag_if_supported("-fno-ipa-icf")
         .warnings(true)
         .compile("audit_replica");
+
+    // The cc crate builds libraries; an executable is linked by its compiler directly.
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let exe = out.join("tiny_exit");
+    let status = cc::Build::new()
+        .get_compiler()
+        .to_command()
+        .args(["-O2", "-static", "-nostdlib", "-fno-pie", "-no-pie", "-o"])
+        .arg(&exe)
+        .arg("csrc/tiny_exit.c")
+        .status()
+        .expect("running the C compiler for csrc/tiny_exit.c");
+    assert!(status.success(), "compiling csrc/tiny_exit.c failed");
 }

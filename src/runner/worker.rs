@@ -187,9 +187,12 @@ fn calibrate(w: &mut dyn Workload, target_ns: u64, signal: &AtomicUsize) -> Resu
     let mut ops: u64 = 1;
     loop {
         interrupted(signal)?;
+        w.before_batch(ops)?;
         let t0 = Instant::now();
-        w.run_batch(ops)?;
+        let done = w.run_batch(ops);
         let ns = t0.elapsed().as_nanos() as u64;
+        w.after_batch()?;
+        done?;
         if ns >= target_ns || ops >= 1 << 40 {
             return Ok(Reply::Calibrated { ops, batch_ns: ns });
         }
@@ -197,8 +200,9 @@ fn calibrate(w: &mut dyn Workload, target_ns: u64, signal: &AtomicUsize) -> Resu
     }
 }
 
-/// One timed batch: counters read, clock read, the batch, clock read, counters read. Nothing
-/// else happens between the two clock readings.
+/// One timed batch: the workload's untimed preparation, counters read, clock read, the batch,
+/// clock read, counters read, the workload's untimed clean-up. Nothing else happens between
+/// the two clock readings.
 fn timed_batch(
     w: &mut dyn Workload,
     counters: &mut CounterSet,
@@ -206,12 +210,15 @@ fn timed_batch(
     before: &mut [Option<RawCount>],
     after: &mut [Option<RawCount>],
 ) -> Result<Sample> {
+    w.before_batch(ops)?;
     counters.read_into(before).context("reading counters")?;
     let t0 = Instant::now();
     let done = w.run_batch(ops);
     let t1 = Instant::now();
+    let read = counters.read_into(after).context("reading counters");
+    w.after_batch()?;
     done?;
-    counters.read_into(after).context("reading counters")?;
+    read?;
     let counts = before
         .iter()
         .zip(after.iter())

@@ -21,6 +21,10 @@ macro_rules! with_workloads {
             Exec(exec),
             Vdso(vdso),
             Spin(spin),
+            File(file),
+            Ipc(ipc),
+            Proc(proc),
+            Mem(mem),
         }
     };
 }
@@ -28,6 +32,7 @@ macro_rules! with_workloads {
 pub(crate) use with_workloads;
 
 pub mod empty;
+pub mod scratch;
 
 macro_rules! declare_modules {
     ($($variant:ident($module:ident)),* $(,)?) => {
@@ -55,6 +60,18 @@ pub trait Workload {
     /// operation itself (no allocation, no I/O beyond the operation). A failing operation ends
     /// the batch with an error that says which operation failed and why.
     fn run_batch(&mut self, ops: u64) -> Result<()>;
+
+    /// Before each batch, untimed and uncounted: prepare what `ops` operations consume (a
+    /// fresh mapping whose pages the batch faults in).
+    fn before_batch(&mut self, _ops: u64) -> Result<()> {
+        Ok(())
+    }
+
+    /// After each batch, untimed and uncounted: undo what the batch left (unmap the pages it
+    /// faulted in).
+    fn after_batch(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     /// Facts about this run worth showing beside the figures (e.g. the file system measured).
     fn notes(&self) -> Vec<String> {
@@ -230,6 +247,10 @@ mod unit {
             "exec",
             "vdso",
             "spin",
+            "file",
+            "ipc",
+            "proc",
+            "mem",
         ]) {
             assert_eq!(*name, tag);
         }

@@ -78,29 +78,9 @@ pub fn fs_type(path: &Path) -> String {
     }
 }
 
-/// Remove files and directories named by a syscost worker that no longer runs (killed with
-/// SIGKILL before its teardown).
+/// Remove what workers killed before their teardown left here.
 fn remove_stale(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.filter_map(|e| e.ok()) {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(PREFIX) else {
-            continue;
-        };
-        let pid: Option<u32> = rest.split(['-', '.']).next().and_then(|p| p.parse().ok());
-        if let Some(pid) = pid
-            && !Path::new(&format!("/proc/{pid}")).exists()
-        {
-            let p = e.path();
-            let _ = if p.is_dir() {
-                std::fs::remove_dir_all(&p)
-            } else {
-                std::fs::remove_file(&p)
-            };
-        }
-    }
+    super::scratch::remove_stale(dir, PREFIX);
 }
 
 impl VfsMix {

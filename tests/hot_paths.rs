@@ -1,0 +1,208 @@
+//! End-to-end: the lmbench / perf bench hot paths (`run file`, `ipc`, `proc`, `mem`) on this
+//! machine. Each checks that its operations happened (counters per op where the kernel counts
+//! them: page faults, context switches) and that its time is plausible against a neighbour
+//! measured in the same test (never an absolute time); bad input is refused clearly, and an
+//! interrupted run leaves neither its partner process nor its file behind.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TINY: &[&str] = &[
+    "--runs",
+    "3",
+    "--samples",
+    "2",
+    "--warmup",
+    "1",
+    "--sample-time",
+    "10ms",
+    "-e",
+    "task-clock,context-switches,page-faults",
+    "--json",
+];
+
+fn run(workload: &str, args: &[&str]) -> Value {
+    let cpu = a_cpu();
+    let mut all = vec!["run", workload];
+    all.extend(args);
+    all.extend(["--cpu", &cpu]);
+    all.extend(TINY);
+    json_of(&all)
+}
+
+fn per_op(r: &Value, name: &str) -> f64 {
+    median(metric(r, name))
+}
+
+#[test]
+fn file_calls_run_and_rank_plausibly() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let t = |op: &str| per_op(&run("file", &["--op", op, "--dir", d]), "time");
+    let (read, open_close) = (t("read"), t("open-close"));
+    assert!(
+        open_close > read,
+        "open+close ({open_close} ns) costs more than a 1-byte read ({read} ns)"
+    );
+    let (stat, fstat) = (t("stat"), t("fstat"));
+    assert!(stat > fstat, "stat's path walk ({stat}) vs fstat ({fstat})");
+    for op in ["write", "pread", "lseek", "dup-close"] {
+        assert!(t(op) > 0.0, "{op}");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "the file is removed"
+    );
+    let out = syscost()
+        .args(["run", "file", "--op", "stat", "--dir", "/no/such/dir"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no such directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ipc_round_trips_switch_and_cost_more_than_a_syscall() {
+    let _s = serial();
+    let write = per_op(&run("file", &["--op", "write"]), "time");
+    let pipe = run("ipc", &["--op", "pipe"]);
+    let rt = per_op(&pipe, "time");
+    assert!(
+        rt > 3.0 * write,
+        "a pipe round trip ({rt} ns) vs a write to /dev/null ({write} ns)"
+    );
+    // Both ends on one CPU: the worker is switched out once per round trip.
+    let cs = per_op(&pipe, "context-switches");
+    assert!(
+        (0.9..=2.5).contains(&cs),
+        "{cs} context switches per round trip"
+    );
+    for op in ["unix", "tcp", "udp", "futex", "eventfd"] {
+        let r = run("ipc", &["--op", op]);
+        let cs = per_op(&r, "context-switches");
+        assert!(cs >= 0.5, "{op}: {cs} context switches per round trip");
+    }
+    let ctx = run("ipc", &["--op", "ctx", "--working-set", "16"]);
+    assert!(per_op(&ctx, "time") > 0.0);
+    let (signal, sigaction) = (
+        per_op(&run("ipc", &["--op", "signal"]), "time"),
+        per_op(&run("ipc", &["--op", "sigaction"]), "time"),
+    );
+    assert!(
+        signal > sigaction,
+        "delivering a signal ({signal}) vs installing a handler ({sigaction})"
+    );
+    let out = syscost()
+        .args(["run", "ipc", "--op", "pipe", "--working-set", "8"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--op ctx"), "{err}");
+}
+
+#[test]
+fn processes_are_created_and_reaped() {
+    let _s = serial();
+    let fork = per_op(&run("proc", &["--op", "fork"]), "time");
+    let thread = per_op(&run("proc", &["--op", "thread"]), "time");
+    assert!(
+        fork > thread,
+        "fork+exit+wait ({fork} ns) vs thread create+join ({thread} ns)"
+    );
+    for op in ["exec", "spawn"] {
+        let r = run("proc", &["--op", op]);
+        // Each operation waits for its child: the worker sleeps at least once per op.
+        let cs = per_op(&r, "context-switches");
+        assert!(cs >= 0.9, "{op}: {cs} context switches per process");
+    }
+}
+
+#[test]
+fn page_faults_are_counted_one_per_op() {
+    let _s = serial();
+    let anon = run("mem", &["--op", "fault-anon"]);
+    let pf = per_op(&anon, "page-faults");
+    assert!(
+        (0.9..=1.1).contains(&pf),
+        "{pf} page faults per anonymous fault"
+    );
+    let mmap = run("mem", &["--op", "mmap", "--size", "1048576"]);
+    assert!(
+        per_op(&mmap, "page-faults") < 0.1,
+        "mmap+munmap touches nothing"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = run(
+        "mem",
+        &["--op", "fault-file", "--dir", dir.path().to_str().unwrap()],
+    );
+    let pf = per_op(&file, "page-faults");
+    assert!(pf > 0.0 && pf <= 1.05, "{pf} faults per file page");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert!(per_op(&run("mem", &["--op", "brk", "--size", "65536"]), "time") > 0.0);
+    let out = syscost()
+        .args(["run", "mem", "--op", "mmap", "--size", "100"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("multiple of 4096"), "{err}");
+}
+
+/// SIGINT mid-run: the pipe's echo partner (the worker's child) is gone, and so is the file a
+/// file workload made.
+#[test]
+fn an_interrupted_round_trip_leaves_no_partner() {
+    let _s = serial();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .args([
+            "run",
+            "ipc",
+            "--op",
+            "pipe",
+            "--runs",
+            "50",
+            "--sample-time",
+            "50ms",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let children = |pid: u32| -> Vec<u32> {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut partners = Vec::new();
+    while partners.is_empty() && Instant::now() < deadline {
+        for w in children(child.id()) {
+            partners.extend(children(w));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!partners.is_empty(), "a worker started its echo partner");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    for p in partners {
+        let gone = !Path::new(&format!("/proc/{p}")).exists()
+            || std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .map(|s| s.contains(") Z "))
+                .unwrap_or(true);
+        assert!(gone, "echo partner {p} is still running");
+    }
+}
