@@ -156,8 +156,10 @@ pub struct RunArgs {
 
     /// Events in perf's syntax: cycles,instructions:u,{L1-dcache-loads,L1-dcache-load-misses}.
     /// Braces group events so they are counted over the same instants; :u counts user space
-    /// only, :k the kernel only. Repeatable. [default: what perf stat -d counts, plus
-    /// task-clock, context-switches, cpu-migrations, page-faults]
+    /// only, :k the kernel only. Repeatable. `-e none` counts nothing, for time alone: every
+    /// counting event adds work to each context switch of the worker (about 10% of a pipe
+    /// round trip here). [default: what perf stat -d counts, plus task-clock,
+    /// context-switches, cpu-migrations, page-faults]
     #[arg(short = 'e', long = "events", value_name = "EVENTS")]
     pub events: Vec<String>,
 

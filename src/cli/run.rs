@@ -51,7 +51,12 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
     {
         anyhow::bail!("{why}");
     }
-    let events: EventList = if args.events.is_empty() {
+    let events: EventList = if args.events.iter().any(|e| e == "none") {
+        if args.events.len() > 1 {
+            anyhow::bail!("-e none counts nothing: give it alone, without other events");
+        }
+        EventList { groups: Vec::new() }
+    } else if args.events.is_empty() {
         match workload.extra_events() {
             "" => counters::default_events(),
             extra => counters::parse_event_list(&[counters::events::DEFAULT_EVENTS, extra])?,
