@@ -206,3 +206,82 @@ fn an_interrupted_round_trip_leaves_no_partner() {
         assert!(gone, "echo partner {p} is still running");
     }
 }
+
+/// `--copies` as will-it-scale: the sweep's table has one row per count, more copies do more
+/// operations per second on this 2-CPU machine, threads work as processes do, and the counts
+/// are checked.
+#[test]
+fn copies_scale_like_will_it_scale() {
+    let _s = serial();
+    let cpus = syscost::core::cpus::allowed_cpus().unwrap();
+    if cpus.len() < 2 {
+        println!("skipped: one CPU, nothing to scale over");
+        return;
+    }
+    let sweep = json_of(&[
+        "run",
+        "file",
+        "--op",
+        "read",
+        "--copies",
+        "1,2",
+        "--runs",
+        "3",
+        "--samples",
+        "2",
+        "--sample-time",
+        "20ms",
+        "-e",
+        "none",
+        "--format",
+        "json",
+    ]);
+    let rows = sweep["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{sweep}");
+    assert_eq!(
+        (rows[0]["threads"].as_u64(), rows[1]["threads"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let (one, two) = (
+        rows[0]["mean"].as_f64().unwrap(),
+        rows[1]["mean"].as_f64().unwrap(),
+    );
+    assert!(
+        two > 1.2 * one,
+        "2 copies: {two} M/s against 1 copy: {one} M/s"
+    );
+    let threads = json_of(&[
+        "run",
+        "ipc",
+        "--op",
+        "pipe",
+        "--copies",
+        "2",
+        "--mode",
+        "thread",
+        "--runs",
+        "2",
+        "--samples",
+        "2",
+        "--sample-time",
+        "20ms",
+        "-e",
+        "none",
+        "--json",
+    ]);
+    assert_eq!(threads["options"]["copies"], 2);
+    assert!(median(metric(&threads, "total-throughput")) > 0.0);
+    assert!(median(metric(&threads, "per-copy-throughput")) > 0.0);
+    for (args, says) in [
+        (vec!["run", "file", "--copies", "0"], "counts start at 1"),
+        (vec!["run", "file", "--copies", "x"], "--copies 'x'"),
+        (vec!["run", "uprobe", "--copies", "2"], "--threads"),
+    ] {
+        let out = syscost().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+}

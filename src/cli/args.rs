@@ -111,6 +111,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
     pub cpu: Option<CpuList>,
 
+    /// Copies of the workload at once, as will-it-scale runs them: copy i pinned to the i-th
+    /// CPU of --cpu (or of all allowed CPUs); the time per op is copy 0's, and
+    /// total-throughput counts every copy's operations. A list (1,2 or 1-4) sweeps the counts,
+    /// interleaved, into will-it-scale's table.
+    #[arg(long, value_name = "N|LIST")]
+    pub copies: Option<String>,
+
+    /// How the copies run: as processes or as threads of the worker.
+    #[arg(long = "mode", value_enum, default_value_t = crate::workloads::CopyMode::Process)]
+    pub copy_mode: crate::workloads::CopyMode,
+
     /// Run the worker under SCHED_FIFO at this priority (1-99); needs CAP_SYS_NICE. The policy
     /// belongs to the worker process and ends with it.
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
@@ -201,6 +212,21 @@ pub struct RunArgs {
     /// Write the result (JSON, with every raw sample) to FILE, atomically.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// `--copies`: the counts, each at least 1 (taskset's list syntax).
+pub fn copy_counts(s: &str) -> Result<Vec<u32>> {
+    let list = crate::core::CpuList::parse(s).map_err(|_| {
+        anyhow::anyhow!("--copies '{s}': give a count like 2 or a list like 1-4 or 1,2,4")
+    })?;
+    let counts: Vec<u32> = list.iter().map(|c| c as u32).collect();
+    if counts.is_empty() || counts.contains(&0) {
+        anyhow::bail!("--copies '{s}': counts start at 1");
+    }
+    if counts.iter().any(|&c| c > 4096) {
+        anyhow::bail!("--copies '{s}': at most 4096 copies");
+    }
+    Ok(counts)
 }
 
 impl RunArgs {

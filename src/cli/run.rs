@@ -69,7 +69,19 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
         max_time: args.max_time,
         max_runs: 1000,
     });
+    let counts = match &args.copies {
+        Some(c) => super::args::copy_counts(c)?,
+        None => Vec::new(),
+    };
+    if !counts.is_empty() && workload.threads().is_some() {
+        anyhow::bail!(
+            "--copies: {} runs its own producer threads; sweep them with --threads",
+            workload.name()
+        );
+    }
     let plan = Plan {
+        copies: counts.first().copied(),
+        copy_mode: args.copy_mode,
         until,
         estimator: args.estimator,
         workload,
@@ -101,6 +113,13 @@ pub(super) fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> 
         crate::core::check_writable(path)?;
     }
     let plan = plan_of(workload, &args)?;
+    let counts = match &args.copies {
+        Some(c) => super::args::copy_counts(c)?,
+        None => Vec::new(),
+    };
+    if counts.len() > 1 {
+        return copies_sweep(plan, &counts, &args);
+    }
     let mut bar = progress::Bar::new(&plan, 1);
     let mut result: RunResult = runner::run(&plan, &mut |p| bar.update(p))?;
     bar.finish();
@@ -113,6 +132,30 @@ pub(super) fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> 
         eprintln!("syscost: result written to {}", path.display());
     }
     Ok(())
+}
+
+/// `--copies LIST`: every count interleaved in rounds, then will-it-scale's table.
+fn copies_sweep(plan: Plan, counts: &[u32], args: &RunArgs) -> Result<()> {
+    let plans: Vec<Plan> = counts
+        .iter()
+        .map(|&c| Plan {
+            copies: Some(c),
+            ..plan.clone()
+        })
+        .collect();
+    let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
+    let results = runner::run_interleaved(&plans, &mut |p| bar.update(p))?;
+    bar.finish();
+    let case = format!(
+        "{} ({})",
+        plan.workload.describe(),
+        match plan.copy_mode {
+            crate::workloads::CopyMode::Process => "processes",
+            crate::workloads::CopyMode::Thread => "threads",
+        }
+    );
+    let scale = crate::experiments::scale::Scale::of_copies(&case, results);
+    show(&scale, args.format(), &args.output)
 }
 
 pub(super) fn uprobe_run(params: uprobe::Params, common: RunArgs) -> Result<()> {

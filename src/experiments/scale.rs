@@ -30,12 +30,32 @@ pub struct Scale {
 }
 
 impl Scale {
+    /// A `--threads` sweep of a throughput workload (uprobe).
     pub fn new(case: &str, results: Vec<RunResult>) -> Scale {
+        Scale::of(case, results, |r| r.workload.threads(), "throughput")
+    }
+
+    /// A `--copies` sweep: copies against total throughput (M ops/s).
+    pub fn of_copies(case: &str, results: Vec<RunResult>) -> Scale {
+        Scale::of(
+            case,
+            results,
+            |r| Some(r.options.copies),
+            "total-throughput",
+        )
+    }
+
+    fn of(
+        case: &str,
+        results: Vec<RunResult>,
+        count: impl Fn(&RunResult) -> Option<u32>,
+        metric: &str,
+    ) -> Scale {
         let rows = results
             .iter()
             .filter_map(|r| {
-                let t = r.workload.threads()?;
-                let m = r.metrics.iter().find(|m| m.name == "throughput")?;
+                let t = count(r)?;
+                let m = r.metrics.iter().find(|m| m.name == metric)?;
                 let s = m.summary.as_ref()?;
                 Some(Row {
                     threads: t,

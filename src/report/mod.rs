@@ -139,6 +139,8 @@ mod snapshots {
                 cpus: Some(crate::core::CpuList::parse("1").unwrap()),
                 fifo: None,
                 subtract_overhead: false,
+                copies: 1,
+                copy_mode: Default::default(),
             },
             clock: crate::runner::CLOCK.into(),
             events,

@@ -61,6 +61,10 @@ pub struct RunRecord {
     pub notes: Vec<String>,
 }
 
+fn one_copy() -> u32 {
+    1
+}
+
 /// How the run was set up.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunOptions {
@@ -81,6 +85,11 @@ pub struct RunOptions {
     pub fifo: Option<i32>,
     /// Whether reported per-op values have the empty-loop overhead subtracted.
     pub subtract_overhead: bool,
+    /// `--copies`: copies of the workload run at once (1 for results without it).
+    #[serde(default = "one_copy")]
+    pub copies: u32,
+    #[serde(default)]
+    pub copy_mode: crate::workloads::CopyMode,
     /// How each run's samples make its value (`mean` in files written before the choice).
     #[serde(default)]
     pub estimator: metrics::Estimator,

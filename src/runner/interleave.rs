@@ -328,6 +328,8 @@ mod unit {
             profile: false,
             until: None,
             estimator: Default::default(),
+            copies: None,
+            copy_mode: Default::default(),
         }
     }
 

@@ -7,6 +7,7 @@
 //! assembly of results can be checked without root or timing. Every alternating design (`ab`,
 //! the audit sweep, thread sweeps, `probe`) goes through [`interleave`].
 
+pub mod copies;
 pub mod interleave;
 pub mod worker;
 
@@ -55,6 +56,9 @@ pub struct Plan {
     /// Adaptive runs: `runs` is then the minimum, and rounds are added until the primary
     /// figure is precise enough or a limit is reached.
     pub until: Option<Until>,
+    /// Copies of the workload run at once (`--copies`); `None`: the worker alone, unwrapped.
+    pub copies: Option<u32>,
+    pub copy_mode: crate::workloads::CopyMode,
 }
 
 /// When adaptive runs stop (`--until PCT --max-time DURATION`). Stopping is on precision,
@@ -291,6 +295,8 @@ pub fn assemble(
             cpus: plan.cpus.clone(),
             fifo: plan.fifo,
             subtract_overhead: plan.subtract_overhead,
+            copies: plan.copies.unwrap_or(1),
+            copy_mode: plan.copy_mode,
         },
         clock: CLOCK.into(),
         events,
@@ -313,6 +319,8 @@ fn request(plan: &Plan, mode: Mode) -> Request {
         events: plan.events.clone(),
         cpus: plan.cpus.clone(),
         fifo: plan.fifo,
+        copies: plan.copies,
+        copy_mode: plan.copy_mode,
         mode,
     }
 }

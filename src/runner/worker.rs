@@ -26,6 +26,11 @@ pub struct Request {
     pub events: EventList,
     pub cpus: Option<CpuList>,
     pub fifo: Option<i32>,
+    /// Copies of the workload at once (see [`super::copies`]); `None` is the worker alone.
+    #[serde(default)]
+    pub copies: Option<u32>,
+    #[serde(default)]
+    pub copy_mode: crate::workloads::CopyMode,
     pub mode: Mode,
 }
 
@@ -123,7 +128,20 @@ fn serve(req: &Request, signal: &AtomicUsize) -> Result<Reply> {
         }
         None => "SCHED_OTHER".to_string(),
     };
-    let mut workload = req.workload.build()?;
+    let mut workload: Box<dyn crate::workloads::Workload> = if let Some(n) = req.copies {
+        let cpus = match &req.cpus {
+            Some(c) => c.clone(),
+            None => cpus::allowed_cpus().context("reading the CPUs this worker may use")?,
+        };
+        Box::new(super::copies::Copies::new(
+            &req.workload,
+            n,
+            req.copy_mode,
+            cpus,
+        )?)
+    } else {
+        req.workload.build()?
+    };
     let setup = workload.setup();
     let result = setup.and_then(|_| match &req.mode {
         Mode::Calibrate { target_ns } => calibrate(workload.as_mut(), *target_ns, signal),

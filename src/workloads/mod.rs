@@ -97,6 +97,16 @@ pub trait Workload {
     }
 }
 
+/// How `--copies` runs the copies of a workload: as processes (fork) or as threads of the
+/// worker (will-it-scale's two modes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum CopyMode {
+    #[default]
+    Process,
+    Thread,
+}
+
 /// What a workload's parameters say about it: the one trait a workload's file implements on
 /// its `Params` (its command-line options, stored in result files) besides [`Workload`].
 pub trait Spec {
