@@ -412,3 +412,77 @@ fn rule_addresses_are_dumped_or_the_missing_settings_named() {
     let v: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
     assert_eq!(v["objects"], 4, "{v}");
 }
+
+/// `audit sweep --workload`: any workload is swept, its matching rules name that workload's
+/// syscalls, audit is left as found, and run options inside --workload or --matching for a
+/// workload that cannot name its syscalls are refused.
+#[test]
+fn sweep_of_any_workload() {
+    if !audit_available() {
+        return;
+    }
+    let _s = serial();
+    let before = snapshot();
+    let r = json_of(&[
+        "audit",
+        "sweep",
+        "--workload",
+        "file --op open-close",
+        "--rules",
+        "0,4",
+        "--matching",
+        "2",
+        "--runs",
+        "2",
+        "--samples",
+        "2",
+        "--warmup",
+        "0",
+        "--sample-time",
+        "5ms",
+        "-e",
+        "task-clock",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(snapshot(), before, "audit left as found");
+    assert_eq!(r["workload"]["workload"], "file");
+    let syscalls: Vec<u64> = r["syscalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_u64())
+        .collect();
+    assert_eq!(
+        syscalls,
+        [libc::SYS_openat as u64, libc::SYS_close as u64],
+        "the matching rules name open+close's calls"
+    );
+    for (args, says) in [
+        (vec!["--workload", "file --runs 3"], "run options"),
+        (
+            vec!["--workload", "mem --op fault-anon", "--matching", "1"],
+            "--matching 0",
+        ),
+        (
+            vec!["--workload", "nosuch"],
+            "not a valid `syscost run` workload",
+        ),
+        (
+            vec!["--workload", "file", "--syscall", "getppid"],
+            "cannot be used with",
+        ),
+    ] {
+        let out = syscost()
+            .args(["audit", "sweep", "--rules", "0,2", "--runs", "2"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(snapshot(), before, "nothing changed by the refusals");
+}

@@ -261,7 +261,7 @@ fn profile_diff_names_audit_as_what_changed() {
         run(&off);
         session.set_task_never(false).unwrap();
         session
-            .set_exit_rules(32, 4, libc::SYS_getpid as u32)
+            .set_exit_rules(32, 4, &[libc::SYS_getpid as u32])
             .unwrap();
         session.set_enabled(1).unwrap();
         run(&on);

@@ -248,23 +248,27 @@ impl Session {
         Ok(())
     }
 
-    /// Hold exactly `n` syscost exit rules: the first `matching` name syscall `target` and fail
-    /// on their pid field, the others name rarely used syscalls; none ever produces a record.
-    pub fn set_exit_rules(&mut self, n: usize, matching: usize, target: u32) -> Result<()> {
+    /// Hold exactly `n` syscost exit rules: the first `matching` name the syscalls of `targets`
+    /// in turn and fail on their pid field, the others name rarely used syscalls (never a
+    /// target); none ever produces a record.
+    pub fn set_exit_rules(&mut self, n: usize, matching: usize, targets: &[u32]) -> Result<()> {
         while self.exit_rules.len() > n {
             let r = self.exit_rules.pop().expect("non-empty");
             self.sock.del_rule(&r)?;
         }
         let quiet: Vec<u32> = quiet_syscalls()
             .into_iter()
-            .filter(|&s| s != target)
+            .filter(|s| !targets.contains(s))
             .collect();
+        if matching > 0 && targets.is_empty() {
+            bail!("{matching} matching rules need the syscalls they should name");
+        }
         let arch = rules::native_arch();
         while self.exit_rules.len() < n {
             let i = self.exit_rules.len();
             let key = self.key();
             let syscall = if i < matching {
-                target
+                targets[i % targets.len()]
             } else {
                 quiet[i % quiet.len()]
             };

@@ -31,6 +31,12 @@ pub enum AuditCommand {
         /// Leave out the "audit off, no task rule" step.
         #[arg(long)]
         no_residue_step: bool,
+        /// Sweep any workload instead of --syscall: the arguments of `syscost run`, quoted
+        /// (e.g. 'file --op open-close --dir /dev/shm', or 'exec -- ./bench.sh' with the
+        /// sweep's own --ops).
+        /// --matching rules then name the system calls that workload makes.
+        #[arg(long, value_name = "ARGS", conflicts_with = "syscall")]
+        workload: Option<String>,
         #[command(flatten)]
         params: syscall::Params,
         #[command(flatten)]
@@ -91,6 +97,40 @@ pub(super) fn show_sweep(
     common: &RunArgs,
 ) -> Result<()> {
     show(sweep, common.format(), &common.output)
+}
+
+/// `audit sweep --workload ARGS`: a workload and its own options; run options belong to the
+/// sweep itself, so one given inside is refused rather than silently ignored.
+fn sweep_workload(text: &str) -> Result<WorkloadSpec> {
+    let Some(words) = shlex::split(text) else {
+        anyhow::bail!("--workload '{text}': unbalanced quotes");
+    };
+    let parse = |words: &[String]| {
+        VariantLine::try_parse_from(words).map_err(|e| {
+            anyhow::anyhow!(
+                "--workload '{text}' is not a valid `syscost run` workload: {}",
+                e.render().to_string().trim()
+            )
+        })
+    };
+    let line = parse(&words)?;
+    // The run options' defaults, from a workload that needs no arguments of its own.
+    let bare = parse(&["syscall".to_string()])?;
+    let (spec, args) = line.run.into_parts()?;
+    let (_, defaults) = bare.run.into_parts()?;
+    if format!("{args:?}") != format!("{defaults:?}") {
+        anyhow::bail!(
+            "--workload '{text}': give the workload and its own options only; run options \
+             (--runs, --cpu, -e, --ops, ...) go to `audit sweep` itself"
+        );
+    }
+    if spec.threads().is_some() {
+        anyhow::bail!(
+            "--workload: {} is not swept by audit (it has its own threads)",
+            spec.name()
+        );
+    }
+    Ok(spec)
 }
 
 pub(super) fn audit_command(cmd: AuditCommand) -> Result<()> {
@@ -182,6 +222,7 @@ pub(super) fn audit_command(cmd: AuditCommand) -> Result<()> {
             matching,
             bench: _,
             no_residue_step,
+            workload,
             params,
             common,
         } => {
@@ -189,7 +230,11 @@ pub(super) fn audit_command(cmd: AuditCommand) -> Result<()> {
             if let Some(path) = &common.output {
                 crate::core::check_writable(path)?;
             }
-            let plan = plan_of(WorkloadSpec::Syscall(params), &common)?;
+            let spec = match &workload {
+                Some(w) => sweep_workload(w)?,
+                None => WorkloadSpec::Syscall(params),
+            };
+            let plan = plan_of(spec, &common)?;
             let sp = crate::experiments::audit_sweep::SweepPlan {
                 plan,
                 rules: counts,

@@ -86,7 +86,11 @@ pub struct Sweep {
     pub envelope: Envelope,
     pub created_unix: u64,
     pub workload: WorkloadSpec,
+    /// The first syscall the matching rules name (kept for older readers).
     pub syscall_nr: u32,
+    /// Every syscall the matching rules name, in turn: the workload's own.
+    #[serde(default)]
+    pub syscalls: Vec<u32>,
     pub matching: u32,
     /// Which step is the baseline, and why.
     pub baseline: String,
@@ -150,26 +154,30 @@ pub fn parse_rule_counts(s: &str) -> Result<Vec<u32>> {
 }
 
 /// Put audit in the state of step `c`.
-fn apply(session: &mut Session, c: &StepConfig, target: u32) -> Result<()> {
+fn apply(session: &mut Session, c: &StepConfig, targets: &[u32]) -> Result<()> {
     if c.enabled == 0 {
         session.set_enabled(0)?;
-        session.set_exit_rules(0, 0, target)?;
+        session.set_exit_rules(0, 0, targets)?;
         session.set_task_never(c.task_never)
     } else {
         session.set_task_never(false)?;
-        session.set_exit_rules(c.rules as usize, c.matching as usize, target)?;
+        session.set_exit_rules(c.rules as usize, c.matching as usize, targets)?;
         session.set_enabled(1)
     }
 }
 
 /// Run the sweep. Every change to audit is undone before this returns, whatever happens.
 pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> {
-    let WorkloadSpec::Syscall(params) = &sp.plan.workload else {
-        bail!("the audit sweep benchmarks a syscall workload");
-    };
-    let target = crate::workloads::syscall::find(&params.syscall)
-        .map(|k| k.nr as u32)
-        .ok_or_else(|| anyhow::anyhow!("unknown syscall {}", params.syscall))?;
+    // The syscalls the matching rules name: the workload's own.
+    let targets = sp.plan.workload.syscalls();
+    if sp.matching > 0 && targets.is_empty() {
+        bail!(
+            "--matching {}: {} does not say which system calls it makes (a command's are its \
+             own), so no rule can name them; use --matching 0",
+            sp.matching,
+            sp.plan.workload.describe()
+        );
+    }
     if sp.rules.is_empty() && !sp.residue_step {
         bail!("nothing to measure: no rule counts and no residue step");
     }
@@ -177,9 +185,9 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     if sp.matching > max {
         bail!(
             "--matching {} is more than the largest rule count ({max}): at most {max} rules can \
-             name {}",
+             name the syscalls of {}",
             sp.matching,
-            params.syscall
+            sp.plan.workload.describe()
         );
     }
     runner::validate(&sp.plan)?;
@@ -216,7 +224,7 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
         &mut runner::Workers,
         &plans,
         Batch::Shared,
-        &mut |k| apply(&mut session, &configs[k], target),
+        &mut |k| apply(&mut session, &configs[k], &targets),
         progress,
     )?;
     let after_changes = session.status()?;
@@ -345,7 +353,8 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
         envelope: Envelope::new(Kind::AuditSweep),
         created_unix: crate::core::now_unix(),
         workload: sp.plan.workload.clone(),
-        syscall_nr: target,
+        syscall_nr: targets.first().copied().unwrap_or(0),
+        syscalls: targets.clone(),
         matching: sp.matching,
         baseline: "audit off with a syscost never,task rule loaded, so new tasks (the workers) \
                    get no audit context: the cost of a kernel where audit was never enabled"

@@ -19,9 +19,21 @@ impl Render for Sweep {
             ),
             format!(" Baseline: {}", self.baseline),
             format!(
-                " Rules: the first {} name the benchmarked syscall and fail on their pid field; \
-                 the others name rarely used syscalls. None can generate a record.",
-                self.matching
+                " Rules: the first {} name {} and fail on their pid field; the others name \
+                 rarely used syscalls. None can generate a record.",
+                self.matching,
+                match self.syscalls.len() {
+                    // Results written before sweeps of any workload named one syscall.
+                    0 | 1 => "the benchmarked syscall".to_string(),
+                    _ => format!(
+                        "the workload's syscalls in turn (nr {})",
+                        self.syscalls
+                            .iter()
+                            .map(|n| n.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }
             ),
         ]
     }

@@ -91,6 +91,20 @@ impl Spec for Params {
         }))
     }
 
+    /// As strace counts them here (glibc 2.36: stat and fstat are newfstatat).
+    fn syscalls(&self) -> Vec<u32> {
+        let nrs: &[libc::c_long] = match self.op {
+            FileOp::Read => &[libc::SYS_read],
+            FileOp::Write => &[libc::SYS_write],
+            FileOp::Pread => &[libc::SYS_pread64],
+            FileOp::Lseek => &[libc::SYS_lseek],
+            FileOp::Stat | FileOp::Fstat => &[libc::SYS_newfstatat],
+            FileOp::OpenClose => &[libc::SYS_openat, libc::SYS_close],
+            FileOp::DupClose => &[libc::SYS_dup, libc::SYS_close],
+        };
+        nrs.iter().map(|&n| n as u32).collect()
+    }
+
     fn describe(&self) -> String {
         match (&self.dir, self.op.needs_file()) {
             (Some(d), true) => format!("file {} in {}", self.op.name(), d.display()),

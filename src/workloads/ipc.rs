@@ -100,6 +100,20 @@ impl Spec for Params {
         }))
     }
 
+    /// The worker's own calls per round trip, as strace counts them.
+    fn syscalls(&self) -> Vec<u32> {
+        let nrs: &[libc::c_long] = match self.op {
+            IpcOp::Pipe | IpcOp::Unix | IpcOp::Tcp | IpcOp::Ctx | IpcOp::Eventfd => {
+                &[libc::SYS_write, libc::SYS_read]
+            }
+            IpcOp::Udp => &[libc::SYS_sendto, libc::SYS_recvfrom],
+            IpcOp::Futex => &[libc::SYS_futex],
+            IpcOp::Signal => &[libc::SYS_tgkill, libc::SYS_rt_sigreturn],
+            IpcOp::Sigaction => &[libc::SYS_rt_sigaction],
+        };
+        nrs.iter().map(|&n| n as u32).collect()
+    }
+
     fn describe(&self) -> String {
         match self.op {
             IpcOp::Ctx => format!("ipc ctx, {} KiB working set", self.working_set),

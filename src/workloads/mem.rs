@@ -90,6 +90,16 @@ impl Spec for Params {
         }))
     }
 
+    /// Page faults are not system calls: the fault operations make none.
+    fn syscalls(&self) -> Vec<u32> {
+        let nrs: &[libc::c_long] = match self.op {
+            MemOp::FaultAnon | MemOp::FaultFile => &[],
+            MemOp::Mmap => &[libc::SYS_mmap, libc::SYS_munmap],
+            MemOp::Brk => &[libc::SYS_brk],
+        };
+        nrs.iter().map(|&n| n as u32).collect()
+    }
+
     fn describe(&self) -> String {
         match self.op {
             MemOp::Mmap | MemOp::Brk => format!("mem {} of {} bytes", self.op.name(), self.size),

@@ -141,6 +141,11 @@ pub trait Spec {
     fn inherit(&self) -> bool {
         false
     }
+    /// The system calls one operation makes (as strace counts them), for rules that should name
+    /// them (`audit sweep --matching`). Empty where the workload cannot know (a command's).
+    fn syscalls(&self) -> Vec<u32> {
+        Vec::new()
+    }
     /// Events counted besides the default list when `-e` is not given (event-list syntax),
     /// e.g. the dTLB events of the replica, whose placement is about pages as much as sets.
     const EXTRA_EVENTS: &'static str = "";
@@ -216,6 +221,13 @@ macro_rules! workload_spec {
             }
 
             /// The message asking for `--ops` when the workload cannot be calibrated.
+            pub fn syscalls(&self) -> Vec<u32> {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.syscalls(),)*
+                    WorkloadSpec::Empty => Vec::new(),
+                }
+            }
+
             pub fn extra_events(&self) -> &'static str {
                 match self {
                     $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::EXTRA_EVENTS,)*

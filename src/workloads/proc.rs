@@ -66,6 +66,18 @@ impl Spec for Params {
         }))
     }
 
+    /// The calls of one operation that return (an exiting child's exit_group does not), as
+    /// strace counts them with glibc 2.36.
+    fn syscalls(&self) -> Vec<u32> {
+        let nrs: &[libc::c_long] = match self.op {
+            ProcOp::Fork => &[libc::SYS_clone, libc::SYS_wait4, libc::SYS_set_robust_list],
+            ProcOp::Exec => &[libc::SYS_clone, libc::SYS_execveat, libc::SYS_wait4],
+            ProcOp::Spawn => &[libc::SYS_clone3, libc::SYS_execve, libc::SYS_wait4],
+            ProcOp::Thread => &[libc::SYS_clone3, libc::SYS_mmap, libc::SYS_futex],
+        };
+        nrs.iter().map(|&n| n as u32).collect()
+    }
+
     fn describe(&self) -> String {
         format!("proc {}", self.op.name())
     }

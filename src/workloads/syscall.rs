@@ -31,6 +31,10 @@ impl Spec for Params {
         Ok(Box::new(SyscallLoop::new(self)?))
     }
 
+    fn syscalls(&self) -> Vec<u32> {
+        find(&self.syscall).map(|k| vec![k.nr as u32]).unwrap_or_default()
+    }
+
     fn describe(&self) -> String {
         match find(&self.syscall) {
             Some(s) => format!("syscall {} (nr {})", s.name, s.nr),
