@@ -285,3 +285,97 @@ fn copies_scale_like_will_it_scale() {
         );
     }
 }
+
+/// `--capture NAME=REGEX`: a figure the command prints becomes a per-run metric of `run exec`
+/// and both arms of `probe`; a regex that matches nothing fails the run with the output's tail.
+#[test]
+fn figures_a_command_prints_are_captured() {
+    let _s = serial();
+    let r = json_of(&[
+        "run",
+        "exec",
+        "--ops",
+        "1",
+        "--runs",
+        "3",
+        "--samples",
+        "2",
+        "--warmup",
+        "0",
+        "-e",
+        "task-clock",
+        "--capture",
+        "rate=rate: ([0-9.,]+) ops/s",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "echo 'rate: 1,042.5 ops/s'",
+    ]);
+    let m = metric(&r, "rate");
+    assert_eq!(median(m), 1042.5, "{m}");
+    let out = syscost()
+        .args(["run", "exec", "--ops", "1", "--runs", "2", "--samples", "1"])
+        .args([
+            "--capture",
+            "rate=rate: ([0-9.]+)",
+            "--",
+            "sh",
+            "-c",
+            "echo refused; echo bye",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("matched nothing") && err.contains("bye"),
+        "{err}"
+    );
+    let out = syscost()
+        .args([
+            "run",
+            "exec",
+            "--ops",
+            "1",
+            "--capture",
+            "rate=[0-9]+",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a group"));
+
+    let libc_so = "/lib/x86_64-linux-gnu/libc.so.6";
+    if !is_root() || !Path::new(libc_so).exists() {
+        println!("skipped the probe half: needs root and {libc_so}");
+        return;
+    }
+    let target = format!("{libc_so}:getpid");
+    let p = json_of(&[
+        "probe",
+        "--target",
+        &target,
+        "--runs",
+        "2",
+        "--capture",
+        "n=n=([0-9]+)",
+        "--format",
+        "json",
+        "--",
+        "sh",
+        "-c",
+        "echo n=7",
+    ]);
+    let variants = p["comparison"]["variants"].as_array().unwrap();
+    for v in variants {
+        let n = v["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "n")
+            .unwrap_or_else(|| panic!("each arm records the capture: {v}"));
+        assert_eq!(n["values"], serde_json::json!([7.0, 7.0]));
+    }
+}

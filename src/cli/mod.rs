@@ -181,13 +181,18 @@ pub enum Command {
         /// Runs with and runs without the probe (each).
         #[arg(short = 'r', long, default_value_t = 5, value_name = "N")]
         runs: u32,
+        /// Record a figure the command prints about itself: NAME=REGEX, the regex's first group
+        /// the number (e.g. rps='([0-9.,]+) requests per second'). Repeatable; a regex that
+        /// matches nothing fails the run and shows the output's last lines.
+        #[arg(long = "capture", value_name = "NAME=REGEX")]
+        captures: Vec<crate::workloads::capture::Capture>,
         /// Output format on stdout.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
         /// Write the result (JSON) to FILE, atomically.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
-        /// The command (after --); its standard output is discarded.
+        /// The command (after --); its standard output is read only for --capture.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
@@ -412,6 +417,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             probe,
             bpf,
             runs,
+            captures,
             format,
             output,
             command,
@@ -427,6 +433,7 @@ fn dispatch(cmd: Command) -> Result<()> {
                 bpf,
                 runs,
                 command,
+                captures,
             })?;
             show(&r, format, &output)
         }

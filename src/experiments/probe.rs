@@ -8,6 +8,7 @@ use crate::core::{Envelope, Kind};
 use crate::probes::{ProbeKind, Scope, Uprobe, elf};
 use crate::results::{Metric, MetricKind};
 use crate::runner::interleave;
+use crate::workloads::capture::Captor;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -23,6 +24,8 @@ pub struct ProbeCommand {
     pub bpf: bool,
     pub runs: u32,
     pub command: Vec<String>,
+    /// Figures the command prints, recorded per run (`--capture`).
+    pub captures: Vec<crate::workloads::capture::Capture>,
 }
 
 /// A `syscost probe` result.
@@ -82,24 +85,58 @@ impl Probes {
     }
 }
 
-fn run_once(cmd: &[String]) -> Result<f64> {
+/// One run of the command: its wall seconds, and the figures captured from its output.
+fn run_once(cmd: &[String], captor: &Captor) -> Result<(f64, Vec<(String, f64)>)> {
     crate::signals::check()?;
     let t = Instant::now();
-    let status = Command::new(&cmd[0])
+    let out = Command::new(&cmd[0])
         .args(&cmd[1..])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .status()
+        .stdout(if captor.is_empty() {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
+        .output()
         .with_context(|| format!("cannot run `{}`", cmd[0]))?;
     let s = t.elapsed().as_secs_f64();
     crate::signals::check()?;
-    if !status.success() {
-        bail!("`{}` failed: {status}", cmd.join(" "));
+    if !out.status.success() {
+        bail!("`{}` failed: {}", cmd.join(" "), out.status);
     }
-    Ok(s)
+    let captured = if captor.is_empty() {
+        Vec::new()
+    } else {
+        captor.apply(&String::from_utf8_lossy(&out.stdout))?
+    };
+    Ok((s, captured))
 }
 
-fn variant(label: &str, wall: &[f64]) -> Variant {
+/// Captured figures of the runs of one arm, as metrics (the first capture's order kept).
+fn captured_metrics(runs: &[Vec<(String, f64)>]) -> Vec<Metric> {
+    let Some(first) = runs.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .map(|(name, _)| {
+            let values = runs
+                .iter()
+                .filter_map(|r| r.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
+                .collect();
+            Metric::of_values(
+                name,
+                "as printed",
+                MetricKind::Workload,
+                "run",
+                values,
+                None,
+            )
+        })
+        .collect()
+}
+
+fn variant(label: &str, wall: &[f64], captured: &[Vec<(String, f64)>]) -> Variant {
     Variant {
         label: label.into(),
         source: "ab".into(),
@@ -111,14 +148,16 @@ fn variant(label: &str, wall: &[f64]) -> Variant {
         kernel: None,
         host: None,
         ops_per_sample: None,
-        metrics: vec![Metric::of_values(
+        metrics: std::iter::once(Metric::of_values(
             "time",
             "ms/run",
             MetricKind::Time,
             "run",
             wall.iter().map(|s| s * 1e3).collect(),
             None,
-        )],
+        ))
+        .chain(captured_metrics(captured))
+        .collect(),
         perturbed: Vec::new(),
         dropped: Vec::new(),
         warnings: Vec::new(),
@@ -140,16 +179,22 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     let offset = elf::symbol_offset(&p.path, &p.symbol)?;
     // Fail early (privileges, bad offset) before any run.
     drop(Probes::attach(p, offset)?);
+    let captor = Captor::new(&p.captures)?;
     let (mut without, mut with, mut hits) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut cap_without, mut cap_with) = (Vec::new(), Vec::new());
     // Arm 0 runs the command unprobed, arm 1 with the probe attached.
     interleave(p.runs, 2, |_, arm| {
         if arm == 1 {
             let mut probes = Probes::attach(p, offset)?;
             let before = probes.hits()?;
-            with.push(run_once(&p.command)?);
+            let (s, c) = run_once(&p.command, &captor)?;
+            with.push(s);
+            cap_with.push(c);
             hits.push(probes.hits()? - before);
         } else {
-            without.push(run_once(&p.command)?);
+            let (s, c) = run_once(&p.command, &captor)?;
+            without.push(s);
+            cap_without.push(c);
         }
         Ok(())
     })?;
@@ -159,7 +204,10 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
         ..compare::Options::default()
     };
     let comparison = compare::compare(
-        vec![variant("unprobed", &without), variant("probed", &with)],
+        vec![
+            variant("unprobed", &without, &cap_without),
+            variant("probed", &with, &cap_with),
+        ],
         &opts,
     )?;
     Ok(ProbeResult {

@@ -31,6 +31,7 @@ macro_rules! with_workloads {
 
 pub(crate) use with_workloads;
 
+pub mod capture;
 pub mod empty;
 pub mod scratch;
 
