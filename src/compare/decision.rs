@@ -81,6 +81,8 @@ pub struct Evidence {
     pub threshold: f64,
     /// Units behind the interval (pairs, or the smaller sample).
     pub n: usize,
+    /// Whether the units are rounds of paired runs (`ab`), not each variant's own runs.
+    pub paired: bool,
 }
 
 /// The decision and its sentence.
@@ -107,7 +109,10 @@ pub fn decide(e: &Evidence, lower_is_better: bool) -> (Decision, String) {
     match runs_to_decide(e) {
         Some(n) => (
             Decision::Inconclusive,
-            format!("inconclusive (about {n} per side would decide)"),
+            format!(
+                "inconclusive (about {n} {} would decide)",
+                if e.paired { "rounds" } else { "per side" }
+            ),
         ),
         None => (Decision::Inconclusive, "inconclusive".into()),
     }
@@ -144,6 +149,7 @@ mod unit {
             alpha: 0.05,
             threshold: 2.0,
             n: 10,
+            paired: false,
         }
     }
 

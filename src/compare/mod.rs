@@ -339,6 +339,7 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
                     alpha: opts.alpha,
                     threshold: opts.noise_pct,
                     n: d.n,
+                    paired: opts.paired,
                 },
                 lower_is_better(&d.metric),
             )
