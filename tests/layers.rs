@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["counters", "profile", "probes", "audit", "layout"],
     &["environment", "workloads"],
     &["results"],
-    &["runner", "compare"],
+    &["runner", "compare", "history"],
     &["experiments"],
     &["report"],
     &["cli"],

@@ -7,6 +7,7 @@ mod ab;
 mod args;
 mod audit;
 mod cachesets;
+mod history;
 mod progress;
 mod reading;
 mod run;
@@ -134,6 +135,8 @@ pub enum Command {
     /// Audit: status, the cost of audit and of each syscall-exit rule, cleanup.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// The history store: every result kept in one SQLite file, listed, filtered, shown again.
+    History(history::HistoryArgs),
     /// Which L1 sets objects can reach, how crowded they are, and how likely a set overflows.
     #[command(after_help = CACHESETS_HELP)]
     Cachesets {
@@ -394,6 +397,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             show(&c, format, &output)
         }
         Command::Audit(a) => audit_command(a),
+        Command::History(h) => history::history_command(h),
         Command::Report { files, output, svg } => {
             use crate::report::{html, loaded};
             writable_output(&output, &files)?;

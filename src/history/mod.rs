@@ -1,0 +1,488 @@
+//! The history store: every result kept in one SQLite database (rusqlite, bundled, so no
+//! system library is needed), whole, with indexed columns for what people filter on: time,
+//! kind, workload and its parameters, host, boot, kernel, a hash of the kernel's config and
+//! command line, CPU model, the primary metric's median and interval, and user tags.
+//!
+//! The same result stored twice is one entry (its SHA-256 is unique). The schema carries a
+//! version; a newer one is refused with a message, older ones are migrated. The database runs
+//! in WAL mode with a busy timeout, so two syscost processes can record at once, and a process
+//! killed mid-write leaves every committed result readable.
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// The schema this build writes and reads.
+pub const SCHEMA_VERSION: i64 = 1;
+/// What marks a database as syscost's.
+const APPLICATION: &str = "syscost-history";
+
+/// Where the history lives: `SYSCOST_HISTORY`, else `$XDG_DATA_HOME/syscost/history.sqlite`,
+/// else `~/.local/share/syscost/history.sqlite`.
+pub fn default_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SYSCOST_HISTORY").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let base = match std::env::var_os("XDG_DATA_HOME").filter(|p| !p.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".local/share"),
+    };
+    Some(base.join("syscost/history.sqlite"))
+}
+
+/// One stored result, as `history list` shows it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Entry {
+    pub id: i64,
+    pub created_unix: i64,
+    pub kind: String,
+    pub workload: Option<String>,
+    pub params: Option<String>,
+    pub host: Option<String>,
+    pub boot_id: Option<String>,
+    pub kernel: Option<String>,
+    pub cpu_model: Option<String>,
+    pub config_hash: Option<String>,
+    pub unit: Option<String>,
+    pub median: Option<f64>,
+    pub ci_lo: Option<f64>,
+    pub ci_hi: Option<f64>,
+    pub tags: Vec<(String, String)>,
+}
+
+/// What `history list` filters on; every field narrows.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    pub workload: Option<String>,
+    pub kernel: Option<String>,
+    pub host: Option<String>,
+    pub boot: Option<String>,
+    pub since: Option<i64>,
+    pub until: Option<i64>,
+    pub tags: Vec<(String, String)>,
+}
+
+/// `key=value` of `--tag`.
+pub fn parse_tag(s: &str) -> Result<(String, String)> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => bail!("--tag '{s}': give KEY=VALUE, e.g. --tag build=align-32"),
+    }
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// The columns taken from a result's JSON.
+struct Columns {
+    created_unix: i64,
+    kind: String,
+    workload: Option<String>,
+    params: Option<String>,
+    host: Option<String>,
+    boot_id: Option<String>,
+    kernel: Option<String>,
+    cpu_model: Option<String>,
+    config_hash: Option<String>,
+    unit: Option<String>,
+    median: Option<f64>,
+    ci: Option<(f64, f64)>,
+}
+
+fn sha256(text: &[u8]) -> String {
+    Sha256::digest(text)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Columns {
+    fn of(v: &Value) -> Columns {
+        let s = |x: &Value| x.as_str().map(String::from);
+        let env = &v["environment"];
+        let primary = v["metrics"]
+            .as_array()
+            .and_then(|ms| ms.iter().find(|m| m["name"] == "time"));
+        let summary = primary.map(|m| &m["summary"]);
+        let config = serde_json::json!([env["config"], env["cmdline"]]);
+        Columns {
+            // Kinds that carry no time of their own (a comparison) are dated by their storing.
+            created_unix: v["created_unix"]
+                .as_i64()
+                .filter(|t| *t > 0)
+                .unwrap_or(crate::core::now_unix() as i64),
+            kind: s(&v["kind"]).unwrap_or_default(),
+            workload: s(&v["workload"]["workload"]),
+            params: v
+                .get("workload")
+                .filter(|w| w.is_object())
+                .map(|w| w.to_string()),
+            host: s(&env["hostname"]),
+            boot_id: s(&env["boot_id"]),
+            kernel: s(&env["kernel_release"]),
+            cpu_model: s(&env["cpu"]["model_name"]),
+            config_hash: (!env.is_null())
+                .then(|| sha256(config.to_string().as_bytes())[..16].into()),
+            unit: primary.and_then(|m| s(&m["unit"])),
+            median: summary.and_then(|x| x["median"].as_f64()),
+            ci: summary.and_then(|x| Some((x["ci95"][0].as_f64()?, x["ci95"][1].as_f64()?))),
+        }
+    }
+}
+
+impl Store {
+    /// Open (creating if need be) the store at `path`: a file that is not a syscost history, or
+    /// one written by a newer syscost, is refused with the reason.
+    pub fn open(path: &Path) -> Result<Store> {
+        // SQLite would make a database of an empty file or write through a device: a path
+        // that exists must already be a store.
+        if let Ok(meta) = std::fs::metadata(path)
+            && (!meta.is_file() || meta.len() == 0)
+        {
+            bail!(
+                "history {}: exists and is not a syscost history ({}); give another --history",
+                path.display(),
+                if meta.is_file() {
+                    "an empty file"
+                } else {
+                    "not a regular file"
+                }
+            );
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("history: cannot create {}", dir.display()))?;
+        }
+        let conn = Connection::open(path)
+            .with_context(|| format!("history: cannot open {}", path.display()))?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store
+            .init()
+            .map_err(|e| anyhow::anyhow!("history {}: {e:#}", path.display()))?;
+        Ok(store)
+    }
+
+    fn init(&self) -> Result<()> {
+        let c = &self.conn;
+        c.busy_timeout(std::time::Duration::from_secs(10))?;
+        let tables: i64 = c
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, _)
+                    if f.code == rusqlite::ErrorCode::NotADatabase =>
+                {
+                    anyhow::anyhow!(
+                        "not a database (a SQLite file is needed; give another --history)"
+                    )
+                }
+                other => other.into(),
+            })?;
+        if tables == 0 {
+            c.pragma_update(None, "journal_mode", "WAL")?;
+            c.execute_batch(&format!(
+                "BEGIN;
+                 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO meta VALUES ('application', '{APPLICATION}');
+                 INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');
+                 CREATE TABLE results (
+                     id INTEGER PRIMARY KEY,
+                     digest TEXT NOT NULL UNIQUE,
+                     created_unix INTEGER NOT NULL,
+                     kind TEXT NOT NULL,
+                     workload TEXT, params TEXT, host TEXT, boot_id TEXT, kernel TEXT,
+                     cpu_model TEXT, config_hash TEXT, unit TEXT,
+                     median REAL, ci_lo REAL, ci_hi REAL,
+                     json TEXT NOT NULL);
+                 CREATE INDEX results_time ON results(created_unix);
+                 CREATE INDEX results_workload ON results(workload);
+                 CREATE INDEX results_kernel ON results(kernel);
+                 CREATE INDEX results_host ON results(host);
+                 CREATE INDEX results_boot ON results(boot_id);
+                 CREATE TABLE tags (
+                     result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
+                     key TEXT NOT NULL, value TEXT NOT NULL,
+                     PRIMARY KEY (result_id, key));
+                 CREATE INDEX tags_kv ON tags(key, value);
+                 COMMIT;"
+            ))?;
+        }
+        let app: Option<String> = c
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'application'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .unwrap_or(None);
+        if app.as_deref() != Some(APPLICATION) {
+            bail!("a SQLite database, but not a syscost history; give another --history");
+        }
+        let version: i64 = c
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get::<_, String>(0),
+            )?
+            .parse()
+            .context("its schema version is not a number")?;
+        if version > SCHEMA_VERSION {
+            bail!(
+                "written by a newer syscost (history schema {version}; this one reads up to \
+                 {SCHEMA_VERSION}): upgrade syscost to use it"
+            );
+        }
+        c.pragma_update(None, "foreign_keys", "ON")?;
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Store a result (its JSON text, as written to files) with `tags`. Returns its id and
+    /// whether it was new (the same text stored again is the same entry; new tags are added).
+    pub fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
+        let v: Value = serde_json::from_str(json).context("the result is not valid JSON")?;
+        let digest = sha256(json.trim().as_bytes());
+        let col = Columns::of(&v);
+        let tx = self.conn.transaction()?;
+        let existing: Option<i64> = tx
+            .query_row("SELECT id FROM results WHERE digest = ?1", [&digest], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let (id, new) = match existing {
+            Some(id) => (id, false),
+            None => {
+                tx.execute(
+                    "INSERT INTO results (digest, created_unix, kind, workload, params, host,
+                         boot_id, kernel, cpu_model, config_hash, unit, median, ci_lo, ci_hi, json)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                    params![
+                        digest,
+                        col.created_unix,
+                        col.kind,
+                        col.workload,
+                        col.params,
+                        col.host,
+                        col.boot_id,
+                        col.kernel,
+                        col.cpu_model,
+                        col.config_hash,
+                        col.unit,
+                        col.median,
+                        col.ci.map(|c| c.0),
+                        col.ci.map(|c| c.1),
+                        json.trim(),
+                    ],
+                )?;
+                (tx.last_insert_rowid(), true)
+            }
+        };
+        for (k, v) in tags {
+            tx.execute(
+                "INSERT OR REPLACE INTO tags (result_id, key, value) VALUES (?1, ?2, ?3)",
+                params![id, k, v],
+            )?;
+        }
+        tx.commit()?;
+        Ok((id, new))
+    }
+
+    /// The entries matching `f`, oldest first.
+    pub fn list(&self, f: &Filter) -> Result<Vec<Entry>> {
+        let mut sql = String::from(
+            "SELECT id, created_unix, kind, workload, params, host, boot_id, kernel, cpu_model,
+                    config_hash, unit, median, ci_lo, ci_hi FROM results r WHERE 1=1",
+        );
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        let mut eq = |col: &str, v: &Option<String>, sql: &mut String| {
+            if let Some(v) = v {
+                args.push(v.clone().into());
+                sql.push_str(&format!(" AND {col} = ?{}", args.len()));
+            }
+        };
+        eq("workload", &f.workload, &mut sql);
+        eq("kernel", &f.kernel, &mut sql);
+        eq("host", &f.host, &mut sql);
+        eq("boot_id", &f.boot, &mut sql);
+        if let Some(t) = f.since {
+            args.push(t.into());
+            sql.push_str(&format!(" AND created_unix >= ?{}", args.len()));
+        }
+        if let Some(t) = f.until {
+            args.push(t.into());
+            sql.push_str(&format!(" AND created_unix <= ?{}", args.len()));
+        }
+        for (k, v) in &f.tags {
+            args.push(k.clone().into());
+            args.push(v.clone().into());
+            sql.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM tags t WHERE t.result_id = r.id AND t.key = ?{} \
+                 AND t.value = ?{})",
+                args.len() - 1,
+                args.len()
+            ));
+        }
+        sql.push_str(" ORDER BY created_unix, id");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+            Ok(Entry {
+                id: r.get(0)?,
+                created_unix: r.get(1)?,
+                kind: r.get(2)?,
+                workload: r.get(3)?,
+                params: r.get(4)?,
+                host: r.get(5)?,
+                boot_id: r.get(6)?,
+                kernel: r.get(7)?,
+                cpu_model: r.get(8)?,
+                config_hash: r.get(9)?,
+                unit: r.get(10)?,
+                median: r.get(11)?,
+                ci_lo: r.get(12)?,
+                ci_hi: r.get(13)?,
+                tags: Vec::new(),
+            })
+        })?;
+        let mut out: Vec<Entry> = rows.collect::<rusqlite::Result<_>>()?;
+        let mut tags = self
+            .conn
+            .prepare("SELECT key, value FROM tags WHERE result_id = ?1 ORDER BY key")?;
+        for e in &mut out {
+            e.tags = tags
+                .query_map([e.id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+        }
+        Ok(out)
+    }
+
+    /// A stored result's JSON text.
+    pub fn json(&self, id: i64) -> Result<String> {
+        self.conn
+            .query_row("SELECT json FROM results WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "history {}: no result with id {id} (syscost history list shows them)",
+                    self.path.display()
+                )
+            })
+    }
+
+    /// Remove results; the ids not stored are named.
+    pub fn delete(&mut self, ids: &[i64]) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let mut n = 0;
+        for id in ids {
+            let gone = tx.execute("DELETE FROM results WHERE id = ?1", [id])?;
+            if gone == 0 {
+                bail!("history: no result with id {id}; nothing was deleted");
+            }
+            n += gone;
+        }
+        tx.commit()?;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    const RUN: &str = r#"{"schema":"syscost-result","version":2,"kind":"run","created_unix":100,
+        "workload":{"workload":"syscall","syscall":"getpid"},
+        "environment":{"hostname":"a","boot_id":"b1","kernel_release":"6.18","cpu":{"model_name":"X"},
+                       "config":{"CONFIG_AUDIT":"y"},"cmdline":"quiet"},
+        "metrics":[{"name":"time","unit":"ns/call","summary":{"median":101.5,"ci95":[100.0,103.0]}}]}"#;
+
+    #[test]
+    fn results_are_stored_once_and_found_by_their_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/h.sqlite");
+        let mut s = Store::open(&path).unwrap();
+        let (id, new) = s.insert(RUN, &[("build".into(), "a".into())]).unwrap();
+        assert!(new);
+        let (again, new) = s.insert(RUN, &[]).unwrap();
+        assert_eq!((again, new), (id, false), "the same result is one entry");
+        let other = RUN.replace("\"hostname\":\"a\"", "\"hostname\":\"c\"");
+        s.insert(&other, &[]).unwrap();
+        let all = s.list(&Filter::default()).unwrap();
+        assert_eq!(all.len(), 2);
+        let e = &all[0];
+        assert_eq!(
+            (e.kind.as_str(), e.workload.as_deref(), e.kernel.as_deref()),
+            ("run", Some("syscall"), Some("6.18"))
+        );
+        assert_eq!(
+            (e.median, e.ci_lo, e.ci_hi),
+            (Some(101.5), Some(100.0), Some(103.0))
+        );
+        assert_eq!(e.tags, vec![("build".into(), "a".into())]);
+        let by_host = Filter {
+            host: Some("c".into()),
+            ..Filter::default()
+        };
+        assert_eq!(s.list(&by_host).unwrap().len(), 1);
+        let by_tag = Filter {
+            tags: vec![("build".into(), "a".into())],
+            ..Filter::default()
+        };
+        assert_eq!(s.list(&by_tag).unwrap()[0].id, id);
+        let later = Filter {
+            since: Some(101),
+            ..Filter::default()
+        };
+        assert!(s.list(&later).unwrap().is_empty());
+        assert_eq!(s.json(id).unwrap(), RUN.trim());
+        assert_eq!(s.delete(&[id]).unwrap(), 1);
+        assert!(s.json(id).is_err());
+        assert!(s.delete(&[id]).is_err());
+        drop(s);
+        // Reopened: still there, and a second connection sees it (WAL).
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.list(&Filter::default()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn foreign_and_newer_stores_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.txt");
+        std::fs::write(
+            &text,
+            "not a database at all, just some text that is long enough",
+        )
+        .unwrap();
+        let e = format!("{:#}", Store::open(&text).err().unwrap());
+        assert!(e.contains("not a database"), "{e}");
+        let other = dir.path().join("other.sqlite");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE x (y INTEGER);")
+            .unwrap();
+        let e = format!("{:#}", Store::open(&other).err().unwrap());
+        assert!(e.contains("not a syscost history"), "{e}");
+        let newer = dir.path().join("newer.sqlite");
+        drop(Store::open(&newer).unwrap());
+        Connection::open(&newer)
+            .unwrap()
+            .execute(
+                "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
+                [],
+            )
+            .unwrap();
+        let e = format!("{:#}", Store::open(&newer).err().unwrap());
+        assert!(e.contains("newer syscost") && e.contains("99"), "{e}");
+        assert!(parse_tag("k=v").is_ok());
+        assert!(parse_tag("kv").is_err() && parse_tag("=v").is_err());
+    }
+}

@@ -1,0 +1,155 @@
+//! End-to-end: `syscost history` over real result files: import is idempotent, list filters
+//! and formats, show renders a stored result, export writes it back byte for byte, delete
+//! removes it, and stores that are not syscost's are refused without being touched.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+fn history(store: &Path, args: &[&str]) -> std::process::Output {
+    syscost()
+        .arg("history")
+        .arg("--history")
+        .arg(store)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(store: &Path, args: &[&str]) -> String {
+    let o = history(store, args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn results_are_kept_listed_shown_exported_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("h/history.sqlite");
+    let run = dir.path().join("run.json");
+    let out = syscost()
+        .args([
+            "run",
+            "syscall",
+            "--runs",
+            "3",
+            "--samples",
+            "2",
+            "--sample-time",
+            "5ms",
+        ])
+        .args(["-e", "task-clock", "-o"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/example");
+    let getpid = format!("{examples}/getpid.json");
+    let ab = format!("{examples}/ab.json");
+    let said = ok(
+        &store,
+        &["import", run.to_str().unwrap(), &getpid, "--tag", "build=a"],
+    );
+    assert!(said.contains("imported 2"), "{said}");
+    let said = ok(&store, &["import", run.to_str().unwrap(), &ab]);
+    assert!(
+        said.contains("imported 1") && said.contains("1 already there"),
+        "{said}"
+    );
+
+    let all: serde_json::Value =
+        serde_json::from_str(&ok(&store, &["list", "--format", "json"])).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    let tagged: serde_json::Value = serde_json::from_str(&ok(
+        &store,
+        &[
+            "list",
+            "--tag",
+            "build=a",
+            "--workload",
+            "syscall",
+            "--format",
+            "json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(tagged.as_array().unwrap().len(), 2);
+    let id = tagged[0]["id"].as_i64().unwrap().to_string();
+    let table = ok(&store, &["list"]);
+    assert!(
+        table.contains("ns/call") && table.contains("build=a"),
+        "{table}"
+    );
+    let lkml = ok(&store, &["list", "--format", "lkml"]);
+    assert!(lkml.lines().all(|l| l.len() <= 80), "{lkml}");
+
+    let shown = ok(&store, &["show", &id]);
+    assert!(shown.contains("Per-call statistics"), "{shown}");
+    let out_dir = dir.path().join("out");
+    ok(&store, &["export", &id, "-o", out_dir.to_str().unwrap()]);
+    let exported = std::fs::read_to_string(out_dir.join(format!("{id}.json"))).unwrap();
+    // The oldest tagged entry (list is oldest first) is the example, made before this run.
+    let original = std::fs::read_to_string(&getpid).unwrap();
+    assert_eq!(
+        exported.trim(),
+        original.trim(),
+        "stored whole, byte for byte"
+    );
+
+    ok(&store, &["delete", &id]);
+    let o = history(&store, &["show", &id]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("no result with id {id}")));
+    let left: serde_json::Value =
+        serde_json::from_str(&ok(&store, &["list", "--format", "json"])).unwrap();
+    assert_eq!(left.as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn stores_that_are_not_syscost_s_are_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(
+        &text,
+        "my notes, certainly not a database, long enough to tell\n",
+    )
+    .unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "").unwrap();
+    for (store, says) in [
+        (text.as_path(), "not a database"),
+        (empty.as_path(), "empty file"),
+        (Path::new("/dev/null"), "not a regular file"),
+    ] {
+        let o = history(store, &["list"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains(says),
+            "{store:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&text).unwrap(),
+        "my notes, certainly not a database, long enough to tell\n"
+    );
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+    let store = dir.path().join("h.sqlite");
+    for (args, says) in [
+        (vec!["list", "--since", "yesterday"], "--since 'yesterday'"),
+        (vec!["list", "--tag", "novalue"], "KEY=VALUE"),
+        (vec!["import", "/no/such.json"], "cannot read /no/such.json"),
+    ] {
+        let o = history(&store, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(says), "{args:?}: {err}");
+    }
+}
