@@ -276,6 +276,12 @@ fn copies_scale_like_will_it_scale() {
         (vec!["run", "file", "--copies", "0"], "counts start at 1"),
         (vec!["run", "file", "--copies", "x"], "--copies 'x'"),
         (vec!["run", "uprobe", "--copies", "2"], "--threads"),
+        (
+            vec![
+                "run", "mem", "--op", "brk", "--copies", "2", "--mode", "thread",
+            ],
+            "one break",
+        ),
     ] {
         let out = syscost().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -73,6 +73,15 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
         Some(c) => super::args::copy_counts(c)?,
         None => Vec::new(),
     };
+    if counts.iter().any(|&c| c > 1)
+        && args.copy_mode == crate::workloads::CopyMode::Thread
+        && let Some(why) = workload.not_as_threads()
+    {
+        anyhow::bail!(
+            "--mode thread: {} cannot run as threads of one process ({why}); use --mode process",
+            workload.describe()
+        );
+    }
     if !counts.is_empty() && workload.threads().is_some() {
         anyhow::bail!(
             "--copies: {} runs its own producer threads; sweep them with --threads",

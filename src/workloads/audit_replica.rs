@@ -207,6 +207,10 @@ impl Spec for Params {
 
     const EXTRA_EVENTS: &'static str = "{dTLB-loads,dTLB-load-misses}";
 
+    fn not_as_threads(&self) -> Option<&'static str> {
+        Some("the compiled walk keeps one global list per process")
+    }
+
     fn build(&self) -> Result<Box<dyn Workload>> {
         Ok(Box::new(AuditReplica::new(self)))
     }

@@ -100,6 +100,11 @@ impl Spec for Params {
         }))
     }
 
+    fn not_as_threads(&self) -> Option<&'static str> {
+        matches!(self.op, IpcOp::Signal | IpcOp::Sigaction)
+            .then_some("a process has one SIGUSR1 handler and one count of its catches")
+    }
+
     /// The worker's own calls per round trip, as strace counts them.
     fn syscalls(&self) -> Vec<u32> {
         let nrs: &[libc::c_long] = match self.op {

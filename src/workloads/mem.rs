@@ -90,6 +90,10 @@ impl Spec for Params {
         }))
     }
 
+    fn not_as_threads(&self) -> Option<&'static str> {
+        (self.op == MemOp::Brk).then_some("a process has one break")
+    }
+
     /// Page faults are not system calls: the fault operations make none.
     fn syscalls(&self) -> Vec<u32> {
         let nrs: &[libc::c_long] = match self.op {

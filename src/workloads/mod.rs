@@ -142,6 +142,12 @@ pub trait Spec {
     fn inherit(&self) -> bool {
         false
     }
+    /// Why copies of this workload cannot run as threads of one process (`--copies --mode
+    /// thread`), if they cannot: state the process has only once (a signal handler, the
+    /// break, a global list).
+    fn not_as_threads(&self) -> Option<&'static str> {
+        None
+    }
     /// The system calls one operation makes (as strace counts them), for rules that should name
     /// them (`audit sweep --matching`). Empty where the workload cannot know (a command's).
     fn syscalls(&self) -> Vec<u32> {
@@ -222,6 +228,13 @@ macro_rules! workload_spec {
             }
 
             /// The message asking for `--ops` when the workload cannot be calibrated.
+            pub fn not_as_threads(&self) -> Option<&'static str> {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.not_as_threads(),)*
+                    WorkloadSpec::Empty => None,
+                }
+            }
+
             pub fn syscalls(&self) -> Vec<u32> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.syscalls(),)*
