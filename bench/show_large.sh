@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 per_run=${1:-333334}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT INT TERM
+# Benchmark runs stay out of the user's history store.
+export SYSCOST_HISTORY="$work/history.sqlite"
 cargo build --release --quiet
 target/release/syscost run syscall --runs 3 --samples 3 --sample-time 5ms -o "$work/small.json" \
 	> /dev/null 2>&1

@@ -16,6 +16,8 @@ samples=${4:-10}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT INT TERM
+# Benchmark runs stay out of the user's history store.
+export SYSCOST_HISTORY="$work/history.sqlite"
 gcc -O2 -o "$work/getpid_loop" bench/getpid_loop.c
 cargo build --release --quiet
 syscost=target/release/syscost

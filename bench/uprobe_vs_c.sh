@@ -10,6 +10,8 @@ rounds=${1:-4}
 cpu=${2:-$(( $(nproc) - 1 ))}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT INT TERM
+# Benchmark runs stay out of the user's history store.
+export SYSCOST_HISTORY="$work/history.sqlite"
 gcc -O2 -o "$work/uprobe_loop" bench/uprobe_loop.c
 cargo build --release --quiet
 for insn in nop push ret; do

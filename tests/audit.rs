@@ -169,6 +169,7 @@ fn wait_for_rules(pid: u32, min: usize) {
 
 fn long_sweep() -> Command {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin!("syscost"));
+    c.env("SYSCOST_HISTORY", TEST_HISTORY);
     c.args([
         "audit",
         "sweep",
@@ -260,6 +261,7 @@ fn unprivileged_user_is_told_the_capability() {
         return;
     }
     let out = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .env("SYSCOST_HISTORY", TEST_HISTORY)
         .args(SWEEP)
         .uid(65534)
         .gid(65534)

@@ -153,3 +153,67 @@ fn stores_that_are_not_syscost_s_are_refused_untouched() {
         assert!(!o.status.success() && err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// Measuring commands record their result by default (here into a store of the test's own),
+/// with tags; --no-history skips it; a store that cannot be written costs a warning, never the
+/// measurement; a bad tag is refused before anything is measured.
+#[test]
+fn measuring_commands_record_their_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("h.sqlite");
+    let quick = [
+        "--runs",
+        "2",
+        "--samples",
+        "2",
+        "--sample-time",
+        "5ms",
+        "-e",
+        "task-clock",
+    ];
+    let run = |extra: &[&str]| {
+        syscost()
+            .env("SYSCOST_HISTORY", &store)
+            .args(["run", "syscall"])
+            .args(quick)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--tag", "build=align-32"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && err.contains("recorded as history entry 1"),
+        "{err}"
+    );
+    let o = run(&["--no-history"]);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("recorded"));
+    let list: serde_json::Value = serde_json::from_str(&ok(
+        &store,
+        &["list", "--tag", "build=align-32", "--format", "json"],
+    ))
+    .unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    let all: serde_json::Value =
+        serde_json::from_str(&ok(&store, &["list", "--format", "json"])).unwrap();
+    assert_eq!(
+        all.as_array().unwrap().len(),
+        1,
+        "--no-history recorded nothing"
+    );
+    // A store under a regular file cannot be created: warned, and the result still printed.
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let o = run(&["--history", blocker.join("h.sqlite").to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("warning: the result was not recorded"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Per-call statistics"));
+    let o = run(&["--tag", "oops"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("KEY=VALUE"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "refused at once: {err}");
+}

@@ -164,6 +164,7 @@ fn page_faults_are_counted_one_per_op() {
 fn an_interrupted_round_trip_leaves_no_partner() {
     let _s = serial();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .env("SYSCOST_HISTORY", TEST_HISTORY)
         .args([
             "run",
             "ipc",

@@ -12,6 +12,7 @@ fn interrupt_with(sig: i32) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .env("SYSCOST_HISTORY", TEST_HISTORY)
         .args([
             "run",
             "syscall",
@@ -88,6 +89,7 @@ fn sigterm_stops_cleanly() {
 fn sigkill_of_syscost_stops_its_worker() {
     let _s = serial();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .env("SYSCOST_HISTORY", TEST_HISTORY)
         .args(["run", "syscall", "--runs", "50", "--ops", "200000"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -122,6 +124,7 @@ fn sigkill_of_syscost_stops_its_worker() {
 fn analysis_commands_stop_within_a_second() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+            .env("SYSCOST_HISTORY", TEST_HISTORY)
             .args([
                 "cachesets",
                 "--objects",

@@ -221,6 +221,7 @@ const NOBODY_RUN: &[&str] = &[
 
 fn as_nobody() -> std::process::Command {
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"));
+    c.env("SYSCOST_HISTORY", TEST_HISTORY);
     c.uid(65534).gid(65534).current_dir("/");
     c
 }

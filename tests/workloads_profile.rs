@@ -73,6 +73,7 @@ fn vfs_mix_cleans_up_after_sigint() {
     let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .env("SYSCOST_HISTORY", TEST_HISTORY)
         .args(["run", "vfs-mix", "--runs", "50", "--ops", "2000", "--dir"])
         .arg(dir.path())
         .stdout(Stdio::null())

@@ -37,6 +37,8 @@ pub(super) fn ab(
             .map_err(|e| anyhow::anyhow!("--save {}: cannot create it: {e}", dir.display()))?;
     }
     let mut plans = Vec::new();
+    // Where the comparison is recorded: the shared run options' (after --) history options.
+    let mut keep = None;
     for v in &variants {
         let Some(mut words) = shlex::split(v) else {
             anyhow::bail!("--variant '{v}': unbalanced quotes");
@@ -62,6 +64,7 @@ pub(super) fn ab(
                  by ab; put it before --, among ab's own options"
             );
         }
+        keep.get_or_insert_with(|| args.keep.clone());
         plans.push(plan_of(workload, &args)?);
     }
     // What must match is checked before anything is measured.
@@ -91,5 +94,8 @@ pub(super) fn ab(
     })?;
     bar.finish();
     show(&c, opts.format, &opts.output)?;
+    if let Some(k) = &keep {
+        super::history::record(&c, k);
+    }
     opts.gate(&c)
 }

@@ -104,9 +104,37 @@ impl CompareArgs {
     }
 }
 
+/// Where a measuring command records its result (see `syscost history`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct HistoryOpts {
+    /// Record the result in this history store [default: $SYSCOST_HISTORY, else
+    /// $XDG_DATA_HOME/syscost/history.sqlite, else ~/.local/share/syscost/history.sqlite].
+    #[arg(long = "history", value_name = "PATH")]
+    pub history: Option<PathBuf>,
+    /// Do not record the result in the history.
+    #[arg(long = "no-history", conflicts_with = "history")]
+    pub no_history: bool,
+    /// Label the recorded result, KEY=VALUE (repeatable): --tag build=align-32.
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+}
+
+impl HistoryOpts {
+    /// The tags, checked before anything is measured.
+    pub fn parsed_tags(&self) -> Result<Vec<(String, String)>> {
+        self.tags
+            .iter()
+            .map(|t| crate::history::parse_tag(t))
+            .collect()
+    }
+}
+
 /// Options every `run` workload takes.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub keep: HistoryOpts,
+
     /// CPUs to pin the worker to, in taskset syntax: 1, 0-3,8, 0-15:2.
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
     pub cpu: Option<CpuList>,

@@ -96,7 +96,9 @@ pub(super) fn show_sweep(
     sweep: &crate::experiments::audit_sweep::Sweep,
     common: &RunArgs,
 ) -> Result<()> {
-    show(sweep, common.format(), &common.output)
+    show(sweep, common.format(), &common.output)?;
+    super::history::record(sweep, &common.keep);
+    Ok(())
 }
 
 /// `audit sweep --workload ARGS`: a workload and its own options; run options belong to the

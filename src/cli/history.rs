@@ -188,6 +188,32 @@ fn list_grid(entries: &[crate::history::Entry]) -> report::format::Grid {
     g
 }
 
+/// Record a measuring command's result (its JSON, as written to files). The measurement is
+/// never lost to the store: a store that cannot be written gets a warning, and the result has
+/// already been printed and written.
+pub(super) fn record<R: serde::Serialize>(result: &R, keep: &super::args::HistoryOpts) {
+    if keep.no_history {
+        return;
+    }
+    let outcome = (|| -> Result<(i64, PathBuf)> {
+        let tags = keep.parsed_tags()?;
+        let mut s = store(&keep.history)?;
+        let json = serde_json::to_string_pretty(result)?;
+        let (id, _) = s.insert(&json, &tags)?;
+        Ok((id, s.path().to_path_buf()))
+    })();
+    match outcome {
+        Ok((id, path)) => eprintln!(
+            "syscost: recorded as history entry {id} in {}",
+            path.display()
+        ),
+        Err(e) => eprintln!(
+            "syscost: warning: the result was not recorded in the history ({e:#}); the result \
+             itself is complete (--no-history skips recording)"
+        ),
+    }
+}
+
 /// A result of any kind as text (JSON is printed as stored).
 fn text_of(l: &report::loaded::Loaded, format: Format) -> String {
     use report::loaded::Loaded;

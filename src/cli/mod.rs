@@ -184,6 +184,8 @@ pub enum Command {
         /// Runs with and runs without the probe (each).
         #[arg(short = 'r', long, default_value_t = 5, value_name = "N")]
         runs: u32,
+        #[command(flatten)]
+        keep: args::HistoryOpts,
         /// Record a figure the command prints about itself: NAME=REGEX, the regex's first group
         /// the number (e.g. rps='([0-9.,]+) requests per second'). Repeatable; a regex that
         /// matches nothing fails the run and shows the output's last lines.
@@ -421,11 +423,13 @@ fn dispatch(cmd: Command) -> Result<()> {
             probe,
             bpf,
             runs,
+            keep,
             captures,
             format,
             output,
             command,
         } => {
+            keep.parsed_tags()?;
             let (path, symbol) = crate::probes::elf::parse_target(&target)?;
             if let Some(o) = &output {
                 crate::core::check_writable(o)?;
@@ -439,7 +443,9 @@ fn dispatch(cmd: Command) -> Result<()> {
                 command,
                 captures,
             })?;
-            show(&r, format, &output)
+            show(&r, format, &output)?;
+            history::record(&r, &keep);
+            Ok(())
         }
         Command::Cachesets {
             geometry,
@@ -486,5 +492,16 @@ fn dispatch(cmd: Command) -> Result<()> {
             print_quietly(&text)
         }
         Command::Worker => unreachable!("handled before dispatch"),
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    /// clap's own checks of the whole command line (duplicate flags, conflicts naming
+    /// unknown arguments), which release builds do not run.
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

@@ -46,6 +46,8 @@ pub(super) struct VariantLine {
 }
 
 pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
+    // A bad --tag is refused before anything is measured.
+    args.keep.parsed_tags()?;
     if let Some(why) = workload.ops_required()
         && args.ops.is_none()
     {
@@ -140,6 +142,7 @@ pub(super) fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> 
     if let Some(path) = &args.output {
         eprintln!("syscost: result written to {}", path.display());
     }
+    super::history::record(&result, &args.keep);
     Ok(())
 }
 
@@ -164,7 +167,9 @@ fn copies_sweep(plan: Plan, counts: &[u32], args: &RunArgs) -> Result<()> {
         }
     );
     let scale = crate::experiments::scale::Scale::of_copies(&case, results);
-    show(&scale, args.format(), &args.output)
+    show(&scale, args.format(), &args.output)?;
+    super::history::record(&scale, &args.keep);
+    Ok(())
 }
 
 pub(super) fn uprobe_run(params: uprobe::Params, common: RunArgs) -> Result<()> {
@@ -201,5 +206,7 @@ pub(super) fn uprobe_run(params: uprobe::Params, common: RunArgs) -> Result<()> 
     let results = runner::run_interleaved(&plans, &mut |p| bar.update(p))?;
     bar.finish();
     let scale = crate::experiments::scale::Scale::new(&params.case(), results);
-    show(&scale, common.format(), &common.output)
+    show(&scale, common.format(), &common.output)?;
+    super::history::record(&scale, &common.keep);
+    Ok(())
 }

@@ -20,9 +20,16 @@ pub fn serial() -> Serial {
     Serial(f)
 }
 
-/// The syscost binary built for this test run.
+/// The history store measuring commands record to in tests: the build's own temporary
+/// directory, never the user's ~/.local/share.
+pub const TEST_HISTORY: &str =
+    concat!(env!("CARGO_TARGET_TMPDIR"), "/syscost-tests-history.sqlite");
+
+/// The syscost binary built for this test run, recording into [`TEST_HISTORY`].
 pub fn syscost() -> Command {
-    Command::cargo_bin("syscost").unwrap()
+    let mut c = Command::cargo_bin("syscost").unwrap();
+    c.env("SYSCOST_HISTORY", TEST_HISTORY);
+    c
 }
 
 /// Short, fast measurement options for tests (the statistics still have several runs).
