@@ -218,7 +218,9 @@ fn interrupted_cleanly(sig: i32) {
     wait_for_rules(child.id(), 8);
     unsafe { libc::kill(child.id() as i32, sig) };
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(128 + sig));
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(128 + sig), "stderr: {err}");
     assert_eq!(syscost_rules(), 0, "cleaned before exit");
     assert_eq!(before, snapshot());
 }

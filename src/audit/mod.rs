@@ -72,6 +72,18 @@ pub struct AuditSocket {
     seq: u32,
 }
 
+/// A socket call retried when a signal interrupted it (EINTR, where a handler was installed
+/// without SA_RESTART). A request half done must finish: the command notices the signal at its
+/// next check and unwinds, restoring audit, with the signal's exit status.
+fn again<T>(mut call: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
+    loop {
+        match call() {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
 impl AuditSocket {
     pub fn open() -> Result<AuditSocket> {
         let mut socket = Socket::new(NETLINK_AUDIT).context(
@@ -95,8 +107,7 @@ impl AuditSocket {
         packet.finalize();
         let mut buf = vec![0u8; packet.buffer_len()];
         packet.serialize(&mut buf);
-        self.socket
-            .send(&buf, 0)
+        again(|| self.socket.send(&buf, 0))
             .map_err(|e| permission(e, "send to the audit socket"))?;
         Ok(self.seq)
     }
@@ -113,8 +124,7 @@ impl AuditSocket {
         buf.extend_from_slice(&0u32.to_ne_bytes());
         buf.extend_from_slice(payload);
         buf.resize(len.next_multiple_of(4), 0);
-        self.socket
-            .send(&buf, 0)
+        again(|| self.socket.send(&buf, 0))
             .map_err(|e| permission(e, "send to the audit socket"))?;
         Ok(self.seq)
     }
@@ -138,9 +148,7 @@ impl AuditSocket {
         mut each: impl FnMut(u16, &[u8]) -> Result<bool>,
     ) -> Result<()> {
         loop {
-            let (buf, _) = self
-                .socket
-                .recv_from_full()
+            let (buf, _) = again(|| self.socket.recv_from_full())
                 .map_err(|e| permission(e, "read from the audit socket"))?;
             let mut off = 0;
             while off < buf.len() {
