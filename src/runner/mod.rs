@@ -338,19 +338,30 @@ fn spawn(req: &Request) -> Result<Reply> {
         .context("cannot start a worker process")?;
     let _guard = signals::ChildGuard::new(child.id());
     let input = serde_json::to_vec(req).expect("requests serialise");
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(&input)
-            .context("cannot send the request to the worker")?;
+    let talk = (|| -> Result<(String, std::process::ExitStatus)> {
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(&input)
+                .context("cannot send the request to the worker")?;
+        }
+        let mut out = String::new();
+        if let Some(mut stdout) = child.stdout.take() {
+            stdout
+                .read_to_string(&mut out)
+                .context("cannot read the worker's reply")?;
+        }
+        let status = child.wait().context("waiting for the worker")?;
+        Ok((out, status))
+    })();
+    if talk.is_err() {
+        // Reap it whatever happened (it was stopped, or its pipe broke).
+        let _ = child.kill();
+        let _ = child.wait();
     }
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        stdout
-            .read_to_string(&mut out)
-            .context("cannot read the worker's reply")?;
-    }
-    let status = child.wait().context("waiting for the worker")?;
+    // A signal stops the worker (the guard passes it on), which may break the pipe to it
+    // before the request is written: that is the interruption, not a failure of its own.
     signals::check()?;
+    let (out, status) = talk?;
     let reply: Reply = match serde_json::from_str(out.trim()) {
         Ok(r) => r,
         Err(_) => bail!("the worker process died ({status}) without a reply"),
