@@ -60,14 +60,9 @@ fn file_calls_run_and_rank_plausibly() {
         0,
         "the file is removed"
     );
-    let out = syscost()
-        .args(["run", "file", "--op", "stat", "--dir", "/no/such/dir"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("no such directory"),
-        "{err}"
+    refused(
+        &["run", "file", "--op", "stat", "--dir", "/no/such/dir"],
+        "no such directory",
     );
 }
 
@@ -102,12 +97,10 @@ fn ipc_round_trips_switch_and_cost_more_than_a_syscall() {
         signal > sigaction,
         "delivering a signal ({signal}) vs installing a handler ({sigaction})"
     );
-    let out = syscost()
-        .args(["run", "ipc", "--op", "pipe", "--working-set", "8"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--op ctx"), "{err}");
+    refused(
+        &["run", "ipc", "--op", "pipe", "--working-set", "8"],
+        "--op ctx",
+    );
 }
 
 #[test]
@@ -150,12 +143,10 @@ fn page_faults_are_counted_one_per_op() {
     assert!(pf > 0.0 && pf <= 1.05, "{pf} faults per file page");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     assert!(per_op(&run("mem", &["--op", "brk", "--size", "65536"]), "time") > 0.0);
-    let out = syscost()
-        .args(["run", "mem", "--op", "mmap", "--size", "100"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("multiple of 4096"), "{err}");
+    refused(
+        &["run", "mem", "--op", "mmap", "--size", "100"],
+        "multiple of 4096",
+    );
 }
 
 /// SIGINT mid-run: the pipe's echo partner (the worker's child) is gone, and so is the file a
@@ -284,12 +275,7 @@ fn copies_scale_like_will_it_scale() {
             "one break",
         ),
     ] {
-        let out = syscost().args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !out.status.success() && err.contains(says),
-            "{args:?}: {err}"
-        );
+        refused(&args, says);
     }
 }
 

@@ -35,6 +35,18 @@ pub fn syscost() -> Command {
 /// Short, fast measurement options for tests (the statistics still have several runs).
 pub const QUICK: &[&str] = &["--samples", "3", "--warmup", "1", "--sample-time", "20ms"];
 
+/// Run syscost with `args`, which it must refuse with a message containing `says`; the
+/// message is returned.
+pub fn refused(args: &[&str], says: &str) -> String {
+    let out = syscost().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success() && err.contains(says),
+        "{args:?} should be refused with '{says}': {err}"
+    );
+    err
+}
+
 pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
