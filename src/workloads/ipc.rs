@@ -95,7 +95,6 @@ impl Spec for Params {
             working_set: vec![1u64; self.working_set as usize * 1024 / 8],
             partner: Partner::None,
             fds: (-1, -1),
-            caught_before: 0,
             futex_turn: None,
         }))
     }
@@ -144,7 +143,6 @@ pub struct Ipc {
     /// The worker's ends: where it writes and where it reads (one socket for both on unix,
     /// tcp and udp; the eventfds for eventfd).
     fds: (libc::c_int, libc::c_int),
-    caught_before: u64,
     futex_turn: Option<Arc<AtomicU32>>,
 }
 
@@ -247,12 +245,12 @@ fn futex(word: &AtomicU32, op: libc::c_int, val: u32) {
 
 impl Ipc {
     fn start_child(&mut self) -> Result<()> {
-        let ws = std::mem::take(&mut self.working_set);
+        let ws = &self.working_set;
         match self.op {
             IpcOp::Pipe | IpcOp::Ctx => {
                 let (to_child_r, to_child_w) = pipe()?;
                 let (to_parent_r, to_parent_w) = pipe()?;
-                let pid = fork_echo(to_child_r, to_parent_w, &ws, false);
+                let pid = fork_echo(to_child_r, to_parent_w, ws, false);
                 close(to_child_r);
                 close(to_parent_w);
                 self.fds = (to_child_w, to_parent_r);
@@ -272,7 +270,7 @@ impl Ipc {
                 {
                     return Err(errno("socketpair(AF_UNIX)"));
                 }
-                let pid = fork_echo(sv[1], sv[1], &ws, false);
+                let pid = fork_echo(sv[1], sv[1], ws, false);
                 close(sv[1]);
                 self.fds = (sv[0], sv[0]);
                 self.partner = Partner::Child(pid?);
@@ -284,7 +282,7 @@ impl Ipc {
                 a.set_nodelay(true)?;
                 b.set_nodelay(true)?;
                 let (a, b) = (a.into_raw_fd(), b.into_raw_fd());
-                let pid = fork_echo(b, b, &ws, false);
+                let pid = fork_echo(b, b, ws, false);
                 close(b);
                 self.fds = (a, a);
                 self.partner = Partner::Child(pid?);
@@ -295,14 +293,13 @@ impl Ipc {
                 a.connect(b.local_addr()?)?;
                 b.connect(a.local_addr()?)?;
                 let (a, b) = (a.into_raw_fd(), b.into_raw_fd());
-                let pid = fork_echo(b, b, &ws, true);
+                let pid = fork_echo(b, b, ws, true);
                 close(b);
                 self.fds = (a, a);
                 self.partner = Partner::Child(pid?);
             }
             _ => unreachable!("not a process partner"),
         }
-        self.working_set = ws;
         Ok(())
     }
 
@@ -466,7 +463,6 @@ impl Workload for Ipc {
                     if caught != ops {
                         bail!("ipc signal: {ops} SIGUSR1 sent, {caught} caught by the handler");
                     }
-                    self.caught_before += caught;
                 }
                 IpcOp::Sigaction => {
                     let mut act: libc::sigaction = std::mem::zeroed();

@@ -86,7 +86,6 @@ impl Spec for Params {
             dir: self.dir.clone(),
             file: None,
             maps: Vec::new(),
-            stride: PAGE,
         }))
     }
 
@@ -119,8 +118,6 @@ pub struct Mem {
     file: Option<(ScratchFile, std::fs::File)>,
     /// The mappings the next batch faults in: (address, length).
     maps: Vec<(*mut u8, usize)>,
-    /// Bytes between touched pages: every page.
-    stride: usize,
 }
 
 fn errno(what: &str) -> anyhow::Error {
@@ -165,7 +162,7 @@ impl Workload for Mem {
     }
 
     fn before_batch(&mut self, ops: u64) -> Result<()> {
-        let need = ops as usize * self.stride;
+        let need = ops as usize * PAGE;
         match self.op {
             MemOp::FaultAnon => {
                 // SAFETY: a fresh private anonymous mapping, unmapped in after_batch.
@@ -230,7 +227,7 @@ impl Workload for Mem {
                                 sum = sum.wrapping_add(addr.add(off).read_volatile());
                             }
                         }
-                        off += self.stride;
+                        off += PAGE;
                         done += 1;
                     }
                 }
