@@ -72,18 +72,8 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
 
 /// A result of any kind from its JSON text (`name` names it in errors).
 pub fn parse(name: &str, text: &str) -> Result<Loaded, LoadError> {
-    let kind = load::check_text(name, text, Accept::ANY)?;
-    let loaded = match kind {
-        Kind::Run => Loaded::Run(Box::new(load::decode(name, kind, text)?)),
-        Kind::Compare => Loaded::Compare(Box::new(load::decode(name, kind, text)?)),
-        Kind::Merged => Loaded::Merged(Box::new(load::decode(name, kind, text)?)),
-        Kind::AuditSweep => Loaded::Sweep(Box::new(load::decode(name, kind, text)?)),
-        Kind::Scale => Loaded::Scale(Box::new(load::decode(name, kind, text)?)),
-        Kind::Correlate => Loaded::Correlate(Box::new(load::decode(name, kind, text)?)),
-        Kind::Cachesets => Loaded::Cachesets(Box::new(load::decode(name, kind, text)?)),
-        Kind::Probe => Loaded::Probe(Box::new(load::decode(name, kind, text)?)),
-    };
-    undamaged(name, kind, loaded)
+    let checked = load::Checked::from_text(name, text.to_string(), Accept::ANY)?;
+    undamaged(name, checked.kind, decode(&checked)?)
 }
 
 fn decode(c: &load::Checked) -> Result<Loaded, LoadError> {

@@ -277,6 +277,16 @@ pub fn open_checked(path: &Path, accept: Accept) -> Result<Checked, LoadError> {
 }
 
 impl Checked {
+    /// JSON text already in memory (named `name` in errors), its envelope checked.
+    pub fn from_text(name: &str, text: String, accept: Accept) -> Result<Checked, LoadError> {
+        let kind = check_text(name, &text, accept)?;
+        Ok(Checked {
+            kind,
+            name: name.into(),
+            source: Source::Text(text),
+        })
+    }
+
     /// The file's name, as errors give it.
     pub fn name(&self) -> &str {
         &self.name
