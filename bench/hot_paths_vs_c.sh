@@ -7,11 +7,12 @@
 # print the median over rounds of the per-round ratio syscost/C. Target (issue 15): within 5%
 # (0.95-1.05) for read, write, stat, open+close, pipe round trip, fork+exit and page fault.
 #
-# Usage: bench/hot_paths_vs_c.sh [ROUNDS] [CPU]
+# Usage: bench/hot_paths_vs_c.sh [ROUNDS] [CPU] [OPS]   (OPS: a comma-separated subset, e.g. fork,pipe)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-6}
 cpu=${2:-$(( $(nproc) - 1 ))}
+only=${3:-}
 samples=10
 
 work=$(mktemp -d)
@@ -42,6 +43,7 @@ print("%.4f" % next(m for m in r["metrics"] if m["name"] == "time")["summary"]["
 printf "%-11s %10s %10s %8s\n" op "C ns/op" syscost "ratio (median of rounds)"
 for c in "${cases[@]}"; do
 	read -r op ops workload args <<<"$c"
+	if [[ -n $only && ,$only, != *,$op,* ]]; then continue; fi
 	c_run() { taskset -c "$cpu" "$work/hot_path_loop" "$op" "$ops" "$samples" "$work"; }
 	s_run() {
 		# shellcheck disable=SC2086

@@ -106,7 +106,17 @@ fn ipc_round_trips_switch_and_cost_more_than_a_syscall() {
 #[test]
 fn processes_are_created_and_reaped() {
     let _s = serial();
-    let fork = per_op(&run("proc", &["--op", "fork"]), "time");
+    let forked = run("proc", &["--op", "fork"]);
+    let fork = per_op(&forked, "time");
+    // The worker's heap is kept out of the children, and the run says how much is copied.
+    let note = forked["runs"][0]["notes"].to_string();
+    assert!(
+        note.contains("each fork copied the page tables of"),
+        "{note}"
+    );
+    // Waiting for the child is the operation: no "the loop sleeps" warning.
+    let warnings = forked["warnings"].to_string();
+    assert!(!warnings.contains("the loop sleeps"), "{warnings}");
     let thread = per_op(&run("proc", &["--op", "thread"]), "time");
     assert!(
         fork > thread,

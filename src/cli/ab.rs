@@ -76,9 +76,9 @@ pub(super) fn ab(
         }
         if p.workload.op_name() != plans[0].workload.op_name() {
             anyhow::bail!(
-                "--variant '{v}' counts {}s, the first counts {}s: per-op figures would not compare",
-                p.workload.op_name(),
-                plans[0].workload.op_name()
+                "--variant '{v}' counts {}, the first counts {}: per-op figures would not compare",
+                crate::core::plural(p.workload.op_name()),
+                crate::core::plural(plans[0].workload.op_name())
             );
         }
     }

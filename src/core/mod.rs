@@ -16,4 +16,4 @@ pub mod perf;
 pub use cpus::CpuList;
 pub use envelope::{Envelope, Kind, SCHEMA, ToolInfo, VERSION, now_unix};
 pub use files::{check_writable, write_atomic};
-pub use num::{fmt_num, fmt_p};
+pub use num::{fmt_num, fmt_p, plural};

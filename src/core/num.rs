@@ -49,9 +49,25 @@ pub fn group_thousands(digits: &str) -> String {
     format!("{sign}{out}")
 }
 
+/// The plural of an operation's name: "calls", "processes", "round-trips".
+pub fn plural(noun: &str) -> String {
+    if ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e)) {
+        format!("{noun}es")
+    } else {
+        format!("{noun}s")
+    }
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    #[test]
+    fn plurals_of_operation_names() {
+        assert_eq!(plural("process"), "processes");
+        assert_eq!(plural("call"), "calls");
+        assert_eq!(plural("round-trip"), "round-trips");
+    }
 
     #[test]
     fn p_values() {

@@ -88,9 +88,9 @@ pub fn run_preamble(r: &RunResult) -> Vec<String> {
             w = r.workload.describe()
         ),
         format!(
-            " {runs} run(s) x {samples} sample(s) x {ops} {op}s ({how}), {warm} warm-up \
+            " {runs} run(s) x {samples} sample(s) x {ops} {op} ({how}), {warm} warm-up \
              sample(s) per run, {cpus}, {sched}",
-            op = r.op_name,
+            op = crate::core::plural(&r.op_name),
             runs = o.runs,
             samples = o.samples,
             ops = group_thousands(&o.ops_per_sample.to_string()),

@@ -118,6 +118,13 @@ impl Spec for Params {
         nrs.iter().map(|&n| n as u32).collect()
     }
 
+    fn waits(&self) -> Option<&'static str> {
+        match self.op {
+            IpcOp::Signal | IpcOp::Sigaction => None,
+            _ => Some("each side of a round trip waits for the other"),
+        }
+    }
+
     fn describe(&self) -> String {
         match self.op {
             IpcOp::Ctx => format!("ipc ctx, {} KiB working set", self.working_set),

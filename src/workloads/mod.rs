@@ -142,6 +142,12 @@ pub trait Spec {
     fn inherit(&self) -> bool {
         false
     }
+    /// Why one operation sleeps by its nature (a round trip waits for the other side, a fork
+    /// for its child), if it does: its context switches are then part of the operation and
+    /// not a sign of disturbance.
+    fn waits(&self) -> Option<&'static str> {
+        None
+    }
     /// Why copies of this workload cannot run as threads of one process (`--copies --mode
     /// thread`), if they cannot: state the process has only once (a signal handler, the
     /// break, a global list).
@@ -216,6 +222,14 @@ macro_rules! workload_spec {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.inherit(),)*
                     WorkloadSpec::Empty => false,
+                }
+            }
+
+            /// Why one operation sleeps by its nature, if it does.
+            pub fn waits(&self) -> Option<&'static str> {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.waits(),)*
+                    WorkloadSpec::Empty => None,
                 }
             }
 

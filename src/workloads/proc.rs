@@ -4,6 +4,13 @@
 //! waitpid; thread create + join. The tiny program (csrc/tiny_exit.c: one exit_group call, no
 //! libc) is embedded in syscost and executed from a memfd, so no file is left anywhere. Each
 //! child's exit status is checked: a failed fork or exec fails the run with the errno.
+//!
+//! What a fork costs grows with the private memory it copies the page tables of (about 10 ns
+//! per KiB here). The worker's own bookkeeping (its malloc heap, the stack its start-up once
+//! used) is not the operation measured, so during each batch of forks the heap is marked
+//! MADV_WIPEONFORK (children get it zero-filled: no page table is copied) and the stack pages
+//! below the live frames are released. The process forked is then as small as a minimal C
+//! program's, plus the worker's relocated read-only data; the run's notes say how large.
 
 use super::{Spec, Workload};
 use anyhow::{Result, bail};
@@ -17,7 +24,9 @@ const TINY_EXIT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tiny_exit"));
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProcOp {
-    /// fork(2), the child _exit(0)s, waitpid(2) (lat_proc fork, perf bench syscall fork).
+    /// fork(2), the child _exit(0)s, waitpid(2) (lat_proc fork, perf bench syscall fork). The
+    /// worker's own heap is kept out of the child (MADV_WIPEONFORK), so what is forked is about
+    /// as small as a minimal C program; the run's notes give its size.
     Fork,
     /// fork(2) and execve(2) of a tiny static program that exits, waitpid(2) (lat_proc exec).
     Exec,
@@ -60,9 +69,10 @@ impl Spec for Params {
     fn build(&self) -> Result<Box<dyn Workload>> {
         Ok(Box::new(Proc {
             op: self.op,
+            heap: None,
+            forked_kib: None,
             memfd: -1,
             path: CString::default(),
-            argv: Vec::new(),
         }))
     }
 
@@ -78,6 +88,10 @@ impl Spec for Params {
         nrs.iter().map(|&n| n as u32).collect()
     }
 
+    fn waits(&self) -> Option<&'static str> {
+        Some("the parent waits for each child to exit")
+    }
+
     fn describe(&self) -> String {
         format!("proc {}", self.op.name())
     }
@@ -85,11 +99,14 @@ impl Spec for Params {
 
 pub struct Proc {
     op: ProcOp,
+    /// The worker's heap while it is marked wipe-on-fork.
+    heap: Option<Range>,
+    /// The private anonymous memory each fork copies, measured after setup.
+    forked_kib: Option<u64>,
     /// The tiny program, in memory.
     memfd: libc::c_int,
     /// /proc/self/fd/N of the memfd, for posix_spawn.
     path: CString,
-    argv: Vec<CString>,
 }
 
 fn errno(what: &str) -> anyhow::Error {
@@ -109,6 +126,93 @@ fn reap(pid: libc::pid_t, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// An address range of a mapping, [start, end).
+type Range = (usize, usize);
+
+/// The `[heap]` and `[stack]` mappings in the text of /proc/self/maps.
+fn heap_and_stack(maps: &str) -> (Option<Range>, Option<Range>) {
+    let (mut heap, mut stack) = (None, None);
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let range = fields.next().and_then(|r| {
+            let (a, b) = r.split_once('-')?;
+            Some((
+                usize::from_str_radix(a, 16).ok()?,
+                usize::from_str_radix(b, 16).ok()?,
+            ))
+        });
+        match line.split_whitespace().nth(5) {
+            Some("[heap]") => heap = range,
+            Some("[stack]") => stack = range,
+            _ => {}
+        }
+    }
+    (heap, stack)
+}
+
+/// The private anonymous memory in the text of /proc/self/smaps, in KiB, leaving out `skip`
+/// (the mapping that starts there): what a fork copies the page tables of.
+fn anonymous_kib(smaps: &str, skip: Option<usize>) -> u64 {
+    let mut total = 0;
+    let mut skipping = false;
+    for line in smaps.lines() {
+        if let Some(start) = line
+            .split_once('-')
+            .and_then(|(a, _)| usize::from_str_radix(a, 16).ok())
+            .filter(|_| line.split_whitespace().count() >= 5)
+        {
+            skipping = Some(start) == skip;
+        } else if let Some(kib) = line.strip_prefix("Anonymous:")
+            && !skipping
+        {
+            total += kib.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap_or(0);
+        }
+    }
+    total
+}
+
+impl Proc {
+    /// Before a batch of forks: keep the worker's own heap and dead stack out of the children
+    /// (see the module's documentation). Untimed.
+    fn slim(&mut self) -> Result<()> {
+        if !matches!(self.op, ProcOp::Fork | ProcOp::Exec) {
+            return Ok(());
+        }
+        let maps = std::fs::read_to_string("/proc/self/maps")?;
+        let (heap, stack) = heap_and_stack(&maps);
+        if let Some((start, end)) = heap {
+            // SAFETY: advice on the heap mapping itself; it changes only what a child sees
+            // (zeros), and the children of a batch touch no heap memory.
+            if unsafe { libc::madvise(start as *mut _, end - start, libc::MADV_WIPEONFORK) } != 0 {
+                return Err(errno("madvise(MADV_WIPEONFORK) of the worker's heap"));
+            }
+            self.heap = Some((start, end));
+        }
+        if let Some((start, _)) = stack {
+            // The batch runs at this depth (before_batch and run_batch are called from the
+            // same frame) and a fork needs a few KiB more: everything 16 KiB below this frame
+            // is dead. Release it.
+            let marker = 0u8;
+            let here = std::hint::black_box(&marker) as *const u8 as usize;
+            let below = here.saturating_sub(16 << 10) & !4095;
+            if below > start {
+                // SAFETY: pages of the main stack far below the live frames; a later use
+                // faults in a zero page as the stack's growth always does.
+                unsafe { libc::madvise(start as *mut _, below - start, libc::MADV_DONTNEED) };
+            }
+        }
+        Ok(())
+    }
+
+    /// After a batch: the heap is inherited again, as by default.
+    fn unslim(&mut self) {
+        if let Some((start, end)) = self.heap.take() {
+            // SAFETY: undoing slim's advice on the same range.
+            unsafe { libc::madvise(start as *mut _, end - start, libc::MADV_KEEPONFORK) };
+        }
+    }
+}
+
 impl Workload for Proc {
     fn setup(&mut self) -> Result<()> {
         if matches!(self.op, ProcOp::Exec | ProcOp::Spawn) {
@@ -124,19 +228,43 @@ impl Workload for Proc {
                 }
             }
             self.path = CString::new(format!("/proc/self/fd/{}", self.memfd))?;
-            self.argv = vec![CString::new("tiny_exit")?];
         }
-        self.run_batch(1)
+        self.slim()?;
+        if self.heap.is_some() {
+            let smaps = std::fs::read_to_string("/proc/self/smaps")?;
+            self.forked_kib = Some(anonymous_kib(&smaps, self.heap.map(|h| h.0)));
+        }
+        let done = self.run_batch(1);
+        self.unslim();
+        done
+    }
+
+    fn before_batch(&mut self, _ops: u64) -> Result<()> {
+        self.slim()
+    }
+
+    fn after_batch(&mut self) -> Result<()> {
+        self.unslim();
+        Ok(())
+    }
+
+    fn notes(&self) -> Vec<String> {
+        match self.forked_kib {
+            Some(kib) => vec![format!(
+                "each fork copied the page tables of {kib} KiB of the worker's private memory \
+                 (its heap is wiped on fork, MADV_WIPEONFORK, and its unused stack released, \
+                 so syscost's bookkeeping is not part of the figure)"
+            )],
+            None => Vec::new(),
+        }
     }
 
     fn run_batch(&mut self, ops: u64) -> Result<()> {
-        let argv: Vec<*const libc::c_char> = self
-            .argv
-            .iter()
-            .map(|a| a.as_ptr())
-            .chain(std::iter::once(std::ptr::null()))
-            .collect();
+        // What a child reads lives on the stack or in the binary, never on the heap, which
+        // children see zero-filled (see `slim`).
+        let argv: [*const libc::c_char; 2] = [c"tiny_exit".as_ptr(), std::ptr::null()];
         let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+        let memfd = self.memfd;
         for _ in 0..ops {
             match self.op {
                 ProcOp::Fork => {
@@ -161,7 +289,7 @@ impl Workload for Proc {
                         unsafe {
                             libc::syscall(
                                 libc::SYS_execveat,
-                                self.memfd,
+                                memfd,
                                 c"".as_ptr(),
                                 argv.as_ptr(),
                                 envp.as_ptr(),
@@ -206,6 +334,7 @@ impl Workload for Proc {
     }
 
     fn teardown(&mut self) -> Result<()> {
+        self.unslim();
         if self.memfd >= 0 {
             // SAFETY: closing the memfd setup made.
             unsafe { libc::close(self.memfd) };
@@ -218,6 +347,57 @@ impl Workload for Proc {
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    const SMAPS: &str = "\
+55d0a1000000-55d0a1054000 r--p 008ac000 fe:00 5310311                    /usr/bin/syscost
+Size:                336 kB
+Anonymous:           336 kB
+55d0a2000000-55d0a2085000 rw-p 00000000 00:00 0                          [heap]
+Size:                532 kB
+Anonymous:           492 kB
+VmFlags: rd wr mr mw me ac wf
+7ffd676ca000-7ffd676ef000 rw-p 00000000 00:00 0                          [stack]
+Anonymous:            20 kB
+";
+
+    #[test]
+    fn heap_stack_and_the_memory_a_fork_copies() {
+        let (heap, stack) = heap_and_stack(SMAPS);
+        assert_eq!(heap, Some((0x55d0a2000000, 0x55d0a2085000)));
+        assert_eq!(stack, Some((0x7ffd676ca000, 0x7ffd676ef000)));
+        assert_eq!(anonymous_kib(SMAPS, None), 848);
+        assert_eq!(anonymous_kib(SMAPS, heap.map(|h| h.0)), 356);
+        assert_eq!(heap_and_stack("garbage\n-\n"), (None, None));
+    }
+
+    #[test]
+    fn a_batch_of_forks_leaves_the_heap_inherited_again() {
+        let mut w = Proc {
+            op: ProcOp::Fork,
+            heap: None,
+            forked_kib: None,
+            memfd: -1,
+            path: CString::default(),
+        };
+        w.setup().unwrap();
+        assert!(w.forked_kib.is_some_and(|k| k > 0), "{:?}", w.forked_kib);
+        w.before_batch(10).unwrap();
+        let heap = w.heap.expect("the heap is marked during a batch");
+        let flags = |maps: &str| {
+            let start = format!("{:x}-", heap.0);
+            maps.lines()
+                .skip_while(|l| !l.starts_with(&start))
+                .find_map(|l| l.strip_prefix("VmFlags:").map(str::to_owned))
+                .unwrap()
+        };
+        let during = flags(&std::fs::read_to_string("/proc/self/smaps").unwrap());
+        assert!(during.contains(" wf"), "{during}");
+        w.run_batch(10).unwrap();
+        w.after_batch().unwrap();
+        let after = flags(&std::fs::read_to_string("/proc/self/smaps").unwrap());
+        assert!(!after.contains(" wf"), "{after}");
+        w.teardown().unwrap();
+    }
 
     #[test]
     fn every_op_creates_and_reaps() {
