@@ -15,7 +15,7 @@ static PROMPT: AtomicBool = AtomicBool::new(false);
 /// Writes in progress that a prompt exit waits for (see [`Defer`]).
 static DEFERRED: AtomicUsize = AtomicUsize::new(0);
 static CHILD: AtomicI32 = AtomicI32::new(0);
-static INSTALLED: OnceLock<()> = OnceLock::new();
+static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
 /// The error that unwinds syscost after a signal.
 #[derive(Debug, thiserror::Error)]
@@ -38,36 +38,49 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// Take over SIGINT, SIGTERM and SIGHUP for the rest of the process (idempotent).
-pub fn install() {
-    INSTALLED.get_or_init(|| {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
-            Ok(mut signals) => {
-                std::thread::Builder::new()
-                    .name("syscost-signals".into())
-                    .spawn(move || {
-                        for sig in signals.forever() {
-                            CAUGHT.store(sig, Ordering::SeqCst);
-                            let child = CHILD.load(Ordering::SeqCst);
-                            if child > 0 {
-                                // SAFETY: plain kill(2) of our own child.
-                                unsafe { libc::kill(child, libc::SIGTERM) };
-                            }
-                            if PROMPT.load(Ordering::SeqCst) {
-                                while DEFERRED.load(Ordering::SeqCst) > 0 {
-                                    std::thread::sleep(std::time::Duration::from_millis(5));
+/// Take over SIGINT, SIGTERM and SIGHUP for the rest of the process (idempotent). An error
+/// when the thread that takes them cannot start: syscost could then not undo its changes on
+/// Ctrl-C, so it must not make any.
+pub fn install() -> Result<(), String> {
+    INSTALLED
+        .get_or_init(|| {
+            use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+            match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+                Ok(mut signals) => {
+                    std::thread::Builder::new()
+                        .name("syscost-signals".into())
+                        .spawn(move || {
+                            for sig in signals.forever() {
+                                CAUGHT.store(sig, Ordering::SeqCst);
+                                let child = CHILD.load(Ordering::SeqCst);
+                                if child > 0 {
+                                    // SAFETY: plain kill(2) of our own child.
+                                    unsafe { libc::kill(child, libc::SIGTERM) };
                                 }
-                                eprintln!("syscost: {}; stopped", Interrupted(sig));
-                                std::process::exit(128 + sig);
+                                if PROMPT.load(Ordering::SeqCst) {
+                                    while DEFERRED.load(Ordering::SeqCst) > 0 {
+                                        std::thread::sleep(std::time::Duration::from_millis(5));
+                                    }
+                                    eprintln!("syscost: {}; stopped", Interrupted(sig));
+                                    std::process::exit(128 + sig);
+                                }
                             }
-                        }
-                    })
-                    .expect("cannot start the signal thread");
+                        })
+                        .map(|_| ())
+                        .map_err(|e| {
+                            format!(
+                                "cannot start syscost's signal-handling thread: {e}{}",
+                                crate::core::limits::hint(&e, true)
+                            )
+                        })
+                }
+                Err(e) => {
+                    eprintln!("syscost: warning: cannot handle signals: {e}");
+                    Ok(())
+                }
             }
-            Err(e) => eprintln!("syscost: warning: cannot handle signals: {e}"),
-        }
-    });
+        })
+        .clone()
 }
 
 /// For commands that change nothing on the machine (compare, merge, correlate, report,
@@ -75,9 +88,10 @@ pub fn install() {
 /// than at the next [`check`], which long computations (a bootstrap, a Monte Carlo run) do not
 /// reach for seconds. A write in progress ([`Defer`]) is finished first, so no output is left
 /// half written.
-pub fn exit_promptly() {
-    install();
+pub fn exit_promptly() -> Result<(), String> {
+    install()?;
     PROMPT.store(true, Ordering::SeqCst);
+    Ok(())
 }
 
 /// While alive, a prompt exit waits: hold one around writing an output file.

@@ -382,3 +382,72 @@ fn figures_a_command_prints_are_captured() {
         assert_eq!(n["values"], serde_json::json!([7.0, 7.0]));
     }
 }
+
+/// The processes that `uid` has now (RLIMIT_NPROC counts them all).
+fn processes_of(uid: u32) -> u64 {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("status")).ok())
+        .filter(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next())
+                == Some(&uid.to_string())
+        })
+        .count() as u64
+}
+
+/// A limit hit, by syscost itself or by the workload, is named with its value and what to
+/// raise, and nothing panics (a failed signal thread used to).
+#[test]
+fn limits_reached_are_named() {
+    let _s = serial();
+    if Command::new("prlimit").arg("--version").output().is_err() {
+        eprintln!("skipped: prlimit (util-linux) is not installed");
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin!("syscost");
+    let run = |limit: &str, uid: Option<u32>, workload: &[&str]| {
+        let mut c = Command::new("prlimit");
+        c.arg(limit).arg(bin).arg("run").args(workload);
+        c.args([
+            "--runs",
+            "1",
+            "--samples",
+            "2",
+            "--ops",
+            "10",
+            "--no-history",
+        ]);
+        c.current_dir("/");
+        if let Some(u) = uid {
+            use std::os::unix::process::CommandExt;
+            c.uid(u).gid(u);
+        }
+        let out = c.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            !out.status.success(),
+            "{limit} {workload:?} succeeded: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        err
+    };
+    let err = run("--nofile=8", None, &["file", "--op", "dup-close"]);
+    assert!(err.contains("RLIMIT_NOFILE (ulimit -n), is 8"), "{err}");
+    if !is_root() {
+        eprintln!("skipped the RLIMIT_NPROC half: it needs root to run as nobody");
+        return;
+    }
+    // As nobody (root is exempt from RLIMIT_NPROC): one process more than nobody has leaves
+    // no room for the signal thread; three more, room for syscost, its signal thread and its
+    // worker, but not for the worker's forks.
+    let nobody = 65534;
+    let now = processes_of(nobody);
+    for (extra, says) in [(1, "signal-handling thread"), (3, "proc: fork failed")] {
+        let limit = format!("--nproc={}", now + extra);
+        let err = run(&limit, Some(nobody), &["proc", "--op", "fork"]);
+        assert!(err.contains(says), "{limit}: {err}");
+        assert!(err.contains("RLIMIT_NPROC (ulimit -u)"), "{limit}: {err}");
+    }
+}

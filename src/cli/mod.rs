@@ -264,7 +264,10 @@ pub fn main() -> i32 {
     if let Command::Worker = cli.command {
         return runner::worker::main();
     }
-    signals::install();
+    if let Err(e) = signals::install() {
+        eprintln!("syscost: error: {e}");
+        return 1;
+    }
     match dispatch(cli.command) {
         Ok(()) => 0,
         Err(e) => {
@@ -327,7 +330,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             | Command::Completions { .. }
             | Command::Man
     ) {
-        signals::exit_promptly();
+        signals::exit_promptly().map_err(anyhow::Error::msg)?;
     }
     match cmd {
         Command::Run(run) => match run.into_parts()? {

@@ -10,6 +10,7 @@ pub mod caches;
 pub mod cpus;
 pub mod envelope;
 pub mod files;
+pub mod limits;
 pub mod num;
 pub mod perf;
 

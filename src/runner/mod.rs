@@ -335,7 +335,12 @@ fn spawn(req: &Request) -> Result<Reply> {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .context("cannot start a worker process")?;
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot start a worker process: {e}{}",
+                crate::core::limits::hint(&e, true)
+            )
+        })?;
     let _guard = signals::ChildGuard::new(child.id());
     let input = serde_json::to_vec(req).expect("requests serialise");
     let talk = (|| -> Result<(String, std::process::ExitStatus)> {

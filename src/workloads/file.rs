@@ -124,7 +124,9 @@ pub struct FileCalls {
 
 /// The errno of the last failed call, with the call named.
 fn failed(what: &str) -> anyhow::Error {
-    anyhow::anyhow!("file: {what} failed: {}", std::io::Error::last_os_error())
+    let e = std::io::Error::last_os_error();
+    let hint = crate::core::limits::hint(&e, false);
+    anyhow::anyhow!("file: {what} failed: {e}{hint}")
 }
 
 impl Workload for FileCalls {

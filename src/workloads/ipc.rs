@@ -154,7 +154,9 @@ pub struct Ipc {
 }
 
 fn errno(what: &str) -> anyhow::Error {
-    anyhow::anyhow!("ipc: {what} failed: {}", std::io::Error::last_os_error())
+    let e = std::io::Error::last_os_error();
+    let hint = crate::core::limits::hint(&e, what.contains("fork") || what.contains("thread"));
+    anyhow::anyhow!("ipc: {what} failed: {e}{hint}")
 }
 
 fn pipe() -> Result<(libc::c_int, libc::c_int)> {

@@ -110,7 +110,9 @@ pub struct Proc {
 }
 
 fn errno(what: &str) -> anyhow::Error {
-    anyhow::anyhow!("proc: {what} failed: {}", std::io::Error::last_os_error())
+    let e = std::io::Error::last_os_error();
+    let hint = crate::core::limits::hint(&e, what.contains("fork") || what.contains("thread"));
+    anyhow::anyhow!("proc: {what} failed: {e}{hint}")
 }
 
 /// Wait for `pid` and check it exited with status 0.
@@ -314,17 +316,19 @@ impl Workload for Proc {
                         )
                     };
                     if rc != 0 {
-                        bail!(
-                            "proc: posix_spawn failed: {}",
-                            std::io::Error::from_raw_os_error(rc)
-                        );
+                        let e = std::io::Error::from_raw_os_error(rc);
+                        let hint = crate::core::limits::hint(&e, true);
+                        bail!("proc: posix_spawn failed: {e}{hint}");
                     }
                     reap(pid, "posix_spawn")?;
                 }
                 ProcOp::Thread => {
                     let t = std::thread::Builder::new()
                         .spawn(|| std::hint::black_box(()))
-                        .map_err(|e| anyhow::anyhow!("proc: creating a thread failed: {e}"))?;
+                        .map_err(|e| {
+                            let hint = crate::core::limits::hint(&e, true);
+                            anyhow::anyhow!("proc: creating a thread failed: {e}{hint}")
+                        })?;
                     t.join()
                         .map_err(|_| anyhow::anyhow!("proc: the thread panicked"))?;
                 }
