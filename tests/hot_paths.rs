@@ -64,6 +64,40 @@ fn file_calls_run_and_rank_plausibly() {
         &["run", "file", "--op", "stat", "--dir", "/no/such/dir"],
         "no such directory",
     );
+    // A file system that refuses the file: sysfs lets nobody, root included, create one.
+    let err = refused(
+        &["run", "file", "--op", "open-close", "--dir", "/sys"],
+        "file: cannot create /sys/syscost-file-",
+    );
+    assert!(err.contains("Permission denied"), "{err}");
+}
+
+/// An exec target that is missing or not executable is refused with the errno.
+#[test]
+fn exec_targets_that_cannot_run_are_refused() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("not-executable");
+    std::fs::write(&plain, "#!/bin/sh\nexit 0\n").unwrap();
+    let plain = plain.to_str().unwrap();
+    let exec = |target| {
+        [
+            "run",
+            "exec",
+            "--runs",
+            "1",
+            "--samples",
+            "2",
+            "--ops",
+            "1",
+            "--",
+            target,
+        ]
+    };
+    let err = refused(&exec(plain), "cannot run");
+    assert!(err.contains("Permission denied"), "{err}");
+    let err = refused(&exec("/no/such/program"), "cannot run");
+    assert!(err.contains("No such file"), "{err}");
 }
 
 #[test]
