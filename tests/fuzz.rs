@@ -40,6 +40,7 @@ fn render_all(name: &str, l: Loaded) {
             Loaded::Correlate(c) => c.text(f),
             Loaded::Cachesets(a) => a.text(f),
             Loaded::Probe(p) => p.text(f),
+            Loaded::Trend(t) => t.text(f),
         };
     }
     let all = vec![(name.to_string(), l)];
@@ -104,7 +105,7 @@ fn mutate(v: &mut Value, rng: &mut rand_pcg::Pcg64) {
 }
 
 /// Real results of every kind this machine can make quickly: a run, a second one, their
-/// comparison, a merge, a correlation and a cache-set analysis.
+/// comparison, a merge, a correlation, a cache-set analysis and a trend.
 fn seeds(dir: &std::path::Path) -> Vec<(String, String)> {
     let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
     let quick = ["--runs", "3", "--samples", "2", "--sample-time", "5ms"];
@@ -149,7 +150,37 @@ fn seeds(dir: &std::path::Path) -> Vec<(String, String)> {
         .output()
         .unwrap();
     std::fs::write(path("s.json"), &cs.stdout).unwrap();
-    ["a.json", "c.json", "m.json", "r.json", "s.json"]
+    // A trend: the first run stored as two kernels.
+    let mut later: Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    later["environment"]["kernel_release"] = "99.1".into();
+    std::fs::write(path("a2.json"), later.to_string()).unwrap();
+    let store = path("history.sqlite");
+    for args in [
+        vec![
+            "history",
+            "--history",
+            &store,
+            "import",
+            &a,
+            &path("a2.json"),
+        ],
+        vec![
+            "history",
+            "--history",
+            &store,
+            "trend",
+            "-o",
+            &path("t.json"),
+        ],
+    ] {
+        let out = syscost().args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    ["a.json", "c.json", "m.json", "r.json", "s.json", "t.json"]
         .iter()
         .map(|n| (n.to_string(), std::fs::read_to_string(path(n)).unwrap()))
         .collect()

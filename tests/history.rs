@@ -217,3 +217,207 @@ fn measuring_commands_record_their_results() {
     assert!(!o.status.success() && err.contains("KEY=VALUE"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "refused at once: {err}");
 }
+
+/// Results of one real run, relabelled as `boots` boots of each kernel with the kernel's
+/// factor applied to every per-run value (a known truth): what `history compare` and `trend`
+/// must recover.
+fn kernels_and_boots(dir: &Path, kernels: &[(&str, f64)], boots: usize) -> Vec<String> {
+    let run = dir.join("run.json");
+    let out = syscost()
+        .args(["run", "syscall", "--runs", "3", "--samples", "2"])
+        .args(["--sample-time", "5ms", "-e", "task-clock", "-o"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+    let mut files = Vec::new();
+    for (k, factor) in kernels {
+        for b in 0..boots {
+            let mut r = base.clone();
+            r["environment"]["kernel_release"] = (*k).into();
+            r["environment"]["boot_id"] = format!("{k}-boot-{b}").into();
+            // A boot-to-boot spread of about 0.3%, the same in every kernel.
+            let boot = 1.0 + 0.003 * (b as f64 - boots as f64 / 2.0) / boots as f64;
+            for m in r["metrics"].as_array_mut().unwrap() {
+                if let Some(vs) = m["values"].as_array_mut() {
+                    for v in vs.iter_mut() {
+                        *v = (v.as_f64().unwrap() * factor * boot).into();
+                    }
+                }
+            }
+            let f = dir.join(format!("{k}-{b}.json"));
+            std::fs::write(&f, r.to_string()).unwrap();
+            files.push(f.to_str().unwrap().to_owned());
+        }
+    }
+    files
+}
+
+#[test]
+fn kernels_are_compared_over_boots_and_trended_in_version_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("history.sqlite");
+    // Stored out of version order; 6.9 is 10% slower than the rest.
+    let kernels = [
+        ("6.10.0", 1.0),
+        ("6.9.0", 1.1),
+        ("6.18.0-rc1", 1.0),
+        ("6.1.0", 1.0),
+    ];
+    let files = kernels_and_boots(dir.path(), &kernels, 6);
+    let mut import = vec!["import"];
+    import.extend(files.iter().map(String::as_str));
+    import.extend(["--tag", "series=t"]);
+    ok(&store, &import);
+
+    let c: serde_json::Value = serde_json::from_str(&ok(
+        &store,
+        &["compare", "--by", "kernel", "--format", "json"],
+    ))
+    .unwrap();
+    let labels: Vec<&str> = c["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        ["6.1.0", "6.9.0", "6.10.0", "6.18.0-rc1"],
+        "version order"
+    );
+    assert!(
+        c["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["unit"] == "boot")
+    );
+    let time = |i: usize| {
+        c["deltas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["metric"] == "time" && d["variant"] == i)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(time(1)["decision"], "slower", "{}", time(1));
+    let d = time(1)["delta_pct"].as_f64().unwrap();
+    assert!((d - 10.0).abs() < 0.5, "{d}");
+    assert_ne!(time(2)["decision"], "slower", "{}", time(2));
+    assert_eq!(
+        c["ranking"].as_array().unwrap().last().unwrap()["label"],
+        "6.9.0"
+    );
+
+    // The trend flags the step into 6.9 as a regression, and the step out of it as faster.
+    let trend = dir.path().join("trend.json");
+    let out = history(
+        &store,
+        &[
+            "trend",
+            "--fail-on",
+            "slower",
+            "-o",
+            trend.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1 regression(s)"), "{text}");
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trend).unwrap()).unwrap();
+    let flags: Vec<bool> = t["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["regression"].as_bool().unwrap())
+        .collect();
+    assert_eq!(flags, [true, false, false]);
+    assert_eq!(t["steps"][1]["decision"], "faster");
+    // report draws it.
+    let page = dir.path().join("page.html");
+    let out = syscost()
+        .args([
+            "report",
+            trend.to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .contains("time by kernel")
+    );
+
+    // Grouped by boot: each boot a group, its runs the units.
+    let by_boot: serde_json::Value = serde_json::from_str(&ok(
+        &store,
+        &[
+            "compare", "--by", "boot", "--kernel", "6.9.0", "--format", "json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(by_boot["variants"].as_array().unwrap().len(), 6);
+    assert_eq!(by_boot["variants"][0]["unit"], "run");
+
+    // What cannot be compared is refused with what to do.
+    let refuse = |args: &[&str], says: &str| {
+        let o = history(&store, args);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(!o.status.success() && err.contains(says), "{args:?}: {err}");
+    };
+    refuse(
+        &["compare", "--by", "kernel", "--baseline", "6.9"],
+        "the groups are 6.1.0, 6.9.0",
+    );
+    refuse(&["compare", "--by", "tag:build"], "--tag build=VALUE");
+    refuse(
+        &["compare", "--by", "kernel", "--kernel", "6.9.0"],
+        "only one kernel",
+    );
+    refuse(&["compare", "--by", "cpu"], "kernel, host, boot or tag:KEY");
+    refuse(
+        &["compare", "--by", "kernel", "--param", "syscall=getppid"],
+        "no stored run result",
+    );
+    refuse(
+        &["compare", "--by", "kernel", "--param", "a b=c"],
+        "--param 'a b=c'",
+    );
+    // Another workload in the store: name how to narrow.
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/example");
+    ok(&store, &["import", &format!("{examples}/replica.json")]);
+    refuse(&["compare", "--by", "kernel"], "--workload audit-replica");
+    ok(
+        &store,
+        &[
+            "compare",
+            "--by",
+            "kernel",
+            "--workload",
+            "syscall",
+            "--param",
+            "syscall=getpid",
+        ],
+    );
+}

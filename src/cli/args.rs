@@ -325,6 +325,28 @@ impl CompareArgs {
     }
 }
 
+impl CompareArgs {
+    /// `Err(Failed)` when a step of the trend `t` is decided as one of `--fail-on`.
+    pub(super) fn gate_trend(&self, t: &crate::compare::trend::Trend) -> Result<()> {
+        let hits: Vec<String> = t
+            .steps
+            .iter()
+            .filter(|s| self.fail_on.iter().any(|f| f.matches(s.decision)))
+            .map(|s| {
+                format!(
+                    "{} to {}: {} {}",
+                    t.points[s.from].label, t.points[s.to].label, t.metric, s.verdict
+                )
+            })
+            .collect();
+        if hits.is_empty() {
+            Ok(())
+        } else {
+            Err(Failed(hits.join("; ")).into())
+        }
+    }
+}
+
 /// Which time decides a comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum TimeBase {

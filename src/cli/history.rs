@@ -1,9 +1,10 @@
 //! `syscost history`: the store of results (see `crate::history`): list, show, import, export,
-//! delete.
+//! delete, and comparisons of groups of stored results (by kernel, host, boot or tag).
 
+use super::args::CompareArgs;
 use super::*;
 use crate::history::{Filter, Store};
-use anyhow::Context;
+use anyhow::{Context, bail};
 
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
@@ -51,6 +52,248 @@ enum HistoryCommand {
         #[arg(required = true, value_name = "ID")]
         ids: Vec<i64>,
     },
+    /// Compare groups of stored run results: by kernel, host, boot or a label's value (seed
+    /// 004's two kernels over 12 boots each; seed 001's 11 builds ranked). Within a group the
+    /// boot is the unit (a boot's value: the median of its runs); grouped by boot, the runs
+    /// are. Each group is compared with the baseline with the statistics of `compare`.
+    #[command(after_help = HISTORY_COMPARE_EXAMPLES)]
+    Compare {
+        /// What makes a group: kernel, host, boot, or tag:KEY (the value of the label KEY).
+        #[arg(long, value_name = "kernel|host|boot|tag:KEY", value_parser = parse_by)]
+        by: By,
+        /// The baseline group [default: the oldest kernel version with --by kernel, else the
+        /// group of the oldest result].
+        #[arg(long, value_name = "GROUP")]
+        baseline: Option<String>,
+        #[command(flatten)]
+        filter: FilterArgs,
+        #[command(flatten)]
+        opts: CompareArgs,
+    },
+    /// The primary metric across groups in order: by kernel, in version order (6.9 < 6.10 <
+    /// 6.18-rc1 < 6.18); by host or tag, in the order of each group's oldest result. Each step
+    /// (a group against the one before) gets its change, interval and verdict, Holm-corrected
+    /// over the steps; regressions beyond the noise threshold are flagged. `-o FILE` keeps it
+    /// for `syscost report`, which draws it.
+    #[command(after_help = HISTORY_TREND_EXAMPLES)]
+    Trend {
+        /// What makes a group: kernel, host, boot, or tag:KEY.
+        #[arg(long, value_name = "kernel|host|boot|tag:KEY", value_parser = parse_by, default_value = "kernel")]
+        by: By,
+        #[command(flatten)]
+        filter: FilterArgs,
+        #[command(flatten)]
+        opts: CompareArgs,
+    },
+}
+
+const HISTORY_TREND_EXAMPLES: &str = "Examples:
+  syscost history trend --workload syscall --param syscall=getpid
+      getpid across every kernel stored, oldest version first, regressions flagged
+  syscost history trend --param syscall=getpid --fail-on slower -o trend.json
+      exit 3 if any step got slower (for a CI job); syscost report trend.json draws it";
+
+const HISTORY_COMPARE_EXAMPLES: &str = "Examples:
+  syscost history compare --by kernel --workload syscall --param syscall=getpid
+      getpid on every kernel stored, boots as the units, the oldest kernel as the baseline
+  syscost history compare --by tag:build --tag series=align --format lkml
+      seed 001: builds labelled with --tag build=NAME, ranked, for a mail
+  syscost history compare --by host --kernel 6.18.0 --baseline lab-01
+      one kernel across a lab's machines";
+
+/// What `history compare` groups by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum By {
+    Kernel,
+    Host,
+    Boot,
+    Tag(String),
+}
+
+impl By {
+    fn name(&self) -> String {
+        match self {
+            By::Kernel => "kernel".into(),
+            By::Host => "host".into(),
+            By::Boot => "boot".into(),
+            By::Tag(k) => format!("tag {k}"),
+        }
+    }
+
+    fn of(&self, e: &crate::history::Entry) -> Option<String> {
+        match self {
+            By::Kernel => e.kernel.clone(),
+            By::Host => e.host.clone(),
+            By::Boot => e.boot_id.clone(),
+            By::Tag(k) => e.tags.iter().find(|(t, _)| t == k).map(|(_, v)| v.clone()),
+        }
+    }
+}
+
+fn parse_by(s: &str) -> Result<By, String> {
+    match s {
+        "kernel" => Ok(By::Kernel),
+        "host" => Ok(By::Host),
+        "boot" => Ok(By::Boot),
+        _ => match s.strip_prefix("tag:") {
+            Some(k) if !k.is_empty() => Ok(By::Tag(k.to_string())),
+            _ => Err(format!(
+                "'{s}': give kernel, host, boot or tag:KEY (e.g. tag:build for --tag build=...)"
+            )),
+        },
+    }
+}
+
+/// How to select results of one workload's parameters: `--workload syscall --param
+/// syscall=getpid`, from the stored parameter object.
+fn narrowing(params: Option<&str>) -> String {
+    let Some(serde_json::Value::Object(m)) = params.and_then(|p| serde_json::from_str(p).ok())
+    else {
+        return "(results without workload parameters)".into();
+    };
+    let mut out = Vec::new();
+    for (k, v) in &m {
+        let v = match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => continue,
+            other => other.to_string(),
+        };
+        if k == "workload" {
+            out.insert(0, format!("--workload {v}"));
+        } else {
+            out.push(format!("--param {k}={v}"));
+        }
+    }
+    out.join(" ")
+}
+
+/// Boots per group below which `history compare` says the boot-to-boot spread is unknown.
+const FEW_BOOTS: usize = 5;
+
+/// The matching run results grouped by `by`, as the sides of a comparison (the baseline
+/// first), with what was left out and why.
+fn grouped(
+    s: &Store,
+    f: &Filter,
+    by: &By,
+    baseline: Option<&str>,
+) -> Result<(Vec<compare::Variant>, Vec<String>)> {
+    use crate::compare::groups::{self, Unit};
+    let entries = s.list(f)?;
+    let mut warnings = Vec::new();
+    let (runs, others): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| e.kind == "run");
+    if !others.is_empty() {
+        warnings.push(format!(
+            "{} matching result(s) of other kinds (comparisons, sweeps, ...) left out: only run \
+             results are grouped",
+            others.len()
+        ));
+    }
+    if runs.is_empty() {
+        bail!(
+            "no stored run result matches (syscost history list shows what {} holds)",
+            s.path().display()
+        );
+    }
+    let mut things: Vec<(Option<String>, usize)> = Vec::new();
+    for e in &runs {
+        match things.iter_mut().find(|(p, _)| *p == e.params) {
+            Some((_, n)) => *n += 1,
+            None => things.push((e.params.clone(), 1)),
+        }
+    }
+    if things.len() > 1 {
+        let list: Vec<String> = things
+            .iter()
+            .take(8)
+            .map(|(p, n)| format!("  {} ({n} result(s))", narrowing(p.as_deref())))
+            .collect();
+        bail!(
+            "the matching results measure {} different things; narrow them with --workload and \
+             --param KEY=VALUE:\n{}",
+            things.len(),
+            list.join("\n")
+        );
+    }
+    let mut keyed: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut unkeyed = 0;
+    for e in &runs {
+        match by.of(e) {
+            Some(k) => match keyed.iter_mut().find(|(g, _)| *g == k) {
+                Some((_, ids)) => ids.push(e.id),
+                None => keyed.push((k, vec![e.id])),
+            },
+            None => unkeyed += 1,
+        }
+    }
+    if unkeyed > 0 {
+        warnings.push(format!(
+            "{unkeyed} result(s) have no {}: left out",
+            by.name()
+        ));
+    }
+    if *by == By::Kernel {
+        keyed.sort_by(|a, b| crate::history::version::order(&a.0, &b.0));
+    }
+    if let Some(b) = baseline {
+        let Some(i) = keyed.iter().position(|(g, _)| g == b) else {
+            let names: Vec<&str> = keyed.iter().map(|(g, _)| g.as_str()).collect();
+            bail!(
+                "--baseline '{b}': no such {}; the groups are {}",
+                by.name(),
+                names.join(", ")
+            );
+        };
+        let base = keyed.remove(i);
+        keyed.insert(0, base);
+    }
+    if keyed.is_empty() {
+        bail!(
+            "no matching result has a {}{}",
+            by.name(),
+            match by {
+                By::Tag(k) =>
+                    format!(" (label results with --tag {k}=VALUE when running or importing)"),
+                _ => String::new(),
+            }
+        );
+    }
+    if keyed.len() < 2 {
+        bail!(
+            "only one {} among the matching results ({}): a comparison needs two or more groups",
+            by.name(),
+            keyed.first().map(|g| g.0.as_str()).unwrap_or("-")
+        );
+    }
+    let unit = if *by == By::Boot {
+        Unit::Run
+    } else {
+        Unit::Boot
+    };
+    let mut variants = Vec::new();
+    for (label, ids) in &keyed {
+        let views = s
+            .views(ids)?
+            .iter()
+            .zip(ids)
+            .map(|(text, id)| {
+                crate::results::view::ResultView::from_text(&format!("history entry {id}"), text)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let refs: Vec<&_> = views.iter().collect();
+        let boots = groups::boots(&refs);
+        if unit == Unit::Boot && boots < FEW_BOOTS {
+            warnings.push(format!(
+                "{} {label}: {boots} boot(s); {FEW_BOOTS} or more per group show how much boots \
+                 differ (README: boots as a workflow)",
+                by.name()
+            ));
+        }
+        let (v, w) = groups::variant(label, &refs, unit)?;
+        warnings.extend(w);
+        variants.push(v);
+    }
+    Ok((variants, warnings))
 }
 
 #[derive(clap::Args, Debug)]
@@ -77,6 +320,10 @@ struct FilterArgs {
     /// Only results with this label, KEY=VALUE (repeatable: all must hold).
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     tags: Vec<String>,
+    /// Only results whose workload has this parameter, KEY=VALUE as result files name it
+    /// (repeatable): --param syscall=getpid, --param op=fork.
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    params: Vec<String>,
 }
 
 /// A time for --since/--until: epoch seconds or an RFC 3339 date or timestamp.
@@ -122,6 +369,11 @@ impl FilterArgs {
                 .tags
                 .iter()
                 .map(|t| crate::history::parse_tag(t))
+                .collect::<Result<_>>()?,
+            params: self
+                .params
+                .iter()
+                .map(|p| crate::history::parse_param(p))
                 .collect::<Result<_>>()?,
         })
     }
@@ -230,6 +482,7 @@ fn text_of(l: &report::loaded::Loaded, format: Format) -> String {
         Loaded::Correlate(c) => c.text(format),
         Loaded::Cachesets(a) => a.text(format),
         Loaded::Probe(p) => p.text(format),
+        Loaded::Trend(t) => t.text(format),
     }
 }
 
@@ -299,6 +552,29 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
                 eprintln!("syscost: written to {}", path.display());
             }
             Ok(())
+        }
+        HistoryCommand::Compare {
+            by,
+            baseline,
+            filter,
+            opts,
+        } => {
+            let options = opts.options()?;
+            let s = store(&args.history)?;
+            let (variants, warnings) = grouped(&s, &filter.filter()?, &by, baseline.as_deref())?;
+            let mut c = compare::compare(variants, &options)?;
+            c.warnings.extend(warnings);
+            show(&c, opts.format, &opts.output)?;
+            opts.gate(&c)
+        }
+        HistoryCommand::Trend { by, filter, opts } => {
+            let options = opts.options()?;
+            let s = store(&args.history)?;
+            let (groups, warnings) = grouped(&s, &filter.filter()?, &by, None)?;
+            let mut t = crate::compare::trend::trend(groups, &by.name(), &options)?;
+            t.warnings.extend(warnings);
+            show(&t, opts.format, &opts.output)?;
+            opts.gate_trend(&t)
         }
         HistoryCommand::Delete { ids } => {
             let mut s = store(&args.history)?;

@@ -8,8 +8,10 @@
 
 pub mod correlate;
 pub mod decision;
+pub mod groups;
 pub mod merge;
 pub mod profile_diff;
+pub mod trend;
 pub mod variant;
 
 pub use decision::Decision;
@@ -196,7 +198,7 @@ fn drop_units(v: &mut Variant, mut drop: Vec<u32>) {
     v.dropped.dedup();
 }
 
-fn lower_is_better(metric: &str) -> bool {
+pub fn lower_is_better(metric: &str) -> bool {
     let base = metric.split(':').next().unwrap_or(metric);
     matches!(base, "time" | "task-clock" | "cpu-clock" | "cycles")
 }
@@ -424,7 +426,10 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
              drift)"
                 .into()
         } else {
-            "unpaired: the two samples of runs compared as independent".into()
+            format!(
+                "unpaired: the {}s of each side compared as independent samples",
+                variants[0].unit
+            )
         },
         alpha: opts.alpha,
         noise_threshold_pct: opts.noise_pct,

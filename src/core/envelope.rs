@@ -33,11 +33,13 @@ pub enum Kind {
     Cachesets,
     /// `syscost probe`.
     Probe,
+    /// `syscost history trend`: a metric across groups in order (kernel versions).
+    Trend,
 }
 
 impl Kind {
     /// Every kind, in the order `--help` lists them.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Run,
         Kind::Compare,
         Kind::Merged,
@@ -46,6 +48,7 @@ impl Kind {
         Kind::Correlate,
         Kind::Cachesets,
         Kind::Probe,
+        Kind::Trend,
     ];
 
     /// The name written in the `kind` field.
@@ -59,6 +62,7 @@ impl Kind {
             Kind::Correlate => "correlate",
             Kind::Cachesets => "cachesets",
             Kind::Probe => "probe",
+            Kind::Trend => "trend",
         }
     }
 

@@ -8,14 +8,18 @@
 //! in WAL mode with a busy timeout, so two syscost processes can record at once, and a process
 //! killed mid-write leaves every committed result readable.
 
+pub mod version;
+
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// The schema this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema this build writes and reads. 2 added `view`: the parts of a result that
+/// comparisons read (metrics, workload, environment summary), so `history compare` over
+/// thousands of results does not parse their raw samples.
+pub const SCHEMA_VERSION: i64 = 2;
 /// What marks a database as syscost's.
 const APPLICATION: &str = "syscost-history";
 
@@ -62,6 +66,8 @@ pub struct Filter {
     pub since: Option<i64>,
     pub until: Option<i64>,
     pub tags: Vec<(String, String)>,
+    /// Workload parameters, KEY=VALUE (`syscall=getpid`).
+    pub params: Vec<(String, String)>,
 }
 
 /// `key=value` of `--tag`.
@@ -72,6 +78,62 @@ pub fn parse_tag(s: &str) -> Result<(String, String)> {
         }
         _ => bail!("--tag '{s}': give KEY=VALUE, e.g. --tag build=align-32"),
     }
+}
+
+/// `key=value` of `--param`: a workload parameter, as the result's workload object names it.
+pub fn parse_param(s: &str) -> Result<(String, String)> {
+    match s.split_once('=') {
+        Some((k, v))
+            if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => bail!(
+            "--param '{s}': give KEY=VALUE with a parameter's name as result files spell it \
+             (letters, digits, _), e.g. --param syscall=getpid"
+        ),
+    }
+}
+
+/// The parts of a result that comparisons read (see `results::view`): everything but the raw
+/// samples, the counters' descriptions and the full environment.
+fn view_of(v: &Value) -> String {
+    let env = &v["environment"];
+    let mut doc = serde_json::Map::new();
+    for k in [
+        "schema",
+        "version",
+        "kind",
+        "created_unix",
+        "workload",
+        "op_name",
+        "options",
+        "metrics",
+        "warnings",
+        "groups",
+    ] {
+        if let Some(x) = v.get(k) {
+            doc.insert(k.into(), x.clone());
+        }
+    }
+    if env.is_object() {
+        doc.insert(
+            "environment".into(),
+            serde_json::json!({
+                "hostname": env["hostname"], "boot_id": env["boot_id"],
+                "kernel_release": env["kernel_release"],
+                "hardware_pmu": env["hardware_pmu"].as_bool().unwrap_or(false),
+            }),
+        );
+    }
+    if let Some(runs) = v["runs"].as_array() {
+        let meta: Vec<Value> = runs
+            .iter()
+            .map(|r| serde_json::json!({"index": r["index"], "pid": r["pid"]}))
+            .collect();
+        doc.insert("runs".into(), meta.into());
+    }
+    Value::Object(doc).to_string()
 }
 
 pub struct Store {
@@ -201,7 +263,7 @@ impl Store {
                      workload TEXT, params TEXT, host TEXT, boot_id TEXT, kernel TEXT,
                      cpu_model TEXT, config_hash TEXT, unit TEXT,
                      median REAL, ci_lo REAL, ci_hi REAL,
-                     json TEXT NOT NULL);
+                     json TEXT NOT NULL, view TEXT);
                  CREATE INDEX results_time ON results(created_unix);
                  CREATE INDEX results_workload ON results(workload);
                  CREATE INDEX results_kernel ON results(kernel);
@@ -240,8 +302,34 @@ impl Store {
                  {SCHEMA_VERSION}): upgrade syscost to use it"
             );
         }
+        if version < 2 {
+            self.migrate_to_2()?;
+        }
         c.pragma_update(None, "foreign_keys", "ON")?;
         Ok(())
+    }
+
+    /// Schema 1 to 2: add and fill `view`.
+    fn migrate_to_2(&self) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute_batch("ALTER TABLE results ADD COLUMN view TEXT;")?;
+        let rows: Vec<(i64, String)> = tx
+            .prepare("SELECT id, json FROM results")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, json) in rows {
+            let v: Value = serde_json::from_str(&json).unwrap_or(Value::Null);
+            tx.execute(
+                "UPDATE results SET view = ?1 WHERE id = ?2",
+                params![view_of(&v), id],
+            )?;
+        }
+        tx.execute(
+            "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+            [],
+        )?;
+        tx.commit()
+            .context("migrating the history to schema 2 (a read-only store cannot be)")
     }
 
     pub fn path(&self) -> &Path {
@@ -265,8 +353,10 @@ impl Store {
             None => {
                 tx.execute(
                     "INSERT INTO results (digest, created_unix, kind, workload, params, host,
-                         boot_id, kernel, cpu_model, config_hash, unit, median, ci_lo, ci_hi, json)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                         boot_id, kernel, cpu_model, config_hash, unit, median, ci_lo, ci_hi, json,
+                         view)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+                         ?16)",
                     params![
                         digest,
                         col.created_unix,
@@ -283,6 +373,7 @@ impl Store {
                         col.ci.map(|c| c.0),
                         col.ci.map(|c| c.1),
                         json.trim(),
+                        view_of(&v),
                     ],
                 )?;
                 (tx.last_insert_rowid(), true)
@@ -333,6 +424,15 @@ impl Store {
                 args.len()
             ));
         }
+        for (k, v) in &f.params {
+            args.push(format!("$.{k}").into());
+            args.push(v.clone().into());
+            sql.push_str(&format!(
+                " AND CAST(json_extract(params, ?{}) AS TEXT) = ?{}",
+                args.len() - 1,
+                args.len()
+            ));
+        }
         sql.push_str(" ORDER BY created_unix, id");
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
@@ -377,6 +477,21 @@ impl Store {
                     self.path.display()
                 )
             })
+    }
+
+    /// The parts of stored results that comparisons read, as a result's JSON text (see
+    /// `view_of`), in the order of `ids`.
+    pub fn views(&self, ids: &[i64]) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT COALESCE(view, json) FROM results WHERE id = ?1")?;
+        ids.iter()
+            .map(|id| {
+                stmt.query_row([id], |r| r.get(0))
+                    .optional()?
+                    .ok_or_else(|| anyhow::anyhow!("history: no result with id {id}"))
+            })
+            .collect()
     }
 
     /// Remove results; the ids not stored are named.
@@ -451,6 +566,45 @@ mod unit {
         // Reopened: still there, and a second connection sees it (WAL).
         let s = Store::open(&path).unwrap();
         assert_eq!(s.list(&Filter::default()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_schema_1_store_is_migrated_and_its_views_filled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let with_samples = RUN.replace(
+            "\"metrics\"",
+            "\"runs\":[{\"index\":0,\"pid\":7,\"samples\":[{\"ops\":1}]}],\"metrics\"",
+        );
+        let mut s = Store::open(&path).unwrap();
+        let (id, _) = s.insert(&with_samples, &[]).unwrap();
+        drop(s);
+        // What schema 1 looked like: no view column.
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "ALTER TABLE results DROP COLUMN view;
+             UPDATE meta SET value = '1' WHERE key = 'schema_version';",
+        )
+        .unwrap();
+        drop(c);
+        let s = Store::open(&path).unwrap();
+        let view: Value = serde_json::from_str(&s.views(&[id]).unwrap()[0]).unwrap();
+        assert_eq!(view["runs"], serde_json::json!([{"index": 0, "pid": 7}]));
+        assert_eq!(view["environment"]["kernel_release"], "6.18");
+        assert!(view["environment"].get("config").is_none());
+        assert_eq!(view["metrics"][0]["summary"]["median"], 101.5);
+        let version: String = s
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION.to_string());
+        assert!(s.views(&[id + 1]).is_err());
+        assert!(parse_param("syscall=getpid").is_ok());
+        assert!(parse_param("a b=c").is_err() && parse_param("=x").is_err());
     }
 
     #[test]

@@ -147,6 +147,57 @@ pub fn compare_chart(c: &Comparison) -> String {
     )
 }
 
+/// A trend: each group's median and interval in order, the step's change and verdict above it,
+/// regressions in the warning colour.
+pub fn trend_chart(t: &crate::compare::trend::Trend) -> String {
+    let cats: Vec<Category> = t
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let step = t.steps.iter().find(|s| s.to == i);
+            let (lo, hi) = p.ci.unwrap_or((p.median, p.median));
+            Category {
+                label: p.label.clone(),
+                dot: Some((p.median, lo.min(p.median), hi.max(p.median))),
+                note: step.map(|s| {
+                    format!(
+                        "{} {}",
+                        s.delta_pct.map(|d| format!("{d:+.1}%")).unwrap_or_default(),
+                        if s.regression {
+                            "REGRESSION"
+                        } else {
+                            s.decision.name()
+                        }
+                    )
+                }),
+                class: if step.is_some_and(|s| s.regression) {
+                    3
+                } else {
+                    0
+                },
+                ..Category::default()
+            }
+        })
+        .collect();
+    let confidence = 100.0 * (1.0 - t.alpha);
+    svg::categories(
+        &format!("{} by {}", t.metric, t.by),
+        &format!("{} (above: the step from the one before)", t.by),
+        &format!("{} ({})", t.metric, t.unit),
+        &cats,
+        vec![
+            (
+                0,
+                format!("median, {confidence}% CI of the median"),
+                Mark::Dot,
+            ),
+            (3, "regression".into(), Mark::Dot),
+        ],
+        None,
+    )
+}
+
 /// Delta % per metric and variant, signed bars; the verdict in the label.
 pub fn delta_chart(c: &Comparison) -> String {
     let rows: Vec<(String, f64, usize)> = c

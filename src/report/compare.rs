@@ -9,11 +9,11 @@ use crate::core::fmt_num;
 use crate::results::MetricKind;
 use crate::stats::Summary;
 
-fn pct(x: Option<f64>) -> String {
+pub(super) fn pct(x: Option<f64>) -> String {
     x.map(|v| format!("{v:+.2}%")).unwrap_or_else(|| "-".into())
 }
 
-fn pval(p: Option<f64>) -> String {
+pub(super) fn pval(p: Option<f64>) -> String {
     p.map(crate::core::fmt_p).unwrap_or_else(|| "-".into())
 }
 

@@ -123,6 +123,17 @@ fn section(l: &Loaded, label: &str, warnings: &mut Vec<String>) -> String {
             s.push_str(&figure(&cachesets_chart(a)));
             s.push_str(&format!("<pre>{}</pre>", esc(&a.text(Format::Table))));
         }
+        Loaded::Trend(t) => {
+            warnings.extend(t.warnings.iter().cloned());
+            s.push_str(&figure(&trend_chart(t)));
+            for line in t.preamble() {
+                s.push_str(&format!("<p class=\"meta\">{}</p>", esc(line.trim())));
+            }
+            let mut g = t.grids().remove(0);
+            g.notes
+                .retain(|n| !n.contains("Warnings") && !n.trim_start().starts_with("- "));
+            s.push_str(&table(&g));
+        }
     }
     s.push_str("</section>");
     s
@@ -157,6 +168,7 @@ fn title_of(l: &Loaded) -> String {
         Loaded::Correlate(c) => format!("Correlation: {} and {}", c.x, c.y),
         Loaded::Cachesets(a) => format!("Cache sets: {} objects", a.objects),
         Loaded::Probe(p) => format!("Probe: {}", p.target),
+        Loaded::Trend(t) => format!("Trend of {} by {}", t.metric, t.by),
     }
 }
 
@@ -318,6 +330,7 @@ pub fn single_chart(kind: &str, loaded: &[(String, Loaded)]) -> Result<String> {
         ("scale", Loaded::Scale(s)) => scale_charts(s).remove(0),
         ("correlate", Loaded::Correlate(c)) => correlate_chart(c),
         ("cachesets", Loaded::Cachesets(a)) => cachesets_chart(a),
+        ("trend", Loaded::Trend(t)) => trend_chart(t),
         (k, l) if KINDS.contains(&k) => bail!("a '{}' result has no '{k}' chart", l.kind()),
         (k, _) => bail!("unknown chart '{k}': one of {}", KINDS.join(", ")),
     };

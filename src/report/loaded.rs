@@ -23,6 +23,7 @@ pub enum Loaded {
     Correlate(Box<CorrelationResult>),
     Cachesets(Box<Analysis>),
     Probe(Box<ProbeResult>),
+    Trend(Box<crate::compare::trend::Trend>),
 }
 
 /// The chart kinds `--svg` can draw.
@@ -36,6 +37,7 @@ pub const KINDS: &[&str] = &[
     "scale",
     "correlate",
     "cachesets",
+    "trend",
 ];
 
 impl Loaded {
@@ -49,6 +51,7 @@ impl Loaded {
             Loaded::Correlate(_) => Kind::Correlate,
             Loaded::Cachesets(_) => Kind::Cachesets,
             Loaded::Probe(_) => Kind::Probe,
+            Loaded::Trend(_) => Kind::Trend,
         }
         .name()
     }
@@ -86,6 +89,7 @@ fn decode(c: &load::Checked) -> Result<Loaded, LoadError> {
         Kind::Correlate => Loaded::Correlate(Box::new(c.decode()?)),
         Kind::Cachesets => Loaded::Cachesets(Box::new(c.decode()?)),
         Kind::Probe => Loaded::Probe(Box::new(c.decode()?)),
+        Kind::Trend => Loaded::Trend(Box::new(c.decode()?)),
     })
 }
 
@@ -121,6 +125,10 @@ impl Loaded {
             Loaded::Probe(p) => comparison_damage(&p.comparison),
             Loaded::Sweep(s) if s.steps.is_empty() => Some("it has no steps".into()),
             Loaded::Merged(m) if m.groups.is_empty() => Some("it has no groups".into()),
+            Loaded::Trend(t) if t.points.is_empty() => Some("it has no groups".into()),
+            Loaded::Trend(t) if t.steps.iter().any(|s| s.to >= t.points.len()) => {
+                Some("a step names a group beyond its list".into())
+            }
             _ => None,
         }
     }

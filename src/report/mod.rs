@@ -18,6 +18,7 @@ pub mod run;
 pub mod scale;
 pub mod svg;
 pub mod sweep;
+pub mod trend;
 
 pub use env::env_text;
 pub use run::{profile_grid, run_grid, run_preamble};

@@ -112,6 +112,19 @@ impl ResultView {
     /// Read `path`, with one error naming the file and what is wrong with it.
     pub fn load(path: &Path) -> Result<ResultView, LoadError> {
         let raw: Raw = load::stream(path)?;
+        Self::of_raw(path, raw)
+    }
+
+    /// A result's JSON text (e.g. from the history store), named `name` in messages.
+    pub fn from_text(name: &str, text: &str) -> Result<ResultView, LoadError> {
+        let raw: Raw = serde_json::from_str(text).map_err(|e| LoadError::Syntax {
+            path: name.to_string(),
+            detail: e.to_string(),
+        })?;
+        Self::of_raw(Path::new(name), raw)
+    }
+
+    fn of_raw(path: &Path, raw: Raw) -> Result<ResultView, LoadError> {
         let name = path.display().to_string();
         let kind = load::check_envelope(
             &name,

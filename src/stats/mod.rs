@@ -96,6 +96,28 @@ pub fn mean_ci(xs: &[f64], confidence: f64) -> Option<(f64, f64)> {
     Some((m - half, m + half))
 }
 
+/// The distribution-free interval of the median at (at least) `confidence`: the order
+/// statistics x_(k) and x_(n+1-k) with the largest k such that P(Binomial(n, 1/2) < k) <=
+/// (1 - confidence) / 2. Returns the interval and its exact coverage; `None` when even the
+/// whole range covers less (n < 6 at 95%).
+pub fn median_ci(xs: &[f64], confidence: f64) -> Option<((f64, f64), f64)> {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let n = xs.len();
+    if n == 0 {
+        return None;
+    }
+    let b = Binomial::new(0.5, n as u64).ok()?;
+    let tail = (1.0 - confidence) / 2.0;
+    // P(X <= k - 1) for k = 1, 2, ...: the chance the median lies below x_(k).
+    let k = (1..=n / 2)
+        .take_while(|&k| b.cdf(k as u64 - 1) <= tail)
+        .last()?;
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let coverage = 1.0 - 2.0 * b.cdf(k as u64 - 1);
+    Some(((sorted[k - 1], sorted[n - k]), coverage))
+}
+
 impl Summary {
     /// Summarise `xs`; `None` when empty or when any value is not finite.
     pub fn of(xs: &[f64]) -> Option<Summary> {
@@ -121,6 +143,26 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_interval_is_the_binomial_order_statistics() {
+        // Indices k and coverages from scipy.stats.binom: the largest k with
+        // binom.cdf(k - 1, n, 0.5) <= 0.025, coverage 1 - 2 binom.cdf(k - 1, n, 0.5).
+        for (n, k, coverage) in [
+            (6, 1, 0.96875),
+            (10, 2, 0.978515625),
+            (12, 3, 0.96142578125),
+            (20, 6, 0.9586105346679688),
+            (31, 10, 0.9705506265163422),
+        ] {
+            let xs: Vec<f64> = (1..=n).rev().map(f64::from).collect();
+            let ((lo, hi), c) = median_ci(&xs, 0.95).unwrap();
+            assert_eq!((lo, hi), (k as f64, (n + 1 - k) as f64), "n = {n}");
+            assert!((c - coverage).abs() < 1e-12, "n = {n}: {c}");
+        }
+        assert!(median_ci(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.95).is_none());
+        assert!(median_ci(&[], 0.95).is_none());
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1e-12)

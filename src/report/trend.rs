@@ -1,0 +1,104 @@
+//! `syscost history trend`: the metric per group in order, and each step's change, verdict and
+//! regression flag.
+
+use super::Render;
+use super::compare::{pct, pval};
+use super::format::Grid;
+use crate::compare::trend::Trend;
+use crate::core::fmt_num;
+
+impl Trend {
+    fn describe_workload(&self) -> String {
+        serde_json::from_value::<crate::workloads::WorkloadSpec>(self.workload.clone())
+            .map(|w| w.describe())
+            .unwrap_or_else(|_| self.workload.to_string())
+    }
+
+    /// The steps flagged as regressions.
+    pub fn regressions(&self) -> usize {
+        self.steps.iter().filter(|s| s.regression).count()
+    }
+}
+
+impl Render for Trend {
+    fn preamble(&self) -> Vec<String> {
+        let confidence = 100.0 * (1.0 - self.alpha);
+        vec![
+            format!(
+                " Trend of {} ({}) of {} by {}, {} groups in order{}",
+                self.metric,
+                self.unit,
+                self.describe_workload(),
+                self.by,
+                self.points.len(),
+                if self.by == "kernel" {
+                    " of version"
+                } else {
+                    ""
+                }
+            ),
+            format!(
+                " Unit of replication: {}. Each group: its median and the distribution-free \
+                 {confidence}% interval of the median (order statistics; none under 6 units). \
+                 Each step: the group against the one before, {}, alpha {}, Holm over the {} \
+                 steps; a regression is a step decided worse whose whole interval lies beyond the \
+                 {}% noise threshold.",
+                self.replication,
+                self.test,
+                self.alpha,
+                self.steps.len(),
+                self.noise_threshold_pct
+            ),
+        ]
+    }
+
+    fn grids(&self) -> Vec<Grid> {
+        let confidence = 100.0 * (1.0 - self.alpha);
+        let mut g = Grid::new(&[
+            &self.by,
+            "n",
+            "median",
+            &format!("{confidence}% CI"),
+            "step",
+            &format!("{confidence}% CI of step"),
+            "p adj",
+            "verdict",
+        ])
+        .right([1, 2, 3, 4, 5, 6]);
+        for (i, p) in self.points.iter().enumerate() {
+            let step = self.steps.iter().find(|s| s.to == i);
+            g.row(vec![
+                p.label.clone(),
+                p.n.to_string(),
+                fmt_num(p.median),
+                p.ci.map(|(lo, hi)| format!("[{}, {}]", fmt_num(lo), fmt_num(hi)))
+                    .unwrap_or_else(|| "-".into()),
+                step.map(|s| pct(s.delta_pct)).unwrap_or_default(),
+                step.and_then(|s| s.ci_pct)
+                    .map(|(lo, hi)| format!("[{lo:+.2}%, {hi:+.2}%]"))
+                    .unwrap_or_default(),
+                step.map(|s| pval(s.p_adjusted)).unwrap_or_default(),
+                step.map(|s| {
+                    if s.regression {
+                        format!("REGRESSION: {}", s.verdict)
+                    } else {
+                        s.verdict.clone()
+                    }
+                })
+                .unwrap_or_else(|| "(first)".into()),
+            ]);
+        }
+        let n = self.regressions();
+        g.notes.push(format!(
+            " {n} regression(s) beyond the {}% noise threshold",
+            self.noise_threshold_pct
+        ));
+        if !self.warnings.is_empty() {
+            g.notes.push(" Warnings:".into());
+            for w in &self.warnings {
+                g.notes.push(format!("   - {w}"));
+            }
+        }
+        vec![g]
+    }
+}
