@@ -5,6 +5,7 @@ use super::args::CompareArgs;
 use super::*;
 use crate::history::{Filter, Store};
 use anyhow::{Context, bail};
+use std::io::Write;
 
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
@@ -401,17 +402,19 @@ fn list_grid(entries: &[crate::history::Entry]) -> report::format::Grid {
         "id", "time", "kind", "workload", "host", "kernel", "median", "95% CI", "tags",
     ])
     .right([0, 6, 7]);
+    // Most entries share a few workloads: describe each parameter set once.
+    let mut described: std::collections::HashMap<Option<&str>, String> = Default::default();
     for e in entries {
-        let params = e
-            .params
-            .as_deref()
-            .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok());
-        let workload = match params {
-            Some(p) => serde_json::from_value::<crate::workloads::WorkloadSpec>(p)
-                .map(|w| w.describe())
-                .unwrap_or_else(|_| e.workload.clone().unwrap_or_default()),
-            None => e.workload.clone().unwrap_or_default(),
-        };
+        let workload = described
+            .entry(e.params.as_deref())
+            .or_insert_with(|| {
+                e.params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str::<crate::workloads::WorkloadSpec>(p).ok())
+                    .map(|w| w.describe())
+                    .unwrap_or_else(|| e.workload.clone().unwrap_or_default())
+            })
+            .clone();
         g.row(vec![
             e.id.to_string(),
             when(e.created_unix),
@@ -493,7 +496,11 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             let s = store(&args.history)?;
             let entries = s.list(&f)?;
             if format == Format::Json {
-                println!("{}", serde_json::to_string_pretty(&entries)?);
+                // Streamed: 100,000 entries are 48 MB of JSON, not worth holding twice.
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                serde_json::to_writer_pretty(&mut out, &entries)?;
+                writeln!(out)?;
+                out.flush()?;
             } else {
                 let pre = vec![format!(
                     " {} result(s) in {}",

