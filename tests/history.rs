@@ -421,3 +421,88 @@ fn kernels_are_compared_over_boots_and_trended_in_version_order() {
         ],
     );
 }
+
+/// Two processes recording at once lose nothing (WAL and a busy timeout), and one killed while
+/// recording leaves a store that opens with every result it had committed.
+#[test]
+fn concurrent_writers_lose_nothing_and_a_killed_one_loses_only_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("history.sqlite");
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/example");
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{examples}/getpid.json")).unwrap())
+            .unwrap();
+    // 3 x 150 distinct results.
+    let mut sets = Vec::new();
+    for w in 0..3 {
+        let mut files = Vec::new();
+        for i in 0..150 {
+            let mut r = base.clone();
+            r["created_unix"] = (1_800_000_000 + w * 1000 + i).into();
+            let f = dir.path().join(format!("w{w}-{i}.json"));
+            std::fs::write(&f, r.to_string()).unwrap();
+            files.push(f);
+        }
+        sets.push(files);
+    }
+    let import = |files: &[std::path::PathBuf]| {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+            .env("SYSCOST_HISTORY", TEST_HISTORY)
+            .arg("history")
+            .arg("--history")
+            .arg(&store)
+            .arg("import")
+            .args(files)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (import(&sets[0]), import(&sets[1]));
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let count = || {
+        let all: serde_json::Value =
+            serde_json::from_str(&ok(&store, &["list", "--format", "json"])).unwrap();
+        all.as_array().unwrap().len()
+    };
+    assert_eq!(count(), 300, "two writers at once");
+    // The store was created whole by one of them; nothing of the other's is left.
+    let stray: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".new"))
+        .collect();
+    assert!(stray.is_empty(), "{stray:?}");
+
+    // A third writer killed in the middle of its imports.
+    let mut c = import(&sets[2]);
+    let stderr = c.stderr.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    let mut committed = 0;
+    while committed < 40 {
+        let line = lines
+            .next()
+            .expect("the import reports each entry")
+            .unwrap();
+        if line.contains("is history entry") {
+            committed += 1;
+        }
+    }
+    // SAFETY: SIGKILL of our own child.
+    unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
+    c.wait().unwrap();
+    let n = count();
+    assert!(
+        (300 + committed..450).contains(&n),
+        "{n} results after the kill; {committed} were reported committed"
+    );
+    // And it takes more writes.
+    ok(&store, &["import", sets[2][149].to_str().unwrap()]);
+}

@@ -221,6 +221,9 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("history: cannot create {}", dir.display()))?;
         }
+        if std::fs::symlink_metadata(path).is_err() {
+            Self::create(path)?;
+        }
         let conn = Connection::open(path)
             .with_context(|| format!("history: cannot open {}", path.display()))?;
         let store = Store {
@@ -231,6 +234,56 @@ impl Store {
             .init()
             .map_err(|e| anyhow::anyhow!("history {}: {e:#}", path.display()))?;
         Ok(store)
+    }
+
+    /// Make a new store at `path` whole or not at all: built under a temporary name beside it,
+    /// then linked into place. A process that opens `path` meanwhile sees no file or a complete
+    /// store, never the empty file SQLite starts from (which is refused as not a store); when
+    /// two create it at once, the first link wins and the other opens it.
+    fn create(path: &Path) -> Result<()> {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let name = name.unwrap_or_else(|| "history".into());
+        let prefix = format!(".{name}.");
+        // Leftovers of a creator killed before its link: `.NAME.PID.new` of a dead PID.
+        if let Ok(entries) = std::fs::read_dir(dir.unwrap_or(Path::new("."))) {
+            for e in entries.flatten() {
+                let f = e.file_name().to_string_lossy().into_owned();
+                let pid = f
+                    .strip_prefix(&prefix)
+                    .and_then(|r| r.split('.').next())
+                    .and_then(|p| p.parse::<u32>().ok());
+                if let Some(pid) = pid
+                    && !Path::new(&format!("/proc/{pid}")).exists()
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        let tmp = path.with_file_name(format!("{prefix}{}.new", std::process::id()));
+        let built = (|| -> Result<()> {
+            let conn = Connection::open(&tmp)
+                .with_context(|| format!("history: cannot create {}", path.display()))?;
+            Store {
+                conn,
+                path: tmp.clone(),
+            }
+            .init()
+        })();
+        let linked = built.and_then(|()| match std::fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            // A file system without hard links: a rename (which a racing creator could
+            // replace, losing nothing but its empty store).
+            Err(_) => std::fs::rename(&tmp, path)
+                .with_context(|| format!("history: cannot create {}", path.display())),
+        });
+        for suffix in ["", "-wal", "-shm"] {
+            let mut f = tmp.clone().into_os_string();
+            f.push(suffix);
+            let _ = std::fs::remove_file(f);
+        }
+        linked
     }
 
     fn init(&self) -> Result<()> {
@@ -250,9 +303,14 @@ impl Store {
             })?;
         if tables == 0 {
             c.pragma_update(None, "journal_mode", "WAL")?;
-            c.execute_batch(&format!(
-                "BEGIN;
-                 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            // Two processes may create the store at once: the first to take the write lock
+            // creates it, the other finds it made.
+            c.execute_batch("BEGIN IMMEDIATE")?;
+            let tables: i64 =
+                c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+            if tables == 0 {
+                c.execute_batch(&format!(
+                    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                  INSERT INTO meta VALUES ('application', '{APPLICATION}');
                  INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');
                  CREATE TABLE results (
@@ -275,9 +333,10 @@ impl Store {
                      result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
                      key TEXT NOT NULL, value TEXT NOT NULL,
                      PRIMARY KEY (result_id, key));
-                 CREATE INDEX tags_kv ON tags(key, value);
-                 COMMIT;"
-            ))?;
+                 CREATE INDEX tags_kv ON tags(key, value);"
+                ))?;
+            }
+            c.execute_batch("COMMIT")?;
         }
         let app: Option<String> = c
             .query_row(
@@ -313,7 +372,19 @@ impl Store {
 
     /// Schema 1 to 2: each result's JSON moves to `bodies`, with its view.
     fn migrate_to_2(&self) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )?;
+        // Another process may have migrated it while this one waited for the lock.
+        let version: String = tx.query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )?;
+        if version != "1" {
+            return Ok(());
+        }
         tx.execute_batch(
             "CREATE TABLE bodies (
                  result_id INTEGER PRIMARY KEY REFERENCES results(id) ON DELETE CASCADE,
@@ -348,7 +419,11 @@ impl Store {
         let v: Value = serde_json::from_str(json).context("the result is not valid JSON")?;
         let digest = sha256(json.trim().as_bytes());
         let col = Columns::of(&v);
-        let tx = self.conn.transaction()?;
+        // IMMEDIATE: a deferred transaction that reads then writes fails at once (SQLITE_BUSY,
+        // no wait) when another process wrote in between.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let existing: Option<i64> = tx
             .query_row("SELECT id FROM results WHERE digest = ?1", [&digest], |r| {
                 r.get(0)
@@ -530,7 +605,11 @@ impl Store {
 
     /// Remove results; the ids not stored are named.
     pub fn delete(&mut self, ids: &[i64]) -> Result<usize> {
-        let tx = self.conn.transaction()?;
+        // IMMEDIATE: a deferred transaction that reads then writes fails at once (SQLITE_BUSY,
+        // no wait) when another process wrote in between.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let mut n = 0;
         for id in ids {
             let gone = tx.execute("DELETE FROM results WHERE id = ?1", [id])?;
