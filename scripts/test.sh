@@ -2,7 +2,8 @@
 # The whole test suite on a fresh machine: installs what the end-to-end tests use that a fresh
 # Debian machine lacks (redis-server and redis-benchmark, for the probe-on-a-real-server test,
 # with no daemon started: the test starts its own on a Unix socket; chromium, for the report's
-# headless-browser test), then runs every test.
+# headless-browser test; python3-venv and KernelCI's kcidb-io schema package in
+# target/kcidb-venv, which validates `syscost export kcidb`), then runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null \
@@ -19,5 +20,16 @@ if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/nu
 	else
 		echo "note: redis-server or chromium is missing and installing needs root; their tests say so" >&2
 	fi
+fi
+venv=target/kcidb-venv
+if ! "$venv/bin/python" -c 'import kcidb_io' 2>/dev/null; then
+	if ! python3 -c 'import ensurepip' 2>/dev/null && [ "$(id -u)" = 0 ]; then
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq python3-venv >/dev/null
+	fi
+	rm -rf "$venv"
+	python3 -m venv "$venv" && "$venv/bin/pip" install -q 'kcidb-io==141' \
+		|| echo "note: kcidb-io could not be installed; the KCIDB test says so" >&2
 fi
 cargo test --release

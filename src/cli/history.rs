@@ -298,7 +298,7 @@ fn grouped(
 }
 
 #[derive(clap::Args, Debug)]
-struct FilterArgs {
+pub struct FilterArgs {
     /// Only this workload (syscall, vfs-mix, file, ...).
     #[arg(long)]
     workload: Option<String>,
@@ -350,7 +350,7 @@ fn parse_time(flag: &str, s: &str) -> Result<i64> {
 }
 
 impl FilterArgs {
-    fn filter(&self) -> Result<Filter> {
+    pub(super) fn filter(&self) -> Result<Filter> {
         Ok(Filter {
             workload: self.workload.clone(),
             kernel: self.kernel.clone(),
@@ -380,7 +380,7 @@ impl FilterArgs {
     }
 }
 
-fn store(path: &Option<PathBuf>) -> Result<Store> {
+pub(super) fn store(path: &Option<PathBuf>) -> Result<Store> {
     let path = match path {
         Some(p) => p.clone(),
         None => crate::history::default_path().ok_or_else(|| {

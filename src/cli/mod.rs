@@ -7,6 +7,7 @@ mod ab;
 mod args;
 mod audit;
 mod cachesets;
+mod export;
 mod history;
 mod progress;
 mod reading;
@@ -137,6 +138,9 @@ pub enum Command {
     Audit(AuditCommand),
     /// The history store: every result kept in one SQLite file, listed, filtered, shown again.
     History(history::HistoryArgs),
+    /// Results in another system's format: kcidb (KernelCI's results database).
+    #[command(subcommand)]
+    Export(export::ExportCommand),
     /// Which L1 sets objects can reach, how crowded they are, and how likely a set overflows.
     #[command(after_help = CACHESETS_HELP)]
     Cachesets {
@@ -403,6 +407,7 @@ fn dispatch(cmd: Command) -> Result<()> {
         }
         Command::Audit(a) => audit_command(a),
         Command::History(h) => history::history_command(h),
+        Command::Export(e) => export::export_command(e),
         Command::Report { files, output, svg } => {
             use crate::report::{html, loaded};
             writable_output(&output, &files)?;

@@ -157,6 +157,19 @@ struct Columns {
     ci: Option<(f64, f64)>,
 }
 
+/// A result's identity: the SHA-256 of its JSON text, trimmed (what makes two imports one).
+pub fn digest(json: &str) -> String {
+    sha256(json.trim().as_bytes())
+}
+
+/// The kernel configuration a result ran under, as 16 hex digits: a hash of its environment's
+/// config and command line (`None` for a result with no environment).
+pub fn config_hash(v: &Value) -> Option<String> {
+    let env = &v["environment"];
+    let config = serde_json::json!([env["config"], env["cmdline"]]);
+    (!env.is_null()).then(|| sha256(config.to_string().as_bytes())[..16].into())
+}
+
 fn sha256(text: &[u8]) -> String {
     Sha256::digest(text)
         .iter()
@@ -172,7 +185,6 @@ impl Columns {
             .as_array()
             .and_then(|ms| ms.iter().find(|m| m["name"] == "time"));
         let summary = primary.map(|m| &m["summary"]);
-        let config = serde_json::json!([env["config"], env["cmdline"]]);
         Columns {
             // Kinds that carry no time of their own (a comparison) are dated by their storing.
             created_unix: v["created_unix"]
@@ -189,8 +201,7 @@ impl Columns {
             boot_id: s(&env["boot_id"]),
             kernel: s(&env["kernel_release"]),
             cpu_model: s(&env["cpu"]["model_name"]),
-            config_hash: (!env.is_null())
-                .then(|| sha256(config.to_string().as_bytes())[..16].into()),
+            config_hash: config_hash(v),
             unit: primary.and_then(|m| s(&m["unit"])),
             median: summary.and_then(|x| x["median"].as_f64()),
             ci: summary.and_then(|x| Some((x["ci95"][0].as_f64()?, x["ci95"][1].as_f64()?))),
@@ -417,7 +428,7 @@ impl Store {
     /// whether it was new (the same text stored again is the same entry; new tags are added).
     pub fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
         let v: Value = serde_json::from_str(json).context("the result is not valid JSON")?;
-        let digest = sha256(json.trim().as_bytes());
+        let digest = digest(json);
         let col = Columns::of(&v);
         // IMMEDIATE: a deferred transaction that reads then writes fails at once (SQLITE_BUSY,
         // no wait) when another process wrote in between.

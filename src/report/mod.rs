@@ -11,6 +11,7 @@ pub mod correlate;
 pub mod env;
 pub mod format;
 pub mod html;
+pub mod kcidb;
 pub mod loaded;
 pub mod merge;
 pub mod probe;

@@ -1,0 +1,221 @@
+//! `syscost export kcidb`: run results as a KernelCI KCIDB report (I/O schema v5.0), so a
+//! fleet can send syscost's figures to KernelCI's results database with its own submission
+//! tool (`kcidb-submit`). One checkout per kernel release, one build per kernel configuration
+//! (a hash of the config and command line), one test per metric of each result: status DONE,
+//! its `number` the metric's median in the metric's unit, the machine in its environment, and
+//! the interval, runs and workload in `misc`.
+//!
+//! Written by hand: the document is plain JSON, and the schema (kcidb-io) is Python; the tests
+//! validate the output with it.
+
+use crate::core::{VERSION, fmt_num};
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The schema version written.
+pub const MAJOR: u64 = 5;
+pub const MINOR: u64 = 0;
+
+/// Check an origin name as KCIDB requires it (`^[a-z0-9_]+$`).
+pub fn check_origin(origin: &str) -> Result<()> {
+    if origin.is_empty()
+        || !origin
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        bail!(
+            "--origin '{origin}': KCIDB origins are lower-case letters, digits and _ (e.g. \
+             --origin mylab_perf); ask KernelCI for yours"
+        );
+    }
+    Ok(())
+}
+
+/// A piece of a KCIDB test path: letters, digits, _ and - only.
+fn path_piece(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn rfc3339(unix: i64) -> String {
+    humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix.max(0) as u64),
+    )
+    .to_string()
+    .replace('Z', "+00:00")
+}
+
+/// The test path of a metric of a workload: `syscost.WORKLOAD.PARAMS....METRIC`, e.g.
+/// `syscost.syscall.getpid.time`.
+fn test_path(workload: &Value, metric: &str) -> String {
+    let mut parts = vec!["syscost".to_string()];
+    if let Some(w) = workload["workload"].as_str() {
+        parts.push(path_piece(w));
+    }
+    if let Some(m) = workload.as_object() {
+        for (k, v) in m {
+            let v = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => format!("{k}-{n}"),
+                Value::Bool(true) => k.clone(),
+                _ => continue,
+            };
+            if k != "workload" {
+                parts.push(path_piece(&v));
+            }
+        }
+    }
+    parts.push(path_piece(metric));
+    parts.retain(|p| !p.is_empty());
+    parts.join(".")
+}
+
+/// The KCIDB report of `results` (each: where it came from, and its JSON text). Results other
+/// than runs are left out, with a warning each.
+pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Vec<String>)> {
+    check_origin(origin)?;
+    let mut warnings = Vec::new();
+    let mut checkouts: BTreeMap<String, Value> = BTreeMap::new();
+    let mut builds: BTreeMap<String, Value> = BTreeMap::new();
+    let mut tests = Vec::new();
+    for (source, text) in results {
+        let v: Value = serde_json::from_str(text)?;
+        if v["kind"] != "run" {
+            warnings.push(format!(
+                "{source}: a {} result, not a run: left out (KCIDB tests are per-run figures)",
+                v["kind"].as_str().unwrap_or("?")
+            ));
+            continue;
+        }
+        let env = &v["environment"];
+        let kernel = env["kernel_release"].as_str().unwrap_or("unknown");
+        let checkout_id = format!("{origin}:{kernel}");
+        checkouts.entry(checkout_id.clone()).or_insert_with(|| {
+            json!({
+                "id": checkout_id,
+                "origin": origin,
+                "comment": format!(
+                    "Linux {kernel}{}",
+                    env["kernel_version"].as_str().map(|s| format!(" ({s})")).unwrap_or_default()
+                ),
+                "valid": true,
+                "misc": {"kernel_release": kernel},
+            })
+        });
+        let config = crate::history::config_hash(&v).unwrap_or_else(|| "unknown".into());
+        let build_id = format!("{checkout_id}:{config}");
+        builds.entry(build_id.clone()).or_insert_with(|| {
+            let mut b = json!({
+                "id": build_id,
+                "checkout_id": checkout_id,
+                "origin": origin,
+                "config_name": format!("config-{config}"),
+                "status": "PASS",
+                "misc": {"cmdline": env["cmdline"], "config_hash": config},
+            });
+            if let Some(arch) = env["machine"].as_str() {
+                b["architecture"] = arch.into();
+            }
+            b
+        });
+        let digest = crate::history::digest(text);
+        // The figures as every reader of results takes them: summaries recomputed from the
+        // values (a stored summary is not trusted).
+        let view = crate::results::view::ResultView::from_text(source, text)?;
+        let host = env["hostname"].as_str().unwrap_or("unknown");
+        let cpu = env["cpu"]["model_name"].as_str().unwrap_or("unknown CPU");
+        let boot = env["boot_id"].as_str().unwrap_or("unknown");
+        for m in &view.metrics {
+            let Some(sum) = &m.summary else { continue };
+            let (name, median) = (m.name.as_str(), sum.median);
+            if !median.is_finite() {
+                continue;
+            }
+            let mut number = json!({"value": median});
+            if !m.unit.is_empty() {
+                number["unit"] = m.unit.clone().into();
+            }
+            let mut test = json!({
+                "id": format!("{origin}:{}:{}", &digest[..16], path_piece(name)),
+                "build_id": build_id,
+                "origin": origin,
+                "path": test_path(&v["workload"], name),
+                "status": "DONE",
+                "number": number,
+                "comment": format!(
+                    "{name}: median {} {} over {} {}(s)",
+                    fmt_num(median),
+                    m.unit,
+                    m.values.len(),
+                    m.replication
+                ),
+                "environment": {
+                    "comment": format!("{host}, {cpu}, boot {boot}"),
+                    "misc": {
+                        "host": host, "cpu_model": cpu, "boot_id": boot,
+                        "hardware_pmu": env["hardware_pmu"],
+                    },
+                },
+                "misc": {
+                    "tool": format!("syscost {}", env!("CARGO_PKG_VERSION")),
+                    "result_schema": VERSION,
+                    "result_digest": digest,
+                    "workload": v["workload"],
+                    "op_name": v["op_name"],
+                    "replication": m.replication,
+                    "units": m.values.len(),
+                    "ci95_of_mean": sum.ci95,
+                    "pstdev": sum.pstdev,
+                },
+            });
+            if let Some(t) = v["created_unix"].as_i64().filter(|t| *t > 0) {
+                test["start_time"] = rfc3339(t).into();
+            }
+            tests.push(test);
+        }
+    }
+    if tests.is_empty() {
+        bail!("no run result with figures to export (KCIDB tests are the metrics of run results)");
+    }
+    Ok((
+        json!({
+            "version": {"major": MAJOR, "minor": MINOR},
+            "checkouts": checkouts.into_values().collect::<Vec<_>>(),
+            "builds": builds.into_values().collect::<Vec<_>>(),
+            "tests": tests,
+        }),
+        warnings,
+    ))
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn paths_ids_and_origins_follow_the_schema_patterns() {
+        let w = json!({"workload": "syscall", "syscall": "getpid", "cpu": null});
+        assert_eq!(test_path(&w, "time"), "syscost.syscall.getpid.time");
+        assert_eq!(
+            test_path(&json!({"workload": "file", "op": "open-close"}), "cycles:u"),
+            "syscost.file.open-close.cycles_u"
+        );
+        assert_eq!(
+            test_path(&json!({"workload": "mem", "size": 4096}), "page-faults"),
+            "syscost.mem.size-4096.page-faults"
+        );
+        assert!(check_origin("my_lab2").is_ok());
+        for bad in ["", "MyLab", "my-lab", "a:b"] {
+            assert!(check_origin(bad).is_err(), "{bad}");
+        }
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00+00:00");
+    }
+}
