@@ -107,9 +107,10 @@ impl CompareArgs {
 /// Where a measuring command records its result (see `syscost history`).
 #[derive(Args, Debug, Clone, Default)]
 pub struct HistoryOpts {
-    /// Record the result in this history store [default: $SYSCOST_HISTORY, else
+    /// Record the result in this history store: a SQLite file, or a PostgreSQL URL
+    /// (postgres://USER@HOST/DB) shared by a lab's machines [default: $SYSCOST_HISTORY, else
     /// $XDG_DATA_HOME/syscost/history.sqlite, else ~/.local/share/syscost/history.sqlite].
-    #[arg(long = "history", value_name = "PATH")]
+    #[arg(long = "history", value_name = "PATH|URL")]
     pub history: Option<PathBuf>,
     /// Do not record the result in the history.
     #[arg(long = "no-history", conflicts_with = "history")]

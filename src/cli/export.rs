@@ -22,7 +22,7 @@ pub enum ExportCommand {
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
         /// The history store to export from (as `syscost history --history`).
-        #[arg(long, value_name = "PATH")]
+        #[arg(long, value_name = "PATH|URL")]
         history: Option<PathBuf>,
         #[command(flatten)]
         filter: FilterArgs,
@@ -49,7 +49,7 @@ pub(super) fn export_command(cmd: ExportCommand) -> Result<()> {
                 writable_output(o, &files)?;
             }
             let results: Vec<(String, String)> = if files.is_empty() {
-                let s = store(&history)?;
+                let mut s = store(&history)?;
                 let entries = s.list(&filter.filter()?)?;
                 entries
                     .iter()

@@ -9,9 +9,11 @@ use std::io::Write;
 
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
-    /// The store: a SQLite file [default: $SYSCOST_HISTORY, else
-    /// $XDG_DATA_HOME/syscost/history.sqlite, else ~/.local/share/syscost/history.sqlite].
-    #[arg(long, value_name = "PATH", global = true)]
+    /// The store: a SQLite file, or a PostgreSQL URL shared by many machines
+    /// (postgres://USER@HOST/DB, postgresql:///DB?host=/run/postgresql) [default:
+    /// $SYSCOST_HISTORY, else $XDG_DATA_HOME/syscost/history.sqlite, else
+    /// ~/.local/share/syscost/history.sqlite].
+    #[arg(long, value_name = "PATH|URL", global = true)]
     history: Option<PathBuf>,
     #[command(subcommand)]
     command: HistoryCommand,
@@ -174,7 +176,7 @@ const FEW_BOOTS: usize = 5;
 /// The matching run results grouped by `by`, as the sides of a comparison (the baseline
 /// first), with what was left out and why.
 fn grouped(
-    s: &Store,
+    s: &mut Store,
     f: &Filter,
     by: &By,
     baseline: Option<&str>,
@@ -193,7 +195,7 @@ fn grouped(
     if runs.is_empty() {
         bail!(
             "no stored run result matches (syscost history list shows what {} holds)",
-            s.path().display()
+            s.location()
         );
     }
     let mut things: Vec<(Option<String>, usize)> = Vec::new();
@@ -450,18 +452,17 @@ pub(super) fn record<R: serde::Serialize>(result: &R, keep: &super::args::Histor
     if keep.no_history {
         return;
     }
-    let outcome = (|| -> Result<(i64, PathBuf)> {
+    let outcome = (|| -> Result<(i64, String)> {
         let tags = keep.parsed_tags()?;
         let mut s = store(&keep.history)?;
         let json = serde_json::to_string_pretty(result)?;
         let (id, _) = s.insert(&json, &tags)?;
-        Ok((id, s.path().to_path_buf()))
+        Ok((id, s.location()))
     })();
     match outcome {
-        Ok((id, path)) => eprintln!(
-            "syscost: recorded as history entry {id} in {}",
-            path.display()
-        ),
+        Ok((id, location)) => {
+            eprintln!("syscost: recorded as history entry {id} in {location}")
+        }
         Err(e) => eprintln!(
             "syscost: warning: the result was not recorded in the history ({e:#}); the result \
              itself is complete (--no-history skips recording)"
@@ -493,7 +494,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
     match args.command {
         HistoryCommand::List { filter, format } => {
             let f = filter.filter()?;
-            let s = store(&args.history)?;
+            let mut s = store(&args.history)?;
             let entries = s.list(&f)?;
             if format == Format::Json {
                 // Streamed: 100,000 entries are 48 MB of JSON, not worth holding twice.
@@ -502,11 +503,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
                 writeln!(out)?;
                 out.flush()?;
             } else {
-                let pre = vec![format!(
-                    " {} result(s) in {}",
-                    entries.len(),
-                    s.path().display()
-                )];
+                let pre = vec![format!(" {} result(s) in {}", entries.len(), s.location())];
                 print!(
                     "{}",
                     report::format::render(format, &pre, &[list_grid(&entries)])
@@ -515,7 +512,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             Ok(())
         }
         HistoryCommand::Show { id, format } => {
-            let s = store(&args.history)?;
+            let mut s = store(&args.history)?;
             let json = s.json(id)?;
             if format == Format::Json {
                 println!("{json}");
@@ -544,12 +541,12 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             }
             println!(
                 "imported {new} result(s) into {}; {old} already there",
-                s.path().display()
+                s.location()
             );
             Ok(())
         }
         HistoryCommand::Export { ids, dir } => {
-            let s = store(&args.history)?;
+            let mut s = store(&args.history)?;
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("export: cannot create {}", dir.display()))?;
             for id in ids {
@@ -567,8 +564,9 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             opts,
         } => {
             let options = opts.options()?;
-            let s = store(&args.history)?;
-            let (variants, warnings) = grouped(&s, &filter.filter()?, &by, baseline.as_deref())?;
+            let mut s = store(&args.history)?;
+            let (variants, warnings) =
+                grouped(&mut s, &filter.filter()?, &by, baseline.as_deref())?;
             let mut c = compare::compare(variants, &options)?;
             c.warnings.extend(warnings);
             show(&c, opts.format, &opts.output)?;
@@ -576,8 +574,8 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
         }
         HistoryCommand::Trend { by, filter, opts } => {
             let options = opts.options()?;
-            let s = store(&args.history)?;
-            let (groups, warnings) = grouped(&s, &filter.filter()?, &by, None)?;
+            let mut s = store(&args.history)?;
+            let (groups, warnings) = grouped(&mut s, &filter.filter()?, &by, None)?;
             let mut t = crate::compare::trend::trend(groups, &by.name(), &options)?;
             t.warnings.extend(warnings);
             show(&t, opts.format, &opts.output)?;
@@ -586,7 +584,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
         HistoryCommand::Delete { ids } => {
             let mut s = store(&args.history)?;
             let n = s.delete(&ids)?;
-            println!("deleted {n} result(s) from {}", s.path().display());
+            println!("deleted {n} result(s) from {}", s.location());
             Ok(())
         }
     }

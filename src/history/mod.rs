@@ -8,20 +8,24 @@
 //! in WAL mode with a busy timeout, so two syscost processes can record at once, and a process
 //! killed mid-write leaves every committed result readable.
 
+pub mod postgres;
+pub mod sqlite;
 pub mod version;
 
-use anyhow::{Context, Result, bail};
-use rusqlite::{Connection, OptionalExtension, params};
+use anyhow::{Result, bail};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+
+pub use postgres::Pg;
+pub use sqlite::Lite;
 
 /// The schema this build writes and reads. 2 moved each result's JSON into `bodies`, beside
 /// its `view` (the parts that comparisons read: metrics, workload, environment summary), so
 /// `history list` scans small rows and `history compare` parses no raw samples.
 pub const SCHEMA_VERSION: i64 = 2;
 /// What marks a database as syscost's.
-const APPLICATION: &str = "syscost-history";
+pub(crate) const APPLICATION: &str = "syscost-history";
 
 /// Where the history lives: `SYSCOST_HISTORY`, else `$XDG_DATA_HOME/syscost/history.sqlite`,
 /// else `~/.local/share/syscost/history.sqlite`.
@@ -97,7 +101,7 @@ pub fn parse_param(s: &str) -> Result<(String, String)> {
 
 /// The parts of a result that comparisons read (see `results::view`): everything but the raw
 /// samples, the counters' descriptions and the full environment.
-fn view_of(v: &Value) -> String {
+pub(crate) fn view_of(v: &Value) -> String {
     let env = &v["environment"];
     let mut doc = serde_json::Map::new();
     for k in [
@@ -136,25 +140,20 @@ fn view_of(v: &Value) -> String {
     Value::Object(doc).to_string()
 }
 
-pub struct Store {
-    conn: Connection,
-    path: PathBuf,
-}
-
 /// The columns taken from a result's JSON.
-struct Columns {
-    created_unix: i64,
-    kind: String,
-    workload: Option<String>,
-    params: Option<String>,
-    host: Option<String>,
-    boot_id: Option<String>,
-    kernel: Option<String>,
-    cpu_model: Option<String>,
-    config_hash: Option<String>,
-    unit: Option<String>,
-    median: Option<f64>,
-    ci: Option<(f64, f64)>,
+pub(crate) struct Columns {
+    pub created_unix: i64,
+    pub kind: String,
+    pub workload: Option<String>,
+    pub params: Option<String>,
+    pub host: Option<String>,
+    pub boot_id: Option<String>,
+    pub kernel: Option<String>,
+    pub cpu_model: Option<String>,
+    pub config_hash: Option<String>,
+    pub unit: Option<String>,
+    pub median: Option<f64>,
+    pub ci: Option<(f64, f64)>,
 }
 
 /// A result's identity: the SHA-256 of its JSON text, trimmed (what makes two imports one).
@@ -178,7 +177,7 @@ fn sha256(text: &[u8]) -> String {
 }
 
 impl Columns {
-    fn of(v: &Value) -> Columns {
+    pub(crate) fn of(v: &Value) -> Columns {
         let s = |x: &Value| x.as_str().map(String::from);
         let env = &v["environment"];
         let primary = v["metrics"]
@@ -209,561 +208,133 @@ impl Columns {
     }
 }
 
+/// A value bound to a query.
+pub(crate) enum Arg {
+    Text(String),
+    Int(i64),
+}
+
+/// The conditions of `f`, each starting with ` AND `, and their arguments in order. `ph(n)` is
+/// the n-th placeholder (`?n` or `$n`); `param(p)` the text of the workload parameter whose key
+/// is bound at placeholder `p`, and `key(k)` how the key is bound.
+pub(crate) fn conditions(
+    f: &Filter,
+    ph: &dyn Fn(usize) -> String,
+    param: &dyn Fn(&str) -> String,
+    key: &dyn Fn(&str) -> String,
+) -> (String, Vec<Arg>) {
+    let mut sql = String::new();
+    let mut args = Vec::new();
+    let columns = [
+        ("workload", &f.workload),
+        ("kernel", &f.kernel),
+        ("host", &f.host),
+        ("boot_id", &f.boot),
+    ];
+    for (col, v) in columns {
+        if let Some(v) = v {
+            args.push(Arg::Text(v.clone()));
+            sql.push_str(&format!(" AND {col} = {}", ph(args.len())));
+        }
+    }
+    if let Some(t) = f.since {
+        args.push(Arg::Int(t));
+        sql.push_str(&format!(" AND created_unix >= {}", ph(args.len())));
+    }
+    if let Some(t) = f.until {
+        args.push(Arg::Int(t));
+        sql.push_str(&format!(" AND created_unix <= {}", ph(args.len())));
+    }
+    for (k, v) in &f.tags {
+        args.push(Arg::Text(k.clone()));
+        args.push(Arg::Text(v.clone()));
+        sql.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM tags t WHERE t.result_id = r.id AND t.key = {} \
+             AND t.value = {})",
+            ph(args.len() - 1),
+            ph(args.len())
+        ));
+    }
+    for (k, v) in &f.params {
+        args.push(Arg::Text(key(k)));
+        args.push(Arg::Text(v.clone()));
+        sql.push_str(&format!(
+            " AND {} = {}",
+            param(&ph(args.len() - 1)),
+            ph(args.len())
+        ));
+    }
+    (sql, args)
+}
+
+/// The columns `history list` reads, in the order of [`Entry`].
+pub(crate) const ENTRY_COLUMNS: &str = "id, created_unix, kind, workload, params, host, boot_id, \
+    kernel, cpu_model, config_hash, unit, median, ci_lo, ci_hi";
+
+/// Where results are kept: a SQLite file, or a PostgreSQL database shared by many machines.
+pub enum Store {
+    Sqlite(Lite),
+    Postgres(Pg),
+}
+
 impl Store {
-    /// Open (creating if need be) the store at `path`: a file that is not a syscost history, or
-    /// one written by a newer syscost, is refused with the reason.
-    pub fn open(path: &Path) -> Result<Store> {
-        // SQLite would make a database of an empty file or write through a device: a path
-        // that exists must already be a store.
-        if let Ok(meta) = std::fs::metadata(path)
-            && (!meta.is_file() || meta.len() == 0)
-        {
-            bail!(
-                "history {}: exists and is not a syscost history ({}); give another --history",
-                path.display(),
-                if meta.is_file() {
-                    "an empty file"
-                } else {
-                    "not a regular file"
-                }
-            );
+    /// Open (creating if need be) the store at `location`: a `postgres://` or `postgresql://`
+    /// URL, else a SQLite file path. A store that is not syscost's, or of a newer schema, is
+    /// refused with the reason.
+    pub fn open(location: &Path) -> Result<Store> {
+        let text = location.to_string_lossy();
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(Store::Postgres(Pg::open(&text)?));
         }
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("history: cannot create {}", dir.display()))?;
-        }
-        if std::fs::symlink_metadata(path).is_err() {
-            Self::create(path)?;
-        }
-        let conn = Connection::open(path)
-            .with_context(|| format!("history: cannot open {}", path.display()))?;
-        let store = Store {
-            conn,
-            path: path.to_path_buf(),
-        };
-        store
-            .init()
-            .map_err(|e| anyhow::anyhow!("history {}: {e:#}", path.display()))?;
-        Ok(store)
+        Ok(Store::Sqlite(Lite::open(location)?))
     }
 
-    /// Make a new store at `path` whole or not at all: built under a temporary name beside it,
-    /// then linked into place. A process that opens `path` meanwhile sees no file or a complete
-    /// store, never the empty file SQLite starts from (which is refused as not a store); when
-    /// two create it at once, the first link wins and the other opens it.
-    fn create(path: &Path) -> Result<()> {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let name = name.unwrap_or_else(|| "history".into());
-        let prefix = format!(".{name}.");
-        // Leftovers of a creator killed before its link: `.NAME.PID.new` of a dead PID.
-        if let Ok(entries) = std::fs::read_dir(dir.unwrap_or(Path::new("."))) {
-            for e in entries.flatten() {
-                let f = e.file_name().to_string_lossy().into_owned();
-                let pid = f
-                    .strip_prefix(&prefix)
-                    .and_then(|r| r.split('.').next())
-                    .and_then(|p| p.parse::<u32>().ok());
-                if let Some(pid) = pid
-                    && !Path::new(&format!("/proc/{pid}")).exists()
-                {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
+    /// The store, for messages (a URL without its password).
+    pub fn location(&self) -> String {
+        match self {
+            Store::Sqlite(s) => s.path().display().to_string(),
+            Store::Postgres(p) => p.location().to_string(),
         }
-        let tmp = path.with_file_name(format!("{prefix}{}.new", std::process::id()));
-        let built = (|| -> Result<()> {
-            let conn = Connection::open(&tmp)
-                .with_context(|| format!("history: cannot create {}", path.display()))?;
-            Store {
-                conn,
-                path: tmp.clone(),
-            }
-            .init()
-        })();
-        let linked = built.and_then(|()| match std::fs::hard_link(&tmp, path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            // A file system without hard links: a rename (which a racing creator could
-            // replace, losing nothing but its empty store).
-            Err(_) => std::fs::rename(&tmp, path)
-                .with_context(|| format!("history: cannot create {}", path.display())),
-        });
-        for suffix in ["", "-wal", "-shm"] {
-            let mut f = tmp.clone().into_os_string();
-            f.push(suffix);
-            let _ = std::fs::remove_file(f);
-        }
-        linked
-    }
-
-    fn init(&self) -> Result<()> {
-        let c = &self.conn;
-        c.busy_timeout(std::time::Duration::from_secs(10))?;
-        let tables: i64 = c
-            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
-            .map_err(|e| match e {
-                rusqlite::Error::SqliteFailure(f, _)
-                    if f.code == rusqlite::ErrorCode::NotADatabase =>
-                {
-                    anyhow::anyhow!(
-                        "not a database (a SQLite file is needed; give another --history)"
-                    )
-                }
-                other => other.into(),
-            })?;
-        if tables == 0 {
-            c.pragma_update(None, "journal_mode", "WAL")?;
-            // Two processes may create the store at once: the first to take the write lock
-            // creates it, the other finds it made.
-            c.execute_batch("BEGIN IMMEDIATE")?;
-            let tables: i64 =
-                c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
-            if tables == 0 {
-                c.execute_batch(&format!(
-                    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                 INSERT INTO meta VALUES ('application', '{APPLICATION}');
-                 INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');
-                 CREATE TABLE results (
-                     id INTEGER PRIMARY KEY,
-                     digest TEXT NOT NULL UNIQUE,
-                     created_unix INTEGER NOT NULL,
-                     kind TEXT NOT NULL,
-                     workload TEXT, params TEXT, host TEXT, boot_id TEXT, kernel TEXT,
-                     cpu_model TEXT, config_hash TEXT, unit TEXT,
-                     median REAL, ci_lo REAL, ci_hi REAL);
-                 CREATE TABLE bodies (
-                     result_id INTEGER PRIMARY KEY REFERENCES results(id) ON DELETE CASCADE,
-                     json TEXT NOT NULL, view TEXT NOT NULL);
-                 CREATE INDEX results_time ON results(created_unix);
-                 CREATE INDEX results_workload ON results(workload);
-                 CREATE INDEX results_kernel ON results(kernel);
-                 CREATE INDEX results_host ON results(host);
-                 CREATE INDEX results_boot ON results(boot_id);
-                 CREATE TABLE tags (
-                     result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
-                     key TEXT NOT NULL, value TEXT NOT NULL,
-                     PRIMARY KEY (result_id, key));
-                 CREATE INDEX tags_kv ON tags(key, value);"
-                ))?;
-            }
-            c.execute_batch("COMMIT")?;
-        }
-        let app: Option<String> = c
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'application'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .unwrap_or(None);
-        if app.as_deref() != Some(APPLICATION) {
-            bail!("a SQLite database, but not a syscost history; give another --history");
-        }
-        let version: i64 = c
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'schema_version'",
-                [],
-                |r| r.get::<_, String>(0),
-            )?
-            .parse()
-            .context("its schema version is not a number")?;
-        if version > SCHEMA_VERSION {
-            bail!(
-                "written by a newer syscost (history schema {version}; this one reads up to \
-                 {SCHEMA_VERSION}): upgrade syscost to use it"
-            );
-        }
-        if version < 2 {
-            self.migrate_to_2()?;
-        }
-        c.pragma_update(None, "foreign_keys", "ON")?;
-        Ok(())
-    }
-
-    /// Schema 1 to 2: each result's JSON moves to `bodies`, with its view.
-    fn migrate_to_2(&self) -> Result<()> {
-        let tx = rusqlite::Transaction::new_unchecked(
-            &self.conn,
-            rusqlite::TransactionBehavior::Immediate,
-        )?;
-        // Another process may have migrated it while this one waited for the lock.
-        let version: String = tx.query_row(
-            "SELECT value FROM meta WHERE key = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )?;
-        if version != "1" {
-            return Ok(());
-        }
-        tx.execute_batch(
-            "CREATE TABLE bodies (
-                 result_id INTEGER PRIMARY KEY REFERENCES results(id) ON DELETE CASCADE,
-                 json TEXT NOT NULL, view TEXT NOT NULL);",
-        )?;
-        {
-            let mut read = tx.prepare("SELECT id, json FROM results")?;
-            let mut write =
-                tx.prepare("INSERT INTO bodies (result_id, json, view) VALUES (?1, ?2, ?3)")?;
-            let mut rows = read.query([])?;
-            while let Some(r) = rows.next()? {
-                let (id, json): (i64, String) = (r.get(0)?, r.get(1)?);
-                let v: Value = serde_json::from_str(&json).unwrap_or(Value::Null);
-                write.execute(params![id, json, view_of(&v)])?;
-            }
-        }
-        tx.execute_batch(
-            "ALTER TABLE results DROP COLUMN json;
-             UPDATE meta SET value = '2' WHERE key = 'schema_version';",
-        )?;
-        tx.commit()
-            .context("migrating the history to schema 2 (a read-only store cannot be)")
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Store a result (its JSON text, as written to files) with `tags`. Returns its id and
     /// whether it was new (the same text stored again is the same entry; new tags are added).
     pub fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
-        let v: Value = serde_json::from_str(json).context("the result is not valid JSON")?;
-        let digest = digest(json);
-        let col = Columns::of(&v);
-        // IMMEDIATE: a deferred transaction that reads then writes fails at once (SQLITE_BUSY,
-        // no wait) when another process wrote in between.
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let existing: Option<i64> = tx
-            .query_row("SELECT id FROM results WHERE digest = ?1", [&digest], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        let (id, new) = match existing {
-            Some(id) => (id, false),
-            None => {
-                tx.execute(
-                    "INSERT INTO results (digest, created_unix, kind, workload, params, host,
-                         boot_id, kernel, cpu_model, config_hash, unit, median, ci_lo, ci_hi)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                    params![
-                        digest,
-                        col.created_unix,
-                        col.kind,
-                        col.workload,
-                        col.params,
-                        col.host,
-                        col.boot_id,
-                        col.kernel,
-                        col.cpu_model,
-                        col.config_hash,
-                        col.unit,
-                        col.median,
-                        col.ci.map(|c| c.0),
-                        col.ci.map(|c| c.1),
-                    ],
-                )?;
-                let id = tx.last_insert_rowid();
-                tx.execute(
-                    "INSERT INTO bodies (result_id, json, view) VALUES (?1, ?2, ?3)",
-                    params![id, json.trim(), view_of(&v)],
-                )?;
-                (id, true)
-            }
-        };
-        for (k, v) in tags {
-            tx.execute(
-                "INSERT OR REPLACE INTO tags (result_id, key, value) VALUES (?1, ?2, ?3)",
-                params![id, k, v],
-            )?;
+        match self {
+            Store::Sqlite(s) => s.insert(json, tags),
+            Store::Postgres(p) => p.insert(json, tags),
         }
-        tx.commit()?;
-        Ok((id, new))
     }
 
     /// The entries matching `f`, oldest first.
-    pub fn list(&self, f: &Filter) -> Result<Vec<Entry>> {
-        let mut sql = String::from(
-            "SELECT id, created_unix, kind, workload, params, host, boot_id, kernel, cpu_model,
-                    config_hash, unit, median, ci_lo, ci_hi FROM results r WHERE 1=1",
-        );
-        let mut args: Vec<rusqlite::types::Value> = Vec::new();
-        let mut eq = |col: &str, v: &Option<String>, sql: &mut String| {
-            if let Some(v) = v {
-                args.push(v.clone().into());
-                sql.push_str(&format!(" AND {col} = ?{}", args.len()));
-            }
-        };
-        eq("workload", &f.workload, &mut sql);
-        eq("kernel", &f.kernel, &mut sql);
-        eq("host", &f.host, &mut sql);
-        eq("boot_id", &f.boot, &mut sql);
-        if let Some(t) = f.since {
-            args.push(t.into());
-            sql.push_str(&format!(" AND created_unix >= ?{}", args.len()));
+    pub fn list(&mut self, f: &Filter) -> Result<Vec<Entry>> {
+        match self {
+            Store::Sqlite(s) => s.list(f),
+            Store::Postgres(p) => p.list(f),
         }
-        if let Some(t) = f.until {
-            args.push(t.into());
-            sql.push_str(&format!(" AND created_unix <= ?{}", args.len()));
-        }
-        for (k, v) in &f.tags {
-            args.push(k.clone().into());
-            args.push(v.clone().into());
-            sql.push_str(&format!(
-                " AND EXISTS (SELECT 1 FROM tags t WHERE t.result_id = r.id AND t.key = ?{} \
-                 AND t.value = ?{})",
-                args.len() - 1,
-                args.len()
-            ));
-        }
-        for (k, v) in &f.params {
-            args.push(format!("$.{k}").into());
-            args.push(v.clone().into());
-            sql.push_str(&format!(
-                " AND CAST(json_extract(params, ?{}) AS TEXT) = ?{}",
-                args.len() - 1,
-                args.len()
-            ));
-        }
-        sql.push_str(" ORDER BY created_unix, id");
-        let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
-            Ok(Entry {
-                id: r.get(0)?,
-                created_unix: r.get(1)?,
-                kind: r.get(2)?,
-                workload: r.get(3)?,
-                params: r.get(4)?,
-                host: r.get(5)?,
-                boot_id: r.get(6)?,
-                kernel: r.get(7)?,
-                cpu_model: r.get(8)?,
-                config_hash: r.get(9)?,
-                unit: r.get(10)?,
-                median: r.get(11)?,
-                ci_lo: r.get(12)?,
-                ci_hi: r.get(13)?,
-                tags: Vec::new(),
-            })
-        })?;
-        let mut out: Vec<Entry> = rows.collect::<rusqlite::Result<_>>()?;
-        self.fill_tags(&mut out)?;
-        Ok(out)
-    }
-
-    /// The tags of `entries`: looked up one by one for a few, read in one pass for many (a
-    /// lookup per entry was a third of listing 100,000).
-    fn fill_tags(&self, entries: &mut [Entry]) -> Result<()> {
-        if entries.len() < 1000 {
-            let mut tags = self
-                .conn
-                .prepare("SELECT key, value FROM tags WHERE result_id = ?1 ORDER BY key")?;
-            for e in entries.iter_mut() {
-                e.tags = tags
-                    .query_map([e.id], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect::<rusqlite::Result<_>>()?;
-            }
-            return Ok(());
-        }
-        let mut all: std::collections::HashMap<i64, Vec<(String, String)>> = Default::default();
-        let mut stmt = self
-            .conn
-            .prepare("SELECT result_id, key, value FROM tags ORDER BY result_id, key")?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            all.entry(r.get(0)?)
-                .or_default()
-                .push((r.get(1)?, r.get(2)?));
-        }
-        for e in entries.iter_mut() {
-            if let Some(t) = all.remove(&e.id) {
-                e.tags = t;
-            }
-        }
-        Ok(())
     }
 
     /// A stored result's JSON text.
-    pub fn json(&self, id: i64) -> Result<String> {
-        self.conn
-            .query_row("SELECT json FROM bodies WHERE result_id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()?
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "history {}: no result with id {id} (syscost history list shows them)",
-                    self.path.display()
-                )
-            })
-    }
-
-    /// The parts of stored results that comparisons read, as a result's JSON text (see
-    /// `view_of`), in the order of `ids`.
-    pub fn views(&self, ids: &[i64]) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT view FROM bodies WHERE result_id = ?1")?;
-        ids.iter()
-            .map(|id| {
-                stmt.query_row([id], |r| r.get(0))
-                    .optional()?
-                    .ok_or_else(|| anyhow::anyhow!("history: no result with id {id}"))
-            })
-            .collect()
-    }
-
-    /// Remove results; the ids not stored are named.
-    pub fn delete(&mut self, ids: &[i64]) -> Result<usize> {
-        // IMMEDIATE: a deferred transaction that reads then writes fails at once (SQLITE_BUSY,
-        // no wait) when another process wrote in between.
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let mut n = 0;
-        for id in ids {
-            let gone = tx.execute("DELETE FROM results WHERE id = ?1", [id])?;
-            if gone == 0 {
-                bail!("history: no result with id {id}; nothing was deleted");
-            }
-            n += gone;
+    pub fn json(&mut self, id: i64) -> Result<String> {
+        match self {
+            Store::Sqlite(s) => s.json(id),
+            Store::Postgres(p) => p.json(id),
         }
-        tx.commit()?;
-        Ok(n)
-    }
-}
-
-#[cfg(test)]
-mod unit {
-    use super::*;
-
-    const RUN: &str = r#"{"schema":"syscost-result","version":2,"kind":"run","created_unix":100,
-        "workload":{"workload":"syscall","syscall":"getpid"},
-        "environment":{"hostname":"a","boot_id":"b1","kernel_release":"6.18","cpu":{"model_name":"X"},
-                       "config":{"CONFIG_AUDIT":"y"},"cmdline":"quiet"},
-        "metrics":[{"name":"time","unit":"ns/call","summary":{"median":101.5,"ci95":[100.0,103.0]}}]}"#;
-
-    #[test]
-    fn results_are_stored_once_and_found_by_their_columns() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/h.sqlite");
-        let mut s = Store::open(&path).unwrap();
-        let (id, new) = s.insert(RUN, &[("build".into(), "a".into())]).unwrap();
-        assert!(new);
-        let (again, new) = s.insert(RUN, &[]).unwrap();
-        assert_eq!((again, new), (id, false), "the same result is one entry");
-        let other = RUN.replace("\"hostname\":\"a\"", "\"hostname\":\"c\"");
-        s.insert(&other, &[]).unwrap();
-        let all = s.list(&Filter::default()).unwrap();
-        assert_eq!(all.len(), 2);
-        let e = &all[0];
-        assert_eq!(
-            (e.kind.as_str(), e.workload.as_deref(), e.kernel.as_deref()),
-            ("run", Some("syscall"), Some("6.18"))
-        );
-        assert_eq!(
-            (e.median, e.ci_lo, e.ci_hi),
-            (Some(101.5), Some(100.0), Some(103.0))
-        );
-        assert_eq!(e.tags, vec![("build".into(), "a".into())]);
-        let by_host = Filter {
-            host: Some("c".into()),
-            ..Filter::default()
-        };
-        assert_eq!(s.list(&by_host).unwrap().len(), 1);
-        let by_tag = Filter {
-            tags: vec![("build".into(), "a".into())],
-            ..Filter::default()
-        };
-        assert_eq!(s.list(&by_tag).unwrap()[0].id, id);
-        let later = Filter {
-            since: Some(101),
-            ..Filter::default()
-        };
-        assert!(s.list(&later).unwrap().is_empty());
-        assert_eq!(s.json(id).unwrap(), RUN.trim());
-        assert_eq!(s.delete(&[id]).unwrap(), 1);
-        assert!(s.json(id).is_err());
-        assert!(s.delete(&[id]).is_err());
-        drop(s);
-        // Reopened: still there, and a second connection sees it (WAL).
-        let s = Store::open(&path).unwrap();
-        assert_eq!(s.list(&Filter::default()).unwrap().len(), 1);
     }
 
-    #[test]
-    fn a_schema_1_store_is_migrated_and_its_views_filled() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.sqlite");
-        let with_samples = RUN.replace(
-            "\"metrics\"",
-            "\"runs\":[{\"index\":0,\"pid\":7,\"samples\":[{\"ops\":1}]}],\"metrics\"",
-        );
-        let mut s = Store::open(&path).unwrap();
-        let (id, _) = s.insert(&with_samples, &[]).unwrap();
-        drop(s);
-        // What schema 1 looked like: the JSON in the results table, no views.
-        let c = Connection::open(&path).unwrap();
-        c.execute_batch(
-            "ALTER TABLE results ADD COLUMN json TEXT;
-             UPDATE results SET json = (SELECT json FROM bodies WHERE result_id = results.id);
-             DROP TABLE bodies;
-             UPDATE meta SET value = '1' WHERE key = 'schema_version';",
-        )
-        .unwrap();
-        drop(c);
-        let s = Store::open(&path).unwrap();
-        let view: Value = serde_json::from_str(&s.views(&[id]).unwrap()[0]).unwrap();
-        assert_eq!(view["runs"], serde_json::json!([{"index": 0, "pid": 7}]));
-        assert_eq!(view["environment"]["kernel_release"], "6.18");
-        assert!(view["environment"].get("config").is_none());
-        assert_eq!(view["metrics"][0]["summary"]["median"], 101.5);
-        let version: String = s
-            .conn
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'schema_version'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(version, SCHEMA_VERSION.to_string());
-        assert_eq!(s.json(id).unwrap(), with_samples.trim());
-        assert!(s.views(&[id + 1]).is_err());
-        assert!(parse_param("syscall=getpid").is_ok());
-        assert!(parse_param("a b=c").is_err() && parse_param("=x").is_err());
+    /// The parts of stored results that comparisons read, in the order of `ids`.
+    pub fn views(&mut self, ids: &[i64]) -> Result<Vec<String>> {
+        match self {
+            Store::Sqlite(s) => s.views(ids),
+            Store::Postgres(p) => p.views(ids),
+        }
     }
 
-    #[test]
-    fn foreign_and_newer_stores_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let text = dir.path().join("notes.txt");
-        std::fs::write(
-            &text,
-            "not a database at all, just some text that is long enough",
-        )
-        .unwrap();
-        let e = format!("{:#}", Store::open(&text).err().unwrap());
-        assert!(e.contains("not a database"), "{e}");
-        let other = dir.path().join("other.sqlite");
-        Connection::open(&other)
-            .unwrap()
-            .execute_batch("CREATE TABLE x (y INTEGER);")
-            .unwrap();
-        let e = format!("{:#}", Store::open(&other).err().unwrap());
-        assert!(e.contains("not a syscost history"), "{e}");
-        let newer = dir.path().join("newer.sqlite");
-        drop(Store::open(&newer).unwrap());
-        Connection::open(&newer)
-            .unwrap()
-            .execute(
-                "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
-                [],
-            )
-            .unwrap();
-        let e = format!("{:#}", Store::open(&newer).err().unwrap());
-        assert!(e.contains("newer syscost") && e.contains("99"), "{e}");
-        assert!(parse_tag("k=v").is_ok());
-        assert!(parse_tag("kv").is_err() && parse_tag("=v").is_err());
+    /// Remove results; an id not stored fails the whole deletion.
+    pub fn delete(&mut self, ids: &[i64]) -> Result<usize> {
+        match self {
+            Store::Sqlite(s) => s.delete(ids),
+            Store::Postgres(p) => p.delete(ids),
+        }
     }
 }
