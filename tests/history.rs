@@ -222,35 +222,18 @@ fn measuring_commands_record_their_results() {
 /// factor applied to every per-run value (a known truth): what `history compare` and `trend`
 /// must recover.
 fn kernels_and_boots(dir: &Path, kernels: &[(&str, f64)], boots: usize) -> Vec<String> {
-    let run = dir.join("run.json");
-    let out = syscost()
-        .args(["run", "syscall", "--runs", "3", "--samples", "2"])
-        .args(["--sample-time", "5ms", "-e", "task-clock", "-o"])
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let base: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+    let base = quick_run();
     let mut files = Vec::new();
     for (k, factor) in kernels {
         for b in 0..boots {
-            let mut r = base.clone();
-            r["environment"]["kernel_release"] = (*k).into();
-            r["environment"]["boot_id"] = format!("{k}-boot-{b}").into();
             // A boot-to-boot spread of about 0.3%, the same in every kernel.
             let boot = 1.0 + 0.003 * (b as f64 - boots as f64 / 2.0) / boots as f64;
-            for m in r["metrics"].as_array_mut().unwrap() {
-                if let Some(vs) = m["values"].as_array_mut() {
-                    for v in vs.iter_mut() {
-                        *v = (v.as_f64().unwrap() * factor * boot).into();
-                    }
-                }
-            }
+            let boot_id = format!("{k}-boot-{b}");
+            let r = relabelled(
+                &base,
+                &[("kernel_release", k), ("boot_id", &boot_id)],
+                factor * boot,
+            );
             let f = dir.join(format!("{k}-{b}.json"));
             std::fs::write(&f, r.to_string()).unwrap();
             files.push(f.to_str().unwrap().to_owned());

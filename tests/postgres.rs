@@ -114,44 +114,18 @@ fn two_hosts_record_into_one_postgresql_store_and_are_compared() {
 
     // Results of two hosts: one real run, relabelled; lab-b 10% slower, 5 boots each.
     let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run.json");
-    let out = syscost()
-        .args([
-            "run",
-            "syscall",
-            "--runs",
-            "3",
-            "--samples",
-            "2",
-            "--sample-time",
-            "5ms",
-        ])
-        .args(["-e", "task-clock", "--no-history", "-o"])
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let base: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+    let base = quick_run();
     let mut writers = Vec::new();
     for (host, factor) in [("lab-a", 1.0), ("lab-b", 1.1)] {
         let mut files = Vec::new();
         for b in 0..5 {
-            let mut r = base.clone();
-            r["environment"]["hostname"] = host.into();
-            r["environment"]["boot_id"] = format!("{host}-{b}").into();
+            let boot_id = format!("{host}-{b}");
             let boot = 1.0 + 0.002 * b as f64;
-            for m in r["metrics"].as_array_mut().unwrap() {
-                if let Some(vs) = m["values"].as_array_mut() {
-                    for v in vs.iter_mut() {
-                        *v = (v.as_f64().unwrap() * factor * boot).into();
-                    }
-                }
-            }
+            let r = relabelled(
+                &base,
+                &[("hostname", host), ("boot_id", &boot_id)],
+                factor * boot,
+            );
             let f = dir.path().join(format!("{host}-{b}.json"));
             std::fs::write(&f, r.to_string()).unwrap();
             files.push(f);

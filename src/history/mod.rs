@@ -208,6 +208,35 @@ impl Columns {
     }
 }
 
+/// The tables of a store, the same in SQLite and PostgreSQL but for the types of the row id
+/// (`serial`: an auto-incremented primary key), of references to it (`int`) and of floats.
+pub(crate) fn tables(serial: &str, int: &str, real: &str) -> String {
+    format!(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE results (
+             id {serial},
+             digest TEXT NOT NULL UNIQUE,
+             created_unix {int} NOT NULL,
+             kind TEXT NOT NULL,
+             workload TEXT, params TEXT, host TEXT, boot_id TEXT, kernel TEXT,
+             cpu_model TEXT, config_hash TEXT, unit TEXT,
+             median {real}, ci_lo {real}, ci_hi {real});
+         CREATE TABLE bodies (
+             result_id {int} PRIMARY KEY REFERENCES results(id) ON DELETE CASCADE,
+             json TEXT NOT NULL, view TEXT NOT NULL);
+         CREATE INDEX results_time ON results(created_unix);
+         CREATE INDEX results_workload ON results(workload);
+         CREATE INDEX results_kernel ON results(kernel);
+         CREATE INDEX results_host ON results(host);
+         CREATE INDEX results_boot ON results(boot_id);
+         CREATE TABLE tags (
+             result_id {int} NOT NULL REFERENCES results(id) ON DELETE CASCADE,
+             key TEXT NOT NULL, value TEXT NOT NULL,
+             PRIMARY KEY (result_id, key));
+         CREATE INDEX tags_kv ON tags(key, value);"
+    )
+}
+
 /// A value bound to a query.
 pub(crate) enum Arg {
     Text(String),

@@ -45,31 +45,6 @@ pub fn redact(url: &str) -> String {
     out
 }
 
-/// The schema, as the SQLite store's (see `sqlite::Lite::init`).
-const TABLES: &str = "
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE results (
-        id BIGSERIAL PRIMARY KEY,
-        digest TEXT NOT NULL UNIQUE,
-        created_unix BIGINT NOT NULL,
-        kind TEXT NOT NULL,
-        workload TEXT, params TEXT, host TEXT, boot_id TEXT, kernel TEXT,
-        cpu_model TEXT, config_hash TEXT, unit TEXT,
-        median DOUBLE PRECISION, ci_lo DOUBLE PRECISION, ci_hi DOUBLE PRECISION);
-    CREATE TABLE bodies (
-        result_id BIGINT PRIMARY KEY REFERENCES results(id) ON DELETE CASCADE,
-        json TEXT NOT NULL, view TEXT NOT NULL);
-    CREATE INDEX results_time ON results(created_unix);
-    CREATE INDEX results_workload ON results(workload);
-    CREATE INDEX results_kernel ON results(kernel);
-    CREATE INDEX results_host ON results(host);
-    CREATE INDEX results_boot ON results(boot_id);
-    CREATE TABLE tags (
-        result_id BIGINT NOT NULL REFERENCES results(id) ON DELETE CASCADE,
-        key TEXT NOT NULL, value TEXT NOT NULL,
-        PRIMARY KEY (result_id, key));
-    CREATE INDEX tags_kv ON tags(key, value);";
-
 /// The advisory lock under which a store is created (two first users at once create it once).
 const CREATE_LOCK: i64 = 0x0073_7973_636f_7374; // "syscost" in ASCII
 
@@ -123,7 +98,11 @@ impl Pg {
             if tables > 0 {
                 bail!("a database with tables of its own, not a syscost history; give another");
             }
-            tx.batch_execute(TABLES)?;
+            tx.batch_execute(&super::tables(
+                "BIGSERIAL PRIMARY KEY",
+                "BIGINT",
+                "DOUBLE PRECISION",
+            ))?;
             tx.execute(
                 "INSERT INTO meta VALUES ('application', $1), ('schema_version', $2)",
                 &[&APPLICATION, &SCHEMA_VERSION.to_string()],

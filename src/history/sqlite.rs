@@ -127,32 +127,11 @@ impl Lite {
             let tables: i64 =
                 c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
             if tables == 0 {
-                c.execute_batch(&format!(
-                    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                 INSERT INTO meta VALUES ('application', '{APPLICATION}');
-                 INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');
-                 CREATE TABLE results (
-                     id INTEGER PRIMARY KEY,
-                     digest TEXT NOT NULL UNIQUE,
-                     created_unix INTEGER NOT NULL,
-                     kind TEXT NOT NULL,
-                     workload TEXT, params TEXT, host TEXT, boot_id TEXT, kernel TEXT,
-                     cpu_model TEXT, config_hash TEXT, unit TEXT,
-                     median REAL, ci_lo REAL, ci_hi REAL);
-                 CREATE TABLE bodies (
-                     result_id INTEGER PRIMARY KEY REFERENCES results(id) ON DELETE CASCADE,
-                     json TEXT NOT NULL, view TEXT NOT NULL);
-                 CREATE INDEX results_time ON results(created_unix);
-                 CREATE INDEX results_workload ON results(workload);
-                 CREATE INDEX results_kernel ON results(kernel);
-                 CREATE INDEX results_host ON results(host);
-                 CREATE INDEX results_boot ON results(boot_id);
-                 CREATE TABLE tags (
-                     result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
-                     key TEXT NOT NULL, value TEXT NOT NULL,
-                     PRIMARY KEY (result_id, key));
-                 CREATE INDEX tags_kv ON tags(key, value);"
-                ))?;
+                c.execute_batch(&super::tables("INTEGER PRIMARY KEY", "INTEGER", "REAL"))?;
+                c.execute(
+                    "INSERT INTO meta VALUES ('application', ?1), ('schema_version', ?2)",
+                    params![APPLICATION, SCHEMA_VERSION.to_string()],
+                )?;
             }
             c.execute_batch("COMMIT")?;
         }

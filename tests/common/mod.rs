@@ -95,3 +95,43 @@ pub fn time_delta(comparison: &serde_json::Value) -> &serde_json::Value {
         .find(|d| d["metric"] == "time")
         .expect("a time delta")
 }
+
+/// One quick real run of getpid on this machine (3 runs, task-clock), as JSON, recorded
+/// nowhere: the material the history tests relabel.
+pub fn quick_run() -> serde_json::Value {
+    json_of(&[
+        "run",
+        "syscall",
+        "--runs",
+        "3",
+        "--samples",
+        "2",
+        "--sample-time",
+        "5ms",
+        "-e",
+        "task-clock",
+        "--no-history",
+        "--json",
+    ])
+}
+
+/// `base` as if measured elsewhere: the environment fields `env` set, and every metric value
+/// multiplied by `factor` (a known truth for comparisons to recover).
+pub fn relabelled(
+    base: &serde_json::Value,
+    env: &[(&str, &str)],
+    factor: f64,
+) -> serde_json::Value {
+    let mut r = base.clone();
+    for (k, v) in env {
+        r["environment"][*k] = (*v).into();
+    }
+    for m in r["metrics"].as_array_mut().unwrap() {
+        if let Some(vs) = m["values"].as_array_mut() {
+            for v in vs.iter_mut() {
+                *v = (v.as_f64().unwrap() * factor).into();
+            }
+        }
+    }
+    r
+}
