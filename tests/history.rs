@@ -69,6 +69,35 @@ fn results_are_kept_listed_shown_exported_and_deleted() {
     let all: serde_json::Value =
         serde_json::from_str(&ok(&store, &["list", "--format", "json"])).unwrap();
     assert_eq!(all.as_array().unwrap().len(), 3);
+    // --newest N: the newest N, still oldest first, and the whole count said.
+    let o = history(&store, &["list", "--newest", "2", "--format", "json"]);
+    let newest: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids = |v: &serde_json::Value| -> Vec<i64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_i64().unwrap())
+            .collect()
+    };
+    let mut by_time: Vec<(i64, i64)> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["created_unix"].as_i64().unwrap(),
+                e["id"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    by_time.sort();
+    assert_eq!(
+        ids(&newest),
+        by_time[1..].iter().map(|x| x.1).collect::<Vec<_>>()
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("newest 2 of 3"));
+    let table = ok(&store, &["list", "--newest", "1"]);
+    assert!(table.contains("The newest 1 of 3 result(s)"), "{table}");
     let tagged: serde_json::Value = serde_json::from_str(&ok(
         &store,
         &[

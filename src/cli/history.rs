@@ -21,10 +21,13 @@ pub struct HistoryArgs {
 
 #[derive(Subcommand, Debug)]
 enum HistoryCommand {
-    /// The stored results, oldest first, with the primary metric's median and 95% CI.
+    /// The stored results, oldest first, with the primary metric's median and 95% CI (the
+    /// newest 1,000 unless --newest says otherwise).
     List {
         #[command(flatten)]
         filter: FilterArgs,
+        #[command(flatten)]
+        newest: Newest,
         /// Output format on stdout.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -329,6 +332,16 @@ pub struct FilterArgs {
     params: Vec<String>,
 }
 
+/// How many results `history list` shows.
+#[derive(clap::Args, Debug)]
+struct Newest {
+    /// Show only the newest N matching results (still oldest first); 0 shows all. A lab's
+    /// store holds tens of thousands: listing them all takes a quarter of a second and a
+    /// screen cannot show them.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    newest: usize,
+}
+
 /// A time for --since/--until: epoch seconds or an RFC 3339 date or timestamp.
 fn parse_time(flag: &str, s: &str) -> Result<i64> {
     if let Ok(n) = s.parse::<i64>() {
@@ -378,6 +391,7 @@ impl FilterArgs {
                 .iter()
                 .map(|p| crate::history::parse_param(p))
                 .collect::<Result<_>>()?,
+            newest: None,
         })
     }
 }
@@ -492,10 +506,27 @@ fn text_of(l: &report::loaded::Loaded, format: Format) -> String {
 
 pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
     match args.command {
-        HistoryCommand::List { filter, format } => {
-            let f = filter.filter()?;
+        HistoryCommand::List {
+            filter,
+            newest,
+            format,
+        } => {
+            let mut f = filter.filter()?;
+            f.newest = (newest.newest > 0).then_some(newest.newest);
             let mut s = store(&args.history)?;
             let entries = s.list(&f)?;
+            let matching = if f.newest.is_some_and(|n| entries.len() >= n) {
+                s.count(&f)?
+            } else {
+                entries.len() as i64
+            };
+            let cut = matching > entries.len() as i64;
+            if cut && matches!(format, Format::Json | Format::Csv) {
+                eprintln!(
+                    "syscost: the newest {} of {matching} matching results; --newest 0 lists all",
+                    entries.len()
+                );
+            }
             if format == Format::Json {
                 // Streamed: 100,000 entries are 48 MB of JSON, not worth holding twice.
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -503,7 +534,15 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
                 writeln!(out)?;
                 out.flush()?;
             } else {
-                let pre = vec![format!(" {} result(s) in {}", entries.len(), s.location())];
+                let pre = vec![if cut {
+                    format!(
+                        " The newest {} of {matching} result(s) in {} (--newest 0 lists all)",
+                        entries.len(),
+                        s.location()
+                    )
+                } else {
+                    format!(" {matching} result(s) in {}", s.location())
+                }];
                 print!(
                     "{}",
                     report::format::render(format, &pre, &[list_grid(&entries)])

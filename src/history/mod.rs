@@ -72,6 +72,19 @@ pub struct Filter {
     pub tags: Vec<(String, String)>,
     /// Workload parameters, KEY=VALUE (`syscall=getpid`).
     pub params: Vec<(String, String)>,
+    /// Only the newest this many (still listed oldest first); `None`: all.
+    pub newest: Option<usize>,
+}
+
+impl Filter {
+    /// The ORDER BY (and LIMIT) of a listing: oldest first, or the newest N newest first
+    /// (the caller reverses them).
+    pub(crate) fn order(&self) -> String {
+        match self.newest {
+            Some(n) => format!(" ORDER BY created_unix DESC, id DESC LIMIT {n}"),
+            None => " ORDER BY created_unix, id".into(),
+        }
+    }
 }
 
 /// `key=value` of `--tag`.
@@ -337,9 +350,21 @@ impl Store {
 
     /// The entries matching `f`, oldest first.
     pub fn list(&mut self, f: &Filter) -> Result<Vec<Entry>> {
+        let mut out = match self {
+            Store::Sqlite(s) => s.list(f)?,
+            Store::Postgres(p) => p.list(f)?,
+        };
+        if f.newest.is_some() {
+            out.reverse();
+        }
+        Ok(out)
+    }
+
+    /// How many results match `f` (its `newest` aside).
+    pub fn count(&mut self, f: &Filter) -> Result<i64> {
         match self {
-            Store::Sqlite(s) => s.list(f),
-            Store::Postgres(p) => p.list(f),
+            Store::Sqlite(s) => s.count(f),
+            Store::Postgres(p) => p.count(f),
         }
     }
 

@@ -11,6 +11,26 @@ use postgres::types::ToSql;
 use postgres::{Client, NoTls};
 use serde_json::Value;
 
+/// The conditions of `f` in PostgreSQL's dialect, and their arguments.
+fn filtered(f: &Filter) -> (String, Vec<Box<dyn ToSql + Sync>>) {
+    let (sql, args) = conditions(
+        f,
+        &|n| format!("${n}"),
+        &|p| format!("(params::jsonb ->> {p})"),
+        &|k| k.to_string(),
+    );
+    let args = args
+        .into_iter()
+        .map(|a| -> Box<dyn ToSql + Sync> {
+            match a {
+                Arg::Text(t) => Box::new(t),
+                Arg::Int(i) => Box::new(i),
+            }
+        })
+        .collect();
+    (sql, args)
+}
+
 pub struct Pg {
     client: Client,
     /// The URL with its password masked.
@@ -183,25 +203,11 @@ impl Pg {
     }
 
     pub fn list(&mut self, f: &Filter) -> Result<Vec<Entry>> {
-        let (conditions, args) = conditions(
-            f,
-            &|n| format!("${n}"),
-            &|p| format!("(params::jsonb ->> {p})"),
-            &|k| k.to_string(),
-        );
+        let (conditions, args) = filtered(f);
         let sql = format!(
-            "SELECT {ENTRY_COLUMNS} FROM results r WHERE 1=1{conditions} \
-             ORDER BY created_unix, id"
+            "SELECT {ENTRY_COLUMNS} FROM results r WHERE 1=1{conditions}{}",
+            f.order()
         );
-        let args: Vec<Box<dyn ToSql + Sync>> = args
-            .into_iter()
-            .map(|a| -> Box<dyn ToSql + Sync> {
-                match a {
-                    Arg::Text(t) => Box::new(t),
-                    Arg::Int(i) => Box::new(i),
-                }
-            })
-            .collect();
         let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a.as_ref()).collect();
         let mut out: Vec<Entry> = self
             .client
@@ -238,6 +244,13 @@ impl Pg {
             e.tags = tags.remove(&e.id).unwrap_or_default();
         }
         Ok(out)
+    }
+
+    pub fn count(&mut self, f: &Filter) -> Result<i64> {
+        let (conditions, args) = filtered(f);
+        let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a.as_ref()).collect();
+        let sql = format!("SELECT count(*) FROM results r WHERE 1=1{conditions}");
+        Ok(self.client.query_one(&sql, &refs)?.get(0))
     }
 
     pub fn json(&mut self, id: i64) -> Result<String> {

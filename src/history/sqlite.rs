@@ -11,6 +11,24 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+/// The conditions of `f` in SQLite's dialect, and their arguments.
+fn filtered(f: &Filter) -> (String, Vec<rusqlite::types::Value>) {
+    let (sql, args) = conditions(
+        f,
+        &|n| format!("?{n}"),
+        &|p| format!("CAST(json_extract(params, {p}) AS TEXT)"),
+        &|k| format!("$.{k}"),
+    );
+    let args = args
+        .into_iter()
+        .map(|a| match a {
+            Arg::Text(t) => t.into(),
+            Arg::Int(i) => i.into(),
+        })
+        .collect();
+    (sql, args)
+}
+
 pub struct Lite {
     conn: Connection,
     path: PathBuf,
@@ -270,21 +288,11 @@ impl Lite {
 
     /// The entries matching `f`, oldest first.
     pub fn list(&self, f: &Filter) -> Result<Vec<Entry>> {
-        let (conditions, args) = conditions(
-            f,
-            &|n| format!("?{n}"),
-            &|p| format!("CAST(json_extract(params, {p}) AS TEXT)"),
-            &|k| format!("$.{k}"),
+        let (conditions, args) = filtered(f);
+        let sql = format!(
+            "SELECT {ENTRY_COLUMNS} FROM results r WHERE 1=1{conditions}{}",
+            f.order()
         );
-        let mut sql = format!("SELECT {ENTRY_COLUMNS} FROM results r WHERE 1=1{conditions}");
-        let args: Vec<rusqlite::types::Value> = args
-            .into_iter()
-            .map(|a| match a {
-                Arg::Text(t) => t.into(),
-                Arg::Int(i) => i.into(),
-            })
-            .collect();
-        sql.push_str(" ORDER BY created_unix, id");
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
             Ok(Entry {
@@ -308,6 +316,15 @@ impl Lite {
         let mut out: Vec<Entry> = rows.collect::<rusqlite::Result<_>>()?;
         self.fill_tags(&mut out)?;
         Ok(out)
+    }
+
+    pub fn count(&self, f: &Filter) -> Result<i64> {
+        let (conditions, args) = filtered(f);
+        Ok(self.conn.query_row(
+            &format!("SELECT count(*) FROM results r WHERE 1=1{conditions}"),
+            rusqlite::params_from_iter(args),
+            |r| r.get(0),
+        )?)
     }
 
     /// The tags of `entries`: looked up one by one for a few, read in one pass for many (a
