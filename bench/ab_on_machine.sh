@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Issue 12's on-machine targets for `syscost ab`: two identical configurations (A/A) must be
+# called a change in at most 1 of 20 tries, and a constructed +2% change (the spin workload
+# with 1020 against 1000 dependent steps per operation) in at least 9 of 10, also while a bursty
+# process (50 ms busy every 300 ms) shares the measured CPU. Prints each try's verdict and the
+# counts.
+#
+# Usage: bench/ab_on_machine.sh [AA_TRIES] [SHIFT_TRIES] [-- extra ab options, e.g. --time cpu]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+aa=${1:-20}
+shift_tries=${2:-10}
+shift $(( $# >= 2 ? 2 : $# ))
+[[ ${1:-} == -- ]] && shift
+extra=("$@")
+cpu=$(( $(nproc) - 1 ))
+cargo build --release --quiet
+syscost=target/release/syscost
+work=$(mktemp -d)
+burst=
+cleanup() { [[ -n $burst ]] && kill "$burst" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT INT TERM
+
+verdict() {
+	"$syscost" ab --variant "spin --iterations $1" --variant "spin --iterations $2" \
+		--format json "${extra[@]}" -- --cpu "$cpu" --runs 10 --no-history 2>/dev/null |
+		python3 -c 'import json, sys
+c = json.load(sys.stdin)
+d = next(x for x in c["deltas"] if x["metric"] == c["primary_metric"] and x["variant"] == 1)
+ci = d["ci_pct"] or [float("nan")] * 2
+print("%-12s %+6.2f%% [%+.2f, %+.2f]" % (d["decision"], d["delta_pct"] or 0, ci[0], ci[1]))'
+}
+
+run_set() {
+	local name=$1 a=$2 b=$3 n=$4 called=0
+	for i in $(seq 1 "$n"); do
+		v=$(verdict "$a" "$b")
+		echo "$name $i: $v"
+		case $v in slower* | faster* | higher* | lower*) called=$((called + 1)) ;; esac
+	done
+	echo "== $name: a change called in $called of $n"
+}
+
+echo "ab options: ${extra[*]:-(defaults)}"
+run_set "A/A" 1000 1000 "$aa"
+run_set "+2%" 1000 1020 "$shift_tries"
+# The neighbour: 50 ms busy every 300 ms, on the measured CPU.
+taskset -c "$cpu" python3 -c '
+import time
+while True:
+    t = time.monotonic()
+    while time.monotonic() - t < 0.05:
+        pass
+    time.sleep(0.25)' &
+burst=$!
+run_set "+2% with a bursty neighbour" 1000 1020 "$shift_tries"
