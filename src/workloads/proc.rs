@@ -190,14 +190,15 @@ impl Proc {
             }
             self.heap = Some((start, end));
         }
-        if let Some((start, _)) = stack {
+        if let Some((start, end)) = stack {
             // The batch runs at this depth (before_batch and run_batch are called from the
             // same frame) and a fork needs a few KiB more: everything 16 KiB below this frame
-            // is dead. Release it.
+            // is dead. Release it; but only on the main thread, whose stack this is (a copy
+            // running as a thread has a stack of its own elsewhere).
             let marker = 0u8;
             let here = std::hint::black_box(&marker) as *const u8 as usize;
             let below = here.saturating_sub(16 << 10) & !4095;
-            if below > start {
+            if (start..end).contains(&here) && below > start {
                 // SAFETY: pages of the main stack far below the live frames; a later use
                 // faults in a zero page as the stack's growth always does.
                 unsafe { libc::madvise(start as *mut _, below - start, libc::MADV_DONTNEED) };
