@@ -153,22 +153,6 @@ pub(crate) fn view_of(v: &Value) -> String {
     Value::Object(doc).to_string()
 }
 
-/// The columns taken from a result's JSON.
-pub(crate) struct Columns {
-    pub created_unix: i64,
-    pub kind: String,
-    pub workload: Option<String>,
-    pub params: Option<String>,
-    pub host: Option<String>,
-    pub boot_id: Option<String>,
-    pub kernel: Option<String>,
-    pub cpu_model: Option<String>,
-    pub config_hash: Option<String>,
-    pub unit: Option<String>,
-    pub median: Option<f64>,
-    pub ci: Option<(f64, f64)>,
-}
-
 /// A result's identity: the SHA-256 of its JSON text, trimmed (what makes two imports one).
 pub fn digest(json: &str) -> String {
     sha256(json.trim().as_bytes())
@@ -189,15 +173,18 @@ fn sha256(text: &[u8]) -> String {
         .collect()
 }
 
-impl Columns {
-    pub(crate) fn of(v: &Value) -> Columns {
+impl Entry {
+    /// The columns of a result's JSON as stored (id 0 and no tags until it is).
+    pub(crate) fn of(v: &Value) -> Entry {
         let s = |x: &Value| x.as_str().map(String::from);
         let env = &v["environment"];
         let primary = v["metrics"]
             .as_array()
             .and_then(|ms| ms.iter().find(|m| m["name"] == "time"));
         let summary = primary.map(|m| &m["summary"]);
-        Columns {
+        let ci = summary.and_then(|x| Some((x["ci95"][0].as_f64()?, x["ci95"][1].as_f64()?)));
+        Entry {
+            id: 0,
             // Kinds that carry no time of their own (a comparison) are dated by their storing.
             created_unix: v["created_unix"]
                 .as_i64()
@@ -216,7 +203,9 @@ impl Columns {
             config_hash: config_hash(v),
             unit: primary.and_then(|m| s(&m["unit"])),
             median: summary.and_then(|x| x["median"].as_f64()),
-            ci: summary.and_then(|x| Some((x["ci95"][0].as_f64()?, x["ci95"][1].as_f64()?))),
+            ci_lo: ci.map(|c| c.0),
+            ci_hi: ci.map(|c| c.1),
+            tags: Vec::new(),
         }
     }
 }

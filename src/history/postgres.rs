@@ -3,8 +3,7 @@
 //! network or a Unix socket). The password of a URL is never printed.
 
 use super::{
-    APPLICATION, Arg, Columns, ENTRY_COLUMNS, Entry, Filter, SCHEMA_VERSION, conditions, digest,
-    view_of,
+    APPLICATION, Arg, ENTRY_COLUMNS, Entry, Filter, SCHEMA_VERSION, conditions, digest, view_of,
 };
 use anyhow::{Context, Result, bail};
 use postgres::types::ToSql;
@@ -152,7 +151,7 @@ impl Pg {
     pub fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
         let v: Value = serde_json::from_str(json).context("the result is not valid JSON")?;
         let digest = digest(json);
-        let col = Columns::of(&v);
+        let col = Entry::of(&v);
         let mut tx = self.client.transaction()?;
         let inserted = tx.query_opt(
             "INSERT INTO results (digest, created_unix, kind, workload, params, host, boot_id,
@@ -172,8 +171,8 @@ impl Pg {
                 &col.config_hash,
                 &col.unit,
                 &col.median,
-                &col.ci.map(|c| c.0),
-                &col.ci.map(|c| c.1),
+                &col.ci_lo,
+                &col.ci_hi,
             ],
         )?;
         let (id, new) = match inserted {

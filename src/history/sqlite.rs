@@ -3,8 +3,7 @@
 //! built whole under a temporary name, then linked into place.
 
 use super::{
-    APPLICATION, Arg, Columns, ENTRY_COLUMNS, Entry, Filter, SCHEMA_VERSION, conditions, digest,
-    view_of,
+    APPLICATION, Arg, ENTRY_COLUMNS, Entry, Filter, SCHEMA_VERSION, conditions, digest, view_of,
 };
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -233,7 +232,7 @@ impl Lite {
     pub fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
         let v: Value = serde_json::from_str(json).context("the result is not valid JSON")?;
         let digest = digest(json);
-        let col = Columns::of(&v);
+        let col = Entry::of(&v);
         // IMMEDIATE: a deferred transaction that reads then writes fails at once (SQLITE_BUSY,
         // no wait) when another process wrote in between.
         let tx = self
@@ -264,8 +263,8 @@ impl Lite {
                         col.config_hash,
                         col.unit,
                         col.median,
-                        col.ci.map(|c| c.0),
-                        col.ci.map(|c| c.1),
+                        col.ci_lo,
+                        col.ci_hi,
                     ],
                 )?;
                 let id = tx.last_insert_rowid();
