@@ -430,18 +430,15 @@ fn run_warnings(r: &RunResult) -> Vec<String> {
         && cs.median > 0.05
         && r.workload.waits().is_none()
     {
-        let files = matches!(r.workload, WorkloadSpec::VfsMix(_) | WorkloadSpec::File(_));
         w.push(format!(
             "the loop sleeps: {} context switches per {}: it waits (for I/O, a lock, the \
              scheduler), so the figures measure the wait, not only the kernel path{}",
             fmt_num(cs.median),
             r.op_name,
-            if files {
-                " (on ext4, O_TRUNC then close of a written file waits for a block write: try a \
-                 tmpfs such as /dev/shm)"
-            } else {
-                ""
-            }
+            r.workload
+                .sleep_hint()
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default()
         ));
     }
     // A sample far above its run's median: a neighbour or an interrupt took the CPU for part of

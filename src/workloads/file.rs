@@ -105,6 +105,10 @@ impl Spec for Params {
         nrs.iter().map(|&n| n as u32).collect()
     }
 
+    fn sleep_hint(&self) -> Option<&'static str> {
+        Some(super::scratch::SLEEP_HINT)
+    }
+
     fn describe(&self) -> String {
         match (&self.dir, self.op.needs_file()) {
             (Some(d), true) => format!("file {} in {}", self.op.name(), d.display()),

@@ -148,6 +148,11 @@ pub trait Spec {
     fn waits(&self) -> Option<&'static str> {
         None
     }
+    /// What to try when the loop sleeps though its operation should not (shown with the
+    /// "the loop sleeps" warning).
+    fn sleep_hint(&self) -> Option<&'static str> {
+        None
+    }
     /// Why copies of this workload cannot run as threads of one process (`--copies --mode
     /// thread`), if they cannot: state the process has only once (a signal handler, the
     /// break, a global list).
@@ -229,6 +234,14 @@ macro_rules! workload_spec {
             pub fn waits(&self) -> Option<&'static str> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.waits(),)*
+                    WorkloadSpec::Empty => None,
+                }
+            }
+
+            /// What to try when the loop sleeps though it should not.
+            pub fn sleep_hint(&self) -> Option<&'static str> {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.sleep_hint(),)*
                     WorkloadSpec::Empty => None,
                 }
             }

@@ -6,6 +6,10 @@
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
+/// Why a loop over a scratch file may sleep, and what to do (the "loop sleeps" warning).
+pub const SLEEP_HINT: &str = "on ext4, O_TRUNC then close of a written file waits for a block \
+    write: try a tmpfs such as /dev/shm";
+
 /// Remove files and directories of `dir` named `{prefix}{pid}...` by a syscost worker that no
 /// longer runs (killed with SIGKILL before its teardown). Names of live processes, and every
 /// other name, are left alone.

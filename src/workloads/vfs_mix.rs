@@ -53,6 +53,10 @@ impl Spec for Params {
         nrs.iter().map(|&n| n as u32).collect()
     }
 
+    fn sleep_hint(&self) -> Option<&'static str> {
+        Some(super::scratch::SLEEP_HINT)
+    }
+
     fn describe(&self) -> String {
         match &self.dir {
             Some(d) => format!("vfs-mix in {}", d.display()),
