@@ -14,7 +14,9 @@ static CAUGHT: AtomicI32 = AtomicI32::new(0);
 static PROMPT: AtomicBool = AtomicBool::new(false);
 /// Writes in progress that a prompt exit waits for (see [`Defer`]).
 static DEFERRED: AtomicUsize = AtomicUsize::new(0);
-static CHILD: AtomicI32 = AtomicI32::new(0);
+/// The workers being waited for (several when the runs of a round are alive together); 0 is
+/// a free slot.
+static CHILDREN: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
 /// The error that unwinds syscost after a signal.
@@ -52,10 +54,12 @@ pub fn install() -> Result<(), String> {
                         .spawn(move || {
                             for sig in signals.forever() {
                                 CAUGHT.store(sig, Ordering::SeqCst);
-                                let child = CHILD.load(Ordering::SeqCst);
-                                if child > 0 {
-                                    // SAFETY: plain kill(2) of our own child.
-                                    unsafe { libc::kill(child, libc::SIGTERM) };
+                                for slot in &CHILDREN {
+                                    let child = slot.load(Ordering::SeqCst);
+                                    if child > 0 {
+                                        // SAFETY: plain kill(2) of our own child.
+                                        unsafe { libc::kill(child, libc::SIGTERM) };
+                                    }
                                 }
                                 if PROMPT.load(Ordering::SeqCst) {
                                     while DEFERRED.load(Ordering::SeqCst) > 0 {
@@ -124,22 +128,30 @@ pub fn check() -> Result<(), Interrupted> {
     }
 }
 
-/// Registers the worker being waited for, so a signal reaches it; unregisters on drop.
-pub struct ChildGuard;
+/// Registers a worker being waited for, so a signal reaches it; unregisters on drop. Beyond
+/// 16 workers at once a signal does not reach the others directly; they still stop, when
+/// their pipe to syscost closes or when syscost dies (their parent-death signal).
+pub struct ChildGuard(Option<usize>);
 
 impl ChildGuard {
     pub fn new(pid: u32) -> ChildGuard {
-        CHILD.store(pid as i32, Ordering::SeqCst);
+        let slot = CHILDREN.iter().position(|c| {
+            c.compare_exchange(0, pid as i32, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        });
         if CAUGHT.load(Ordering::SeqCst) != 0 {
             // The signal came between the check and the spawn.
+            // SAFETY: plain kill(2) of our own child.
             unsafe { libc::kill(pid as i32, libc::SIGTERM) };
         }
-        ChildGuard
+        ChildGuard(slot)
     }
 }
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        CHILD.store(0, Ordering::SeqCst);
+        if let Some(i) = self.0 {
+            CHILDREN[i].store(0, Ordering::SeqCst);
+        }
     }
 }

@@ -315,3 +315,33 @@ fn completions_and_man_page_come_from_the_command_line() {
     );
     fails_with(&["completions", "tcsh"], &["invalid value 'tcsh'"]);
 }
+
+// A variant that cannot set up in a paced round (with --ops, nothing is calibrated first):
+// one clear message naming what failed, and the other run of the round, already waiting for
+// its turn, stops with it (no worker is left: the command returns at all).
+#[test]
+fn a_variant_failing_in_a_paced_round_stops_the_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = format!("file --op stat --dir {}", dir.path().display());
+    fails_with(
+        &[
+            "ab",
+            "--variant",
+            &ok,
+            "--variant",
+            "file --op stat --dir /nonexistent/syscost",
+            "--",
+            "--ops",
+            "1000",
+            "--runs",
+            "2",
+            "--no-history",
+        ],
+        &["/nonexistent/syscost"],
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "the first variant's scratch file is removed"
+    );
+}

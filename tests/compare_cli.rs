@@ -433,6 +433,53 @@ fn ab_interleaves_and_calls_a_real_difference() {
         pa[0] < pb[0] && pb[1] < pa[1] && pa[2] < pb[2] && pb[3] < pa[3],
         "ABBA order: {pa:?} {pb:?}"
     );
+    // And within a round the two runs took turns sample by sample: A B, B A, ... from slot to
+    // slot, the first slot alternating from round to round.
+    assert_eq!(a["options"]["interleaved"], "samples");
+    for round in 0..4 {
+        let seen = turns(&a, &b, round);
+        let expected: String = (0..seen.len() / 2)
+            .map(|slot| if (round + slot) % 2 == 0 { "AB" } else { "BA" })
+            .collect();
+        assert_eq!(seen, expected, "round {round}");
+    }
+    assert!(c["analysis"].as_str().unwrap().contains("sample by sample"));
+    // --interleave runs: one run after the other.
+    let out = syscost()
+        .args(["ab", "--interleave", "runs", "--variant", "syscall"])
+        .args(["--variant", "syscall --syscall getppid", "--save"])
+        .arg(dir.path())
+        .args(["--format", "json", "--", "--cpu", &cpu, "--runs", "2"])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let read = |f: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(f)).unwrap()).unwrap()
+    };
+    let (a, b) = (read("getpid.json"), read("getppid.json"));
+    assert_eq!(a["options"]["interleaved"], "runs");
+    assert_eq!(turns(&a, &b, 0), "AAAABBBB");
+    assert_eq!(turns(&a, &b, 1), "BBBBAAAA");
+}
+
+/// Whose samples (warm-up included) came in which order in round `round` of two results: a
+/// string of A and B by start time.
+fn turns(a: &Value, b: &Value, round: usize) -> String {
+    let mut t: Vec<(u64, char)> = Vec::new();
+    for (r, who) in [(a, 'A'), (b, 'B')] {
+        let run = &r["runs"][round];
+        for s in run["warmup"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(run["samples"].as_array().unwrap())
+        {
+            t.push((s["start_ns"].as_u64().expect("start_ns"), who));
+        }
+    }
+    t.sort();
+    t.into_iter().map(|x| x.1).collect()
 }
 
 // A stored summary is never trusted: one edited to say the median is twice what the values say

@@ -7,42 +7,54 @@ use common::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The pids of syscost `pid`'s workers once `n` are alive (within 20 s).
+fn workers_of(pid: u32, n: usize) -> Vec<i32> {
+    let children = format!("/proc/{pid}/task/{pid}/children");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let alive: Vec<i32> = std::fs::read_to_string(&children)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if alive.len() >= n {
+            return alive;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n} worker(s) did not start: {alive:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn interrupt_with(sig: i32) {
+    interrupt(
+        &["run", "syscall", "--runs", "50", "--sample-time", "50ms"],
+        sig,
+        1,
+    );
+}
+
+/// Start syscost with `args` (and `-o FILE`), wait until `workers` workers are alive, signal
+/// syscost alone with `sig`, and check that it stopped cleanly: its workers gone, no result.
+fn interrupt(args: &[&str], sig: i32, workers: usize) {
     let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
+    // -o among the command's own options: before `--`, if any.
+    let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
         .env("SYSCOST_HISTORY", TEST_HISTORY)
-        .args([
-            "run",
-            "syscall",
-            "--runs",
-            "50",
-            "--sample-time",
-            "50ms",
-            "-o",
-        ])
+        .args(&args[..split])
+        .arg("-o")
         .arg(&out)
+        .args(&args[split..])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until a worker is measuring (a child process of syscost exists).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let children = format!("/proc/{}/task/{}/children", child.id(), child.id());
-    loop {
-        let c = std::fs::read_to_string(&children).unwrap_or_default();
-        if !c.trim().is_empty() || Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let worker: Vec<i32> = std::fs::read_to_string(&children)
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    assert!(!worker.is_empty(), "a worker was started");
+    let worker = workers_of(child.id(), workers);
     // Let it get into its samples.
     std::thread::sleep(Duration::from_millis(300));
     // Only the parent is signalled, as `kill PID` would: it must pass the stop on.
@@ -85,6 +97,31 @@ fn sigterm_stops_cleanly() {
     interrupt_with(libc::SIGTERM);
 }
 
+// `ab` keeps the two runs of a round alive together (they take turns sample by sample): a
+// signal stops both, the one measuring and the one waiting for its turn.
+#[test]
+fn a_signal_stops_both_runs_of_a_paced_round() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        interrupt(
+            &[
+                "ab",
+                "--variant",
+                "spin --iterations 100",
+                "--variant",
+                "spin --iterations 110",
+                "--",
+                "--runs",
+                "50",
+                "--sample-time",
+                "50ms",
+                "--no-history",
+            ],
+            sig,
+            2,
+        );
+    }
+}
+
 #[test]
 fn sigkill_of_syscost_stops_its_worker() {
     let _s = serial();
@@ -95,16 +132,7 @@ fn sigkill_of_syscost_stops_its_worker() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let children = format!("/proc/{}/task/{}/children", child.id(), child.id());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let worker = loop {
-        let c = std::fs::read_to_string(&children).unwrap_or_default();
-        if let Some(p) = c.split_whitespace().next() {
-            break p.parse::<i32>().unwrap();
-        }
-        assert!(Instant::now() < deadline, "no worker started");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let worker = workers_of(child.id(), 1)[0];
     child.kill().unwrap();
     child.wait().unwrap();
     // The orphaned worker gets SIGTERM from the kernel and stops within a sample or two.
@@ -115,6 +143,37 @@ fn sigkill_of_syscost_stops_its_worker() {
             "worker {worker} outlived syscost"
         );
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// SIGKILL of `ab` mid-round: the worker that was measuring gets its parent-death signal, the
+// one waiting for its turn sees its pipe close; neither outlives syscost.
+#[test]
+fn sigkill_of_a_paced_ab_stops_both_workers() {
+    let _s = serial();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .args([
+            "ab",
+            "--variant",
+            "spin",
+            "--variant",
+            "spin --iterations 2000",
+        ])
+        .args(["--", "--runs", "50", "--ops", "20000", "--no-history"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let workers = workers_of(child.id(), 2);
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for w in workers {
+        while std::path::Path::new(&format!("/proc/{w}")).exists() {
+            assert!(Instant::now() < deadline, "worker {w} outlived syscost");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

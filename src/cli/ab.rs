@@ -4,14 +4,50 @@ use super::*;
 
 pub(super) const AB_EXAMPLES: &str = "Examples:
   syscost ab --variant 'syscall --syscall getpid' --variant 'syscall --syscall getppid' -- --cpu 1 --runs 10
-      both measured in alternating order (ABBA), then compared
+      both measured in alternating order (ABBA), then compared; the two runs of a round take
+      turns sample by sample
+  syscost ab --interleave runs --variant 'syscall' --variant 'syscall --syscall getppid' -- --cpu 1
+      one run after the other instead: the runs of a pair are then seconds apart
   syscost ab --variant 'syscall' --variant 'syscall' --label A --label A2 -- --cpu 1
-      an A/A check of this machine's noise";
+      an A/A check of this machine's noise
+  syscost ab --variant 'syscall' --variant 'syscall --syscall getppid' -- --samples 10 --sample-time 100ms --estimator median
+      each run's median of 10 samples of 100 ms instead of ab's default floor (the fastest of
+      100 samples of 10 ms, used unless --estimator, --samples, --sample-time or --ops is
+      given, or a variant runs a command with exec): it sees a change that only adds
+      occasional slow operations, which the floor does not";
+
+/// ab's design when the command line does not choose one: each run 100 samples of 10 ms, its
+/// value the fastest (the floor). Measured on this project's VM while the host was busy, it
+/// called a constructed +2% change in 10 of 10 tries and an A/A pair in 0 of 20, where 10
+/// samples of 100 ms called the +2% in 2 of 10 (README, noisy machines).
+const FLOOR: [(&str, &str); 3] = [
+    ("--estimator", "min"),
+    ("--sample-time", "10ms"),
+    ("--samples", "100"),
+];
+
+/// The floor design's options, unless the words already choose the samples (`--estimator`,
+/// `--samples`, `--sample-time` or `--ops`, in a variant or after --).
+fn floor_unless_chosen(words: &[String]) -> Vec<String> {
+    let chosen = words.iter().any(|w| {
+        ["--estimator", "--samples", "--sample-time", "--ops"]
+            .iter()
+            .any(|f| w == f || w.starts_with(&format!("{f}=")))
+    });
+    if chosen {
+        return Vec::new();
+    }
+    FLOOR
+        .iter()
+        .flat_map(|(f, v)| [f.to_string(), v.to_string()])
+        .collect()
+}
 
 pub(super) fn ab(
     variants: Vec<String>,
     labels: Vec<String>,
     save: Option<PathBuf>,
+    grain: crate::results::Grain,
     opts: CompareArgs,
     shared: Vec<String>,
 ) -> Result<()> {
@@ -39,11 +75,25 @@ pub(super) fn ab(
     let mut plans = Vec::new();
     // Where the comparison is recorded: the shared run options' (after --) history options.
     let mut keep = None;
+    let mut every: Vec<String> = shared.clone();
+    let mut commands = false;
+    for v in &variants {
+        let words = shlex::split(v).unwrap_or_default();
+        // A command's samples are whole executions: 100 of them per run could take minutes.
+        commands |= words.first().is_some_and(|w| w == "exec");
+        every.extend(words);
+    }
+    let floor = if commands {
+        Vec::new()
+    } else {
+        floor_unless_chosen(&every)
+    };
     for v in &variants {
         let Some(mut words) = shlex::split(v) else {
             anyhow::bail!("--variant '{v}': unbalanced quotes");
         };
         words.extend(shared.iter().cloned());
+        words.extend(floor.iter().cloned());
         let line = VariantLine::try_parse_from(&words).map_err(|e| {
             anyhow::anyhow!(
                 "--variant '{v}' (with the shared options {:?}) is not a valid `syscost run`: {}",
@@ -89,13 +139,43 @@ pub(super) fn ab(
         labels
     };
     let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
-    let c = crate::experiments::ab::run(&plans, &labels, &options, save.as_deref(), &mut |p| {
-        bar.update(p)
-    })?;
+    let c = crate::experiments::ab::run(
+        &plans,
+        &labels,
+        grain,
+        &options,
+        save.as_deref(),
+        &mut |p| bar.update(p),
+    )?;
     bar.finish();
     show(&c, opts.format, &opts.output)?;
     if let Some(k) = &keep {
         super::history::record(&c, k);
     }
     opts.gate(&c)
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn the_floor_is_the_default_unless_the_samples_are_chosen() {
+        assert_eq!(
+            floor_unless_chosen(&words("syscall --cpu 1 --runs 10")),
+            words("--estimator min --sample-time 10ms --samples 100")
+        );
+        for chosen in [
+            "syscall --estimator median",
+            "syscall --samples=20",
+            "spin --sample-time 50ms",
+            "syscall --ops 1000",
+        ] {
+            assert!(floor_unless_chosen(&words(chosen)).is_empty(), "{chosen}");
+        }
+    }
 }

@@ -17,9 +17,11 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 2.0, value_name = "PCT")]
     pub noise_threshold: f64,
     /// Which time decides: wall (the clock around each batch, every moment the worker was
-    /// preempted included) or cpu (task-clock: the worker's own time on the CPU, which a
-    /// neighbour that steals the CPU does not inflate). Sets the primary metric.
-    #[arg(long, value_enum, default_value_t = TimeBase::Wall)]
+    /// preempted included), cpu (task-clock: the worker's own time on the CPU, which a
+    /// neighbour that steals the CPU does not inflate), or auto: wall, unless a variant's
+    /// workers were off the CPU (CPUs utilized below 0.98) though their loop does not wait by
+    /// nature, and then cpu, said in a warning. Sets the primary metric.
+    #[arg(long, value_enum, default_value_t = TimeBase::Auto)]
     pub time: TimeBase,
     /// The primary metric: ranks variants, fills the Min/Mean/Median/Max table.
     #[arg(long, default_value = "time", value_name = "NAME")]
@@ -91,13 +93,15 @@ impl CompareArgs {
                 (TimeBase::Cpu, other) => anyhow::bail!(
                     "--time cpu decides on task-clock; it cannot be combined with --metric {other}"
                 ),
-                (TimeBase::Wall, m) => m.into(),
+                (TimeBase::Wall | TimeBase::Auto, m) => m.into(),
             },
+            time_auto: self.time == TimeBase::Auto,
             force: self.force,
             drop_perturbed: self.drop_perturbed,
             perturbed_pct: self.perturbed_threshold,
             best_of: self.best_of,
             samples_as_units: self.samples_as_units,
+            grain: None,
             paired: false,
             configurations: false,
         })
@@ -171,10 +175,11 @@ pub struct RunArgs {
     #[arg(long, default_value = "2m", value_name = "DURATION", value_parser = parse_duration)]
     pub max_time: Duration,
 
-    /// How each run's samples make the run's value: mean (total time and counts over total
-    /// operations, as perf stat), median (the median sample by time; counters from the same
-    /// samples) or min (the fastest sample). Median and min resist a neighbour's interference.
-    #[arg(long, value_enum, default_value_t = Estimator::Mean)]
+    /// How each run's samples make the run's value: median (the default: the median sample by
+    /// time; counters from the same samples), mean (total time and counts over total
+    /// operations, as perf stat reports) or min (the fastest sample). Median and min resist a
+    /// neighbour's interference; median decided a 2% change most often here (README).
+    #[arg(long, value_enum, default_value_t = Estimator::Median)]
     pub estimator: Estimator,
 
     /// Timed samples per run; each run pools its samples.
@@ -351,6 +356,8 @@ impl CompareArgs {
 /// Which time decides a comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum TimeBase {
+    /// Wall time, unless the workers were preempted: then task-clock (warned).
+    Auto,
     /// Wall time around each batch.
     Wall,
     /// task-clock: the worker's time on the CPU.

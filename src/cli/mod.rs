@@ -76,6 +76,9 @@ pub enum Command {
     #[command(after_help = AB_EXAMPLES)]
     Ab {
         /// A configuration: the arguments of `syscost run` (workload and its options), quoted.
+        /// Unless a variant or the shared options choose --estimator, --samples, --sample-time
+        /// or --ops (or a variant is `exec`), each run is 100 samples of 10 ms and its value the
+        /// fastest: the floor, which resolves a 2% change on a busy host (README).
         /// Give it two or more times; the first is the baseline.
         #[arg(long = "variant", value_name = "ARGS", required = true)]
         variants: Vec<String>,
@@ -87,6 +90,14 @@ pub enum Command {
         /// Also write each variant's full result into this directory (created if need be).
         #[arg(long, value_name = "DIR")]
         save: Option<PathBuf>,
+        /// How finely the configurations alternate within a round. `samples`: the round's runs
+        /// (one fresh worker each) are alive together and take turns sample by sample (A B, B
+        /// A, ...), only one measuring at a time, so a drift of the machine slower than one
+        /// sample (--sample-time) falls on both alike. `runs`: one run after the other. Runs
+        /// alternate anyway, with a warning, when a variant has --copies (they run
+        /// continuously), --pre, or a uprobe (two would share one uprobe).
+        #[arg(long, value_enum, value_name = "GRAIN", default_value_t = crate::results::Grain::Samples)]
+        interleave: crate::results::Grain,
         #[command(flatten)]
         opts: CompareArgs,
         /// `syscost run` options shared by every variant (after --), e.g. -- --cpu 1 --runs 10
@@ -363,9 +374,10 @@ fn dispatch(cmd: Command) -> Result<()> {
             variants,
             labels,
             save,
+            interleave,
             opts,
             shared,
-        } => ab(variants, labels, save, opts, shared),
+        } => ab(variants, labels, save, interleave, opts, shared),
         Command::Merge {
             files,
             output,

@@ -156,7 +156,8 @@ fn copies_sweep(plan: Plan, counts: &[u32], args: &RunArgs) -> Result<()> {
         })
         .collect();
     let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
-    let results = runner::run_interleaved(&plans, &mut |p| bar.update(p))?;
+    let results =
+        runner::run_interleaved(&plans, crate::results::Grain::Runs, &mut |p| bar.update(p))?;
     bar.finish();
     let case = format!(
         "{} ({})",
@@ -203,7 +204,8 @@ pub(super) fn uprobe_run(params: uprobe::Params, common: RunArgs) -> Result<()> 
         plans.push(plan_of(WorkloadSpec::Uprobe(p), &common)?);
     }
     let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
-    let results = runner::run_interleaved(&plans, &mut |p| bar.update(p))?;
+    let results =
+        runner::run_interleaved(&plans, crate::results::Grain::Runs, &mut |p| bar.update(p))?;
     bar.finish();
     let scale = crate::experiments::scale::Scale::new(&params.case(), results);
     show(&scale, common.format(), &common.output)?;

@@ -111,6 +111,7 @@ pub fn variant(label: &str, views: &[&ResultView], unit: Unit) -> Result<(Varian
         dropped: Vec::new(),
         warnings: Vec::new(),
         profile: None,
+        round_changes: Vec::new(),
     };
     Ok((variant, warnings))
 }

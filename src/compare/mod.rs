@@ -20,6 +20,7 @@ pub use variant::{Variant, check_comparable};
 
 use crate::core::{Envelope, Kind};
 use crate::results::Metric;
+use crate::results::slots::RoundChanges;
 use crate::results::validity;
 use crate::stats::paired;
 use crate::stats::significance::{TestKind, bootstrap_delta_pct, holm, mann_whitney, welch};
@@ -37,6 +38,9 @@ pub struct Options {
     pub seed: u64,
     /// The metric that ranks variants; Holm corrects it as a family of its own.
     pub primary: String,
+    /// `--time auto`: a primary `time` becomes task-clock when the workers were preempted
+    /// (see [`auto_time`]).
+    pub time_auto: bool,
     pub force: bool,
     pub drop_perturbed: bool,
     /// Threshold of the perturbation check, percent of the median.
@@ -51,6 +55,8 @@ pub struct Options {
     pub paired: bool,
     /// Treat the samples of a one-run result as units (they are not independent: warned).
     pub samples_as_units: bool,
+    /// How finely the paired rounds alternated, when known (`ab` says; files do not).
+    pub grain: Option<crate::results::Grain>,
 }
 
 impl Default for Options {
@@ -69,6 +75,8 @@ impl Default for Options {
             configurations: false,
             paired: false,
             samples_as_units: false,
+            grain: None,
+            time_auto: false,
         }
     }
 }
@@ -209,6 +217,18 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
         bail!("compare needs at least two results: a baseline and one to compare with it");
     }
     let mut warnings = check_comparable(&variants, opts.force, opts.configurations, "compare")?;
+    let resolved;
+    let opts = match auto_time(&variants, opts) {
+        Some(why) => {
+            warnings.push(why);
+            resolved = Options {
+                primary: "task-clock".into(),
+                ..opts.clone()
+            };
+            &resolved
+        }
+        None => opts,
+    };
     for v in variants.iter_mut() {
         prepare(v, opts);
     }
@@ -258,7 +278,8 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
             };
             let (bs, os) = (bm.summary.as_ref().unwrap(), om.summary.as_ref().unwrap());
             let est = if opts.paired {
-                match paired_estimate(bm, om, bs.median, opts) {
+                let slots = v.round_changes.iter().find(|c| c.metric == bm.name);
+                match paired_estimate(bm, om, slots, bs.median, opts) {
                     Some(e) => e,
                     None => {
                         unpaired_fallback.push(format!("{} of {}", bm.name, v.label));
@@ -422,9 +443,23 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
             opts.test.describe().into()
         },
         analysis: if opts.paired {
-            "paired by round: each round's change B/A (runs seconds apart share the machine's \
-             drift)"
-                .into()
+            let by_slot = tested.iter().any(|v| !v.round_changes.is_empty());
+            match opts.grain {
+                Some(crate::results::Grain::Samples) if by_slot => {
+                    "paired by round, slot by slot: the round's runs took turns sample by \
+                     sample, and each round's change B/A is the median over its slots of B's \
+                     sample against A's, taken next to it (the machine's moment cancels)"
+                }
+                Some(crate::results::Grain::Samples) => {
+                    "paired by round: each round's change B/A (the round's runs took turns \
+                     sample by sample, so they share the machine's drift)"
+                }
+                _ => {
+                    "paired by round: each round's change B/A (runs seconds apart share the \
+                     machine's drift)"
+                }
+            }
+            .into()
         } else {
             format!(
                 "unpaired: the {}s of each side compared as independent samples",
@@ -462,6 +497,40 @@ pub fn min_mann_whitney_p(n1: usize, n2: usize) -> f64 {
         c = c * (n - i) as f64 / (i + 1) as f64;
     }
     (2.0 / c).min(1.0)
+}
+
+/// `--time auto`: decide on task-clock instead of wall time when some variant's workers were
+/// off the CPU (CPUs utilized below 0.98: a neighbour took it) though no variant's loop waits
+/// by nature (a round trip, a fork: its waits are the operation) and none is a command whose
+/// task-clock sums several processes; every variant must have task-clock. Returns the warning
+/// that says so, or `None` to keep the primary metric.
+fn auto_time(variants: &[Variant], opts: &Options) -> Option<String> {
+    if !opts.time_auto || opts.primary != "time" {
+        return None;
+    }
+    let calm_by_nature = variants.iter().all(|v| {
+        serde_json::from_value::<crate::workloads::WorkloadSpec>(v.workload.clone())
+            .is_ok_and(|w| w.waits().is_none() && w.name() != "exec")
+    });
+    if !calm_by_nature || variants.iter().any(|v| v.metric("task-clock").is_none()) {
+        return None;
+    }
+    let off: Vec<String> = variants
+        .iter()
+        .filter_map(|v| {
+            let u = v.metric("CPUs-utilized")?.summary.as_ref()?.median;
+            (u < 0.98).then(|| format!("{} {:.0}%", v.label, 100.0 * (1.0 - u)))
+        })
+        .collect();
+    if off.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "--time auto decided on task-clock, the workers' own time on the CPU, not wall time: \
+         they were off the CPU for part of the wall time ({}), though their loop does not \
+         wait: a neighbour took the CPU. --time wall decides on wall time",
+        off.join(", ")
+    ))
 }
 
 /// Warn when the workers spent part of their wall time off the CPU (CPUs utilized, task-clock
@@ -543,21 +612,37 @@ fn unpaired_estimate(bm: &Metric, om: &Metric, opts: &Options) -> Estimate {
 
 /// Units paired by round: the per-round change, as a log ratio when every value is positive
 /// (reported as a percentage), otherwise as a difference in units of the baseline's median.
-/// `None` when fewer than two rounds pair up.
-fn paired_estimate(bm: &Metric, om: &Metric, base_median: f64, opts: &Options) -> Option<Estimate> {
-    let pairs: Vec<(f64, f64)> = bm
+/// A paced round's change is taken slot by slot (`slots`, for the rounds still in both
+/// variants) rather than from the two runs' values. `None` when fewer than two rounds pair up.
+fn paired_estimate(
+    bm: &Metric,
+    om: &Metric,
+    slots: Option<&RoundChanges>,
+    base_median: f64,
+    opts: &Options,
+) -> Option<Estimate> {
+    let pairs: Vec<(u32, f64, f64)> = bm
         .units
         .iter()
         .zip(&bm.values)
         .filter_map(|(u, a)| {
             let i = om.units.iter().position(|x| x == u)?;
-            Some((*a, om.values[i]))
+            Some((*u, *a, om.values[i]))
         })
         .collect();
     if pairs.len() < 2 {
         return None;
     }
-    let log = pairs.iter().all(|(a, b)| *a > 0.0 && *b > 0.0);
+    let by_slot: Option<Vec<f64>> = slots.and_then(|c| {
+        pairs
+            .iter()
+            .map(|(u, _, _)| {
+                let i = c.units.iter().position(|x| x == u)?;
+                Some(c.log_ratios[i])
+            })
+            .collect()
+    });
+    let log = by_slot.is_some() || pairs.iter().all(|(_, a, b)| *a > 0.0 && *b > 0.0);
     if !log && base_median == 0.0 {
         // A metric at zero in the baseline (migrations, page faults): no percentage to test.
         return Some(Estimate {
@@ -569,16 +654,18 @@ fn paired_estimate(bm: &Metric, om: &Metric, base_median: f64, opts: &Options) -
             n: pairs.len(),
         });
     }
-    let d: Vec<f64> = pairs
-        .iter()
-        .map(|(a, b)| {
-            if log {
-                (b / a).ln()
-            } else {
-                (b - a) / base_median.abs()
-            }
-        })
-        .collect();
+    let d: Vec<f64> = by_slot.unwrap_or_else(|| {
+        pairs
+            .iter()
+            .map(|(_, a, b)| {
+                if log {
+                    (b / a).ln()
+                } else {
+                    (b - a) / base_median.abs()
+                }
+            })
+            .collect()
+    });
     let pct = |x: f64| if log { 100.0 * x.exp_m1() } else { 100.0 * x };
     let both = |c: (f64, f64)| (pct(c.0), pct(c.1));
     let (confidence, equivalence) = (1.0 - opts.alpha, 1.0 - 2.0 * opts.alpha);
@@ -811,6 +898,49 @@ pub(crate) mod unit {
     // The issue's case: a 2% shift, 1% noise per run, 10 rounds, on a machine whose speed
     // drifts by 3% between rounds. Paired, it is called in at least 90% of trials; an A/A
     // comparison calls a change in at most 5%.
+    // Paced rounds: the change of each round is taken slot by slot, not from the runs' values,
+    // wherever the variant carries slot changes for the metric; the analysis says so.
+    #[test]
+    fn paced_rounds_are_decided_on_their_slot_changes() {
+        // The runs' values swing by ±10% from round to round in opposite directions, so the run
+        // ratios alone say nothing; the slots say +2.0% in every round, within ±0.1%.
+        let a: Vec<f64> = (0..10)
+            .map(|i| if i % 2 == 0 { 110.0 } else { 90.0 })
+            .collect();
+        let b: Vec<f64> = (0..10)
+            .map(|i| if i % 2 == 0 { 92.0 } else { 108.0 })
+            .collect();
+        let opts = Options {
+            paired: true,
+            configurations: true,
+            grain: Some(crate::results::Grain::Samples),
+            ..Options::default()
+        };
+        let by_runs = compare(vec![variant("a", &a), variant("b", &b)], &opts).unwrap();
+        assert_eq!(by_runs.deltas[0].decision, Decision::Inconclusive);
+        assert!(!by_runs.analysis.contains("slot by slot"));
+        let mut vb = variant("b", &b);
+        vb.round_changes = vec![RoundChanges {
+            metric: "time".into(),
+            units: (0..10).collect(),
+            log_ratios: (0..10)
+                .map(|i| (1.02f64 + 0.001 * (i % 3) as f64 - 0.001).ln())
+                .collect(),
+        }];
+        let c = compare(vec![variant("a", &a), vb.clone()], &opts).unwrap();
+        let d = &c.deltas[0];
+        assert_eq!(d.decision, Decision::Slower, "{d:?}");
+        assert!((d.delta_pct.unwrap() - 2.0).abs() < 0.11, "{d:?}");
+        let (lo, hi) = d.ci_pct.unwrap();
+        assert!(lo > 1.8 && hi < 2.2, "{lo} {hi}");
+        assert!(c.analysis.contains("slot by slot"), "{}", c.analysis);
+        // A round dropped from the runs is dropped from the slot changes too.
+        let mut va = variant("a", &a);
+        validity::retain_units(&mut va.metrics, |u| u != 3);
+        let c = compare(vec![va, vb], &opts).unwrap();
+        assert_eq!(c.deltas[0].n, 9);
+    }
+
     #[test]
     fn paired_rounds_see_a_two_percent_shift_through_drift() {
         let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
@@ -933,6 +1063,71 @@ pub(crate) mod unit {
         assert!(!preemption_warnings(&[v], "task-clock")[0].contains("--time cpu"));
         let calm = variant("calm", &[100.0, 101.0, 99.0]);
         assert!(preemption_warnings(&[calm], "time").is_empty());
+    }
+
+    // --time auto: a neighbour that took the CPU (CPUs utilized 0.85) turns the decision to
+    // task-clock, said in a warning; not for a loop that waits by nature, nor when asked for
+    // wall time, nor when the workers kept the CPU.
+    #[test]
+    fn time_auto_decides_on_task_clock_when_the_cpu_was_taken() {
+        let with = |label: &str, wall: &[f64], cpu: &[f64], utilized: f64| {
+            let mut v = variant(label, wall);
+            for (name, unit, kind, values) in [
+                ("task-clock", "ns/call", MetricKind::Time, cpu.to_vec()),
+                (
+                    "CPUs-utilized",
+                    "CPUs utilized",
+                    MetricKind::Derived,
+                    vec![utilized; wall.len()],
+                ),
+            ] {
+                v.metrics
+                    .push(Metric::of_values(name, unit, kind, "run", values, None));
+            }
+            v
+        };
+        // Wall time swollen by the neighbour, task-clock 2% up.
+        let a = with(
+            "a",
+            &[120.0, 95.0, 130.0, 101.0, 99.0],
+            &[100.0, 100.1, 99.9, 100.2, 99.8],
+            0.85,
+        );
+        let b = with(
+            "b",
+            &[98.0, 131.0, 104.0, 125.0, 102.0],
+            &[102.0, 102.1, 101.9, 102.2, 101.8],
+            0.85,
+        );
+        let auto = Options {
+            time_auto: true,
+            ..Options::default()
+        };
+        let c = compare(vec![a.clone(), b.clone()], &auto).unwrap();
+        assert_eq!(c.primary_metric, "task-clock");
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("--time auto decided on task-clock") && w.contains("a 15%")),
+            "{:?}",
+            c.warnings
+        );
+        let tc = c.deltas.iter().find(|d| d.metric == "task-clock").unwrap();
+        assert_eq!(tc.decision, Decision::Slower, "{tc:?}");
+        // Asked for wall time: wall time decides.
+        let wall = compare(vec![a.clone(), b.clone()], &Options::default()).unwrap();
+        assert_eq!(wall.primary_metric, "time");
+        // A round trip waits by nature: its wall time is the operation.
+        let ipc = serde_json::json!({"workload": "ipc", "op": "pipe", "working_set": 0});
+        let (mut ia, mut ib) = (a.clone(), b.clone());
+        ia.workload = ipc.clone();
+        ib.workload = ipc;
+        let c = compare(vec![ia, ib], &auto).unwrap();
+        assert_eq!(c.primary_metric, "time");
+        // Workers that kept the CPU: wall time.
+        let calm = |v: &Variant| with(&v.label, &[100.0; 5], &[100.0; 5], 0.995);
+        let c = compare(vec![calm(&a), calm(&b)], &auto).unwrap();
+        assert_eq!(c.primary_metric, "time");
     }
 
     // Zero, one or equal values, uneven counts, paired or not, any test: a defined answer, never

@@ -32,6 +32,10 @@ pub struct Variant {
     /// Where the time went, if the result was profiled.
     #[serde(default)]
     pub profile: Option<crate::profile::Profile>,
+    /// Paced rounds (`ab`): this variant's per-round changes against the baseline, slot by
+    /// slot (see `results::slots`); the paired analysis uses them where a metric has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_changes: Vec<crate::results::slots::RoundChanges>,
 }
 
 impl Variant {
@@ -57,6 +61,7 @@ impl Variant {
             dropped: Vec::new(),
             warnings: v.warnings.clone(),
             profile: v.profile.clone(),
+            round_changes: Vec::new(),
         }
     }
 
@@ -81,6 +86,7 @@ impl Variant {
             dropped: Vec::new(),
             warnings: r.warnings.clone(),
             profile: r.profile.clone(),
+            round_changes: Vec::new(),
         }
     }
 
@@ -110,6 +116,7 @@ impl Variant {
             dropped: Vec::new(),
             warnings: Vec::new(),
             profile: None,
+            round_changes: Vec::new(),
         }
     }
 

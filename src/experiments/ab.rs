@@ -2,6 +2,8 @@
 //! fresh worker, then compared as configurations (their parameters differ on purpose).
 
 use crate::compare::{self, Comparison, Variant};
+use crate::results::metrics::Estimator;
+use crate::results::{Grain, slots};
 use crate::runner::{self, Plan, Progress};
 use crate::workloads::WorkloadSpec;
 use anyhow::{Result, bail};
@@ -103,11 +105,12 @@ pub fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<St
     labels
 }
 
-/// Measure `plans` interleaved and compare them, the first as the baseline. With `save`, each
-/// variant's full result is also written there.
+/// Measure `plans` interleaved at `grain` and compare them, the first as the baseline. With
+/// `save`, each variant's full result is also written there.
 pub fn run(
     plans: &[Plan],
     labels: &[String],
+    grain: Grain,
     options: &compare::Options,
     save: Option<&Path>,
     progress: &mut dyn FnMut(Progress),
@@ -115,22 +118,37 @@ pub fn run(
     if plans.len() < 2 || labels.len() != plans.len() {
         bail!("ab needs two or more configurations, each with a label");
     }
-    let results = runner::run_interleaved(plans, progress)?;
+    let results = runner::run_interleaved(plans, grain, progress)?;
+    // What was done: runs alternate instead where the plans cannot take turns by sample.
+    let grain = results[0].options.interleaved.unwrap_or(Grain::Runs);
     let mut variants = Vec::new();
     for (r, label) in results.iter().zip(labels) {
         if let Some(dir) = save {
             r.save(&dir.join(file_name(label)))?;
         }
-        variants.push(Variant::from_run(label, "ab", r));
+        let mut v = Variant::from_run(label, "ab", r);
+        v.round_changes = slots::round_changes(&results[0], r);
+        variants.push(v);
     }
-    compare::compare(
+    let mut c = compare::compare(
         variants,
         &compare::Options {
             configurations: true,
             paired: true,
+            grain: Some(grain),
             ..options.clone()
         },
-    )
+    )?;
+    if let Some(p) = plans.first()
+        && p.estimator == Estimator::Min
+    {
+        c.analysis.push_str(&format!(
+            "; each run's value is its fastest of {} samples (the floor: a change that only \
+             adds occasional slow operations does not move it)",
+            p.samples
+        ));
+    }
+    Ok(c)
 }
 
 #[cfg(test)]

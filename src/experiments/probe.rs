@@ -162,6 +162,7 @@ fn variant(label: &str, wall: &[f64], captured: &[Vec<(String, f64)>]) -> Varian
         dropped: Vec::new(),
         warnings: Vec::new(),
         profile: None,
+        round_changes: Vec::new(),
     }
 }
 

@@ -347,7 +347,7 @@ mod snapshots {
 
     #[test]
     fn charts_of_fixed_inputs() {
-        let r = crate::report::snapshots::fixed_result();
+        let r = crate::results::fixture::fixed_result();
         insta::assert_snapshot!("svg_run", run_chart(&r));
         let c = compare(
             vec![

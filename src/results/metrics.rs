@@ -138,7 +138,8 @@ fn per_op(p: &Pool) -> Vec<Option<f64>> {
     v
 }
 
-/// How one run's samples make the run's value.
+/// How one run's samples make the run's value. `Default` is what files written before the
+/// choice used (`mean`); the command line's default is `median` (see `cli::args`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Estimator {
@@ -368,6 +369,17 @@ fn derived(
     out
 }
 
+/// The figures a workload's shape adds to its metrics: time per part (per rule walked, ...)
+/// and throughput for workloads of several producers.
+pub fn add_derived(metrics: &mut Vec<Metric>, workload: &crate::workloads::WorkloadSpec) {
+    if let Some((part, n)) = workload.parts() {
+        add_per_part(metrics, part, n);
+    }
+    if let Some(t) = workload.threads() {
+        add_throughput(metrics, t);
+    }
+}
+
 /// Add `time-per-PART` (e.g. ns per rule of a replica walk): the time metric divided by the
 /// number of parts in one operation.
 pub fn add_per_part(metrics: &mut Vec<Metric>, part: &str, count: f64) {
@@ -465,6 +477,7 @@ mod tests {
         Sample {
             ops,
             wall_ns: wall,
+            start_ns: None,
             counts: counts
                 .iter()
                 .map(|c| {
@@ -601,6 +614,7 @@ mod tests {
         let s = Sample {
             ops: 10,
             wall_ns: 10,
+            start_ns: None,
             counts: vec![Some(RawCount {
                 value: 50,
                 enabled: 200,

@@ -5,11 +5,15 @@
 //! - [`RunResult`] and its records; [`metrics`]: the per-op metrics derived from raw samples;
 //! - [`validity`]: runs whose invariant counters moved;
 //! - [`load`]: the one loader of result files of every kind, with one error type;
+//! - [`slots`]: the per-round changes of paced rounds, sample slot by sample slot;
 //! - [`thin`]: reading only some of the raw samples, for readers that do not need them all;
 //! - [`view`]: the light reading the comparison commands stream from large files.
 
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod load;
 pub mod metrics;
+pub mod slots;
 pub mod thin;
 pub mod validity;
 pub mod view;
@@ -25,6 +29,9 @@ use std::path::Path;
 pub use load::{Accept, LoadError};
 pub use metrics::{Metric, MetricKind};
 
+/// The clock that times every sample (`std::time::Instant` is CLOCK_MONOTONIC on Linux).
+pub const CLOCK: &str = "CLOCK_MONOTONIC (clock_gettime via the vDSO)";
+
 /// One timed batch: `ops` operations between two clock and counter readings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -33,6 +40,31 @@ pub struct Sample {
     pub wall_ns: u64,
     /// One entry per event of the result's `events` list; `null` when the event is not counted.
     pub counts: Vec<Option<RawCount>>,
+    /// When the batch started, CLOCK_MONOTONIC in ns (absent in files written before it was
+    /// kept): places the samples of interleaved runs on one time line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ns: Option<u64>,
+}
+
+/// How finely the arms of an interleaved design alternate within a round.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Grain {
+    /// Run after run: each arm's run is done before the next arm's starts (A B, B A, ...).
+    Runs,
+    /// Sample after sample: the arms' runs of a round are alive together, and their samples
+    /// alternate (A B, B A, ...), so a drift slower than a sample falls on every arm alike.
+    #[default]
+    Samples,
+}
+
+impl Grain {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Grain::Runs => "runs alternate within each round",
+            Grain::Samples => "the runs of a round alternate sample by sample",
+        }
+    }
 }
 
 /// One run: one worker process, like one repetition of `perf stat -r`.
@@ -93,6 +125,10 @@ pub struct RunOptions {
     /// How each run's samples make its value (`mean` in files written before the choice).
     #[serde(default)]
     pub estimator: metrics::Estimator,
+    /// Interleaved with other configurations (`ab`, sweeps): how finely; `None` for a plan
+    /// measured alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleaved: Option<Grain>,
 }
 
 /// An event and whether it was counted.
@@ -170,12 +206,7 @@ impl RunResult {
                 self.options.estimator,
             );
             self.metrics = m;
-            if let Some((part, n)) = self.workload.parts() {
-                metrics::add_per_part(&mut self.metrics, part, n);
-            }
-            if let Some(t) = self.workload.threads() {
-                metrics::add_throughput(&mut self.metrics, t);
-            }
+            metrics::add_derived(&mut self.metrics, &self.workload);
             self.overhead = o;
             self.warnings.push(format!(
                 "--drop-perturbed: {} of {} runs left out of the statistics (still in the file)",

@@ -3,11 +3,13 @@
 //! audit sweep's steps, thread sweeps and `probe`'s with/without runs all go through
 //! [`interleave`]; the first three through [`run_interleaved_with`], which adds calibration,
 //! a hook that puts the machine in an arm's state before each of its runs, and the results.
+//! [`run_interleaved`] can go finer ([`Grain::Samples`]): the runs of a round alive together,
+//! alternating sample by sample (see [`super::paced`]).
 
-use super::{Executor, Plan, Progress, Workers, assemble, batch_size, validate};
+use super::{Calibration, Executor, Plan, Progress, Workers, assemble, batch_size, validate};
 use crate::counters::EventStatus;
 use crate::environment::Environment;
-use crate::results::{RunRecord, RunResult};
+use crate::results::{Grain, RunRecord, RunResult};
 use anyhow::{Result, bail};
 use std::time::Instant;
 
@@ -58,8 +60,8 @@ pub fn interleave(
 
 /// The precision reached so far, as the half-width of a 95% interval in percent: of the time
 /// per op with one arm; with several, the widest of each arm's paired change against the
-/// first (the Hodges-Lehmann interval of the per-round log ratios). Infinite while no interval
-/// can be had.
+/// first (the Hodges-Lehmann interval of the per-round log ratios, slot by slot for paced
+/// rounds). Infinite while no interval can be had.
 fn precision(results: &[RunResult]) -> f64 {
     let time = |r: &RunResult| -> Option<Vec<(u32, f64)>> {
         let m = r.metrics.iter().find(|m| m.name == "time")?;
@@ -86,13 +88,19 @@ fn precision(results: &[RunResult]) -> f64 {
         let Some(other) = time(r) else {
             return f64::INFINITY;
         };
-        let d: Vec<f64> = base
-            .iter()
-            .filter_map(|(u, a)| {
-                let b = other.iter().find(|x| x.0 == *u)?.1;
-                (*a > 0.0 && b > 0.0).then(|| (b / a).ln())
-            })
-            .collect();
+        // Paced rounds: the change as the comparison will take it, slot by slot.
+        let by_slot = crate::results::slots::round_changes(&results[0], r)
+            .into_iter()
+            .find(|c| c.metric == "time")
+            .map(|c| c.log_ratios);
+        let d: Vec<f64> = by_slot.unwrap_or_else(|| {
+            base.iter()
+                .filter_map(|(u, a)| {
+                    let b = other.iter().find(|x| x.0 == *u)?.1;
+                    (*a > 0.0 && b > 0.0).then(|| (b / a).ln())
+                })
+                .collect()
+        });
         let half = crate::stats::paired::hodges_lehmann(&d, 0.95)
             .and_then(|h| h.1)
             .map(|(lo, hi)| 50.0 * (hi.exp() - lo.exp()))
@@ -100,6 +108,45 @@ fn precision(results: &[RunResult]) -> f64 {
         widest = widest.max(half);
     }
     widest
+}
+
+/// Batch sizes for paced rounds: the two samples of a slot should last about as long, so they
+/// share the machine's moment alike (a neighbour's burst is as likely to fall in either).
+/// Calibrations that double the batch size land a factor of two apart for nearly equal
+/// workloads calibrated at different moments of a drifting machine (65 and 130 ms samples for
+/// +2% apart, measured here). So every arm is calibrated twice, in alternating order (A B, B A),
+/// and its batch is sized to the sample time from its faster estimate of the time per
+/// operation. `--ops` sizes are kept.
+fn paced_sizes(
+    exec: &mut dyn Executor,
+    plans: &[Plan],
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<(u64, bool)>> {
+    let mut per_op: Vec<Option<f64>> = vec![None; plans.len()];
+    for pass in 0..2 {
+        for k in round_order(pass, plans.len()) {
+            if plans[k].ops.is_some() {
+                continue;
+            }
+            progress(Progress::Calibrating);
+            let Calibration { ops, batch_ns } = exec.calibrate(&plans[k])?;
+            let ns = batch_ns.max(1) as f64 / ops.max(1) as f64;
+            per_op[k] = Some(per_op[k].map_or(ns, |x| x.min(ns)));
+        }
+    }
+    let mut sizes = Vec::with_capacity(plans.len());
+    for (p, ns) in plans.iter().zip(per_op) {
+        sizes.push(match (p.ops, ns) {
+            (Some(ops), _) => (ops, false),
+            (None, Some(ns)) => {
+                let ops = ((p.sample_time.as_nanos() as f64 / ns).ceil() as u64).max(1);
+                progress(Progress::Calibrated { ops });
+                (ops, true)
+            }
+            (None, None) => unreachable!("every arm without --ops was calibrated"),
+        });
+    }
+    Ok(sizes)
 }
 
 /// How the arms of a design share their batch size.
@@ -112,28 +159,46 @@ pub enum Batch {
     Shared,
 }
 
-/// Run plans of the same shape interleaved in worker processes (see [`run_interleaved_with`]).
+/// Run plans of the same shape interleaved in worker processes, each calibrated on its own,
+/// alternating at `grain` (see [`design`]). Plans that cannot alternate sample by sample (see
+/// [`super::paced::blocker`]) alternate run by run, and their results say why.
 pub fn run_interleaved(
     plans: &[Plan],
+    grain: Grain,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<RunResult>> {
-    run_interleaved_with(
+    design(
         &mut Workers,
         plans,
         Batch::PerArm,
+        grain,
         &mut |_| Ok(()),
         progress,
     )
 }
 
-/// Run `plans` interleaved: calibrate (per arm or once), then every round runs every plan once
-/// in alternating order, calling `before(arm)` first each time (to set the machine's state for
-/// that arm), then the profiling runs the plans ask for, each after its `before`. Returns one
-/// result per plan, in the plans' order.
+/// Run `plans` interleaved run by run: calibrate (per arm or once), then every round runs
+/// every plan once in alternating order, calling `before(arm)` first each time (to set the
+/// machine's state for that arm), then the profiling runs the plans ask for, each after its
+/// `before`. Returns one result per plan, in the plans' order.
 pub fn run_interleaved_with(
     exec: &mut dyn Executor,
     plans: &[Plan],
     batch: Batch,
+    before: &mut dyn FnMut(usize) -> Result<()>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<RunResult>> {
+    design(exec, plans, batch, Grain::Runs, before, progress)
+}
+
+/// The interleaved design behind both: with [`Grain::Samples`] and two or more plans, each
+/// round's runs are measured together by [`Executor::measure_paced`] (`before` is then not
+/// called for them: the arms share the machine's state).
+fn design(
+    exec: &mut dyn Executor,
+    plans: &[Plan],
+    batch: Batch,
+    grain: Grain,
     before: &mut dyn FnMut(usize) -> Result<()>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<RunResult>> {
@@ -151,7 +216,14 @@ pub fn run_interleaved_with(
         }
     }
     let environment = Environment::collect();
+    let (grain, unpaced) = match (grain, super::paced::blocker(plans)) {
+        (Grain::Samples, Some(why)) => (Grain::Runs, Some(why)),
+        (g, _) => (g, None),
+    };
+    let interleaved = (plans.len() > 1).then_some(grain);
+    let paced = interleaved == Some(Grain::Samples);
     let sizes: Vec<(u64, bool)> = match batch {
+        Batch::PerArm if paced => paced_sizes(exec, plans, progress)?,
         Batch::PerArm => plans
             .iter()
             .map(|p| batch_size(exec, p, progress))
@@ -166,7 +238,15 @@ pub fn run_interleaved_with(
             .zip(&sizes)
             .zip(runs.iter().zip(statuses))
             .map(|((p, (ops, cal)), (r, s))| {
-                assemble(p, *ops, *cal, r.clone(), s.clone(), environment.clone())
+                assemble(
+                    p,
+                    *ops,
+                    *cal,
+                    r.clone(),
+                    s.clone(),
+                    environment.clone(),
+                    interleaved,
+                )
             })
             .collect()
     };
@@ -205,21 +285,42 @@ pub fn run_interleaved_with(
             Ok(more)
         }
         Event::Visit { round, arm: k } => {
-            before(k)?;
-            let (run, s) = exec.measure(&plans[k], sizes[k].0, round)?;
-            if statuses[k].is_empty() {
-                statuses[k] = s;
+            let measured = if !paced {
+                before(k)?;
+                vec![(k, exec.measure(&plans[k], sizes[k].0, round)?)]
+            } else if round_order(round, plans.len())[0] == k {
+                // The round's first visit measures every arm at once.
+                let arms: Vec<(&Plan, u64)> =
+                    plans.iter().zip(&sizes).map(|(p, s)| (p, s.0)).collect();
+                exec.measure_paced(&arms, round)?
+                    .into_iter()
+                    .enumerate()
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            for (k, (run, s)) in measured {
+                if statuses[k].is_empty() {
+                    statuses[k] = s;
+                }
+                runs[k].push(run);
+                progress(Progress::RunFinished {
+                    index: done,
+                    of: total,
+                });
+                done += 1;
             }
-            runs[k].push(run);
-            progress(Progress::RunFinished {
-                index: done,
-                of: total,
-            });
-            done += 1;
             Ok(true)
         }
     })?;
     let mut results = assemble_all(&runs, &statuses);
+    if let Some(why) = unpaced {
+        for r in results.iter_mut() {
+            r.warnings.push(format!(
+                "the configurations alternated run by run, not sample by sample: {why}"
+            ));
+        }
+    }
     if let Some(why) = stopped {
         for r in results.iter_mut() {
             r.warnings.push(why.clone());
@@ -260,9 +361,15 @@ mod unit {
     }
 
     impl Executor for Fake {
-        fn calibrate(&mut self, plan: &Plan) -> Result<u64> {
+        fn calibrate(&mut self, plan: &Plan) -> Result<Calibration> {
             self.calibrations += 1;
-            Ok(if name_of(plan) == "getpid" { 1000 } else { 500 })
+            let ops = if name_of(plan) == "getpid" { 1000 } else { 500 };
+            // The first calibration of an arm finds it 10% slower than the second.
+            let slow = if self.calibrations <= 2 { 1.1 } else { 1.0 };
+            Ok(Calibration {
+                ops,
+                batch_ns: (plan.sample_time.as_nanos() as f64 * slow) as u64,
+            })
         }
 
         fn measure(
@@ -282,6 +389,7 @@ mod unit {
             let sample = |k: u64| Sample {
                 ops,
                 wall_ns: ops * per_op + k,
+                start_ns: None,
                 counts: vec![Some(RawCount {
                     value: ops * 2,
                     enabled: 1,
@@ -301,6 +409,21 @@ mod unit {
                 notes: Vec::new(),
             };
             Ok((run, vec![EventStatus::Counting]))
+        }
+
+        fn measure_paced(
+            &mut self,
+            arms: &[(&Plan, u64)],
+            index: u32,
+        ) -> Result<Vec<(RunRecord, Vec<EventStatus>)>> {
+            let names: Vec<String> = arms.iter().map(|(p, _)| name_of(p)).collect();
+            self.log.push(format!("paced {}#{index}", names.join("+")));
+            let mut runs = Vec::new();
+            for (p, ops) in arms {
+                runs.push(self.measure(p, *ops, index)?);
+                self.log.pop();
+            }
+            Ok(runs)
         }
 
         fn profile(&mut self, plan: &Plan, _ops: u64) -> Result<Profile> {
@@ -404,6 +527,93 @@ mod unit {
         assert!((time(&results[1]).median - 151.5).abs() < 0.01);
         assert!(results[0].profile.is_some() && results[1].profile.is_none());
         assert_eq!(results[0].envelope.kind, crate::core::Kind::Run);
+    }
+
+    #[test]
+    fn paced_rounds_measure_every_arm_together_unless_they_cannot() {
+        let mut fake = Fake {
+            log: Vec::new(),
+            calibrations: 0,
+        };
+        let plans = [plan("getpid", 3), plan("getppid", 3)];
+        let mut hooks = 0;
+        let mut finished = Vec::new();
+        let results = design(
+            &mut fake,
+            &plans,
+            Batch::PerArm,
+            Grain::Samples,
+            &mut |_| {
+                hooks += 1;
+                Ok(())
+            },
+            &mut |p| {
+                if let Progress::RunFinished { index, of } = p {
+                    finished.push((index, of));
+                }
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            fake.log,
+            [
+                "paced getpid+getppid#0",
+                "paced getpid+getppid#1",
+                "paced getpid+getppid#2"
+            ]
+        );
+        // The arms share the machine's state: no hook.
+        assert_eq!(hooks, 0);
+        // Each arm calibrated twice, sized from its faster estimate (the second, here: the
+        // first found the machine 10% slower): the sample time exactly.
+        assert_eq!(fake.calibrations, 4);
+        assert_eq!(results[0].options.ops_per_sample, 1000);
+        assert_eq!(results[1].options.ops_per_sample, 500);
+        assert_eq!(finished, (0..6).map(|i| (i, 6)).collect::<Vec<_>>());
+        for r in &results {
+            assert_eq!(r.runs.len(), 3);
+            assert_eq!(r.options.interleaved, Some(Grain::Samples));
+            assert!(r.warnings.iter().all(|w| !w.contains("run by run")));
+        }
+        // --copies cannot take turns: runs alternate, and the results say why.
+        fake.log.clear();
+        let copies: Vec<Plan> = plans
+            .iter()
+            .map(|p| Plan {
+                copies: Some(2),
+                ..p.clone()
+            })
+            .collect();
+        let results = design(
+            &mut fake,
+            &copies,
+            Batch::PerArm,
+            Grain::Samples,
+            &mut |_| Ok(()),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(fake.log[..2], ["getpid#0", "getppid#0"]);
+        assert_eq!(results[0].options.interleaved, Some(Grain::Runs));
+        assert!(
+            results[1]
+                .warnings
+                .iter()
+                .any(|w| w.contains("run by run, not sample by sample: --copies")),
+            "{:?}",
+            results[1].warnings
+        );
+        // One plan alone is not interleaved at all.
+        let alone = design(
+            &mut fake,
+            &plans[..1],
+            Batch::PerArm,
+            Grain::Samples,
+            &mut |_| Ok(()),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(alone[0].options.interleaved, None);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod copies;
 pub mod interleave;
+pub mod paced;
 pub mod worker;
 
 pub use crate::core::CpuList;
@@ -18,17 +19,17 @@ use crate::core::{Envelope, Kind, fmt_num, now_unix};
 use crate::counters::{EventList, EventStatus};
 use crate::environment::Environment;
 use crate::profile::Profile;
-use crate::results::{self, EventRecord, RunOptions, RunRecord, RunResult};
+use crate::results::metrics::Estimator;
+use crate::results::{self, EventRecord, Grain, RunOptions, RunRecord, RunResult};
 use crate::signals;
 use crate::workloads::WorkloadSpec;
 use anyhow::{Context, Result, bail};
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use worker::{Mode, Reply, Request};
 
-/// The clock that times every sample (`std::time::Instant` is CLOCK_MONOTONIC on Linux).
-pub const CLOCK: &str = "CLOCK_MONOTONIC (clock_gettime via the vDSO)";
+pub use crate::results::CLOCK;
 
 /// What to measure and how.
 #[derive(Clone, Debug)]
@@ -118,10 +119,18 @@ pub fn validate(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
+/// What a calibration found: `ops` operations made one batch last `batch_ns`, the first
+/// doubling to reach the sample time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Calibration {
+    pub ops: u64,
+    pub batch_ns: u64,
+}
+
 /// What carries out the runs of a plan.
 pub trait Executor {
     /// How many operations make one sample last at least the plan's sample time.
-    fn calibrate(&mut self, plan: &Plan) -> Result<u64>;
+    fn calibrate(&mut self, plan: &Plan) -> Result<Calibration>;
     /// One measured run of `ops`-operation batches; `index` numbers it in its result.
     fn measure(
         &mut self,
@@ -129,6 +138,13 @@ pub trait Executor {
         ops: u64,
         index: u32,
     ) -> Result<(RunRecord, Vec<EventStatus>)>;
+    /// One run of each arm (`(plan, ops)`), alive together, their samples alternating (see
+    /// [`paced`]); `index` numbers the round. The runs in the arms' order.
+    fn measure_paced(
+        &mut self,
+        arms: &[(&Plan, u64)],
+        index: u32,
+    ) -> Result<Vec<(RunRecord, Vec<EventStatus>)>>;
     /// One more run sampling call chains; its timing is not used.
     fn profile(&mut self, plan: &Plan, ops: u64) -> Result<Profile>;
 }
@@ -137,7 +153,7 @@ pub trait Executor {
 pub struct Workers;
 
 impl Executor for Workers {
-    fn calibrate(&mut self, plan: &Plan) -> Result<u64> {
+    fn calibrate(&mut self, plan: &Plan) -> Result<Calibration> {
         let reply = spawn(&request(
             plan,
             Mode::Calibrate {
@@ -145,7 +161,7 @@ impl Executor for Workers {
             },
         ))?;
         match reply {
-            Reply::Calibrated { ops, .. } => Ok(ops),
+            Reply::Calibrated { ops, batch_ns } => Ok(Calibration { ops, batch_ns }),
             other => bail!("unexpected reply from the calibration worker: {other:?}"),
         }
     }
@@ -166,12 +182,21 @@ impl Executor for Workers {
                 samples: plan.samples,
                 overhead_samples: plan.overhead_samples,
                 profile: false,
+                paced: false,
             },
         );
         match spawn(&req)? {
             Reply::Measured { run, statuses, .. } => Ok((*run, statuses)),
             other => bail!("unexpected reply from worker {index}: {other:?}"),
         }
+    }
+
+    fn measure_paced(
+        &mut self,
+        arms: &[(&Plan, u64)],
+        index: u32,
+    ) -> Result<Vec<(RunRecord, Vec<EventStatus>)>> {
+        paced::measure(arms, index)
     }
 
     fn profile(&mut self, plan: &Plan, ops: u64) -> Result<Profile> {
@@ -185,6 +210,7 @@ impl Executor for Workers {
                 samples: plan.samples.max(1),
                 overhead_samples: 0,
                 profile: true,
+                paced: false,
             },
         );
         match spawn(&req)? {
@@ -214,7 +240,7 @@ pub fn batch_size(
         return Ok((ops, false));
     }
     progress(Progress::Calibrating);
-    let ops = exec.calibrate(plan)?;
+    let ops = exec.calibrate(plan)?.ops;
     progress(Progress::Calibrated { ops });
     Ok((ops, true))
 }
@@ -237,7 +263,7 @@ fn pre(plan: &Plan) -> Result<()> {
 
 /// Calibrate if needed, run every repetition in worker processes, and build the result.
 pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<RunResult> {
-    let mut results = run_interleaved(std::slice::from_ref(plan), progress)?;
+    let mut results = run_interleaved(std::slice::from_ref(plan), Grain::Runs, progress)?;
     Ok(results.remove(0))
 }
 
@@ -249,6 +275,7 @@ pub fn assemble(
     runs: Vec<RunRecord>,
     statuses: Vec<EventStatus>,
     environment: Environment,
+    interleaved: Option<Grain>,
 ) -> RunResult {
     let mut events = Vec::new();
     for (g, group) in plan.events.groups.iter().enumerate() {
@@ -272,12 +299,7 @@ pub fn assemble(
         plan.subtract_overhead,
         plan.estimator,
     );
-    if let Some((part, n)) = plan.workload.parts() {
-        results::metrics::add_per_part(&mut metrics, part, n);
-    }
-    if let Some(t) = plan.workload.threads() {
-        results::metrics::add_throughput(&mut metrics, t);
-    }
+    results::metrics::add_derived(&mut metrics, &plan.workload);
     let mut result = RunResult {
         envelope: Envelope::new(Kind::Run),
         created_unix: now_unix(),
@@ -297,6 +319,7 @@ pub fn assemble(
             subtract_overhead: plan.subtract_overhead,
             copies: plan.copies.unwrap_or(1),
             copy_mode: plan.copy_mode,
+            interleaved,
         },
         clock: CLOCK.into(),
         events,
@@ -325,11 +348,12 @@ fn request(plan: &Plan, mode: Mode) -> Request {
     }
 }
 
-/// Start a worker, hand it the request, wait for its reply.
-fn spawn(req: &Request) -> Result<Reply> {
+/// Start a worker process (its stdin and stdout piped), registered so a signal reaches it
+/// while the guard lives, and the request's line for it.
+fn start_worker(req: &Request) -> Result<(Child, signals::ChildGuard, Vec<u8>)> {
     signals::check()?;
     let exe = std::env::current_exe().context("cannot find syscost's own executable")?;
-    let mut child = Command::new(exe)
+    let child = Command::new(exe)
         .arg("__worker")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -341,8 +365,15 @@ fn spawn(req: &Request) -> Result<Reply> {
                 crate::core::limits::hint(&e, true)
             )
         })?;
-    let _guard = signals::ChildGuard::new(child.id());
-    let input = serde_json::to_vec(req).expect("requests serialise");
+    let guard = signals::ChildGuard::new(child.id());
+    let mut line = serde_json::to_vec(req).expect("requests serialise");
+    line.push(b'\n');
+    Ok((child, guard, line))
+}
+
+/// Start a worker, hand it the request, wait for its reply.
+fn spawn(req: &Request) -> Result<Reply> {
+    let (mut child, _guard, input) = start_worker(req)?;
     let talk = (|| -> Result<(String, std::process::ExitStatus)> {
         if let Some(mut stdin) = child.stdin.take() {
             stdin
@@ -464,12 +495,19 @@ fn run_warnings(r: &RunResult) -> Vec<String> {
     if !spiky.is_empty() {
         w.push(format!(
             "samples more than 20% above their run's median in {}: interference; \
-             --estimator median or min keeps them out of the run's value{}",
+             --estimator median or min keeps them out of the run's value{}{}",
             spiky.join(", "),
-            if r.options.estimator == crate::results::metrics::Estimator::Mean {
+            if r.options.estimator == Estimator::Mean {
                 ""
             } else {
                 " (as it does here)"
+            },
+            if spiky.len() * 2 > r.runs.len() && r.options.estimator != Estimator::Min {
+                "; with most runs hit, the floor of many short samples resolves small \
+                 changes: --estimator min --sample-time 10ms --samples 100 (README, noisy \
+                 machines)"
+            } else {
+                ""
             }
         ));
     }

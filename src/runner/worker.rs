@@ -1,7 +1,10 @@
 //! The worker process: one run of a workload, like one repetition of `perf stat -r`.
 //!
 //! The parent re-executes its own binary with the hidden `__worker` subcommand, sends a
-//! [`Request`] as JSON on stdin and reads a [`Reply`] as JSON from stdout. The worker pins
+//! [`Request`] as one line of JSON on stdin and reads a [`Reply`] as JSON from stdout. A paced
+//! run (the runs of a round alternating sample by sample) talks on: the worker says
+//! [`Reply::Ready`] once set up, then waits for a line on stdin before each sample (and before
+//! finishing) and says [`Reply::Sampled`] after it, each a line of its own. The worker pins
 //! itself, takes its scheduling policy, sets the workload up, opens the counters and times the
 //! batches. Its scheduling policy, affinity and perf events die with it, so nothing it sets
 //! outlives the run.
@@ -12,7 +15,7 @@ use crate::results::{RunRecord, Sample};
 use crate::workloads::{Workload, WorkloadSpec, empty::EmptyLoop};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
+use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -49,6 +52,9 @@ pub enum Mode {
         /// Sample call chains during the run (a profiling run: its timing is not used).
         #[serde(default)]
         profile: bool,
+        /// Wait for the parent's word before each sample (see the module's documentation).
+        #[serde(default)]
+        paced: bool,
     },
 }
 
@@ -69,6 +75,10 @@ pub enum Reply {
     Failed {
         message: String,
     },
+    /// A paced worker is set up, its counters open: it waits for the first sample's word.
+    Ready,
+    /// A paced worker timed the sample it was told to.
+    Sampled,
 }
 
 /// Entry point of `syscost __worker`: read the request, do it, print the reply. Returns the
@@ -80,7 +90,8 @@ pub fn main() -> i32 {
         let _ = signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize);
     }
     let mut input = String::new();
-    let reply = match std::io::stdin().read_to_string(&mut input) {
+    let mut stdin = std::io::stdin().lock();
+    let reply = match stdin.read_line(&mut input) {
         Err(e) => Reply::Failed {
             message: format!("worker: cannot read its request: {e}"),
         },
@@ -88,7 +99,7 @@ pub fn main() -> i32 {
             Err(e) => Reply::Failed {
                 message: format!("worker: malformed request: {e}"),
             },
-            Ok(req) => match serve(&req, &signal) {
+            Ok(req) => match serve(&req, &signal, &mut stdin) {
                 Ok(r) => r,
                 Err(e) => Reply::Failed {
                     message: format!("{e:#}"),
@@ -110,7 +121,7 @@ pub fn main() -> i32 {
     }
 }
 
-fn serve(req: &Request, signal: &AtomicUsize) -> Result<Reply> {
+fn serve(req: &Request, signal: &AtomicUsize, input: &mut dyn BufRead) -> Result<Reply> {
     // If syscost itself is killed (even with SIGKILL), its worker must not run on, perhaps at
     // SCHED_FIFO 99: the kernel sends it SIGTERM when the parent dies, handled like any stop.
     // SAFETY: prctl with integer arguments.
@@ -152,6 +163,7 @@ fn serve(req: &Request, signal: &AtomicUsize) -> Result<Reply> {
             samples,
             overhead_samples,
             profile,
+            paced,
         } => measure(
             workload.as_mut(),
             req,
@@ -164,6 +176,7 @@ fn serve(req: &Request, signal: &AtomicUsize) -> Result<Reply> {
                 overhead_samples: *overhead_samples,
                 profile: *profile,
             },
+            paced.then_some(Pacer { input }).as_mut(),
             signal,
         ),
     });
@@ -229,6 +242,7 @@ fn timed_batch(
     after: &mut [Option<RawCount>],
 ) -> Result<Sample> {
     w.before_batch(ops)?;
+    let start_ns = monotonic_ns();
     counters.read_into(before).context("reading counters")?;
     let t0 = Instant::now();
     let done = w.run_batch(ops);
@@ -249,7 +263,44 @@ fn timed_batch(
         ops,
         wall_ns: (t1 - t0).as_nanos() as u64,
         counts,
+        start_ns,
     })
+}
+
+/// CLOCK_MONOTONIC now, in ns: `Instant` reads the same clock but does not show its value.
+fn monotonic_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    (unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } == 0)
+        .then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// A paced worker's side of the conversation: it waits for the parent's word on stdin and
+/// answers on stdout, one line each.
+struct Pacer<'a> {
+    input: &'a mut dyn BufRead,
+}
+
+impl Pacer<'_> {
+    fn say(&mut self, reply: &Reply) -> Result<()> {
+        let line = serde_json::to_string(reply).expect("replies serialise");
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}")
+            .and_then(|_| out.flush())
+            .context("cannot answer syscost")
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        let mut line = String::new();
+        match self.input.read_line(&mut line) {
+            Ok(0) => bail!("syscost stopped the run"),
+            Ok(_) => Ok(()),
+            Err(e) => bail!("cannot hear from syscost: {e}"),
+        }
+    }
 }
 
 /// What one measured run consists of.
@@ -267,6 +318,7 @@ fn measure(
     req: &Request,
     sched: &str,
     shape: Shape,
+    mut pacer: Option<&mut Pacer>,
     signal: &AtomicUsize,
 ) -> Result<Reply> {
     let Shape {
@@ -304,7 +356,13 @@ fn measure(
         None
     };
     counters.enable().context("enabling counters")?;
+    if let Some(p) = pacer.as_mut() {
+        p.say(&Reply::Ready)?;
+    }
     for i in 0..warmup + samples {
+        if let Some(p) = pacer.as_mut() {
+            p.wait()?;
+        }
         interrupted(signal)?;
         let s = timed_batch(w, &mut counters, ops, &mut before, &mut after)?;
         if let Some(r) = recorder.as_mut() {
@@ -315,8 +373,16 @@ fn measure(
         } else {
             run.samples.push(s);
         }
+        if let Some(p) = pacer.as_mut() {
+            p.say(&Reply::Sampled)?;
+        }
     }
     run.cpu_last = cpus::current_cpu();
+    // The other runs of the round are still alive: finishing (and the overhead samples) waits
+    // for the word, given to one worker at a time.
+    if let Some(p) = pacer.as_mut() {
+        p.wait()?;
+    }
     w.finish()?;
     run.workload_metrics = w.run_metrics().into_iter().collect();
     run.notes = w.notes();

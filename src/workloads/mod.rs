@@ -159,6 +159,12 @@ pub trait Spec {
     fn not_as_threads(&self) -> Option<&'static str> {
         None
     }
+    /// Why two runs of this workload must not be alive together (a paced round, whose runs
+    /// alternate sample by sample: `runner::paced`), if they must not: kernel state that one
+    /// run sets up for itself and that the other run's operations would walk too.
+    fn not_paced(&self) -> Option<&'static str> {
+        None
+    }
     /// The system calls one operation makes (as strace counts them), for rules that should name
     /// them (`audit sweep --matching`). Empty where the workload cannot know (a command's).
     fn syscalls(&self) -> Vec<u32> {
@@ -254,10 +260,18 @@ macro_rules! workload_spec {
                 }
             }
 
-            /// The message asking for `--ops` when the workload cannot be calibrated.
+            /// Why copies cannot run as threads of one process, if they cannot.
             pub fn not_as_threads(&self) -> Option<&'static str> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.not_as_threads(),)*
+                    WorkloadSpec::Empty => None,
+                }
+            }
+
+            /// Why two runs must not be alive together, if they must not.
+            pub fn not_paced(&self) -> Option<&'static str> {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.not_paced(),)*
                     WorkloadSpec::Empty => None,
                 }
             }

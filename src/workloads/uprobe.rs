@@ -74,6 +74,13 @@ Needs CAP_PERFMON (root) or perf_event_paranoid <= 1; --bpf needs CAP_BPF too.";
         Some(self.threads)
     }
 
+    fn not_paced(&self) -> Option<&'static str> {
+        // Both runs' probes would sit on the one uprobe of the same instruction (an inode and
+        // offset), so every hit would walk the other run's consumer too.
+        (self.probe != ProbeKind::None)
+            .then_some("their uprobes on the same instruction would share one uprobe's consumers")
+    }
+
     /// A run uses the first count of --threads (a sweep sets each count in turn).
     fn complete_command_line(&mut self) -> Result<()> {
         self.threads = parse_threads(&self.thread_counts)?[0];
