@@ -5,12 +5,16 @@
 # process (50 ms busy every 300 ms) shares the measured CPU. Prints each try's verdict and the
 # counts.
 #
-# Usage: bench/ab_on_machine.sh [AA_TRIES] [SHIFT_TRIES] [-- extra ab options, e.g. --time cpu]
+# Usage: bench/ab_on_machine.sh [AA_TRIES] [SHIFT_TRIES] [BURSTY_TRIES] [-- run options]
+# (a count of 0 skips that set; BURSTY_TRIES defaults to SHIFT_TRIES). Run options are shared
+# by every variant, e.g. the floor design: -- --estimator min --sample-time 10ms --samples 100;
+# ab's own options go in $AB_OPTS, e.g. AB_OPTS='--interleave runs'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 aa=${1:-20}
 shift_tries=${2:-10}
-shift $(( $# >= 2 ? 2 : $# ))
+bursty_tries=${3:-$shift_tries}
+shift $(( $# >= 3 ? 3 : $# ))
 [[ ${1:-} == -- ]] && shift
 extra=("$@")
 cpu=$(( $(nproc) - 1 ))
@@ -22,8 +26,9 @@ cleanup() { [[ -n $burst ]] && kill "$burst" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT INT TERM
 
 verdict() {
+	# shellcheck disable=SC2086 # AB_OPTS is a list of options
 	"$syscost" ab --variant "spin --iterations $1" --variant "spin --iterations $2" \
-		--format json "${extra[@]}" -- --cpu "$cpu" --runs 10 --no-history 2>/dev/null |
+		--format json ${AB_OPTS:-} -- --cpu "$cpu" --runs 10 --no-history "${extra[@]}" 2>/dev/null |
 		python3 -c 'import json, sys
 c = json.load(sys.stdin)
 d = next(x for x in c["deltas"] if x["metric"] == c["primary_metric"] and x["variant"] == 1)
@@ -33,6 +38,7 @@ print("%-12s %+6.2f%% [%+.2f, %+.2f]" % (d["decision"], d["delta_pct"] or 0, ci[
 
 run_set() {
 	local name=$1 a=$2 b=$3 n=$4 called=0
+	(( n > 0 )) || return 0
 	for i in $(seq 1 "$n"); do
 		v=$(verdict "$a" "$b")
 		echo "$name $i: $v"
@@ -41,7 +47,7 @@ run_set() {
 	echo "== $name: a change called in $called of $n"
 }
 
-echo "ab options: ${extra[*]:-(defaults)}"
+echo "ab options: ${AB_OPTS:-(defaults)}; run options: ${extra[*]:-(defaults)}"
 run_set "A/A" 1000 1000 "$aa"
 run_set "+2%" 1000 1020 "$shift_tries"
 # The neighbour: 50 ms busy every 300 ms, on the measured CPU.
@@ -53,4 +59,4 @@ while True:
         pass
     time.sleep(0.25)' &
 burst=$!
-run_set "+2% with a bursty neighbour" 1000 1020 "$shift_tries"
+run_set "+2% with a bursty neighbour" 1000 1020 "$bursty_tries"
