@@ -149,6 +149,18 @@ fn paced_sizes(
     Ok(sizes)
 }
 
+/// Why the arms cannot alternate sample by sample, if they cannot.
+pub fn paced_blocker(plans: &[Plan]) -> Option<&'static str> {
+    // Each check says what would go wrong.
+    if plans.iter().any(|p| p.copies.is_some()) {
+        return Some("--copies run continuously, so two runs alive together would compete");
+    }
+    if plans.iter().any(|p| p.pre.is_some()) {
+        return Some("--pre runs before each run, which must then be alone");
+    }
+    plans.iter().find_map(|p| p.workload.not_paced())
+}
+
 /// How the arms of a design share their batch size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Batch {
@@ -161,7 +173,7 @@ pub enum Batch {
 
 /// Run plans of the same shape interleaved in worker processes, each calibrated on its own,
 /// alternating at `grain` (see [`design`]). Plans that cannot alternate sample by sample (see
-/// [`super::paced::blocker`]) alternate run by run, and their results say why.
+/// [`paced_blocker`]) alternate run by run, and their results say why.
 pub fn run_interleaved(
     plans: &[Plan],
     grain: Grain,
@@ -216,7 +228,7 @@ fn design(
         }
     }
     let environment = Environment::collect();
-    let (grain, unpaced) = match (grain, super::paced::blocker(plans)) {
+    let (grain, unpaced) = match (grain, paced_blocker(plans)) {
         (Grain::Samples, Some(why)) => (Grain::Runs, Some(why)),
         (g, _) => (g, None),
     };

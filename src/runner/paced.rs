@@ -16,18 +16,6 @@ use anyhow::{Context, Result, bail};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout};
 
-/// Why the arms cannot alternate sample by sample, if they cannot.
-pub fn blocker(plans: &[Plan]) -> Option<&'static str> {
-    // Each check says what would go wrong.
-    if plans.iter().any(|p| p.copies.is_some()) {
-        return Some("--copies run continuously, so two runs alive together would compete");
-    }
-    if plans.iter().any(|p| p.pre.is_some()) {
-        return Some("--pre runs before each run, which must then be alone");
-    }
-    plans.iter().find_map(|p| p.workload.not_paced())
-}
-
 /// The order in which slot `slot` (warm-up and measured samples counted together) of round
 /// `round` visits `n` arms: alternating from slot to slot and, at the first slot, from round to
 /// round.
