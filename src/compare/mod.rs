@@ -39,7 +39,7 @@ pub struct Options {
     /// The metric that ranks variants; Holm corrects it as a family of its own.
     pub primary: String,
     /// `--time auto`: a primary `time` becomes task-clock when the workers were preempted
-    /// (see [`auto_time`]).
+    /// (see `auto_time`).
     pub time_auto: bool,
     pub force: bool,
     pub drop_perturbed: bool,
