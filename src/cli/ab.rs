@@ -16,17 +16,10 @@ pub(super) const AB_EXAMPLES: &str = "Examples:
       given, or a variant runs a command with exec): it sees a change that only adds
       occasional slow operations, which the floor does not";
 
-/// ab's design when the command line does not choose one: each run 100 samples of 10 ms, its
-/// value the fastest (the floor). Measured on this project's VM while the host was busy, it
-/// called a constructed +2% change in 10 of 10 tries and an A/A pair in 0 of 20, where 10
-/// samples of 100 ms called the +2% in 2 of 10 (README, noisy machines).
-const FLOOR: [(&str, &str); 3] = [
-    ("--estimator", "min"),
-    ("--sample-time", "10ms"),
-    ("--samples", "100"),
-];
-
-/// The floor design's options, unless the words already choose the samples (`--estimator`,
+/// ab's design when the command line does not choose one: the floor (`runner::FLOOR`).
+/// Measured on this project's VM while the host was busy, it called a constructed +2% change
+/// in 10 of 10 tries and an A/A pair in 0 of 20, where 10 samples of 100 ms called the +2% in 2
+/// of 10. These options, unless the words already choose the samples (`--estimator`,
 /// `--samples`, `--sample-time` or `--ops`, in a variant or after --).
 fn floor_unless_chosen(words: &[String]) -> Vec<String> {
     let chosen = words.iter().any(|w| {
@@ -37,7 +30,7 @@ fn floor_unless_chosen(words: &[String]) -> Vec<String> {
     if chosen {
         return Vec::new();
     }
-    FLOOR
+    runner::FLOOR
         .iter()
         .flat_map(|(f, v)| [f.to_string(), v.to_string()])
         .collect()

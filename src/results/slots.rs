@@ -65,7 +65,7 @@ pub fn round_changes(base: &RunResult, other: &RunResult) -> Vec<RoundChanges> {
             let Some(n) = mb.iter().find(|n| n.name == m.name) else {
                 continue;
             };
-            let mut logs: Vec<f64> = m
+            let logs: Vec<f64> = m
                 .units
                 .iter()
                 .zip(&m.values)
@@ -80,9 +80,7 @@ pub fn round_changes(base: &RunResult, other: &RunResult) -> Vec<RoundChanges> {
             if logs.is_empty() || logs.len() != m.values.len() || logs.len() != n.values.len() {
                 continue;
             }
-            let Some(change) = median(&mut logs) else {
-                continue;
-            };
+            let change = crate::stats::median(&logs);
             match out.iter_mut().find(|c| c.metric == m.name) {
                 Some(c) => {
                     c.units.push(a.index);
@@ -101,19 +99,6 @@ pub fn round_changes(base: &RunResult, other: &RunResult) -> Vec<RoundChanges> {
         out.retain(|c| c.units.len() == rounds);
     }
     out
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 #[cfg(test)]
