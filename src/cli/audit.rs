@@ -145,10 +145,10 @@ pub(super) fn audit_command(cmd: AuditCommand) -> Result<()> {
             }
             let s = sock.status()?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
+                outln!("{}", serde_json::to_string_pretty(&s)?);
             } else {
                 let lists: Vec<String> = s.rules.iter().map(|(l, n)| format!("{l} {n}")).collect();
-                println!(
+                outln!(
                     "enabled {}{}\nfailure {}\npid {}\nrate_limit {}\nbacklog_limit {}\nlost {}\n\
                      backlog {}\nrules {}{}",
                     s.enabled,
@@ -191,7 +191,7 @@ pub(super) fn audit_command(cmd: AuditCommand) -> Result<()> {
                     crate::core::write_atomic(&o, text.as_bytes())?;
                     eprintln!("syscost: written to {}", o.display());
                 }
-                None => print!("{text}"),
+                None => out!("{text}"),
             }
             Ok(())
         }
@@ -199,10 +199,10 @@ pub(super) fn audit_command(cmd: AuditCommand) -> Result<()> {
             let mut sock = audit::AuditSocket::open()?;
             let notes = audit::session::cleanup_leftovers(&mut sock)?;
             if notes.is_empty() {
-                println!("nothing to clean up: no audit rules or state left by a killed syscost");
+                outln!("nothing to clean up: no audit rules or state left by a killed syscost");
             }
             for n in notes {
-                println!("{n}");
+                outln!("{n}");
             }
             Ok(())
         }

@@ -75,7 +75,7 @@ pub(super) fn export_command(cmd: ExportCommand) -> Result<()> {
                     crate::core::write_atomic(&o, text.as_bytes())?;
                     eprintln!("syscost: written to {}", o.display());
                 }
-                None => print!("{text}"),
+                None => out!("{text}"),
             }
             Ok(())
         }

@@ -529,10 +529,12 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             }
             if format == Format::Json {
                 // Streamed: 100,000 entries are 48 MB of JSON, not worth holding twice.
-                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-                serde_json::to_writer_pretty(&mut out, &entries)?;
-                writeln!(out)?;
-                out.flush()?;
+                let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+                let written = serde_json::to_writer_pretty(&mut w, &entries)
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| writeln!(w))
+                    .and_then(|()| w.flush());
+                super::quiet(written)?;
             } else {
                 let pre = vec![if cut {
                     format!(
@@ -543,7 +545,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
                 } else {
                     format!(" {matching} result(s) in {}", s.location())
                 }];
-                print!(
+                out!(
                     "{}",
                     report::format::render(format, &pre, &[list_grid(&entries)])
                 );
@@ -554,11 +556,11 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             let mut s = store(&args.history)?;
             let json = s.json(id)?;
             if format == Format::Json {
-                println!("{json}");
+                outln!("{json}");
                 return Ok(());
             }
             let loaded = report::loaded::parse(&format!("history entry {id}"), &json)?;
-            print!("{}", text_of(&loaded, format));
+            out!("{}", text_of(&loaded, format));
             Ok(())
         }
         HistoryCommand::Import { files, tags } => {
@@ -578,7 +580,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
                 }
                 eprintln!("syscost: {} is history entry {id}", f.display());
             }
-            println!(
+            outln!(
                 "imported {new} result(s) into {}; {old} already there",
                 s.location()
             );
@@ -623,7 +625,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
         HistoryCommand::Delete { ids } => {
             let mut s = store(&args.history)?;
             let n = s.delete(&ids)?;
-            println!("deleted {n} result(s) from {}", s.location());
+            outln!("deleted {n} result(s) from {}", s.location());
             Ok(())
         }
     }

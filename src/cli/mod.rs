@@ -3,6 +3,16 @@
 //! enough to live in the dispatch here), and one output routine ([`show`]) that writes a
 //! result to `-o` and prints it in any format. Nothing here measures anything.
 
+/// Print to stdout as `print!` does, through [`out`]: a closed pipe ends the output quietly.
+macro_rules! out {
+    ($($t:tt)*) => { $crate::cli::out(format!($($t)*))? };
+}
+
+/// Print a line to stdout as `println!` does, through [`out`].
+macro_rules! outln {
+    ($($t:tt)*) => { $crate::cli::out(format!("{}\n", format_args!($($t)*)))? };
+}
+
 mod ab;
 mod args;
 mod audit;
@@ -309,18 +319,23 @@ fn show<R: Render + Serialize>(r: &R, format: Format, output: &Option<PathBuf>) 
         crate::core::write_atomic(p, format!("{json}\n").as_bytes())?;
         eprintln!("syscost: written to {}", p.display());
     }
-    let mut stdout = std::io::stdout().lock();
     if format == Format::Json {
-        writeln!(stdout, "{json}")?;
+        out(format!("{json}\n"))
     } else {
-        write!(stdout, "{}", r.text(format))?;
+        out(r.text(format))
     }
-    Ok(())
 }
 
-/// Print generated text; a reader that closed the pipe early (`| head`) is not an error.
-fn print_quietly(text: &[u8]) -> Result<()> {
-    match std::io::stdout().lock().write_all(text) {
+/// Write to stdout. A reader that closed the pipe early (`| head`) ends the output quietly, as
+/// `ls | head` does: nothing more is printed, no error, and the command goes on to finish (a
+/// measurement is still written with -o and recorded in the history).
+pub(crate) fn out(text: impl AsRef<[u8]>) -> Result<()> {
+    quiet(std::io::stdout().lock().write_all(text.as_ref()))
+}
+
+/// An error writing to stdout, unless it is the reader's closed pipe.
+fn quiet(written: std::io::Result<()>) -> Result<()> {
+    match written {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
     }
@@ -493,9 +508,9 @@ fn dispatch(cmd: Command) -> Result<()> {
         Command::Env { json } => {
             let env = Environment::collect();
             if json {
-                println!("{}", serde_json::to_string_pretty(&env)?);
+                outln!("{}", serde_json::to_string_pretty(&env)?);
             } else {
-                print!("{}", report::env_text(&env));
+                out!("{}", report::env_text(&env));
             }
             Ok(())
         }
@@ -503,13 +518,13 @@ fn dispatch(cmd: Command) -> Result<()> {
             use clap::CommandFactory;
             let mut text = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "syscost", &mut text);
-            print_quietly(&text)
+            out(&text)
         }
         Command::Man => {
             use clap::CommandFactory;
             let mut text = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut text)?;
-            print_quietly(&text)
+            out(&text)
         }
         Command::Worker => unreachable!("handled before dispatch"),
     }

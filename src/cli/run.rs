@@ -116,7 +116,7 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
 pub(super) fn run_workload(workload: WorkloadSpec, args: RunArgs) -> Result<()> {
     if args.list_events {
         for name in counters::events::known_event_names() {
-            println!("{name}");
+            outln!("{name}");
         }
         return Ok(());
     }
