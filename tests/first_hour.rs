@@ -77,3 +77,68 @@ fn a_measurement_into_a_closed_stdout_is_still_written_and_recorded() {
     let entries: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(entries.as_array().unwrap().len(), 1, "not recorded");
 }
+
+#[test]
+fn a_mistyped_history_url_is_refused_without_its_password_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in [
+        "POSTGRES://user:s3cretPW@127.0.0.1:1/db",
+        "Postgres://user:s3cretPW@127.0.0.1:1/db",
+        "postgres:/user:s3cretPW@127.0.0.1:1/db",
+        "mysql://user:s3cretPW@127.0.0.1:1/db",
+    ] {
+        for args in [
+            &["history", "list", "--history", url][..],
+            &["history", "import", "x.json", "--history", url],
+            &["export", "kcidb", "--origin", "lab", "--history", url],
+            &["run", "syscall", "--runs", "2", "--history", url],
+        ] {
+            let out = syscost().current_dir(&dir).args(args).output().unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!out.status.success(), "{args:?} accepted: {text}");
+            assert!(
+                !text.contains("s3cretPW"),
+                "{args:?} printed the password: {text}"
+            );
+            assert!(text.contains("user:***@"), "{args:?}: {text}");
+        }
+        let out = syscost()
+            .current_dir(&dir)
+            .env("SYSCOST_HISTORY", url)
+            .args(["run", "syscall", "--runs", "2", "-e", "task-clock"])
+            .args(QUICK)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("s3cretPW") && err.contains("not recorded"),
+            "{err}"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "created {left:?}");
+}
+
+#[test]
+fn reading_a_history_that_does_not_exist_says_so_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("typo/h.sqlite");
+    let m = missing.to_str().unwrap();
+    for args in [
+        &["history", "list", "--history", m][..],
+        &["history", "show", "1", "--history", m],
+        &["history", "delete", "1", "--history", m],
+        &["history", "compare", "--by", "kernel", "--history", m],
+        &["export", "kcidb", "--origin", "lab", "--history", m],
+    ] {
+        refused(args, "no such store");
+    }
+    assert!(
+        !dir.path().join("typo").exists(),
+        "a read created the store"
+    );
+}

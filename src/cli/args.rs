@@ -114,14 +114,39 @@ pub struct HistoryOpts {
     /// Record the result in this history store: a SQLite file, or a PostgreSQL URL
     /// (postgres://USER@HOST/DB) shared by a lab's machines [default: $SYSCOST_HISTORY, else
     /// $XDG_DATA_HOME/syscost/history.sqlite, else ~/.local/share/syscost/history.sqlite].
-    #[arg(long = "history", value_name = "PATH|URL")]
-    pub history: Option<PathBuf>,
+    #[arg(long = "history", value_name = "PATH|URL", value_parser = HistoryLocation)]
+    pub history: Option<crate::history::Location>,
     /// Do not record the result in the history.
     #[arg(long = "no-history", conflicts_with = "history")]
     pub no_history: bool,
     /// Label the recorded result, KEY=VALUE (repeatable): --tag build=align-32.
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tags: Vec<String>,
+}
+
+/// Parses `--history` into a [`Location`](crate::history::Location). Its own parser because
+/// clap's message for a refused value repeats the value, and a URL's password with it: this one
+/// says only the masked URL.
+#[derive(Clone)]
+pub struct HistoryLocation;
+
+impl clap::builder::TypedValueParser for HistoryLocation {
+    type Value = crate::history::Location;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        value.to_string_lossy().parse().map_err(|e: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!("--history {e}\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
 }
 
 impl HistoryOpts {

@@ -1,6 +1,6 @@
 //! `syscost export`: results in another system's format (KernelCI's KCIDB).
 
-use super::history::{FilterArgs, store};
+use super::history::{FilterArgs, existing};
 use super::*;
 
 #[derive(Subcommand, Debug)]
@@ -22,8 +22,8 @@ pub enum ExportCommand {
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
         /// The history store to export from (as `syscost history --history`).
-        #[arg(long, value_name = "PATH|URL")]
-        history: Option<PathBuf>,
+        #[arg(long, value_name = "PATH|URL", value_parser = super::args::HistoryLocation)]
+        history: Option<crate::history::Location>,
         #[command(flatten)]
         filter: FilterArgs,
     },
@@ -49,7 +49,7 @@ pub(super) fn export_command(cmd: ExportCommand) -> Result<()> {
                 writable_output(o, &files)?;
             }
             let results: Vec<(String, String)> = if files.is_empty() {
-                let mut s = store(&history)?;
+                let mut s = existing(&history)?;
                 let entries = s.list(&filter.filter()?)?;
                 entries
                     .iter()

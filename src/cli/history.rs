@@ -3,7 +3,7 @@
 
 use super::args::CompareArgs;
 use super::*;
-use crate::history::{Filter, Store};
+use crate::history::{Filter, Location, Store};
 use anyhow::{Context, bail};
 use std::io::Write;
 
@@ -13,8 +13,8 @@ pub struct HistoryArgs {
     /// (postgres://USER@HOST/DB, postgresql:///DB?host=/run/postgresql) [default:
     /// $SYSCOST_HISTORY, else $XDG_DATA_HOME/syscost/history.sqlite, else
     /// ~/.local/share/syscost/history.sqlite].
-    #[arg(long, value_name = "PATH|URL", global = true)]
-    history: Option<PathBuf>,
+    #[arg(long, value_name = "PATH|URL", global = true, value_parser = super::args::HistoryLocation)]
+    history: Option<Location>,
     #[command(subcommand)]
     command: HistoryCommand,
 }
@@ -396,14 +396,14 @@ impl FilterArgs {
     }
 }
 
-pub(super) fn store(path: &Option<PathBuf>) -> Result<Store> {
-    let path = match path {
-        Some(p) => p.clone(),
-        None => crate::history::default_path().ok_or_else(|| {
-            anyhow::anyhow!("history: no HOME to keep it under: give --history PATH")
-        })?,
-    };
-    Store::open(&path)
+/// The store at `given` (else the default) to record in: created if need be.
+pub(super) fn store(given: &Option<Location>) -> Result<Store> {
+    Store::open(&Location::or_default(given)?)
+}
+
+/// The store at `given` (else the default) to read or delete from: it must exist.
+pub(super) fn existing(given: &Option<Location>) -> Result<Store> {
+    Store::open_existing(&Location::or_default(given)?)
 }
 
 fn when(unix: i64) -> String {
@@ -513,7 +513,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
         } => {
             let mut f = filter.filter()?;
             f.newest = (newest.newest > 0).then_some(newest.newest);
-            let mut s = store(&args.history)?;
+            let mut s = existing(&args.history)?;
             let entries = s.list(&f)?;
             let matching = if f.newest.is_some_and(|n| entries.len() >= n) {
                 s.count(&f)?
@@ -553,7 +553,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             Ok(())
         }
         HistoryCommand::Show { id, format } => {
-            let mut s = store(&args.history)?;
+            let mut s = existing(&args.history)?;
             let json = s.json(id)?;
             if format == Format::Json {
                 outln!("{json}");
@@ -587,7 +587,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             Ok(())
         }
         HistoryCommand::Export { ids, dir } => {
-            let mut s = store(&args.history)?;
+            let mut s = existing(&args.history)?;
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("export: cannot create {}", dir.display()))?;
             for id in ids {
@@ -605,7 +605,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             opts,
         } => {
             let options = opts.options()?;
-            let mut s = store(&args.history)?;
+            let mut s = existing(&args.history)?;
             let (variants, warnings) =
                 grouped(&mut s, &filter.filter()?, &by, baseline.as_deref())?;
             let mut c = compare::compare(variants, &options)?;
@@ -615,7 +615,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
         }
         HistoryCommand::Trend { by, filter, opts } => {
             let options = opts.options()?;
-            let mut s = store(&args.history)?;
+            let mut s = existing(&args.history)?;
             let (groups, warnings) = grouped(&mut s, &filter.filter()?, &by, None)?;
             let mut t = crate::compare::trend::trend(groups, &by.name(), &options)?;
             t.warnings.extend(warnings);
@@ -623,7 +623,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             opts.gate_trend(&t)
         }
         HistoryCommand::Delete { ids } => {
-            let mut s = store(&args.history)?;
+            let mut s = existing(&args.history)?;
             let n = s.delete(&ids)?;
             outln!("deleted {n} result(s) from {}", s.location());
             Ok(())

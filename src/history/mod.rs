@@ -15,7 +15,7 @@ pub mod version;
 use anyhow::{Result, bail};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub use postgres::Pg;
 pub use sqlite::Lite;
@@ -27,17 +27,88 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// What marks a database as syscost's.
 pub(crate) const APPLICATION: &str = "syscost-history";
 
-/// Where the history lives: `SYSCOST_HISTORY`, else `$XDG_DATA_HOME/syscost/history.sqlite`,
-/// else `~/.local/share/syscost/history.sqlite`.
-pub fn default_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("SYSCOST_HISTORY").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
+/// Where a history lives: a SQLite file, or a PostgreSQL database given by its URL. Parsed
+/// once, from `--history` or `SYSCOST_HISTORY`: text shaped like a URL (`scheme:/...`) is one,
+/// and only `postgres://` and `postgresql://` are supported, so a mistyped URL is refused
+/// rather than taken for a file path (which would put its password in a directory's name).
+/// Shown, a URL's password is masked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl std::str::FromStr for Location {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Location, String> {
+        if s.is_empty() {
+            return Err(
+                "the history location is empty: give a file path or a postgres:// URL".into(),
+            );
+        }
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            return Ok(Location::Postgres(s.to_string()));
+        }
+        if let Some(scheme) = url_scheme(s) {
+            return Err(format!(
+                "'{}' is a URL syscost cannot use ({scheme}:): a history is a SQLite file path, \
+                 or a PostgreSQL URL written postgres://USER@HOST/DB or \
+                 postgresql:///DB?host=/run/postgresql (the scheme in lower case, with //)",
+                postgres::redact(s)
+            ));
+        }
+        Ok(Location::Sqlite(PathBuf::from(s)))
     }
-    let base = match std::env::var_os("XDG_DATA_HOME").filter(|p| !p.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var_os("HOME")?).join(".local/share"),
-    };
-    Some(base.join("syscost/history.sqlite"))
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(p) => write!(f, "{}", p.display()),
+            Location::Postgres(url) => write!(f, "{}", postgres::redact(url)),
+        }
+    }
+}
+
+/// The scheme of text shaped like a URL: letters (then letters, digits, `+.-`), a colon and a
+/// slash, as in `mysql://`, `POSTGRES://` or `postgres:/`. A path such as `./a:b` is none.
+fn url_scheme(s: &str) -> Option<&str> {
+    let (scheme, rest) = s.split_once(':')?;
+    let mut chars = scheme.chars();
+    let shaped = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+        && rest.starts_with('/');
+    shaped.then_some(scheme)
+}
+
+impl Location {
+    /// The default: `SYSCOST_HISTORY`, else `$XDG_DATA_HOME/syscost/history.sqlite`, else
+    /// `~/.local/share/syscost/history.sqlite`.
+    pub fn default_location() -> Result<Location> {
+        if let Some(p) = std::env::var_os("SYSCOST_HISTORY").filter(|p| !p.is_empty()) {
+            return p
+                .to_string_lossy()
+                .parse()
+                .map_err(|e| anyhow::anyhow!("SYSCOST_HISTORY: {e}"));
+        }
+        let base = match std::env::var_os("XDG_DATA_HOME").filter(|p| !p.is_empty()) {
+            Some(d) => PathBuf::from(d),
+            None => match std::env::var_os("HOME") {
+                Some(h) => PathBuf::from(h).join(".local/share"),
+                None => bail!("history: no HOME to keep it under: give --history PATH"),
+            },
+        };
+        Ok(Location::Sqlite(base.join("syscost/history.sqlite")))
+    }
+
+    /// `given`, else the default.
+    pub fn or_default(given: &Option<Location>) -> Result<Location> {
+        match given {
+            Some(l) => Ok(l.clone()),
+            None => Location::default_location(),
+        }
+    }
 }
 
 /// One stored result, as `history list` shows it.
@@ -309,15 +380,29 @@ pub enum Store {
 }
 
 impl Store {
-    /// Open (creating if need be) the store at `location`: a `postgres://` or `postgresql://`
-    /// URL, else a SQLite file path. A store that is not syscost's, or of a newer schema, is
-    /// refused with the reason.
-    pub fn open(location: &Path) -> Result<Store> {
-        let text = location.to_string_lossy();
-        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            return Ok(Store::Postgres(Pg::open(&text)?));
+    /// Open (creating if need be) the store at `location`, to record in it. A store that is
+    /// not syscost's, or of a newer schema, is refused with the reason.
+    pub fn open(location: &Location) -> Result<Store> {
+        match location {
+            Location::Postgres(url) => Ok(Store::Postgres(Pg::open(url)?)),
+            Location::Sqlite(path) => Ok(Store::Sqlite(Lite::open(path)?)),
         }
-        Ok(Store::Sqlite(Lite::open(location)?))
+    }
+
+    /// Open the store at `location` to read it or delete from it: a SQLite file that does not
+    /// exist is said to be missing, not created (with its directories) at a mistyped path.
+    pub fn open_existing(location: &Location) -> Result<Store> {
+        if let Location::Sqlite(path) = location
+            && std::fs::symlink_metadata(path).is_err()
+        {
+            bail!(
+                "history {}: no such store (nothing has been recorded there); measuring \
+                 commands and `history import` create it, or give the --history of an existing \
+                 one",
+                path.display()
+            );
+        }
+        Store::open(location)
     }
 
     /// The store, for messages (a URL without its password).
@@ -379,5 +464,36 @@ impl Store {
             Store::Sqlite(s) => s.delete(ids),
             Store::Postgres(p) => p.delete(ids),
         }
+    }
+}
+
+#[cfg(test)]
+mod location {
+    use super::Location;
+
+    #[test]
+    fn urls_are_postgres_or_refused_and_paths_are_files() {
+        let pg = "postgres://lab:pw@db/syscost".parse::<Location>().unwrap();
+        assert_eq!(
+            pg,
+            Location::Postgres("postgres://lab:pw@db/syscost".into())
+        );
+        assert_eq!(pg.to_string(), "postgres://lab:***@db/syscost");
+        for path in ["h.sqlite", "./a:b/h.sqlite", "/var/lib/x/h.sqlite", "c:h"] {
+            assert!(matches!(path.parse(), Ok(Location::Sqlite(_))), "{path}");
+        }
+        for bad in [
+            "POSTGRES://u:pw@h/d",
+            "postgres:/u:pw@h/d",
+            "mysql://u:pw@h/d",
+            "sqlite:///x",
+        ] {
+            let e = bad.parse::<Location>().unwrap_err();
+            assert!(
+                !e.contains("pw@") || e.contains(":***@") || !bad.contains('@'),
+                "{e}"
+            );
+        }
+        assert!("".parse::<Location>().is_err());
     }
 }

@@ -40,8 +40,10 @@ pub struct Pg {
 /// `password=` parameter.
 pub fn redact(url: &str) -> String {
     let mut out = url.to_string();
-    if let Some(scheme_end) = out.find("://") {
-        let rest = scheme_end + 3;
+    // The authority follows `scheme:` and its slashes (`postgres://`, or a mistyped `x:/`).
+    if let Some(scheme_end) = out.find(':').filter(|&i| out[i + 1..].starts_with('/')) {
+        let rest = scheme_end + 1 + out[scheme_end + 1..].len()
+            - out[scheme_end + 1..].trim_start_matches('/').len();
         let authority_end = out[rest..]
             .find(['/', '?'])
             .map(|i| rest + i)
