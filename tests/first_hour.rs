@@ -142,3 +142,31 @@ fn reading_a_history_that_does_not_exist_says_so_and_creates_nothing() {
         "a read created the store"
     );
 }
+
+#[test]
+fn huge_counts_and_endless_batches_are_refused_with_their_limit() {
+    for (flag, value, says) in [
+        (
+            "--samples",
+            "4000000000",
+            "--samples 4,000,000,000: at most 100,000",
+        ),
+        (
+            "--warmup",
+            "1000000000",
+            "--warmup 1,000,000,000: at most 100,000",
+        ),
+        ("--overhead-samples", "4000000000", "at most 100,000"),
+        ("--sample-time", "10s", "--sample-time 10s: at most 1s"),
+        ("--ops", "18446744073709551615", "give --ops"),
+    ] {
+        let err = refused(
+            &["run", "spin", flag, value, "--runs", "1", "--no-history"],
+            says,
+        );
+        assert!(
+            !err.contains("memory allocation") && !err.contains("SIGABRT"),
+            "{err}"
+        );
+    }
+}

@@ -116,6 +116,28 @@ pub fn validate(plan: &Plan) -> Result<()> {
     if plan.sample_time.is_zero() {
         bail!("--sample-time must be longer than zero");
     }
+    if plan.sample_time > MAX_BATCH {
+        bail!(
+            "--sample-time {}: at most {}, so that a stop (Ctrl-C) ends a run within about that \
+             long; for longer runs give more --samples",
+            humantime::format_duration(plan.sample_time),
+            humantime::format_duration(MAX_BATCH)
+        );
+    }
+    for (flag, n, most) in [
+        ("--runs", plan.runs, MAX_RUNS),
+        ("--samples", plan.samples, MAX_SAMPLES),
+        ("--warmup", plan.warmup, MAX_SAMPLES),
+        ("--overhead-samples", plan.overhead_samples, MAX_SAMPLES),
+    ] {
+        if n > most {
+            bail!(
+                "{flag} {}: at most {} (every sample is kept in the result)",
+                crate::core::num::group_thousands(&n.to_string()),
+                crate::core::num::group_thousands(&most.to_string())
+            );
+        }
+    }
     if let Some(u) = plan.until {
         if !(u.pct.is_finite() && u.pct > 0.0) {
             bail!("--until must be a precision above 0%, like 1%");
@@ -136,6 +158,12 @@ pub fn validate(plan: &Plan) -> Result<()> {
     }
     Ok(())
 }
+
+/// The most runs of a plan (each a worker process) and samples of a run (each kept in the
+/// result): enough for any real experiment, and a typo such as 4000000000 is refused rather
+/// than aborting on an allocation.
+pub const MAX_RUNS: u32 = 100_000;
+pub const MAX_SAMPLES: u32 = 100_000;
 
 /// What a calibration found: `ops` operations made one batch last `batch_ns`, the first
 /// doubling to reach the sample time.
@@ -163,6 +191,12 @@ pub trait Executor {
         arms: &[(&Plan, u64)],
         index: u32,
     ) -> Result<Vec<(RunRecord, Vec<EventStatus>)>>;
+    /// The time per operation of a batch of up to `ops` operations that lasts about 20 ms (or
+    /// all of them, if sooner): how long a given `--ops` batch will take. `None` where the
+    /// executor cannot tell.
+    fn batch_ns_per_op(&mut self, _plan: &Plan, _ops: u64) -> Result<f64> {
+        Ok(0.0)
+    }
     /// One more run sampling call chains; its timing is not used.
     fn profile(&mut self, plan: &Plan, ops: u64) -> Result<Profile>;
 }
@@ -176,6 +210,7 @@ impl Executor for Workers {
             plan,
             Mode::Calibrate {
                 target_ns: plan.sample_time.as_nanos() as u64,
+                max_ops: None,
             },
         ))?;
         match reply {
@@ -217,6 +252,17 @@ impl Executor for Workers {
         paced::measure(arms, index)
     }
 
+    fn batch_ns_per_op(&mut self, plan: &Plan, ops: u64) -> Result<f64> {
+        let probe = Mode::Calibrate {
+            target_ns: 20_000_000,
+            max_ops: Some(ops),
+        };
+        match spawn(&request(plan, probe))? {
+            Reply::Calibrated { ops, batch_ns } => Ok(batch_ns as f64 / ops.max(1) as f64),
+            other => bail!("unexpected reply from the calibration worker: {other:?}"),
+        }
+    }
+
     fn profile(&mut self, plan: &Plan, ops: u64) -> Result<Profile> {
         pre(plan)?;
         let req = request(
@@ -255,12 +301,58 @@ pub fn batch_size(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(u64, bool)> {
     if let Some(ops) = plan.ops {
+        check_batch_length(exec, plan, ops)?;
         return Ok((ops, false));
     }
     progress(Progress::Calibrating);
     let ops = exec.calibrate(plan)?.ops;
     progress(Progress::Calibrated { ops });
     Ok((ops, true))
+}
+
+/// The longest a calibrated sample may be (`--sample-time`) and a given `--ops` batch may
+/// last: a stop (Ctrl-C, SIGTERM, syscost's own death) is seen between batches, so it ends a
+/// run within about this long.
+pub const MAX_BATCH: Duration = Duration::from_secs(1);
+
+/// Refuse a given `--ops` whose batch would outlast [`MAX_BATCH`] by far, measured by a short
+/// probe batch. Workloads that must be told `--ops` (a command's runs) are exempt: one of
+/// their operations is as long as the command.
+fn check_batch_length(exec: &mut dyn Executor, plan: &Plan, ops: u64) -> Result<()> {
+    if plan.workload.ops_required().is_some() {
+        return Ok(());
+    }
+    let per_op = exec.batch_ns_per_op(plan, ops)?;
+    let batch_ns = per_op * ops as f64;
+    let limit = MAX_BATCH.as_nanos() as f64;
+    if batch_ns > 1.5 * limit {
+        let fits = (limit / per_op.max(f64::MIN_POSITIVE)).max(1.0) as u64;
+        bail!(
+            "--ops {ops}: one batch would take about {} here ({per_op:.1} ns per {}), and a \
+             stop (Ctrl-C) is seen only between batches; give --ops {} or fewer (about {} a \
+             batch), or leave --ops out to calibrate it to --sample-time",
+            roughly(batch_ns / 1e9),
+            plan.workload.op_name(),
+            crate::core::num::group_thousands(&fits.to_string()),
+            humantime::format_duration(MAX_BATCH)
+        );
+    }
+    Ok(())
+}
+
+/// A long time in the unit a reader grasps: `3.2 s`, `14.5 hours`, `19,013 years`.
+fn roughly(secs: f64) -> String {
+    const YEAR: f64 = 365.25 * 86_400.0;
+    if secs >= YEAR {
+        format!(
+            "{} years",
+            crate::core::num::group_thousands(&format!("{:.0}", secs / YEAR))
+        )
+    } else if secs >= 3_600.0 {
+        format!("{:.1} hours", secs / 3_600.0)
+    } else {
+        format!("{secs:.1} s")
+    }
 }
 
 /// Run the plan's --pre command, if any.

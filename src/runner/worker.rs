@@ -40,8 +40,13 @@ pub struct Request {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
 pub enum Mode {
-    /// Find how many operations make one sample last at least `target_ns`.
-    Calibrate { target_ns: u64 },
+    /// Find how many operations make one sample last at least `target_ns`, doubling from one
+    /// up to `max_ops` at most (a given `--ops`, whose length is being checked).
+    Calibrate {
+        target_ns: u64,
+        #[serde(default)]
+        max_ops: Option<u64>,
+    },
     /// Measure one run.
     Measure {
         index: u32,
@@ -155,7 +160,9 @@ fn serve(req: &Request, signal: &AtomicUsize, input: &mut dyn BufRead) -> Result
     };
     let setup = workload.setup();
     let result = setup.and_then(|_| match &req.mode {
-        Mode::Calibrate { target_ns } => calibrate(workload.as_mut(), *target_ns, signal),
+        Mode::Calibrate { target_ns, max_ops } => {
+            calibrate(workload.as_mut(), *target_ns, *max_ops, signal)
+        }
         Mode::Measure {
             index,
             ops,
@@ -214,7 +221,13 @@ fn set_fifo(prio: i32) -> Result<()> {
 }
 
 /// pyperf's approach: double the batch until one batch lasts at least the target.
-fn calibrate(w: &mut dyn Workload, target_ns: u64, signal: &AtomicUsize) -> Result<Reply> {
+fn calibrate(
+    w: &mut dyn Workload,
+    target_ns: u64,
+    max_ops: Option<u64>,
+    signal: &AtomicUsize,
+) -> Result<Reply> {
+    let cap = max_ops.unwrap_or(1 << 40);
     let mut ops: u64 = 1;
     loop {
         interrupted(signal)?;
@@ -224,10 +237,10 @@ fn calibrate(w: &mut dyn Workload, target_ns: u64, signal: &AtomicUsize) -> Resu
         let ns = t0.elapsed().as_nanos() as u64;
         w.after_batch()?;
         done?;
-        if ns >= target_ns || ops >= 1 << 40 {
+        if ns >= target_ns || ops >= cap {
             return Ok(Reply::Calibrated { ops, batch_ns: ns });
         }
-        ops *= 2;
+        ops = (ops * 2).min(cap);
     }
 }
 
