@@ -569,21 +569,57 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
                 .map(|t| crate::history::parse_tag(t))
                 .collect::<Result<_>>()?;
             let mut s = store(&args.history)?;
-            let (mut new, mut old) = (0, 0);
+            let (mut new, mut old, mut failed) = (0, 0, Vec::new());
             for f in &files {
-                let (_, text) = crate::results::load::read_checked(f, crate::results::Accept::ANY)?;
-                let (id, fresh) = s.insert(&text, &tags)?;
-                if fresh {
-                    new += 1;
-                } else {
-                    old += 1;
+                let stored = crate::results::load::read_checked(f, crate::results::Accept::ANY)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|(_, text)| s.insert(&text, &tags));
+                match stored {
+                    Ok((id, true)) => {
+                        new += 1;
+                        eprintln!("syscost: {} is history entry {id}", f.display());
+                    }
+                    Ok((id, false)) => {
+                        old += 1;
+                        eprintln!(
+                            "syscost: {} was already history entry {id}{}",
+                            f.display(),
+                            if tags.is_empty() {
+                                String::new()
+                            } else {
+                                format!(
+                                    "; its tags now include {} (a key it had takes the new value)",
+                                    tags.iter()
+                                        .map(|(k, v)| format!("{k}={v}"))
+                                        .collect::<Vec<_>>()
+                                        .join(",")
+                                )
+                            }
+                        );
+                    }
+                    // One damaged file does not stop the others.
+                    Err(e) => {
+                        eprintln!("syscost: error: {e:#}");
+                        failed.push(f.display().to_string());
+                    }
                 }
-                eprintln!("syscost: {} is history entry {id}", f.display());
             }
             outln!(
-                "imported {new} result(s) into {}; {old} already there",
-                s.location()
+                "imported {new} result(s) into {}; {old} already there{}",
+                s.location(),
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {} not imported: {}", failed.len(), failed.join(", "))
+                }
             );
+            if !failed.is_empty() {
+                bail!(
+                    "{} of {} file(s) could not be imported",
+                    failed.len(),
+                    files.len()
+                );
+            }
             Ok(())
         }
         HistoryCommand::Export { ids, dir } => {

@@ -158,10 +158,28 @@ impl Filter {
     }
 }
 
-/// `key=value` of `--tag`.
+/// The longest tag key and value, in characters: names and labels, not documents.
+pub const TAG_KEY_MAX: usize = 64;
+pub const TAG_VALUE_MAX: usize = 256;
+
+/// `key=value` of `--tag`. Control characters are refused (a newline in a value would forge a
+/// row in a listing pasted into a mail), and so are keys and values beyond their bounds.
 pub fn parse_tag(s: &str) -> Result<(String, String)> {
+    if s.chars().any(char::is_control) {
+        bail!(
+            "--tag {:?}: a tag cannot hold control characters (newlines, tabs, escapes)",
+            s
+        );
+    }
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+            if k.chars().count() > TAG_KEY_MAX || v.chars().count() > TAG_VALUE_MAX {
+                bail!(
+                    "--tag '{}...': a key has at most {TAG_KEY_MAX} characters and a value at \
+                     most {TAG_VALUE_MAX}",
+                    s.chars().take(40).collect::<String>()
+                );
+            }
             Ok((k.to_string(), v.to_string()))
         }
         _ => bail!("--tag '{s}': give KEY=VALUE, e.g. --tag build=align-32"),
@@ -458,8 +476,12 @@ impl Store {
         }
     }
 
-    /// Remove results; an id not stored fails the whole deletion.
+    /// Remove results; an id not stored fails the whole deletion. An id given twice is one.
     pub fn delete(&mut self, ids: &[i64]) -> Result<usize> {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let ids = &ids[..];
         match self {
             Store::Sqlite(s) => s.delete(ids),
             Store::Postgres(p) => p.delete(ids),

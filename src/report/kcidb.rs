@@ -86,7 +86,16 @@ pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Ve
     let mut checkouts: BTreeMap<String, Value> = BTreeMap::new();
     let mut builds: BTreeMap<String, Value> = BTreeMap::new();
     let mut tests = Vec::new();
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
     for (source, text) in results {
+        // The same result twice would give its tests the same ids.
+        if let Some(first) = seen.get(text.as_str()) {
+            warnings.push(format!(
+                "{source}: the same result as {first}: left out (its tests are already there)"
+            ));
+            continue;
+        }
+        seen.insert(text, source);
         let v: Value = serde_json::from_str(text)?;
         if v["kind"] != "run" {
             warnings.push(format!(
