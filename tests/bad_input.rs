@@ -334,7 +334,7 @@ fn a_variant_failing_in_a_paced_round_stops_the_round() {
             "--ops",
             "1000",
             "--runs",
-            "2",
+            "6",
             "--no-history",
         ],
         &["/nonexistent/syscost"],

@@ -170,3 +170,204 @@ fn huge_counts_and_endless_batches_are_refused_with_their_limit() {
         );
     }
 }
+
+/// ab at its default rounds (the samples shortened only to keep the test quick): a change of
+/// 2x is decided slower, so a `--fail-on slower` gate fails.
+#[test]
+fn ab_at_its_default_rounds_decides() {
+    let _s = serial();
+    let cpu = a_cpu();
+    let out = syscost()
+        .args(["ab", "--variant", "spin --iterations 100"])
+        .args(["--variant", "spin --iterations 200", "--format", "json"])
+        .args(["--fail-on", "slower", "--", "--cpu", &cpu, "--no-history"])
+        .args(["--samples", "3", "--warmup", "1", "--sample-time", "10ms"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "the gate must fail: {err}");
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let time = time_delta(&c);
+    assert_eq!(time["decision"], "slower", "{time}");
+    assert_eq!(time["n"], 10, "ab's default is 10 rounds");
+    assert!(c.to_string().contains("Wilcoxon signed-rank"));
+}
+
+#[test]
+fn round_counts_that_can_never_decide_are_refused_before_measuring() {
+    let two = [
+        "ab",
+        "--variant",
+        "spin",
+        "--variant",
+        "spin --iterations 200",
+    ];
+    let mut args = two.to_vec();
+    args.extend(["--", "--runs", "5", "--no-history"]);
+    refused(&args, "smallest possible p is 0.0625, above alpha 0.05");
+    refused(&args, "use --runs 6 or more");
+    let mut three = two.to_vec();
+    three.extend(["--variant", "spin --iterations 300", "--", "-r", "6"]);
+    refused(&three, "after Holm over 2 comparisons, above alpha 0.05");
+    let mut strict = two.to_vec();
+    strict.extend(["--alpha", "0.01", "--", "--runs", "7"]);
+    refused(&strict, "use --runs 8 or more");
+    let probe = [
+        "probe",
+        "--target",
+        "/bin/true:main",
+        "--runs",
+        "5",
+        "--",
+        "true",
+    ];
+    refused(&probe, "use --runs 6 or more");
+}
+
+#[test]
+fn ab_refuses_an_unpaired_test_rather_than_replacing_it() {
+    let mut args = vec![
+        "ab",
+        "--variant",
+        "spin",
+        "--variant",
+        "spin --iterations 200",
+    ];
+    args.extend(["--test", "mann-whitney", "--", "--no-history"]);
+    refused(&args, "--test mann-whitney compares unpaired runs");
+    let help = syscost().args(["ab", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("signed-rank where rounds pair them (ab)"),
+        "{help}"
+    );
+}
+
+#[test]
+fn a_comparison_with_too_few_units_says_how_many_it_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = quick_run();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    std::fs::write(&a, base.to_string()).unwrap();
+    std::fs::write(&b, relabelled(&base, &[], 1.5).to_string()).unwrap();
+    let out = syscost()
+        .args([
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let verdict = time_delta(&c)["verdict"].as_str().unwrap().to_string();
+    assert_eq!(
+        verdict,
+        "cannot decide with 3 and 3 runs: the smallest possible p is 0.1000 > alpha 0.05; use \
+         4 or more each"
+    );
+}
+
+/// The shared options after `--` are ab's, not the command's: an `exec` variant's command gets
+/// no extra arguments (the script fails if it does), and the options take effect.
+#[test]
+fn ab_gives_an_exec_variant_s_command_only_its_own_arguments() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("h.sqlite");
+    let out = syscost()
+        .env("SYSCOST_HISTORY", &store)
+        .args(["ab", "--variant", "exec --ops 1 -- sh -c 'test $# -eq 0' x"])
+        .args(["--variant", "exec --ops 1 -- sh -c 'test $# -eq 0 && :' x"])
+        .args(["--format", "json", "--", "--runs", "6", "--samples", "2"])
+        .args(["--warmup", "0", "--no-history"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(time_delta(&c)["n"], 6, "--runs 6 was not applied");
+    assert!(!store.exists(), "--no-history was ignored");
+}
+
+#[test]
+fn history_says_what_it_did_with_every_file_id_and_tag() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("h.sqlite");
+    let h = |args: &[&str]| {
+        syscost()
+            .args(args)
+            .arg("--history")
+            .arg(&store)
+            .output()
+            .unwrap()
+    };
+    let base = quick_run();
+    let write = |name: &str, text: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let a = write("a.json", base.to_string());
+    let b = write("b.json", relabelled(&base, &[], 1.1).to_string());
+    let bad = write(
+        "damaged.json",
+        "{\"schema\": \"syscost-result\", \"ver".into(),
+    );
+    // A damaged file among others: the others are imported, and the summary names it.
+    let out = h(&["history", "import", &a, &bad, &b]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stdout.contains("imported 2 result(s)"), "{stdout}");
+    assert!(
+        stdout.contains("1 not imported") && stdout.contains("damaged.json"),
+        "{stdout}"
+    );
+    // Importing again with a tag says the entry was there and takes the tag.
+    let out = h(&["history", "import", &a, "--tag", "build=x"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("was already history entry 1; its tags now include build=x"));
+    // Tags that would forge a row or never end are refused.
+    for (tag, says) in [
+        ("note=a\nb", "control characters"),
+        ("k=a\tb", "control characters"),
+        (&format!("{}=v", "k".repeat(65)), "at most 64"),
+        (&format!("k={}", "v".repeat(257)), "at most 256"),
+    ] {
+        let out = h(&["history", "import", &a, "--tag", tag]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{tag:?}: {err}"
+        );
+    }
+    // An id given twice is deleted once.
+    let out = h(&["history", "delete", "2", "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("deleted 1 result(s)"));
+    // The same file twice in a KCIDB report: its tests once.
+    let out = syscost()
+        .args(["export", "kcidb", "--origin", "lab", &a, &a])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(ids.len(), unique.len(), "duplicate test ids");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the same result as"));
+}

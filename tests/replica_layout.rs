@@ -143,7 +143,7 @@ fn crowded_placement_is_slower_than_packed() {
         "--cpu",
         &cpu,
         "--runs",
-        "3",
+        "6",
         "--samples",
         "3",
         "--sample-time",

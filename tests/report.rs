@@ -61,7 +61,7 @@ fn results(dir: &Path) -> Vec<PathBuf> {
         ])
         .args(["--variant", "syscall --syscall gettid", "-o"])
         .arg(dir.join("ab.json"))
-        .args(["--", "--runs", "3"])
+        .args(["--", "--runs", "7"])
         .args(q)
         .output()
         .unwrap();

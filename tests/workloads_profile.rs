@@ -326,7 +326,7 @@ fn the_vdso_answers_without_entering_the_kernel() {
         "--cpu",
         &cpu,
         "--runs",
-        "3",
+        "6",
         "--samples",
         "3",
         "--sample-time",

@@ -36,6 +36,33 @@ fn floor_unless_chosen(words: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// ab's rounds when neither a variant nor the shared options give `--runs`: enough for the
+/// paired test to decide (it needs 6 rounds to reach p < 0.05 at all, 7 for three variants)
+/// with room for a dropped round or two.
+pub(super) const AB_ROUNDS: u32 = 10;
+
+/// `--runs AB_ROUNDS`, unless the words already give the runs.
+fn rounds_unless_chosen(words: &[String]) -> Vec<String> {
+    let chosen = words
+        .iter()
+        .any(|w| w == "--runs" || w.starts_with("--runs=") || w.starts_with("-r"));
+    if chosen {
+        return Vec::new();
+    }
+    vec!["--runs".into(), AB_ROUNDS.to_string()]
+}
+
+/// A variant's words with `added` (the shared options and ab's defaults) put among its own
+/// options: before its `--`, if it has one (the command of an `exec` variant), so that they are
+/// not taken for the command's arguments.
+fn before_the_command(own: Vec<String>, added: &[String]) -> Vec<String> {
+    let split = own.iter().position(|w| w == "--").unwrap_or(own.len());
+    let mut words = own[..split].to_vec();
+    words.extend(added.iter().cloned());
+    words.extend(own[split..].iter().cloned());
+    words
+}
+
 pub(super) fn ab(
     variants: Vec<String>,
     labels: Vec<String>,
@@ -56,7 +83,7 @@ pub(super) fn ab(
     }
     let options = compare::Options {
         configurations: true,
-        ..opts.options()?
+        ..opts.paired_options()?
     };
     if let Some(o) = &opts.output {
         crate::core::check_writable(o)?;
@@ -74,19 +101,21 @@ pub(super) fn ab(
         let words = shlex::split(v).unwrap_or_default();
         // A command's samples are whole executions: 100 of them per run could take minutes.
         commands |= words.first().is_some_and(|w| w == "exec");
-        every.extend(words);
+        // An `exec` variant's command (after its --) chooses nothing of syscost's.
+        every.extend(words.into_iter().take_while(|w| w != "--"));
     }
-    let floor = if commands {
+    let mut floor = if commands {
         Vec::new()
     } else {
         floor_unless_chosen(&every)
     };
+    floor.extend(rounds_unless_chosen(&every));
     for v in &variants {
-        let Some(mut words) = shlex::split(v) else {
+        let Some(own) = shlex::split(v) else {
             anyhow::bail!("--variant '{v}': unbalanced quotes");
         };
-        words.extend(shared.iter().cloned());
-        words.extend(floor.iter().cloned());
+        let added: Vec<String> = shared.iter().chain(&floor).cloned().collect();
+        let words = before_the_command(own, &added);
         let line = VariantLine::try_parse_from(&words).map_err(|e| {
             anyhow::anyhow!(
                 "--variant '{v}' (with the shared options {:?}) is not a valid `syscost run`: {}",
@@ -154,6 +183,34 @@ mod unit {
 
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn shared_options_go_before_a_variant_s_command() {
+        assert_eq!(
+            before_the_command(words("exec --ops 1 -- sh -c x"), &words("--runs 6")),
+            words("exec --ops 1 --runs 6 -- sh -c x")
+        );
+        assert_eq!(
+            before_the_command(words("syscall"), &words("--runs 6")),
+            words("syscall --runs 6")
+        );
+    }
+
+    #[test]
+    fn ten_rounds_are_the_default_unless_the_runs_are_chosen() {
+        assert_eq!(
+            rounds_unless_chosen(&words("syscall --cpu 1")),
+            words("--runs 10")
+        );
+        for chosen in [
+            "syscall --runs 6",
+            "syscall --runs=8",
+            "syscall -r 7",
+            "syscall -r7",
+        ] {
+            assert!(rounds_unless_chosen(&words(chosen)).is_empty(), "{chosen}");
+        }
     }
 
     #[test]

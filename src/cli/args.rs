@@ -6,9 +6,11 @@ use crate::results::metrics::Estimator;
 /// How compare and ab decide.
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// Significance test.
-    #[arg(long, value_enum, default_value_t = TestKind::MannWhitney)]
-    pub test: TestKind,
+    /// Significance test [default: mann-whitney where runs or boots are compared unpaired
+    /// (compare, history compare and trend); signed-rank where rounds pair them (ab)]. welch
+    /// and t are Welch's t unpaired, the paired t on rounds.
+    #[arg(long, value_enum)]
+    pub test: Option<TestKind>,
     /// Significance level.
     #[arg(long, default_value_t = 0.05, value_name = "P")]
     pub alpha: f64,
@@ -63,7 +65,32 @@ pub struct CompareArgs {
 }
 
 impl CompareArgs {
+    /// How to decide where rounds pair the units (ab): signed-rank by default; Mann-Whitney,
+    /// a test of unpaired samples, is refused rather than replaced.
+    pub(super) fn paired_options(&self) -> Result<compare::Options> {
+        let test = match self.test {
+            Some(TestKind::MannWhitney) => anyhow::bail!(
+                "--test mann-whitney compares unpaired runs; ab pairs its runs by round and tests \
+                 the per-round changes with signed-rank (its default: the paired rank test) or t \
+                 (the paired t-test). To compare the runs unpaired, keep them with --save DIR \
+                 and run syscost compare on the files"
+            ),
+            Some(t) => t,
+            None => TestKind::SignedRank,
+        };
+        Ok(compare::Options {
+            test,
+            paired: true,
+            ..self.options_with(test)?
+        })
+    }
+
+    /// How to decide where the units are unpaired: Mann-Whitney by default.
     pub(super) fn options(&self) -> Result<compare::Options> {
+        self.options_with(self.test.unwrap_or(TestKind::MannWhitney))
+    }
+
+    fn options_with(&self, test: TestKind) -> Result<compare::Options> {
         if !(self.alpha > 0.0 && self.alpha < 1.0) {
             anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
         }
@@ -83,7 +110,7 @@ impl CompareArgs {
             anyhow::bail!("--best-of must be at least 1");
         }
         Ok(compare::Options {
-            test: self.test,
+            test,
             alpha: self.alpha,
             noise_pct: self.noise_threshold,
             resamples: self.resamples,

@@ -88,8 +88,10 @@ pub enum Command {
         /// A configuration: the arguments of `syscost run` (workload and its options), quoted.
         /// Unless a variant or the shared options choose --estimator, --samples, --sample-time
         /// or --ops (or a variant is `exec`), each run is 100 samples of 10 ms and its value the
-        /// fastest: the floor, which resolves a 2% change on a busy host (README).
-        /// Give it two or more times; the first is the baseline.
+        /// fastest: the floor, which resolves a 2% change on a busy host (README). Unless
+        /// --runs is given, 10 rounds: fewer than 6 could never reach p < 0.05 with the paired
+        /// test, and such counts are refused. Give it two or more times; the first is the
+        /// baseline.
         #[arg(long = "variant", value_name = "ARGS", required = true)]
         variants: Vec<String>,
         /// A name for each variant, in order. Default: what differs between them, e.g. `getpid`
@@ -206,8 +208,9 @@ pub enum Command {
         /// Attach a minimal BPF program (return 0; it counts the hits).
         #[arg(long)]
         bpf: bool,
-        /// Runs with and runs without the probe (each).
-        #[arg(short = 'r', long, default_value_t = 5, value_name = "N")]
+        /// Runs with and runs without the probe (each), paired by round. At least 6: fewer
+        /// rounds cannot reach p < 0.05 with the paired test.
+        #[arg(short = 'r', long, default_value_t = 10, value_name = "N")]
         runs: u32,
         #[command(flatten)]
         keep: args::HistoryOpts,
@@ -272,7 +275,8 @@ pub enum Command {
 
 const PROBE_EXAMPLES: &str = "Examples:
   syscost probe --target /usr/bin/redis-server:processCommand -- ./bench-redis.sh
-      the script starts redis-server and runs redis-benchmark; 5 runs with and 5 without
+      the script starts redis-server and runs redis-benchmark; 10 runs with and 10 without,
+      paired by round
   syscost probe --target /lib/x86_64-linux-gnu/libc.so.6:malloc --probe uretprobe --bpf -- make -j2
 The probe is system-wide (every process running the file): needs CAP_PERFMON or root.";
 

@@ -216,6 +216,12 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     if variants.len() < 2 {
         bail!("compare needs at least two results: a baseline and one to compare with it");
     }
+    if opts.test == TestKind::SignedRank && !opts.paired {
+        bail!(
+            "--test signed-rank compares paired rounds (ab); these results are compared unpaired: \
+             use --test mann-whitney (the default) or welch"
+        );
+    }
     let mut warnings = check_comparable(&variants, opts.force, opts.configurations, "compare")?;
     let resolved;
     let opts = match auto_time(&variants, opts) {
@@ -269,7 +275,7 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     let base = &tested[0];
     let confidence = 1.0 - opts.alpha;
     let mut deltas = Vec::new();
-    let mut min_ps: Vec<Option<f64>> = Vec::new();
+    let mut min_ps: Vec<Option<(f64, (usize, usize))>> = Vec::new();
     let mut unpaired_fallback = Vec::new();
     for (vi, v) in tested.iter().enumerate().skip(1) {
         for bm in base.metrics.iter().filter(|m| m.summary.is_some()) {
@@ -309,7 +315,7 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
                 decision: Decision::NoTest,
                 verdict: String::new(),
             });
-            min_ps.push(est.min_p);
+            min_ps.push(est.min_p.map(|p| (p, est.sizes)));
         }
     }
     // Holm-Bonferroni in two families: the primary metric across variants, and every other
@@ -339,18 +345,14 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
                 "no verdict: one run (its samples share one process; use --runs 5 or more)"
                     .to_string(),
             )
-        } else if let Some(min_p) = min_ps[k]
+        } else if let Some((min_p, sizes)) = min_ps[k]
             && min_p * family_size[k].max(1) as f64 >= opts.alpha
         {
-            // With 4 rounds the signed-rank test cannot go below p = 0.125, with 3 runs against
+            // With 5 rounds the signed-rank test cannot go below p = 0.0625, with 3 runs against
             // 3 Mann-Whitney not below 0.1; Holm multiplies the smallest p by the family's size.
             (
                 Decision::TooFewUnits,
-                format!(
-                    "too few {}s (min p {:.2} after Holm)",
-                    if opts.paired { "round" } else { "run" },
-                    (min_p * family_size[k].max(1) as f64).min(1.0)
-                ),
+                cannot_decide(min_p, sizes, family_size[k], opts),
             )
         } else {
             decision::decide(
@@ -488,6 +490,36 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     })
 }
 
+/// The verdict of a comparison whose test can never reach alpha with its units: how many it
+/// had, the smallest p it could give, and how many it needs.
+fn cannot_decide(min_p: f64, sizes: (usize, usize), family: usize, opts: &Options) -> String {
+    let family = family.max(1);
+    let holm = if family > 1 {
+        format!(" after Holm over {family} comparisons")
+    } else {
+        String::new()
+    };
+    let p = crate::core::fmt_p((min_p * family as f64).min(1.0));
+    if opts.paired {
+        format!(
+            "cannot decide with {} rounds: the smallest possible p is {p}{holm} > alpha {}; use \
+             {} or more",
+            sizes.0,
+            opts.alpha,
+            paired::pairs_to_decide(opts.alpha, family)
+        )
+    } else {
+        let need = (2..=200)
+            .find(|&n| min_mann_whitney_p(n, n) * (family as f64) < opts.alpha)
+            .unwrap_or(200);
+        format!(
+            "cannot decide with {} and {} runs: the smallest possible p is {p}{holm} > alpha {}; \
+             use {need} or more each",
+            sizes.0, sizes.1, opts.alpha
+        )
+    }
+}
+
 /// The smallest two-sided p-value Mann-Whitney U can give for samples of n1 and n2 without
 /// ties: 2 / C(n1 + n2, n1).
 pub fn min_mann_whitney_p(n1: usize, n2: usize) -> f64 {
@@ -582,6 +614,8 @@ struct Estimate {
     p: Option<f64>,
     /// The smallest p the test could give with these counts (rank tests), if any.
     min_p: Option<f64>,
+    /// The units on each side (the baseline's, the variant's); the pairs twice when paired.
+    sizes: (usize, usize),
     n: usize,
 }
 
@@ -602,11 +636,15 @@ fn unpaired_estimate(bm: &Metric, om: &Metric, opts: &Options) -> Estimate {
         ci: cis.as_ref().map(|c| c[0]),
         ci_equivalence: cis.as_ref().map(|c| c[1]),
         p: match opts.test {
-            TestKind::MannWhitney => mann_whitney(&bm.values, &om.values).map(|x| x.1),
+            // compare() refuses signed-rank without pairs.
+            TestKind::MannWhitney | TestKind::SignedRank => {
+                mann_whitney(&bm.values, &om.values).map(|x| x.1)
+            }
             TestKind::Welch | TestKind::T => welch(&bm.values, &om.values).map(|x| x.2),
         },
         min_p: (opts.test == TestKind::MannWhitney).then(|| min_mann_whitney_p(n1, n2)),
         n: n1.min(n2),
+        sizes: (n1, n2),
     }
 }
 
@@ -652,6 +690,7 @@ fn paired_estimate(
             p: None,
             min_p: None,
             n: pairs.len(),
+            sizes: (pairs.len(), pairs.len()),
         });
     }
     let d: Vec<f64> = by_slot.unwrap_or_else(|| {
@@ -671,7 +710,7 @@ fn paired_estimate(
     let (confidence, equivalence) = (1.0 - opts.alpha, 1.0 - 2.0 * opts.alpha);
     let n = d.len();
     Some(match opts.test {
-        TestKind::MannWhitney => {
+        TestKind::MannWhitney | TestKind::SignedRank => {
             let hl = paired::hodges_lehmann(&d, confidence);
             let eq = paired::hodges_lehmann(&d, equivalence);
             Estimate {
@@ -682,6 +721,7 @@ fn paired_estimate(
                 p: Some(paired::signed_rank(&d).map(|x| x.1).unwrap_or(1.0)),
                 min_p: Some(paired::min_signed_rank_p(n)),
                 n,
+                sizes: (n, n),
             }
         }
         TestKind::Welch | TestKind::T => {
@@ -694,6 +734,7 @@ fn paired_estimate(
                 p: t.1,
                 min_p: None,
                 n,
+                sizes: (n, n),
             }
         }
     })
@@ -788,7 +829,9 @@ pub(crate) mod unit {
         )
         .unwrap();
         assert!(
-            c.deltas[0].verdict.starts_with("too few runs"),
+            c.deltas[0]
+                .verdict
+                .starts_with("cannot decide with 3 and 3 runs"),
             "{}",
             c.deltas[0].verdict
         );
@@ -812,7 +855,7 @@ pub(crate) mod unit {
 
     // The review's case: 4 runs per file and two variants. Mann-Whitney's smallest p for 4
     // against 4 is 2/70 = 0.029, and Holm doubles it over two variants to 0.057: no adjusted p
-    // can reach 0.05, so a +20% change must be "too few runs", never "no change".
+    // can reach 0.05, so a +20% change must be "cannot decide", never "no change".
     #[test]
     fn too_few_runs_accounts_for_holm() {
         let base = [100.0, 100.4, 99.6, 100.2];
@@ -825,7 +868,13 @@ pub(crate) mod unit {
         .unwrap();
         for d in &c.deltas {
             assert_eq!(d.decision, Decision::TooFewUnits, "{}", d.verdict);
-            assert!(d.verdict.contains("min p 0.06 after Holm"), "{}", d.verdict);
+            assert!(
+                d.verdict
+                    .contains("smallest possible p is 0.0571 after Holm over 2 comparisons")
+                    && d.verdict.ends_with("use 5 or more each"),
+                "{}",
+                d.verdict
+            );
         }
         // One variant: 2/70 < 0.05, so the change is called.
         let one = compare(

@@ -105,6 +105,27 @@ pub fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<St
     labels
 }
 
+/// Refuse, before anything is measured, a number of rounds whose paired test can never reach
+/// `alpha` over `comparisons` variants (Holm multiplies the smallest p by their number).
+pub fn decidable(rounds: usize, comparisons: usize, alpha: f64) -> Result<()> {
+    let need = crate::stats::paired::pairs_to_decide(alpha, comparisons);
+    if rounds < need {
+        let smallest = crate::stats::paired::min_signed_rank_p(rounds) * comparisons.max(1) as f64;
+        let holm = if comparisons > 1 {
+            format!(" after Holm over {comparisons} comparisons")
+        } else {
+            String::new()
+        };
+        bail!(
+            "--runs {rounds}: with {rounds} rounds the paired test's smallest possible p is \
+             {}{holm}, above alpha {alpha}, so no change could ever be decided; use --runs \
+             {need} or more",
+            crate::core::fmt_p(smallest.min(1.0))
+        );
+    }
+    Ok(())
+}
+
 /// Measure `plans` interleaved at `grain` and compare them, the first as the baseline. With
 /// `save`, each variant's full result is also written there.
 pub fn run(
@@ -118,6 +139,8 @@ pub fn run(
     if plans.len() < 2 || labels.len() != plans.len() {
         bail!("ab needs two or more configurations, each with a label");
     }
+    let rounds = plans.iter().map(|p| p.runs).min().unwrap_or(0);
+    decidable(rounds as usize, plans.len() - 1, options.alpha)?;
     let results = runner::run_interleaved(plans, grain, progress)?;
     // What was done: runs alternate instead where the plans cannot take turns by sample.
     let grain = results[0].options.interleaved.unwrap_or(Grain::Runs);

@@ -171,9 +171,7 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     if p.kind == ProbeKind::None {
         bail!("--probe none measures nothing here: use uprobe or uretprobe");
     }
-    if p.runs < 2 {
-        bail!("--runs must be at least 2 for a comparison");
-    }
+    super::ab::decidable(p.runs as usize, 1, compare::Options::default().alpha)?;
     if p.command.is_empty() {
         bail!("give the command to run after --");
     }
@@ -202,6 +200,7 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     let opts = compare::Options {
         configurations: true,
         paired: true,
+        test: crate::stats::significance::TestKind::SignedRank,
         ..compare::Options::default()
     };
     let comparison = compare::compare(

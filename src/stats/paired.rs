@@ -78,6 +78,16 @@ pub fn min_signed_rank_p(n: usize) -> f64 {
     (2.0 / 2f64.powi(n as i32)).min(1.0)
 }
 
+/// The fewest pairs whose signed-rank test can give a p below `alpha` when Holm multiplies the
+/// smallest p by `comparisons` (the variants compared with the baseline): 6 for one comparison
+/// at 0.05 (5 pairs cannot go below 0.0625), 7 for two.
+pub fn pairs_to_decide(alpha: f64, comparisons: usize) -> usize {
+    let k = comparisons.max(1) as f64;
+    (1..=200)
+        .find(|&n| min_signed_rank_p(n) * k < alpha)
+        .unwrap_or(200)
+}
+
 /// The sorted Walsh averages (d_i + d_j) / 2, i <= j.
 fn walsh(d: &[f64]) -> Vec<f64> {
     let mut w = Vec::with_capacity(d.len() * (d.len() + 1) / 2);
@@ -149,6 +159,18 @@ mod unit {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1e-300)
+    }
+
+    // scipy.stats.wilcoxon(range(1, n + 1)).pvalue: 0.0625 for 5 pairs, 0.03125 for 6, and
+    // 0.015625 for 7 (the smallest p: every difference on one side).
+    #[test]
+    fn the_fewest_pairs_that_can_decide_match_scipy_s_smallest_p() {
+        assert_eq!(min_signed_rank_p(5), 0.0625);
+        assert_eq!(min_signed_rank_p(6), 0.03125);
+        assert_eq!(pairs_to_decide(0.05, 1), 6);
+        // Holm doubles the smallest p of two comparisons: 2 * 0.03125 is not below 0.05.
+        assert_eq!(pairs_to_decide(0.05, 2), 7);
+        assert_eq!(pairs_to_decide(0.01, 1), 8);
     }
 
     // scipy 1.17.1: scipy.stats._wilcoxon._get_wilcoxon_distr(5) * 2**5

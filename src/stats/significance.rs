@@ -11,8 +11,11 @@ use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum TestKind {
-    /// Mann-Whitney U (rank-based; no normality assumed).
+    /// Mann-Whitney U (rank-based; no normality assumed): unpaired runs or boots.
     MannWhitney,
+    /// Wilcoxon signed-rank on the per-round changes (rank-based), with the Hodges-Lehmann
+    /// interval: paired rounds (ab, probe).
+    SignedRank,
     /// Welch's unequal-variance t-test.
     Welch,
     /// Student's t: Welch's unpaired, the paired t on per-round log ratios when interleaved.
@@ -23,6 +26,7 @@ impl TestKind {
     pub fn describe(self) -> &'static str {
         match self {
             TestKind::MannWhitney => "Mann-Whitney U, two-sided",
+            TestKind::SignedRank => "Wilcoxon signed-rank, two-sided",
             TestKind::Welch | TestKind::T => "Welch's t, two-sided",
         }
     }
@@ -30,7 +34,7 @@ impl TestKind {
     /// The test as used on pairs (interleaved rounds).
     pub fn describe_paired(self) -> &'static str {
         match self {
-            TestKind::MannWhitney => {
+            TestKind::MannWhitney | TestKind::SignedRank => {
                 "Wilcoxon signed-rank on per-round log ratios, two-sided, with the \
                  Hodges-Lehmann interval"
             }
