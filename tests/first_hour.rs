@@ -371,3 +371,79 @@ fn history_says_what_it_did_with_every_file_id_and_tag() {
     assert_eq!(ids.len(), unique.len(), "duplicate test ids");
     assert!(String::from_utf8_lossy(&out.stderr).contains("the same result as"));
 }
+
+/// Every command's help, recursively: the subcommands it lists.
+fn helps(words: &mut Vec<String>, out: &mut Vec<(String, String)>) {
+    let o = syscost().args(&*words).arg("--help").output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let subs: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| {
+            l.strip_prefix("  ")?
+                .split_whitespace()
+                .next()
+                .map(String::from)
+        })
+        .filter(|c| c != "help" && !c.starts_with('-'))
+        .collect();
+    out.push((words.join(" "), text));
+    for s in subs {
+        words.push(s);
+        helps(words, out);
+        words.pop();
+    }
+}
+
+/// Users have not read the project's source documents: help and README name the public
+/// investigations instead ("seed" is said only of the bootstrap's and the Monte Carlo's).
+#[test]
+fn help_and_readme_name_public_sources_not_seeds() {
+    let mut all = Vec::new();
+    helps(&mut Vec::new(), &mut all);
+    assert!(all.len() > 30, "only {} help pages", all.len());
+    let random = ["--seed", "bootstrap seed", "monte carlo seed", "given seed"];
+    let said = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| {
+                let l = l.to_lowercase();
+                l.contains("seed") && !random.iter().any(|r| l.contains(r)) && !l.contains("seeded")
+            })
+            .map(String::from)
+            .collect()
+    };
+    for (cmd, text) in &all {
+        assert!(
+            said(text).is_empty(),
+            "syscost {cmd} --help: {:?}",
+            said(text)
+        );
+    }
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(said(&readme).is_empty(), "README: {:?}", said(&readme));
+    assert!(readme.contains("\"version\": 2"));
+}
+
+#[test]
+fn man_pages_come_one_per_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = syscost()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    for page in [
+        "syscost.1",
+        "syscost-run-syscall.1",
+        "syscost-history-compare.1",
+        "syscost-ab.1",
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(page)).unwrap();
+        assert!(text.starts_with(".ie") || text.contains(".TH"), "{page}");
+    }
+    assert!(!dir.path().join("syscost-__worker.1").exists());
+}

@@ -230,7 +230,8 @@ pub struct RunArgs {
     /// How each run's samples make the run's value: median (the default: the median sample by
     /// time; counters from the same samples), mean (total time and counts over total
     /// operations, as perf stat reports) or min (the fastest sample). Median and min resist a
-    /// neighbour's interference; median decided a 2% change most often here (README).
+    /// neighbour's interference; median decided a 2% change most often on a busy
+    /// virtual machine (README, "Noisy machines").
     #[arg(long, value_enum, default_value_t = Estimator::Median)]
     pub estimator: Estimator,
 

@@ -22,7 +22,7 @@ pub enum AuditCommand {
         )]
         rules: String,
         /// How many of the rules name the benchmarked syscall but fail on a field (they reach
-        /// audit_filter_rules, like 5 of the seeds' 42 rules for getpid).
+        /// audit_filter_rules, like 5 of the 42 production rules of the 2022 audit syscall-exit latency series, for getpid).
         #[arg(long, default_value_t = 0, value_name = "K")]
         matching: u32,
         /// The benchmark (only syscall for now).
@@ -65,7 +65,7 @@ pub enum AuditCommand {
 
 pub(super) const ADDRESSES_HELP: &str = "The kernel keeps each rule as a struct audit_entry from \
 kmalloc-512 on audit_filter_list[AUDIT_FILTER_EXIT]; syscost finds the list head in /proc/kallsyms \
-and walks it through /proc/kcore, reading only. Seed 000 did this with drgn.
+and walks it through /proc/kcore, reading only. The 2023 'Syscall latency' post on audit rules did this with drgn.
 
 Examples:
   syscost audit addresses -o rules.txt && syscost cachesets --addresses rules.txt --size 408";

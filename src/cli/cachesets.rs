@@ -4,7 +4,7 @@ use super::*;
 
 pub(super) const CACHESETS_HELP: &str = "Examples:
   syscost cachesets --objects 37 --size 408 --geometry sets=64,ways=8,line=64
-      the seed's analysis: 408-byte audit entries (kmalloc-512) on Skylake-X's L1d
+      the analysis of the 2023 'Syscall latency' post: 408-byte audit entries (kmalloc-512) on Skylake-X's L1d
   syscost cachesets --objects 37 --size 408
       the same on this machine's L1d
   drgn ... | syscost cachesets --addresses - --size 408

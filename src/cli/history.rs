@@ -42,7 +42,7 @@ enum HistoryCommand {
     Import {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// A label, KEY=VALUE (repeatable): --tag build=align-32, as seed 001 labels builds.
+        /// A label, KEY=VALUE (repeatable): --tag build=align-32, to label builds as the alignment RFC's 11 were.
         #[arg(long = "tag", value_name = "KEY=VALUE")]
         tags: Vec<String>,
     },
@@ -58,8 +58,8 @@ enum HistoryCommand {
         #[arg(required = true, value_name = "ID")]
         ids: Vec<i64>,
     },
-    /// Compare groups of stored run results: by kernel, host, boot or a label's value (seed
-    /// 004's two kernels over 12 boots each; seed 001's 11 builds ranked). Within a group the
+    /// Compare groups of stored run results: by kernel, host, boot or a label's value (the
+    /// audit latency series' kernels over 12 boots each; the alignment RFC's 11 builds ranked). Within a group the
     /// boot is the unit (a boot's value: the median of its runs); grouped by boot, the runs
     /// are. Each group is compared with the baseline with the statistics of `compare`.
     #[command(after_help = HISTORY_COMPARE_EXAMPLES)]
@@ -103,7 +103,7 @@ const HISTORY_COMPARE_EXAMPLES: &str = "Examples:
   syscost history compare --by kernel --workload syscall --param syscall=getpid
       getpid on every kernel stored, boots as the units, the oldest kernel as the baseline
   syscost history compare --by tag:build --tag series=align --format lkml
-      seed 001: builds labelled with --tag build=NAME, ranked, for a mail
+      builds labelled with --tag build=NAME (as Ingo Molnar's 2015 alignment RFC ranked 11), for a mail
   syscost history compare --by host --kernel 6.18.0 --baseline lab-01
       one kernel across a lab's machines";
 

@@ -230,18 +230,19 @@ pub enum Command {
         command: Vec<String>,
     },
     /// One self-contained HTML page (inline SVG, no JavaScript) charting any syscost results:
-    /// runs, comparisons, merges, audit sweeps, thread scaling, correlations, cache sets.
+    /// runs, comparisons, merges, audit sweeps, thread scaling, correlations, cache sets,
+    /// probes and trends.
     #[command(after_help = REPORT_EXAMPLES)]
     Report {
         /// Result files of any kind (run, compare, merged, audit-sweep, scale, correlate,
-        /// cachesets, probe).
+        /// cachesets, probe, trend).
         #[arg(value_name = "RESULT", required = true)]
         files: Vec<PathBuf>,
         /// Write the page (or the chart, with --svg) to FILE, atomically.
         #[arg(short = 'o', long, value_name = "FILE", required = true)]
         output: PathBuf,
         /// Draw one chart alone as SVG instead: run, profile, compare, ranking, merge, sweep,
-        /// scale, correlate or cachesets.
+        /// scale, correlate, cachesets or trend.
         #[arg(long, value_name = "KIND")]
         svg: Option<String>,
     },
@@ -266,8 +267,14 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff): syscost man > /usr/local/share/man/man1/syscost.1
-    Man,
+    /// Print the man page (roff): syscost man > /usr/local/share/man/man1/syscost.1; with
+    /// --dir, write one page per command as git does (syscost.1, syscost-run.1,
+    /// syscost-run-syscall.1, ...).
+    Man {
+        /// Write every command's page into this directory (created if need be), atomically.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Internal: one measurement run in a worker process.
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -285,7 +292,7 @@ const REPORT_EXAMPLES: &str = "Examples:
   syscost report --svg sweep sweep.json -o sweep.svg
       one chart alone, for a mail or a document
 Result files come from run -o, compare -o, ab -o, merge -o, audit sweep -o, correlate -o,
-run uprobe --threads LIST -o, probe -o, and cachesets --json > FILE.";
+run uprobe --threads LIST -o, probe -o, history trend -o, and cachesets --json > FILE.";
 
 /// Parse the arguments, run the command, and return the process exit status.
 pub fn main() -> i32 {
@@ -330,6 +337,21 @@ fn show<R: Render + Serialize>(r: &R, format: Format, output: &Option<PathBuf>) 
     }
 }
 
+/// Write the man page of `cmd` as `name`.1 into `dir`, then those of its visible subcommands
+/// as `name-SUB`.1 (git's naming); returns how many were written.
+fn man_pages(cmd: &clap::Command, name: &str, dir: &std::path::Path) -> Result<usize> {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(cmd.clone().name(name.to_string())).render(&mut page)?;
+    crate::core::write_atomic(&dir.join(format!("{name}.1")), &page)?;
+    let mut n = 1;
+    for sub in cmd.get_subcommands() {
+        if !sub.is_hide_set() && sub.get_name() != "help" {
+            n += man_pages(sub, &format!("{name}-{}", sub.get_name()), dir)?;
+        }
+    }
+    Ok(n)
+}
+
 /// Write to stdout. A reader that closed the pipe early (`| head`) ends the output quietly, as
 /// `ls | head` does: nothing more is printed, no error, and the command goes on to finish (a
 /// measurement is still written with -o and recorded in the history).
@@ -362,7 +384,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             | Command::Show { .. }
             | Command::Env { .. }
             | Command::Completions { .. }
-            | Command::Man
+            | Command::Man { .. }
     ) {
         signals::exit_promptly().map_err(anyhow::Error::msg)?;
     }
@@ -524,11 +546,20 @@ fn dispatch(cmd: Command) -> Result<()> {
             clap_complete::generate(shell, &mut Cli::command(), "syscost", &mut text);
             out(&text)
         }
-        Command::Man => {
+        Command::Man { dir } => {
             use clap::CommandFactory;
-            let mut text = Vec::new();
-            clap_mangen::Man::new(Cli::command()).render(&mut text)?;
-            out(&text)
+            let Some(dir) = dir else {
+                let mut text = Vec::new();
+                clap_mangen::Man::new(Cli::command()).render(&mut text)?;
+                return out(&text);
+            };
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| anyhow::anyhow!("--dir {}: cannot create it: {e}", dir.display()))?;
+            let mut cmd = Cli::command();
+            cmd.build();
+            let pages = man_pages(&cmd, "syscost", &dir)?;
+            eprintln!("syscost: {pages} man pages written to {}", dir.display());
+            Ok(())
         }
         Command::Worker => unreachable!("handled before dispatch"),
     }

@@ -152,14 +152,14 @@ impl Pages {
 /// Options of `syscost run audit-replica`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
 pub struct Params {
-    /// Rule entries on the exit list (the seeds: 37 and 42).
+    /// Rule entries on the exit list (the audit syscall-exit investigations had 37 and 42).
     #[arg(long, default_value_t = 37, value_name = "R")]
     pub rules: u32,
     /// Entries whose mask names the syscall: they call the out-of-line filter, which fails on
-    /// a field (the seeds: 5).
+    /// a field (5 of the 42 rules of the 2022 audit syscall-exit latency series, for getpid).
     #[arg(long, default_value_t = 5, value_name = "M")]
     pub matching: u32,
-    /// The compiled walk: baseline or one of the seed's patches.
+    /// The compiled walk: baseline or the 2022 audit syscall-exit latency series' patches.
     #[arg(long, value_enum, default_value_t = Variant::Baseline)]
     pub variant: Variant,
     /// Placement: slab (as SLUB's kmalloc-512 would place them), random (distinct random
@@ -195,12 +195,12 @@ pub struct Params {
 impl Spec for Params {
     const NAME: &'static str = "audit-replica";
     const OP_NAME: &'static str = "walk";
-    const ABOUT: &'static str = "The audit_filter_syscall() list walk in C (seed 000), over R entries placed like the slab places them or crowded into few cache sets; one op is one walk, a fresh placement per run";
+    const ABOUT: &'static str = "The audit_filter_syscall() list walk in C (as the 2023 'Syscall latency' post on audit rules analysed it), over R entries placed like the slab places them or crowded into few cache sets; one op is one walk, a fresh placement per run";
     const EXAMPLES: &'static str = "Examples:
   syscost run audit-replica --rules 37 --matching 5 --cpu 1 --runs 20 -o base.json
       20 fresh placements; then: syscost correlate base.json --x cacheline-spread --y time
   syscost ab --variant 'audit-replica --variant baseline' --variant 'audit-replica --variant all-three' -- --cpu 1
-      the seed's three patches together against the baseline
+      the series' three patches together against the baseline
   syscost ab --variant 'audit-replica --rules 64 --placement packed' \\
              --variant 'audit-replica --rules 64 --placement sets=1' -- --cpu 1
       the same walk with every entry crowded into one L1 set";

@@ -18,7 +18,7 @@ pub struct Params {
 impl Spec for Params {
     const NAME: &'static str = "syscall";
     const OP_NAME: &'static str = "call";
-    const ABOUT: &'static str = "A raw system call in a loop (the seeds' getpid() benchmark)";
+    const ABOUT: &'static str = "A raw system call in a loop (the getpid() benchmark of the audit syscall-exit latency series)";
     const EXAMPLES: &'static str = "Examples:
   syscost run syscall --cpu 1 --runs 5
       getpid() per call, pinned to CPU 1, 5 worker processes

@@ -22,14 +22,14 @@ pub struct Params {
     /// The instruction the probe sits on.
     #[arg(long, value_enum, default_value_t = Insn::Nop)]
     pub insn: Insn,
-    /// Attach a minimal BPF program (return 0) to the probe, as the seed's numbers were taken.
+    /// Attach a minimal BPF program (return 0) to the probe, as the 2024 uprobe insn_slot thread's numbers were taken.
     #[arg(long)]
     pub bpf: bool,
     /// Producer threads of this run (the first of --threads; a sweep sets each count).
     #[arg(skip = 1u32)]
     pub threads: u32,
     /// Producer threads, each pinned to a CPU of the allowed set: a number, or a list
-    /// (1-4, 1,2,4) for a sweep printed as seed 002's table.
+    /// (1-4, 1,2,4) for a sweep printed as the table of the 2024 uprobe insn_slot scalability thread.
     #[arg(long = "threads", default_value = "1", value_name = "N|LIST")]
     #[serde(skip)]
     pub thread_counts: String,
@@ -53,11 +53,11 @@ pub fn parse_threads(s: &str) -> Result<Vec<u32>> {
 impl Spec for Params {
     const NAME: &'static str = "uprobe";
     const OP_NAME: &'static str = "call";
-    const ABOUT: &'static str = "Uprobe/uretprobe trigger throughput on a nop, push or ret (seed 002): M/s, M/s per CPU, ns per hit, hits checked against calls. A --threads list sweeps thread counts";
+    const ABOUT: &'static str = "Uprobe/uretprobe trigger throughput on a nop, push or ret (as in the 2024 LKML thread on uprobe insn_slot scalability): M/s, M/s per CPU, ns per hit, hits checked against calls. A --threads list sweeps thread counts";
     const EXAMPLES: &'static str = "Examples:
   syscost run uprobe --probe uprobe --insn nop --cpu 1
   syscost run uprobe --probe uretprobe --insn push --bpf --threads 1-2
-      the seed's scaling table: total M/s +- stddev and M/s per CPU per thread count
+      the uprobe scalability thread's table: total M/s +- stddev and M/s per CPU per thread count
   syscost ab --variant 'uprobe --probe none' --variant 'uprobe --probe uprobe' -- --cpu 1
       the probe's cost against the same loop unprobed
 Needs CAP_PERFMON (root) or perf_event_paranoid <= 1; --bpf needs CAP_BPF too.";

@@ -24,10 +24,10 @@ pub struct Params {
 impl Spec for Params {
     const NAME: &'static str = "vfs-mix";
     const OP_NAME: &'static str = "iteration";
-    const ABOUT: &'static str = "Seed 001's VFS-mix loop (creat, lstat, lseek, close, open O_TRUNC, write, mmap, store, munmap, close, unlink) on the file system holding --dir";
+    const ABOUT: &'static str = "The VFS-mix loop of Ingo Molnar's 2015 function-alignment RFC (creat, lstat, lseek, close, open O_TRUNC, write, mmap, store, munmap, close, unlink) on the file system holding --dir";
     const EXAMPLES: &'static str = "Examples:
   syscost run vfs-mix --dir /dev/shm --cpu 1 --fifo 90 --pre sync
-      the kernel path on tmpfs, pinned, SCHED_FIFO, sync before each run (seed 001's set-up)
+      the kernel path on tmpfs, pinned, SCHED_FIFO, sync before each run (the RFC's set-up)
   syscost run vfs-mix --dir /var/tmp --profile
       on a disk file system: context switches per iteration show the loop waiting for I/O";
 
