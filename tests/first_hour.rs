@@ -447,3 +447,74 @@ fn man_pages_come_one_per_command() {
     }
     assert!(!dir.path().join("syscost-__worker.1").exists());
 }
+
+#[test]
+fn small_things_a_new_user_meets() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = quick_run();
+    let write = |name: &str, v: &serde_json::Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let (a, b) = (
+        write("a.json", &base),
+        write("b.json", &relabelled(&base, &[], 1.2)),
+    );
+    refused(
+        &["compare", &a, &b, "--resamples", "1"],
+        "from 1,000 to 1,000,000",
+    );
+    let mut labels = vec![
+        "ab",
+        "--variant",
+        "spin",
+        "--variant",
+        "spin --iterations 200",
+    ];
+    labels.extend(["--label", "x", "--label", "x", "--", "--no-history"]);
+    refused(&labels, "--label 'x' is given twice");
+    let mut empty = base.clone();
+    empty["metrics"] = serde_json::json!([]);
+    let e = write("empty.json", &empty);
+    refused(&["compare", &a, &e], "it has no metrics at all");
+    // The cause of an error is said once.
+    let err = refused(
+        &["show", "/nonexistent/r.json"],
+        "cannot read /nonexistent/r.json",
+    );
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    // Markdown: GitHub would hide <not supported> as a tag. A run that asks for cycles, which
+    // a machine without a PMU (this one) cannot count.
+    let c = json_of(&[
+        "run",
+        "syscall",
+        "--runs",
+        "2",
+        "--samples",
+        "2",
+        "--sample-time",
+        "5ms",
+        "-e",
+        "task-clock,cycles",
+        "--no-history",
+        "--json",
+    ]);
+    let c = write("c.json", &c);
+    let table = syscost().args(["show", &c]).output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    let md = syscost()
+        .args(["show", &c, "--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(!md.contains("<not supported>"), "{md}");
+    if table.contains("<not supported>") {
+        assert!(md.contains("&lt;not supported&gt;"), "{md}");
+    } else {
+        println!("this machine counts cycles: the Markdown escape was not exercised");
+    }
+    // One label, not `CPUs-utilized (CPUs utilized)`.
+    assert!(table.contains("CPUs-utilized"), "{table}");
+    assert!(!table.contains("CPUs-utilized (CPUs utilized)"), "{table}");
+}

@@ -74,6 +74,16 @@ pub(super) fn ab(
     if variants.len() < 2 {
         anyhow::bail!("ab needs at least two --variant configurations");
     }
+    if let Some(twice) = labels
+        .iter()
+        .enumerate()
+        .find_map(|(i, l)| labels[..i].contains(l).then_some(l))
+    {
+        anyhow::bail!(
+            "--label '{twice}' is given twice: each variant needs its own (they name the rows \
+             and the --save files)"
+        );
+    }
     if !labels.is_empty() && labels.len() != variants.len() {
         anyhow::bail!(
             "give one --label per --variant ({} labels for {} variants), or none",

@@ -243,6 +243,23 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
     for v in variants.iter_mut() {
         best_of(v, opts);
     }
+    if let Some(v) = variants
+        .iter()
+        .skip(1)
+        .find(|v| v.metric(&opts.primary).is_none())
+        && variants[0].metric(&opts.primary).is_some()
+    {
+        bail!(
+            "{}: it has no values of '{}' to compare with the baseline's{}",
+            v.label,
+            opts.primary,
+            if v.metrics.is_empty() {
+                " (it has no metrics at all)"
+            } else {
+                ""
+            }
+        );
+    }
     if variants[0].metric(&opts.primary).is_none() {
         let names: Vec<&str> = variants[0]
             .metrics

@@ -88,10 +88,7 @@ impl Pg {
             let cause = std::error::Error::source(&e)
                 .map(|c| format!(" ({c})"))
                 .unwrap_or_default();
-            anyhow::anyhow!(
-                "history {shown}: cannot connect: {e}{cause}; the measurement is not affected \
-                 (--no-history skips recording)"
-            )
+            anyhow::anyhow!("history {shown}: cannot connect: {e}{cause}")
         })?;
         let mut pg = Pg { client, shown };
         pg.init()

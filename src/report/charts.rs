@@ -184,7 +184,7 @@ pub fn trend_chart(t: &crate::compare::trend::Trend) -> String {
     svg::categories(
         &format!("{} by {}", t.metric, t.by),
         &format!("{} (above: the step from the one before)", t.by),
-        &format!("{} ({})", t.metric, t.unit),
+        &super::metric_label(&t.metric, &t.unit),
         &cats,
         vec![
             (
@@ -542,8 +542,8 @@ pub fn correlate_chart(c: &CorrelationResult) -> String {
             k.spearman_rho,
             k.n
         ),
-        &format!("{} ({})", c.x, c.x_unit),
-        &format!("{} ({})", c.y, c.y_unit),
+        &super::metric_label(&c.x, &c.x_unit),
+        &super::metric_label(&c.y, &c.y_unit),
         &[
             Series::Points {
                 class: 0,

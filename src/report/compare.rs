@@ -46,7 +46,7 @@ impl Comparison {
         .right(2..=8);
         for d in &self.deltas {
             g.row(vec![
-                format!("{} ({})", d.metric, d.unit),
+                super::metric_label(&d.metric, &d.unit),
                 self.variants[d.variant].label.clone(),
                 fmt_num(d.base_median),
                 fmt_num(d.median),
@@ -194,7 +194,7 @@ impl Comparison {
                         Some(s) => g.row(vec![
                             fmt_num(s.median),
                             if m.kind == MetricKind::Derived {
-                                format!("{} ({})", m.name, m.unit)
+                                super::metric_label(&m.name, &m.unit)
                             } else {
                                 m.name.clone()
                             },

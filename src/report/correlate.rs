@@ -23,8 +23,8 @@ pub fn grid(r: &CorrelationResult) -> Grid {
         ));
     let p = crate::core::fmt_p;
     g.row(vec![
-        format!("{} ({})", r.x, r.x_unit),
-        format!("{} ({})", r.y, r.y_unit),
+        super::metric_label(&r.x, &r.x_unit),
+        super::metric_label(&r.y, &r.y_unit),
         c.n.to_string(),
         format!("{:.3}", c.pearson_r),
         p(c.pearson_p),

@@ -46,6 +46,16 @@ pub fn run_text(r: &crate::results::RunResult, format: Format) -> String {
     r.text(format)
 }
 
+/// A metric's name with its unit, as the tables and charts label it: `time (ns/call)`; a unit
+/// that only repeats the name (`CPUs-utilized`, in CPUs utilized) is not said twice.
+pub fn metric_label(name: &str, unit: &str) -> String {
+    if unit.replace(' ', "-").eq_ignore_ascii_case(name) {
+        name.to_string()
+    } else {
+        format!("{name} ({unit})")
+    }
+}
+
 #[cfg(test)]
 mod snapshots {
     //! The run table in every text format, for a fixed result (no clock, no machine).

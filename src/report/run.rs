@@ -7,7 +7,7 @@ use crate::core::num::{fmt_num, group_thousands};
 use crate::results::{Metric, RunResult};
 
 fn label(m: &Metric) -> String {
-    format!("{} ({})", m.name, m.unit)
+    super::metric_label(&m.name, &m.unit)
 }
 
 /// One table row; a metric without value shows its status and a footnote number for the

@@ -164,7 +164,7 @@ impl Sweep {
             ));
         for f in &self.fits {
             g.row(vec![
-                format!("{} ({})", f.metric, f.unit),
+                super::metric_label(&f.metric, &f.unit),
                 fmt_num(f.slope),
                 f.slope_ci95
                     .map(|(a, b)| format!("[{}, {}]", fmt_num(a), fmt_num(b)))

@@ -18,11 +18,10 @@ use std::path::Path;
 /// Why a result file could not be read: always names the file and the problem.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    // The I/O error is said in the message, not chained as its source: `{:#}` would say it
+    // twice.
+    #[error("cannot read {path}: {error}")]
+    Read { path: String, error: std::io::Error },
     #[error("{path}: the file is empty, not a syscost result")]
     Empty { path: String },
     #[error("{path}: the JSON is truncated ({detail}); the file was cut short")]
@@ -217,9 +216,9 @@ pub fn read_checked(path: &Path, accept: Accept) -> Result<(Kind, String), LoadE
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_string(&mut text))
-        .map_err(|source| LoadError::Read {
+        .map_err(|error| LoadError::Read {
             path: name(path),
-            source,
+            error,
         })?;
     let kind = check_text(&name(path), &text, accept)?;
     Ok((kind, text))
@@ -247,9 +246,9 @@ const STREAM_FROM_BYTES: u64 = 8 << 20;
 /// memory; a pipe (`<(...)`, /dev/stdin) can be read only once, so it is read whole, as is a
 /// file under 8 MB.
 pub fn open_checked(path: &Path, accept: Accept) -> Result<Checked, LoadError> {
-    let read_error = |source| LoadError::Read {
+    let read_error = |error| LoadError::Read {
         path: name(path),
-        source,
+        error,
     };
     let file = std::fs::File::open(path).map_err(read_error)?;
     let meta = file.metadata().map_err(read_error)?;
@@ -297,9 +296,9 @@ impl Checked {
         match &self.source {
             Source::Text(text) => decode(&self.name, self.kind, text),
             Source::File(path) => {
-                let file = std::fs::File::open(path).map_err(|source| LoadError::Read {
+                let file = std::fs::File::open(path).map_err(|error| LoadError::Read {
                     path: self.name.clone(),
-                    source,
+                    error,
                 })?;
                 serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, file)).map_err(
                     |e| LoadError::Damaged {
@@ -360,9 +359,9 @@ pub fn resummarise(path: &str, metrics: &mut [crate::results::Metric]) -> Result
 /// Deserialise a file straight into `T`, a light reading type whose envelope fields are
 /// optional: the caller then checks them with [`check_envelope`].
 pub fn stream<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
-    let read_error = |source| LoadError::Read {
+    let read_error = |error| LoadError::Read {
         path: name(path),
-        source,
+        error,
     };
     let file = std::fs::File::open(path).map_err(read_error)?;
     if file.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {

@@ -135,7 +135,15 @@ impl Summary {
             pstdev: p,
             stdev: stdev(xs),
             pstdev_pct: if m != 0.0 { 100.0 * p / m.abs() } else { 0.0 },
-            ci95: mean_ci(xs, 0.95),
+            ci95: mean_ci(xs, 0.95).map(|(lo, hi)| {
+                // The mean of values that cannot be negative (times, counts) cannot be either:
+                // with two runs Student's t (12.7) reaches below zero.
+                if xs.iter().all(|x| *x >= 0.0) {
+                    (lo.max(0.0), hi)
+                } else {
+                    (lo, hi)
+                }
+            }),
         })
     }
 }
@@ -173,6 +181,21 @@ mod tests {
     //   x = np.array([2, 4, 4, 4, 5, 5, 7, 9.])
     //   x.mean(), np.median(x), x.std(ddof=0), x.std(ddof=1)
     //   st.t.interval(0.95, len(x)-1, loc=x.mean(), scale=st.sem(x))
+    #[test]
+    fn the_interval_of_a_mean_of_times_stays_at_or_above_zero() {
+        let s = Summary::of(&[208.58, 442.47]).unwrap();
+        assert_eq!(
+            s.ci95.unwrap().0,
+            0.0,
+            "t for two values reaches below zero"
+        );
+        let signed = Summary::of(&[-1.0, 3.0]).unwrap();
+        assert!(
+            signed.ci95.unwrap().0 < -1.0,
+            "a signed quantity keeps its interval"
+        );
+    }
+
     #[test]
     fn summary_matches_scipy() {
         let x = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];

@@ -17,7 +17,13 @@ impl Layout for Markdown {
 }
 
 fn markdown(g: &Grid) -> String {
-    let esc = |c: &str| c.replace('|', "\\|");
+    // `<not supported>` would be taken for an HTML tag and hidden by GitHub.
+    let esc = |c: &str| {
+        c.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('|', "\\|")
+    };
     let mut out = String::new();
     out.push_str(&format!(
         "| {} |\n",
