@@ -104,12 +104,40 @@ fn exec_targets_that_cannot_run_are_refused() {
 fn ipc_round_trips_switch_and_cost_more_than_a_syscall() {
     let _s = serial();
     let write = per_op(&run("file", &["--op", "write"]), "time");
-    let pipe = run("ipc", &["--op", "pipe"]);
-    let rt = per_op(&pipe, "time");
+    // Round trips are timed uncounted unless -e asks (counting adds to every switch), and
+    // the run says which was done.
+    let cpu = a_cpu();
+    let uncounted = json_of(&[
+        "run",
+        "ipc",
+        "--op",
+        "pipe",
+        "--cpu",
+        &cpu,
+        "--runs",
+        "3",
+        "--samples",
+        "2",
+        "--sample-time",
+        "10ms",
+        "--json",
+    ]);
+    let rt = per_op(&uncounted, "time");
     assert!(
         rt > 3.0 * write,
         "a pipe round trip ({rt} ns) vs a write to /dev/null ({write} ns)"
     );
+    let notes = |r: &serde_json::Value| r["runs"][0]["notes"].to_string();
+    assert!(
+        uncounted["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["name"] != "context-switches")
+    );
+    assert!(notes(&uncounted).contains("Timed uncounted, as lmbench times it"));
+    let pipe = run("ipc", &["--op", "pipe"]);
+    assert!(notes(&pipe).contains("Counted, so the time includes the counters' cost"));
     // Both ends on one CPU: the worker is switched out once per round trip.
     let cs = per_op(&pipe, "context-switches");
     assert!(
@@ -123,8 +151,10 @@ fn ipc_round_trips_switch_and_cost_more_than_a_syscall() {
     }
     let ctx = run("ipc", &["--op", "ctx", "--working-set", "16"]);
     assert!(per_op(&ctx, "time") > 0.0);
+    let signalled = run("ipc", &["--op", "signal"]);
+    assert!(notes(&signalled).contains("lmbench's lat_sig catch"));
     let (signal, sigaction) = (
-        per_op(&run("ipc", &["--op", "signal"]), "time"),
+        per_op(&signalled, "time"),
         per_op(&run("ipc", &["--op", "sigaction"]), "time"),
     );
     assert!(

@@ -257,9 +257,10 @@ pub struct RunArgs {
     /// Events in perf's syntax: cycles,instructions:u,{L1-dcache-loads,L1-dcache-load-misses}.
     /// Braces group events so they are counted over the same instants; :u counts user space
     /// only, :k the kernel only. Repeatable. `-e none` counts nothing, for time alone: every
-    /// counting event adds work to each context switch of the worker (about 10% of a pipe
-    /// round trip here). [default: what perf stat -d counts, plus task-clock,
-    /// context-switches, cpu-migrations, page-faults]
+    /// counting event adds work to each context switch of the worker (20-40% of a pipe
+    /// round trip on a VM). [default: what perf stat -d counts, plus task-clock,
+    /// context-switches, cpu-migrations, page-faults; none for round trips between processes
+    /// or threads (ipc pipe, unix, tcp, udp, ctx, futex, eventfd), timed as lmbench times them]
     #[arg(short = 'e', long = "events", value_name = "EVENTS")]
     pub events: Vec<String>,
 

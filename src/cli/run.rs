@@ -58,6 +58,8 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
             anyhow::bail!("-e none counts nothing: give it alone, without other events");
         }
         EventList { groups: Vec::new() }
+    } else if args.events.is_empty() && workload.counting_perturbs().is_some() {
+        EventList { groups: Vec::new() }
     } else if args.events.is_empty() {
         match workload.extra_events() {
             "" => counters::default_events(),

@@ -399,6 +399,18 @@ fn measure(
     w.finish()?;
     run.workload_metrics = w.run_metrics().into_iter().collect();
     run.notes = w.notes();
+    if let Some(why) = req.workload.counting_perturbs() {
+        run.notes.push(if req.events.groups.is_empty() {
+            format!(
+                "Timed uncounted, as lmbench times it: {why}. -e EVENTS counts them, at that cost"
+            )
+        } else {
+            format!(
+                "Counted, so the time includes the counters' cost: {why}. Without -e the time \
+                 is taken uncounted, as lmbench takes it"
+            )
+        });
+    }
     let mut empty = EmptyLoop;
     for _ in 0..overhead_samples {
         interrupted(signal)?;

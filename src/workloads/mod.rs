@@ -148,6 +148,13 @@ pub trait Spec {
     fn waits(&self) -> Option<&'static str> {
         None
     }
+    /// Why counting perturbs the time of one operation, if it does: an operation that switches
+    /// context (a round trip through another process) pays, at every switch, for each event
+    /// the worker counts. Such a workload counts nothing unless `-e` says so, so its time is
+    /// taken as lmbench takes it, and the run's notes say which was done.
+    fn counting_perturbs(&self) -> Option<&'static str> {
+        None
+    }
     /// What to try when the loop sleeps though its operation should not (shown with the
     /// "the loop sleeps" warning).
     fn sleep_hint(&self) -> Option<&'static str> {
@@ -240,6 +247,14 @@ macro_rules! workload_spec {
             pub fn waits(&self) -> Option<&'static str> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.waits(),)*
+                    WorkloadSpec::Empty => None,
+                }
+            }
+
+            /// Why counting perturbs the operation's time, if it does (see [`Spec`]).
+            pub fn counting_perturbs(&self) -> Option<&'static str> {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.counting_perturbs(),)*
                     WorkloadSpec::Empty => None,
                 }
             }
