@@ -398,3 +398,132 @@ fn results_of_many_samples_are_streamed_and_thinned() {
     assert!((1000..=2000).contains(&kept), "{kept} dots for two runs");
     assert!(html.len() < 2 << 20, "a page of {} bytes", html.len());
 }
+
+/// What Chromium says of a page: its width against the window's, and every pair of chart
+/// annotations (notes above the columns, labels below them) that overlap or leave their chart.
+const LAYOUT_PROBE: &str = r#"<script>
+const clash = [];
+for (const svg of document.querySelectorAll("svg.chart")) {
+  const box = svg.getBoundingClientRect();
+  const texts = [...svg.querySelectorAll("text.tick")].map(t => [t.textContent, t.getBoundingClientRect()]);
+  for (const [s, r] of texts) {
+    if (r.left < box.left - 1 || r.right > box.right + 1) clash.push("outside: " + s);
+  }
+  for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+    const [a, p] = texts[i], [b, q] = texts[j];
+    if (p.left < q.right - 1 && q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1)
+      clash.push(a + " / " + b);
+  }
+}
+document.body.setAttribute("data-width", document.documentElement.scrollWidth + " " + document.documentElement.clientWidth);
+document.body.setAttribute("data-clash", clash.join(" | "));
+</script></body>"#;
+
+/// A report of comparisons of 2, 3 and 8 variants with long labels, and runs of two kernels
+/// one of which warns: laid out by Chromium at 1280 px, nothing overlaps or scrolls sideways,
+/// the change chart draws its intervals, the header names both kernels and a warning its file.
+#[test]
+fn charts_of_many_variants_fit_and_say_whose_they_are() {
+    let Some(browser) = chromium() else {
+        println!("skipped: no Chromium here (scripts/test.sh installs Debian's chromium as root)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let base = quick_run();
+    let write = |name: &str, v: &serde_json::Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let names = [
+        "baseline-kernel-6.1.0-28-amd64-with-audit",
+        "patch1-cache-ctx-major-in-audit-filter",
+        "patch1-2-annotate-branch-direction",
+        "patch1-3-unify-audit-filters",
+        "align-16",
+        "align-32",
+        "align-64-with-a-very-long-name-indeed",
+        "x",
+    ];
+    let variants: Vec<PathBuf> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            write(
+                &format!("{n}.json"),
+                &relabelled(&base, &[], 1.0 + 0.1 * i as f64),
+            )
+        })
+        .collect();
+    let mut files = Vec::new();
+    for k in [2, 3, 8] {
+        let out = dir.path().join(format!("compare{k}.json"));
+        let o = syscost()
+            .arg("compare")
+            .args(&variants[..k])
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        files.push(out);
+    }
+    let mut other = relabelled(&base, &[("kernel_release", "6.10.0-test")], 1.0);
+    other["warnings"] = serde_json::json!(["a warning of this file alone"]);
+    files.push(write("first-kernel.json", &base));
+    files.push(write("second-kernel.json", &other));
+    let page = dir.path().join("report.html");
+    report(&files, &page);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let kernel = base["environment"]["kernel_release"].as_str().unwrap();
+    let row = html.split("<th>kernel</th><td>").nth(1).unwrap();
+    let row = &row[..row.find("</td>").unwrap()];
+    assert!(
+        row.contains(kernel) && row.contains("6.10.0-test") && row.contains("second-kernel.json)"),
+        "{row}"
+    );
+    assert!(html.contains("second-kernel.json: a warning of this file alone"));
+    let delta = &html[html.find("Change against the baseline").unwrap()..];
+    let delta = &delta[..delta.find("</svg>").unwrap()];
+    assert!(
+        delta.contains(" err\""),
+        "the change chart draws no interval"
+    );
+    let probe = dir.path().join("probe.html");
+    std::fs::write(&probe, html.replace("</body>", LAYOUT_PROBE)).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .args([
+            "--disable-background-networking",
+            "--disable-component-update",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--window-size=1280,900", "--dump-dom"])
+        .arg(format!("file://{}", probe.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let attr = |name: &str| -> String {
+        let at = dom
+            .find(&format!("{name}=\""))
+            .unwrap_or_else(|| panic!("no {name}: {dom:.300}"));
+        let rest = &dom[at + name.len() + 2..];
+        rest[..rest.find('"').unwrap()].to_string()
+    };
+    let width: Vec<u32> = attr("data-width")
+        .split(' ')
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!(width[0] <= width[1], "the page scrolls sideways: {width:?}");
+    assert_eq!(
+        attr("data-clash"),
+        "",
+        "chart annotations overlap or leave their chart"
+    );
+}

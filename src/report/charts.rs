@@ -93,6 +93,7 @@ pub fn profile_chart(p: &crate::profile::Profile, title: &str) -> String {
         &format!("{title}: where the time goes ({} samples)", p.samples),
         "share of samples (%)",
         &rows,
+        &[],
         vec![
             (0, "self".into(), Mark::Box),
             (5, "total (on the stack)".into(), Mark::Box),
@@ -119,11 +120,12 @@ pub fn compare_chart(c: &Comparison) -> String {
                 label: v.label.clone(),
                 strip: m.values.clone(),
                 dot: Some((s.median, lo.min(s.median), hi.max(s.median))),
+                // The decision's name: the whole verdict is in the tables.
                 note: d.map(|d| {
                     format!(
                         "{} {}",
                         d.delta_pct.map(|p| format!("{p:+.1}%")).unwrap_or_default(),
-                        d.verdict
+                        d.decision.name()
                     )
                 }),
                 class: if i == 0 { 5 } else { 0 },
@@ -200,6 +202,12 @@ pub fn trend_chart(t: &crate::compare::trend::Trend) -> String {
 
 /// Delta % per metric and variant, signed bars; the verdict in the label.
 pub fn delta_chart(c: &Comparison) -> String {
+    let intervals: Vec<Option<(f64, f64)>> = c
+        .deltas
+        .iter()
+        .filter(|d| d.delta_pct.is_some())
+        .map(|d| d.ci_pct)
+        .collect();
     let rows: Vec<(String, f64, usize)> = c
         .deltas
         .iter()
@@ -228,8 +236,9 @@ pub fn delta_chart(c: &Comparison) -> String {
             "Change against the baseline, with the {:.0}% CI and the verdict",
             100.0 * c.bootstrap.confidence
         ),
-        "delta of the median (%)",
+        "delta of the median (%), the interval as a whisker",
         &rows,
+        &intervals,
         vec![
             (1, "slower / higher".into(), Mark::Box),
             (2, "faster / lower".into(), Mark::Box),
@@ -238,7 +247,7 @@ pub fn delta_chart(c: &Comparison) -> String {
     )
 }
 
-/// Seed 001's ranking: variants by the primary metric.
+/// The alignment RFC's ranking: variants by the primary metric.
 pub fn ranking_chart(c: &Comparison) -> Option<String> {
     if c.ranking.is_empty() {
         return None;
@@ -292,6 +301,7 @@ pub fn profile_diff_chart(c: &Comparison) -> Option<String> {
         "What changed in the profile",
         "change of the share of samples (percentage points)",
         &rows,
+        &[],
         vec![
             (1, "grew".into(), Mark::Box),
             (2, "shrank".into(), Mark::Box),

@@ -172,24 +172,47 @@ fn title_of(l: &Loaded) -> String {
     }
 }
 
-fn header(loaded: &[(String, Loaded)]) -> String {
-    let env = loaded.iter().find_map(|(_, l)| match l {
-        Loaded::Run(r) => Some(r.environment.clone()),
-        Loaded::Sweep(s) => s.steps.first().map(|x| x.result.environment.clone()),
-        Loaded::Scale(s) => s.results.first().map(|x| x.environment.clone()),
+/// The machine a result was measured on, where it records one.
+fn environment_of(l: &Loaded) -> Option<&crate::environment::Environment> {
+    match l {
+        Loaded::Run(r) => Some(&r.environment),
+        Loaded::Sweep(s) => s.steps.first().map(|x| &x.result.environment),
+        Loaded::Scale(s) => s.results.first().map(|x| &x.environment),
         _ => None,
-    });
+    }
+}
+
+/// Every kernel the results were measured on; when they differ, each with its files.
+fn kernels(loaded: &[(String, Loaded)]) -> String {
+    let mut seen: Vec<(String, Vec<&str>)> = Vec::new();
+    for (label, l) in loaded {
+        let Some(e) = environment_of(l) else { continue };
+        let k = format!(
+            "{} {}",
+            e.kernel_release.clone().unwrap_or_default(),
+            e.kernel_version.clone().unwrap_or_default()
+        );
+        match seen.iter_mut().find(|(x, _)| *x == k) {
+            Some((_, files)) => files.push(label),
+            None => seen.push((k, vec![label])),
+        }
+    }
+    match &seen[..] {
+        [(k, _)] => k.clone(),
+        _ => seen
+            .iter()
+            .map(|(k, files)| format!("{} ({})", k.trim(), files.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+fn header(loaded: &[(String, Loaded)]) -> String {
+    let env = loaded.iter().find_map(|(_, l)| environment_of(l)).cloned();
     let mut rows: Vec<(String, String)> = Vec::new();
     match env {
         Some(e) => {
-            rows.push((
-                "kernel".into(),
-                format!(
-                    "{} {}",
-                    e.kernel_release.unwrap_or_default(),
-                    e.kernel_version.unwrap_or_default()
-                ),
-            ));
+            rows.push(("kernel".into(), kernels(loaded)));
             rows.push((
                 "cpu".into(),
                 format!(
@@ -266,19 +289,35 @@ pre { font-size: 12px; overflow-x: auto; }
 
 /// The whole page.
 pub fn page(loaded: &[(String, Loaded)]) -> String {
-    let mut warnings: Vec<String> = Vec::new();
-    let sections: Vec<String> = loaded
-        .iter()
-        .map(|(label, l)| section(l, label, &mut warnings))
-        .collect();
-    if let Some(e) = loaded.iter().find_map(|(_, l)| match l {
-        Loaded::Run(r) => Some(r.environment.warnings.clone()),
-        _ => None,
-    }) {
-        warnings.extend(e);
+    // Each warning with the files that gave it.
+    let mut said: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut sections = Vec::new();
+    for (label, l) in loaded {
+        let mut own = Vec::new();
+        sections.push(section(l, label, &mut own));
+        if let Loaded::Run(r) = l {
+            own.extend(r.environment.warnings.iter().cloned());
+        }
+        own.sort();
+        own.dedup();
+        for w in own {
+            match said.iter_mut().find(|(x, _)| *x == w) {
+                Some((_, files)) => files.push(label),
+                None => said.push((w, vec![label])),
+            }
+        }
     }
-    warnings.sort();
-    warnings.dedup();
+    // A warning of every file is said once; one of some files names them.
+    let warnings: Vec<String> = said
+        .into_iter()
+        .map(|(w, files)| {
+            if files.len() == loaded.len() {
+                w
+            } else {
+                format!("{}: {w}", files.join(", "))
+            }
+        })
+        .collect();
     let mut s = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     s.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta name=\"color-scheme\" content=\"light dark\">");
     s.push_str("<title>syscost report</title><style>");

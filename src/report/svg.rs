@@ -518,15 +518,32 @@ pub fn categories(
         f_ys.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         bars,
     );
+    let w = (WIDTH - LEFT - RIGHT) / cats.len().max(1) as f64;
+    // Columns too narrow for their notes and labels take them on two staggered lines.
+    let narrow = w < 130.0;
+    // Room above the data for the notes, so they never sit on a point.
+    let headroom = match (cats.iter().any(|c| c.note.is_some()), narrow) {
+        (false, _) => 0.0,
+        (true, false) => 18.0,
+        (true, true) => 30.0,
+    };
     let ya = Axis {
         lo: y0,
         hi: y1,
         p0: TOP + PLOT_H,
-        p1: TOP,
+        p1: TOP + headroom,
     };
     let mut f = Frame::new(title, x_label, y_label, legend);
     f.y_axis(&ya);
-    let w = (WIDTH - LEFT - RIGHT) / cats.len().max(1) as f64;
+    // About 6 px a character at the tick size.
+    let fits = |s: &str| -> String {
+        let room = ((if narrow { 2.0 * w } else { w }) / 6.2).floor().max(4.0) as usize;
+        if s.chars().count() > room {
+            format!("{}…", s.chars().take(room - 1).collect::<String>())
+        } else {
+            s.to_string()
+        }
+    };
     for (i, c) in cats.iter().enumerate() {
         let cx = LEFT + w * (i as f64 + 0.5);
         let half = (w * 0.3).min(40.0);
@@ -585,26 +602,25 @@ pub fn categories(
                 y = n(ya.at(v))
             );
         }
+        // Within its column, every other one a line lower when columns are narrow, so
+        // neighbours neither overlap nor run past the plot.
+        let lower = narrow && i % 2 == 1;
         if let Some(note) = &c.note {
             let _ = write!(
                 f.body,
                 r#"<text class="tick note" x="{}" y="{}" text-anchor="middle">{}</text>"#,
                 n(cx),
-                n(TOP + 12.0),
-                esc(note)
+                n(TOP + if lower { 24.0 } else { 12.0 }),
+                esc(&fits(note))
             );
         }
-        let label: String = if c.label.chars().count() > 18 {
-            format!("{}…", c.label.chars().take(17).collect::<String>())
-        } else {
-            c.label.clone()
-        };
         let _ = write!(
             f.body,
-            r#"<text class="tick" x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            r#"<text class="tick" x="{}" y="{}" text-anchor="middle"><title>{}</title>{}</text>"#,
             n(cx),
-            n(f.plot_bottom() + 16.0),
-            esc(&label)
+            n(f.plot_bottom() + if lower { 28.0 } else { 16.0 }),
+            esc(&c.label),
+            esc(&fits(&c.label))
         );
     }
     if let Some((class, y)) = hline {
@@ -626,13 +642,20 @@ pub fn hbars(
     title: &str,
     x_label: &str,
     rows: &[(String, f64, usize)],
+    intervals: &[Option<(f64, f64)>],
     legend: Vec<(usize, String, Mark)>,
 ) -> String {
     const LABEL_W: f64 = 250.0;
     let row_h = 18.0;
     let plot_h = row_h * rows.len().max(1) as f64;
-    let vmin = rows.iter().map(|r| r.1).fold(0f64, f64::min);
-    let vmax = rows.iter().map(|r| r.1).fold(0f64, f64::max);
+    let ends = intervals.iter().flatten().flat_map(|(a, b)| [*a, *b]);
+    let values = rows
+        .iter()
+        .map(|r| r.1)
+        .chain(ends)
+        .filter(|v| v.is_finite());
+    let vmin = values.clone().fold(0f64, f64::min);
+    let vmax = values.fold(0f64, f64::max);
     let (lo, hi) = padded(vmin, vmax, true);
     let xa = Axis {
         lo,
@@ -683,6 +706,19 @@ pub fn hbars(
             n(y + row_h - 5.0),
             esc(&short)
         );
+        // The interval as a whisker across the bar, with end caps.
+        if let Some(Some((lo, hi))) = intervals.get(i) {
+            let (l, r, m) = (xa.at(*lo), xa.at(*hi), y + row_h / 2.0);
+            let _ = write!(
+                s,
+                r#"<path class="s{class} err" d="M{l},{m} L{r},{m} M{l},{t} L{l},{b} M{r},{t} L{r},{b}"/>"#,
+                l = n(l),
+                r = n(r),
+                m = n(m),
+                t = n(m - 5.0),
+                b = n(m + 5.0)
+            );
+        }
     }
     let _ = write!(
         s,
@@ -695,7 +731,8 @@ pub fn hbars(
         xl = esc(x_label)
     );
     for (i, (class, label, _)) in legend.iter().enumerate() {
-        let x = LABEL_W + (i % 3) as f64 * 140.0;
+        // From the left edge: three entries of up to ~28 characters fit the width.
+        let x = 8.0 + (i % 3) as f64 * 220.0;
         let y = TOP + plot_h + 50.0 + (i / 3) as f64 * LEGEND_ROW;
         let _ = write!(
             s,
