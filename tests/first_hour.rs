@@ -518,3 +518,42 @@ fn small_things_a_new_user_meets() {
     assert!(table.contains("CPUs-utilized"), "{table}");
     assert!(!table.contains("CPUs-utilized (CPUs utilized)"), "{table}");
 }
+
+/// `run --until` takes the floor design unless the samples are chosen, and says so.
+#[test]
+fn run_until_takes_the_floor_unless_the_samples_are_chosen() {
+    let _s = serial();
+    let cpu = a_cpu();
+    let r = json_of(&[
+        "run",
+        "spin",
+        "--cpu",
+        &cpu,
+        "--runs",
+        "3",
+        "--until",
+        "50%",
+        "--no-history",
+        "--json",
+    ]);
+    assert_eq!(r["options"]["estimator"], "min");
+    assert_eq!(r["options"]["samples"], 100);
+    let chosen = json_of(&[
+        "run",
+        "spin",
+        "--cpu",
+        &cpu,
+        "--runs",
+        "3",
+        "--until",
+        "50%",
+        "--samples",
+        "3",
+        "--sample-time",
+        "10ms",
+        "--no-history",
+        "--json",
+    ]);
+    assert_eq!(chosen["options"]["estimator"], "median");
+    assert_eq!(chosen["options"]["samples"], 3);
+}

@@ -224,6 +224,19 @@ mod unit {
     }
 
     #[test]
+    fn the_floor_s_options_and_values_agree() {
+        let (estimator, samples, time) = runner::FLOOR_DESIGN;
+        assert_eq!(
+            runner::floor_options(),
+            format!(
+                "--estimator {} --sample-time {} --samples {samples}",
+                format!("{estimator:?}").to_lowercase(),
+                humantime::format_duration(time)
+            )
+        );
+    }
+
+    #[test]
     fn the_floor_is_the_default_unless_the_samples_are_chosen() {
         assert_eq!(
             floor_unless_chosen(&words("syscall --cpu 1 --runs 10")),

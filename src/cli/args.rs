@@ -233,22 +233,26 @@ pub struct RunArgs {
     /// time; counters from the same samples), mean (total time and counts over total
     /// operations, as perf stat reports) or min (the fastest sample). Median and min resist a
     /// neighbour's interference; median decided a 2% change most often on a busy
-    /// virtual machine (README, "Noisy machines").
-    #[arg(long, value_enum, default_value_t = Estimator::Median)]
-    pub estimator: Estimator,
+    /// virtual machine (README, "Noisy machines"). With --until, unless --estimator,
+    /// --samples, --sample-time or --ops is given, each run is the floor instead: the fastest
+    /// of 100 samples of 10 ms, which reaches 1% in seconds where the median design took a
+    /// minute on a busy machine. [default: median]
+    #[arg(long, value_enum)]
+    pub estimator: Option<Estimator>,
 
-    /// Timed samples per run; each run pools its samples.
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    pub samples: u32,
+    /// Timed samples per run; each run pools its samples. [default: 10]
+    #[arg(long, value_name = "N")]
+    pub samples: Option<u32>,
 
     /// Samples per run discarded before measuring (warm caches, settled frequency).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub warmup: u32,
 
     /// Target length of one sample: calibration doubles the batch until one batch lasts this
-    /// long, so the clock's cost and resolution vanish in it (as pyperf does).
-    #[arg(long, default_value = "100ms", value_name = "DURATION", value_parser = parse_duration)]
-    pub sample_time: Duration,
+    /// long, so the clock's cost and resolution vanish in it (as pyperf does). At most 1s.
+    /// [default: 100ms]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub sample_time: Option<Duration>,
 
     /// Operations per sample; skips calibration.
     #[arg(long, value_name = "N")]
@@ -320,6 +324,25 @@ pub fn copy_counts(s: &str) -> Result<Vec<u32>> {
 }
 
 impl RunArgs {
+    /// How each run is sampled: as given, else run's default (10 samples of 100 ms, the
+    /// median), or, with --until and nothing of it given, the floor (`runner::FLOOR`): the
+    /// precision target is then met in seconds on a busy machine (README, "Noisy machines").
+    pub(super) fn design(&self, commands: bool) -> (Estimator, u32, Duration) {
+        let chosen = self.estimator.is_some()
+            || self.samples.is_some()
+            || self.sample_time.is_some()
+            || self.ops.is_some()
+            || commands;
+        if self.until.is_some() && !chosen {
+            return runner::FLOOR_DESIGN;
+        }
+        (
+            self.estimator.unwrap_or(Estimator::Median),
+            self.samples.unwrap_or(10),
+            self.sample_time.unwrap_or(Duration::from_millis(100)),
+        )
+    }
+
     /// The output format: --json is --format json.
     pub(super) fn format(&self) -> Format {
         if self.json { Format::Json } else { self.format }

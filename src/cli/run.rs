@@ -92,19 +92,20 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
             workload.name()
         );
     }
+    let (estimator, samples, sample_time) = args.design(workload.ops_required().is_some());
     let plan = Plan {
         copies: counts.first().copied(),
         copy_mode: args.copy_mode,
         until,
-        estimator: args.estimator,
+        estimator,
         workload,
         events,
         cpus: args.cpu.clone(),
         fifo: args.fifo,
         runs: args.runs,
-        samples: args.samples,
+        samples,
         warmup: args.warmup,
-        sample_time: args.sample_time,
+        sample_time,
         ops: args.ops,
         overhead_samples: args.overhead_samples,
         subtract_overhead: args.subtract_overhead,

@@ -81,6 +81,11 @@ pub fn run_preamble(r: &RunResult) -> Vec<String> {
     let mut notes: Vec<&String> = r.runs.iter().flat_map(|x| &x.notes).collect();
     notes.sort();
     notes.dedup();
+    let floor = if o.estimator == crate::results::metrics::Estimator::Min {
+        ", each run's value its fastest sample (the floor)"
+    } else {
+        ""
+    };
     let mut lines = vec![
         format!(
             " Per-{op} statistics for {w}",
@@ -98,8 +103,9 @@ pub fn run_preamble(r: &RunResult) -> Vec<String> {
             warm = o.warmup,
         ),
         format!(
-            " Timed by {}{clocksource}; statistics over {replication}s (n={}); pstdev is the \
-             population standard deviation, ±% is pstdev/mean; CI: 95% of the mean (Student t)",
+            " Timed by {}{clocksource}; statistics over {replication}s (n={}){floor}; pstdev is \
+             the population standard deviation, ±% is pstdev/mean; CI: 95% of the mean \
+             (Student t)",
             r.clock,
             r.metrics
                 .first()

@@ -40,6 +40,10 @@ pub const FLOOR: [(&str, &str); 3] = [
     ("--samples", "100"),
 ];
 
+/// [`FLOOR`] as values: the estimator, the samples per run and the sample time.
+pub const FLOOR_DESIGN: (Estimator, u32, Duration) =
+    (Estimator::Min, 100, Duration::from_millis(10));
+
 /// The floor design as command-line options, e.g. for a message.
 pub fn floor_options() -> String {
     FLOOR
