@@ -252,14 +252,28 @@ impl Workload for Proc {
     }
 
     fn notes(&self) -> Vec<String> {
-        match self.forked_kib {
+        let mut notes: Vec<String> = match self.forked_kib {
             Some(kib) => vec![format!(
                 "each fork copied the page tables of {kib} KiB of the worker's private memory \
                  (its heap is wiped on fork, MADV_WIPEONFORK, and its unused stack released, \
                  so syscost's bookkeeping is not part of the figure)"
             )],
             None => Vec::new(),
+        };
+        if self.op == ProcOp::Fork {
+            // Measured on this project's VM: a C loop whose child calls exit(1) took 1.2x one
+            // whose child calls _exit(0) (the child's libc exit path writes pages shared with
+            // its parent: copy-on-write faults), and lat_proc fork itself 1.5-1.6x
+            // (bench/fork_exit.c).
+            notes.push(
+                "The child calls _exit. lmbench's lat_proc fork child calls exit(1), which runs \
+                 libc's exit handlers (stdio flush, atexit, the linked libraries' destructors) \
+                 in the child and takes copy-on-write faults doing so: its figure is higher by \
+                 that"
+                    .into(),
+            );
         }
+        notes
     }
 
     fn run_batch(&mut self, ops: u64) -> Result<()> {
