@@ -1,4 +1,4 @@
-/* The reference for bench/fork_vs_c.sh: why syscost's `proc --op fork` reads lower than
+/* The reference for bench/lmbench_gaps.sh fork: why syscost's `proc --op fork` reads lower than
  * lmbench's lat_proc fork. Both time fork + child exit + waitpid; lat_proc's child calls
  * exit(1), syscost's _exit. This loop does either, so the difference is measured, not assumed.
  * (Written for syscost; no lmbench code.)

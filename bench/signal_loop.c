@@ -1,4 +1,4 @@
-/* The reference for bench/signal_vs_c.sh, mirroring what lmbench's lat_sig catch times (written
+/* The reference for bench/lmbench_gaps.sh signal, mirroring what lmbench's lat_sig catch times (written
  * for syscost, no lmbench code): a loop of kill(getpid(), SIGUSR1) caught by a handler that
  * counts, and lat_sig's "cost of sending", a loop of kill(getpid(), 0), which lat_sig subtracts
  * from the first. Variants tell whether syscost's way differs: tgkill to the calling thread

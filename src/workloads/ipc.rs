@@ -504,7 +504,7 @@ impl Workload for Ipc {
             // lat_sig.c's bench_catch times kill(me, SIGUSR1) with a handler, then subtracts
             // the time of kill(me, 0) (its "cost of sending"): here 2.3 us a signal against
             // about 0.4 us for kill(me, 0), so lmbench's figure is about 20% lower
-            // (bench/signal_vs_c.sh measures both).
+            // (bench/lmbench_gaps.sh signal measures both).
             IpcOp::Signal => vec![
                 "This is the whole signal: tgkill, delivery, the handler and rt_sigreturn. \
                  lmbench's lat_sig catch (\"Signal handler overhead\") prints the same loop's \
