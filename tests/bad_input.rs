@@ -164,7 +164,7 @@ fn sizes_beyond_any_real_run_or_cache_are_refused_by_their_limit() {
             "--resamples",
             "18446744073709551615",
         ],
-        &["--resamples must be from 1 to 1,000,000"],
+        &["--resamples must be from 1,000 to 1,000,000"],
     );
     fails_with(
         &["compare", "a.json", "b.json", "--noise-threshold", "NaN"],

@@ -174,6 +174,7 @@ fn processes_are_created_and_reaped() {
     let fork = per_op(&forked, "time");
     // The worker's heap is kept out of the children, and the run says how much is copied.
     let note = forked["runs"][0]["notes"].to_string();
+    assert!(note.contains("lat_proc fork child calls exit(1)"), "{note}");
     assert!(
         note.contains("each fork copied the page tables of"),
         "{note}"

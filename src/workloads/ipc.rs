@@ -488,8 +488,11 @@ impl Workload for Ipc {
                     let mut act: libc::sigaction = std::mem::zeroed();
                     act.sa_sigaction = on_usr1 as *const () as usize;
                     libc::sigemptyset(&mut act.sa_mask);
+                    // The previous action is asked for, as lat_sig install asks (and as code
+                    // that installs a handler usually does): the kernel copies it out too.
+                    let mut old: libc::sigaction = std::mem::zeroed();
                     for _ in 0..ops {
-                        if libc::sigaction(libc::SIGUSR1, &act, std::ptr::null_mut()) != 0 {
+                        if libc::sigaction(libc::SIGUSR1, &act, &mut old) != 0 {
                             return Err(errno("sigaction(SIGUSR1)"));
                         }
                     }
