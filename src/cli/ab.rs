@@ -114,17 +114,18 @@ pub(super) fn ab(
         // An `exec` variant's command (after its --) chooses nothing of syscost's.
         every.extend(words.into_iter().take_while(|w| w != "--"));
     }
-    let mut floor = if commands {
+    // ab's defaults where the words choose nothing: the floor design and 10 rounds.
+    let mut defaults = if commands {
         Vec::new()
     } else {
         floor_unless_chosen(&every)
     };
-    floor.extend(rounds_unless_chosen(&every));
+    defaults.extend(rounds_unless_chosen(&every));
     for v in &variants {
         let Some(own) = shlex::split(v) else {
             anyhow::bail!("--variant '{v}': unbalanced quotes");
         };
-        let added: Vec<String> = shared.iter().chain(&floor).cloned().collect();
+        let added: Vec<String> = shared.iter().chain(&defaults).cloned().collect();
         let words = before_the_command(own, &added);
         let line = VariantLine::try_parse_from(&words).map_err(|e| {
             anyhow::anyhow!(

@@ -196,8 +196,8 @@ pub trait Executor {
         index: u32,
     ) -> Result<Vec<(RunRecord, Vec<EventStatus>)>>;
     /// The time per operation of a batch of up to `ops` operations that lasts about 20 ms (or
-    /// all of them, if sooner): how long a given `--ops` batch will take. `None` where the
-    /// executor cannot tell.
+    /// all of them, if sooner): how long a given `--ops` batch will take. 0 where the executor
+    /// cannot tell (the in-process fakes of the tests): nothing is then refused.
     fn batch_ns_per_op(&mut self, _plan: &Plan, _ops: u64) -> Result<f64> {
         Ok(0.0)
     }
