@@ -172,3 +172,52 @@ fn the_checker_sees_imports_in_every_form() {
     assert!(layer_of("core") < layer_of("cli"));
     assert_eq!(layer_of("nonsense"), None);
 }
+
+/// The names in backquotes (README) or doc links (lib.rs) of `text`.
+fn names_in(text: &str, open: &str) -> BTreeSet<String> {
+    text.split(open)
+        .skip(1)
+        .filter_map(|r| r.split('`').next())
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .map(String::from)
+        .collect()
+}
+
+/// The README's layout table and lib.rs's layer list say what this test checks: the same
+/// modules in the same layers.
+#[test]
+fn the_readme_and_lib_rs_name_the_layers_this_test_checks() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = &readme[readme
+        .find("\n## Layout")
+        .expect("README has a Layout section")..];
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    for (i, layer) in LAYERS.iter().enumerate() {
+        let want: BTreeSet<String> = layer.iter().map(|m| m.to_string()).collect();
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} | ", i + 1)))
+            .unwrap_or_else(|| panic!("README's layout table has no layer {}", i + 1));
+        let modules = row.split('|').nth(2).unwrap();
+        assert_eq!(
+            names_in(modules, "`"),
+            want,
+            "README, layer {}: {row}",
+            i + 1
+        );
+        let doc: String = lib
+            .lines()
+            .skip_while(|l| !l.starts_with(&format!("//! {}. ", i + 1)))
+            .enumerate()
+            .take_while(|(k, l)| *k == 0 || l.starts_with("//!    "))
+            .map(|(_, l)| l)
+            .collect();
+        assert_eq!(
+            names_in(&doc, "[`"),
+            want,
+            "src/lib.rs, layer {}: {doc}",
+            i + 1
+        );
+    }
+}
