@@ -186,14 +186,7 @@ pub(super) fn audit_command(cmd: AuditCommand) -> Result<()> {
             for a in &addrs {
                 text.push_str(&format!("{a:#x}\n"));
             }
-            match output {
-                Some(o) => {
-                    crate::core::write_atomic(&o, text.as_bytes())?;
-                    eprintln!("syscost: written to {}", o.display());
-                }
-                None => out!("{text}"),
-            }
-            Ok(())
+            file_or_stdout(&text, &output)
         }
         AuditCommand::Cleanup => {
             let mut sock = audit::AuditSocket::open()?;

@@ -70,14 +70,7 @@ pub(super) fn export_command(cmd: ExportCommand) -> Result<()> {
                 eprintln!("syscost: warning: {w}");
             }
             let text = format!("{}\n", serde_json::to_string_pretty(&doc)?);
-            match output {
-                Some(o) => {
-                    crate::core::write_atomic(&o, text.as_bytes())?;
-                    eprintln!("syscost: written to {}", o.display());
-                }
-                None => out!("{text}"),
-            }
-            Ok(())
+            file_or_stdout(&text, &output)
         }
     }
 }

@@ -629,8 +629,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             for id in ids {
                 let json = s.json(id)?;
                 let path = dir.join(format!("{id}.json"));
-                crate::core::write_atomic(&path, format!("{json}\n").as_bytes())?;
-                eprintln!("syscost: written to {}", path.display());
+                super::write_file(&path, format!("{json}\n").as_bytes())?;
             }
             Ok(())
         }

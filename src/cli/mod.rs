@@ -326,14 +326,30 @@ pub fn main() -> i32 {
 fn show<R: Render + Serialize>(r: &R, format: Format, output: &Option<PathBuf>) -> Result<()> {
     let json = json::to_json(r);
     if let Some(p) = output {
-        let _finish_first = signals::Defer::new();
-        crate::core::write_atomic(p, format!("{json}\n").as_bytes())?;
-        eprintln!("syscost: written to {}", p.display());
+        write_file(p, format!("{json}\n").as_bytes())?;
     }
     if format == Format::Json {
         out(format!("{json}\n"))
     } else {
         out(r.text(format))
+    }
+}
+
+/// Write `bytes` to `path` atomically (a signal waits until it is done) and say so on stderr.
+fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    {
+        let _finish_first = signals::Defer::new();
+        crate::core::write_atomic(path, bytes)?;
+    }
+    eprintln!("syscost: written to {}", path.display());
+    Ok(())
+}
+
+/// Generated text to `-o FILE` if given, else to stdout.
+fn file_or_stdout(text: &str, output: &Option<PathBuf>) -> Result<()> {
+    match output {
+        Some(o) => write_file(o, text.as_bytes()),
+        None => out(text),
     }
 }
 
@@ -472,12 +488,7 @@ fn dispatch(cmd: Command) -> Result<()> {
                 Some(kind) => html::single_chart(&kind, &loaded)?,
                 None => html::page(&loaded),
             };
-            {
-                let _finish_first = signals::Defer::new();
-                crate::core::write_atomic(&output, text.as_bytes())?;
-            }
-            eprintln!("syscost: written to {}", output.display());
-            Ok(())
+            write_file(&output, text.as_bytes())
         }
         Command::Probe {
             target,
