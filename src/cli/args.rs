@@ -390,39 +390,36 @@ pub struct Failed(pub String);
 impl CompareArgs {
     /// `Err(Failed)` when a primary-metric verdict of `c` is one of `--fail-on`.
     pub(super) fn gate(&self, c: &compare::Comparison) -> Result<()> {
-        let hits: Vec<String> = c
-            .deltas
-            .iter()
-            .filter(|d| d.metric == c.primary_metric)
-            .filter(|d| self.fail_on.iter().any(|f| f.matches(d.decision)))
-            .map(|d| {
-                format!(
-                    "{}: {} {}",
-                    c.variants[d.variant].label, d.metric, d.verdict
-                )
-            })
-            .collect();
-        if hits.is_empty() {
-            Ok(())
-        } else {
-            Err(Failed(hits.join("; ")).into())
-        }
+        self.fail_if(
+            c.deltas
+                .iter()
+                .filter(|d| d.metric == c.primary_metric)
+                .map(|d| {
+                    let what = format!(
+                        "{}: {} {}",
+                        c.variants[d.variant].label, d.metric, d.verdict
+                    );
+                    (d.decision, what)
+                }),
+        )
     }
-}
 
-impl CompareArgs {
     /// `Err(Failed)` when a step of the trend `t` is decided as one of `--fail-on`.
     pub(super) fn gate_trend(&self, t: &crate::compare::trend::Trend) -> Result<()> {
-        let hits: Vec<String> = t
-            .steps
-            .iter()
-            .filter(|s| self.fail_on.iter().any(|f| f.matches(s.decision)))
-            .map(|s| {
-                format!(
-                    "{} to {}: {} {}",
-                    t.points[s.from].label, t.points[s.to].label, t.metric, s.verdict
-                )
-            })
+        self.fail_if(t.steps.iter().map(|s| {
+            let (from, to) = (&t.points[s.from].label, &t.points[s.to].label);
+            (
+                s.decision,
+                format!("{from} to {to}: {} {}", t.metric, s.verdict),
+            )
+        }))
+    }
+
+    /// `Err(Failed)` naming every decision that one of `--fail-on` matches.
+    fn fail_if(&self, decided: impl Iterator<Item = (compare::Decision, String)>) -> Result<()> {
+        let hits: Vec<String> = decided
+            .filter(|(d, _)| self.fail_on.iter().any(|f| f.matches(*d)))
+            .map(|(_, what)| what)
             .collect();
         if hits.is_empty() {
             Ok(())
