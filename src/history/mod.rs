@@ -27,6 +27,22 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// What marks a database as syscost's.
 pub(crate) const APPLICATION: &str = "syscost-history";
 
+/// A store's schema version, as its meta table holds it (text), checked: one this build can
+/// read (older ones are migrated by the store).
+pub(crate) fn readable_schema(text: &str) -> Result<i64> {
+    let version: i64 = text
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("its schema version is not a number"))?;
+    if version > SCHEMA_VERSION {
+        bail!(
+            "written by a newer syscost (history schema {version}; this one reads up to \
+             {SCHEMA_VERSION}): upgrade syscost to use it"
+        );
+    }
+    Ok(version)
+}
+
 /// Where a history lives: a SQLite file, or a PostgreSQL database given by its URL. Parsed
 /// once, from `--history` or `SYSCOST_HISTORY`: text shaped like a URL (`scheme:/...`) is one,
 /// and only `postgres://` and `postgresql://` are supported, so a mistyped URL is refused

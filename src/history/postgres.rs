@@ -3,7 +3,8 @@
 //! network or a Unix socket). The password of a URL is never printed.
 
 use super::{
-    APPLICATION, Arg, ENTRY_COLUMNS, Entry, Filter, SCHEMA_VERSION, conditions, digest, view_of,
+    APPLICATION, Arg, ENTRY_COLUMNS, Entry, Filter, SCHEMA_VERSION, conditions, digest,
+    readable_schema, view_of,
 };
 use anyhow::{Context, Result, bail};
 use postgres::types::ToSql;
@@ -132,17 +133,10 @@ impl Pg {
         if app.as_deref() != Some(APPLICATION) {
             bail!("a database with a meta table, but not a syscost history; give another");
         }
-        let version: i64 = tx
-            .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])?
-            .get::<_, String>(0)
-            .parse()
-            .context("its schema version is not a number")?;
-        if version > SCHEMA_VERSION {
-            bail!(
-                "written by a newer syscost (history schema {version}; this one reads up to \
-                 {SCHEMA_VERSION}): upgrade syscost to use it"
-            );
-        }
+        readable_schema(
+            &tx.query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])?
+                .get::<_, String>(0),
+        )?;
         tx.commit()?;
         Ok(())
     }

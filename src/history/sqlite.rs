@@ -3,7 +3,8 @@
 //! built whole under a temporary name, then linked into place.
 
 use super::{
-    APPLICATION, Arg, ENTRY_COLUMNS, Entry, Filter, SCHEMA_VERSION, conditions, digest, view_of,
+    APPLICATION, Arg, ENTRY_COLUMNS, Entry, Filter, SCHEMA_VERSION, conditions, digest,
+    readable_schema, view_of,
 };
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -163,20 +164,11 @@ impl Lite {
         if app.as_deref() != Some(APPLICATION) {
             bail!("a SQLite database, but not a syscost history; give another --history");
         }
-        let version: i64 = c
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'schema_version'",
-                [],
-                |r| r.get::<_, String>(0),
-            )?
-            .parse()
-            .context("its schema version is not a number")?;
-        if version > SCHEMA_VERSION {
-            bail!(
-                "written by a newer syscost (history schema {version}; this one reads up to \
-                 {SCHEMA_VERSION}): upgrade syscost to use it"
-            );
-        }
+        let version = readable_schema(&c.query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get::<_, String>(0),
+        )?)?;
         if version < 2 {
             self.migrate_to_2()?;
         }
