@@ -230,18 +230,7 @@ impl Executor for Workers {
         index: u32,
     ) -> Result<(RunRecord, Vec<EventStatus>)> {
         pre(plan)?;
-        let req = request(
-            plan,
-            Mode::Measure {
-                index,
-                ops,
-                warmup: plan.warmup,
-                samples: plan.samples,
-                overhead_samples: plan.overhead_samples,
-                profile: false,
-                paced: false,
-            },
-        );
+        let req = request(plan, measuring(plan, ops, index, false));
         match spawn(&req)? {
             Reply::Measured { run, statuses, .. } => Ok((*run, statuses)),
             other => bail!("unexpected reply from worker {index}: {other:?}"),
@@ -447,6 +436,20 @@ pub fn assemble(
     };
     result.warnings = run_warnings(&result);
     result
+}
+
+/// The worker's mode for one measured run of `plan` in batches of `ops`, numbered `index`;
+/// `paced`: waiting for the parent's word before each sample.
+fn measuring(plan: &Plan, ops: u64, index: u32, paced: bool) -> Mode {
+    Mode::Measure {
+        index,
+        ops,
+        warmup: plan.warmup,
+        samples: plan.samples,
+        overhead_samples: plan.overhead_samples,
+        profile: false,
+        paced,
+    }
 }
 
 fn request(plan: &Plan, mode: Mode) -> Request {

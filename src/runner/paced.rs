@@ -7,8 +7,8 @@
 //! runs stay the units; pacing only makes the two runs of a pair share the machine's moment.
 
 use super::interleave::round_order;
-use super::worker::{Mode, Reply, Request};
-use super::{Plan, request, start_worker};
+use super::worker::{Reply, Request};
+use super::{Plan, measuring, request, start_worker};
 use crate::counters::EventStatus;
 use crate::results::RunRecord;
 use crate::signals;
@@ -122,18 +122,7 @@ pub fn measure(arms: &[(&Plan, u64)], index: u32) -> Result<Vec<(RunRecord, Vec<
         if plan.pre.is_some() {
             bail!("a paced round cannot run --pre before each run");
         }
-        let live = Live::start(&request(
-            plan,
-            Mode::Measure {
-                index,
-                ops,
-                warmup: plan.warmup,
-                samples: plan.samples,
-                overhead_samples: plan.overhead_samples,
-                profile: false,
-                paced: true,
-            },
-        ))?;
+        let live = Live::start(&request(plan, measuring(plan, ops, index, true)))?;
         started.push((k, live));
     }
     started.sort_by_key(|(k, _)| *k);
