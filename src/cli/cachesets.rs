@@ -10,18 +10,50 @@ pub(super) const CACHESETS_HELP: &str = "Examples:
   drgn ... | syscost cachesets --addresses - --size 408
       the real placement of a running kernel's entries";
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn cachesets(
-    geometry: Option<String>,
-    addresses: Option<PathBuf>,
-    objects: Option<u64>,
-    size: Option<u64>,
-    align: Option<u64>,
-    lines: u64,
-    trials: u64,
-    seed: u64,
-    json: bool,
-) -> Result<()> {
+/// The options of `syscost cachesets`.
+#[derive(clap::Args, Debug)]
+pub struct CachesetsArgs {
+    /// Cache geometry, e.g. sets=64,ways=8,line=64 (Skylake-X L1d) [default: this CPU's L1d]
+    #[arg(long, value_name = "GEOMETRY")]
+    pub geometry: Option<String>,
+    /// File of object addresses (hex, one per line; - for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub addresses: Option<PathBuf>,
+    /// Number of objects (the model; with --addresses: defaults to their count).
+    #[arg(long, value_name = "N")]
+    pub objects: Option<u64>,
+    /// Object size: the kmalloc slab class and its alignment follow from it.
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<u64>,
+    /// Object alignment in bytes, instead of the slab class's.
+    #[arg(long, value_name = "BYTES")]
+    pub align: Option<u64>,
+    /// Cache lines counted per object, from its start (the audit walk touches 1).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub lines: u64,
+    /// Monte Carlo trials of random placement.
+    #[arg(long, default_value_t = 100_000, value_name = "N")]
+    pub trials: u64,
+    /// Monte Carlo seed (the output is reproducible for a given seed).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub(super) fn cachesets(args: CachesetsArgs) -> Result<()> {
+    let CachesetsArgs {
+        geometry,
+        addresses,
+        objects,
+        size,
+        align,
+        lines,
+        trials,
+        seed,
+        json,
+    } = args;
     use crate::layout::{self, Geometry};
     let (g, source) = match geometry {
         Some(s) => (Geometry::parse(&s)?, "--geometry".to_string()),

@@ -166,35 +166,7 @@ pub enum Command {
     Export(export::ExportCommand),
     /// Which L1 sets objects can reach, how crowded they are, and how likely a set overflows.
     #[command(after_help = CACHESETS_HELP)]
-    Cachesets {
-        /// Cache geometry, e.g. sets=64,ways=8,line=64 (Skylake-X L1d) [default: this CPU's L1d]
-        #[arg(long, value_name = "GEOMETRY")]
-        geometry: Option<String>,
-        /// File of object addresses (hex, one per line; - for stdin).
-        #[arg(long, value_name = "FILE")]
-        addresses: Option<PathBuf>,
-        /// Number of objects (the model; with --addresses: defaults to their count).
-        #[arg(long, value_name = "N")]
-        objects: Option<u64>,
-        /// Object size: the kmalloc slab class and its alignment follow from it.
-        #[arg(long, value_name = "BYTES")]
-        size: Option<u64>,
-        /// Object alignment in bytes, instead of the slab class's.
-        #[arg(long, value_name = "BYTES")]
-        align: Option<u64>,
-        /// Cache lines counted per object, from its start (the audit walk touches 1).
-        #[arg(long, default_value_t = 1, value_name = "N")]
-        lines: u64,
-        /// Monte Carlo trials of random placement.
-        #[arg(long, default_value_t = 100_000, value_name = "N")]
-        trials: u64,
-        /// Monte Carlo seed (the output is reproducible for a given seed).
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Cachesets(CachesetsArgs),
     /// Put a uprobe on any program's function while a command runs: the command's wall time
     /// with and without the probe (interleaved runs), and the probe's hits.
     #[command(after_help = PROBE_EXAMPLES)]
@@ -519,19 +491,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             history::record(&r, &keep);
             Ok(())
         }
-        Command::Cachesets {
-            geometry,
-            addresses,
-            objects,
-            size,
-            align,
-            lines,
-            trials,
-            seed,
-            json,
-        } => cachesets(
-            geometry, addresses, objects, size, align, lines, trials, seed, json,
-        ),
+        Command::Cachesets(args) => cachesets(args),
         Command::Show { file, format } => {
             // The tables print nothing from the raw samples: skip them (a result of millions
             // of samples then reads in little memory); the JSON is the whole result.
