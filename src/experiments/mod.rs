@@ -2,11 +2,16 @@
 //! mechanisms into one measurement design.
 //!
 //! - [`ab`]: two or more configurations measured interleaved, then compared;
-//! - [`audit_sweep`]: audit off, on, and with each number of exit rules (seeds 000/003/004);
-//! - [`probe`]: a uprobe on any program's function while a command runs (seed 002's Redis case);
-//! - [`scale`]: a throughput workload over thread counts (seed 002's tables).
+//! - [`audit_sweep`]: audit off, on, and with each number of exit rules (the syscall-latency
+//!   post and the audit series);
+//! - [`grouped`]: stored results grouped by kernel, host, boot or label, for `history compare`
+//!   and `history trend`;
+//! - [`probe`]: a uprobe on any program's function while a command runs (the uprobe thread's
+//!   Redis case);
+//! - [`scale`]: a throughput workload over thread counts (the uprobe thread's tables).
 
 pub mod ab;
 pub mod audit_sweep;
+pub mod grouped;
 pub mod probe;
 pub mod scale;

@@ -1,0 +1,209 @@
+//! Stored results grouped by what they share (a kernel, a host, a boot, a label's value) as
+//! the sides of a comparison or the points of a trend: `history compare` and `history trend`.
+//! The store's listing is read here, one workload's results are required, and each group is
+//! summarised with boots as the units (`compare::groups`).
+
+use crate::compare;
+use crate::history::{Filter, Store};
+use anyhow::{Result, bail};
+
+/// What `history compare` groups by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum By {
+    Kernel,
+    Host,
+    Boot,
+    Tag(String),
+}
+
+impl By {
+    /// The grouping's name in messages: `kernel`, `tag build`.
+    pub fn name(&self) -> String {
+        match self {
+            By::Kernel => "kernel".into(),
+            By::Host => "host".into(),
+            By::Boot => "boot".into(),
+            By::Tag(k) => format!("tag {k}"),
+        }
+    }
+
+    /// The group a stored result belongs to, if it has one.
+    pub fn of(&self, e: &crate::history::Entry) -> Option<String> {
+        match self {
+            By::Kernel => e.kernel.clone(),
+            By::Host => e.host.clone(),
+            By::Boot => e.boot_id.clone(),
+            By::Tag(k) => e.tags.iter().find(|(t, _)| t == k).map(|(_, v)| v.clone()),
+        }
+    }
+}
+
+impl std::str::FromStr for By {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<By, String> {
+        match s {
+            "kernel" => Ok(By::Kernel),
+            "host" => Ok(By::Host),
+            "boot" => Ok(By::Boot),
+            _ => match s.strip_prefix("tag:") {
+                Some(k) if !k.is_empty() => Ok(By::Tag(k.to_string())),
+                _ => Err(format!(
+                    "'{s}': give kernel, host, boot or tag:KEY (e.g. tag:build for --tag build=...)"
+                )),
+            },
+        }
+    }
+}
+
+/// How to select results of one workload's parameters: `--workload syscall --param
+/// syscall=getpid`, from the stored parameter object.
+fn narrowing(params: Option<&str>) -> String {
+    let Some(serde_json::Value::Object(m)) = params.and_then(|p| serde_json::from_str(p).ok())
+    else {
+        return "(results without workload parameters)".into();
+    };
+    let mut out = Vec::new();
+    for (k, v) in &m {
+        let v = match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => continue,
+            other => other.to_string(),
+        };
+        if k == "workload" {
+            out.insert(0, format!("--workload {v}"));
+        } else {
+            out.push(format!("--param {k}={v}"));
+        }
+    }
+    out.join(" ")
+}
+
+/// Boots per group below which `history compare` says the boot-to-boot spread is unknown.
+const FEW_BOOTS: usize = 5;
+
+/// The matching run results grouped by `by`, as the sides of a comparison (the baseline
+/// first), with what was left out and why.
+pub fn grouped(
+    s: &mut Store,
+    f: &Filter,
+    by: &By,
+    baseline: Option<&str>,
+) -> Result<(Vec<compare::Variant>, Vec<String>)> {
+    use crate::compare::groups::{self, Unit};
+    let entries = s.list(f)?;
+    let mut warnings = Vec::new();
+    let (runs, others): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| e.kind == "run");
+    if !others.is_empty() {
+        warnings.push(format!(
+            "{} matching result(s) of other kinds (comparisons, sweeps, ...) left out: only run \
+             results are grouped",
+            others.len()
+        ));
+    }
+    if runs.is_empty() {
+        bail!(
+            "no stored run result matches (syscost history list shows what {} holds)",
+            s.location()
+        );
+    }
+    let mut things: Vec<(Option<String>, usize)> = Vec::new();
+    for e in &runs {
+        match things.iter_mut().find(|(p, _)| *p == e.params) {
+            Some((_, n)) => *n += 1,
+            None => things.push((e.params.clone(), 1)),
+        }
+    }
+    if things.len() > 1 {
+        let list: Vec<String> = things
+            .iter()
+            .take(8)
+            .map(|(p, n)| format!("  {} ({n} result(s))", narrowing(p.as_deref())))
+            .collect();
+        bail!(
+            "the matching results measure {} different things; narrow them with --workload and \
+             --param KEY=VALUE:\n{}",
+            things.len(),
+            list.join("\n")
+        );
+    }
+    let mut keyed: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut unkeyed = 0;
+    for e in &runs {
+        match by.of(e) {
+            Some(k) => match keyed.iter_mut().find(|(g, _)| *g == k) {
+                Some((_, ids)) => ids.push(e.id),
+                None => keyed.push((k, vec![e.id])),
+            },
+            None => unkeyed += 1,
+        }
+    }
+    if unkeyed > 0 {
+        warnings.push(format!(
+            "{unkeyed} result(s) have no {}: left out",
+            by.name()
+        ));
+    }
+    if *by == By::Kernel {
+        keyed.sort_by(|a, b| crate::history::version::order(&a.0, &b.0));
+    }
+    if let Some(b) = baseline {
+        let Some(i) = keyed.iter().position(|(g, _)| g == b) else {
+            let names: Vec<&str> = keyed.iter().map(|(g, _)| g.as_str()).collect();
+            bail!(
+                "--baseline '{b}': no such {}; the groups are {}",
+                by.name(),
+                names.join(", ")
+            );
+        };
+        let base = keyed.remove(i);
+        keyed.insert(0, base);
+    }
+    if keyed.is_empty() {
+        bail!(
+            "no matching result has a {}{}",
+            by.name(),
+            match by {
+                By::Tag(k) =>
+                    format!(" (label results with --tag {k}=VALUE when running or importing)"),
+                _ => String::new(),
+            }
+        );
+    }
+    if keyed.len() < 2 {
+        bail!(
+            "only one {} among the matching results ({}): a comparison needs two or more groups",
+            by.name(),
+            keyed.first().map(|g| g.0.as_str()).unwrap_or("-")
+        );
+    }
+    let unit = if *by == By::Boot {
+        Unit::Run
+    } else {
+        Unit::Boot
+    };
+    let mut variants = Vec::new();
+    for (label, ids) in &keyed {
+        let views = s
+            .views(ids)?
+            .iter()
+            .zip(ids)
+            .map(|(text, id)| {
+                crate::results::view::ResultView::from_text(&format!("history entry {id}"), text)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let refs: Vec<&_> = views.iter().collect();
+        let boots = groups::boots(&refs);
+        if unit == Unit::Boot && boots < FEW_BOOTS {
+            warnings.push(format!(
+                "{} {label}: {boots} boot(s); {FEW_BOOTS} or more per group show how much boots \
+                 differ (README: boots as a workflow)",
+                by.name()
+            ));
+        }
+        let (v, w) = groups::variant(label, &refs, unit)?;
+        warnings.extend(w);
+        variants.push(v);
+    }
+    Ok((variants, warnings))
+}
