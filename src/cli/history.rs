@@ -216,59 +216,6 @@ pub(super) fn existing(given: &Option<Location>) -> Result<Store> {
     Store::open_existing(&Location::or_default(given)?)
 }
 
-fn when(unix: i64) -> String {
-    humantime::format_rfc3339_seconds(
-        std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix.max(0) as u64),
-    )
-    .to_string()
-}
-
-fn list_grid(entries: &[crate::history::Entry]) -> report::format::Grid {
-    let mut g = report::format::Grid::new(&[
-        "id", "time", "kind", "workload", "host", "kernel", "median", "95% CI", "tags",
-    ])
-    .right([0, 6, 7]);
-    // Most entries share a few workloads: describe each parameter set once.
-    let mut described: std::collections::HashMap<Option<&str>, String> = Default::default();
-    for e in entries {
-        let workload = described
-            .entry(e.params.as_deref())
-            .or_insert_with(|| {
-                e.params
-                    .as_deref()
-                    .and_then(|p| serde_json::from_str::<crate::workloads::WorkloadSpec>(p).ok())
-                    .map(|w| w.describe())
-                    .unwrap_or_else(|| e.workload.clone().unwrap_or_default())
-            })
-            .clone();
-        g.row(vec![
-            e.id.to_string(),
-            when(e.created_unix),
-            e.kind.clone(),
-            workload,
-            e.host.clone().unwrap_or_default(),
-            e.kernel.clone().unwrap_or_default(),
-            match (e.median, &e.unit) {
-                (Some(m), Some(u)) => format!("{} {u}", crate::core::fmt_num(m)),
-                (Some(m), None) => crate::core::fmt_num(m),
-                _ => "-".into(),
-            },
-            match (e.ci_lo, e.ci_hi) {
-                (Some(a), Some(b)) => {
-                    format!("[{}, {}]", crate::core::fmt_num(a), crate::core::fmt_num(b))
-                }
-                _ => "-".into(),
-            },
-            e.tags
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(","),
-        ]);
-    }
-    g
-}
-
 /// Record a measuring command's result (its JSON, as written to files). The measurement is
 /// never lost to the store: a store that cannot be written gets a warning, and the result has
 /// already been printed and written.
@@ -291,26 +238,6 @@ pub(super) fn record<R: serde::Serialize>(result: &R, keep: &super::args::Histor
             "syscost: warning: the result was not recorded in the history ({e:#}); the result \
              itself is complete (--no-history skips recording)"
         ),
-    }
-}
-
-/// A result of any kind as text (JSON is printed as stored).
-fn text_of(l: &report::loaded::Loaded, format: Format) -> String {
-    use report::loaded::Loaded;
-    match l {
-        Loaded::Run(r) => r.text(format),
-        Loaded::Compare(c) => c.text(format),
-        Loaded::Merged(m) => MergeTables {
-            merged: m,
-            metric: "time",
-        }
-        .text(format),
-        Loaded::Sweep(s) => s.text(format),
-        Loaded::Scale(s) => s.text(format),
-        Loaded::Correlate(c) => c.text(format),
-        Loaded::Cachesets(a) => a.text(format),
-        Loaded::Probe(p) => p.text(format),
-        Loaded::Trend(t) => t.text(format),
     }
 }
 
@@ -357,7 +284,11 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
                 }];
                 out!(
                     "{}",
-                    report::format::render(format, &pre, &[list_grid(&entries)])
+                    report::format::render(
+                        format,
+                        &pre,
+                        &[report::history::entries_grid(&entries)]
+                    )
                 );
             }
             Ok(())
@@ -370,7 +301,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
                 return Ok(());
             }
             let loaded = report::loaded::parse(&format!("history entry {id}"), &json)?;
-            out!("{}", text_of(&loaded, format));
+            out!("{}", loaded.text(format));
             Ok(())
         }
         HistoryCommand::Import { files, tags } => {

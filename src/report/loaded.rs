@@ -133,3 +133,25 @@ impl Loaded {
         }
     }
 }
+
+impl Loaded {
+    /// The result as text in `format`, as its own kind renders it.
+    pub fn text(&self, format: super::format::Format) -> String {
+        use super::Render;
+        match self {
+            Loaded::Run(r) => r.text(format),
+            Loaded::Compare(c) => c.text(format),
+            Loaded::Merged(m) => super::merge::MergeTables {
+                merged: m,
+                metric: "time",
+            }
+            .text(format),
+            Loaded::Sweep(s) => s.text(format),
+            Loaded::Scale(s) => s.text(format),
+            Loaded::Correlate(c) => c.text(format),
+            Loaded::Cachesets(a) => a.text(format),
+            Loaded::Probe(p) => p.text(format),
+            Loaded::Trend(t) => t.text(format),
+        }
+    }
+}

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod correlate;
 pub mod env;
 pub mod format;
+pub mod history;
 pub mod html;
 pub mod kcidb;
 pub mod loaded;
