@@ -138,7 +138,7 @@ impl CompareArgs {
 }
 
 /// Where a measuring command records its result (see `syscost history`).
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone, Default, PartialEq)]
 pub struct HistoryOpts {
     /// Record the result in this history store: a SQLite file, or a PostgreSQL URL
     /// (postgres://USER@HOST/DB) shared by a lab's machines [default: $SYSCOST_HISTORY, else
@@ -189,7 +189,7 @@ impl HistoryOpts {
 }
 
 /// Options every `run` workload takes.
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, PartialEq)]
 pub struct RunArgs {
     #[command(flatten)]
     pub keep: HistoryOpts,

@@ -120,7 +120,7 @@ fn sweep_workload(text: &str) -> Result<WorkloadSpec> {
     let bare = parse(&["syscall".to_string()])?;
     let (spec, args) = line.run.into_parts()?;
     let (_, defaults) = bare.run.into_parts()?;
-    if format!("{args:?}") != format!("{defaults:?}") {
+    if args != defaults {
         anyhow::bail!(
             "--workload '{text}': give the workload and its own options only; run options \
              (--runs, --cpu, -e, --ops, ...) go to `audit sweep` itself"
