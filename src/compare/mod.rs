@@ -511,16 +511,11 @@ pub fn compare(mut variants: Vec<Variant>, opts: &Options) -> Result<Comparison>
 /// had, the smallest p it could give, and how many it needs.
 fn cannot_decide(min_p: f64, sizes: (usize, usize), family: usize, opts: &Options) -> String {
     let family = family.max(1);
-    let holm = if family > 1 {
-        format!(" after Holm over {family} comparisons")
-    } else {
-        String::new()
-    };
-    let p = crate::core::fmt_p((min_p * family as f64).min(1.0));
+    let p = smallest_p(min_p, family);
     if opts.paired {
         format!(
-            "cannot decide with {} rounds: the smallest possible p is {p}{holm} > alpha {}; use \
-             {} or more",
+            "cannot decide with {} rounds: the smallest possible p is {p} > alpha {}; use {} or \
+             more",
             sizes.0,
             opts.alpha,
             paired::pairs_to_decide(opts.alpha, family)
@@ -530,10 +525,21 @@ fn cannot_decide(min_p: f64, sizes: (usize, usize), family: usize, opts: &Option
             .find(|&n| min_mann_whitney_p(n, n) * (family as f64) < opts.alpha)
             .unwrap_or(200);
         format!(
-            "cannot decide with {} and {} runs: the smallest possible p is {p}{holm} > alpha {}; \
-             use {need} or more each",
+            "cannot decide with {} and {} runs: the smallest possible p is {p} > alpha {}; use \
+             {need} or more each",
             sizes.0, sizes.1, opts.alpha
         )
+    }
+}
+
+/// A rank test's smallest possible p after Holm over `family` comparisons, as messages say it:
+/// `0.0625`, or `0.1250 after Holm over 2 comparisons`.
+pub fn smallest_p(min_p: f64, family: usize) -> String {
+    let p = crate::core::fmt_p((min_p * family.max(1) as f64).min(1.0));
+    if family > 1 {
+        format!("{p} after Holm over {family} comparisons")
+    } else {
+        p
     }
 }
 

@@ -110,17 +110,12 @@ pub fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<St
 pub fn decidable(rounds: usize, comparisons: usize, alpha: f64) -> Result<()> {
     let need = crate::stats::paired::pairs_to_decide(alpha, comparisons);
     if rounds < need {
-        let smallest = crate::stats::paired::min_signed_rank_p(rounds) * comparisons.max(1) as f64;
-        let holm = if comparisons > 1 {
-            format!(" after Holm over {comparisons} comparisons")
-        } else {
-            String::new()
-        };
+        let smallest =
+            compare::smallest_p(crate::stats::paired::min_signed_rank_p(rounds), comparisons);
         bail!(
             "--runs {rounds}: with {rounds} rounds the paired test's smallest possible p is \
-             {}{holm}, above alpha {alpha}, so no change could ever be decided; use --runs \
-             {need} or more",
-            crate::core::fmt_p(smallest.min(1.0))
+             {smallest}, above alpha {alpha}, so no change could ever be decided; use --runs \
+             {need} or more"
         );
     }
     Ok(())
