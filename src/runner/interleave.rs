@@ -6,7 +6,10 @@
 //! [`run_interleaved`] can go finer ([`Grain::Samples`]): the runs of a round alive together,
 //! alternating sample by sample (see [`super::paced`]).
 
-use super::{Calibration, Executor, Plan, Progress, Workers, assemble, batch_size, validate};
+use super::{
+    Calibration, Executor, Plan, Progress, Workers, assemble, batch_size, check_batch_length,
+    validate,
+};
 use crate::counters::EventStatus;
 use crate::environment::Environment;
 use crate::results::{Grain, RunRecord, RunResult};
@@ -147,7 +150,10 @@ fn paced_sizes(
     let mut sizes = Vec::with_capacity(plans.len());
     for (p, ns) in plans.iter().zip(per_op) {
         sizes.push(match (p.ops, ns) {
-            (Some(ops), _) => (ops, false),
+            (Some(ops), _) => {
+                check_batch_length(exec, p, ops)?;
+                (ops, false)
+            }
             (None, Some(ns)) => {
                 let ops = ((p.sample_time.as_nanos() as f64 / ns).ceil() as u64).max(1);
                 progress(Progress::Calibrated { ops });
