@@ -73,7 +73,7 @@ fn run(kind: Noise, drift: f64, shift: f64, paired: bool, trials: usize, seed: u
             t.called += 1;
         }
         if d.ci_pct
-            .is_some_and(|(lo, hi)| lo <= 100.0 * shift && 100.0 * shift <= hi)
+            .is_some_and(|c| c.lo <= 100.0 * shift && 100.0 * shift <= c.hi)
         {
             t.covered += 1;
         }

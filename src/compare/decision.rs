@@ -4,6 +4,7 @@
 //! data cannot tell, and the verdict says so with an estimate of how many more units would
 //! likely decide. "No change" is never said: an underpowered comparison is inconclusive.
 
+use crate::stats::Interval;
 use serde::{Deserialize, Serialize};
 
 /// What a comparison decided about one metric.
@@ -69,9 +70,9 @@ impl Decision {
 #[derive(Clone, Copy, Debug)]
 pub struct Evidence {
     /// The interval of the delta at 1 - alpha, percent.
-    pub ci: Option<(f64, f64)>,
+    pub ci: Option<Interval>,
     /// The interval at 1 - 2 alpha, for equivalence (TOST), percent.
-    pub ci_equivalence: Option<(f64, f64)>,
+    pub ci_equivalence: Option<Interval>,
     /// The delta's point estimate, percent.
     pub delta: Option<f64>,
     /// The adjusted p-value.
@@ -91,19 +92,18 @@ pub fn decide(e: &Evidence, lower_is_better: bool) -> (Decision, String) {
         return (Decision::NoTest, "no test".into());
     };
     let t = e.threshold;
-    let inside = |(lo, hi): (f64, f64)| lo > -t && hi < t;
-    if let Some((lo, hi)) = e.ci
+    if let Some(ci) = e.ci
         && p < e.alpha
-        && (lo > 0.0 || hi < 0.0)
+        && ci.excludes_zero()
     {
         let d = Decision::of_change(lower_is_better, delta > 0.0);
         let name = d.name();
-        if inside((lo, hi)) {
+        if ci.inside(t) {
             return (d, format!("{name}, inside the {t}% noise threshold"));
         }
         return (d, name.into());
     }
-    if e.ci_equivalence.is_some_and(inside) {
+    if e.ci_equivalence.is_some_and(|c| c.inside(t)) {
         return (Decision::Equivalent, format!("equivalent (within ±{t}%)"));
     }
     match runs_to_decide(e) {
@@ -122,9 +122,8 @@ pub fn decide(e: &Evidence, lower_is_better: bool) -> (Decision, String) {
 /// 1/sqrt(n), and it decides once it is narrower than the distance to zero (a change) or to
 /// the nearer threshold (equivalence), whichever comes first. `None` without an interval.
 pub fn runs_to_decide(e: &Evidence) -> Option<usize> {
-    let (lo, hi) = e.ci?;
+    let half = e.ci?.width() / 2.0;
     let delta = e.delta?;
-    let half = (hi - lo) / 2.0;
     if half.is_nan() || half <= 0.0 || e.n == 0 {
         return None;
     }
@@ -142,8 +141,8 @@ mod unit {
 
     fn ev(ci: (f64, f64), eq: (f64, f64), delta: f64, p: f64) -> Evidence {
         Evidence {
-            ci: Some(ci),
-            ci_equivalence: Some(eq),
+            ci: Some(ci.into()),
+            ci_equivalence: Some(eq.into()),
             delta: Some(delta),
             p_adjusted: Some(p),
             alpha: 0.05,

@@ -32,7 +32,7 @@ pub struct Step {
     pub from: usize,
     pub to: usize,
     pub delta_pct: Option<f64>,
-    pub ci_pct: Option<(f64, f64)>,
+    pub ci_pct: Option<crate::stats::Interval>,
     pub p: Option<f64>,
     /// p after Holm over all steps.
     pub p_adjusted: Option<f64>,
@@ -138,7 +138,7 @@ pub fn trend(groups: Vec<Variant>, by: &str, opts: &Options) -> Result<Trend> {
             let beyond = d
                 .as_ref()
                 .and_then(|d| d.ci_pct)
-                .is_some_and(|(lo, hi)| lo > opts.noise_pct || hi < -opts.noise_pct);
+                .is_some_and(|c| c.lo > opts.noise_pct || c.hi < -opts.noise_pct);
             Step {
                 from: to - 1,
                 to,

@@ -206,7 +206,7 @@ pub fn delta_chart(c: &Comparison) -> String {
         .deltas
         .iter()
         .filter(|d| d.delta_pct.is_some())
-        .map(|d| d.ci_pct)
+        .map(|d| d.ci_pct.map(Into::into))
         .collect();
     let rows: Vec<(String, f64, usize)> = c
         .deltas
@@ -215,7 +215,7 @@ pub fn delta_chart(c: &Comparison) -> String {
             let p = d.delta_pct?;
             let ci = d
                 .ci_pct
-                .map(|(a, b)| format!(" [{a:+.1}, {b:+.1}]"))
+                .map(|c| format!(" [{:+.1}, {:+.1}]", c.lo, c.hi))
                 .unwrap_or_default();
             Some((
                 format!(

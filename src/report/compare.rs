@@ -52,7 +52,7 @@ impl Comparison {
                 fmt_num(d.median),
                 pct(d.delta_pct),
                 d.ci_pct
-                    .map(|(a, b)| format!("[{a:+.2}%, {b:+.2}%]"))
+                    .map(|c| format!("[{:+.2}%, {:+.2}%]", c.lo, c.hi))
                     .unwrap_or_else(|| "-".into()),
                 pval(d.p),
                 pval(d.p_adjusted),
@@ -94,7 +94,7 @@ impl Comparison {
                         fmt_num(d.median),
                         pct(d.delta_pct),
                         d.ci_pct
-                            .map(|(a, b)| format!("[{a:+.2}, {b:+.2}]"))
+                            .map(|c| format!("[{:+.2}, {:+.2}]", c.lo, c.hi))
                             .unwrap_or_else(|| "-".into()),
                         pval(d.p_adjusted),
                         d.effect_sigma

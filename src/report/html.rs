@@ -380,7 +380,7 @@ pub fn single_chart(kind: &str, loaded: &[(String, Loaded)]) -> Result<String> {
 mod snapshots {
     //! Charts of fixed inputs: the output is deterministic, so it is compared byte for byte.
     use super::*;
-    use crate::compare::unit::variant;
+    use crate::compare::tests::variant;
     use crate::compare::{Options, compare};
     use crate::layout::{Geometry, Request, analyse};
 

@@ -148,7 +148,7 @@ impl Sweep {
                 .map(|p| format!("{p:+.2}%"))
                 .unwrap_or_else(|| "-".into()),
             d.ci_pct
-                .map(|(a, b)| format!("[{a:+.2}%, {b:+.2}%]"))
+                .map(|c| format!("[{:+.2}%, {:+.2}%]", c.lo, c.hi))
                 .unwrap_or_else(|| "-".into()),
             d.p.unwrap_or(f64::NAN),
             d.verdict

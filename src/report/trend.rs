@@ -75,7 +75,7 @@ impl Render for Trend {
                     .unwrap_or_else(|| "-".into()),
                 step.map(|s| pct(s.delta_pct)).unwrap_or_default(),
                 step.and_then(|s| s.ci_pct)
-                    .map(|(lo, hi)| format!("[{lo:+.2}%, {hi:+.2}%]"))
+                    .map(|c| format!("[{:+.2}%, {:+.2}%]", c.lo, c.hi))
                     .unwrap_or_default(),
                 step.map(|s| pval(s.p_adjusted)).unwrap_or_default(),
                 step.map(|s| {

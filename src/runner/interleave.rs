@@ -105,8 +105,8 @@ fn precision(results: &[RunResult]) -> f64 {
                 .collect()
         });
         let half = crate::stats::paired::hodges_lehmann(&d, 0.95)
-            .and_then(|h| h.1)
-            .map(|(lo, hi)| 50.0 * (hi.exp() - lo.exp()))
+            .and_then(|h| h.interval)
+            .map(|i| 50.0 * (i.hi.exp() - i.lo.exp()))
             .unwrap_or(f64::INFINITY);
         widest = widest.max(half);
     }

@@ -6,11 +6,68 @@
 pub mod anova;
 pub mod correlation;
 pub mod paired;
+pub mod rank_tests;
 pub mod regression;
 pub mod significance;
+pub mod t_tests;
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// A two-sided interval `[lo, hi]`. Written to files as the pair `[lo, hi]`, as before it had
+/// a name.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "(f64, f64)", into = "(f64, f64)")]
+pub struct Interval {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Interval {
+    pub fn new(lo: f64, hi: f64) -> Interval {
+        Interval { lo, hi }
+    }
+
+    /// Both ends mapped by `f` (e.g. a log ratio to a percentage).
+    pub fn map(self, f: impl Fn(f64) -> f64) -> Interval {
+        Interval::new(f(self.lo), f(self.hi))
+    }
+
+    /// Neither end reaches zero.
+    pub fn excludes_zero(self) -> bool {
+        self.lo > 0.0 || self.hi < 0.0
+    }
+
+    /// Both ends strictly inside ±`t`.
+    pub fn inside(self, t: f64) -> bool {
+        self.lo > -t && self.hi < t
+    }
+
+    pub fn width(self) -> f64 {
+        self.hi - self.lo
+    }
+}
+
+impl From<(f64, f64)> for Interval {
+    fn from((lo, hi): (f64, f64)) -> Interval {
+        Interval { lo, hi }
+    }
+}
+
+impl From<Interval> for (f64, f64) {
+    fn from(i: Interval) -> (f64, f64) {
+        (i.lo, i.hi)
+    }
+}
+
+/// A test's statistic and its two-sided p-value, with how p was found ("exact", "asymptotic",
+/// "normal").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tested {
+    pub statistic: f64,
+    pub p: f64,
+    pub method: &'static str,
+}
 
 /// Summary of one metric over its units of replication (runs, or samples when there is one run).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

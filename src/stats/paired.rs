@@ -13,7 +13,8 @@
 //! Written here because no maintained crate has the signed-rank test with an exact small-sample
 //! distribution or the Hodges-Lehmann interval; the distributions come from statrs.
 
-use super::significance::ranks;
+use super::significance::{ranks, tested};
+use super::{Interval, Tested};
 use super::{mean, stdev, t_critical};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
@@ -40,9 +41,9 @@ fn exact_cdf(counts: &[f64], w: usize, n: usize) -> f64 {
     counts.iter().take(w + 1).sum::<f64>() / total
 }
 
-/// The signed-rank test of `d` against 0: (W+, two-sided p, "exact" or "normal"). Zeros are
+/// The signed-rank test of `d` against 0: W+, the two-sided p, "exact" or "normal". Zeros are
 /// dropped (scipy's `zero_method="wilcox"`). `None` with no non-zero difference.
-pub fn signed_rank(d: &[f64]) -> Option<(f64, f64, &'static str)> {
+pub fn signed_rank(d: &[f64]) -> Option<Tested> {
     let nz: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
     let n = nz.len();
     if n == 0 {
@@ -62,15 +63,15 @@ pub fn signed_rank(d: &[f64]) -> Option<(f64, f64, &'static str)> {
     if n <= EXACT_MAX && ties == 0.0 && !zeros {
         let counts = signed_rank_counts(n);
         let p = (2.0 * exact_cdf(&counts, t as usize, n)).min(1.0);
-        return Some((w_plus, p, "exact"));
+        return Some(tested(w_plus, p, "exact"));
     }
     let var = (n * (n + 1) * (2 * n + 1)) as f64 / 24.0 - ties / 48.0;
     if var <= 0.0 {
-        return Some((w_plus, 1.0, "normal"));
+        return Some(tested(w_plus, 1.0, "normal"));
     }
     let z = (t - total / 2.0) / var.sqrt();
     let p = (2.0 * Normal::standard().cdf(-z.abs())).min(1.0);
-    Some((w_plus, p, "normal"))
+    Some(tested(w_plus, p, "normal"))
 }
 
 /// The smallest two-sided p-value the signed-rank test can give for n pairs: 2 / 2^n.
@@ -100,11 +101,27 @@ fn walsh(d: &[f64]) -> Vec<f64> {
     w
 }
 
+/// A centre and, when the data can reach the confidence asked, its interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Located {
+    pub estimate: f64,
+    pub interval: Option<Interval>,
+}
+
+/// The paired t's mean, p and interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeanInterval {
+    pub mean: f64,
+    /// `None` when every difference is the same (no spread to test against).
+    pub p: Option<f64>,
+    pub interval: Interval,
+}
+
 /// The Hodges-Lehmann estimate of the centre of `d` (the median of the Walsh averages) and
 /// its `confidence` interval: the Walsh averages at the signed-rank test's critical values
 /// (exact for up to 50 pairs without ties, the normal approximation beyond). `None` for fewer
 /// than 2 pairs; the interval is `None` when n is too small to reach `confidence` at all.
-pub fn hodges_lehmann(d: &[f64], confidence: f64) -> Option<(f64, Option<(f64, f64)>)> {
+pub fn hodges_lehmann(d: &[f64], confidence: f64) -> Option<Located> {
     let n = d.len();
     if n < 2 {
         return None;
@@ -131,13 +148,16 @@ pub fn hodges_lehmann(d: &[f64], confidence: f64) -> Option<(f64, Option<(f64, f
         let sd = ((n * (n + 1) * (2 * n + 1)) as f64 / 24.0).sqrt();
         (m as f64 / 2.0 - z * sd).floor().max(0.0) as usize
     };
-    let ci = (k >= 1 && k <= m / 2).then(|| (w[k - 1], w[m - k]));
-    Some((est, ci))
+    let interval = (k >= 1 && k <= m / 2).then(|| Interval::new(w[k - 1], w[m - k]));
+    Some(Located {
+        estimate: est,
+        interval,
+    })
 }
 
-/// Student's t on `d`: (mean, two-sided p, `confidence` interval of the mean). `None` for fewer
-/// than 2 pairs; p is `None` when every difference is the same (no spread to test against).
-pub fn paired_t(d: &[f64], confidence: f64) -> Option<(f64, Option<f64>, (f64, f64))> {
+/// Student's t on `d`: the mean, the two-sided p and the `confidence` interval of the mean.
+/// `None` for fewer than 2 pairs.
+pub fn paired_t(d: &[f64], confidence: f64) -> Option<MeanInterval> {
     let n = d.len();
     if n < 2 {
         return None;
@@ -150,7 +170,11 @@ pub fn paired_t(d: &[f64], confidence: f64) -> Option<(f64, Option<f64>, (f64, f
         let t = StudentsT::new(0.0, 1.0, df).expect("df >= 1");
         (2.0 * t.cdf(-(m / se).abs())).min(1.0)
     });
-    Some((m, p, (m - half, m + half)))
+    Some(MeanInterval {
+        mean: m,
+        p,
+        interval: Interval::new(m - half, m + half),
+    })
 }
 
 #[cfg(test)]
@@ -197,7 +221,11 @@ mod unit {
     #[test]
     fn signed_rank_matches_scipy() {
         let d = [0.012, -0.004, 0.021, 0.018, 0.009, 0.015, -0.002, 0.011];
-        let (w, p, how) = signed_rank(&d).unwrap();
+        let Tested {
+            statistic: w,
+            p,
+            method: how,
+        } = signed_rank(&d).unwrap();
         assert_eq!((36.0 - w, how), (3.0, "exact"));
         assert!(close(p, 0.0390625, 1e-12), "{p}");
         let mut d2 = d.to_vec();
@@ -207,12 +235,20 @@ mod unit {
             0.006, 0.033, 0.032, -0.008, 0.034, 0.035, 0.036, 0.037, 0.038, 0.039, 0.04, 0.041,
             0.042, 0.043, 0.044, 0.045, 0.046, 0.047, 0.048,
         ]);
-        let (w, p, how) = signed_rank(&d2).unwrap();
+        let Tested {
+            statistic: w,
+            p,
+            method: how,
+        } = signed_rank(&d2).unwrap();
         assert_eq!(how, "normal");
         assert_eq!(51.0 * 52.0 / 2.0 - w, 33.0);
         assert!(close(p, 3.5176258616153648e-09, 1e-9), "{p}");
         let tied = [1.0, 1.0, 2.0, -2.0, 3.0, 3.0, 3.0, -1.0, 4.0, 5.0];
-        let (w, p, how) = signed_rank(&tied).unwrap();
+        let Tested {
+            statistic: w,
+            p,
+            method: how,
+        } = signed_rank(&tied).unwrap();
         assert_eq!((55.0 - w, how), (6.5, "normal"));
         assert!(close(p, 0.03130779790854022, 1e-9), "{p}");
         assert!(signed_rank(&[0.0, 0.0]).is_none());
@@ -228,9 +264,12 @@ mod unit {
     #[test]
     fn hodges_lehmann_interval_inverts_the_test() {
         let d = [0.012, -0.004, 0.021, 0.018, 0.009, 0.015, -0.002, 0.011];
-        let (est, ci) = hodges_lehmann(&d, 0.95).unwrap();
+        let Located {
+            estimate: est,
+            interval: ci,
+        } = hodges_lehmann(&d, 0.95).unwrap();
         assert!(close(est, 0.01075, 1e-12), "{est}");
-        let (lo, hi) = ci.unwrap();
+        let Interval { lo, hi } = ci.unwrap();
         assert!(
             close(lo, 0.0025, 1e-12) && close(hi, 0.018, 1e-12),
             "{lo} {hi}"
@@ -242,11 +281,11 @@ mod unit {
             (0.0181, true),
         ] {
             let shifted: Vec<f64> = d.iter().map(|x| x - c).collect();
-            let p = signed_rank(&shifted).unwrap().1;
+            let p = signed_rank(&shifted).unwrap().p;
             assert_eq!(p < 0.05, rejected, "c = {c}: p = {p}");
         }
         // Too few pairs for 95%: 2 / 2^4 > 0.05.
-        assert_eq!(hodges_lehmann(&d[..4], 0.95).unwrap().1, None);
+        assert_eq!(hodges_lehmann(&d[..4], 0.95).unwrap().interval, None);
     }
 
     // scipy 1.17.1: r = scipy.stats.ttest_1samp(d, 0) -> pvalue 0.01562857947294929;
@@ -254,10 +293,14 @@ mod unit {
     #[test]
     fn paired_t_matches_scipy() {
         let d = [0.012, -0.004, 0.021, 0.018, 0.009, 0.015, -0.002, 0.011];
-        let (m, p, (lo, hi)) = paired_t(&d, 0.95).unwrap();
+        let MeanInterval {
+            mean: m,
+            p,
+            interval: Interval { lo, hi },
+        } = paired_t(&d, 0.95).unwrap();
         assert!(close(m, 0.01, 1e-12));
         assert!(close(p.unwrap(), 0.01562857947294929, 1e-6), "{p:?}");
         assert!(close(lo, 0.0025491551230764917, 1e-6) && close(hi, 0.01745084487692351, 1e-6));
-        assert_eq!(paired_t(&[0.01, 0.01, 0.01], 0.95).unwrap().1, None);
+        assert_eq!(paired_t(&[0.01, 0.01, 0.01], 0.95).unwrap().p, None);
     }
 }

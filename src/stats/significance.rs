@@ -3,6 +3,7 @@
 //! Mann-Whitney U and Welch's t are short enough to write against statrs's distributions; no
 //! maintained crate offers both with tie correction and an exact small-sample U distribution.
 
+use super::{Interval, Tested};
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
@@ -23,26 +24,47 @@ pub enum TestKind {
 }
 
 impl TestKind {
-    pub fn describe(self) -> &'static str {
+    /// The test's implementation: the registry of statistical tests, one line each.
+    pub fn test(self) -> &'static dyn SignificanceTest {
         match self {
-            TestKind::MannWhitney => "Mann-Whitney U, two-sided",
-            TestKind::SignedRank => "Wilcoxon signed-rank, two-sided",
-            TestKind::Welch | TestKind::T => "Welch's t, two-sided",
+            TestKind::MannWhitney | TestKind::SignedRank => &super::rank_tests::RANKS,
+            TestKind::Welch | TestKind::T => &super::t_tests::T,
         }
     }
+}
 
-    /// The test as used on pairs (interleaved rounds).
-    pub fn describe_paired(self) -> &'static str {
-        match self {
-            TestKind::MannWhitney | TestKind::SignedRank => {
-                "Wilcoxon signed-rank on per-round log ratios, two-sided, with the \
-                 Hodges-Lehmann interval"
-            }
-            TestKind::Welch | TestKind::T => {
-                "paired t on per-round log ratios, two-sided, with its t interval"
-            }
-        }
-    }
+/// A statistical test as a comparison uses it: on two independent samples, or on the per-round
+/// changes of paired rounds. Each family of tests is one file implementing this
+/// (`rank_tests`, `t_tests`) and one line in [`TestKind::test`].
+pub trait SignificanceTest: Sync {
+    /// The test's name on independent samples, as results print it.
+    fn name_unpaired(&self) -> &'static str;
+    /// The test's name on paired rounds.
+    fn name_paired(&self) -> &'static str;
+    /// Two independent samples.
+    fn unpaired(&self, a: &[f64], b: &[f64]) -> Unpaired;
+    /// Per-round changes `d` (log ratios or scaled differences): their centre with intervals
+    /// at `confidence` and at `equivalence` (for TOST), and the test of `d` against 0. `None`
+    /// when the test cannot be taken on `d` at all.
+    fn paired(&self, d: &[f64], confidence: f64, equivalence: f64) -> Option<PairedTest>;
+}
+
+/// An unpaired test's p and, for a rank test, the smallest p its sample sizes allow.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Unpaired {
+    pub p: Option<f64>,
+    pub min_p: Option<f64>,
+}
+
+/// A paired test on per-round changes, in the changes' own scale.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairedTest {
+    pub centre: Option<f64>,
+    pub interval: Option<Interval>,
+    pub equivalence: Option<Interval>,
+    pub p: Option<f64>,
+    /// The smallest p the test could give with this many pairs (rank tests).
+    pub min_p: Option<f64>,
 }
 
 /// Ranks starting at 1, ties given their average rank; also returns Σ(t³ - t) over tie groups.
@@ -96,11 +118,11 @@ fn exact_u_counts(n1: usize, n2: usize) -> Vec<f64> {
     d
 }
 
-/// Two-sided Mann-Whitney U test: returns (U of the first sample, p-value, method).
+/// Two-sided Mann-Whitney U test: the U of the first sample, the p-value and the method.
 /// Exact distribution without ties for samples of up to 20 each (as scipy's 'exact'),
 /// otherwise the normal approximation with tie and continuity correction (scipy's
 /// 'asymptotic').
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<(f64, f64, &'static str)> {
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<Tested> {
     let (n1, n2) = (a.len(), b.len());
     if n1 == 0 || n2 == 0 {
         return None;
@@ -117,22 +139,30 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<(f64, f64, &'static str)> {
         // P(U >= big) under the null; the distribution is symmetric.
         let k = big.round() as usize;
         let sf: f64 = counts[k..].iter().sum::<f64>() / total;
-        return Some((u1, (2.0 * sf).min(1.0), "exact"));
+        return Some(tested(u1, (2.0 * sf).min(1.0), "exact"));
     }
     let n = (n1 + n2) as f64;
     let mu = (n1 * n2) as f64 / 2.0;
     let var = (n1 * n2) as f64 / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)));
     if var <= 0.0 {
-        return Some((u1, 1.0, "asymptotic"));
+        return Some(tested(u1, 1.0, "asymptotic"));
     }
     let z = (big - mu - 0.5) / var.sqrt();
     let normal = Normal::new(0.0, 1.0).expect("standard normal");
-    Some((u1, (2.0 * normal.sf(z)).min(1.0), "asymptotic"))
+    Some(tested(u1, (2.0 * normal.sf(z)).min(1.0), "asymptotic"))
 }
 
-/// Welch's two-sided t-test: (t, degrees of freedom, p-value). `None` with fewer than two
-/// values in either sample.
-pub fn welch(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
+/// Welch's two-sided t-test.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Welch {
+    pub t: f64,
+    /// Welch-Satterthwaite degrees of freedom.
+    pub df: f64,
+    pub p: f64,
+}
+
+/// Welch's two-sided t-test. `None` with fewer than two values in either sample.
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
     if a.len() < 2 || b.len() < 2 {
         return None;
     }
@@ -148,7 +178,19 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
     let df = se2 * se2 / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
     // Values so large that the variances overflow leave no usable degrees of freedom.
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
-    Some((t, df, (2.0 * dist.sf(t.abs())).min(1.0)))
+    Some(Welch {
+        t,
+        df,
+        p: (2.0 * dist.sf(t.abs())).min(1.0),
+    })
+}
+
+pub(crate) fn tested(statistic: f64, p: f64, method: &'static str) -> Tested {
+    Tested {
+        statistic,
+        p,
+        method,
+    }
 }
 
 /// Holm-Bonferroni adjusted p-values, in the order given.
@@ -287,7 +329,11 @@ mod unit {
     fn mann_whitney_exact_matches_scipy() {
         let a = [1.1, 2.3, 3.2, 4.8, 5.0];
         let b = [6.1, 7.4, 8.8, 9.0, 10.2, 3.3];
-        let (u, p, method) = mann_whitney(&a, &b).unwrap();
+        let Tested {
+            statistic: u,
+            p,
+            method,
+        } = mann_whitney(&a, &b).unwrap();
         assert_eq!(method, "exact");
         assert_eq!(u, 2.0);
         assert!(close(p, 0.017316017316017316, 1e-12), "{p}");
@@ -297,7 +343,11 @@ mod unit {
     fn mann_whitney_asymptotic_with_ties_matches_scipy() {
         let c = [1.0, 2.0, 2.0, 3.0, 4.0, 5.0];
         let d = [3.0, 4.0, 4.0, 5.0, 6.0, 7.0, 8.0];
-        let (u, p, method) = mann_whitney(&c, &d).unwrap();
+        let Tested {
+            statistic: u,
+            p,
+            method,
+        } = mann_whitney(&c, &d).unwrap();
         assert_eq!(method, "asymptotic");
         assert_eq!(u, 6.0);
         assert!(close(p, 0.0364709007712748, 1e-9), "{p}");
@@ -305,7 +355,7 @@ mod unit {
 
     #[test]
     fn mann_whitney_identical_samples() {
-        let (_, p, _) = mann_whitney(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]).unwrap();
+        let p = mann_whitney(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]).unwrap().p;
         assert!(p > 0.9);
         assert!(mann_whitney(&[], &[1.0]).is_none());
     }
@@ -322,7 +372,7 @@ mod unit {
     fn welch_matches_scipy() {
         let a = [1.1, 2.3, 3.2, 4.8, 5.0];
         let b = [6.1, 7.4, 8.8, 9.0, 10.2, 3.3];
-        let (t, _, p) = welch(&a, &b).unwrap();
+        let Welch { t, p, .. } = welch(&a, &b).unwrap();
         assert!(close(t, -3.3337118595516495, 1e-9), "{t}");
         assert!(close(p, 0.009207576110190446, 1e-6), "{p}");
         // scipy 1.17.1: ttest_ind([1, 1], [1, 1], equal_var=False) gives nan, and ([1, 1],
