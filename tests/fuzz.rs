@@ -13,8 +13,7 @@ use serde_json::Value;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use syscost::report::format::Format;
 use syscost::report::loaded::{self, Loaded};
-use syscost::report::merge::MergeTables;
-use syscost::report::{Render, html};
+use syscost::report::html;
 
 fn cases() -> usize {
     std::env::var("SYSCOST_FUZZ_CASES")
@@ -27,25 +26,11 @@ fn cases() -> usize {
 fn render_all(name: &str, l: Loaded) {
     let formats = [Format::Table, Format::Csv, Format::Markdown, Format::Lkml];
     for f in formats {
-        let _ = match &l {
-            Loaded::Run(r) => r.text(f),
-            Loaded::Compare(c) => c.text(f),
-            Loaded::Merged(m) => MergeTables {
-                merged: m,
-                metric: "time",
-            }
-            .text(f),
-            Loaded::Sweep(s) => s.text(f),
-            Loaded::Scale(s) => s.text(f),
-            Loaded::Correlate(c) => c.text(f),
-            Loaded::Cachesets(a) => a.text(f),
-            Loaded::Probe(p) => p.text(f),
-            Loaded::Trend(t) => t.text(f),
-        };
+        let _ = l.text(f);
     }
     let all = vec![(name.to_string(), l)];
     let _ = html::page(&all);
-    for kind in loaded::KINDS {
+    for kind in loaded::chart_names() {
         let _ = html::single_chart(kind, &all);
     }
 }

@@ -2,7 +2,11 @@
 //! the chance that a random placement overflows a set.
 
 use super::Render;
+use super::charts::cachesets_chart;
 use super::format::{Format, Grid};
+use super::html::Section;
+use super::loaded::{Entry, ResultKind};
+use crate::core::Kind;
 use crate::layout::Analysis;
 
 impl Render for Analysis {
@@ -72,5 +76,31 @@ impl Render for Analysis {
             mc.trials, mc.seed, g.ways, mc.overflow_probability, mc.ci95.0, mc.ci95.1
         ));
         out
+    }
+}
+
+/// A cache-set analysis: its chart and its sentences.
+pub const ENTRY: Entry = Entry::of::<Analysis>(Kind::Cachesets, &["cachesets"]);
+
+impl ResultKind for Analysis {
+    fn kind(&self) -> Kind {
+        Kind::Cachesets
+    }
+
+    fn title(&self) -> String {
+        format!("Cache sets: {} objects", self.objects)
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        s.figure(&cachesets_chart(self));
+        s.pre(&Render::text(self, Format::Table));
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        (name == "cachesets").then(|| Ok(cachesets_chart(self)))
     }
 }

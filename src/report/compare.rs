@@ -3,8 +3,12 @@
 //! variants (seed 001), the counters side by side, and the profile's differences.
 
 use super::Render;
+use super::charts::{compare_chart, profile_diff_chart, ranking_chart};
 use super::format::{Format, Grid};
+use super::html::{Section, compare_section};
+use super::loaded::{Entry, ResultKind};
 use crate::compare::Comparison;
+use crate::core::Kind;
 use crate::core::fmt_num;
 use crate::results::MetricKind;
 use crate::stats::Summary;
@@ -327,4 +331,52 @@ impl Comparison {
         out.extend(self.counter_blocks());
         out
     }
+}
+
+/// A comparison: its charts, deltas and the table of each variant.
+pub const ENTRY: Entry = Entry::of::<Comparison>(Kind::Compare, &["compare", "ranking", "profile"]);
+
+impl ResultKind for Comparison {
+    fn kind(&self) -> Kind {
+        Kind::Compare
+    }
+
+    fn damage(&self) -> Option<String> {
+        comparison_damage(self)
+    }
+
+    fn title(&self) -> String {
+        format!("Comparison of {} results", self.variants.len())
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        compare_section(s, self);
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        Some(match name {
+            "compare" => Ok(compare_chart(self)),
+            "ranking" => ranking_chart(self)
+                .ok_or_else(|| anyhow::anyhow!("a ranking needs three or more variants")),
+            "profile" => profile_diff_chart(self)
+                .ok_or_else(|| anyhow::anyhow!("this comparison has no profiles")),
+            _ => return None,
+        })
+    }
+}
+
+/// What a comparison needs to be drawn: a baseline, and deltas and ranks that name variants.
+pub fn comparison_damage(c: &Comparison) -> Option<String> {
+    let n = c.variants.len();
+    if n == 0 {
+        return Some("it has no variants".into());
+    }
+    if c.deltas.iter().any(|d| d.variant >= n) || c.ranking.iter().any(|r| r.variant >= n) {
+        return Some(format!("a delta or rank names a variant beyond its {n}"));
+    }
+    None
 }

@@ -1,8 +1,13 @@
 //! A correlation: Pearson and Spearman with p-values, and the least-squares line.
 
 use super::Render;
+use super::charts::correlate_chart;
+use super::format::Format;
 use super::format::Grid;
+use super::html::Section;
+use super::loaded::{Entry, ResultKind};
 use crate::compare::correlate::CorrelationResult;
+use crate::core::Kind;
 use crate::core::fmt_num;
 
 impl Render for CorrelationResult {
@@ -40,4 +45,30 @@ pub fn grid(r: &CorrelationResult) -> Grid {
         fmt_num(r.intercept.abs())
     ));
     g
+}
+
+/// A correlation: its scatter and its table.
+pub const ENTRY: Entry = Entry::of::<CorrelationResult>(Kind::Correlate, &["correlate"]);
+
+impl ResultKind for CorrelationResult {
+    fn kind(&self) -> Kind {
+        Kind::Correlate
+    }
+
+    fn title(&self) -> String {
+        format!("Correlation: {} and {}", self.x, self.y)
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        s.figure(&correlate_chart(self));
+        s.table(&grid(self));
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        (name == "correlate").then(|| Ok(correlate_chart(self)))
+    }
 }

@@ -1,11 +1,11 @@
 //! `syscost report`: one self-contained HTML page (inline CSS and SVG, no JavaScript, no
 //! network) with the charts engineers draw by hand, for every kind of syscost result.
 
+use super::Render;
 use super::charts::*;
-use super::format::{Format, Grid};
-use super::loaded::{KINDS, Loaded};
+use super::format::Grid;
+use super::loaded::{Loaded, chart_names};
 use super::svg::{self, esc};
-use super::{Render, run_grid};
 use crate::compare::Comparison;
 use anyhow::{Result, bail};
 
@@ -55,138 +55,84 @@ pub fn table(g: &Grid) -> String {
     s
 }
 
-fn figure(chart: &str) -> String {
-    format!("<figure>{chart}</figure>")
+/// One result's section of the page, as its kind fills it.
+pub struct Section {
+    html: String,
+    /// Its warnings, for the page's list (said once, with the files that gave them).
+    pub warnings: Vec<String>,
+}
+
+impl Section {
+    /// A chart in its figure.
+    pub fn figure(&mut self, chart: &str) {
+        self.html.push_str(&format!("<figure>{chart}</figure>"));
+    }
+
+    /// A line of text above the tables.
+    pub fn meta(&mut self, line: &str) {
+        self.html
+            .push_str(&format!("<p class=\"meta\">{}</p>", esc(line.trim())));
+    }
+
+    /// A line that is already HTML.
+    pub fn raw(&mut self, html: &str) {
+        self.html.push_str(html);
+    }
+
+    pub fn table(&mut self, g: &Grid) {
+        self.html.push_str(&table(g));
+    }
+
+    /// Preformatted text (a kind whose text is its own shape).
+    pub fn pre(&mut self, text: &str) {
+        self.html.push_str(&format!("<pre>{}</pre>", esc(text)));
+    }
+
+    pub fn warn(&mut self, warnings: &[String]) {
+        self.warnings.extend(warnings.iter().cloned());
+    }
 }
 
 /// One section per result.
-fn section(l: &Loaded, label: &str, warnings: &mut Vec<String>) -> String {
-    let mut s = format!(
-        "<section><h2>{}</h2><p class=\"src\">{}</p>",
-        esc(&title_of(l)),
-        esc(label)
-    );
-    match l {
-        Loaded::Run(r) => {
-            warnings.extend(r.warnings.iter().cloned());
-            s.push_str(&figure(&run_chart(r)));
-            for line in super::run_preamble(r) {
-                s.push_str(&format!("<p class=\"meta\">{}</p>", esc(line.trim())));
-            }
-            let mut g = run_grid(r);
-            g.notes
-                .retain(|n| !n.contains("Warnings") && !n.trim_start().starts_with("- "));
-            s.push_str(&table(&g));
-            if let Some(p) = &r.profile {
-                s.push_str(&figure(&profile_chart(p, &r.workload.describe())));
-            }
-        }
-        Loaded::Compare(c) => compare_section(&mut s, c, warnings),
-        Loaded::Probe(p) => {
-            s.push_str(&format!(
-                "<p class=\"meta\">{} during <code>{}</code>: hits per run {:?}</p>",
-                esc(&p.target),
-                esc(&p.command.join(" ")),
-                p.hits
-            ));
-            compare_section(&mut s, &p.comparison, warnings);
-        }
-        Loaded::Merged(m) => {
-            warnings.extend(m.warnings.iter().cloned());
-            s.push_str(&figure(&merge_chart(m, "time")));
-            s.push_str(&table(&m.seed_table("time")));
-            s.push_str(&table(&m.variance_grid()));
-        }
-        Loaded::Sweep(sw) => {
-            warnings.extend(sw.warnings.iter().cloned());
-            s.push_str(&figure(&sweep_chart(sw)));
-            for line in sw.preamble() {
-                s.push_str(&format!("<p class=\"meta\">{}</p>", esc(line.trim())));
-            }
-            for g in sw.grids() {
-                let mut g = g;
-                g.notes.retain(|n| !n.contains("warning:"));
-                s.push_str(&table(&g));
-            }
-        }
-        Loaded::Scale(sc) => {
-            for c in scale_charts(sc) {
-                s.push_str(&figure(&c));
-            }
-            s.push_str(&format!("<pre>{}</pre>", esc(&sc.text(Format::Table))));
-        }
-        Loaded::Correlate(c) => {
-            s.push_str(&figure(&correlate_chart(c)));
-            s.push_str(&table(&super::correlate::grid(c)));
-        }
-        Loaded::Cachesets(a) => {
-            s.push_str(&figure(&cachesets_chart(a)));
-            s.push_str(&format!("<pre>{}</pre>", esc(&a.text(Format::Table))));
-        }
-        Loaded::Trend(t) => {
-            warnings.extend(t.warnings.iter().cloned());
-            s.push_str(&figure(&trend_chart(t)));
-            for line in t.preamble() {
-                s.push_str(&format!("<p class=\"meta\">{}</p>", esc(line.trim())));
-            }
-            let mut g = t.grids().remove(0);
-            g.notes
-                .retain(|n| !n.contains("Warnings") && !n.trim_start().starts_with("- "));
-            s.push_str(&table(&g));
-        }
-    }
-    s.push_str("</section>");
+fn section(l: &Loaded, label: &str) -> Section {
+    let mut s = Section {
+        html: format!(
+            "<section><h2>{}</h2><p class=\"src\">{}</p>",
+            esc(&l.title()),
+            esc(label)
+        ),
+        warnings: Vec::new(),
+    };
+    l.section(&mut s);
+    s.html.push_str("</section>");
     s
 }
 
-fn compare_section(s: &mut String, c: &Comparison, warnings: &mut Vec<String>) {
-    warnings.extend(c.warnings.iter().cloned());
-    s.push_str(&figure(&compare_chart(c)));
-    s.push_str(&figure(&delta_chart(c)));
+/// A comparison's section: its charts, lines and tables (also a probe's).
+pub fn compare_section(s: &mut Section, c: &Comparison) {
+    s.warn(&c.warnings);
+    s.figure(&compare_chart(c));
+    s.figure(&delta_chart(c));
     if let Some(r) = ranking_chart(c) {
-        s.push_str(&figure(&r));
+        s.figure(&r);
     }
     if let Some(p) = profile_diff_chart(c) {
-        s.push_str(&figure(&p));
+        s.figure(&p);
     }
     for line in c.preamble() {
-        s.push_str(&format!("<p class=\"meta\">{}</p>", esc(line.trim())));
+        s.meta(&line);
     }
     let mut d = c.delta_grid();
     d.notes.clear();
-    s.push_str(&table(&d));
-    s.push_str(&table(&c.seed_table()));
-}
-
-fn title_of(l: &Loaded) -> String {
-    match l {
-        Loaded::Run(r) => format!("Run: {}", r.workload.describe()),
-        Loaded::Compare(c) => format!("Comparison of {} results", c.variants.len()),
-        Loaded::Merged(m) => format!("Merged: {} boots", m.groups.len()),
-        Loaded::Sweep(s) => format!("Audit sweep: {}", s.workload.describe()),
-        Loaded::Scale(s) => format!("Thread scaling: {}", s.case),
-        Loaded::Correlate(c) => format!("Correlation: {} and {}", c.x, c.y),
-        Loaded::Cachesets(a) => format!("Cache sets: {} objects", a.objects),
-        Loaded::Probe(p) => format!("Probe: {}", p.target),
-        Loaded::Trend(t) => format!("Trend of {} by {}", t.metric, t.by),
-    }
-}
-
-/// The machine a result was measured on, where it records one.
-fn environment_of(l: &Loaded) -> Option<&crate::environment::Environment> {
-    match l {
-        Loaded::Run(r) => Some(&r.environment),
-        Loaded::Sweep(s) => s.steps.first().map(|x| &x.result.environment),
-        Loaded::Scale(s) => s.results.first().map(|x| &x.environment),
-        _ => None,
-    }
+    s.table(&d);
+    s.table(&c.seed_table());
 }
 
 /// Every kernel the results were measured on; when they differ, each with its files.
 fn kernels(loaded: &[(String, Loaded)]) -> String {
     let mut seen: Vec<(String, Vec<&str>)> = Vec::new();
     for (label, l) in loaded {
-        let Some(e) = environment_of(l) else { continue };
+        let Some(e) = l.environment() else { continue };
         let k = format!(
             "{} {}",
             e.kernel_release.clone().unwrap_or_default(),
@@ -208,7 +154,7 @@ fn kernels(loaded: &[(String, Loaded)]) -> String {
 }
 
 fn header(loaded: &[(String, Loaded)]) -> String {
-    let env = loaded.iter().find_map(|(_, l)| environment_of(l)).cloned();
+    let env = loaded.iter().find_map(|(_, l)| l.environment()).cloned();
     let mut rows: Vec<(String, String)> = Vec::new();
     match env {
         Some(e) => {
@@ -293,11 +239,9 @@ pub fn page(loaded: &[(String, Loaded)]) -> String {
     let mut said: Vec<(String, Vec<&str>)> = Vec::new();
     let mut sections = Vec::new();
     for (label, l) in loaded {
-        let mut own = Vec::new();
-        sections.push(section(l, label, &mut own));
-        if let Loaded::Run(r) = l {
-            own.extend(r.environment.warnings.iter().cloned());
-        }
+        let sec = section(l, label);
+        let mut own = sec.warnings;
+        sections.push(sec.html);
         own.sort();
         own.dedup();
         for w in own {
@@ -352,26 +296,14 @@ pub fn single_chart(kind: &str, loaded: &[(String, Loaded)]) -> Result<String> {
             _ => bail!("--svg {want} draws one result; {} were given", loaded.len()),
         }
     };
-    let chart = match (kind, one(kind)?) {
-        ("run", Loaded::Run(r)) => run_chart(r),
-        ("profile", Loaded::Run(r)) => match &r.profile {
-            Some(p) => profile_chart(p, &r.workload.describe()),
-            None => bail!("this run has no profile: take it with --profile"),
-        },
-        ("profile", Loaded::Compare(c)) => profile_diff_chart(c)
-            .ok_or_else(|| anyhow::anyhow!("this comparison has no profiles"))?,
-        ("compare", Loaded::Compare(c)) => compare_chart(c),
-        ("compare", Loaded::Probe(p)) => compare_chart(&p.comparison),
-        ("ranking", Loaded::Compare(c)) => ranking_chart(c)
-            .ok_or_else(|| anyhow::anyhow!("a ranking needs three or more variants"))?,
-        ("merge", Loaded::Merged(m)) => merge_chart(m, "time"),
-        ("sweep", Loaded::Sweep(s)) => sweep_chart(s),
-        ("scale", Loaded::Scale(s)) => scale_charts(s).remove(0),
-        ("correlate", Loaded::Correlate(c)) => correlate_chart(c),
-        ("cachesets", Loaded::Cachesets(a)) => cachesets_chart(a),
-        ("trend", Loaded::Trend(t)) => trend_chart(t),
-        (k, l) if KINDS.contains(&k) => bail!("a '{}' result has no '{k}' chart", l.kind()),
-        (k, _) => bail!("unknown chart '{k}': one of {}", KINDS.join(", ")),
+    let l = one(kind)?;
+    let names = chart_names();
+    if !names.contains(&kind) {
+        bail!("unknown chart '{kind}': one of {}", names.join(", "));
+    }
+    let chart = match l.chart(kind) {
+        Some(chart) => chart?,
+        None => bail!("a '{}' result has no '{kind}' chart", l.kind()),
     };
     Ok(svg::standalone(&chart))
 }

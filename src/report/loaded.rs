@@ -1,60 +1,119 @@
 //! A result file of any kind, read through the one loader (`results::load`) and decoded into
-//! its type: what `syscost report` takes.
+//! its type: what `syscost report` and `history show` take.
+//!
+//! A result kind is one file of `report/` implementing [`ResultKind`] (its checks on load, its
+//! text, its section of the page and its charts) and exporting an [`Entry`], plus one line in
+//! [`REGISTRY`]. Its name is one line of `core::Kind`: the envelope is checked before any type
+//! is decoded, below the layers that define the types.
 
-use crate::compare::Comparison;
-use crate::compare::correlate::CorrelationResult;
-use crate::compare::merge::Merged;
+use super::format::Format;
+use super::html::Section;
 use crate::core::Kind;
-use crate::experiments::audit_sweep::Sweep;
-use crate::experiments::probe::ProbeResult;
-use crate::experiments::scale::Scale;
-use crate::layout::Analysis;
-use crate::results::RunResult;
-use crate::results::load::{self, Accept, LoadError};
+use crate::environment::Environment;
+use crate::results::load::{self, Accept, Checked, LoadError};
+use anyhow::Result;
+use serde::de::DeserializeOwned;
 use std::path::Path;
 
-/// A loaded result of any kind.
-pub enum Loaded {
-    Run(Box<RunResult>),
-    Compare(Box<Comparison>),
-    Merged(Box<Merged>),
-    Sweep(Box<Sweep>),
-    Scale(Box<Scale>),
-    Correlate(Box<CorrelationResult>),
-    Cachesets(Box<Analysis>),
-    Probe(Box<ProbeResult>),
-    Trend(Box<crate::compare::trend::Trend>),
+/// What `syscost report` and `history show` need of a result of any kind.
+pub trait ResultKind {
+    /// Its name in the `kind` field.
+    fn kind(&self) -> Kind;
+    /// What makes a decoded result unusable for the page, if anything: the structure serde
+    /// cannot check (empty lists that every chart starts from, indices into other lists).
+    fn damage(&self) -> Option<String> {
+        None
+    }
+    /// The heading of its section of the page.
+    fn title(&self) -> String;
+    /// The result as text in `format`.
+    fn text(&self, format: Format) -> String;
+    /// Its section of the page: charts, lines and tables, and its warnings.
+    fn section(&self, s: &mut Section);
+    /// The machine it was measured on, where it records one.
+    fn environment(&self) -> Option<&Environment> {
+        None
+    }
+    /// Its chart `name` for `--svg`; `None` when this kind has no such chart.
+    fn chart(&self, name: &str) -> Option<Result<String>>;
 }
 
-/// The chart kinds `--svg` can draw.
-pub const KINDS: &[&str] = &[
-    "run",
-    "profile",
-    "compare",
-    "ranking",
-    "merge",
-    "sweep",
-    "scale",
-    "correlate",
-    "cachesets",
-    "trend",
+/// A loaded result of any kind.
+pub type Loaded = Box<dyn ResultKind>;
+
+/// How far a result is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// Everything (`history show`).
+    Whole,
+    /// As far as the page draws it: a run's raw samples thinned to [`SAMPLES_DRAWN`].
+    ForPage,
+}
+
+/// A result kind as the registry knows it.
+pub struct Entry {
+    pub kind: Kind,
+    /// The charts `--svg` draws of it.
+    pub charts: &'static [&'static str],
+    decode: fn(&Checked, Reading) -> Result<Loaded, LoadError>,
+}
+
+impl Entry {
+    /// A kind decoded straight into `T`.
+    pub const fn of<T: ResultKind + DeserializeOwned + 'static>(
+        kind: Kind,
+        charts: &'static [&'static str],
+    ) -> Entry {
+        Entry {
+            kind,
+            charts,
+            decode: decoded::<T>,
+        }
+    }
+
+    /// A kind with its own decoder.
+    pub const fn with(
+        kind: Kind,
+        charts: &'static [&'static str],
+        decode: fn(&Checked, Reading) -> Result<Loaded, LoadError>,
+    ) -> Entry {
+        Entry {
+            kind,
+            charts,
+            decode,
+        }
+    }
+}
+
+fn decoded<T: ResultKind + DeserializeOwned + 'static>(
+    c: &Checked,
+    _: Reading,
+) -> Result<Loaded, LoadError> {
+    Ok(Box::new(c.decode::<T>()?))
+}
+
+/// Every result kind: one line each.
+pub const REGISTRY: &[Entry] = &[
+    super::run::ENTRY,
+    super::compare::ENTRY,
+    super::merge::ENTRY,
+    super::sweep::ENTRY,
+    super::scale::ENTRY,
+    super::correlate::ENTRY,
+    super::cachesets::ENTRY,
+    super::probe::ENTRY,
+    super::trend::ENTRY,
 ];
 
-impl Loaded {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Loaded::Run(_) => Kind::Run,
-            Loaded::Compare(_) => Kind::Compare,
-            Loaded::Merged(_) => Kind::Merged,
-            Loaded::Sweep(_) => Kind::AuditSweep,
-            Loaded::Scale(_) => Kind::Scale,
-            Loaded::Correlate(_) => Kind::Correlate,
-            Loaded::Cachesets(_) => Kind::Cachesets,
-            Loaded::Probe(_) => Kind::Probe,
-            Loaded::Trend(_) => Kind::Trend,
+/// The chart names `--svg` takes, in the registry's order.
+pub fn chart_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for n in REGISTRY.iter().flat_map(|e| e.charts) {
+        if !names.contains(n) {
+            names.push(n);
         }
-        .name()
     }
+    names
 }
 
 /// Dots drawn per run: at most twice this many of its raw samples are read (see
@@ -65,93 +124,55 @@ pub const SAMPLES_DRAWN: usize = 500;
 /// are read only as far as the page draws them.
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let checked = load::open_checked(path, Accept::ANY)?;
-    let name = path.display().to_string();
-    let loaded = match checked.kind {
-        Kind::Run => Loaded::Run(Box::new(RunResult::decode(&checked, Some(SAMPLES_DRAWN))?)),
-        _ => decode(&checked)?,
-    };
-    undamaged(&name, checked.kind, loaded)
+    decode(&checked, Reading::ForPage)
 }
 
 /// A result of any kind from its JSON text (`name` names it in errors).
 pub fn parse(name: &str, text: &str) -> Result<Loaded, LoadError> {
     let checked = load::Checked::from_text(name, text.to_string(), Accept::ANY)?;
-    undamaged(name, checked.kind, decode(&checked)?)
+    decode(&checked, Reading::Whole)
 }
 
-fn decode(c: &load::Checked) -> Result<Loaded, LoadError> {
-    Ok(match c.kind {
-        Kind::Run => Loaded::Run(Box::new(c.decode()?)),
-        Kind::Compare => Loaded::Compare(Box::new(c.decode()?)),
-        Kind::Merged => Loaded::Merged(Box::new(c.decode()?)),
-        Kind::AuditSweep => Loaded::Sweep(Box::new(c.decode()?)),
-        Kind::Scale => Loaded::Scale(Box::new(c.decode()?)),
-        Kind::Correlate => Loaded::Correlate(Box::new(c.decode()?)),
-        Kind::Cachesets => Loaded::Cachesets(Box::new(c.decode()?)),
-        Kind::Probe => Loaded::Probe(Box::new(c.decode()?)),
-        Kind::Trend => Loaded::Trend(Box::new(c.decode()?)),
-    })
-}
-
-fn undamaged(name: &str, kind: Kind, loaded: Loaded) -> Result<Loaded, LoadError> {
+fn decode(c: &Checked, reading: Reading) -> Result<Loaded, LoadError> {
+    let entry = REGISTRY
+        .iter()
+        .find(|e| e.kind == c.kind)
+        .expect("every Kind has a registry entry (a unit test checks)");
+    let loaded = (entry.decode)(c, reading)?;
     match loaded.damage() {
-        Some(what) => Err(LoadError::Damaged {
-            path: name.into(),
-            kind: kind.name().into(),
-            detail: what,
+        Some(detail) => Err(LoadError::Damaged {
+            path: c.name().into(),
+            kind: c.kind.name().into(),
+            detail,
         }),
         None => Ok(loaded),
     }
 }
 
-/// What a comparison needs to be drawn: a baseline, and deltas and ranks that name variants.
-fn comparison_damage(c: &Comparison) -> Option<String> {
-    let n = c.variants.len();
-    if n == 0 {
-        return Some("it has no variants".into());
-    }
-    if c.deltas.iter().any(|d| d.variant >= n) || c.ranking.iter().any(|r| r.variant >= n) {
-        return Some(format!("a delta or rank names a variant beyond its {n}"));
-    }
-    None
-}
+#[cfg(test)]
+mod unit {
+    use super::*;
 
-impl Loaded {
-    /// What makes a decoded result unusable for the page, if anything: the structure serde
-    /// cannot check (empty lists that every chart starts from, indices into other lists).
-    fn damage(&self) -> Option<String> {
-        match self {
-            Loaded::Compare(c) => comparison_damage(c),
-            Loaded::Probe(p) => comparison_damage(&p.comparison),
-            Loaded::Sweep(s) if s.steps.is_empty() => Some("it has no steps".into()),
-            Loaded::Merged(m) if m.groups.is_empty() => Some("it has no groups".into()),
-            Loaded::Trend(t) if t.points.is_empty() => Some("it has no groups".into()),
-            Loaded::Trend(t) if t.steps.iter().any(|s| s.to >= t.points.len()) => {
-                Some("a step names a group beyond its list".into())
-            }
-            _ => None,
+    #[test]
+    fn every_kind_has_one_registry_entry() {
+        for k in Kind::ALL {
+            let n = REGISTRY.iter().filter(|e| e.kind == k).count();
+            assert_eq!(n, 1, "{k}");
         }
-    }
-}
-
-impl Loaded {
-    /// The result as text in `format`, as its own kind renders it.
-    pub fn text(&self, format: super::format::Format) -> String {
-        use super::Render;
-        match self {
-            Loaded::Run(r) => r.text(format),
-            Loaded::Compare(c) => c.text(format),
-            Loaded::Merged(m) => super::merge::MergeTables {
-                merged: m,
-                metric: "time",
-            }
-            .text(format),
-            Loaded::Sweep(s) => s.text(format),
-            Loaded::Scale(s) => s.text(format),
-            Loaded::Correlate(c) => c.text(format),
-            Loaded::Cachesets(a) => a.text(format),
-            Loaded::Probe(p) => p.text(format),
-            Loaded::Trend(t) => t.text(format),
-        }
+        assert_eq!(
+            chart_names(),
+            [
+                "run",
+                "profile",
+                "compare",
+                "ranking",
+                "merge",
+                "sweep",
+                "scale",
+                "correlate",
+                "cachesets",
+                "trend"
+            ]
+        );
     }
 }

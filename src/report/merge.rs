@@ -2,9 +2,14 @@
 //! one over boots, and how the variance splits between boots and runs.
 
 use super::Render;
+use super::charts::merge_chart;
 use super::compare::summary_cells;
+use super::format::Format;
 use super::format::Grid;
+use super::html::Section;
+use super::loaded::{Entry, ResultKind};
 use crate::compare::merge::Merged;
+use crate::core::Kind;
 use crate::core::fmt_num;
 
 /// A merged result shown for one metric (`merge --metric`); its JSON is the merged result.
@@ -99,5 +104,41 @@ impl Merged {
             ]);
         }
         g
+    }
+}
+
+/// A merge across boots: its chart, the table over boots and the variance split.
+pub const ENTRY: Entry = Entry::of::<Merged>(Kind::Merged, &["merge"]);
+
+impl ResultKind for Merged {
+    fn kind(&self) -> Kind {
+        Kind::Merged
+    }
+
+    fn damage(&self) -> Option<String> {
+        self.groups.is_empty().then(|| "it has no groups".into())
+    }
+
+    fn title(&self) -> String {
+        format!("Merged: {} boots", self.groups.len())
+    }
+
+    fn text(&self, format: Format) -> String {
+        MergeTables {
+            merged: self,
+            metric: "time",
+        }
+        .text(format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        s.warn(&self.warnings);
+        s.figure(&merge_chart(self, "time"));
+        s.table(&self.seed_table("time"));
+        s.table(&self.variance_grid());
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        (name == "merge").then(|| Ok(merge_chart(self, "time")))
     }
 }

@@ -1,7 +1,12 @@
 //! A probe on a real program: its hits, and the command's wall time with and without it.
 
 use super::Render;
+use super::charts::compare_chart;
 use super::format::{Format, Grid};
+use super::html::{Section, compare_section};
+use super::loaded::{Entry, ResultKind};
+use super::svg::esc;
+use crate::core::Kind;
 use crate::core::fmt_num;
 use crate::experiments::probe::ProbeResult;
 use crate::probes::ProbeKind;
@@ -48,5 +53,40 @@ impl Render for ProbeResult {
             self.grids()
         };
         super::format::render(format, &pre, &grids)
+    }
+}
+
+/// A probe: its hits and its comparison.
+pub const ENTRY: Entry = Entry::of::<ProbeResult>(Kind::Probe, &["compare"]);
+
+impl ResultKind for ProbeResult {
+    fn kind(&self) -> Kind {
+        Kind::Probe
+    }
+
+    fn damage(&self) -> Option<String> {
+        super::compare::comparison_damage(&self.comparison)
+    }
+
+    fn title(&self) -> String {
+        format!("Probe: {}", self.target)
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        s.raw(&format!(
+            "<p class=\"meta\">{} during <code>{}</code>: hits per run {:?}</p>",
+            esc(&self.target),
+            esc(&self.command.join(" ")),
+            self.hits
+        ));
+        compare_section(s, &self.comparison);
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        (name == "compare").then(|| Ok(compare_chart(&self.comparison)))
     }
 }

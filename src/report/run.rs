@@ -2,8 +2,13 @@
 //! counters that are not counted and why, and the profile's top functions.
 
 use super::Render;
-use super::format::Grid;
+use super::charts::{profile_chart, run_chart};
+use super::format::{Format, Grid};
+use super::html::Section;
+use super::loaded::{Entry, Loaded, Reading, ResultKind, SAMPLES_DRAWN};
+use crate::core::Kind;
 use crate::core::num::{fmt_num, group_thousands};
+use crate::results::load::{Checked, LoadError};
 use crate::results::{Metric, RunResult};
 
 fn label(m: &Metric) -> String {
@@ -190,5 +195,62 @@ impl Render for RunResult {
             grids.push(profile_grid(p, 15));
         }
         grids
+    }
+}
+
+/// A run: its samples per run, its lines, its table and its profile.
+pub const ENTRY: Entry = Entry::with(Kind::Run, &["run", "profile"], decode_run);
+
+fn decode_run(c: &Checked, reading: Reading) -> Result<Loaded, LoadError> {
+    Ok(Box::new(match reading {
+        Reading::ForPage => RunResult::decode(c, Some(SAMPLES_DRAWN))?,
+        Reading::Whole => c.decode::<RunResult>()?,
+    }))
+}
+
+impl ResultKind for RunResult {
+    fn kind(&self) -> Kind {
+        Kind::Run
+    }
+
+    fn title(&self) -> String {
+        format!("Run: {}", self.workload.describe())
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        s.warn(&self.warnings);
+        s.warn(&self.environment.warnings);
+        s.figure(&run_chart(self));
+        for line in run_preamble(self) {
+            s.meta(&line);
+        }
+        let mut g = run_grid(self);
+        g.notes
+            .retain(|n| !n.contains("Warnings") && !n.trim_start().starts_with("- "));
+        s.table(&g);
+        if let Some(p) = &self.profile {
+            s.figure(&profile_chart(p, &self.workload.describe()));
+        }
+    }
+
+    fn environment(&self) -> Option<&crate::environment::Environment> {
+        Some(&self.environment)
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        Some(match name {
+            "run" => Ok(run_chart(self)),
+            "profile" => match &self.profile {
+                Some(p) => Ok(profile_chart(p, &self.workload.describe())),
+                None => Err(anyhow::anyhow!(
+                    "this run has no profile: take it with --profile"
+                )),
+            },
+            _ => return None,
+        })
     }
 }

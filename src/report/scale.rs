@@ -2,7 +2,11 @@
 //! ± stddev and M/s per CPU. The lines are the table in every text format.
 
 use super::Render;
+use super::charts::scale_charts;
 use super::format::{Format, Grid};
+use super::html::Section;
+use super::loaded::{Entry, ResultKind};
+use crate::core::Kind;
 use crate::experiments::scale::Scale;
 
 impl Render for Scale {
@@ -28,5 +32,37 @@ impl Render for Scale {
             ));
         }
         out
+    }
+}
+
+/// A thread-count sweep: its charts and its lines.
+pub const ENTRY: Entry = Entry::of::<Scale>(Kind::Scale, &["scale"]);
+
+impl ResultKind for Scale {
+    fn kind(&self) -> Kind {
+        Kind::Scale
+    }
+
+    fn title(&self) -> String {
+        format!("Thread scaling: {}", self.case)
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        for c in scale_charts(self) {
+            s.figure(&c);
+        }
+        s.pre(&Render::text(self, Format::Table));
+    }
+
+    fn environment(&self) -> Option<&crate::environment::Environment> {
+        self.results.first().map(|x| &x.environment)
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        (name == "scale").then(|| Ok(scale_charts(self).remove(0)))
     }
 }

@@ -2,8 +2,13 @@
 //! first rules and of the residue, the audit state before and after, and the cost per rule.
 
 use super::Render;
+use super::charts::sweep_chart;
+use super::format::Format;
 use super::format::Grid;
+use super::html::Section;
+use super::loaded::{Entry, ResultKind};
 use crate::compare::Delta;
+use crate::core::Kind;
 use crate::core::fmt_num;
 use crate::experiments::audit_sweep::Sweep;
 
@@ -175,5 +180,46 @@ impl Sweep {
             ]);
         }
         g
+    }
+}
+
+/// An audit sweep: its chart, lines and tables.
+pub const ENTRY: Entry = Entry::of::<Sweep>(Kind::AuditSweep, &["sweep"]);
+
+impl ResultKind for Sweep {
+    fn kind(&self) -> Kind {
+        Kind::AuditSweep
+    }
+
+    fn damage(&self) -> Option<String> {
+        self.steps.is_empty().then(|| "it has no steps".into())
+    }
+
+    fn title(&self) -> String {
+        format!("Audit sweep: {}", self.workload.describe())
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        s.warn(&self.warnings);
+        s.figure(&sweep_chart(self));
+        for line in self.preamble() {
+            s.meta(&line);
+        }
+        for mut g in self.grids() {
+            g.notes.retain(|n| !n.contains("warning:"));
+            s.table(&g);
+        }
+    }
+
+    fn environment(&self) -> Option<&crate::environment::Environment> {
+        self.steps.first().map(|x| &x.result.environment)
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        (name == "sweep").then(|| Ok(sweep_chart(self)))
     }
 }

@@ -2,9 +2,14 @@
 //! regression flag.
 
 use super::Render;
+use super::charts::trend_chart;
 use super::compare::{pct, pval};
+use super::format::Format;
 use super::format::Grid;
+use super::html::Section;
+use super::loaded::{Entry, ResultKind};
 use crate::compare::trend::Trend;
+use crate::core::Kind;
 use crate::core::fmt_num;
 
 impl Trend {
@@ -100,5 +105,46 @@ impl Render for Trend {
             }
         }
         vec![g]
+    }
+}
+
+/// A trend: its chart, lines and the table of steps.
+pub const ENTRY: Entry = Entry::of::<Trend>(Kind::Trend, &["trend"]);
+
+impl ResultKind for Trend {
+    fn kind(&self) -> Kind {
+        Kind::Trend
+    }
+
+    fn damage(&self) -> Option<String> {
+        if self.points.is_empty() {
+            return Some("it has no groups".into());
+        }
+        let beyond = self.steps.iter().any(|s| s.to >= self.points.len());
+        beyond.then(|| "a step names a group beyond its list".into())
+    }
+
+    fn title(&self) -> String {
+        format!("Trend of {} by {}", self.metric, self.by)
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        s.warn(&self.warnings);
+        s.figure(&trend_chart(self));
+        for line in self.preamble() {
+            s.meta(&line);
+        }
+        let mut g = self.grids().remove(0);
+        g.notes
+            .retain(|n| !n.contains("Warnings") && !n.trim_start().starts_with("- "));
+        s.table(&g);
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        (name == "trend").then(|| Ok(trend_chart(self)))
     }
 }
