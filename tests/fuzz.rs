@@ -12,8 +12,8 @@ use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use syscost::report::format::Format;
-use syscost::report::loaded::{self, Loaded};
 use syscost::report::html;
+use syscost::report::loaded::{self, Loaded};
 
 fn cases() -> usize {
     std::env::var("SYSCOST_FUZZ_CASES")

@@ -17,6 +17,7 @@ mod ab;
 mod args;
 mod audit;
 mod cachesets;
+mod commands;
 mod export;
 mod history;
 mod progress;
@@ -28,14 +29,13 @@ pub use args::{CompareArgs, RunArgs};
 use audit::*;
 pub use audit::{AuditCommand, SweepBench};
 use cachesets::*;
+use commands::*;
 use reading::*;
 pub use run::RunCommand;
 use run::*;
 
 use crate::compare;
 use crate::counters::{self, EventList};
-use crate::environment::Environment;
-use crate::report::merge::MergeTables;
 use crate::report::{self, Render, format::Format, format::json};
 use crate::results::{RunResult, view::ResultView};
 use crate::runner::{self, CpuList, Plan};
@@ -75,13 +75,7 @@ pub enum Command {
     Run(RunCommand),
     /// Compare results: deltas with confidence intervals, significance and a verdict.
     #[command(after_help = COMPARE_EXAMPLES)]
-    Compare {
-        /// Result files: the first is the baseline.
-        #[arg(value_name = "RESULT", required = true)]
-        files: Vec<PathBuf>,
-        #[command(flatten)]
-        opts: CompareArgs,
-    },
+    Compare(CompareFiles),
     /// Measure two or more configurations interleaved (A B B A ...) and compare them.
     #[command(after_help = AB_EXAMPLES)]
     Ab {
@@ -117,45 +111,9 @@ pub enum Command {
         shared: Vec<String>,
     },
     /// Merge results of one workload from different boots; the boot becomes the unit.
-    Merge {
-        /// Result files, one per boot (merged files contribute their boots).
-        #[arg(value_name = "RESULT", required = true)]
-        files: Vec<PathBuf>,
-        /// Write the merged result (JSON) to FILE, atomically.
-        #[arg(short = 'o', long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// Metric of the Min/Mean/Median/Max/pstdev table.
-        #[arg(long, default_value = "time", value_name = "NAME")]
-        metric: String,
-        /// Merge even if the results measure different workloads.
-        #[arg(long)]
-        force: bool,
-        /// Output format on stdout.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-    },
+    Merge(MergeArgs),
     /// Correlate two per-run (or per-boot) metrics across results: Pearson and Spearman.
-    Correlate {
-        /// Result files; every run (or boot) of every file is one point.
-        #[arg(value_name = "RESULT", required = true)]
-        files: Vec<PathBuf>,
-        /// The metric on the x axis, e.g. L1-dcache-load-misses or cacheline-spread.
-        #[arg(long, value_name = "METRIC")]
-        x: String,
-        /// The metric on the y axis, e.g. time or cycles.
-        #[arg(long, value_name = "METRIC", default_value = "time")]
-        y: String,
-        /// Correlate within each file (each centred on its own means: the partial correlation
-        /// controlling for the file), rather than pooling files whose means may differ.
-        #[arg(long)]
-        within: bool,
-        /// Write the correlation (JSON, with every point) to FILE, atomically.
-        #[arg(short = 'o', long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// Output format on stdout.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-    },
+    Correlate(CorrelateArgs),
     /// Audit: status, the cost of audit and of each syscall-exit rule, cleanup.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -170,83 +128,22 @@ pub enum Command {
     /// Put a uprobe on any program's function while a command runs: the command's wall time
     /// with and without the probe (interleaved runs), and the probe's hits.
     #[command(after_help = PROBE_EXAMPLES)]
-    Probe {
-        /// PATH:SYMBOL, e.g. /usr/bin/redis-server:processCommand (symtab or dynsym).
-        #[arg(long, value_name = "PATH:SYMBOL")]
-        target: String,
-        /// uprobe (function entry) or uretprobe (function return).
-        #[arg(long, value_enum, default_value_t = crate::probes::ProbeKind::Uprobe)]
-        probe: crate::probes::ProbeKind,
-        /// Attach a minimal BPF program (return 0; it counts the hits).
-        #[arg(long)]
-        bpf: bool,
-        /// Runs with and runs without the probe (each), paired by round. At least 6: fewer
-        /// rounds cannot reach p < 0.05 with the paired test.
-        #[arg(short = 'r', long, default_value_t = 10, value_name = "N")]
-        runs: u32,
-        #[command(flatten)]
-        keep: args::HistoryOpts,
-        /// Record a figure the command prints about itself: NAME=REGEX, the regex's first group
-        /// the number (e.g. rps='([0-9.,]+) requests per second'). Repeatable; a regex that
-        /// matches nothing fails the run and shows the output's last lines.
-        #[arg(long = "capture", value_name = "NAME=REGEX")]
-        captures: Vec<crate::workloads::capture::Capture>,
-        /// Output format on stdout.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-        /// Write the result (JSON) to FILE, atomically.
-        #[arg(short = 'o', long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// The command (after --); its standard output is read only for --capture.
-        #[arg(last = true, required = true, value_name = "COMMAND")]
-        command: Vec<String>,
-    },
+    Probe(ProbeArgs),
     /// One self-contained HTML page (inline SVG, no JavaScript) charting any syscost results:
     /// runs, comparisons, merges, audit sweeps, thread scaling, correlations, cache sets,
     /// probes and trends.
     #[command(after_help = REPORT_EXAMPLES)]
-    Report {
-        /// Result files of any kind (run, compare, merged, audit-sweep, scale, correlate,
-        /// cachesets, probe, trend).
-        #[arg(value_name = "RESULT", required = true)]
-        files: Vec<PathBuf>,
-        /// Write the page (or the chart, with --svg) to FILE, atomically.
-        #[arg(short = 'o', long, value_name = "FILE", required = true)]
-        output: PathBuf,
-        /// Draw one chart alone as SVG instead: run, profile, compare, ranking, merge, sweep,
-        /// scale, correlate, cachesets or trend.
-        #[arg(long, value_name = "KIND")]
-        svg: Option<String>,
-    },
+    Report(ReportArgs),
     /// Print a saved run result again, in any format (e.g. lkml for a cover letter).
-    Show {
-        /// A result written by `syscost run -o`.
-        #[arg(value_name = "RESULT")]
-        file: PathBuf,
-        /// Output format on stdout.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-    },
+    Show(ShowArgs),
     /// Show what makes results comparable: kernel, config, CPU, caches, clocks, audit, perf.
-    Env {
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
+    Env(EnvArgs),
     /// Print a shell completion script: syscost completions bash > /etc/bash_completion.d/syscost
-    Completions {
-        /// The shell.
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
+    Completions(CompletionsArgs),
     /// Print the man page (roff): syscost man > /usr/local/share/man/man1/syscost.1; with
     /// --dir, write one page per command as git does (syscost.1, syscost-run.1,
     /// syscost-run-syscall.1, ...).
-    Man {
-        /// Write every command's page into this directory (created if need be), atomically.
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-    },
+    Man(ManArgs),
     /// Internal: one measurement run in a worker process.
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -325,21 +222,6 @@ fn file_or_stdout(text: &str, output: &Option<PathBuf>) -> Result<()> {
     }
 }
 
-/// Write the man page of `cmd` as `name`.1 into `dir`, then those of its visible subcommands
-/// as `name-SUB`.1 (git's naming); returns how many were written.
-fn man_pages(cmd: &clap::Command, name: &str, dir: &std::path::Path) -> Result<usize> {
-    let mut page = Vec::new();
-    clap_mangen::Man::new(cmd.clone().name(name.to_string())).render(&mut page)?;
-    crate::core::write_atomic(&dir.join(format!("{name}.1")), &page)?;
-    let mut n = 1;
-    for sub in cmd.get_subcommands() {
-        if !sub.is_hide_set() && sub.get_name() != "help" {
-            n += man_pages(sub, &format!("{name}-{}", sub.get_name()), dir)?;
-        }
-    }
-    Ok(n)
-}
-
 /// Write to stdout. A reader that closed the pipe early (`| head`) ends the output quietly, as
 /// `ls | head` does: nothing more is printed, no error, and the command goes on to finish (a
 /// measurement is still written with -o and recorded in the history).
@@ -382,23 +264,7 @@ fn dispatch(cmd: Command) -> Result<()> {
             (WorkloadSpec::Uprobe(p), common) => uprobe_run(p, common),
             (workload, common) => run_workload(workload, common),
         },
-        Command::Compare { files, opts } => {
-            if files.len() < 2 {
-                anyhow::bail!(
-                    "compare needs at least two results (a baseline and another); got one: {}",
-                    files[0].display()
-                );
-            }
-            if let Some(o) = &opts.output {
-                writable_output(o, &files)?;
-            }
-            let options = opts.options()?;
-            let views = load_views(&files)?;
-            let variants = views.iter().map(compare::Variant::from_view).collect();
-            let c = compare::compare(variants, &options)?;
-            show(&c, opts.format, &opts.output)?;
-            opts.gate(&c)
-        }
+        Command::Compare(c) => c.run(),
         Command::Ab {
             variants,
             labels,
@@ -407,131 +273,18 @@ fn dispatch(cmd: Command) -> Result<()> {
             opts,
             shared,
         } => ab(variants, labels, save, interleave, opts, shared),
-        Command::Merge {
-            files,
-            output,
-            metric,
-            force,
-            format,
-        } => {
-            if let Some(o) = &output {
-                writable_output(o, &files)?;
-            }
-            let views = load_views(&files)?;
-            let m = compare::merge::merge(&views, force)?;
-            if !m.metrics.iter().any(|x| x.name == metric) {
-                anyhow::bail!("the merged results have no metric '{metric}'");
-            }
-            show(
-                &MergeTables {
-                    merged: &m,
-                    metric: &metric,
-                },
-                format,
-                &output,
-            )
-        }
-        Command::Correlate {
-            files,
-            x,
-            y,
-            within,
-            output,
-            format,
-        } => {
-            if let Some(o) = &output {
-                writable_output(o, &files)?;
-            }
-            let views = load_views(&files)?;
-            let c = compare::correlate::run(&views, &x, &y, within)?;
-            show(&c, format, &output)
-        }
+        Command::Merge(m) => m.run(),
+        Command::Correlate(c) => c.run(),
         Command::Audit(a) => audit_command(a),
         Command::History(h) => history::history_command(h),
         Command::Export(e) => export::export_command(e),
-        Command::Report { files, output, svg } => {
-            use crate::report::{html, loaded};
-            writable_output(&output, &files)?;
-            let loaded: Vec<(String, loaded::Loaded)> = files
-                .iter()
-                .map(|f| Ok((f.display().to_string(), loaded::load(f)?)))
-                .collect::<Result<_>>()?;
-            let text = match svg {
-                Some(kind) => html::single_chart(&kind, &loaded)?,
-                None => html::page(&loaded),
-            };
-            write_file(&output, text.as_bytes())
-        }
-        Command::Probe {
-            target,
-            probe,
-            bpf,
-            runs,
-            keep,
-            captures,
-            format,
-            output,
-            command,
-        } => {
-            keep.parsed_tags()?;
-            let (path, symbol) = crate::probes::elf::parse_target(&target)?;
-            if let Some(o) = &output {
-                crate::core::check_writable(o)?;
-            }
-            let r = crate::experiments::probe::run(&crate::experiments::probe::ProbeCommand {
-                path,
-                symbol,
-                kind: probe,
-                bpf,
-                runs,
-                command,
-                captures,
-            })?;
-            show(&r, format, &output)?;
-            history::record(&r, &keep);
-            Ok(())
-        }
+        Command::Report(r) => r.run(),
+        Command::Probe(p) => p.run(),
         Command::Cachesets(args) => cachesets(args),
-        Command::Show { file, format } => {
-            // The tables print nothing from the raw samples: skip them (a result of millions
-            // of samples then reads in little memory); the JSON is the whole result.
-            let r = if format == Format::Json {
-                RunResult::load(&file)?
-            } else {
-                RunResult::load_thinned(&file, 0)?
-            };
-            show(&r, format, &None)
-        }
-        Command::Env { json } => {
-            let env = Environment::collect();
-            if json {
-                outln!("{}", serde_json::to_string_pretty(&env)?);
-            } else {
-                out!("{}", report::env_text(&env));
-            }
-            Ok(())
-        }
-        Command::Completions { shell } => {
-            use clap::CommandFactory;
-            let mut text = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "syscost", &mut text);
-            out(&text)
-        }
-        Command::Man { dir } => {
-            use clap::CommandFactory;
-            let Some(dir) = dir else {
-                let mut text = Vec::new();
-                clap_mangen::Man::new(Cli::command()).render(&mut text)?;
-                return out(&text);
-            };
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| anyhow::anyhow!("--dir {}: cannot create it: {e}", dir.display()))?;
-            let mut cmd = Cli::command();
-            cmd.build();
-            let pages = man_pages(&cmd, "syscost", &dir)?;
-            eprintln!("syscost: {pages} man pages written to {}", dir.display());
-            Ok(())
-        }
+        Command::Show(s) => s.run(),
+        Command::Env(e) => e.run(),
+        Command::Completions(c) => c.run(),
+        Command::Man(m) => m.run(),
         Command::Worker => unreachable!("handled before dispatch"),
     }
 }

@@ -166,10 +166,68 @@ fn apply(session: &mut Session, c: &StepConfig, targets: &[u32]) -> Result<()> {
     }
 }
 
-/// Run the sweep. Every change to audit is undone before this returns, whatever happens.
+/// Run the sweep, in stages: check the plan, lay out the steps, measure them interleaved,
+/// then the costs, the fits and the warnings. Every change to audit is undone before this
+/// returns, whatever happens.
 pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> {
     // The syscalls the matching rules name: the workload's own.
     let targets = sp.plan.workload.syscalls();
+    check(sp, &targets)?;
+    let configs = step_configs(sp);
+    let mut session = Session::begin()?;
+    let notes = session.notes.clone();
+    let before = session.status()?;
+    // One workload in different audit states: one batch size for every step, and before each
+    // run (and each step's profiling run) audit is put in that step's state.
+    let plans = vec![sp.plan.clone(); configs.len()];
+    let results = runner::run_interleaved_with(
+        &mut runner::Workers,
+        &plans,
+        Batch::Shared,
+        &mut |k| apply(&mut session, &configs[k], &targets),
+        progress,
+    )?;
+    let after_changes = session.status()?;
+    let original = session.original_enabled();
+    session.restore()?;
+    let after = audit::status()?;
+    let steps: Vec<Step> = configs
+        .iter()
+        .zip(results)
+        .map(|(c, result)| Step {
+            label: c.label(),
+            config: *c,
+            result,
+        })
+        .collect();
+    let costs = costs(&steps, sp.residue_step)?;
+    let (fit_steps, fits) = fits(&steps);
+    let warnings = warnings(sp, &before, &after_changes, &after, original);
+    Ok(Sweep {
+        envelope: Envelope::new(Kind::AuditSweep),
+        created_unix: crate::core::now_unix(),
+        workload: sp.plan.workload.clone(),
+        syscall_nr: targets.first().copied().unwrap_or(0),
+        syscalls: targets.clone(),
+        matching: sp.matching,
+        baseline: "audit off with a syscost never,task rule loaded, so new tasks (the workers) \
+                   get no audit context: the cost of a kernel where audit was never enabled"
+            .into(),
+        audit_before: before,
+        audit_after: after,
+        steps,
+        enable_cost: costs.enable,
+        residue: costs.residue,
+        first_rules_cost: costs.first_rules,
+        fit_steps,
+        fits,
+        notes,
+        warnings,
+    })
+}
+
+/// Refuse a plan the sweep cannot measure, before audit is touched.
+fn check(sp: &SweepPlan, targets: &[u32]) -> Result<()> {
     if sp.matching > 0 && targets.is_empty() {
         bail!(
             "--matching {}: {} does not say which system calls it makes (a command's are its \
@@ -190,58 +248,39 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
             sp.plan.workload.describe()
         );
     }
-    runner::validate(&sp.plan)?;
-    let mut configs = vec![StepConfig {
+    runner::validate(&sp.plan)
+}
+
+/// The steps in order: the baseline (audit off, never,task), the residue step if asked, then
+/// one audit-on step per rule count.
+fn step_configs(sp: &SweepPlan) -> Vec<StepConfig> {
+    let off = |task_never| StepConfig {
         enabled: 0,
-        task_never: true,
+        task_never,
         rules: 0,
         matching: 0,
-    }];
+    };
+    let mut configs = vec![off(true)];
     if sp.residue_step {
-        configs.push(StepConfig {
-            enabled: 0,
-            task_never: false,
-            rules: 0,
-            matching: 0,
-        });
+        configs.push(off(false));
     }
-    for &n in &sp.rules {
-        configs.push(StepConfig {
-            enabled: 1,
-            task_never: false,
-            rules: n,
-            matching: sp.matching.min(n),
-        });
-    }
+    configs.extend(sp.rules.iter().map(|&n| StepConfig {
+        enabled: 1,
+        task_never: false,
+        rules: n,
+        matching: sp.matching.min(n),
+    }));
+    configs
+}
 
-    let mut session = Session::begin()?;
-    let notes = session.notes.clone();
-    let before = session.status()?;
-    // One workload in different audit states: one batch size for every step, and before each
-    // run (and each step's profiling run) audit is put in that step's state.
-    let plans = vec![sp.plan.clone(); configs.len()];
-    let results = runner::run_interleaved_with(
-        &mut runner::Workers,
-        &plans,
-        Batch::Shared,
-        &mut |k| apply(&mut session, &configs[k], &targets),
-        progress,
-    )?;
-    let after_changes = session.status()?;
-    let original = session.original_enabled();
-    session.restore()?;
-    let after = audit::status()?;
+/// The sweep's three costs, each a paired comparison of two steps.
+struct Costs {
+    enable: Vec<Delta>,
+    residue: Vec<Delta>,
+    first_rules: Vec<Delta>,
+}
 
-    let steps: Vec<Step> = configs
-        .iter()
-        .zip(results)
-        .map(|(c, result)| Step {
-            label: c.label(),
-            config: *c,
-            result,
-        })
-        .collect();
-
+fn costs(steps: &[Step], residue_step: bool) -> Result<Costs> {
     let delta_of = |a: usize, b: usize| -> Result<Vec<Delta>> {
         let vs = vec![
             compare::Variant::from_run(&steps[a].label, "sweep", &steps[a].result),
@@ -257,19 +296,31 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     let on0 = steps
         .iter()
         .position(|s| s.config.enabled == 1 && s.config.rules == 0);
-    let enable_cost = match on0 {
-        Some(i) => delta_of(0, i)?,
-        None => Vec::new(),
-    };
-    let residue = if sp.residue_step {
-        delta_of(0, 1)?
-    } else {
-        Vec::new()
-    };
+    let first_rules = steps
+        .iter()
+        .position(|s| s.config.enabled == 1 && s.config.rules > 0);
+    Ok(Costs {
+        enable: match on0 {
+            Some(i) => delta_of(0, i)?,
+            None => Vec::new(),
+        },
+        residue: if residue_step {
+            delta_of(0, 1)?
+        } else {
+            Vec::new()
+        },
+        first_rules: match (on0, first_rules) {
+            (Some(a), Some(b)) => delta_of(a, b)?,
+            _ => Vec::new(),
+        },
+    })
+}
 
-    // Fits over every run of the audit-on steps that have rules. With no rule at all the kernel
-    // keeps a dummy audit context and skips the filters, a different regime: it anchors the
-    // line only when fewer than two rule counts are above zero.
+/// Fits over every run of the audit-on steps that have rules. With no rule at all the kernel
+/// keeps a dummy audit context and skips the filters, a different regime: it anchors the
+/// line only when fewer than two rule counts are above zero. Returns the rule counts fitted
+/// and one fit per metric.
+fn fits(steps: &[Step]) -> (Vec<String>, Vec<Fit>) {
     let with_rules: Vec<&Step> = steps
         .iter()
         .filter(|s| s.config.enabled == 1 && s.config.rules > 0)
@@ -279,40 +330,46 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     } else {
         steps.iter().filter(|s| s.config.enabled == 1).collect()
     };
-    let fit_steps: Vec<String> = on.iter().map(|s| s.config.rules.to_string()).collect();
-    let first_rules = steps
-        .iter()
-        .position(|s| s.config.enabled == 1 && s.config.rules > 0);
-    let first_rules_cost = match (on0, first_rules) {
-        (Some(a), Some(b)) => delta_of(a, b)?,
-        _ => Vec::new(),
+    let fit_steps = on.iter().map(|s| s.config.rules.to_string()).collect();
+    let Some(first) = on.first() else {
+        return (fit_steps, Vec::new());
     };
-    let mut fits = Vec::new();
-    if let Some(first) = on.first() {
-        for m in first.result.metrics.iter().filter(|m| m.summary.is_some()) {
+    let fits = first
+        .result
+        .metrics
+        .iter()
+        .filter(|m| m.summary.is_some())
+        .filter_map(|m| {
             let (mut xs, mut ys) = (Vec::new(), Vec::new());
             for s in &on {
                 if let Some(mm) = s.result.metrics.iter().find(|x| x.name == m.name) {
-                    for v in &mm.values {
-                        xs.push(s.config.rules as f64);
-                        ys.push(*v);
-                    }
+                    xs.extend(mm.values.iter().map(|_| s.config.rules as f64));
+                    ys.extend(&mm.values);
                 }
             }
-            if let Some(l) = fit(&xs, &ys) {
-                fits.push(Fit {
-                    metric: m.name.clone(),
-                    unit: format!("{} per rule", m.unit),
-                    n: xs.len(),
-                    slope: l.slope,
-                    slope_ci95: Some(l.slope_ci95),
-                    intercept: l.intercept,
-                    r2: l.r2,
-                });
-            }
-        }
-    }
+            let l = fit(&xs, &ys)?;
+            Some(Fit {
+                metric: m.name.clone(),
+                unit: format!("{} per rule", m.unit),
+                n: xs.len(),
+                slope: l.slope,
+                slope_ci95: Some(l.slope_ci95),
+                intercept: l.intercept,
+                r2: l.r2,
+            })
+        })
+        .collect();
+    (fit_steps, fits)
+}
 
+/// What changed in audit around the sweep, and what the sweep leaves behind.
+fn warnings(
+    sp: &SweepPlan,
+    before: &AuditStatus,
+    after_changes: &AuditStatus,
+    after: &AuditStatus,
+    original: u32,
+) -> Vec<String> {
     let mut warnings = Vec::new();
     if after.lost > before.lost {
         warnings.push(format!(
@@ -348,28 +405,7 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
              audit-on step, before syscost's rules"
         ));
     }
-
-    Ok(Sweep {
-        envelope: Envelope::new(Kind::AuditSweep),
-        created_unix: crate::core::now_unix(),
-        workload: sp.plan.workload.clone(),
-        syscall_nr: targets.first().copied().unwrap_or(0),
-        syscalls: targets.clone(),
-        matching: sp.matching,
-        baseline: "audit off with a syscost never,task rule loaded, so new tasks (the workers) \
-                   get no audit context: the cost of a kernel where audit was never enabled"
-            .into(),
-        audit_before: before,
-        audit_after: after,
-        steps,
-        enable_cost,
-        residue,
-        first_rules_cost,
-        fit_steps,
-        fits,
-        notes,
-        warnings,
-    })
+    warnings
 }
 
 #[cfg(test)]

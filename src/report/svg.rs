@@ -277,71 +277,156 @@ pub enum Series {
     HLine { class: usize, label: String, y: f64 },
 }
 
-/// A chart with numeric axes.
-pub fn xy(title: &str, x_label: &str, y_label: &str, series: &[Series], y_zero: bool) -> String {
-    let (mut xs, mut ys) = (Vec::new(), Vec::new());
-    let mut legend = Vec::new();
-    for s in series {
-        match s {
-            Series::Points {
-                class,
-                label,
-                pts,
-                err,
-            } => {
+impl Series {
+    /// Add the series' x and y values (error bars and bands included) to the axes' extent.
+    fn extent(&self, xs: &mut Vec<f64>, ys: &mut Vec<f64>) {
+        match self {
+            Series::Points { pts, err, .. } => {
                 xs.extend(pts.iter().map(|p| p.0));
                 ys.extend(pts.iter().map(|p| p.1));
                 if let Some(e) = err {
                     ys.extend(e.iter().flat_map(|(a, b)| [*a, *b]));
                 }
-                legend.push((*class, label.clone(), Mark::Dot));
             }
-            Series::Line {
-                class,
-                label,
-                pts,
-                dashed,
-            } => {
+            Series::Line { pts, .. } => {
                 xs.extend(pts.iter().map(|p| p.0));
                 ys.extend(pts.iter().map(|p| p.1));
-                if !label.is_empty() {
-                    legend.push((
-                        *class,
-                        label.clone(),
-                        if *dashed {
-                            Mark::DashedLine
-                        } else {
-                            Mark::Line
-                        },
-                    ));
-                }
             }
             Series::Band {
-                class,
-                label,
-                x,
-                lower,
-                upper,
+                x, lower, upper, ..
             } => {
                 xs.extend(x);
                 ys.extend(lower.iter().chain(upper));
-                legend.push((*class, label.clone(), Mark::Box));
             }
-            Series::HLine { class, label, y } => {
-                ys.push(*y);
-                legend.push((*class, label.clone(), Mark::DashedLine));
-            }
+            Series::HLine { y, .. } => ys.push(*y),
         }
     }
-    let fin = |v: &Vec<f64>| -> (f64, f64) {
-        let f: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        (
-            f.iter().copied().fold(f64::INFINITY, f64::min),
-            f.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        )
-    };
-    let (x0, x1) = fin(&xs);
-    let (y0, y1) = fin(&ys);
+
+    /// The series' legend entry (an unlabelled line has none).
+    fn legend(&self) -> Option<(usize, String, Mark)> {
+        match self {
+            Series::Points { class, label, .. } => Some((*class, label.clone(), Mark::Dot)),
+            Series::Line { label, .. } if label.is_empty() => None,
+            Series::Line {
+                class,
+                label,
+                dashed,
+                ..
+            } => {
+                let mark = if *dashed {
+                    Mark::DashedLine
+                } else {
+                    Mark::Line
+                };
+                Some((*class, label.clone(), mark))
+            }
+            Series::Band { class, label, .. } => Some((*class, label.clone(), Mark::Box)),
+            Series::HLine { class, label, .. } => Some((*class, label.clone(), Mark::DashedLine)),
+        }
+    }
+
+    /// Draw what lies behind the data: bands and reference lines.
+    fn draw_back(&self, body: &mut String, xa: &Axis, ya: &Axis) {
+        match self {
+            Series::Band {
+                class,
+                x,
+                lower,
+                upper,
+                ..
+            } => {
+                let mut d = String::new();
+                for (i, (xv, yv)) in x.iter().zip(upper).enumerate() {
+                    let m = if i == 0 { "M" } else { "L" };
+                    let _ = write!(d, "{m}{},{} ", n(xa.at(*xv)), n(ya.at(*yv)));
+                }
+                for (xv, yv) in x.iter().zip(lower).rev() {
+                    let _ = write!(d, "L{},{} ", n(xa.at(*xv)), n(ya.at(*yv)));
+                }
+                let _ = write!(
+                    body,
+                    r#"<path class="s{class} band" d="{}Z"/>"#,
+                    d.trim_end()
+                );
+            }
+            Series::HLine { class, y, .. } => {
+                let _ = write!(
+                    body,
+                    r#"<line class="s{class} ln dash" x1="{}" x2="{}" y1="{}" y2="{}"/>"#,
+                    n(LEFT),
+                    n(WIDTH - RIGHT),
+                    n(ya.at(*y)),
+                    n(ya.at(*y))
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Draw the data: lines, then points with their error bars.
+    fn draw_front(&self, body: &mut String, xa: &Axis, ya: &Axis) {
+        match self {
+            Series::Line {
+                class, pts, dashed, ..
+            } => {
+                let d: Vec<String> = pts
+                    .iter()
+                    .map(|(x, y)| format!("{},{}", n(xa.at(*x)), n(ya.at(*y))))
+                    .collect();
+                let _ = write!(
+                    body,
+                    r#"<polyline class="s{class} ln{}" points="{}"/>"#,
+                    if *dashed { " dash" } else { "" },
+                    d.join(" ")
+                );
+            }
+            Series::Points {
+                class, pts, err, ..
+            } => {
+                for ((x, _), (lo, hi)) in pts.iter().zip(err.iter().flatten()) {
+                    let px = xa.at(*x);
+                    let _ = write!(
+                        body,
+                        r#"<path class="s{class} err" d="M{a},{t} L{a},{b} M{l},{t} L{r},{t} M{l},{b} L{r},{b}"/>"#,
+                        a = n(px),
+                        l = n(px - 4.0),
+                        r = n(px + 4.0),
+                        t = n(ya.at(*hi)),
+                        b = n(ya.at(*lo))
+                    );
+                }
+                for (x, y) in pts {
+                    let _ = write!(
+                        body,
+                        r#"<circle class="s{class}" cx="{}" cy="{}" r="3.5"/>"#,
+                        n(xa.at(*x)),
+                        n(ya.at(*y))
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The finite extent of `v`.
+fn finite_extent(v: &[f64]) -> (f64, f64) {
+    let f = v.iter().copied().filter(|x| x.is_finite());
+    (
+        f.clone().fold(f64::INFINITY, f64::min),
+        f.fold(f64::NEG_INFINITY, f64::max),
+    )
+}
+
+/// A chart with numeric axes.
+pub fn xy(title: &str, x_label: &str, y_label: &str, series: &[Series], y_zero: bool) -> String {
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for s in series {
+        s.extent(&mut xs, &mut ys);
+    }
+    let legend = series.iter().filter_map(Series::legend).collect();
+    let (x0, x1) = finite_extent(&xs);
+    let (y0, y1) = finite_extent(&ys);
     let (x0, x1) = padded(x0, x1, false);
     let (y0, y1) = padded(y0, y1, y_zero);
     let xa = Axis {
@@ -358,15 +443,26 @@ pub fn xy(title: &str, x_label: &str, y_label: &str, series: &[Series], y_zero: 
     };
     let mut f = Frame::new(title, x_label, y_label, legend);
     f.y_axis(&ya);
-    // An x of whole numbers only (threads, rules loaded, a count of cache lines) is a count:
-    // whole ticks, printed as such ("2", not "2.00" or "2.50").
+    x_ticks(&mut f, &xa, &xs);
+    for s in series {
+        s.draw_back(&mut f.body, &xa, &ya);
+    }
+    for s in series {
+        s.draw_front(&mut f.body, &xa, &ya);
+    }
+    f.finish()
+}
+
+/// The x axis's ticks. An x of whole numbers only (threads, rules loaded, a count of cache
+/// lines) is a count: whole ticks, printed as such ("2", not "2.00" or "2.50").
+fn x_ticks(f: &mut Frame, xa: &Axis, xs: &[f64]) {
     let whole = xs.iter().all(|x| !x.is_finite() || x.fract() == 0.0);
-    let x_ticks = if whole {
-        whole_ticks(x0, x1, 6)
+    let ticks = if whole {
+        whole_ticks(xa.lo, xa.hi, 6)
     } else {
-        ticks(x0, x1, 6)
+        ticks(xa.lo, xa.hi, 6)
     };
-    for t in x_ticks {
+    for t in ticks {
         let px = xa.at(t);
         let label = if whole {
             crate::core::num::group_thousands(&format!("{t:.0}"))
@@ -381,93 +477,6 @@ pub fn xy(title: &str, x_label: &str, y_label: &str, series: &[Series], y_zero: 
             esc(&label)
         );
     }
-    for s in series {
-        match s {
-            Series::Band {
-                class,
-                x,
-                lower,
-                upper,
-                ..
-            } => {
-                let mut d = String::new();
-                for (i, (xv, yv)) in x.iter().zip(upper).enumerate() {
-                    let _ = write!(
-                        d,
-                        "{}{},{} ",
-                        if i == 0 { "M" } else { "L" },
-                        n(xa.at(*xv)),
-                        n(ya.at(*yv))
-                    );
-                }
-                for (xv, yv) in x.iter().zip(lower).rev() {
-                    let _ = write!(d, "L{},{} ", n(xa.at(*xv)), n(ya.at(*yv)));
-                }
-                let _ = write!(
-                    f.body,
-                    r#"<path class="s{class} band" d="{}Z"/>"#,
-                    d.trim_end()
-                );
-            }
-            Series::HLine { class, y, .. } => {
-                let _ = write!(
-                    f.body,
-                    r#"<line class="s{class} ln dash" x1="{}" x2="{}" y1="{}" y2="{}"/>"#,
-                    n(LEFT),
-                    n(WIDTH - RIGHT),
-                    n(ya.at(*y)),
-                    n(ya.at(*y))
-                );
-            }
-            _ => {}
-        }
-    }
-    for s in series {
-        match s {
-            Series::Line {
-                class, pts, dashed, ..
-            } => {
-                let d: Vec<String> = pts
-                    .iter()
-                    .map(|(x, y)| format!("{},{}", n(xa.at(*x)), n(ya.at(*y))))
-                    .collect();
-                let _ = write!(
-                    f.body,
-                    r#"<polyline class="s{class} ln{}" points="{}"/>"#,
-                    if *dashed { " dash" } else { "" },
-                    d.join(" ")
-                );
-            }
-            Series::Points {
-                class, pts, err, ..
-            } => {
-                if let Some(e) = err {
-                    for ((x, _), (lo, hi)) in pts.iter().zip(e) {
-                        let px = xa.at(*x);
-                        let _ = write!(
-                            f.body,
-                            r#"<path class="s{class} err" d="M{a},{t} L{a},{b} M{l},{t} L{r},{t} M{l},{b} L{r},{b}"/>"#,
-                            a = n(px),
-                            l = n(px - 4.0),
-                            r = n(px + 4.0),
-                            t = n(ya.at(*hi)),
-                            b = n(ya.at(*lo))
-                        );
-                    }
-                }
-                for (x, y) in pts {
-                    let _ = write!(
-                        f.body,
-                        r#"<circle class="s{class}" cx="{}" cy="{}" r="3.5"/>"#,
-                        n(xa.at(*x)),
-                        n(ya.at(*y))
-                    );
-                }
-            }
-            _ => {}
-        }
-    }
-    f.finish()
 }
 
 /// One category's content in a categorical chart.
@@ -497,27 +506,11 @@ pub fn categories(
     legend: Vec<(usize, String, Mark)>,
     hline: Option<(usize, f64)>,
 ) -> String {
-    let mut ys: Vec<f64> = Vec::new();
-    for c in cats {
-        ys.extend(&c.strip);
-        if let Some(b) = c.boxplot {
-            ys.extend([b.0, b.4]);
-        }
-        if let Some(d) = c.dot {
-            ys.extend([d.1, d.2]);
-        }
-        ys.extend(c.bar);
-    }
-    if let Some((_, y)) = hline {
-        ys.push(y);
-    }
-    let f_ys: Vec<f64> = ys.into_iter().filter(|v| v.is_finite()).collect();
+    let mut ys: Vec<f64> = cats.iter().flat_map(Category::values).collect();
+    ys.extend(hline.map(|h| h.1));
     let bars = cats.iter().any(|c| c.bar.is_some());
-    let (y0, y1) = padded(
-        f_ys.iter().copied().fold(f64::INFINITY, f64::min),
-        f_ys.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        bars,
-    );
+    let (y0, y1) = finite_extent(&ys);
+    let (y0, y1) = padded(y0, y1, bars);
     let w = (WIDTH - LEFT - RIGHT) / cats.len().max(1) as f64;
     // Columns too narrow for their notes and labels take them on two staggered lines.
     let narrow = w < 130.0;
@@ -535,23 +528,89 @@ pub fn categories(
     };
     let mut f = Frame::new(title, x_label, y_label, legend);
     f.y_axis(&ya);
-    // About 6 px a character at the tick size.
-    let fits = |s: &str| -> String {
-        let room = ((if narrow { 2.0 * w } else { w }) / 6.2).floor().max(4.0) as usize;
+    let column = Column { w, narrow };
+    for (i, c) in cats.iter().enumerate() {
+        c.draw(
+            &mut f.body,
+            &ya,
+            LEFT + w * (i as f64 + 0.5),
+            (w * 0.3).min(40.0),
+        );
+        column.texts(&mut f, c, i);
+    }
+    if let Some((class, y)) = hline {
+        let _ = write!(
+            f.body,
+            r#"<line class="s{class} ln dash" x1="{}" x2="{}" y1="{}" y2="{}"/>"#,
+            n(LEFT),
+            n(WIDTH - RIGHT),
+            n(ya.at(y)),
+            n(ya.at(y))
+        );
+    }
+    f.finish()
+}
+
+/// A category's column: its width, and whether its texts are staggered.
+struct Column {
+    w: f64,
+    narrow: bool,
+}
+
+impl Column {
+    /// `s` shortened to what the column holds: about 6 px a character at the tick size.
+    fn fits(&self, s: &str) -> String {
+        let w = if self.narrow { 2.0 * self.w } else { self.w };
+        let room = (w / 6.2).floor().max(4.0) as usize;
         if s.chars().count() > room {
             format!("{}…", s.chars().take(room - 1).collect::<String>())
         } else {
             s.to_string()
         }
-    };
-    for (i, c) in cats.iter().enumerate() {
-        let cx = LEFT + w * (i as f64 + 0.5);
-        let half = (w * 0.3).min(40.0);
-        let class = c.class;
-        if let Some(v) = c.bar {
-            let (a, b) = (ya.at(0f64.max(y0)), ya.at(v));
+    }
+
+    /// The note above column `i` and its label below. Within its column, every other one a
+    /// line lower when columns are narrow, so neighbours neither overlap nor run past the plot.
+    fn texts(&self, f: &mut Frame, c: &Category, i: usize) {
+        let cx = LEFT + self.w * (i as f64 + 0.5);
+        let lower = self.narrow && i % 2 == 1;
+        if let Some(note) = &c.note {
             let _ = write!(
                 f.body,
+                r#"<text class="tick note" x="{}" y="{}" text-anchor="middle">{}</text>"#,
+                n(cx),
+                n(TOP + if lower { 24.0 } else { 12.0 }),
+                esc(&self.fits(note))
+            );
+        }
+        let _ = write!(
+            f.body,
+            r#"<text class="tick" x="{}" y="{}" text-anchor="middle"><title>{}</title>{}</text>"#,
+            n(cx),
+            n(f.plot_bottom() + if lower { 28.0 } else { 16.0 }),
+            esc(&c.label),
+            esc(&self.fits(&c.label))
+        );
+    }
+}
+
+impl Category {
+    /// Every value the category draws, for the axis's extent.
+    fn values(&self) -> Vec<f64> {
+        let mut ys = self.strip.clone();
+        ys.extend(self.boxplot.map(|b| [b.0, b.4]).into_iter().flatten());
+        ys.extend(self.dot.map(|d| [d.1, d.2]).into_iter().flatten());
+        ys.extend(self.bar);
+        ys
+    }
+
+    /// Its bar, box, strip of dots and dot with whiskers, centred on `cx`, `half` wide each side.
+    fn draw(&self, body: &mut String, ya: &Axis, cx: f64, half: f64) {
+        let class = self.class;
+        if let Some(v) = self.bar {
+            let (a, b) = (ya.at(0f64.max(ya.lo)), ya.at(v));
+            let _ = write!(
+                body,
                 r#"<rect class="s{class} fillsoft" x="{}" y="{}" width="{}" height="{}"/>"#,
                 n(cx - half),
                 n(a.min(b)),
@@ -559,9 +618,9 @@ pub fn categories(
                 n((a - b).abs())
             );
         }
-        if let Some((mn, q1, med, q3, mx)) = c.boxplot {
+        if let Some((mn, q1, med, q3, mx)) = self.boxplot {
             let _ = write!(
-                f.body,
+                body,
                 r#"<path class="s{class} err" d="M{cx},{a} L{cx},{b} M{cx},{c} L{cx},{d}"/><rect class="s{class} boxp" x="{x}" y="{y}" width="{bw}" height="{bh}"/><line class="s{class} ln" x1="{x}" x2="{x2}" y1="{m}" y2="{m}"/>"#,
                 cx = n(cx),
                 a = n(ya.at(mx)),
@@ -576,23 +635,23 @@ pub fn categories(
                 m = n(ya.at(med))
             );
         }
-        let k = c.strip.len();
-        for (j, v) in c.strip.iter().enumerate() {
+        let k = self.strip.len();
+        for (j, v) in self.strip.iter().enumerate() {
             let dx = if k > 1 {
                 -half + 2.0 * half * j as f64 / (k - 1) as f64
             } else {
                 0.0
             };
             let _ = write!(
-                f.body,
+                body,
                 r#"<circle class="s{class} strip" cx="{}" cy="{}" r="2.5"/>"#,
                 n(cx + dx * 0.8),
                 n(ya.at(*v))
             );
         }
-        if let Some((v, lo, hi)) = c.dot {
+        if let Some((v, lo, hi)) = self.dot {
             let _ = write!(
-                f.body,
+                body,
                 r#"<path class="s{class} err" d="M{cx},{t} L{cx},{b} M{l},{t} L{r},{t} M{l},{b} L{r},{b}"/><circle class="s{class}" cx="{cx}" cy="{y}" r="4.5"/>"#,
                 cx = n(cx),
                 l = n(cx - 6.0),
@@ -602,38 +661,7 @@ pub fn categories(
                 y = n(ya.at(v))
             );
         }
-        // Within its column, every other one a line lower when columns are narrow, so
-        // neighbours neither overlap nor run past the plot.
-        let lower = narrow && i % 2 == 1;
-        if let Some(note) = &c.note {
-            let _ = write!(
-                f.body,
-                r#"<text class="tick note" x="{}" y="{}" text-anchor="middle">{}</text>"#,
-                n(cx),
-                n(TOP + if lower { 24.0 } else { 12.0 }),
-                esc(&fits(note))
-            );
-        }
-        let _ = write!(
-            f.body,
-            r#"<text class="tick" x="{}" y="{}" text-anchor="middle"><title>{}</title>{}</text>"#,
-            n(cx),
-            n(f.plot_bottom() + if lower { 28.0 } else { 16.0 }),
-            esc(&c.label),
-            esc(&fits(&c.label))
-        );
     }
-    if let Some((class, y)) = hline {
-        let _ = write!(
-            f.body,
-            r#"<line class="s{class} ln dash" x1="{}" x2="{}" y1="{}" y2="{}"/>"#,
-            n(LEFT),
-            n(WIDTH - RIGHT),
-            n(ya.at(y)),
-            n(ya.at(y))
-        );
-    }
-    f.finish()
 }
 
 /// Horizontal bars, one per labelled row (top to bottom), diverging from zero when values
