@@ -242,138 +242,16 @@ pub(super) fn record<R: serde::Serialize>(result: &R, keep: &super::args::Histor
 }
 
 pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
+    let at = &args.history;
     match args.command {
         HistoryCommand::List {
             filter,
             newest,
             format,
-        } => {
-            let mut f = filter.filter()?;
-            f.newest = (newest.newest > 0).then_some(newest.newest);
-            let mut s = existing(&args.history)?;
-            let entries = s.list(&f)?;
-            let matching = if f.newest.is_some_and(|n| entries.len() >= n) {
-                s.count(&f)?
-            } else {
-                entries.len() as i64
-            };
-            let cut = matching > entries.len() as i64;
-            if cut && matches!(format, Format::Json | Format::Csv) {
-                eprintln!(
-                    "syscost: the newest {} of {matching} matching results; --newest 0 lists all",
-                    entries.len()
-                );
-            }
-            if format == Format::Json {
-                // Streamed: 100,000 entries are 48 MB of JSON, not worth holding twice.
-                let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-                let written = serde_json::to_writer_pretty(&mut w, &entries)
-                    .map_err(std::io::Error::from)
-                    .and_then(|()| writeln!(w))
-                    .and_then(|()| w.flush());
-                super::quiet(written)?;
-            } else {
-                let pre = vec![if cut {
-                    format!(
-                        " The newest {} of {matching} result(s) in {} (--newest 0 lists all)",
-                        entries.len(),
-                        s.location()
-                    )
-                } else {
-                    format!(" {matching} result(s) in {}", s.location())
-                }];
-                out!(
-                    "{}",
-                    report::format::render(
-                        format,
-                        &pre,
-                        &[report::history::entries_grid(&entries)]
-                    )
-                );
-            }
-            Ok(())
-        }
-        HistoryCommand::Show { id, format } => {
-            let mut s = existing(&args.history)?;
-            let json = s.json(id)?;
-            if format == Format::Json {
-                outln!("{json}");
-                return Ok(());
-            }
-            let loaded = report::loaded::parse(&format!("history entry {id}"), &json)?;
-            out!("{}", loaded.text(format));
-            Ok(())
-        }
-        HistoryCommand::Import { files, tags } => {
-            let tags: Vec<(String, String)> = tags
-                .iter()
-                .map(|t| crate::history::parse_tag(t))
-                .collect::<Result<_>>()?;
-            let mut s = store(&args.history)?;
-            let (mut new, mut old, mut failed) = (0, 0, Vec::new());
-            for f in &files {
-                let stored = crate::results::load::read_checked(f, crate::results::Accept::ANY)
-                    .map_err(anyhow::Error::from)
-                    .and_then(|(_, text)| s.insert(&text, &tags));
-                match stored {
-                    Ok((id, true)) => {
-                        new += 1;
-                        eprintln!("syscost: {} is history entry {id}", f.display());
-                    }
-                    Ok((id, false)) => {
-                        old += 1;
-                        eprintln!(
-                            "syscost: {} was already history entry {id}{}",
-                            f.display(),
-                            if tags.is_empty() {
-                                String::new()
-                            } else {
-                                format!(
-                                    "; its tags now include {} (a key it had takes the new value)",
-                                    tags.iter()
-                                        .map(|(k, v)| format!("{k}={v}"))
-                                        .collect::<Vec<_>>()
-                                        .join(",")
-                                )
-                            }
-                        );
-                    }
-                    // One damaged file does not stop the others.
-                    Err(e) => {
-                        eprintln!("syscost: error: {e:#}");
-                        failed.push(f.display().to_string());
-                    }
-                }
-            }
-            outln!(
-                "imported {new} result(s) into {}; {old} already there{}",
-                s.location(),
-                if failed.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {} not imported: {}", failed.len(), failed.join(", "))
-                }
-            );
-            if !failed.is_empty() {
-                bail!(
-                    "{} of {} file(s) could not be imported",
-                    failed.len(),
-                    files.len()
-                );
-            }
-            Ok(())
-        }
-        HistoryCommand::Export { ids, dir } => {
-            let mut s = existing(&args.history)?;
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("export: cannot create {}", dir.display()))?;
-            for id in ids {
-                let json = s.json(id)?;
-                let path = dir.join(format!("{id}.json"));
-                super::write_file(&path, format!("{json}\n").as_bytes())?;
-            }
-            Ok(())
-        }
+        } => list(at, &filter, newest.newest, format),
+        HistoryCommand::Show { id, format } => show_entry(at, id, format),
+        HistoryCommand::Import { files, tags } => import(at, &files, &tags),
+        HistoryCommand::Export { ids, dir } => export(at, &ids, &dir),
         HistoryCommand::Compare {
             by,
             baseline,
@@ -381,7 +259,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             opts,
         } => {
             let options = opts.options()?;
-            let mut s = existing(&args.history)?;
+            let mut s = existing(at)?;
             let (variants, warnings) =
                 grouped(&mut s, &filter.filter()?, &by, baseline.as_deref())?;
             let mut c = compare::compare(variants, &options)?;
@@ -391,7 +269,7 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
         }
         HistoryCommand::Trend { by, filter, opts } => {
             let options = opts.options()?;
-            let mut s = existing(&args.history)?;
+            let mut s = existing(at)?;
             let (groups, warnings) = grouped(&mut s, &filter.filter()?, &by, None)?;
             let mut t = crate::compare::trend::trend(groups, &by.name(), &options)?;
             t.warnings.extend(warnings);
@@ -399,10 +277,134 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
             opts.gate_trend(&t)
         }
         HistoryCommand::Delete { ids } => {
-            let mut s = existing(&args.history)?;
+            let mut s = existing(at)?;
             let n = s.delete(&ids)?;
             outln!("deleted {n} result(s) from {}", s.location());
             Ok(())
         }
     }
+}
+
+/// `history list`: the newest entries that match, as a table or streamed JSON.
+fn list(at: &Option<Location>, filter: &FilterArgs, newest: usize, format: Format) -> Result<()> {
+    let mut f = filter.filter()?;
+    f.newest = (newest > 0).then_some(newest);
+    let mut s = existing(at)?;
+    let entries = s.list(&f)?;
+    let matching = if f.newest.is_some_and(|n| entries.len() >= n) {
+        s.count(&f)?
+    } else {
+        entries.len() as i64
+    };
+    let cut = matching > entries.len() as i64;
+    if cut && matches!(format, Format::Json | Format::Csv) {
+        eprintln!(
+            "syscost: the newest {} of {matching} matching results; --newest 0 lists all",
+            entries.len()
+        );
+    }
+    if format == Format::Json {
+        // Streamed: 100,000 entries are 48 MB of JSON, not worth holding twice.
+        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+        let written = serde_json::to_writer_pretty(&mut w, &entries)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(w))
+            .and_then(|()| w.flush());
+        return super::quiet(written);
+    }
+    let pre = vec![if cut {
+        format!(
+            " The newest {} of {matching} result(s) in {} (--newest 0 lists all)",
+            entries.len(),
+            s.location()
+        )
+    } else {
+        format!(" {matching} result(s) in {}", s.location())
+    }];
+    let grid = report::history::entries_grid(&entries);
+    out!("{}", report::format::render(format, &pre, &[grid]));
+    Ok(())
+}
+
+/// `history show`: an entry's JSON as stored, or its text as its kind renders it.
+fn show_entry(at: &Option<Location>, id: i64, format: Format) -> Result<()> {
+    let json = existing(at)?.json(id)?;
+    if format == Format::Json {
+        outln!("{json}");
+        return Ok(());
+    }
+    let loaded = report::loaded::parse(&format!("history entry {id}"), &json)?;
+    out!("{}", loaded.text(format));
+    Ok(())
+}
+
+/// `history import`: every file that can be, each said; a damaged one does not stop the rest.
+fn import(at: &Option<Location>, files: &[PathBuf], tags: &[String]) -> Result<()> {
+    let tags: Vec<(String, String)> = tags
+        .iter()
+        .map(|t| crate::history::parse_tag(t))
+        .collect::<Result<_>>()?;
+    let retagged = if tags.is_empty() {
+        String::new()
+    } else {
+        let kv: Vec<String> = tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!(
+            "; its tags now include {} (a key it had takes the new value)",
+            kv.join(",")
+        )
+    };
+    let mut s = store(at)?;
+    let (mut new, mut old, mut failed) = (0, 0, Vec::new());
+    for f in files {
+        let stored = crate::results::load::read_checked(f, crate::results::Accept::ANY)
+            .map_err(anyhow::Error::from)
+            .and_then(|(_, text)| s.insert(&text, &tags));
+        match stored {
+            Ok((id, true)) => {
+                new += 1;
+                eprintln!("syscost: {} is history entry {id}", f.display());
+            }
+            Ok((id, false)) => {
+                old += 1;
+                eprintln!(
+                    "syscost: {} was already history entry {id}{retagged}",
+                    f.display()
+                );
+            }
+            Err(e) => {
+                eprintln!("syscost: error: {e:#}");
+                failed.push(f.display().to_string());
+            }
+        }
+    }
+    let not = if failed.is_empty() {
+        String::new()
+    } else {
+        format!("; {} not imported: {}", failed.len(), failed.join(", "))
+    };
+    outln!(
+        "imported {new} result(s) into {}; {old} already there{not}",
+        s.location()
+    );
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} file(s) could not be imported",
+            failed.len(),
+            files.len()
+        );
+    }
+    Ok(())
+}
+
+/// `history export`: each entry's JSON as DIR/ID.json.
+fn export(at: &Option<Location>, ids: &[i64], dir: &std::path::Path) -> Result<()> {
+    let mut s = existing(at)?;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("export: cannot create {}", dir.display()))?;
+    for id in ids {
+        let json = s.json(*id)?;
+        let path = dir.join(format!("{id}.json"));
+        super::write_file(&path, format!("{json}\n").as_bytes())?;
+    }
+    Ok(())
 }
