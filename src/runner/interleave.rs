@@ -241,6 +241,86 @@ fn design(
     before: &mut dyn FnMut(usize) -> Result<()>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<RunResult>> {
+    let first = check_plans(plans)?;
+    let environment = Environment::collect();
+    let (grain, unpaced) = match (grain, paced_blocker(plans)) {
+        (Grain::Samples, Some(why)) => (Grain::Runs, Some(why)),
+        (g, _) => (g, None),
+    };
+    let interleaved = (plans.len() > 1).then_some(grain);
+    let paced = interleaved == Some(Grain::Samples);
+    let sizes = batch_sizes(exec, plans, batch, paced, progress)?;
+    let assemble_all = |m: &Measured| -> Vec<RunResult> {
+        plans
+            .iter()
+            .zip(&sizes)
+            .zip(m.runs.iter().zip(&m.statuses))
+            .map(|((p, (ops, cal)), (r, s))| {
+                let (r, s, e) = (r.clone(), s.clone(), environment.clone());
+                assemble(p, *ops, *cal, r, s, e, interleaved)
+            })
+            .collect()
+    };
+    let started = Instant::now();
+    let mut stopped = None;
+    let mut m = Measured {
+        runs: vec![Vec::new(); plans.len()],
+        statuses: vec![Vec::new(); plans.len()],
+        total: first.runs * plans.len() as u32,
+        done: 0,
+    };
+    interleave_with(plans.len(), |e| match e {
+        Event::Between { rounds } => {
+            if rounds < first.runs {
+                return Ok(true);
+            }
+            let Some(u) = first.until else {
+                return Ok(false);
+            };
+            let half = precision(&assemble_all(&m));
+            match until_stop(&u, half, started, rounds) {
+                None => m.total += plans.len() as u32,
+                Some(why) => stopped = Some(why),
+            }
+            Ok(stopped.is_none())
+        }
+        Event::Visit { round, arm } => {
+            let measured = if !paced {
+                before(arm)?;
+                vec![(arm, exec.measure(&plans[arm], sizes[arm].0, round)?)]
+            } else if round_order(round, plans.len())[0] == arm {
+                // The round's first visit measures every arm at once.
+                let arms: Vec<(&Plan, u64)> =
+                    plans.iter().zip(&sizes).map(|(p, s)| (p, s.0)).collect();
+                exec.measure_paced(&arms, round)?
+                    .into_iter()
+                    .enumerate()
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            m.record(measured, progress);
+            Ok(true)
+        }
+    })?;
+    let mut results = assemble_all(&m);
+    let said = unpaced.map(|why| {
+        format!("the configurations alternated run by run, not sample by sample: {why}")
+    });
+    for r in results.iter_mut() {
+        r.warnings.extend(said.iter().chain(&stopped).cloned());
+    }
+    for (k, ((p, (ops, _)), r)) in plans.iter().zip(&sizes).zip(results.iter_mut()).enumerate() {
+        if p.profile {
+            before(k)?;
+            r.profile = Some(exec.profile(p, *ops)?);
+        }
+    }
+    Ok(results)
+}
+
+/// Every plan valid, and all with the same number of runs; returns the first.
+fn check_plans(plans: &[Plan]) -> Result<&Plan> {
     let Some(first) = plans.first() else {
         bail!("nothing to measure");
     };
@@ -254,124 +334,72 @@ fn design(
             );
         }
     }
-    let environment = Environment::collect();
-    let (grain, unpaced) = match (grain, paced_blocker(plans)) {
-        (Grain::Samples, Some(why)) => (Grain::Runs, Some(why)),
-        (g, _) => (g, None),
-    };
-    let interleaved = (plans.len() > 1).then_some(grain);
-    let paced = interleaved == Some(Grain::Samples);
-    let sizes: Vec<(u64, bool)> = match batch {
-        Batch::PerArm if paced => paced_sizes(exec, plans, progress)?,
+    Ok(first)
+}
+
+/// Each arm's batch size and whether it was calibrated.
+fn batch_sizes(
+    exec: &mut dyn Executor,
+    plans: &[Plan],
+    batch: Batch,
+    paced: bool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<(u64, bool)>> {
+    match batch {
+        Batch::PerArm if paced => paced_sizes(exec, plans, progress),
         Batch::PerArm => plans
             .iter()
             .map(|p| batch_size(exec, p, progress))
-            .collect::<Result<_>>()?,
-        Batch::Shared => vec![batch_size(exec, first, progress)?; plans.len()],
+            .collect(),
+        Batch::Shared => Ok(vec![batch_size(exec, &plans[0], progress)?; plans.len()]),
+    }
+}
+
+/// `--until`: why the rounds stop at interval half-width `half` after `rounds`, or `None` to
+/// add one more.
+fn until_stop(u: &super::Until, half: f64, started: Instant, rounds: u32) -> Option<String> {
+    let why = if half <= u.pct {
+        format!("±{half:.2}% reached")
+    } else if started.elapsed() >= u.max_time {
+        format!("--max-time reached at ±{half:.2}%")
+    } else if rounds >= u.max_runs {
+        format!("the cap of {} runs reached at ±{half:.2}%", u.max_runs)
+    } else {
+        return None;
     };
-    let mut runs: Vec<Vec<RunRecord>> = vec![Vec::new(); plans.len()];
-    let mut statuses: Vec<Vec<EventStatus>> = vec![Vec::new(); plans.len()];
-    let assemble_all = |runs: &[Vec<RunRecord>], statuses: &[Vec<EventStatus>]| -> Vec<RunResult> {
-        plans
-            .iter()
-            .zip(&sizes)
-            .zip(runs.iter().zip(statuses))
-            .map(|((p, (ops, cal)), (r, s))| {
-                assemble(
-                    p,
-                    *ops,
-                    *cal,
-                    r.clone(),
-                    s.clone(),
-                    environment.clone(),
-                    interleaved,
-                )
-            })
-            .collect()
-    };
-    let until = first.until;
-    let started = Instant::now();
-    let mut stopped = None;
-    let mut total = first.runs * plans.len() as u32;
-    let mut done = 0;
-    interleave_with(plans.len(), |e| match e {
-        Event::Between { rounds } => {
-            if rounds < first.runs {
-                return Ok(true);
+    Some(format!(
+        "--until {}%: {why} after {rounds} run(s) per configuration",
+        u.pct
+    ))
+}
+
+/// The runs measured so far, per arm, with the counters' statuses of each arm's first run.
+struct Measured {
+    runs: Vec<Vec<RunRecord>>,
+    statuses: Vec<Vec<EventStatus>>,
+    /// Runs planned (grows as --until adds rounds) and done, for the progress line.
+    total: u32,
+    done: u32,
+}
+
+impl Measured {
+    fn record(
+        &mut self,
+        measured: Vec<(usize, (RunRecord, Vec<EventStatus>))>,
+        progress: &mut dyn FnMut(Progress),
+    ) {
+        for (k, (run, s)) in measured {
+            if self.statuses[k].is_empty() {
+                self.statuses[k] = s;
             }
-            let Some(u) = until else { return Ok(false) };
-            let half = precision(&assemble_all(&runs, &statuses));
-            let (more, why) = if half <= u.pct {
-                (false, format!("±{half:.2}% reached"))
-            } else if started.elapsed() >= u.max_time {
-                (false, format!("--max-time reached at ±{half:.2}%"))
-            } else if rounds >= u.max_runs {
-                (
-                    false,
-                    format!("the cap of {} runs reached at ±{half:.2}%", u.max_runs),
-                )
-            } else {
-                (true, String::new())
-            };
-            if more {
-                total += plans.len() as u32;
-            } else {
-                stopped = Some(format!(
-                    "--until {}%: {why} after {rounds} run(s) per configuration",
-                    u.pct
-                ));
-            }
-            Ok(more)
-        }
-        Event::Visit { round, arm: k } => {
-            let measured = if !paced {
-                before(k)?;
-                vec![(k, exec.measure(&plans[k], sizes[k].0, round)?)]
-            } else if round_order(round, plans.len())[0] == k {
-                // The round's first visit measures every arm at once.
-                let arms: Vec<(&Plan, u64)> =
-                    plans.iter().zip(&sizes).map(|(p, s)| (p, s.0)).collect();
-                exec.measure_paced(&arms, round)?
-                    .into_iter()
-                    .enumerate()
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            for (k, (run, s)) in measured {
-                if statuses[k].is_empty() {
-                    statuses[k] = s;
-                }
-                runs[k].push(run);
-                progress(Progress::RunFinished {
-                    index: done,
-                    of: total,
-                });
-                done += 1;
-            }
-            Ok(true)
-        }
-    })?;
-    let mut results = assemble_all(&runs, &statuses);
-    if let Some(why) = unpaced {
-        for r in results.iter_mut() {
-            r.warnings.push(format!(
-                "the configurations alternated run by run, not sample by sample: {why}"
-            ));
+            self.runs[k].push(run);
+            progress(Progress::RunFinished {
+                index: self.done,
+                of: self.total,
+            });
+            self.done += 1;
         }
     }
-    if let Some(why) = stopped {
-        for r in results.iter_mut() {
-            r.warnings.push(why.clone());
-        }
-    }
-    for (k, ((p, (ops, _)), r)) in plans.iter().zip(&sizes).zip(results.iter_mut()).enumerate() {
-        if p.profile {
-            before(k)?;
-            r.profile = Some(exec.profile(p, *ops)?);
-        }
-    }
-    Ok(results)
 }
 
 #[cfg(test)]

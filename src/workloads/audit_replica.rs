@@ -618,6 +618,98 @@ pub fn slab_slots(
     Ok(out)
 }
 
+/// The slots (of ENTRY_STRIDE bytes from the region's start) the `rules` entries take, as
+/// `p.placement` chooses them.
+fn slots_for(
+    p: &Params,
+    geometry: &Geometry,
+    base: u64,
+    rng: &mut rand_pcg::Pcg64,
+) -> Result<Vec<usize>> {
+    // The context takes the first kmalloc-1k slot (two entry slots).
+    let first = CONTEXT_ALIGN / ENTRY_STRIDE;
+    let n = p.rules as usize;
+    Ok(match p.placement {
+        Placement::Slab => {
+            let shape = SlabShape {
+                objects: p.slab_objects.unwrap_or(16),
+                order: p.slab_order.unwrap_or(1),
+            };
+            slab_slots(n, shape, p.slab_fill.unwrap_or(0), rng)?
+        }
+        Placement::Random => choose((first..SLOTS).collect(), n, p.placement, rng)?,
+        Placement::Packed => {
+            let start = rng.random_range(first..=SLOTS - n);
+            (start..start + n).collect()
+        }
+        Placement::Aligned(b) => {
+            let step = b as usize / ENTRY_STRIDE;
+            let slots = (first..SLOTS).filter(|s| s % step == 0).collect();
+            choose(slots, n, p.placement, rng)?
+        }
+        Placement::Sets(k) => {
+            let reach = layout::reachable_sets(geometry, ENTRY_STRIDE as u64);
+            if k as usize > reach.len() {
+                bail!(
+                    "placement sets={k}: entries of kmalloc-512 reach only {} sets of this cache",
+                    reach.len()
+                );
+            }
+            let allowed = &reach[..k as usize];
+            let in_allowed = |s: &usize| {
+                allowed.contains(&geometry.set_of(base + (*s * ENTRY_STRIDE) as u64))
+            };
+            let slots = (first..SLOTS).filter(in_allowed).collect();
+            choose(slots, n, p.placement, rng)?
+        }
+    })
+}
+
+/// Write the list into the region: each entry linked to its neighbours and to the list head,
+/// its mask naming `p.major` for the matching ones (spread evenly) and another syscall for the
+/// rest; the context names `p.major`.
+///
+/// # Safety
+/// `region` must be a writable mapping of REGION bytes and `entries` distinct offsets of
+/// ENTRY_STRIDE-byte slots inside it, clear of the context's 1 KiB slot, at least one.
+unsafe fn link(region: *mut u8, entries: &[usize], p: &Params) {
+    let n = entries.len();
+    let matching: Vec<bool> = (0..n)
+        .map(|i| (i * p.matching as usize) / n != ((i + 1) * p.matching as usize) / n)
+        .collect();
+    // SAFETY: every write is inside the region; entries do not overlap (distinct 512-byte
+    // slots of 408-byte entries, clear of the context's 1 KiB slot).
+    unsafe {
+        let list = std::ptr::addr_of_mut!(replica_list) as *mut u8;
+        let at = |off: usize| region.add(off);
+        for (i, off) in entries.iter().enumerate() {
+            let e = at(*off);
+            let next: *mut u8 = match entries.get(i + 1) {
+                Some(o) => at(*o),
+                None => list,
+            };
+            let prev: *mut u8 = if i == 0 { list } else { at(entries[i - 1]) };
+            (e as *mut *mut u8).write(next);
+            (e.add(8) as *mut *mut u8).write(prev);
+            let nr = if matching[i] {
+                p.major
+            } else {
+                // another syscall, never the benchmarked one
+                (p.major + 1 + (i as u32 % 300)) % 2048
+            };
+            let word = e.add(replica_mask_offset() + 4 * (nr / 32) as usize) as *mut u32;
+            word.write(word.read() | 1 << (nr % 32));
+            (e.add(replica_pid_offset()) as *mut u32).write(0xdead_beef);
+        }
+        (region.add(MAJOR_OFFSET) as *mut i32).write(p.major as i32);
+        (region.add(SERIAL_LO_OFFSET) as *mut i32).write(1);
+        let head = list as *mut *mut u8;
+        head.write(at(entries[0]));
+        head.add(1)
+            .write(at(*entries.last().expect("at least one entry")));
+    }
+}
+
 impl Replica {
     /// Build the list: `rules` entries at offsets chosen by `placement` (`seed` makes it
     /// reproducible), `matching` of them (spread evenly) naming `major`.
@@ -654,96 +746,16 @@ impl Replica {
             huge_pct: 100.0 * huge as f64 / (REGION >> 10) as f64,
         };
         let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
-        // The context takes the first kmalloc-1k slot (two entry slots).
-        let first = CONTEXT_ALIGN / ENTRY_STRIDE;
-        let n = p.rules as usize;
-        let chosen: Vec<usize> = match p.placement {
-            Placement::Slab => {
-                let shape = SlabShape {
-                    objects: p.slab_objects.unwrap_or(16),
-                    order: p.slab_order.unwrap_or(1),
-                };
-                slab_slots(n, shape, p.slab_fill.unwrap_or(0), &mut rng)?
-            }
-            Placement::Random => choose((first..SLOTS).collect(), n, p.placement, &mut rng)?,
-            Placement::Packed => {
-                let start = rng.random_range(first..=SLOTS - n);
-                (start..start + n).collect()
-            }
-            Placement::Aligned(b) => {
-                let step = b as usize / ENTRY_STRIDE;
-                choose(
-                    (first..SLOTS).filter(|s| s % step == 0).collect(),
-                    n,
-                    p.placement,
-                    &mut rng,
-                )?
-            }
-            Placement::Sets(k) => {
-                let reach = layout::reachable_sets(&geometry, ENTRY_STRIDE as u64);
-                if k as usize > reach.len() {
-                    bail!(
-                        "placement sets={k}: entries of kmalloc-512 reach only {} sets of this \
-                         cache",
-                        reach.len()
-                    );
-                }
-                let allowed = &reach[..k as usize];
-                let base = region as u64;
-                choose(
-                    (first..SLOTS)
-                        .filter(|s| {
-                            allowed.contains(&geometry.set_of(base + (*s * ENTRY_STRIDE) as u64))
-                        })
-                        .collect(),
-                    n,
-                    p.placement,
-                    &mut rng,
-                )?
-            }
-        };
-        let ctx = region;
+        let chosen = slots_for(&p, &geometry, region as u64, &mut rng)?;
         let entries: Vec<usize> = chosen.iter().map(|s| s * ENTRY_STRIDE).collect();
-        // Spread the matching entries evenly over the list.
-        let matching: Vec<bool> = (0..n)
-            .map(|i| (i * p.matching as usize) / n != ((i + 1) * p.matching as usize) / n)
-            .collect();
-        // SAFETY: every write is inside the region; entries do not overlap (distinct 512-byte
-        // slots of 408-byte entries, clear of the context's 1 KiB slot).
-        unsafe {
-            let list = std::ptr::addr_of_mut!(replica_list) as *mut u8;
-            let at = |off: usize| region.add(off);
-            for (i, off) in entries.iter().enumerate() {
-                let e = at(*off);
-                let next: *mut u8 = match entries.get(i + 1) {
-                    Some(o) => at(*o),
-                    None => list,
-                };
-                let prev: *mut u8 = if i == 0 { list } else { at(entries[i - 1]) };
-                (e as *mut *mut u8).write(next);
-                (e.add(8) as *mut *mut u8).write(prev);
-                let nr = if matching[i] {
-                    p.major
-                } else {
-                    // another syscall, never the benchmarked one
-                    (p.major + 1 + (i as u32 % 300)) % 2048
-                };
-                let word = e.add(replica_mask_offset() + 4 * (nr / 32) as usize) as *mut u32;
-                word.write(word.read() | 1 << (nr % 32));
-                (e.add(replica_pid_offset()) as *mut u32).write(0xdead_beef);
-            }
-            (ctx.add(MAJOR_OFFSET) as *mut i32).write(p.major as i32);
-            (ctx.add(SERIAL_LO_OFFSET) as *mut i32).write(1);
-            let head = list as *mut *mut u8;
-            head.write(at(entries[0]));
-            head.add(1)
-                .write(at(*entries.last().expect("at least one entry")));
-        }
+        // SAFETY: `region` is the mapping just made, REGION bytes long, and every entry is a
+        // distinct slot inside it (see `link`).
+        unsafe { link(region, &entries, &p) };
         Ok(Replica {
             _lock: lock,
             _mapping: mapping,
             region,
-            ctx,
+            ctx: region,
             entries,
             matching: p.matching,
             geometry,
