@@ -190,32 +190,67 @@ pub fn analyze_with(
     subtract_overhead: bool,
     estimator: Estimator,
 ) -> (Vec<Metric>, Vec<Metric>) {
-    let n = events.len();
-    let by_sample = runs.len() == 1;
-    let replication = if by_sample { "sample" } else { "run" };
+    let (measured, overhead) = units_of(runs, events.len(), subtract_overhead, estimator);
+    let running = running_shares(runs, events.len());
+    let replication = if runs.len() == 1 { "sample" } else { "run" };
+    let build = |u: &Units, is_overhead: bool| -> Vec<Metric> {
+        let mut out = vec![time_metric(u, op_name, replication)];
+        for (i, ev) in events.iter().enumerate() {
+            let running_pct = (!is_overhead && running[i].1 > 0)
+                .then(|| 100.0 * running[i].0 as f64 / running[i].1 as f64);
+            out.push(event_metric(u, i, ev, op_name, replication, running_pct));
+        }
+        if !is_overhead {
+            out.extend(derived(&u.values, &u.ids, events, replication));
+            out.extend(workload_metrics(runs, replication));
+        }
+        out
+    };
+    (build(&measured, false), build(&overhead, true))
+}
 
-    // Per unit of replication: per-op values, and the overhead per op of the unit's run.
-    let mut units: Vec<Vec<Option<f64>>> = Vec::new();
-    // The id of each unit: the run's index, or the sample's position in a single run.
-    let mut ids: Vec<u32> = Vec::new();
-    let mut overhead_units: Vec<Vec<Option<f64>>> = Vec::new();
-    let mut overhead_ids: Vec<u32> = Vec::new();
+/// Per unit of replication, its per-op values (time, then each event), with the unit's id (the
+/// run's index, or the sample's position in a single run).
+#[derive(Default)]
+struct Units {
+    values: Vec<Vec<Option<f64>>>,
+    ids: Vec<u32>,
+}
+
+impl Units {
+    /// Column `j` over the units that have it, with their ids.
+    fn column(&self, j: usize) -> (Vec<f64>, Vec<u32>) {
+        self.values
+            .iter()
+            .zip(&self.ids)
+            .filter_map(|(u, id)| u[j].map(|v| (v, *id)))
+            .unzip()
+    }
+}
+
+/// The measured units and the overhead units (one per run that measured its overhead).
+fn units_of(
+    runs: &[RunRecord],
+    n: usize,
+    subtract_overhead: bool,
+    estimator: Estimator,
+) -> (Units, Units) {
+    let by_sample = runs.len() == 1;
+    let (mut measured, mut overhead) = (Units::default(), Units::default());
     for run in runs {
         let oh = per_op(&pool(&run.overhead, n));
         if !run.overhead.is_empty() {
-            overhead_units.push(oh.clone());
-            overhead_ids.push(run.index);
+            overhead.values.push(oh.clone());
+            overhead.ids.push(run.index);
         }
         let pools: Vec<Pool> = if by_sample {
-            run.samples
-                .iter()
-                .map(|s| pool(std::slice::from_ref(s), n))
-                .collect()
+            let one = |s| pool(std::slice::from_ref(s), n);
+            run.samples.iter().map(one).collect()
         } else {
             vec![pool(&chosen(&run.samples, estimator), n)]
         };
         for (k, p) in pools.into_iter().enumerate() {
-            ids.push(if by_sample { k as u32 } else { run.index });
+            measured.ids.push(if by_sample { k as u32 } else { run.index });
             let mut v = per_op(&p);
             if subtract_overhead && !run.overhead.is_empty() {
                 for (x, o) in v.iter_mut().zip(&oh) {
@@ -224,10 +259,15 @@ pub fn analyze_with(
                     }
                 }
             }
-            units.push(v);
+            measured.values.push(v);
         }
     }
+    (measured, overhead)
+}
 
+/// Each event's (running, enabled) time summed over every sample: how much of the time it was
+/// on the PMU.
+fn running_shares(runs: &[RunRecord], n: usize) -> Vec<(u128, u128)> {
     let mut running = vec![(0u128, 0u128); n];
     for s in runs.iter().flat_map(|r| &r.samples) {
         for (i, c) in s.counts.iter().enumerate().take(n) {
@@ -237,79 +277,70 @@ pub fn analyze_with(
             }
         }
     }
+    running
+}
 
-    let build = |units: &[Vec<Option<f64>>], ids: &[u32], overhead: bool| -> Vec<Metric> {
-        let mut out = Vec::new();
-        let column = |j: usize| -> (Vec<f64>, Vec<u32>) {
-            units
-                .iter()
-                .zip(ids)
-                .filter_map(|(u, id)| u[j].map(|v| (v, *id)))
-                .unzip()
-        };
-        let (time, idx) = column(0);
-        out.push(Metric {
-            name: "time".into(),
-            unit: format!("ns/{op_name}"),
-            kind: MetricKind::Time,
-            replication: replication.into(),
-            summary: Summary::of(&time),
-            values: time,
-            units: idx,
-            status: None,
-            reason: None,
-            running_pct: None,
-        });
-        for (i, ev) in events.iter().enumerate() {
-            let (values, idx) = column(i + 1);
-            let base = ev.spec.base_name();
-            let unit = if base == "task-clock" || base == "cpu-clock" {
-                format!("ns/{op_name}")
-            } else {
-                format!("/{op_name}")
-            };
-            let (status, reason) = if !ev.status.is_counting() {
-                (
-                    Some(ev.status.label().to_string()),
-                    ev.status.reason().map(String::from),
-                )
-            } else if values.is_empty() {
-                (
-                    Some("<not counted>".to_string()),
-                    Some(
-                        "the event's group never got onto the PMU (running time 0): \
-                         fewer events per group may fit"
-                            .to_string(),
-                    ),
-                )
-            } else {
-                (None, None)
-            };
-            let (r, e) = running[i];
-            out.push(Metric {
-                name: ev.spec.name.clone(),
-                unit,
-                kind: MetricKind::Counter,
-                replication: replication.into(),
-                summary: Summary::of(&values),
-                values,
-                units: idx,
-                status,
-                reason,
-                running_pct: (!overhead && e > 0).then(|| 100.0 * r as f64 / e as f64),
-            });
-        }
-        if !overhead {
-            out.extend(derived(units, ids, events, replication));
-            out.extend(workload_metrics(runs, replication));
-        }
-        out
+fn time_metric(u: &Units, op_name: &str, replication: &str) -> Metric {
+    let (time, idx) = u.column(0);
+    Metric {
+        name: "time".into(),
+        unit: format!("ns/{op_name}"),
+        kind: MetricKind::Time,
+        replication: replication.into(),
+        summary: Summary::of(&time),
+        values: time,
+        units: idx,
+        status: None,
+        reason: None,
+        running_pct: None,
+    }
+}
+
+/// Event `i`'s metric, with why it has no values when it has none.
+fn event_metric(
+    u: &Units,
+    i: usize,
+    ev: &EventRecord,
+    op_name: &str,
+    replication: &str,
+    running_pct: Option<f64>,
+) -> Metric {
+    let (values, idx) = u.column(i + 1);
+    let base = ev.spec.base_name();
+    let unit = if base == "task-clock" || base == "cpu-clock" {
+        format!("ns/{op_name}")
+    } else {
+        format!("/{op_name}")
     };
-
-    (
-        build(&units, &ids, false),
-        build(&overhead_units, &overhead_ids, true),
-    )
+    let (status, reason) = if !ev.status.is_counting() {
+        (
+            Some(ev.status.label().to_string()),
+            ev.status.reason().map(String::from),
+        )
+    } else if values.is_empty() {
+        (
+            Some("<not counted>".to_string()),
+            Some(
+                "the event's group never got onto the PMU (running time 0): fewer events per \
+                 group may fit"
+                    .to_string(),
+            ),
+        )
+    } else {
+        (None, None)
+    };
+    Metric {
+        name: ev.spec.name.clone(),
+        unit,
+        kind: MetricKind::Counter,
+        replication: replication.into(),
+        summary: Summary::of(&values),
+        values,
+        units: idx,
+        status,
+        reason,
+        running_pct,
+    }
 }
 
 /// Ratios between metrics of the same unit and the same modifiers (`instructions:u` goes with
