@@ -533,103 +533,10 @@ fn run_warnings(r: &RunResult) -> Vec<String> {
             "workers were not pinned (--cpu): migrations and frequency changes add noise".into(),
         );
     }
-    let hw_unsupported: Vec<&str> = r
-        .events
-        .iter()
-        .filter(|e| !e.spec.is_software() && !e.status.is_counting())
-        .map(|e| e.spec.name.as_str())
-        .collect();
-    // Without a PMU the environment's warning already says so.
-    if !hw_unsupported.is_empty() && r.environment.hardware_pmu {
-        w.push(format!(
-            "not counted on this machine: {} (reasons under the table)",
-            hw_unsupported.join(", ")
-        ));
-    }
-    for m in &r.metrics {
-        if let Some(p) = m.running_pct
-            && p < 99.5
-        {
-            w.push(format!(
-                "{} was multiplexed (on the PMU {p:.1}% of the time); its value is scaled",
-                m.name
-            ));
-        }
-    }
-    let shortest = r
-        .runs
-        .iter()
-        .flat_map(|run| &run.samples)
-        .map(|s| s.wall_ns)
-        .min()
-        .unwrap_or(u64::MAX);
-    if shortest < 1_000_000 {
-        w.push(format!(
-            "the shortest sample lasted {:.1} µs: timer and counter reads weigh on short \
-             samples; use a longer --sample-time or a larger --ops",
-            shortest as f64 / 1000.0
-        ));
-    }
-    if let Some(cs) = r
-        .metrics
-        .iter()
-        .find(|m| m.name == "context-switches")
-        .and_then(|m| m.summary.as_ref())
-        && cs.median > 0.05
-        && r.workload.waits().is_none()
-    {
-        w.push(format!(
-            "the loop sleeps: {} context switches per {}: it waits (for I/O, a lock, the \
-             scheduler), so the figures measure the wait, not only the kernel path{}",
-            fmt_num(cs.median),
-            r.op_name,
-            r.workload
-                .sleep_hint()
-                .map(|h| format!(" ({h})"))
-                .unwrap_or_default()
-        ));
-    }
-    // A sample far above its run's median: a neighbour or an interrupt took the CPU for part of
-    // it. The pooled mean (--estimator mean) carries it into the run's value.
-    let spiky: Vec<String> = r
-        .runs
-        .iter()
-        .filter_map(|run| {
-            let mut t: Vec<f64> = run
-                .samples
-                .iter()
-                .map(|s| s.wall_ns as f64 / s.ops.max(1) as f64)
-                .collect();
-            if t.len() < 3 {
-                return None;
-            }
-            t.sort_by(|a, b| a.total_cmp(b));
-            let (med, max) = (t[t.len() / 2], t[t.len() - 1]);
-            (med > 0.0 && max > 1.2 * med)
-                .then(|| format!("run {} (+{:.0}%)", run.index, 100.0 * (max / med - 1.0)))
-        })
-        .collect();
-    if !spiky.is_empty() {
-        w.push(format!(
-            "samples more than 20% above their run's median in {}: interference; \
-             --estimator median or min keeps them out of the run's value{}{}",
-            spiky.join(", "),
-            if r.options.estimator == Estimator::Mean {
-                ""
-            } else {
-                " (as it does here)"
-            },
-            if spiky.len() * 2 > r.runs.len() && r.options.estimator != Estimator::Min {
-                format!(
-                    "; with most runs hit, the floor of many short samples resolves small \
-                     changes: {} (README, noisy machines)",
-                    floor_options()
-                )
-            } else {
-                String::new()
-            }
-        ));
-    }
+    w.extend(counter_warnings(r));
+    w.extend(short_sample_warning(r));
+    w.extend(sleep_warning(r));
+    w.extend(spike_warning(r));
     if r.runs.len() == 1 {
         w.push(
             "a single run: statistics are over its samples, which share one process and one \
@@ -648,4 +555,114 @@ fn run_warnings(r: &RunResult) -> Vec<String> {
         ));
     }
     w
+}
+
+/// Hardware events not counted (with a PMU: without one the environment says so) and events
+/// multiplexed off the PMU.
+fn counter_warnings(r: &RunResult) -> Vec<String> {
+    let mut w = Vec::new();
+    let hw_unsupported: Vec<&str> = r
+        .events
+        .iter()
+        .filter(|e| !e.spec.is_software() && !e.status.is_counting())
+        .map(|e| e.spec.name.as_str())
+        .collect();
+    if !hw_unsupported.is_empty() && r.environment.hardware_pmu {
+        w.push(format!(
+            "not counted on this machine: {} (reasons under the table)",
+            hw_unsupported.join(", ")
+        ));
+    }
+    for m in &r.metrics {
+        if let Some(p) = m.running_pct
+            && p < 99.5
+        {
+            w.push(format!(
+                "{} was multiplexed (on the PMU {p:.1}% of the time); its value is scaled",
+                m.name
+            ));
+        }
+    }
+    w
+}
+
+fn short_sample_warning(r: &RunResult) -> Option<String> {
+    let shortest = r
+        .runs
+        .iter()
+        .flat_map(|run| &run.samples)
+        .map(|s| s.wall_ns)
+        .min()?;
+    (shortest < 1_000_000).then(|| {
+        format!(
+            "the shortest sample lasted {:.1} µs: timer and counter reads weigh on short \
+             samples; use a longer --sample-time or a larger --ops",
+            shortest as f64 / 1000.0
+        )
+    })
+}
+
+/// A loop that is not a round trip by nature but switches context: it waits.
+fn sleep_warning(r: &RunResult) -> Option<String> {
+    let cs = r
+        .metrics
+        .iter()
+        .find(|m| m.name == "context-switches")?
+        .summary
+        .as_ref()?;
+    if cs.median <= 0.05 || r.workload.waits().is_some() {
+        return None;
+    }
+    let hint = r.workload.sleep_hint().map(|h| format!(" ({h})"));
+    Some(format!(
+        "the loop sleeps: {} context switches per {}: it waits (for I/O, a lock, the \
+         scheduler), so the figures measure the wait, not only the kernel path{}",
+        fmt_num(cs.median),
+        r.op_name,
+        hint.unwrap_or_default()
+    ))
+}
+
+/// A sample far above its run's median: a neighbour or an interrupt took the CPU for part of
+/// it. The pooled mean (--estimator mean) carries it into the run's value.
+fn spike_warning(r: &RunResult) -> Option<String> {
+    let spiky: Vec<String> = r.runs.iter().filter_map(spike).collect();
+    if spiky.is_empty() {
+        return None;
+    }
+    let here = if r.options.estimator == Estimator::Mean {
+        ""
+    } else {
+        " (as it does here)"
+    };
+    let floor = if spiky.len() * 2 > r.runs.len() && r.options.estimator != Estimator::Min {
+        format!(
+            "; with most runs hit, the floor of many short samples resolves small changes: {} \
+             (README, noisy machines)",
+            floor_options()
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "samples more than 20% above their run's median in {}: interference; --estimator \
+         median or min keeps them out of the run's value{here}{floor}",
+        spiky.join(", ")
+    ))
+}
+
+/// "run N (+X%)" when a run's slowest sample is more than 20% above its median.
+fn spike(run: &RunRecord) -> Option<String> {
+    let mut t: Vec<f64> = run
+        .samples
+        .iter()
+        .map(|s| s.wall_ns as f64 / s.ops.max(1) as f64)
+        .collect();
+    if t.len() < 3 {
+        return None;
+    }
+    t.sort_by(|a, b| a.total_cmp(b));
+    let (med, max) = (t[t.len() / 2], t[t.len() - 1]);
+    (med > 0.0 && max > 1.2 * med)
+        .then(|| format!("run {} (+{:.0}%)", run.index, 100.0 * (max / med - 1.0)))
 }
