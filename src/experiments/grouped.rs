@@ -4,7 +4,7 @@
 //! summarised with boots as the units (`compare::groups`).
 
 use crate::compare;
-use crate::history::{Filter, Store};
+use crate::history::{Entry, Filter, Store};
 use anyhow::{Result, bail};
 
 /// What `history compare` groups by.
@@ -91,9 +91,43 @@ pub fn grouped(
     baseline: Option<&str>,
 ) -> Result<(Vec<compare::Variant>, Vec<String>)> {
     use crate::compare::groups::{self, Unit};
-    let entries = s.list(f)?;
     let mut warnings = Vec::new();
-    let (runs, others): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| e.kind == "run");
+    let runs = run_entries(s, f, &mut warnings)?;
+    let keyed = keyed(&runs, by, baseline, &mut warnings)?;
+    let unit = if *by == By::Boot {
+        Unit::Run
+    } else {
+        Unit::Boot
+    };
+    let mut variants = Vec::new();
+    for (label, ids) in &keyed {
+        let views = s
+            .views(ids)?
+            .iter()
+            .zip(ids)
+            .map(|(text, id)| {
+                crate::results::view::ResultView::from_text(&format!("history entry {id}"), text)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let refs: Vec<&_> = views.iter().collect();
+        let boots = groups::boots(&refs);
+        if unit == Unit::Boot && boots < FEW_BOOTS {
+            warnings.push(format!(
+                "{} {label}: {boots} boot(s); {FEW_BOOTS} or more per group show how much boots \
+                 differ (README: boots as a workflow)",
+                by.name()
+            ));
+        }
+        let (v, w) = groups::variant(label, &refs, unit)?;
+        warnings.extend(w);
+        variants.push(v);
+    }
+    Ok((variants, warnings))
+}
+
+/// The matching entries that are run results, all of one workload and parameters.
+fn run_entries(s: &mut Store, f: &Filter, warnings: &mut Vec<String>) -> Result<Vec<Entry>> {
+    let (runs, others): (Vec<_>, Vec<_>) = s.list(f)?.into_iter().partition(|e| e.kind == "run");
     if !others.is_empty() {
         warnings.push(format!(
             "{} matching result(s) of other kinds (comparisons, sweeps, ...) left out: only run \
@@ -127,9 +161,20 @@ pub fn grouped(
             list.join("\n")
         );
     }
+    Ok(runs)
+}
+
+/// The entries' ids per group of `by`, the baseline first (kernels in version order), two
+/// groups or more.
+fn keyed(
+    runs: &[Entry],
+    by: &By,
+    baseline: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<(String, Vec<i64>)>> {
     let mut keyed: Vec<(String, Vec<i64>)> = Vec::new();
     let mut unkeyed = 0;
-    for e in &runs {
+    for e in runs {
         match by.of(e) {
             Some(k) => match keyed.iter_mut().find(|(g, _)| *g == k) {
                 Some((_, ids)) => ids.push(e.id),
@@ -160,50 +205,20 @@ pub fn grouped(
         keyed.insert(0, base);
     }
     if keyed.is_empty() {
-        bail!(
-            "no matching result has a {}{}",
-            by.name(),
-            match by {
-                By::Tag(k) =>
-                    format!(" (label results with --tag {k}=VALUE when running or importing)"),
-                _ => String::new(),
+        let hint = match by {
+            By::Tag(k) => {
+                format!(" (label results with --tag {k}=VALUE when running or importing)")
             }
-        );
+            _ => String::new(),
+        };
+        bail!("no matching result has a {}{hint}", by.name());
     }
     if keyed.len() < 2 {
         bail!(
             "only one {} among the matching results ({}): a comparison needs two or more groups",
             by.name(),
-            keyed.first().map(|g| g.0.as_str()).unwrap_or("-")
+            keyed[0].0
         );
     }
-    let unit = if *by == By::Boot {
-        Unit::Run
-    } else {
-        Unit::Boot
-    };
-    let mut variants = Vec::new();
-    for (label, ids) in &keyed {
-        let views = s
-            .views(ids)?
-            .iter()
-            .zip(ids)
-            .map(|(text, id)| {
-                crate::results::view::ResultView::from_text(&format!("history entry {id}"), text)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let refs: Vec<&_> = views.iter().collect();
-        let boots = groups::boots(&refs);
-        if unit == Unit::Boot && boots < FEW_BOOTS {
-            warnings.push(format!(
-                "{} {label}: {boots} boot(s); {FEW_BOOTS} or more per group show how much boots \
-                 differ (README: boots as a workflow)",
-                by.name()
-            ));
-        }
-        let (v, w) = groups::variant(label, &refs, unit)?;
-        warnings.extend(w);
-        variants.push(v);
-    }
-    Ok((variants, warnings))
+    Ok(keyed)
 }

@@ -94,7 +94,11 @@ fn cpu_rows(c: &crate::environment::Cpu, lines: &mut Rows) {
 fn system_rows(e: &Environment, lines: &mut Rows) {
     row(lines, "clocksource", opt(&e.clocksource));
     let none = || "none".to_string();
-    row(lines, "isolated cpus", e.isolated_cpus.clone().unwrap_or_else(none));
+    row(
+        lines,
+        "isolated cpus",
+        e.isolated_cpus.clone().unwrap_or_else(none),
+    );
     row(lines, "nohz_full", e.nohz_full.clone().unwrap_or_else(none));
     let vulns: Vec<String> = e
         .vulnerabilities
@@ -138,7 +142,11 @@ fn perf_rows(e: &Environment, lines: &mut Rows) {
     row(lines, "hardware PMU", pmu.into());
     row(lines, "perf_event_paranoid", opt(&e.perf_event_paranoid));
     row(lines, "kptr_restrict", opt(&e.kptr_restrict));
-    row(lines, "perf max sample rate", opt(&e.perf_event_max_sample_rate));
+    row(
+        lines,
+        "perf max sample rate",
+        opt(&e.perf_event_max_sample_rate),
+    );
     let rt = format!(
         "{} / {} us",
         opt(&e.sched_rt_runtime_us),

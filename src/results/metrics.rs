@@ -250,7 +250,9 @@ fn units_of(
             vec![pool(&chosen(&run.samples, estimator), n)]
         };
         for (k, p) in pools.into_iter().enumerate() {
-            measured.ids.push(if by_sample { k as u32 } else { run.index });
+            measured
+                .ids
+                .push(if by_sample { k as u32 } else { run.index });
             let mut v = per_op(&p);
             if subtract_overhead && !run.overhead.is_empty() {
                 for (x, o) in v.iter_mut().zip(&oh) {
