@@ -71,6 +71,45 @@ pub(super) fn ab(
     opts: CompareArgs,
     shared: Vec<String>,
 ) -> Result<()> {
+    check_labels(&variants, &labels)?;
+    let options = compare::Options {
+        configurations: true,
+        ..opts.paired_options()?
+    };
+    if let Some(o) = &opts.output {
+        crate::core::check_writable(o)?;
+    }
+    if let Some(dir) = &save {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("--save {}: cannot create it: {e}", dir.display()))?;
+    }
+    let (plans, keep) = variant_plans(&variants, &shared)?;
+    crate::experiments::ab::check_arms(&plans, &variants)?;
+    let labels = if labels.is_empty() {
+        let workloads: Vec<WorkloadSpec> = plans.iter().map(|p| p.workload.clone()).collect();
+        crate::experiments::ab::default_labels(&workloads, &variants)
+    } else {
+        labels
+    };
+    let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
+    let c = crate::experiments::ab::run(
+        &plans,
+        &labels,
+        grain,
+        &options,
+        save.as_deref(),
+        &mut |p| bar.update(p),
+    )?;
+    bar.finish();
+    show(&c, opts.format, &opts.output)?;
+    if let Some(k) = &keep {
+        super::history::record(&c, k);
+    }
+    opts.gate(&c)
+}
+
+/// Two variants or more, and one distinct label each or none.
+fn check_labels(variants: &[String], labels: &[String]) -> Result<()> {
     if variants.len() < 2 {
         anyhow::bail!("ab needs at least two --variant configurations");
     }
@@ -91,37 +130,40 @@ pub(super) fn ab(
             variants.len()
         );
     }
-    let options = compare::Options {
-        configurations: true,
-        ..opts.paired_options()?
-    };
-    if let Some(o) = &opts.output {
-        crate::core::check_writable(o)?;
-    }
-    if let Some(dir) = &save {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("--save {}: cannot create it: {e}", dir.display()))?;
-    }
-    let mut plans = Vec::new();
-    // Where the comparison is recorded: the shared run options' (after --) history options.
-    let mut keep = None;
-    let mut every: Vec<String> = shared.clone();
+    Ok(())
+}
+
+/// ab's defaults where no variant's words (nor the shared ones) choose: the floor design
+/// (unless a variant is a command, whose samples are whole executions: 100 of them per run
+/// could take minutes) and 10 rounds.
+fn ab_defaults(variants: &[String], shared: &[String]) -> Vec<String> {
+    let mut every: Vec<String> = shared.to_vec();
     let mut commands = false;
-    for v in &variants {
+    for v in variants {
         let words = shlex::split(v).unwrap_or_default();
-        // A command's samples are whole executions: 100 of them per run could take minutes.
         commands |= words.first().is_some_and(|w| w == "exec");
         // An `exec` variant's command (after its --) chooses nothing of syscost's.
         every.extend(words.into_iter().take_while(|w| w != "--"));
     }
-    // ab's defaults where the words choose nothing: the floor design and 10 rounds.
     let mut defaults = if commands {
         Vec::new()
     } else {
         floor_unless_chosen(&every)
     };
     defaults.extend(rounds_unless_chosen(&every));
-    for v in &variants {
+    defaults
+}
+
+/// Each variant parsed as a `syscost run` with the shared options and ab's defaults, and where
+/// the comparison is recorded: the shared run options' (after --) history options.
+fn variant_plans(
+    variants: &[String],
+    shared: &[String],
+) -> Result<(Vec<Plan>, Option<super::args::HistoryOpts>)> {
+    let defaults = ab_defaults(variants, shared);
+    let mut plans = Vec::new();
+    let mut keep = None;
+    for v in variants {
         let Some(own) = shlex::split(v) else {
             anyhow::bail!("--variant '{v}': unbalanced quotes");
         };
@@ -150,42 +192,7 @@ pub(super) fn ab(
         keep.get_or_insert_with(|| args.keep.clone());
         plans.push(plan_of(workload, &args)?);
     }
-    // What must match is checked before anything is measured.
-    for (p, v) in plans.iter().zip(&variants).skip(1) {
-        if p.subtract_overhead != plans[0].subtract_overhead {
-            anyhow::bail!(
-                "--variant '{v}': --subtract-overhead must be the same for every variant"
-            );
-        }
-        if p.workload.op_name() != plans[0].workload.op_name() {
-            anyhow::bail!(
-                "--variant '{v}' counts {}, the first counts {}: per-op figures would not compare",
-                crate::core::plural(p.workload.op_name()),
-                crate::core::plural(plans[0].workload.op_name())
-            );
-        }
-    }
-    let labels = if labels.is_empty() {
-        let workloads: Vec<WorkloadSpec> = plans.iter().map(|p| p.workload.clone()).collect();
-        crate::experiments::ab::default_labels(&workloads, &variants)
-    } else {
-        labels
-    };
-    let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
-    let c = crate::experiments::ab::run(
-        &plans,
-        &labels,
-        grain,
-        &options,
-        save.as_deref(),
-        &mut |p| bar.update(p),
-    )?;
-    bar.finish();
-    show(&c, opts.format, &opts.output)?;
-    if let Some(k) = &keep {
-        super::history::record(&c, k);
-    }
-    opts.gate(&c)
+    Ok((plans, keep))
 }
 
 #[cfg(test)]

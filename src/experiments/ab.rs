@@ -105,6 +105,24 @@ pub fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<St
     labels
 }
 
+/// What must match between the arms of an ab run, checked before anything is measured: the
+/// overhead subtraction, and what one operation is.
+pub fn check_arms(plans: &[Plan], variants: &[String]) -> Result<()> {
+    for (p, v) in plans.iter().zip(variants).skip(1) {
+        if p.subtract_overhead != plans[0].subtract_overhead {
+            bail!("--variant '{v}': --subtract-overhead must be the same for every variant");
+        }
+        if p.workload.op_name() != plans[0].workload.op_name() {
+            bail!(
+                "--variant '{v}' counts {}, the first counts {}: per-op figures would not compare",
+                crate::core::plural(p.workload.op_name()),
+                crate::core::plural(plans[0].workload.op_name())
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Refuse, before anything is measured, a number of rounds whose paired test can never reach
 /// `alpha` over `comparisons` variants (Holm multiplies the smallest p by their number).
 pub fn decidable(rounds: usize, comparisons: usize, alpha: f64) -> Result<()> {
