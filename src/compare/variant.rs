@@ -139,6 +139,22 @@ impl Variant {
     }
 }
 
+/// Which workload parameters differ, as "key: a vs b".
+fn workload_diff(base: &Variant, v: &Variant) -> String {
+    let (Some(a), Some(b)) = (base.workload.as_object(), v.workload.as_object()) else {
+        return "workload".into();
+    };
+    let shown = |x: Option<&serde_json::Value>| x.map(|x| x.to_string()).unwrap_or("-".into());
+    let mut keys: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| format!("{k}: {} vs {}", shown(a.get(k)), shown(b.get(k))))
+        .collect();
+    keys.dedup();
+    keys.join(", ")
+}
+
 /// Refuse variants that do not measure the same thing, naming what differs.
 pub fn check_comparable(
     variants: &[Variant],
@@ -153,24 +169,7 @@ pub fn check_comparable(
     for v in &variants[1..] {
         let mut diffs = Vec::new();
         if v.workload != base.workload && !configurations {
-            let keys: Vec<String> = match (base.workload.as_object(), v.workload.as_object()) {
-                (Some(a), Some(b)) => a
-                    .keys()
-                    .chain(b.keys())
-                    .filter(|k| a.get(*k) != b.get(*k))
-                    .map(|k| {
-                        format!(
-                            "{k}: {} vs {}",
-                            a.get(k).map(|x| x.to_string()).unwrap_or("-".into()),
-                            b.get(k).map(|x| x.to_string()).unwrap_or("-".into())
-                        )
-                    })
-                    .collect(),
-                _ => vec!["workload".into()],
-            };
-            let mut keys = keys;
-            keys.dedup();
-            diffs.push(format!("workload ({})", keys.join(", ")));
+            diffs.push(format!("workload ({})", workload_diff(base, v)));
         }
         if v.subtract_overhead != base.subtract_overhead {
             diffs.push(format!(

@@ -373,6 +373,13 @@ impl Environment {
                      resolution may be coarser"
             ));
         }
+        w.extend(self.load_warning());
+        w.extend(self.audit_warnings());
+        w
+    }
+
+    /// A load average above half the online CPUs: other work competes.
+    fn load_warning(&self) -> Option<String> {
         if let Some(load) = self
             .loadavg
             .as_deref()
@@ -387,11 +394,17 @@ impl Environment {
                 .map(|c| c.len())
                 .unwrap_or(1);
             if l > 0.5 * online as f64 {
-                w.push(format!(
+                return Some(format!(
                     "load average {l:.2} on {online} CPUs: other work competes for the machine"
                 ));
             }
         }
+        None
+    }
+
+    /// Audit's state: enabled, its residue in this boot, or rules a killed syscost left.
+    fn audit_warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
         match (&self.audit.status, self.audit.residue) {
             (Some(s), _) if s.enabled != 0 => {}
             (_, Some(true)) => w.push(

@@ -310,13 +310,25 @@ fn design(
     for r in results.iter_mut() {
         r.warnings.extend(said.iter().chain(&stopped).cloned());
     }
-    for (k, ((p, (ops, _)), r)) in plans.iter().zip(&sizes).zip(results.iter_mut()).enumerate() {
+    profiles(exec, plans, &sizes, &mut results, before)?;
+    Ok(results)
+}
+
+/// The profiling runs the plans ask for, each after its `before`.
+fn profiles(
+    exec: &mut dyn Executor,
+    plans: &[Plan],
+    sizes: &[(u64, bool)],
+    results: &mut [RunResult],
+    before: &mut dyn FnMut(usize) -> Result<()>,
+) -> Result<()> {
+    for (k, ((p, (ops, _)), r)) in plans.iter().zip(sizes).zip(results.iter_mut()).enumerate() {
         if p.profile {
             before(k)?;
             r.profile = Some(exec.profile(p, *ops)?);
         }
     }
-    Ok(results)
+    Ok(())
 }
 
 /// Every plan valid, and all with the same number of runs; returns the first.
