@@ -104,92 +104,21 @@ pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Ve
             ));
             continue;
         }
-        let env = &v["environment"];
-        let kernel = env["kernel_release"].as_str().unwrap_or("unknown");
-        let checkout_id = format!("{origin}:{kernel}");
-        checkouts.entry(checkout_id.clone()).or_insert_with(|| {
-            json!({
-                "id": checkout_id,
-                "origin": origin,
-                "comment": format!(
-                    "Linux {kernel}{}",
-                    env["kernel_version"].as_str().map(|s| format!(" ({s})")).unwrap_or_default()
-                ),
-                "valid": true,
-                "misc": {"kernel_release": kernel},
-            })
-        });
-        let config = crate::history::config_hash(&v).unwrap_or_else(|| "unknown".into());
-        let build_id = format!("{checkout_id}:{config}");
-        builds.entry(build_id.clone()).or_insert_with(|| {
-            let mut b = json!({
-                "id": build_id,
-                "checkout_id": checkout_id,
-                "origin": origin,
-                "config_name": format!("config-{config}"),
-                "status": "PASS",
-                "misc": {"cmdline": env["cmdline"], "config_hash": config},
-            });
-            if let Some(arch) = env["machine"].as_str() {
-                b["architecture"] = arch.into();
-            }
-            b
-        });
-        let digest = crate::history::digest(text);
+        let (checkout_id, checkout) = checkout(&v, origin);
+        checkouts.entry(checkout_id.clone()).or_insert(checkout);
+        let (build_id, build) = build(&v, &checkout_id, origin);
+        builds.entry(build_id.clone()).or_insert(build);
         // The figures as every reader of results takes them: summaries recomputed from the
         // values (a stored summary is not trusted).
         let view = crate::results::view::ResultView::from_text(source, text)?;
-        let host = env["hostname"].as_str().unwrap_or("unknown");
-        let cpu = env["cpu"]["model_name"].as_str().unwrap_or("unknown CPU");
-        let boot = env["boot_id"].as_str().unwrap_or("unknown");
-        for m in &view.metrics {
-            let Some(sum) = &m.summary else { continue };
-            let (name, median) = (m.name.as_str(), sum.median);
-            if !median.is_finite() {
-                continue;
-            }
-            let mut number = json!({"value": median});
-            if !m.unit.is_empty() {
-                number["unit"] = m.unit.clone().into();
-            }
-            let mut test = json!({
-                "id": format!("{origin}:{}:{}", &digest[..16], path_piece(name)),
-                "build_id": build_id,
-                "origin": origin,
-                "path": test_path(&v["workload"], name),
-                "status": "DONE",
-                "number": number,
-                "comment": format!(
-                    "{name}: median {} {} over {} {}(s)",
-                    fmt_num(median),
-                    m.unit,
-                    m.values.len(),
-                    m.replication
-                ),
-                "environment": {
-                    "comment": format!("{host}, {cpu}, boot {boot}"),
-                    "misc": {
-                        "host": host, "cpu_model": cpu, "boot_id": boot,
-                        "hardware_pmu": env["hardware_pmu"],
-                    },
-                },
-                "misc": {
-                    "tool": format!("syscost {}", env!("CARGO_PKG_VERSION")),
-                    "result_schema": VERSION,
-                    "result_digest": digest,
-                    "workload": v["workload"],
-                    "op_name": v["op_name"],
-                    "replication": m.replication,
-                    "units": m.values.len(),
-                    "ci95_of_mean": sum.ci95,
-                    "pstdev": sum.pstdev,
-                },
-            });
-            if let Some(t) = v["created_unix"].as_i64().filter(|t| *t > 0) {
-                test["start_time"] = rfc3339(t).into();
-            }
-            tests.push(test);
-        }
+        let digest = crate::history::digest(text);
+        let run = Run {
+            v: &v,
+            origin,
+            build_id: &build_id,
+            digest: &digest,
+        };
+        tests.extend(view.metrics.iter().filter_map(|m| run.test(m)));
     }
     if tests.is_empty() {
         bail!("no run result with figures to export (KCIDB tests are the metrics of run results)");
@@ -203,6 +132,106 @@ pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Ve
         }),
         warnings,
     ))
+}
+
+/// A run's checkout: its kernel release from this origin.
+fn checkout(v: &Value, origin: &str) -> (String, Value) {
+    let env = &v["environment"];
+    let kernel = env["kernel_release"].as_str().unwrap_or("unknown");
+    let id = format!("{origin}:{kernel}");
+    let version = env["kernel_version"].as_str().map(|s| format!(" ({s})"));
+    let checkout = json!({
+        "id": id,
+        "origin": origin,
+        "comment": format!("Linux {kernel}{}", version.unwrap_or_default()),
+        "valid": true,
+        "misc": {"kernel_release": kernel},
+    });
+    (id, checkout)
+}
+
+/// A run's build: its checkout with its kernel config.
+fn build(v: &Value, checkout_id: &str, origin: &str) -> (String, Value) {
+    let env = &v["environment"];
+    let config = crate::history::config_hash(v).unwrap_or_else(|| "unknown".into());
+    let id = format!("{checkout_id}:{config}");
+    let mut b = json!({
+        "id": id,
+        "checkout_id": checkout_id,
+        "origin": origin,
+        "config_name": format!("config-{config}"),
+        "status": "PASS",
+        "misc": {"cmdline": env["cmdline"], "config_hash": config},
+    });
+    if let Some(arch) = env["machine"].as_str() {
+        b["architecture"] = arch.into();
+    }
+    (id, b)
+}
+
+/// One run result as the tests' common part.
+struct Run<'a> {
+    v: &'a Value,
+    origin: &'a str,
+    build_id: &'a str,
+    digest: &'a str,
+}
+
+impl Run<'_> {
+    /// A metric's test: its median with its unit; `None` without a finite median.
+    fn test(&self, m: &crate::results::Metric) -> Option<Value> {
+        let (v, origin) = (self.v, self.origin);
+        let env = &v["environment"];
+        let sum = m.summary.as_ref()?;
+        let (name, median) = (m.name.as_str(), sum.median);
+        if !median.is_finite() {
+            return None;
+        }
+        let mut number = json!({"value": median});
+        if !m.unit.is_empty() {
+            number["unit"] = m.unit.clone().into();
+        }
+        let host = env["hostname"].as_str().unwrap_or("unknown");
+        let cpu = env["cpu"]["model_name"].as_str().unwrap_or("unknown CPU");
+        let boot = env["boot_id"].as_str().unwrap_or("unknown");
+        let mut test = json!({
+            "id": format!("{origin}:{}:{}", &self.digest[..16], path_piece(name)),
+            "build_id": self.build_id,
+            "origin": origin,
+            "path": test_path(&v["workload"], name),
+            "status": "DONE",
+            "number": number,
+            "comment": format!(
+                "{name}: median {} {} over {} {}(s)",
+                fmt_num(median),
+                m.unit,
+                m.values.len(),
+                m.replication
+            ),
+            "environment": {
+                "comment": format!("{host}, {cpu}, boot {boot}"),
+                "misc": {
+                    "host": host, "cpu_model": cpu, "boot_id": boot,
+                    "hardware_pmu": env["hardware_pmu"],
+                },
+            },
+            "misc": {
+                "tool": format!("syscost {}", env!("CARGO_PKG_VERSION")),
+                "result_schema": VERSION,
+                "result_digest": self.digest,
+                "workload": v["workload"],
+                "op_name": v["op_name"],
+                "replication": m.replication,
+                "units": m.values.len(),
+                "ci95_of_mean": sum.ci95,
+                "pstdev": sum.pstdev,
+            },
+        });
+        if let Some(t) = v["created_unix"].as_i64().filter(|t| *t > 0) {
+            test["start_time"] = rfc3339(t).into();
+        }
+        Some(test)
+    }
 }
 
 #[cfg(test)]
