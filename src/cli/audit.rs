@@ -135,59 +135,64 @@ fn sweep_workload(text: &str) -> Result<WorkloadSpec> {
     Ok(spec)
 }
 
+/// `audit status`: the kernel's audit state, after removing what a killed syscost left.
+fn status(json: bool) -> Result<()> {
+    let mut sock = crate::audit::AuditSocket::open()?;
+    for n in crate::audit::session::cleanup_leftovers(&mut sock)? {
+        eprintln!("syscost: {n}");
+    }
+    let s = sock.status()?;
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(());
+    }
+    let lists: Vec<String> = s.rules.iter().map(|(l, n)| format!("{l} {n}")).collect();
+    let lists = if lists.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", lists.join(", "))
+    };
+    let locked = if s.locked() {
+        " (locked until reboot)"
+    } else {
+        ""
+    };
+    outln!(
+        "enabled {}{locked}\nfailure {}\npid {}\nrate_limit {}\nbacklog_limit {}\nlost {}\n\
+         backlog {}\nrules {}{lists}",
+        s.enabled,
+        s.failure,
+        s.pid,
+        s.rate_limit,
+        s.backlog_limit,
+        s.lost,
+        s.backlog,
+        s.rule_count()
+    );
+    Ok(())
+}
+
+/// `audit addresses`: where the exit rules' entries sit in memory, in list order.
+fn addresses(output: &Option<std::path::PathBuf>) -> Result<()> {
+    if let Some(o) = output {
+        crate::core::check_writable(o)?;
+    }
+    let addrs = crate::audit::addresses::exit_rule_addresses()?;
+    let mut text = format!(
+        "# {} audit syscall-exit rule entries (struct audit_entry, kmalloc-512), in list order\n",
+        addrs.len()
+    );
+    for a in &addrs {
+        text.push_str(&format!("{a:#x}\n"));
+    }
+    file_or_stdout(&text, output)
+}
+
 pub(super) fn audit_command(cmd: AuditCommand) -> Result<()> {
     use crate::audit;
     match cmd {
-        AuditCommand::Status { json } => {
-            let mut sock = audit::AuditSocket::open()?;
-            for n in audit::session::cleanup_leftovers(&mut sock)? {
-                eprintln!("syscost: {n}");
-            }
-            let s = sock.status()?;
-            if json {
-                outln!("{}", serde_json::to_string_pretty(&s)?);
-            } else {
-                let lists: Vec<String> = s.rules.iter().map(|(l, n)| format!("{l} {n}")).collect();
-                outln!(
-                    "enabled {}{}\nfailure {}\npid {}\nrate_limit {}\nbacklog_limit {}\nlost {}\n\
-                     backlog {}\nrules {}{}",
-                    s.enabled,
-                    if s.locked() {
-                        " (locked until reboot)"
-                    } else {
-                        ""
-                    },
-                    s.failure,
-                    s.pid,
-                    s.rate_limit,
-                    s.backlog_limit,
-                    s.lost,
-                    s.backlog,
-                    s.rule_count(),
-                    if lists.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", lists.join(", "))
-                    }
-                );
-            }
-            Ok(())
-        }
-        AuditCommand::Addresses { output } => {
-            if let Some(o) = &output {
-                crate::core::check_writable(o)?;
-            }
-            let addrs = crate::audit::addresses::exit_rule_addresses()?;
-            let mut text = format!(
-                "# {} audit syscall-exit rule entries (struct audit_entry, kmalloc-512), in \
-                 list order\n",
-                addrs.len()
-            );
-            for a in &addrs {
-                text.push_str(&format!("{a:#x}\n"));
-            }
-            file_or_stdout(&text, &output)
-        }
+        AuditCommand::Status { json } => status(json),
+        AuditCommand::Addresses { output } => addresses(&output),
         AuditCommand::Cleanup => {
             let mut sock = audit::AuditSocket::open()?;
             let notes = audit::session::cleanup_leftovers(&mut sock)?;

@@ -66,6 +66,51 @@ fn groups_of(v: &ResultView) -> Vec<Group> {
     }]
 }
 
+/// One warning per boot that several results share (a merge of 1,000 copies of one file
+/// printed 499,500 pairwise warnings).
+fn shared_boots(groups: &[Group]) -> Vec<String> {
+    let mut by_boot: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for g in groups {
+        if let Some(b) = g.boot_id.as_deref() {
+            by_boot.entry(b).or_default().push(&g.label);
+        }
+    }
+    let shared = by_boot.into_iter().filter(|(_, l)| l.len() > 1);
+    shared
+        .map(|(boot, labels)| {
+            let shown: Vec<&str> = labels.iter().take(5).copied().collect();
+            let more = if labels.len() > 5 {
+                format!(" and {} more", labels.len() - 5)
+            } else {
+                String::new()
+            };
+            format!(
+                "{} results come from the same boot (boot id {boot}): {}{more}; they are not \
+                 independent boots",
+                labels.len(),
+                shown.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// How a metric's variance splits between boots and runs within a boot.
+fn variance_split(metric: &str, groups: &[&[f64]]) -> VarianceSplit {
+    let (within, between) = anova::components(groups)
+        .map(|c| (c.within, c.between))
+        .unwrap_or((0.0, 0.0));
+    VarianceSplit {
+        metric: metric.to_string(),
+        within_pstdev: within.sqrt(),
+        between_pstdev: between.sqrt(),
+        between_share_pct: if within + between > 0.0 {
+            100.0 * between / (within + between)
+        } else {
+            0.0
+        },
+    }
+}
+
 /// Merge results of the same workload; merged inputs contribute their groups.
 pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
     if views.len() < 2 {
@@ -75,28 +120,7 @@ pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
     let mut warnings = check_comparable(&variants, force, false, "merge")?;
     warnings.retain(|w| !w.contains("min apart"));
     let groups: Vec<Group> = views.iter().flat_map(groups_of).collect();
-    // One warning per boot that several results share (a merge of 1,000 copies of one file
-    // printed 499,500 pairwise warnings).
-    let mut by_boot: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-    for g in &groups {
-        if let Some(b) = g.boot_id.as_deref() {
-            by_boot.entry(b).or_default().push(&g.label);
-        }
-    }
-    for (boot, labels) in by_boot.into_iter().filter(|(_, l)| l.len() > 1) {
-        let shown: Vec<&str> = labels.iter().take(5).copied().collect();
-        warnings.push(format!(
-            "{} results come from the same boot (boot id {boot}): {}{}; they are not \
-             independent boots",
-            labels.len(),
-            shown.join(", "),
-            if labels.len() > 5 {
-                format!(" and {} more", labels.len() - 5)
-            } else {
-                String::new()
-            }
-        ));
-    }
+    warnings.extend(shared_boots(&groups));
     let first = &groups[0];
     let mut metrics = Vec::new();
     let mut variance = Vec::new();
@@ -118,19 +142,7 @@ pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
         }
         let values: Vec<f64> = per_group.iter().map(|m| median(&m.values)).collect();
         let groups: Vec<&[f64]> = per_group.iter().map(|m| m.values.as_slice()).collect();
-        let (within, between) = anova::components(&groups)
-            .map(|c| (c.within, c.between))
-            .unwrap_or((0.0, 0.0));
-        variance.push(VarianceSplit {
-            metric: m0.name.clone(),
-            within_pstdev: within.sqrt(),
-            between_pstdev: between.sqrt(),
-            between_share_pct: if within + between > 0.0 {
-                100.0 * between / (within + between)
-            } else {
-                0.0
-            },
-        });
+        variance.push(variance_split(&m0.name, &groups));
         metrics.push(Metric::of_values(
             m0.name.clone(),
             m0.unit.clone(),
