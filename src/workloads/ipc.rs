@@ -398,6 +398,50 @@ impl Ipc {
     }
 }
 
+/// `ops` SIGUSR1s to this thread, each caught by the handler before tgkill returns (kill(2) of
+/// a process may pick another of its threads).
+///
+/// # Safety
+/// The SIGUSR1 handler `on_usr1` must be installed.
+unsafe fn signal_batch(ops: u64) -> Result<()> {
+    let before = CAUGHT.load(Ordering::Relaxed);
+    // SAFETY: signals to this very thread, whose handler is installed.
+    unsafe {
+        let (me, tid) = (libc::getpid(), libc::gettid());
+        for _ in 0..ops {
+            if libc::syscall(libc::SYS_tgkill, me, tid, libc::SIGUSR1) != 0 {
+                return Err(errno("tgkill(self, SIGUSR1)"));
+            }
+        }
+    }
+    let caught = CAUGHT.load(Ordering::Relaxed) - before;
+    if caught != ops {
+        bail!("ipc signal: {ops} SIGUSR1 sent, {caught} caught by the handler");
+    }
+    Ok(())
+}
+
+/// `ops` installs of the SIGUSR1 handler. The previous action is asked for, as lat_sig install
+/// asks (and as code that installs a handler usually does): the kernel copies it out too.
+///
+/// # Safety
+/// Changes this process's SIGUSR1 action (to the same handler `setup` installed).
+unsafe fn sigaction_batch(ops: u64) -> Result<()> {
+    // SAFETY: zeroed sigaction structs are valid; the handler is this module's.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = on_usr1 as *const () as usize;
+        libc::sigemptyset(&mut act.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        for _ in 0..ops {
+            if libc::sigaction(libc::SIGUSR1, &act, &mut old) != 0 {
+                return Err(errno("sigaction(SIGUSR1)"));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Workload for Ipc {
     fn setup(&mut self) -> Result<()> {
         match self.op {
@@ -469,34 +513,8 @@ impl Workload for Ipc {
                         }
                     }
                 }
-                IpcOp::Signal => {
-                    let before = CAUGHT.load(Ordering::Relaxed);
-                    // To this thread, so the handler runs before tgkill returns (kill(2) of a
-                    // process may pick another of its threads).
-                    let (me, tid) = (libc::getpid(), libc::gettid());
-                    for _ in 0..ops {
-                        if libc::syscall(libc::SYS_tgkill, me, tid, libc::SIGUSR1) != 0 {
-                            return Err(errno("tgkill(self, SIGUSR1)"));
-                        }
-                    }
-                    let caught = CAUGHT.load(Ordering::Relaxed) - before;
-                    if caught != ops {
-                        bail!("ipc signal: {ops} SIGUSR1 sent, {caught} caught by the handler");
-                    }
-                }
-                IpcOp::Sigaction => {
-                    let mut act: libc::sigaction = std::mem::zeroed();
-                    act.sa_sigaction = on_usr1 as *const () as usize;
-                    libc::sigemptyset(&mut act.sa_mask);
-                    // The previous action is asked for, as lat_sig install asks (and as code
-                    // that installs a handler usually does): the kernel copies it out too.
-                    let mut old: libc::sigaction = std::mem::zeroed();
-                    for _ in 0..ops {
-                        if libc::sigaction(libc::SIGUSR1, &act, &mut old) != 0 {
-                            return Err(errno("sigaction(SIGUSR1)"));
-                        }
-                    }
-                }
+                IpcOp::Signal => signal_batch(ops)?,
+                IpcOp::Sigaction => sigaction_batch(ops)?,
             }
         }
         Ok(())
