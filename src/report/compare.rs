@@ -4,21 +4,34 @@
 
 use super::Render;
 use super::charts::{compare_chart, profile_diff_chart, ranking_chart};
-use super::format::{Format, Grid};
+use super::format::{Cell, Format, Grid};
 use super::html::{Section, compare_section};
 use super::loaded::{Entry, ResultKind};
 use crate::compare::Comparison;
 use crate::core::Kind;
-use crate::core::fmt_num;
 use crate::results::MetricKind;
 use crate::stats::Summary;
 
-pub(super) fn pct(x: Option<f64>) -> String {
-    x.map(|v| format!("{v:+.2}%")).unwrap_or_else(|| "-".into())
+/// A change in percent, or "-".
+pub(super) fn change(x: Option<f64>) -> Cell {
+    x.map_or(Cell::Missing, Cell::Change)
 }
 
-pub(super) fn pval(p: Option<f64>) -> String {
-    p.map(crate::core::fmt_p).unwrap_or_else(|| "-".into())
+/// A p-value, or "-".
+pub(super) fn pval(p: Option<f64>) -> Cell {
+    p.map_or(Cell::Missing, Cell::P)
+}
+
+/// An interval of changes in percent, or "-".
+pub(super) fn change_interval(i: Option<crate::stats::Interval>) -> Cell {
+    i.map_or(Cell::Missing, Cell::ChangeInterval)
+}
+
+/// An effect in standard deviations of the noise: "+24.7σ".
+fn effect(e: Option<f64>) -> Cell {
+    e.map_or(Cell::Missing, |e| {
+        Cell::shown_in(e, format!("{e:+.1}σ"), "σ")
+    })
 }
 
 impl Comparison {
@@ -49,21 +62,17 @@ impl Comparison {
         ])
         .right(2..=8);
         for d in &self.deltas {
-            g.row(vec![
-                super::metric_label(&d.metric, &d.unit),
-                self.variants[d.variant].label.clone(),
-                fmt_num(d.base_median),
-                fmt_num(d.median),
-                pct(d.delta_pct),
-                d.ci_pct
-                    .map(|c| format!("[{:+.2}%, {:+.2}%]", c.lo, c.hi))
-                    .unwrap_or_else(|| "-".into()),
+            g.row([
+                super::metric_label(&d.metric, &d.unit).into(),
+                self.variants[d.variant].label.clone().into(),
+                Cell::Num(d.base_median),
+                Cell::Num(d.median),
+                change(d.delta_pct),
+                change_interval(d.ci_pct),
                 pval(d.p),
                 pval(d.p_adjusted),
-                d.effect_sigma
-                    .map(|e| format!("{e:+.1}σ"))
-                    .unwrap_or_else(|| "-".into()),
-                d.verdict.clone(),
+                effect(d.effect_sigma),
+                d.verdict.clone().into(),
             ]);
         }
         g
@@ -87,24 +96,24 @@ impl Comparison {
                 let mut g = Grid::new(&["", "median", "delta", &ci, "p adj", "effect", "verdict"])
                     .right(1..=5)
                     .title(format!(" {name} ({})", rows[0].unit));
-                g.row(vec![
-                    self.variants[0].label.clone(),
-                    fmt_num(rows[0].base_median),
+                g.row([
+                    self.variants[0].label.clone().into(),
+                    Cell::Num(rows[0].base_median),
                     "baseline".into(),
                 ]);
                 for d in rows {
-                    g.row(vec![
-                        self.variants[d.variant].label.clone(),
-                        fmt_num(d.median),
-                        pct(d.delta_pct),
-                        d.ci_pct
-                            .map(|c| format!("[{:+.2}, {:+.2}]", c.lo, c.hi))
-                            .unwrap_or_else(|| "-".into()),
+                    g.row([
+                        self.variants[d.variant].label.clone().into(),
+                        Cell::Num(d.median),
+                        change(d.delta_pct),
+                        // A mail's block leaves out the % signs to fit 80 columns; blocks are
+                        // only laid out for mail, never as CSV.
+                        d.ci_pct.map_or(Cell::Missing, |c| {
+                            format!("[{:+.2}, {:+.2}]", c.lo, c.hi).into()
+                        }),
                         pval(d.p_adjusted),
-                        d.effect_sigma
-                            .map(|e| format!("{e:+.1}σ"))
-                            .unwrap_or_else(|| "-".into()),
-                        d.verdict.clone(),
+                        effect(d.effect_sigma),
+                        d.verdict.clone().into(),
                     ]);
                 }
                 g
@@ -146,14 +155,22 @@ impl Comparison {
         .right(3..=6)
         .title(" What changed in the profile (share of samples, percentage points)");
         for d in &self.profile_diff {
-            g.row(vec![
-                self.variants[d.variant].label.clone(),
-                d.name.clone(),
-                d.space.clone(),
-                format!("{:.2}%", d.base_total_pct),
-                format!("{:.2}%", d.total_pct),
-                format!("{:+.2} pp", d.delta_total_pp),
-                format!("{:.2}% -> {:.2}%", d.base_self_pct, d.self_pct),
+            g.row([
+                self.variants[d.variant].label.clone().into(),
+                d.name.clone().into(),
+                d.space.clone().into(),
+                Cell::Pct(d.base_total_pct),
+                Cell::Pct(d.total_pct),
+                Cell::shown_in(
+                    d.delta_total_pp,
+                    format!("{:+.2} pp", d.delta_total_pp),
+                    "pp",
+                ),
+                Cell::shown_in(
+                    d.self_pct,
+                    format!("{:.2}% -> {:.2}%", d.base_self_pct, d.self_pct),
+                    "%",
+                ),
             ]);
         }
         Some(g)
@@ -168,14 +185,14 @@ impl Comparison {
             .right([0, 2, 3])
             .title(format!(" Ranked by {} (lowest first)", self.primary_metric));
         for r in &self.ranking {
-            g.row(vec![
-                r.rank.to_string(),
-                r.label.clone(),
-                fmt_num(r.median),
+            g.row([
+                Cell::Int(r.rank as i64),
+                r.label.clone().into(),
+                Cell::Num(r.median),
                 if r.variant == 0 {
                     "baseline".into()
                 } else {
-                    format!("{:+.2}%", r.delta_pct)
+                    Cell::Change(r.delta_pct)
                 },
             ]);
         }
@@ -195,16 +212,20 @@ impl Comparison {
                     ));
                 for m in &v.metrics {
                     match &m.summary {
-                        Some(s) => g.row(vec![
-                            fmt_num(s.median),
+                        Some(s) => g.row([
+                            Cell::Num(s.median),
                             if m.kind == MetricKind::Derived {
-                                super::metric_label(&m.name, &m.unit)
+                                super::metric_label(&m.name, &m.unit).into()
                             } else {
-                                m.name.clone()
+                                m.name.clone().into()
                             },
-                            format!("( +- {:.2}% )", s.pstdev_pct),
+                            Cell::shown_in(
+                                s.pstdev_pct,
+                                format!("( +- {:.2}% )", s.pstdev_pct),
+                                "%",
+                            ),
                         ]),
-                        None => g.row(vec![
+                        None => g.row([
                             m.status.clone().unwrap_or_default(),
                             m.name.clone(),
                             String::new(),
@@ -241,15 +262,18 @@ impl Comparison {
 }
 
 /// `[label, n, min, mean, median, max, pstdev (+- x%)]`.
-pub fn summary_cells(label: &str, s: &Summary) -> Vec<String> {
+pub fn summary_cells(label: &str, s: &Summary) -> Vec<Cell> {
     vec![
-        label.to_string(),
-        s.n.to_string(),
-        fmt_num(s.min),
-        fmt_num(s.mean),
-        fmt_num(s.median),
-        fmt_num(s.max),
-        format!("{} (±{:.2}%)", fmt_num(s.pstdev), s.pstdev_pct),
+        label.into(),
+        Cell::Int(s.n as i64),
+        Cell::Num(s.min),
+        Cell::Num(s.mean),
+        Cell::Num(s.median),
+        Cell::Num(s.max),
+        Cell::Spread {
+            value: s.pstdev,
+            pct: s.pstdev_pct,
+        },
     ]
 }
 
@@ -310,7 +334,7 @@ impl Render for Comparison {
 
     /// For a mail, the deltas come one block per metric (see [`Comparison::delta_blocks`]).
     fn text(&self, format: Format) -> String {
-        if format != Format::Lkml {
+        if !format.layout().for_mail() {
             return super::format::render(format, &self.preamble(), &self.grids());
         }
         let mut grids = self.delta_blocks();

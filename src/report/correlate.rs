@@ -3,7 +3,7 @@
 use super::Render;
 use super::charts::correlate_chart;
 use super::format::Format;
-use super::format::Grid;
+use super::format::{Cell, Grid};
 use super::html::Section;
 use super::loaded::{Entry, ResultKind};
 use crate::compare::correlate::CorrelationResult;
@@ -26,15 +26,15 @@ pub fn grid(r: &CorrelationResult) -> Grid {
             r.unit,
             r.files.len()
         ));
-    let p = crate::core::fmt_p;
-    g.row(vec![
-        super::metric_label(&r.x, &r.x_unit),
-        super::metric_label(&r.y, &r.y_unit),
-        c.n.to_string(),
-        format!("{:.3}", c.pearson_r),
-        p(c.pearson_p),
-        format!("{:.3}", c.spearman_rho),
-        p(c.spearman_p),
+    let coefficient = |v: f64| Cell::shown(v, format!("{v:.3}"));
+    g.row([
+        super::metric_label(&r.x, &r.x_unit).into(),
+        super::metric_label(&r.y, &r.y_unit).into(),
+        Cell::Int(c.n as i64),
+        coefficient(c.pearson_r),
+        Cell::P(c.pearson_p),
+        coefficient(c.spearman_rho),
+        Cell::P(c.spearman_p),
     ]);
     g.notes.push(format!(
         " least squares: {} = {} x {} {} {}",

@@ -1,6 +1,8 @@
 //! `history list`'s table: the stored results, one row each.
 
-use super::format::Grid;
+use super::format::{Cell, Grid};
+use crate::core::fmt_num;
+use crate::stats::Interval;
 
 /// A time as RFC 3339, to the second.
 fn when(unix: i64) -> String {
@@ -29,29 +31,28 @@ pub fn entries_grid(entries: &[crate::history::Entry]) -> Grid {
                     .unwrap_or_else(|| e.workload.clone().unwrap_or_default())
             })
             .clone();
-        g.row(vec![
-            e.id.to_string(),
-            when(e.created_unix),
-            e.kind.clone(),
-            workload,
-            e.host.clone().unwrap_or_default(),
-            e.kernel.clone().unwrap_or_default(),
+        g.row([
+            Cell::Int(e.id),
+            when(e.created_unix).into(),
+            e.kind.clone().into(),
+            workload.into(),
+            e.host.clone().unwrap_or_default().into(),
+            e.kernel.clone().unwrap_or_default().into(),
             match (e.median, &e.unit) {
-                (Some(m), Some(u)) => format!("{} {u}", crate::core::fmt_num(m)),
-                (Some(m), None) => crate::core::fmt_num(m),
-                _ => "-".into(),
+                (Some(m), Some(u)) => Cell::shown(m, format!("{} {u}", fmt_num(m))),
+                (Some(m), None) => Cell::Num(m),
+                _ => Cell::Missing,
             },
             match (e.ci_lo, e.ci_hi) {
-                (Some(a), Some(b)) => {
-                    format!("[{}, {}]", crate::core::fmt_num(a), crate::core::fmt_num(b))
-                }
-                _ => "-".into(),
+                (Some(a), Some(b)) => Cell::Interval(Interval::new(a, b)),
+                _ => Cell::Missing,
             },
             e.tags
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
-                .join(","),
+                .join(",")
+                .into(),
         ]);
     }
     g

@@ -28,7 +28,7 @@ pub fn table(g: &Grid) -> String {
         ));
     }
     s.push_str("</tr></thead><tbody>");
-    for r in &g.rows {
+    for r in &g.texts() {
         s.push_str("<tr>");
         for (i, c) in r.iter().enumerate() {
             s.push_str(&format!(

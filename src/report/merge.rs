@@ -5,12 +5,11 @@ use super::Render;
 use super::charts::merge_chart;
 use super::compare::summary_cells;
 use super::format::Format;
-use super::format::Grid;
+use super::format::{Cell, Grid};
 use super::html::Section;
 use super::loaded::{Entry, ResultKind};
 use crate::compare::merge::Merged;
 use crate::core::Kind;
-use crate::core::fmt_num;
 
 /// A merged result shown for one metric (`merge --metric`); its JSON is the merged result.
 #[derive(serde::Serialize)]
@@ -96,11 +95,15 @@ impl Merged {
         .right(1..=3)
         .title(" Where the spread comes from");
         for v in &self.variance {
-            g.row(vec![
-                v.metric.clone(),
-                fmt_num(v.within_pstdev),
-                fmt_num(v.between_pstdev),
-                format!("{:.1}%", v.between_share_pct),
+            g.row([
+                v.metric.clone().into(),
+                Cell::Num(v.within_pstdev),
+                Cell::Num(v.between_pstdev),
+                Cell::shown_in(
+                    v.between_share_pct,
+                    format!("{:.1}%", v.between_share_pct),
+                    "%",
+                ),
             ]);
         }
         g

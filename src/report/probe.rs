@@ -47,7 +47,7 @@ impl Render for ProbeResult {
             ),
         ];
         pre.extend(self.comparison.preamble().into_iter().skip(1));
-        let grids = if format == Format::Lkml {
+        let grids = if format.layout().for_mail() {
             self.comparison.delta_blocks()
         } else {
             self.grids()

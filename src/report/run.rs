@@ -3,13 +3,14 @@
 
 use super::Render;
 use super::charts::{profile_chart, run_chart};
-use super::format::{Format, Grid};
+use super::format::{Cell, Format, Grid};
 use super::html::Section;
 use super::loaded::{Entry, Loaded, Reading, ResultKind, SAMPLES_DRAWN};
 use crate::core::Kind;
 use crate::core::num::{fmt_num, group_thousands};
 use crate::results::load::{Checked, LoadError};
 use crate::results::{Metric, RunResult};
+use crate::stats::Interval;
 
 fn label(m: &Metric) -> String {
     super::metric_label(&m.name, &m.unit)
@@ -17,7 +18,7 @@ fn label(m: &Metric) -> String {
 
 /// One table row; a metric without value shows its status and a footnote number for the
 /// reason, collected in `notes` (identical reasons share a number).
-fn metric_row(m: &Metric, notes: &mut Vec<String>) -> Vec<String> {
+fn metric_row(m: &Metric, notes: &mut Vec<String>) -> Vec<Cell> {
     let Some(s) = &m.summary else {
         let status = m.status.clone().unwrap_or_else(|| "<no value>".into());
         let mut mark = String::new();
@@ -34,29 +35,29 @@ fn metric_row(m: &Metric, notes: &mut Vec<String>) -> Vec<String> {
             };
             mark = format!("[{}]", i + 1);
         }
-        let mut row = vec![label(m), status];
-        row.extend(std::iter::repeat_n(String::new(), 6));
-        row.push(mark);
+        let mut row = vec![label(m).into(), status.into()];
+        row.extend(std::iter::repeat_n(Cell::from(""), 6));
+        row.push(mark.into());
         return row;
     };
-    let ci = s
-        .ci95
-        .map(|(lo, hi)| format!("[{}, {}]", fmt_num(lo), fmt_num(hi)))
-        .unwrap_or_else(|| "n/a (n=1)".into());
+    let ci = s.ci95.map_or_else(
+        || "n/a (n=1)".into(),
+        |(lo, hi)| Cell::Interval(Interval::new(lo, hi)),
+    );
     let note = match m.running_pct {
         Some(p) if p < 99.5 => format!("({p:.2}% running, scaled)"),
         _ => String::new(),
     };
     vec![
-        label(m),
-        fmt_num(s.median),
-        fmt_num(s.mean),
-        fmt_num(s.min),
-        fmt_num(s.max),
-        fmt_num(s.pstdev),
-        format!("{:.2}%", s.pstdev_pct),
+        label(m).into(),
+        Cell::Num(s.median),
+        Cell::Num(s.mean),
+        Cell::Num(s.min),
+        Cell::Num(s.max),
+        Cell::Num(s.pstdev),
+        Cell::Pct(s.pstdev_pct),
         ci,
-        note,
+        note.into(),
     ]
 }
 
@@ -173,11 +174,11 @@ pub fn profile_grid(p: &crate::profile::Profile, top: usize) -> Grid {
             p.samples, p.event
         ));
     for f in p.functions.iter().take(top) {
-        g.row(vec![
-            format!("{:.2}%", f.self_pct),
-            format!("{:.2}%", f.total_pct),
-            f.name.clone(),
-            f.space.clone(),
+        g.row([
+            Cell::Pct(f.self_pct),
+            Cell::Pct(f.total_pct),
+            f.name.clone().into(),
+            f.space.clone().into(),
         ]);
     }
     g.notes = p.notes.iter().map(|n| format!(" {n}")).collect();

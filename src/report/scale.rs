@@ -16,7 +16,7 @@ impl Render for Scale {
 
     /// The seed's shape: `uprobe-nop ( 1 cpus):    3.565 ± 0.004M/s  (  3.565M/s/cpu)`.
     fn text(&self, format: Format) -> String {
-        let ascii = format == Format::Lkml;
+        let ascii = format.layout().for_mail();
         let pm = if ascii { "+-" } else { "±" };
         let mut out = String::new();
         for r in &self.rows {

@@ -4,7 +4,7 @@
 use super::Render;
 use super::charts::sweep_chart;
 use super::format::Format;
-use super::format::Grid;
+use super::format::{Cell, Grid};
 use super::html::Section;
 use super::loaded::{Entry, ResultKind};
 use crate::compare::Delta;
@@ -127,17 +127,17 @@ impl Sweep {
             let Some(sm) = s.result.metrics.first().and_then(|m| m.summary.as_ref()) else {
                 continue;
             };
-            g.row(vec![
-                s.label.clone(),
-                sm.n.to_string(),
-                fmt_num(sm.median),
-                fmt_num(sm.mean),
-                sm.ci95
-                    .map(|(a, b)| format!("[{}, {}]", fmt_num(a), fmt_num(b)))
-                    .unwrap_or_else(|| "-".into()),
-                format!("±{:.2}%", sm.pstdev_pct),
-                base.map(|b| format!("{:+.2}%", 100.0 * (sm.median - b) / b))
-                    .unwrap_or_default(),
+            g.row([
+                s.label.clone().into(),
+                Cell::Int(sm.n as i64),
+                Cell::Num(sm.median),
+                Cell::Num(sm.mean),
+                Cell::interval(sm.ci95),
+                Cell::shown_in(sm.pstdev_pct, format!("±{:.2}%", sm.pstdev_pct), "%"),
+                base.map_or_else(
+                    || Cell::from(""),
+                    |b| Cell::Change(100.0 * (sm.median - b) / b),
+                ),
             ]);
         }
         g
@@ -168,15 +168,13 @@ impl Sweep {
                 self.fit_steps.join(", ")
             ));
         for f in &self.fits {
-            g.row(vec![
-                super::metric_label(&f.metric, &f.unit),
-                fmt_num(f.slope),
-                f.slope_ci95
-                    .map(|(a, b)| format!("[{}, {}]", fmt_num(a), fmt_num(b)))
-                    .unwrap_or_else(|| "-".into()),
-                format!("{:.3}", f.r2),
-                f.n.to_string(),
-                fmt_num(f.intercept),
+            g.row([
+                super::metric_label(&f.metric, &f.unit).into(),
+                Cell::Num(f.slope),
+                Cell::interval(f.slope_ci95),
+                Cell::shown(f.r2, format!("{:.3}", f.r2)),
+                Cell::Int(f.n as i64),
+                Cell::Num(f.intercept),
             ]);
         }
         g

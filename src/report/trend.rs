@@ -3,14 +3,14 @@
 
 use super::Render;
 use super::charts::trend_chart;
-use super::compare::{pct, pval};
+use super::compare::{change, change_interval, pval};
 use super::format::Format;
-use super::format::Grid;
+use super::format::{Cell, Grid};
 use super::html::Section;
 use super::loaded::{Entry, ResultKind};
 use crate::compare::trend::Trend;
 use crate::core::Kind;
-use crate::core::fmt_num;
+use crate::stats::Interval;
 
 impl Trend {
     fn describe_workload(&self) -> String {
@@ -72,17 +72,21 @@ impl Render for Trend {
         .right([1, 2, 3, 4, 5, 6]);
         for (i, p) in self.points.iter().enumerate() {
             let step = self.steps.iter().find(|s| s.to == i);
-            g.row(vec![
-                p.label.clone(),
-                p.n.to_string(),
-                fmt_num(p.median),
-                p.ci.map(|(lo, hi)| format!("[{}, {}]", fmt_num(lo), fmt_num(hi)))
-                    .unwrap_or_else(|| "-".into()),
-                step.map(|s| pct(s.delta_pct)).unwrap_or_default(),
-                step.and_then(|s| s.ci_pct)
-                    .map(|c| format!("[{:+.2}%, {:+.2}%]", c.lo, c.hi))
-                    .unwrap_or_default(),
-                step.map(|s| pval(s.p_adjusted)).unwrap_or_default(),
+            // The first point has no step: its step cells are empty, not "-".
+            let empty = || Cell::from("");
+            g.row([
+                p.label.clone().into(),
+                Cell::Int(p.n as i64),
+                Cell::Num(p.median),
+                p.ci.map_or(Cell::Missing, |(lo, hi)| {
+                    Cell::Interval(Interval::new(lo, hi))
+                }),
+                step.map_or_else(empty, |s| change(s.delta_pct)),
+                match step {
+                    Some(s) if s.ci_pct.is_some() => change_interval(s.ci_pct),
+                    _ => empty(),
+                },
+                step.map_or_else(empty, |s| pval(s.p_adjusted)),
                 step.map(|s| {
                     if s.regression {
                         format!("REGRESSION: {}", s.verdict)
@@ -90,7 +94,8 @@ impl Render for Trend {
                         s.verdict.clone()
                     }
                 })
-                .unwrap_or_else(|| "(first)".into()),
+                .unwrap_or_else(|| "(first)".into())
+                .into(),
             ]);
         }
         let n = self.regressions();

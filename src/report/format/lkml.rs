@@ -5,6 +5,9 @@ use super::{Grid, Layout};
 pub struct Lkml;
 
 impl Layout for Lkml {
+    fn for_mail(&self) -> bool {
+        true
+    }
     fn prose(&self, s: &str) -> String {
         wrap_prose(&ascii(s))
     }
@@ -104,8 +107,9 @@ fn wrap_cell(c: &str, width: usize) -> Vec<String> {
 /// columns are dealt into stacked tables that each repeat the leading label columns (as R
 /// prints a wide data frame), so nothing is cut and no line wraps in a mail client.
 fn fixed_width(g: &Grid) -> String {
+    let rows = g.texts();
     let cells: Vec<Vec<String>> = std::iter::once(&g.headers)
-        .chain(&g.rows)
+        .chain(&rows)
         .map(|r| r.iter().map(|c| ascii(c)).collect())
         .collect();
     let ncol = g.headers.len();
@@ -244,7 +248,7 @@ mod unit {
             right: (2..cols).collect(),
             ..Grid::default()
         };
-        g.row((0..cols).map(|i| format!("{cell}{i}")).collect());
+        g.row((0..cols).map(|i| format!("{cell}{i}")));
         g
     }
 
@@ -260,10 +264,10 @@ mod unit {
     #[test]
     fn a_long_text_column_wraps_in_its_cells() {
         let mut g = Grid::new(&["metric", "median", "verdict"]).right([1]);
-        g.row(vec![
-            "time (ns/call)".into(),
-            "112.10".into(),
-            "no verdict: one run (its samples share one process; use --runs 5 or more)".into(),
+        g.row([
+            "time (ns/call)",
+            "112.10",
+            "no verdict: one run (its samples share one process; use --runs 5 or more)",
         ]);
         let t = fixed_width(&g);
         assert!(widest(&t) <= WIDTH, "{t}");

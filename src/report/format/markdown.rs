@@ -37,7 +37,7 @@ fn markdown(g: &Grid) -> String {
         .map(|i| if g.right.contains(&i) { "---:" } else { "---" })
         .collect();
     out.push_str(&format!("| {} |\n", seps.join(" | ")));
-    for r in &g.rows {
+    for r in &g.texts() {
         out.push_str(&format!(
             "| {} |\n",
             r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")

@@ -2,9 +2,11 @@
 //! [`csv`], [`markdown`] and [`lkml`] (plain fixed-width ASCII that pastes cleanly into a patch
 //! cover letter: no box drawing, no Unicode); [`json`] is the serialised result itself. Every
 //! result kind is laid out as a preamble and [`Grid`]s (see `report::Render`), and [`render`]
-//! hands them to the format's [`Layout`]. A new format is one file implementing [`Layout`] and
+//! hands them to the format's [`Layout`], which alone turns their typed [`Cell`]s into text. A
+//! new format is one file implementing [`Layout`] and
 //! one variant of [`Format`].
 
+pub mod cell;
 pub mod csv;
 pub mod json;
 pub mod lkml;
@@ -13,6 +15,7 @@ pub mod table;
 
 use serde::{Deserialize, Serialize};
 
+pub use cell::Cell;
 pub use lkml::ascii;
 
 /// An output format.
@@ -23,7 +26,7 @@ pub enum Format {
     Table,
     /// The result as JSON.
     Json,
-    /// Comma-separated values, one table after another separated by a blank line.
+    /// Comma-separated plain numbers, one table after another separated by a blank line.
     Csv,
     /// GitHub-flavoured Markdown tables.
     Markdown,
@@ -31,12 +34,12 @@ pub enum Format {
     Lkml,
 }
 
-/// A titled table with optional notes under it.
+/// A titled table of typed cells with optional notes under it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Grid {
     pub title: Option<String>,
     pub headers: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+    pub rows: Vec<Vec<Cell>>,
     /// Columns to right-align (numbers).
     pub right: Vec<usize>,
     pub notes: Vec<String>,
@@ -60,8 +63,16 @@ impl Grid {
         self
     }
 
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+    pub fn row(&mut self, cells: impl IntoIterator<Item = impl Into<Cell>>) {
+        self.rows.push(cells.into_iter().map(Into::into).collect());
+    }
+
+    /// The rows as the human formats print them.
+    pub fn texts(&self) -> Vec<Vec<String>> {
+        self.rows
+            .iter()
+            .map(|r| r.iter().map(Cell::text).collect())
+            .collect()
     }
 }
 
@@ -84,6 +95,11 @@ pub trait Layout {
     /// What separates a table from its notes.
     fn before_notes(&self) -> &'static str {
         ""
+    }
+    /// Whether text must fit a mail: 80 columns of plain ASCII, so a result with a wide
+    /// table lays it out in narrower blocks.
+    fn for_mail(&self) -> bool {
+        false
     }
 }
 
@@ -142,12 +158,8 @@ mod unit {
         let mut g = Grid::new(&["metric", "median", "±%"])
             .title("T")
             .right([1, 2]);
-        g.row(vec![
-            "time (ns/call)".into(),
-            "102.13".into(),
-            "0.45%".into(),
-        ]);
-        g.row(vec!["a|b, \"c\"".into(), "1,234".into(), "1.00%".into()]);
+        g.row(["time (ns/call)".into(), Cell::Num(102.13), Cell::Pct(0.45)]);
+        g.row(["a|b, \"c\"".into(), Cell::Num(12345.0), Cell::Pct(1.0)]);
         g.notes.push("[1] note µs".into());
         g
     }
@@ -174,7 +186,7 @@ mod unit {
         let s = render(Format::Csv, &["pre".into()], &[grid()]);
         assert_eq!(
             s,
-            "metric,median,±%\ntime (ns/call),102.13,0.45%\n\"a|b, \"\"c\"\"\",\"1,234\",1.00%\n"
+            "metric,median,±%\ntime (ns/call),102.13,0.45\n\"a|b, \"\"c\"\"\",12345,1\n"
         );
     }
 
