@@ -3,8 +3,7 @@
 //! cover letter: no box drawing, no Unicode); [`json`] is the serialised result itself. Every
 //! result kind is laid out as a preamble and [`Grid`]s (see `report::Render`), and [`render`]
 //! hands them to the format's [`Layout`], which alone turns their typed [`Cell`]s into text. A
-//! new format is one file implementing [`Layout`] and
-//! one variant of [`Format`].
+//! new format is one file implementing [`Layout`] and one variant of [`Format`].
 
 pub mod cell;
 pub mod csv;
