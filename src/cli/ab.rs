@@ -1,6 +1,7 @@
 //! `syscost ab`: configurations given as `run` arguments, measured interleaved and compared.
 
 use super::*;
+use crate::experiments::ab::{AbRequest, Arm};
 
 pub(super) const AB_EXAMPLES: &str = "Examples:
   syscost ab --variant 'syscall --syscall getpid' --variant 'syscall --syscall getppid' -- --cpu 1 --runs 10
@@ -16,43 +17,7 @@ pub(super) const AB_EXAMPLES: &str = "Examples:
       given, or a variant runs a command with exec): it sees a change that only adds
       occasional slow operations, which the floor does not";
 
-/// ab's design when the command line does not choose one: the floor (`runner::FLOOR`).
-/// Measured on this project's VM while the host was busy, it called a constructed +2% change
-/// in 10 of 10 tries and an A/A pair in 0 of 20, where 10 samples of 100 ms called the +2% in 2
-/// of 10. These options, unless the words already choose the samples (`--estimator`,
-/// `--samples`, `--sample-time` or `--ops`, in a variant or after --).
-fn floor_unless_chosen(words: &[String]) -> Vec<String> {
-    let chosen = words.iter().any(|w| {
-        ["--estimator", "--samples", "--sample-time", "--ops"]
-            .iter()
-            .any(|f| w == f || w.starts_with(&format!("{f}=")))
-    });
-    if chosen {
-        return Vec::new();
-    }
-    runner::FLOOR
-        .iter()
-        .flat_map(|(f, v)| [f.to_string(), v.to_string()])
-        .collect()
-}
-
-/// ab's rounds when neither a variant nor the shared options give `--runs`: enough for the
-/// paired test to decide (it needs 6 rounds to reach p < 0.05 at all, 7 for three variants)
-/// with room for a dropped round or two.
-pub(super) const AB_ROUNDS: u32 = 10;
-
-/// `--runs AB_ROUNDS`, unless the words already give the runs.
-fn rounds_unless_chosen(words: &[String]) -> Vec<String> {
-    let chosen = words
-        .iter()
-        .any(|w| w == "--runs" || w.starts_with("--runs=") || w.starts_with("-r"));
-    if chosen {
-        return Vec::new();
-    }
-    vec!["--runs".into(), AB_ROUNDS.to_string()]
-}
-
-/// A variant's words with `added` (the shared options and ab's defaults) put among its own
+/// A variant's words with `added` (the shared options) put among its own
 /// options: before its `--`, if it has one (the command of an `exec` variant), so that they are
 /// not taken for the command's arguments.
 fn before_the_command(own: Vec<String>, added: &[String]) -> Vec<String> {
@@ -71,11 +36,7 @@ pub(super) fn ab(
     opts: CompareArgs,
     shared: Vec<String>,
 ) -> Result<()> {
-    check_labels(&variants, &labels)?;
-    let options = compare::Options {
-        configurations: true,
-        ..opts.paired_options()?
-    };
+    let options = opts.paired_options()?;
     if let Some(o) = &opts.output {
         crate::core::check_writable(o)?;
     }
@@ -83,23 +44,10 @@ pub(super) fn ab(
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("--save {}: cannot create it: {e}", dir.display()))?;
     }
-    let (plans, keep) = variant_plans(&variants, &shared)?;
-    crate::experiments::ab::check_arms(&plans, &variants)?;
-    let labels = if labels.is_empty() {
-        let workloads: Vec<WorkloadSpec> = plans.iter().map(|p| p.workload.clone()).collect();
-        crate::experiments::ab::default_labels(&workloads, &variants)
-    } else {
-        labels
-    };
-    let mut bar = progress::Bar::new(&plans[0], plans.len() as u32);
-    let c = crate::experiments::ab::run(
-        &plans,
-        &labels,
-        grain,
-        &options,
-        save.as_deref(),
-        &mut |p| bar.update(p),
-    )?;
+    let (arms, keep) = variant_arms(&variants, &shared)?;
+    let req = AbRequest::new(arms, labels, grain, &options, save)?;
+    let mut bar = progress::Bar::new(&req.plans[0], req.plans.len() as u32);
+    let c = crate::experiments::ab::run(&req, &mut |p| bar.update(p))?;
     bar.finish();
     show(&c, opts.format, &opts.output)?;
     if let Some(k) = &keep {
@@ -108,67 +56,19 @@ pub(super) fn ab(
     opts.gate(&c)
 }
 
-/// Two variants or more, and one distinct label each or none.
-fn check_labels(variants: &[String], labels: &[String]) -> Result<()> {
-    if variants.len() < 2 {
-        anyhow::bail!("ab needs at least two --variant configurations");
-    }
-    if let Some(twice) = labels
-        .iter()
-        .enumerate()
-        .find_map(|(i, l)| labels[..i].contains(l).then_some(l))
-    {
-        anyhow::bail!(
-            "--label '{twice}' is given twice: each variant needs its own (they name the rows \
-             and the --save files)"
-        );
-    }
-    if !labels.is_empty() && labels.len() != variants.len() {
-        anyhow::bail!(
-            "give one --label per --variant ({} labels for {} variants), or none",
-            labels.len(),
-            variants.len()
-        );
-    }
-    Ok(())
-}
-
-/// ab's defaults where no variant's words (nor the shared ones) choose: the floor design
-/// (unless a variant is a command, whose samples are whole executions: 100 of them per run
-/// could take minutes) and 10 rounds.
-fn ab_defaults(variants: &[String], shared: &[String]) -> Vec<String> {
-    let mut every: Vec<String> = shared.to_vec();
-    let mut commands = false;
-    for v in variants {
-        let words = shlex::split(v).unwrap_or_default();
-        commands |= words.first().is_some_and(|w| w == "exec");
-        // An `exec` variant's command (after its --) chooses nothing of syscost's.
-        every.extend(words.into_iter().take_while(|w| w != "--"));
-    }
-    let mut defaults = if commands {
-        Vec::new()
-    } else {
-        floor_unless_chosen(&every)
-    };
-    defaults.extend(rounds_unless_chosen(&every));
-    defaults
-}
-
-/// Each variant parsed as a `syscost run` with the shared options and ab's defaults, and where
-/// the comparison is recorded: the shared run options' (after --) history options.
-fn variant_plans(
+/// Each variant parsed as a `syscost run` with the shared options, and where the comparison is
+/// recorded: the shared run options' (after --) history options.
+fn variant_arms(
     variants: &[String],
     shared: &[String],
-) -> Result<(Vec<Plan>, Option<super::args::HistoryOpts>)> {
-    let defaults = ab_defaults(variants, shared);
-    let mut plans = Vec::new();
+) -> Result<(Vec<Arm>, Option<super::args::HistoryOpts>)> {
+    let mut arms = Vec::new();
     let mut keep = None;
     for v in variants {
         let Some(own) = shlex::split(v) else {
             anyhow::bail!("--variant '{v}': unbalanced quotes");
         };
-        let added: Vec<String> = shared.iter().chain(&defaults).cloned().collect();
-        let words = before_the_command(own, &added);
+        let words = before_the_command(own, shared);
         let line = VariantLine::try_parse_from(&words).map_err(|e| {
             anyhow::anyhow!(
                 "--variant '{v}' (with the shared options {:?}) is not a valid `syscost run`: {}",
@@ -190,9 +90,13 @@ fn variant_plans(
             );
         }
         keep.get_or_insert_with(|| args.keep.clone());
-        plans.push(plan_of(workload, &args)?);
+        arms.push(Arm {
+            plan: super::run::unchecked_plan_of(workload, &args)?,
+            text: v.clone(),
+            chosen: args.chosen(),
+        });
     }
-    Ok((plans, keep))
+    Ok((arms, keep))
 }
 
 #[cfg(test)]
@@ -216,22 +120,6 @@ mod unit {
     }
 
     #[test]
-    fn ten_rounds_are_the_default_unless_the_runs_are_chosen() {
-        assert_eq!(
-            rounds_unless_chosen(&words("syscall --cpu 1")),
-            words("--runs 10")
-        );
-        for chosen in [
-            "syscall --runs 6",
-            "syscall --runs=8",
-            "syscall -r 7",
-            "syscall -r7",
-        ] {
-            assert!(rounds_unless_chosen(&words(chosen)).is_empty(), "{chosen}");
-        }
-    }
-
-    #[test]
     fn the_floor_s_options_and_values_agree() {
         let (estimator, samples, time) = runner::FLOOR_DESIGN;
         assert_eq!(
@@ -242,21 +130,5 @@ mod unit {
                 humantime::format_duration(time)
             )
         );
-    }
-
-    #[test]
-    fn the_floor_is_the_default_unless_the_samples_are_chosen() {
-        assert_eq!(
-            floor_unless_chosen(&words("syscall --cpu 1 --runs 10")),
-            words("--estimator min --sample-time 10ms --samples 100")
-        );
-        for chosen in [
-            "syscall --estimator median",
-            "syscall --samples=20",
-            "spin --sample-time 50ms",
-            "syscall --ops 1000",
-        ] {
-            assert!(floor_unless_chosen(&words(chosen)).is_empty(), "{chosen}");
-        }
     }
 }

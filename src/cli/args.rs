@@ -215,9 +215,9 @@ pub struct RunArgs {
     pub fifo: Option<i32>,
 
     /// Number of runs, each in a fresh worker process (like perf stat -r). Statistics are
-    /// taken over runs.
-    #[arg(short = 'r', long, default_value_t = 5, value_name = "N")]
-    pub runs: u32,
+    /// taken over runs. [default: 5; ab: 10]
+    #[arg(short = 'r', long, value_name = "N")]
+    pub runs: Option<u32>,
 
     /// Adaptive runs: after --runs (the minimum), add runs (rounds, for ab) until the 95% CI
     /// half-width of the time per op (for ab: of each variant's paired change) is at most PCT
@@ -328,11 +328,7 @@ impl RunArgs {
     /// median), or, with --until and nothing of it given, the floor (`runner::FLOOR`): the
     /// precision target is then met in seconds on a busy machine (README, "Noisy machines").
     pub(super) fn design(&self, commands: bool) -> (Estimator, u32, Duration) {
-        let chosen = self.estimator.is_some()
-            || self.samples.is_some()
-            || self.sample_time.is_some()
-            || self.ops.is_some()
-            || commands;
+        let chosen = self.chosen().sampling || commands;
         if self.until.is_some() && !chosen {
             return runner::FLOOR_DESIGN;
         }
@@ -341,6 +337,17 @@ impl RunArgs {
             self.samples.unwrap_or(10),
             self.sample_time.unwrap_or(Duration::from_millis(100)),
         )
+    }
+
+    /// What of the design the command line chose (ab fills the rest with its own defaults).
+    pub(super) fn chosen(&self) -> crate::experiments::ab::Chosen {
+        crate::experiments::ab::Chosen {
+            sampling: self.estimator.is_some()
+                || self.samples.is_some()
+                || self.sample_time.is_some()
+                || self.ops.is_some(),
+            runs: self.runs.is_some(),
+        }
     }
 
     /// The output format: --json is --format json.

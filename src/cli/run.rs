@@ -45,7 +45,18 @@ pub(super) struct VariantLine {
     pub(super) run: RunCommand,
 }
 
+/// `syscost run`'s runs when `--runs` is not given.
+const RUNS: u32 = 5;
+
+/// The plan of `syscost run` with these arguments, validated.
 pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
+    let plan = unchecked_plan_of(workload, args)?;
+    runner::validate(&plan)?;
+    Ok(plan)
+}
+
+/// The plan before [`runner::validate`]: ab applies its defaults first.
+pub(super) fn unchecked_plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
     // A bad --tag is refused before anything is measured.
     args.keep.parsed_tags()?;
     if let Some(why) = workload.ops_required()
@@ -102,7 +113,7 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
         events,
         cpus: args.cpu.clone(),
         fifo: args.fifo,
-        runs: args.runs,
+        runs: args.runs.unwrap_or(RUNS),
         samples,
         warmup: args.warmup,
         sample_time,
@@ -112,7 +123,6 @@ pub(super) fn plan_of(workload: WorkloadSpec, args: &RunArgs) -> Result<Plan> {
         pre: args.pre.clone(),
         profile: args.profile,
     };
-    runner::validate(&plan)?;
     Ok(plan)
 }
 

@@ -7,7 +7,7 @@ use crate::results::{Grain, slots};
 use crate::runner::{self, Plan, Progress};
 use crate::workloads::WorkloadSpec;
 use anyhow::{Result, bail};
-use std::path::Path;
+use std::path::PathBuf;
 
 /// The file name a variant's result is saved under in `--save DIR`.
 pub fn file_name(label: &str) -> String {
@@ -107,7 +107,7 @@ pub fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<St
 
 /// What must match between the arms of an ab run, checked before anything is measured: the
 /// overhead subtraction, and what one operation is.
-pub fn check_arms(plans: &[Plan], variants: &[String]) -> Result<()> {
+fn check_arms(plans: &[Plan], variants: &[String]) -> Result<()> {
     for (p, v) in plans.iter().zip(variants).skip(1) {
         if p.subtract_overhead != plans[0].subtract_overhead {
             bail!("--variant '{v}': --subtract-overhead must be the same for every variant");
@@ -139,27 +139,132 @@ pub fn decidable(rounds: usize, comparisons: usize, alpha: f64) -> Result<()> {
     Ok(())
 }
 
-/// Measure `plans` interleaved at `grain` and compare them, the first as the baseline. With
-/// `save`, each variant's full result is also written there.
-pub fn run(
-    plans: &[Plan],
-    labels: &[String],
-    grain: Grain,
-    options: &compare::Options,
-    save: Option<&Path>,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Comparison> {
-    if plans.len() < 2 || labels.len() != plans.len() {
-        bail!("ab needs two or more configurations, each with a label");
+/// ab's rounds when no arm chooses `--runs`: enough for the paired test to decide (it needs 6
+/// rounds to reach p < 0.05 at all, 7 for three variants) with room for a dropped round or two.
+pub const AB_ROUNDS: u32 = 10;
+
+/// One configuration of an ab run: its plan as `syscost run` would measure it, the text it was
+/// given as (for labels and messages), and what of its design the command line chose.
+pub struct Arm {
+    pub plan: Plan,
+    pub text: String,
+    pub chosen: Chosen,
+}
+
+/// What the command line chose of an arm's design; ab's defaults fill the rest for every arm.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Chosen {
+    /// The estimator, the samples, their time or the operations per sample.
+    pub sampling: bool,
+    /// The number of runs (rounds).
+    pub runs: bool,
+}
+
+/// An ab run ready to measure: its plans with ab's defaults applied and checked, one label each.
+pub struct AbRequest {
+    pub plans: Vec<Plan>,
+    pub labels: Vec<String>,
+    pub grain: Grain,
+    pub options: compare::Options,
+    /// Where each arm's full result is also written.
+    pub save: Option<PathBuf>,
+}
+
+impl AbRequest {
+    /// Check the arms and the labels (`labels` empty: named by what differs), apply ab's
+    /// defaults where no arm chose (see [`with_defaults`]) and validate each plan once.
+    pub fn new(
+        arms: Vec<Arm>,
+        labels: Vec<String>,
+        grain: Grain,
+        options: &compare::Options,
+        save: Option<PathBuf>,
+    ) -> Result<AbRequest> {
+        check_labels(arms.len(), &labels)?;
+        let texts: Vec<String> = arms.iter().map(|a| a.text.clone()).collect();
+        let plans = with_defaults(arms);
+        check_arms(&plans, &texts)?;
+        for p in &plans {
+            runner::validate(p)?;
+        }
+        let labels = if labels.is_empty() {
+            let workloads: Vec<WorkloadSpec> = plans.iter().map(|p| p.workload.clone()).collect();
+            default_labels(&workloads, &texts)
+        } else {
+            labels
+        };
+        Ok(AbRequest {
+            plans,
+            labels,
+            grain,
+            options: compare::Options {
+                configurations: true,
+                ..options.clone()
+            },
+            save,
+        })
     }
+}
+
+/// ab's design where no arm chooses: the floor ([`runner::FLOOR_DESIGN`]: each run's fastest of
+/// 100 samples of 10 ms) and [`AB_ROUNDS`] rounds. Measured on this project's VM while the host
+/// was busy, the floor called a constructed +2% change in 10 of 10 tries and an A/A pair in 0
+/// of 20, where 10 samples of 100 ms called the +2% in 2 of 10. An arm that runs a command
+/// chooses its operations (`--ops`), so no arm then gets the floor: 100 executions per run
+/// could take minutes. The arms must share a design, so one arm's choice holds for all.
+pub fn with_defaults(arms: Vec<Arm>) -> Vec<Plan> {
+    let sampling = arms.iter().any(|a| a.chosen.sampling);
+    let runs = arms.iter().any(|a| a.chosen.runs);
+    arms.into_iter()
+        .map(|a| {
+            let mut p = a.plan;
+            if !sampling {
+                (p.estimator, p.samples, p.sample_time) = runner::FLOOR_DESIGN;
+            }
+            if !runs {
+                p.runs = AB_ROUNDS;
+            }
+            p
+        })
+        .collect()
+}
+
+/// Two arms or more, and one distinct label each or none.
+fn check_labels(arms: usize, labels: &[String]) -> Result<()> {
+    if arms < 2 {
+        bail!("ab needs at least two --variant configurations");
+    }
+    if let Some(twice) = labels
+        .iter()
+        .enumerate()
+        .find_map(|(i, l)| labels[..i].contains(l).then_some(l))
+    {
+        bail!(
+            "--label '{twice}' is given twice: each variant needs its own (they name the rows \
+             and the --save files)"
+        );
+    }
+    if !labels.is_empty() && labels.len() != arms {
+        bail!(
+            "give one --label per --variant ({} labels for {arms} variants), or none",
+            labels.len(),
+        );
+    }
+    Ok(())
+}
+
+/// Measure the request's plans interleaved at its grain and compare them, the first as the
+/// baseline. With `save`, each variant's full result is also written there.
+pub fn run(req: &AbRequest, progress: &mut dyn FnMut(Progress)) -> Result<Comparison> {
+    let (plans, labels, options) = (&req.plans, &req.labels, &req.options);
     let rounds = plans.iter().map(|p| p.runs).min().unwrap_or(0);
     decidable(rounds as usize, plans.len() - 1, options.alpha)?;
-    let results = runner::run_interleaved(plans, grain, progress)?;
+    let results = runner::run_interleaved(plans, req.grain, progress)?;
     // What was done: runs alternate instead where the plans cannot take turns by sample.
     let grain = results[0].options.interleaved.unwrap_or(Grain::Runs);
     let mut variants = Vec::new();
     for (r, label) in results.iter().zip(labels) {
-        if let Some(dir) = save {
+        if let Some(dir) = &req.save {
             r.save(&dir.join(file_name(label)))?;
         }
         let mut v = Variant::from_run(label, "ab", r);
@@ -249,6 +354,50 @@ mod unit {
             default_labels(&[sys("getpid"), sys("getpid")], &texts),
             ["syscall", "syscall#2"]
         );
+    }
+
+    fn arm(syscall: &str, chosen: Chosen) -> Arm {
+        Arm {
+            plan: crate::runner::interleave::unit::plan(syscall, 5),
+            text: syscall.into(),
+            chosen,
+        }
+    }
+
+    #[test]
+    fn the_floor_and_ten_rounds_unless_an_arm_chooses() {
+        let none = Chosen::default();
+        let plans = with_defaults(vec![arm("getpid", none), arm("getppid", none)]);
+        for p in &plans {
+            assert_eq!(
+                (p.estimator, p.samples, p.sample_time),
+                runner::FLOOR_DESIGN
+            );
+            assert_eq!(p.runs, AB_ROUNDS);
+        }
+        let sampling = Chosen {
+            sampling: true,
+            runs: false,
+        };
+        let plans = with_defaults(vec![arm("getpid", none), arm("getppid", sampling)]);
+        for p in &plans {
+            assert_eq!(p.samples, 3, "one arm's choice holds for every arm");
+            assert_eq!(p.runs, AB_ROUNDS);
+        }
+        let runs = Chosen {
+            sampling: false,
+            runs: true,
+        };
+        let plans = with_defaults(vec![arm("getpid", runs), arm("getppid", none)]);
+        assert!(plans.iter().all(|p| p.runs == 5 && p.samples == 100));
+    }
+
+    #[test]
+    fn labels_are_checked_before_anything_runs() {
+        assert!(check_labels(1, &[]).is_err());
+        assert!(check_labels(2, &["a".into(), "a".into()]).is_err());
+        assert!(check_labels(3, &["a".into(), "b".into()]).is_err());
+        assert!(check_labels(2, &[]).is_ok());
     }
 
     #[test]

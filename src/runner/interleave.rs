@@ -415,7 +415,7 @@ impl Measured {
 }
 
 #[cfg(test)]
-mod unit {
+pub(crate) mod unit {
     //! The runner's designs with an in-process fake executor (like hyperfine's mock executor):
     //! no worker process, no root, no clock.
     use super::*;
@@ -566,7 +566,7 @@ mod unit {
         assert!(sizes[0].0 < sizes[1].0, "{sizes:?}");
     }
 
-    fn plan(syscall: &str, runs: u32) -> Plan {
+    pub(crate) fn plan(syscall: &str, runs: u32) -> Plan {
         Plan {
             workload: WorkloadSpec::Syscall(syscall::Params {
                 syscall: syscall.into(),
