@@ -139,11 +139,7 @@ pub(super) fn preemption_warnings(variants: &[Variant], primary: &str) -> Vec<St
             ));
         }
     }
-    if primary == "task-clock"
-        && variants
-            .iter()
-            .any(|v| v.workload.get("workload").and_then(|w| w.as_str()) == Some("exec"))
-    {
+    if primary == "task-clock" && variants.iter().any(|v| v.workload.name() == Some("exec")) {
         out.push(
             "task-clock of an exec workload sums every process of the command: on-CPU time \
              of work that ran in parallel adds up"

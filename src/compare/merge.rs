@@ -40,7 +40,7 @@ pub struct Merged {
     #[serde(flatten)]
     pub envelope: Envelope,
     pub created_unix: u64,
-    pub workload: serde_json::Value,
+    pub workload: crate::workloads::RecordedWorkload,
     pub op_name: String,
     pub options: serde_json::Value,
     pub environment: EnvOut,

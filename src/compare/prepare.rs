@@ -147,8 +147,9 @@ pub(super) fn auto_time(variants: &[Variant], opts: &Options) -> Option<String> 
         return None;
     }
     let calm_by_nature = variants.iter().all(|v| {
-        serde_json::from_value::<crate::workloads::WorkloadSpec>(v.workload.clone())
-            .is_ok_and(|w| w.waits().is_none() && w.name() != "exec")
+        v.workload
+            .known()
+            .is_some_and(|w| w.waits().is_none() && w.name() != "exec")
     });
     if !calm_by_nature || variants.iter().any(|v| v.metric("task-clock").is_none()) {
         return None;

@@ -306,7 +306,9 @@ fn paired_rounds_see_a_two_percent_shift_through_drift() {
 fn different_workloads_are_refused_unless_forced() {
     let a = variant("a.json", &[1.0, 2.0, 3.0]);
     let mut b = variant("b.json", &[1.0, 2.0, 3.0]);
-    b.workload = serde_json::json!({"workload": "syscall", "syscall": "getppid"});
+    b.workload =
+        serde_json::from_value(serde_json::json!({"workload": "syscall", "syscall": "getppid"}))
+            .unwrap();
     let e = compare(vec![a.clone(), b.clone()], &Options::default()).unwrap_err();
     let msg = e.to_string();
     assert!(
@@ -426,7 +428,11 @@ fn time_auto_decides_on_task_clock_when_the_cpu_was_taken() {
     let wall = compare(vec![a.clone(), b.clone()], &Options::default()).unwrap();
     assert_eq!(wall.primary_metric, "time");
     // A round trip waits by nature: its wall time is the operation.
-    let ipc = serde_json::json!({"workload": "ipc", "op": "pipe", "working_set": 0});
+    let ipc: crate::workloads::RecordedWorkload = serde_json::from_value(
+        serde_json::json!({"workload": "ipc", "op": "pipe", "working_set": 0}),
+    )
+    .unwrap();
+    assert!(ipc.known().is_some(), "an ipc workload this version knows");
     let (mut ia, mut ib) = (a.clone(), b.clone());
     ia.workload = ipc.clone();
     ib.workload = ipc;

@@ -50,7 +50,7 @@ pub struct Trend {
     pub created_unix: u64,
     /// What the groups are (`kernel`, `host`, `tag build`).
     pub by: String,
-    pub workload: serde_json::Value,
+    pub workload: crate::workloads::RecordedWorkload,
     pub op_name: String,
     pub metric: String,
     pub unit: String,

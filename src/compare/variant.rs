@@ -15,7 +15,7 @@ pub struct Variant {
     pub source: String,
     /// The unit of replication: `run`, `sample` or `boot`.
     pub unit: String,
-    pub workload: serde_json::Value,
+    pub workload: crate::workloads::RecordedWorkload,
     pub op_name: String,
     pub subtract_overhead: bool,
     pub created_unix: u64,
@@ -74,7 +74,7 @@ impl Variant {
                 .first()
                 .map(|m| m.replication.clone())
                 .unwrap_or_else(|| "run".into()),
-            workload: serde_json::to_value(&r.workload).expect("workloads serialise"),
+            workload: r.workload.clone().into(),
             op_name: r.op_name.clone(),
             subtract_overhead: r.options.subtract_overhead,
             created_unix: r.created_unix,
@@ -97,7 +97,10 @@ impl Variant {
             label: label.into(),
             source: label.into(),
             unit: "run".into(),
-            workload: serde_json::json!({"workload": "syscall", "syscall": "getpid"}),
+            workload: crate::workloads::WorkloadSpec::Syscall(crate::workloads::syscall::Params {
+                syscall: "getpid".into(),
+            })
+            .into(),
             op_name: "call".into(),
             subtract_overhead: false,
             created_unix: 0,
@@ -133,15 +136,14 @@ impl Variant {
 
     /// A one-line description of the workload.
     pub fn describe_workload(&self) -> String {
-        serde_json::from_value::<crate::workloads::WorkloadSpec>(self.workload.clone())
-            .map(|w| w.describe())
-            .unwrap_or_else(|_| self.workload.to_string())
+        self.workload.describe()
     }
 }
 
 /// Which workload parameters differ, as "key: a vs b".
 fn workload_diff(base: &Variant, v: &Variant) -> String {
-    let (Some(a), Some(b)) = (base.workload.as_object(), v.workload.as_object()) else {
+    let (a, b) = (base.workload.json(), v.workload.json());
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
         return "workload".into();
     };
     let shown = |x: Option<&serde_json::Value>| x.map(|x| x.to_string()).unwrap_or("-".into());

@@ -8,6 +8,7 @@ use crate::core::{Envelope, Kind};
 use crate::probes::{ProbeKind, Scope, Uprobe, elf};
 use crate::results::{Metric, MetricKind};
 use crate::runner::interleave;
+use crate::workloads::RecordedWorkload;
 use crate::workloads::capture::Captor;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -141,7 +142,8 @@ fn variant(label: &str, wall: &[f64], captured: &[Vec<(String, f64)>]) -> Varian
         label: label.into(),
         source: "ab".into(),
         unit: "run".into(),
-        workload: serde_json::json!({"workload": "probe"}),
+        // A probed command is not a registered workload.
+        workload: RecordedWorkload::Foreign(serde_json::json!({"workload": "probe"})),
         op_name: "run".into(),
         subtract_overhead: false,
         created_unix: 0,

@@ -45,9 +45,7 @@ impl Merged {
             " Merged {} boots of {}; {primary} ({unit}); each boot's value is the median of its \
              runs, and the last row summarises over boots",
             self.groups.len(),
-            serde_json::from_value::<crate::workloads::WorkloadSpec>(self.workload.clone())
-                .map(|w| w.describe())
-                .unwrap_or_else(|_| self.workload.to_string())
+            self.workload.describe()
         )]
     }
 

@@ -14,9 +14,7 @@ use crate::stats::Interval;
 
 impl Trend {
     fn describe_workload(&self) -> String {
-        serde_json::from_value::<crate::workloads::WorkloadSpec>(self.workload.clone())
-            .map(|w| w.describe())
-            .unwrap_or_else(|_| self.workload.to_string())
+        self.workload.describe()
     }
 
     /// The steps flagged as regressions.

@@ -50,7 +50,7 @@ struct Raw {
     kind: Option<String>,
     #[serde(default)]
     created_unix: u64,
-    workload: Option<serde_json::Value>,
+    workload: Option<crate::workloads::RecordedWorkload>,
     #[serde(default)]
     op_name: Option<String>,
     #[serde(default)]
@@ -76,7 +76,7 @@ pub struct ResultView {
     /// `run` or `merged`.
     pub kind: Kind,
     pub created_unix: u64,
-    pub workload: serde_json::Value,
+    pub workload: crate::workloads::RecordedWorkload,
     pub op_name: String,
     pub options: serde_json::Value,
     pub metrics: Vec<Metric>,

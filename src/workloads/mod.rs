@@ -33,6 +33,7 @@ pub(crate) use with_workloads;
 
 pub mod capture;
 pub mod empty;
+pub mod recorded;
 pub mod scratch;
 
 macro_rules! declare_modules {
@@ -43,6 +44,7 @@ macro_rules! declare_modules {
 with_workloads!(declare_modules);
 
 use anyhow::Result;
+pub use recorded::RecordedWorkload;
 use serde::{Deserialize, Serialize};
 
 /// One measurable operation, executed in batches by the runner's worker process.
