@@ -62,7 +62,7 @@ mod unit {
             serde_json::from_str(r#"{"workload": "syscall", "syscall": "getppid"}"#).unwrap();
         assert!(known.known().is_some());
         assert_eq!(known.name(), Some("syscall"));
-        let text = r#"{"workload":"warp-drive","factor":9}"#;
+        let text = r#"{"factor":9,"workload":"warp-drive"}"#;
         let foreign: RecordedWorkload = serde_json::from_str(text).unwrap();
         assert_eq!(foreign.known(), None);
         assert_eq!(foreign.name(), Some("warp-drive"));
