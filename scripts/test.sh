@@ -5,7 +5,8 @@
 # headless-browser test; postgresql, whose server the shared-history test starts in a
 # temporary directory of its own (the package's own cluster is not started); python3-venv and
 # KernelCI's kcidb-io schema package in target/kcidb-venv, which validates `syscost export
-# kcidb`), then runs every test.
+# kcidb`; qemu-system-x86 and two Debian kernel images, for the campaign tests), then runs every
+# test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null \
@@ -23,6 +24,27 @@ if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/nu
 	else
 		echo "note: redis-server, chromium or postgresql is missing and installing needs root; their tests say so" >&2
 	fi
+fi
+# QEMU and two Debian kernel images of different versions for the campaign tests (booted under
+# TCG): the newest 6.1 and 6.12 cloud images the archive has, unpacked into target/kernels
+# (kept, so a rerun downloads nothing).
+if ! command -v qemu-system-x86_64 >/dev/null && [ "$(id -u)" = 0 ]; then
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq qemu-system-x86 >/dev/null
+fi
+kernels=target/kernels
+if [ "$(ls "$kernels"/boot/vmlinuz-* 2>/dev/null | wc -l)" -lt 2 ]; then
+	mkdir -p "$kernels"
+	for series in '6\.1\.0-[0-9]+' '6\.12\.[0-9]+\+deb12'; do
+		pkg=$(apt-cache search --names-only "^linux-image-${series}-cloud-amd64\$" | cut -d' ' -f1 | sort -V | tail -1)
+		if [ -n "$pkg" ] && (cd "$kernels" && apt-get download -qq "$pkg" 2>/dev/null); then
+			dpkg-deb --fsys-tarfile "$kernels/${pkg}"_*.deb | tar -x -C "$kernels" --wildcards './boot/vmlinuz-*'
+			rm -f "$kernels/${pkg}"_*.deb
+		else
+			echo "note: no Debian kernel image matching $series could be fetched; the campaign tests say so" >&2
+		fi
+	done
 fi
 venv=target/kcidb-venv
 if ! "$venv/bin/python" -c 'import kcidb_io' 2>/dev/null; then

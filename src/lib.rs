@@ -15,8 +15,9 @@
 //! 4. [`environment`]: what makes two results comparable, from the mechanisms' read-only
 //!    snapshots; [`workloads`]: what is measured, one file per workload.
 //! 5. [`results`]: run records, per-op metrics, run validity, and one loader for every kind.
-//! 6. [`runner`]: plans, worker processes and the one interleaving routine; [`compare`]:
-//!    comparisons, merges across boots, correlations; [`history`]: the store of results.
+//! 6. [`runner`]: plans, worker processes and the one interleaving routine; [`boot`]: kernels
+//!    booted in QEMU with syscost as their init; [`compare`]: comparisons, merges across boots,
+//!    correlations; [`history`]: the store of results.
 //! 7. [`experiments`]: the composite commands built from the runner, compare and the
 //!    mechanisms: `ab`, the audit sweep, `probe`, thread scaling.
 //! 8. [`report`]: every rendering of every result kind, one file per output format.
@@ -37,6 +38,7 @@ pub mod workloads;
 
 pub mod results;
 
+pub mod boot;
 pub mod compare;
 pub mod history;
 pub mod runner;

@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["counters", "profile", "probes", "audit", "layout"],
     &["environment", "workloads"],
     &["results"],
-    &["runner", "compare", "history"],
+    &["runner", "boot", "compare", "history"],
     &["experiments"],
     &["report"],
     &["cli"],

@@ -6,6 +6,7 @@
 
 pub mod addresses;
 pub mod rules;
+pub mod rules_file;
 pub mod session;
 
 use anyhow::{Context, Result, bail};

@@ -17,6 +17,7 @@ mod ab;
 mod args;
 mod audit;
 mod cachesets;
+mod campaign;
 mod commands;
 mod export;
 mod history;
@@ -129,6 +130,10 @@ pub enum Command {
     /// with and without the probe (interleaved runs), and the probe's hits.
     #[command(after_help = PROBE_EXAMPLES)]
     Probe(ProbeArgs),
+    /// Boot kernels (or kernel command lines, or audit states) round after round in QEMU,
+    /// measure inside every boot with a syscost command, and compare them with boots as units.
+    #[command(after_help = campaign::CAMPAIGN_EXAMPLES)]
+    Campaign(campaign::CampaignArgs),
     /// One self-contained HTML page (inline SVG, no JavaScript) charting any syscost results:
     /// runs, comparisons, merges, audit sweeps, thread scaling, correlations, cache sets,
     /// probes and trends.
@@ -179,6 +184,10 @@ pub fn main() -> i32 {
             if let Some(i) = e.downcast_ref::<Interrupted>() {
                 eprintln!("syscost: {i}; stopped, nothing was written");
                 return i.exit_code();
+            }
+            if let Some(i) = e.downcast_ref::<campaign::Incomplete>() {
+                eprintln!("syscost: {i}");
+                return campaign::INCOMPLETE_STATUS;
             }
             if let Some(f) = e.downcast_ref::<args::Failed>() {
                 eprintln!("syscost: {f}");
@@ -280,6 +289,7 @@ fn dispatch(cmd: Command) -> Result<()> {
         Command::Export(e) => export::export_command(e),
         Command::Report(r) => r.run(),
         Command::Probe(p) => p.run(),
+        Command::Campaign(c) => c.run(),
         Command::Cachesets(args) => cachesets(args),
         Command::Show(s) => s.run(),
         Command::Env(e) => e.run(),

@@ -48,6 +48,22 @@ pub fn boots(views: &[&ResultView]) -> usize {
 /// One side of a comparison from the results of a group. Metrics that some result lacks are
 /// left out and named in the returned warnings.
 pub fn variant(label: &str, views: &[&ResultView], unit: Unit) -> Result<(Variant, Vec<String>)> {
+    build(label, views, unit, &|_, v| boot_of(v))
+}
+
+/// One side of a comparison whose results are one boot each, in the order given (a campaign's
+/// boots of one arm, round by round): unit i is the i-th result, so sides built alike pair.
+pub fn boots_in_order(label: &str, views: &[&ResultView]) -> Result<(Variant, Vec<String>)> {
+    build(label, views, Unit::Boot, &|i, _| format!("{i:010}"))
+}
+
+/// A side whose boots are told apart (and ordered) by `boot`.
+fn build(
+    label: &str,
+    views: &[&ResultView],
+    unit: Unit,
+    boot: &dyn Fn(usize, &ResultView) -> String,
+) -> Result<(Variant, Vec<String>)> {
     let Some(first) = views.first() else {
         bail!("group '{label}' has no results");
     };
@@ -57,11 +73,11 @@ pub fn variant(label: &str, views: &[&ResultView], unit: Unit) -> Result<(Varian
         let mut by_boot: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         let mut runs = Vec::new();
         let mut complete = true;
-        for v in views {
+        for (i, v) in views.iter().enumerate() {
             match v.metric(&m0.name).filter(|m| m.summary.is_some()) {
                 Some(m) => {
                     let values = run_values(m);
-                    by_boot.entry(boot_of(v)).or_default().extend(&values);
+                    by_boot.entry(boot(i, v)).or_default().extend(&values);
                     runs.extend(values);
                 }
                 None => complete = false,

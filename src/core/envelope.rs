@@ -35,11 +35,13 @@ pub enum Kind {
     Probe,
     /// `syscost history trend`: a metric across groups in order (kernel versions).
     Trend,
+    /// `syscost campaign`: kernels booted round after round and compared over boots.
+    Campaign,
 }
 
 impl Kind {
     /// Every kind, in the order `--help` lists them.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Run,
         Kind::Compare,
         Kind::Merged,
@@ -49,6 +51,7 @@ impl Kind {
         Kind::Cachesets,
         Kind::Probe,
         Kind::Trend,
+        Kind::Campaign,
     ];
 
     /// The name written in the `kind` field.
@@ -63,6 +66,7 @@ impl Kind {
             Kind::Cachesets => "cachesets",
             Kind::Probe => "probe",
             Kind::Trend => "trend",
+            Kind::Campaign => "campaign",
         }
     }
 

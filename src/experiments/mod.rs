@@ -2,6 +2,8 @@
 //! mechanisms into one measurement design.
 //!
 //! - [`ab`]: two or more configurations measured interleaved, then compared;
+//! - [`campaign`]: kernels booted in QEMU round after round, measured inside each boot and
+//!   compared with boots as units (the audit series' 4 kernels x 12 boots);
 //! - [`audit_sweep`]: audit off, on, and with each number of exit rules (the syscall-latency
 //!   post and the audit series);
 //! - [`grouped`]: stored results grouped by kernel, host, boot or label, for `history compare`
@@ -12,6 +14,7 @@
 
 pub mod ab;
 pub mod audit_sweep;
+pub mod campaign;
 pub mod grouped;
 pub mod probe;
 pub mod scale;

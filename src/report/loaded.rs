@@ -103,6 +103,7 @@ pub const REGISTRY: &[Entry] = &[
     super::cachesets::ENTRY,
     super::probe::ENTRY,
     super::trend::ENTRY,
+    super::campaign::ENTRY,
 ];
 
 /// The chart names `--svg` takes, in the registry's order.

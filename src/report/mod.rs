@@ -5,6 +5,7 @@
 //! [`charts`], drawn by [`svg`].
 
 pub mod cachesets;
+pub mod campaign;
 pub mod charts;
 pub mod compare;
 pub mod correlate;

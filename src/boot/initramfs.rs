@@ -1,0 +1,196 @@
+//! The initramfs a campaign boots: syscost's own binary as `/init`, the shared libraries it
+//! needs (read from its ELF's DT_NEEDED entries, found in the loader's default directories,
+//! followed transitively, plus the loader named by PT_INTERP), extra files at their host paths
+//! (an `exec` or `probe` target, `--guest-file`s), and named files of the campaign (its plan,
+//! the arms' audit rules). A newc cpio archive, uncompressed: the kernel unpacks it as is, and
+//! it is built once per campaign.
+
+use anyhow::{Context, Result, anyhow};
+use object::read::elf::{ElfFile64, ProgramHeader};
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Where the loader looks for libraries without a cache (Debian's multiarch paths first).
+const LIBRARY_DIRS: &[&str] = &[
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+];
+
+/// The interpreter and the libraries `exe` needs, transitively, as host paths.
+pub fn shared_libraries(exe: &Path) -> Result<Vec<PathBuf>> {
+    let mut found = BTreeSet::new();
+    let mut todo = vec![exe.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let data =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let Ok(elf) = ElfFile64::<object::Endianness>::parse(&*data) else {
+            continue; // not a 64-bit ELF (a script): nothing to follow
+        };
+        let endian = elf.endian();
+        for ph in elf.elf_program_headers() {
+            if let Ok(Some(interp)) = ph.interpreter(endian, &*data) {
+                let p = PathBuf::from(String::from_utf8_lossy(interp).to_string());
+                if found.insert(p.clone()) {
+                    todo.push(p);
+                }
+            }
+        }
+        let table = elf
+            .elf_dynamic_table()
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        for d in &table {
+            if d.tag != object::elf::DT_NEEDED as _ {
+                continue;
+            }
+            let name = String::from_utf8_lossy(table.string(d).unwrap_or_default()).to_string();
+            let lib = LIBRARY_DIRS
+                .iter()
+                .map(|dir| Path::new(dir).join(&name))
+                .find(|p| p.exists())
+                .ok_or_else(|| {
+                    anyhow!(
+                        "{} needs {name}, which is in none of {LIBRARY_DIRS:?}",
+                        path.display()
+                    )
+                })?;
+            if found.insert(lib.clone()) {
+                todo.push(lib);
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// What goes into the archive.
+#[derive(Default)]
+pub struct Contents {
+    /// Host files copied to the same path in the guest (symbolic links followed).
+    pub files: Vec<PathBuf>,
+    /// Named contents: guest path and bytes.
+    pub named: Vec<(String, Vec<u8>)>,
+}
+
+const DIR: u32 = 0o040_755;
+const EXECUTABLE: u32 = 0o100_755;
+
+/// Write the archive with `exe` as `/init` to `out`.
+pub fn build(exe: &Path, contents: &Contents, out: &Path) -> Result<()> {
+    let mut entries: Vec<(String, u32, Vec<u8>)> = Vec::new();
+    let read = |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
+    entries.push(("init".into(), EXECUTABLE, read(exe)?));
+    let mut files: Vec<PathBuf> = shared_libraries(exe)?;
+    files.extend(contents.files.iter().cloned());
+    for f in &contents.files {
+        files.extend(shared_libraries(f)?);
+    }
+    files.sort();
+    files.dedup();
+    for f in &files {
+        let name = f.to_string_lossy().trim_start_matches('/').to_string();
+        entries.push((name, EXECUTABLE, read(f)?));
+    }
+    for (name, bytes) in &contents.named {
+        entries.push((
+            name.trim_start_matches('/').into(),
+            0o100_644,
+            bytes.clone(),
+        ));
+    }
+    let dirs = parents(entries.iter().map(|e| e.0.as_str()));
+    let file =
+        std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    let standard = ["dev", "proc", "sys", "tmp", "run"].map(String::from);
+    let all_dirs = dirs.iter().chain(standard.iter()).collect::<BTreeSet<_>>();
+    for (ino, d) in all_dirs.iter().enumerate() {
+        w = cpio::NewcBuilder::new(d)
+            .ino(ino as u32 + 1)
+            .mode(DIR)
+            .nlink(2)
+            .write(w, 0)
+            .finish()?;
+    }
+    for (i, (name, mode, bytes)) in entries.iter().enumerate() {
+        let size = u32::try_from(bytes.len()).map_err(|_| anyhow!("{name} is over 4 GiB"))?;
+        let mut fw = cpio::NewcBuilder::new(name)
+            .ino((all_dirs.len() + i + 1) as u32)
+            .mode(*mode)
+            .nlink(1)
+            .write(w, size);
+        fw.write_all(bytes)?;
+        w = fw.finish()?;
+    }
+    let mut w = cpio::newc::trailer(w)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Every directory above the given archive paths, parents first.
+fn parents<'a>(names: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
+    let mut dirs = BTreeSet::new();
+    for n in names {
+        let mut p = Path::new(n).parent();
+        while let Some(d) = p.filter(|d| !d.as_os_str().is_empty()) {
+            dirs.insert(d.to_string_lossy().to_string());
+            p = d.parent();
+        }
+    }
+    dirs
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn this_binary_s_libraries_include_the_loader_and_libc() {
+        let exe = std::env::current_exe().unwrap();
+        let libs = shared_libraries(&exe).unwrap();
+        let names: Vec<String> = libs
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
+            .collect();
+        assert!(names.iter().any(|n| n.starts_with("ld-linux")), "{names:?}");
+        assert!(names.iter().any(|n| n == "libc.so.6"), "{names:?}");
+    }
+
+    #[test]
+    fn the_archive_holds_init_its_libraries_and_named_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("initramfs.cpio");
+        let exe = std::env::current_exe().unwrap();
+        let contents = Contents {
+            files: Vec::new(),
+            named: vec![("campaign/plan.json".into(), b"{}".to_vec())],
+        };
+        build(&exe, &contents, &out).unwrap();
+        let mut r = std::fs::File::open(&out).unwrap();
+        let mut names = Vec::new();
+        loop {
+            let e = cpio::NewcReader::new(r).unwrap();
+            if e.entry().is_trailer() {
+                break;
+            }
+            names.push(e.entry().name().to_string());
+            r = e.finish().unwrap();
+        }
+        for want in [
+            "init",
+            "campaign",
+            "campaign/plan.json",
+            "dev",
+            "proc",
+            "lib64",
+        ] {
+            assert!(names.iter().any(|n| n == want), "{want}: {names:?}");
+        }
+        // Directories come before the files in them.
+        let pos = |n: &str| names.iter().position(|x| x == n).unwrap();
+        assert!(pos("campaign") < pos("campaign/plan.json"));
+    }
+}

@@ -1,0 +1,443 @@
+//! `syscost campaign`: N boots of M kernels (or kernel command lines, or audit states), in
+//! rounds that boot every arm once in a shuffled order, each boot measured by a syscost
+//! command inside it, then compared with boots as the units, paired by round. The audit
+//! series' method (12 boots of each of 4 kernels) and the alignment RFC's ranking of many
+//! builds, as one command.
+
+use crate::boot::guest::{ARM_PARAM, GuestPlan, PLAN_PATH};
+use crate::boot::initramfs::{self, Contents};
+use crate::boot::qemu::{self, Accel, Ended, Machine};
+use crate::compare::{self, Comparison, groups};
+use crate::core::{Envelope, Kind};
+use crate::results::view::ResultView;
+use crate::stats::Summary;
+use anyhow::{Context, Result, bail};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// One arm: a kernel, what its command line adds, and the audit rules set up before measuring.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Arm {
+    pub name: String,
+    pub kernel: PathBuf,
+    pub append: String,
+    pub rules: Option<PathBuf>,
+}
+
+/// A campaign to run.
+pub struct CampaignPlan {
+    pub arms: Vec<Arm>,
+    /// Rounds: each boots every arm once.
+    pub boots: u32,
+    pub seed: u64,
+    /// The syscost measuring command run inside every boot (`run syscall ...`).
+    pub measure: Vec<String>,
+    pub machine: Machine,
+    /// Boots retried after a failure, per boot.
+    pub retries: u32,
+    /// Host files the measurement needs in the guest, at the same paths.
+    pub guest_files: Vec<PathBuf>,
+    pub options: compare::Options,
+}
+
+/// How one boot ended.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The measurement's whole result.
+    Measured { result: serde_json::Value },
+    /// Why there is none, and the console's last lines.
+    Failed {
+        reason: String,
+        console: Vec<String>,
+    },
+}
+
+/// One boot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BootRecord {
+    pub arm: String,
+    pub round: u32,
+    /// 0 for the first try, 1 for the first retry.
+    pub attempt: u32,
+    /// From starting QEMU to its end.
+    pub seconds: f64,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+impl BootRecord {
+    pub fn result(&self) -> Option<&serde_json::Value> {
+        match &self.outcome {
+            Outcome::Measured { result } => Some(result),
+            Outcome::Failed { .. } => None,
+        }
+    }
+}
+
+/// An arm's primary figure over its good boots (one value per boot: the median of its runs).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ArmFigures {
+    pub arm: String,
+    /// The kernel releases its boots ran (one, unless the image changed).
+    pub releases: Vec<String>,
+    pub good_boots: usize,
+    pub failed_boots: usize,
+    /// Per good boot, in round order.
+    pub values: Vec<f64>,
+    pub summary: Option<Summary>,
+}
+
+/// The result of a campaign (kind `campaign`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Campaign {
+    #[serde(flatten)]
+    pub envelope: Envelope,
+    pub id: String,
+    pub created_unix: u64,
+    pub via: String,
+    pub machine: Machine,
+    pub arms: Vec<Arm>,
+    pub measure: Vec<String>,
+    pub seed: u64,
+    /// Per round, the arms in the order they were booted.
+    pub order: Vec<Vec<String>>,
+    pub boots: Vec<BootRecord>,
+    /// The metric the figures and the comparison are of, and its unit.
+    pub metric: String,
+    pub unit: String,
+    pub figures: Vec<ArmFigures>,
+    /// Each arm against the first with boots as units, paired by round; `None` when fewer
+    /// than two arms have 3 good boots.
+    pub comparison: Option<Comparison>,
+    /// Every planned boot measured.
+    pub complete: bool,
+    pub warnings: Vec<String>,
+}
+
+/// An arm needs this many good boots for a verdict.
+pub const MIN_BOOTS: usize = 3;
+
+/// Refuse, before anything boots, what cannot work: no QEMU, a file that is not a kernel, a
+/// rules file that is missing or has lines syscost cannot set up, arms named twice.
+pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
+    qemu::check_installed()?;
+    if plan.arms.len() < 2 {
+        bail!("a campaign compares two arms or more: give --arm NAME=KERNEL at least twice");
+    }
+    if plan.measure.is_empty() {
+        bail!("give the measuring command after --, e.g. -- run syscall --runs 3");
+    }
+    let mut rules = Vec::new();
+    for (i, a) in plan.arms.iter().enumerate() {
+        if plan.arms[..i].iter().any(|b| b.name == a.name) {
+            bail!("--arm {}: the name is given twice", a.name);
+        }
+        qemu::check_bzimage(&a.kernel)?;
+        if let Some(r) = &a.rules {
+            let text = std::fs::read_to_string(r)
+                .with_context(|| format!("--audit-rules {}: cannot read it", r.display()))?;
+            crate::audit::rules_file::parse(&text, &r.display().to_string())?;
+            rules.push((a.name.clone(), text));
+        }
+    }
+    Ok(rules)
+}
+
+/// Rounds of arm indices, each a shuffle of every arm by a generator seeded with `seed`.
+pub fn order(arms: usize, rounds: u32, seed: u64) -> Vec<Vec<usize>> {
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+    (0..rounds)
+        .map(|_| {
+            let mut r: Vec<usize> = (0..arms).collect();
+            r.shuffle(&mut rng);
+            r
+        })
+        .collect()
+}
+
+/// The initramfs every boot of the campaign starts from.
+fn build_initramfs(plan: &CampaignPlan, rules: &[(String, String)], dir: &Path) -> Result<PathBuf> {
+    let mut guest = GuestPlan {
+        measure: plan.measure.clone(),
+        ..GuestPlan::default()
+    };
+    let mut named = Vec::new();
+    for (arm, text) in rules {
+        let path = format!("/campaign/rules/{arm}.rules");
+        guest.rules.insert(arm.clone(), path.clone());
+        named.push((path, text.clone().into_bytes()));
+    }
+    named.push((PLAN_PATH.into(), serde_json::to_vec(&guest)?));
+    let out = dir.join("initramfs.cpio");
+    let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
+    let contents = Contents {
+        files: plan.guest_files.clone(),
+        named,
+    };
+    initramfs::build(&exe, &contents, &out)?;
+    Ok(out)
+}
+
+/// What a boot of `arm` is told on its command line.
+fn kernel_command_line(arm: &Arm) -> String {
+    format!(
+        "console=ttyS0 panic=-1 quiet {ARM_PARAM}={} {}",
+        arm.name, arm.append
+    )
+    .trim()
+    .to_string()
+}
+
+/// Boot `arm` until it is measured or its retries are spent; every try is recorded.
+fn boot_arm(
+    plan: &CampaignPlan,
+    arm: &Arm,
+    round: u32,
+    initrd: &Path,
+    dir: &Path,
+    boots: &mut Vec<BootRecord>,
+    progress: &mut dyn FnMut(&BootRecord),
+) -> Result<()> {
+    for attempt in 0..=plan.retries {
+        let bootdir = dir.join(format!("round{round}-{}-try{attempt}", arm.name));
+        std::fs::create_dir_all(&bootdir)?;
+        let started = Instant::now();
+        let ended = qemu::boot(
+            &plan.machine,
+            &qemu::Boot {
+                kernel: &arm.kernel,
+                initrd,
+                append: kernel_command_line(arm),
+                dir: &bootdir,
+            },
+        )?;
+        let outcome = outcome_of(ended);
+        let ok = matches!(outcome, Outcome::Measured { .. });
+        boots.push(BootRecord {
+            arm: arm.name.clone(),
+            round,
+            attempt,
+            seconds: started.elapsed().as_secs_f64(),
+            outcome,
+        });
+        progress(boots.last().expect("just pushed"));
+        let _ = std::fs::remove_dir_all(&bootdir);
+        if ok {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn outcome_of(ended: Ended) -> Outcome {
+    match ended {
+        Ended::Measured(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(result) => Outcome::Measured { result },
+            Err(e) => Outcome::Failed {
+                reason: format!("the result sent back is not JSON ({e})"),
+                console: Vec::new(),
+            },
+        },
+        Ended::Failed { reason, console } => Outcome::Failed { reason, console },
+    }
+}
+
+/// Run the campaign: check, build the initramfs, boot every round, compare.
+pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result<Campaign> {
+    let rules = check(plan)?;
+    let dir = crate::boot::workdir()?;
+    let initrd = build_initramfs(plan, &rules, dir.path())?;
+    if plan.machine.accel == Accel::Kvm {
+        qemu::kvm_works(&plan.arms[0].kernel, dir.path()).map_err(|why| {
+            anyhow::anyhow!(
+                "KVM does not work here: {why}. --accel tcg emulates the CPU instead (its \
+                 figures follow the instructions executed, not the hardware)"
+            )
+        })?;
+    }
+    let order = order(plan.arms.len(), plan.boots, plan.seed);
+    let mut boots = Vec::new();
+    for (round, arms) in order.iter().enumerate() {
+        for &a in arms {
+            let round = round as u32 + 1;
+            boot_arm(
+                plan,
+                &plan.arms[a],
+                round,
+                &initrd,
+                dir.path(),
+                &mut boots,
+                progress,
+            )?;
+        }
+    }
+    let names = |r: &Vec<usize>| r.iter().map(|&a| plan.arms[a].name.clone()).collect();
+    analyse(plan, order.iter().map(names).collect(), boots)
+}
+
+/// The figures per arm and the comparison of the arms, from the boots.
+pub fn analyse(
+    plan: &CampaignPlan,
+    order: Vec<Vec<String>>,
+    boots: Vec<BootRecord>,
+) -> Result<Campaign> {
+    let mut warnings = Vec::new();
+    let views = good_views(plan, &boots, &mut warnings);
+    let metric = plan.options.primary.clone();
+    let figures: Vec<ArmFigures> = plan
+        .arms
+        .iter()
+        .zip(&views)
+        .map(|(a, v)| figures_of(a, v, &boots, plan.boots, &metric))
+        .collect();
+    let unit = views
+        .iter()
+        .flatten()
+        .find_map(|(_, v)| v.metric(&metric).map(|m| m.unit.clone()))
+        .unwrap_or_default();
+    let comparison = compare_arms(plan, &views, &mut warnings)?;
+    let complete = figures.iter().all(|f| f.failed_boots == 0);
+    Ok(Campaign {
+        envelope: Envelope::new(Kind::Campaign),
+        id: campaign_id(plan.seed),
+        created_unix: crate::core::now_unix(),
+        via: "qemu".into(),
+        machine: plan.machine.clone(),
+        arms: plan.arms.clone(),
+        measure: plan.measure.clone(),
+        seed: plan.seed,
+        order,
+        boots,
+        metric,
+        unit,
+        figures,
+        comparison,
+        complete,
+        warnings,
+    })
+}
+
+/// The campaign's id: when it started and its seed.
+fn campaign_id(seed: u64) -> String {
+    format!("{}-{seed}", crate::core::now_unix())
+}
+
+/// Per arm, its good boots' results as views with their round, in round order. A result of a
+/// kind that is not compared (an audit sweep, a probe) is kept whole but gives no figure.
+fn good_views(
+    plan: &CampaignPlan,
+    boots: &[BootRecord],
+    warnings: &mut Vec<String>,
+) -> Vec<Vec<(u32, ResultView)>> {
+    let mut out: Vec<Vec<(u32, ResultView)>> = vec![Vec::new(); plan.arms.len()];
+    for b in boots {
+        let (Some(result), Some(i)) = (b.result(), plan.arms.iter().position(|a| a.name == b.arm))
+        else {
+            continue;
+        };
+        let name = format!("{} round {}", b.arm, b.round);
+        match ResultView::from_text(&name, &result.to_string()) {
+            Ok(v) => out[i].push((b.round, v)),
+            Err(e) => warnings.push(format!("{name}: kept whole, not compared ({e})")),
+        }
+    }
+    out
+}
+
+fn figures_of(
+    arm: &Arm,
+    views: &[(u32, ResultView)],
+    boots: &[BootRecord],
+    rounds: u32,
+    metric: &str,
+) -> ArmFigures {
+    let values: Vec<f64> = views
+        .iter()
+        .filter_map(|(_, v)| v.metric(metric).filter(|m| !m.values.is_empty()))
+        .map(|m| crate::stats::median(&m.values))
+        .collect();
+    let mut releases: Vec<String> = views
+        .iter()
+        .filter_map(|(_, v)| v.environment.kernel_release.clone())
+        .collect();
+    releases.sort();
+    releases.dedup();
+    let good = boots
+        .iter()
+        .filter(|b| b.arm == arm.name && b.result().is_some())
+        .count();
+    ArmFigures {
+        arm: arm.name.clone(),
+        releases,
+        good_boots: good,
+        failed_boots: (rounds as usize).saturating_sub(good),
+        summary: Summary::of(&values),
+        values,
+    }
+}
+
+/// Each arm with 3 good boots or more against the first, paired by round over the rounds in
+/// which all of them were measured.
+fn compare_arms(
+    plan: &CampaignPlan,
+    views: &[Vec<(u32, ResultView)>],
+    warnings: &mut Vec<String>,
+) -> Result<Option<Comparison>> {
+    let (arms, short): (Vec<usize>, Vec<usize>) =
+        (0..views.len()).partition(|&i| views[i].len() >= MIN_BOOTS);
+    for &i in &short {
+        warnings.push(format!(
+            "{}: {} good boot(s), fewer than {MIN_BOOTS}: its figures are shown, no verdict",
+            plan.arms[i].name,
+            views[i].len()
+        ));
+    }
+    if arms.len() < 2 || arms[0] != 0 {
+        return Ok(None);
+    }
+    let rounds: Vec<u32> = views[0]
+        .iter()
+        .map(|(r, _)| *r)
+        .filter(|r| arms.iter().all(|&i| views[i].iter().any(|(x, _)| x == r)))
+        .collect();
+    let mut variants = Vec::new();
+    for &i in &arms {
+        let in_rounds: Vec<&ResultView> = views[i]
+            .iter()
+            .filter(|(r, _)| rounds.contains(r))
+            .map(|(_, v)| v)
+            .collect();
+        let (v, w) = groups::boots_in_order(&plan.arms[i].name, &in_rounds)?;
+        warnings.extend(w);
+        variants.push(v);
+    }
+    let options = compare::Options {
+        configurations: true,
+        paired: true,
+        ..plan.options.clone()
+    };
+    compare::compare(variants, &options).map(Some)
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn every_round_boots_every_arm_once_in_a_seeded_shuffle() {
+        let o = order(4, 12, 7);
+        assert_eq!(o.len(), 12);
+        for r in &o {
+            let mut s = r.clone();
+            s.sort();
+            assert_eq!(s, [0, 1, 2, 3]);
+        }
+        assert_eq!(o, order(4, 12, 7), "the seed repeats the order");
+        assert_ne!(o, order(4, 12, 8));
+        assert!(o.iter().any(|r| r != &o[0]), "rounds are shuffled anew");
+    }
+}

@@ -1,0 +1,176 @@
+//! A campaign: the audit series' table over boots per arm (boots, min, mean, median, max,
+//! pstdev), each arm against the first with boots as units paired by round, the ranking of
+//! many arms, the order the boots ran in, and every failed boot with its reason.
+
+use super::Render;
+use super::format::{Cell, Format, Grid};
+use super::html::{Section, compare_section};
+use super::loaded::{Entry, ResultKind};
+use crate::core::Kind;
+use crate::experiments::campaign::{Campaign, Outcome};
+
+impl Campaign {
+    /// One row per arm: its boots and the spread of the per-boot values.
+    pub fn figures_grid(&self) -> Grid {
+        let mut g = Grid::new(&[
+            "arm", "kernel", "boots", "failed", "min", "mean", "median", "max", "pstdev",
+        ])
+        .right(2..=8)
+        .title(format!(
+            " {} ({}) per arm, one value per boot (the median of its runs)",
+            self.metric, self.unit
+        ));
+        for f in &self.figures {
+            let mut row: Vec<Cell> = vec![
+                f.arm.clone().into(),
+                f.releases.join(", ").into(),
+                Cell::Int(f.good_boots as i64),
+                Cell::Int(f.failed_boots as i64),
+            ];
+            match &f.summary {
+                Some(s) => row.extend([
+                    Cell::Num(s.min),
+                    Cell::Num(s.mean),
+                    Cell::Num(s.median),
+                    Cell::Num(s.max),
+                    Cell::Spread {
+                        value: s.pstdev,
+                        pct: s.pstdev_pct,
+                    },
+                ]),
+                None => row.extend(std::iter::repeat_n(Cell::Missing, 5)),
+            }
+            g.row(row);
+        }
+        g
+    }
+
+    /// The boots that failed, each with its reason and the console's last line.
+    pub fn failures_grid(&self) -> Option<Grid> {
+        let mut g = Grid::new(&["arm", "round", "try", "reason"])
+            .right([1, 2])
+            .title(" Failed boots");
+        for b in &self.boots {
+            if let Outcome::Failed { reason, console } = &b.outcome {
+                let last = console.last().map(|l| format!(" (console: {l})"));
+                g.row([
+                    b.arm.clone().into(),
+                    Cell::Int(b.round as i64),
+                    Cell::Int(b.attempt as i64 + 1),
+                    format!("{reason}{}", last.unwrap_or_default()).into(),
+                ]);
+            }
+        }
+        (!g.rows.is_empty()).then_some(g)
+    }
+
+    fn accel_line(&self) -> Option<String> {
+        (self.machine.accel == crate::boot::qemu::Accel::Tcg).then(|| {
+            " Emulated (QEMU TCG): figures follow the instructions executed, not this machine's \
+             hardware; compare them only with other TCG results"
+                .to_string()
+        })
+    }
+}
+
+impl Render for Campaign {
+    fn preamble(&self) -> Vec<String> {
+        let order: Vec<String> = self.order.iter().map(|r| r.join(" ")).collect();
+        let mut lines = vec![
+            format!(
+                " Campaign {}: {} arm(s) x {} round(s) in {} ({}, {} vCPU, {} MiB), measured \
+                 by `syscost {}`",
+                self.id,
+                self.arms.len(),
+                self.order.len(),
+                self.via,
+                self.machine.accel.name(),
+                self.machine.cpus,
+                self.machine.memory_mib,
+                self.measure.join(" ")
+            ),
+            format!(
+                " Each round boots every arm once, in a shuffled order (seed {}): {}",
+                self.seed,
+                order.join(" | ")
+            ),
+        ];
+        lines.extend(self.accel_line());
+        if !self.complete {
+            lines.push(" INCOMPLETE: some boots failed (see the failed boots below)".into());
+        }
+        lines.extend(self.warnings.iter().map(|w| format!(" warning: {w}")));
+        lines
+    }
+
+    fn grids(&self) -> Vec<Grid> {
+        let mut out = vec![self.figures_grid()];
+        if let Some(c) = &self.comparison {
+            let mut d = c.delta_grid();
+            d.title = Some(format!(
+                " Each arm against {}: boots are the units, paired by round; {}",
+                self.arms[0].name, c.analysis
+            ));
+            d.notes = c.notes();
+            out.push(d);
+            out.extend(c.ranking_grid());
+        }
+        out.extend(self.failures_grid());
+        out
+    }
+
+    /// For a mail, the deltas come one block per metric.
+    fn text(&self, format: Format) -> String {
+        let mut grids = vec![self.figures_grid()];
+        match &self.comparison {
+            Some(c) if format.layout().for_mail() => grids.extend(c.delta_blocks()),
+            _ => return super::format::render(format, &self.preamble(), &self.grids()),
+        }
+        grids.extend(self.failures_grid());
+        super::format::render(format, &self.preamble(), &grids)
+    }
+}
+
+/// A campaign: its comparison's charts and its tables.
+pub const ENTRY: Entry = Entry::of::<Campaign>(Kind::Campaign, &["compare"]);
+
+impl ResultKind for Campaign {
+    fn kind(&self) -> Kind {
+        Kind::Campaign
+    }
+
+    fn damage(&self) -> Option<String> {
+        if self.arms.is_empty() {
+            return Some("a campaign with no arms".into());
+        }
+        self.comparison
+            .as_ref()
+            .and_then(super::compare::comparison_damage)
+    }
+
+    fn title(&self) -> String {
+        format!("Campaign {}: {}", self.id, self.measure.join(" "))
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        for line in self.preamble() {
+            s.meta(&line);
+        }
+        s.table(&self.figures_grid());
+        if let Some(c) = &self.comparison {
+            compare_section(s, c);
+        }
+        if let Some(f) = self.failures_grid() {
+            s.table(&f);
+        }
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        let c = self.comparison.as_ref()?;
+        (name == "compare").then(|| Ok(super::charts::compare_chart(c)))
+    }
+}

@@ -1,0 +1,325 @@
+//! End-to-end: `syscost campaign` boots real Debian kernels in QEMU (TCG: this machine has no
+//! nested virtualisation), measures inside each boot, and compares with boots as units.
+//! scripts/test.sh installs qemu-system-x86 and unpacks two Debian kernel images into
+//! target/kernels/boot; without them these tests say so and skip.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The unpacked Debian kernels, oldest first.
+fn kernels() -> Option<Vec<PathBuf>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kernels/boot");
+    let mut k: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("vmlinuz-")
+        })
+        .collect();
+    k.sort();
+    let qemu = std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if k.len() < 2 || !qemu {
+        println!(
+            "skipped: needs qemu-system-x86_64 and two kernels in {} (scripts/test.sh fetches them)",
+            dir.display()
+        );
+        return None;
+    }
+    Some(k)
+}
+
+const MEASURE: &[&str] = &[
+    "run",
+    "syscall",
+    "--runs",
+    "3",
+    "--samples",
+    "3",
+    "--sample-time",
+    "30ms",
+];
+
+/// A temporary directory for one test: TMPDIR of the campaign (its work files go there) and
+/// where its outputs are written.
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn campaign(tmp: &Path, args: &[String]) -> std::process::Output {
+    let history = tmp.join("history.sqlite");
+    syscost()
+        .env("TMPDIR", tmp)
+        .arg("campaign")
+        .args(["--accel", "tcg", "--history"])
+        .arg(&history)
+        .args(args)
+        .arg("--")
+        .args(MEASURE)
+        .output()
+        .unwrap()
+}
+
+fn arm(name: &str, kernel: &Path) -> Vec<String> {
+    vec!["--arm".into(), format!("{name}={}", kernel.display())]
+}
+
+/// Work files left in `tmp` by campaigns.
+fn leftovers(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("syscost-campaign-"))
+        .collect()
+}
+
+#[test]
+fn two_kernels_over_two_rounds_each_boot_its_own_kernel() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let out_file = tmp.path().join("campaign.json");
+    let mut args = [arm("old", &k[0]), arm("new", &k[1])].concat();
+    args.extend(["--boots", "2", "--seed", "5", "-o"].map(String::from));
+    args.push(out_file.display().to_string());
+    let out = campaign(tmp.path(), &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(c["kind"], "campaign");
+    assert_eq!(c["seed"], 5);
+    let order = c["order"].as_array().unwrap();
+    assert_eq!(order.len(), 2);
+    for round in order {
+        let mut r: Vec<&str> = round
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        r.sort();
+        assert_eq!(r, ["new", "old"], "every round boots every arm once");
+    }
+    let boots = c["boots"].as_array().unwrap();
+    assert_eq!(boots.len(), 4);
+    for b in boots {
+        assert_eq!(b["outcome"], "measured", "{b}");
+        let release = b["result"]["environment"]["kernel_release"]
+            .as_str()
+            .unwrap();
+        let kernel = if b["arm"] == "old" { &k[0] } else { &k[1] };
+        assert!(
+            kernel.to_string_lossy().ends_with(release),
+            "{} booted {release}",
+            b["arm"]
+        );
+    }
+    // Every boot is in the history, tagged with its campaign, arm, round and accel.
+    assert_eq!(err.matches("recorded as history entry").count(), 4, "{err}");
+    let list = syscost()
+        .args(["history", "list", "--history"])
+        .arg(tmp.path().join("history.sqlite"))
+        .args(["--tag", "accel=tcg", "--format", "csv"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert_eq!(listed.matches("arm=old").count(), 2, "{listed}");
+    assert_eq!(listed.matches("arm=new").count(), 2, "{listed}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Emulated (QEMU TCG)"), "{text}");
+    assert!(leftovers(tmp.path()).is_empty());
+}
+
+#[test]
+fn audit_rules_make_getpid_slower_with_boots_as_units() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    // 40 exit rules on syscalls getpid never makes: walked on every syscall exit all the same.
+    let rules: String = ["acct", "swapon", "swapoff", "sethostname", "setdomainname"]
+        .iter()
+        .cycle()
+        .take(40)
+        .enumerate()
+        .map(|(i, s)| format!("-a always,exit -F arch=b64 -S {s} -k r{i}\n"))
+        .collect();
+    let rules_file = tmp.path().join("forty.rules");
+    std::fs::write(&rules_file, rules).unwrap();
+    let mut args = [arm("audit0", &k[0]), arm("audit1", &k[0])].concat();
+    args.extend(
+        [
+            "--append",
+            "audit0=audit=0",
+            "--append",
+            "audit1=audit=1",
+            "--format",
+            "json",
+        ]
+        .map(String::from),
+    );
+    args.extend([
+        "--audit-rules".into(),
+        format!("audit1={}", rules_file.display()),
+    ]);
+    let out = campaign(tmp.path(), &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        c["order"].as_array().unwrap().len(),
+        6,
+        "the default decides: 6 rounds"
+    );
+    let d = &c["comparison"]["deltas"][0];
+    assert_eq!(d["metric"], "time");
+    assert_eq!(d["verdict"], "slower", "{d}");
+    assert_eq!(c["comparison"]["variants"][0]["unit"], "boot");
+}
+
+#[test]
+fn a_file_that_is_not_a_kernel_is_refused_before_any_boot() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let fake = tmp.path().join("bzImage");
+    std::fs::write(&fake, vec![0u8; 8192]).unwrap();
+    let out = campaign(tmp.path(), &[arm("a", &k[0]), arm("b", &fake)].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is not a kernel image"), "{err}");
+    assert!(!err.contains("round 1"), "nothing booted: {err}");
+    let missing = campaign(
+        tmp.path(),
+        &[
+            arm("a", &k[0]),
+            arm("b", &k[0]),
+            vec!["--audit-rules".into(), "b=/nonexistent.rules".into()],
+        ]
+        .concat(),
+    );
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        err.contains("--audit-rules /nonexistent.rules: cannot read it"),
+        "{err}"
+    );
+}
+
+#[test]
+fn boots_that_cannot_finish_are_recorded_and_the_campaign_goes_on() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let out_file = tmp.path().join("c.json");
+    let mut args = [arm("ok", &k[0]), arm("noinit", &k[0])].concat();
+    // An init that does not exist: the kernel panics, QEMU ends, the boot has no result.
+    args.extend(
+        [
+            "--append",
+            "noinit=rdinit=/nonexistent",
+            "--boots",
+            "1",
+            "--retries",
+            "1",
+            "-o",
+        ]
+        .map(String::from),
+    );
+    args.push(out_file.display().to_string());
+    let out = campaign(tmp.path(), &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "incomplete: {err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(c["complete"], false);
+    let boots = c["boots"].as_array().unwrap();
+    let failed: Vec<&Value> = boots.iter().filter(|b| b["arm"] == "noinit").collect();
+    assert_eq!(failed.len(), 2, "tried, then retried once");
+    for b in failed {
+        assert_eq!(b["outcome"], "failed");
+        assert!(
+            b["reason"].as_str().unwrap().contains("without a result"),
+            "{b}"
+        );
+        assert!(
+            !b["console"].as_array().unwrap().is_empty(),
+            "the console's last lines"
+        );
+    }
+    assert!(
+        boots
+            .iter()
+            .any(|b| b["arm"] == "ok" && b["outcome"] == "measured")
+    );
+    // A boot that outlives its timeout is stopped.
+    let mut args = [arm("a", &k[0]), arm("b", &k[0])].concat();
+    args.extend(["--boots", "1", "--retries", "0", "--boot-timeout", "1s"].map(String::from));
+    let out = campaign(tmp.path(), &args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(text.matches("timed out after 1s").count(), 2, "{text}");
+    assert!(leftovers(tmp.path()).is_empty());
+}
+
+/// QEMU processes started from the campaign work files under `tmp`.
+fn qemus_of(tmp: &Path) -> Vec<u32> {
+    let needle = tmp.display().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd);
+            cmd.starts_with("qemu-system") && cmd.contains(&needle)
+        })
+        .collect()
+}
+
+#[test]
+fn ctrl_c_mid_boot_stops_qemu_and_leaves_nothing() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .env("TMPDIR", tmp.path())
+        .env("SYSCOST_HISTORY", TEST_HISTORY)
+        .args(["campaign", "--accel", "tcg", "--boots", "3"])
+        .args(arm("a", &k[0]))
+        .args(arm("b", &k[1]))
+        .arg("--")
+        .args(MEASURE)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while qemus_of(tmp.path()).is_empty() {
+        assert!(Instant::now() < deadline, "QEMU did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(qemus_of(tmp.path()).is_empty(), "QEMU still runs");
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
+}
