@@ -235,19 +235,18 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         append: "console=ttyS0 earlyprintk=serial panic=-1".into(),
         dir,
     };
-    match boot(&m, &b) {
-        Err(e) => Err(format!("{e:#}")),
-        Ok(_) => {
-            let console = std::fs::read(dir.join("console.log")).unwrap_or_default();
-            if String::from_utf8_lossy(&console).contains("Linux version") {
-                Ok(())
-            } else {
-                Err(format!(
-                    "a KVM guest printed nothing in {} s (no nested virtualisation?)",
-                    m.timeout.as_secs()
-                ))
-            }
-        }
+    let ended = boot(&m, &b).map_err(|e| format!("{e:#}"))?;
+    let console = std::fs::read(dir.join("console.log")).unwrap_or_default();
+    if String::from_utf8_lossy(&console).contains("Linux version") {
+        return Ok(());
+    }
+    match ended {
+        Ended::Failed { reason, .. } if reason.starts_with("timed out") => Err(format!(
+            "a KVM guest printed nothing in {} s (no nested virtualisation?)",
+            m.timeout.as_secs()
+        )),
+        Ended::Failed { reason, .. } => Err(format!("a KVM guest did not start: {reason}")),
+        Ended::Measured(_) => Err("a KVM probe boot sent a result it cannot have".into()),
     }
 }
 
