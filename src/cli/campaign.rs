@@ -45,8 +45,8 @@ pub struct CampaignArgs {
     /// --alpha: 6 for two arms].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub boots: Option<u32>,
-    /// Seeds the boot order of every round (and the bootstrap) [default: from the clock,
-    /// printed].
+    /// The boot order of every round (and the bootstrap) is seeded by this number [default:
+    /// from the clock, printed].
     #[arg(long)]
     pub seed: Option<u64>,
     /// How the guest CPU runs: kvm (used only after a probe boot shows it works) or tcg

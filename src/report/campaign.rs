@@ -28,16 +28,7 @@ impl Campaign {
                 Cell::Int(f.failed_boots as i64),
             ];
             match &f.summary {
-                Some(s) => row.extend([
-                    Cell::Num(s.min),
-                    Cell::Num(s.mean),
-                    Cell::Num(s.median),
-                    Cell::Num(s.max),
-                    Cell::Spread {
-                        value: s.pstdev,
-                        pct: s.pstdev_pct,
-                    },
-                ]),
+                Some(s) => row.extend(super::compare::spread_cells(s)),
                 None => row.extend(std::iter::repeat_n(Cell::Missing, 5)),
             }
             g.row(row);

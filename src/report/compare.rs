@@ -263,9 +263,14 @@ impl Comparison {
 
 /// `[label, n, min, mean, median, max, pstdev (+- x%)]`.
 pub fn summary_cells(label: &str, s: &Summary) -> Vec<Cell> {
-    vec![
-        label.into(),
-        Cell::Int(s.n as i64),
+    let mut cells = vec![label.into(), Cell::Int(s.n as i64)];
+    cells.extend(spread_cells(s));
+    cells
+}
+
+/// The audit series' spread: `[min, mean, median, max, pstdev (+- x%)]`.
+pub fn spread_cells(s: &Summary) -> [Cell; 5] {
+    [
         Cell::Num(s.min),
         Cell::Num(s.mean),
         Cell::Num(s.median),
