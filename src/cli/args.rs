@@ -325,7 +325,7 @@ pub fn copy_counts(s: &str) -> Result<Vec<u32>> {
 
 impl RunArgs {
     /// How each run is sampled: as given, else run's default (10 samples of 100 ms, the
-    /// median), or, with --until and nothing of it given, the floor (`runner::FLOOR`): the
+    /// median), or, with --until and nothing of it given, the floor (`runner::FLOOR_DESIGN`): the
     /// precision target is then met in seconds on a busy machine (README, "Noisy machines").
     pub(super) fn design(&self, commands: bool) -> (Estimator, u32, Duration) {
         let chosen = self.chosen().sampling || commands;

@@ -133,11 +133,6 @@ impl Variant {
     pub fn n(&self, primary: &str) -> usize {
         self.metric(primary).map(|m| m.values.len()).unwrap_or(0)
     }
-
-    /// A one-line description of the workload.
-    pub fn describe_workload(&self) -> String {
-        self.workload.describe()
-    }
 }
 
 /// Which workload parameters differ, as "key: a vs b".

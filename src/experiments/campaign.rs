@@ -300,11 +300,12 @@ pub fn analyse(
         .find_map(|(_, v)| v.metric(&metric).map(|m| m.unit.clone()))
         .unwrap_or_default();
     let comparison = compare_arms(plan, &views, &mut warnings)?;
+    let created_unix = crate::core::now_unix();
     let complete = figures.iter().all(|f| f.failed_boots == 0);
     Ok(Campaign {
         envelope: Envelope::new(Kind::Campaign),
-        id: campaign_id(plan.seed),
-        created_unix: crate::core::now_unix(),
+        id: format!("{created_unix}-{}", plan.seed),
+        created_unix,
         via: "qemu".into(),
         machine: plan.machine.clone(),
         arms: plan.arms.clone(),
@@ -319,11 +320,6 @@ pub fn analyse(
         complete,
         warnings,
     })
-}
-
-/// The campaign's id: when it started and its seed.
-fn campaign_id(seed: u64) -> String {
-    format!("{}-{seed}", crate::core::now_unix())
 }
 
 /// Per arm, its good boots' results as views with their round, in round order. A result of a

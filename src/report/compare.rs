@@ -294,7 +294,7 @@ impl Render for Comparison {
             format!(
                 " Comparing {} results of {}, per {}; baseline {}",
                 self.variants.len(),
-                base.describe_workload(),
+                base.workload.describe(),
                 base.op_name,
                 base.label
             ),

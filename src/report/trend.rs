@@ -13,10 +13,6 @@ use crate::core::Kind;
 use crate::stats::Interval;
 
 impl Trend {
-    fn describe_workload(&self) -> String {
-        self.workload.describe()
-    }
-
     /// The steps flagged as regressions.
     pub fn regressions(&self) -> usize {
         self.steps.iter().filter(|s| s.regression).count()
@@ -31,7 +27,7 @@ impl Render for Trend {
                 " Trend of {} ({}) of {} by {}, {} groups in order{}",
                 self.metric,
                 self.unit,
-                self.describe_workload(),
+                self.workload.describe(),
                 self.by,
                 self.points.len(),
                 if self.by == "kernel" {

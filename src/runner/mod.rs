@@ -31,26 +31,21 @@ use worker::{Mode, Reply, Request};
 
 pub use crate::results::CLOCK;
 
-/// The floor design: each run 100 samples of 10 ms, its value the fastest. On a busy host
-/// (this project's VM) it resolved a 2% change where 10 samples of 100 ms could not (README,
-/// noisy machines). `ab`'s default; suggested by a run's warnings when most runs were hit.
-pub const FLOOR: [(&str, &str); 3] = [
-    ("--estimator", "min"),
-    ("--sample-time", "10ms"),
-    ("--samples", "100"),
-];
-
-/// [`FLOOR`] as values: the estimator, the samples per run and the sample time.
+/// The floor design: each run 100 samples of 10 ms, its value the fastest (the estimator, the
+/// samples per run and the sample time). On a busy host (this project's VM) it resolved a 2%
+/// change where 10 samples of 100 ms could not (README, noisy machines). `ab`'s default;
+/// suggested by a run's warnings when most runs were hit.
 pub const FLOOR_DESIGN: (Estimator, u32, Duration) =
     (Estimator::Min, 100, Duration::from_millis(10));
 
 /// The floor design as command-line options, e.g. for a message.
 pub fn floor_options() -> String {
-    FLOOR
-        .iter()
-        .map(|(f, v)| format!("{f} {v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+    let (estimator, samples, time) = FLOOR_DESIGN;
+    format!(
+        "--estimator {} --sample-time {} --samples {samples}",
+        format!("{estimator:?}").to_lowercase(),
+        humantime::format_duration(time)
+    )
 }
 
 /// What to measure and how.

@@ -4,7 +4,7 @@
 //! CSV writes plain numbers a spreadsheet or pandas reads as numbers, an interval or a value
 //! with its spread as two columns.
 
-use crate::core::num::{fmt_num, fmt_p, group_thousands};
+use crate::core::num::{fmt_num, fmt_p};
 use crate::stats::Interval;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -12,8 +12,6 @@ pub enum Cell {
     Text(String),
     /// A measured value, printed with [`fmt_num`]'s digits.
     Num(f64),
-    /// A count, thousands grouped.
-    Count(u64),
     /// A small whole number (a rank, a number of runs), not grouped.
     Int(i64),
     /// A share or a relative spread in percent: "0.60%".
@@ -57,11 +55,6 @@ impl Cell {
         }
     }
 
-    /// `v` as [`Cell::Num`], or [`Cell::Missing`] when there is none.
-    pub fn num_or_missing(v: Option<f64>) -> Cell {
-        v.map_or(Cell::Missing, Cell::Num)
-    }
-
     /// An interval of values, or "-".
     pub fn interval(i: Option<(f64, f64)>) -> Cell {
         i.map_or(Cell::Missing, |(lo, hi)| {
@@ -75,7 +68,6 @@ impl Cell {
         match self {
             Cell::Text(s) => s.clone(),
             Cell::Num(v) => fmt_num(*v),
-            Cell::Count(n) => group_thousands(&n.to_string()),
             Cell::Int(n) => n.to_string(),
             Cell::Pct(v) => format!("{v:.2}%"),
             Cell::Change(v) => change(*v),
@@ -126,7 +118,6 @@ impl Cell {
             Cell::Text(s) => vec![s.clone()],
             Cell::Num(v) | Cell::Pct(v) | Cell::Change(v) | Cell::P(v) => vec![n(*v)],
             Cell::Shown { value, .. } => vec![n(*value)],
-            Cell::Count(c) => vec![c.to_string()],
             Cell::Int(c) => vec![c.to_string()],
             Cell::Interval(i) | Cell::ChangeInterval(i) => vec![n(i.lo), n(i.hi)],
             Cell::Spread { value, pct } => vec![n(*value), n(*pct)],
@@ -161,7 +152,6 @@ mod unit {
     fn human_text_is_what_the_tables_printed() {
         assert_eq!(Cell::Num(1234.5).text(), "1234.50");
         assert_eq!(Cell::Num(12345.6).text(), "12,346");
-        assert_eq!(Cell::Count(1234567).text(), "1,234,567");
         assert_eq!(Cell::Change(2.0).text(), "+2.00%");
         assert_eq!(Cell::Pct(0.6).text(), "0.60%");
         assert_eq!(
