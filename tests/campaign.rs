@@ -323,3 +323,145 @@ fn ctrl_c_mid_boot_stops_qemu_and_leaves_nothing() {
         leftovers(tmp.path())
     );
 }
+
+/// A disk for a kexec campaign's guest: an ext4 image (no journal, so a sync before each
+/// reboot leaves it whole) holding the kernels and the initramfs under boot/.
+fn kexec_disk(tmp: &Path, kernels: &[PathBuf], initramfs: &Path) -> PathBuf {
+    let root = tmp.join("disk");
+    std::fs::create_dir_all(root.join("boot")).unwrap();
+    std::fs::create_dir_all(root.join("var/lib/syscost")).unwrap();
+    for k in kernels {
+        std::fs::copy(k, root.join("boot").join(k.file_name().unwrap())).unwrap();
+    }
+    std::fs::copy(initramfs, root.join("boot/syscost.cpio")).unwrap();
+    let image = tmp.join("disk.img");
+    let mkfs = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-O", "^has_journal", "-d"])
+        .arg(&root)
+        .arg(&image)
+        .arg("512M")
+        .output()
+        .expect("mkfs.ext4 (e2fsprogs, in every Debian)");
+    assert!(mkfs.status.success(), "{mkfs:?}");
+    image
+}
+
+/// The words of a kexec campaign inside the guest over `arms` (name, kernel, append), its
+/// result written to [`KEXEC_RESULT`].
+fn kexec_campaign(arms: &[(&str, &Path, &str)], extra: &[&str]) -> Vec<String> {
+    let mut words: Vec<String> = ["campaign", "--via", "kexec", "--yes"]
+        .map(String::from)
+        .to_vec();
+    for (name, kernel, append) in arms {
+        let file = kernel.file_name().unwrap().to_string_lossy();
+        words.extend([
+            "--arm".into(),
+            format!("{name}=/boot/{file}"),
+            "--initrd".into(),
+            format!("{name}=/boot/syscost.cpio"),
+        ]);
+        if !append.is_empty() {
+            words.extend(["--append".into(), format!("{name}={append}")]);
+        }
+    }
+    words.extend(extra.iter().map(|s| s.to_string()));
+    words.extend(["--no-history", "-o", KEXEC_RESULT, "--"].map(String::from));
+    words.extend(MEASURE.iter().map(|s| s.to_string()));
+    words
+}
+
+const KEXEC_RESULT: &str = "/var/lib/syscost/kexec-campaign.json";
+
+/// Boot a guest from `kernel` whose init runs `words` (a kexec campaign) with a disk that
+/// outlives its kexecs; the campaign's result it sends back.
+fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>, firmware_reboot: bool) -> Value {
+    use syscost::boot::{guest::GuestPlan, initramfs, qemu};
+    let plan = GuestPlan {
+        measure: words,
+        result: Some(KEXEC_RESULT.into()),
+        ..GuestPlan::default()
+    };
+    let cpio = tmp.join("syscost.cpio");
+    let contents = initramfs::Contents {
+        files: Vec::new(),
+        named: vec![(
+            "/campaign/plan.json".into(),
+            serde_json::to_vec(&plan).unwrap(),
+        )],
+    };
+    initramfs::build(Path::new(env!("CARGO_BIN_EXE_syscost")), &contents, &cpio).unwrap();
+    let disk = kexec_disk(tmp, k, &cpio);
+    let machine = qemu::Machine {
+        accel: qemu::Accel::Tcg,
+        cpus: 2,
+        memory_mib: 1024,
+        timeout: Duration::from_secs(400),
+    };
+    let started = Instant::now();
+    let boot = qemu::Boot {
+        kernel: &k[1],
+        initrd: &cpio,
+        append: "console=ttyS0 panic=-1 syscost.disk=/dev/nvme0n1".into(),
+        dir: tmp,
+        disk: Some(&disk),
+        firmware_reboot,
+    };
+    let bytes = match qemu::boot(&machine, &boot).unwrap() {
+        qemu::Ended::Measured(b) => b,
+        qemu::Ended::Failed { reason, console } => panic!("{reason}\n{}", console.join("\n")),
+    };
+    println!("the guest's kexec campaign took {:.1?}", started.elapsed());
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[test]
+fn a_kexec_campaign_runs_inside_a_guest_on_itself() {
+    let Some(k) = kernels() else { return };
+    let _s = serial();
+    let tmp = scratch();
+    let arms = [("old", k[0].as_path(), ""), ("new", k[1].as_path(), "")];
+    let words = kexec_campaign(&arms, &["--boots", "2", "--seed", "3"]);
+    let c = kexec_guest(tmp.path(), &k, words, false);
+    assert_eq!(c["kind"], "campaign");
+    assert_eq!(c["via"], "kexec");
+    assert_eq!(c["seed"], 3);
+    assert_eq!(c["complete"], true, "{}", c["boots"]);
+    let boots = c["boots"].as_array().unwrap();
+    assert_eq!(boots.len(), 4);
+    for b in boots {
+        let release = b["result"]["environment"]["kernel_release"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{b}"));
+        let kernel = if b["arm"] == "old" { &k[0] } else { &k[1] };
+        assert!(kernel.to_string_lossy().ends_with(release), "{b}");
+        let cmdline = b["result"]["environment"]["cmdline"].as_str().unwrap_or("");
+        assert!(cmdline.contains("syscost.campaign="), "{cmdline}");
+    }
+    let rounds: Vec<u64> = boots.iter().map(|b| b["round"].as_u64().unwrap()).collect();
+    assert_eq!(rounds, [1, 1, 2, 2], "booted round after round");
+}
+
+#[test]
+fn a_kexec_boot_that_does_not_come_up_falls_back_and_is_recorded() {
+    let Some(k) = kernels() else { return };
+    let _s = serial();
+    let tmp = scratch();
+    // The "bad" arm panics (no init); the guest then reboots from QEMU's own kernel, as a
+    // machine's firmware boots its default entry, and the hook records the failure.
+    let arms = [
+        ("old", k[0].as_path(), ""),
+        ("bad", k[1].as_path(), "rdinit=/nonexistent"),
+    ];
+    let words = kexec_campaign(&arms, &["--boots", "1", "--retries", "0"]);
+    let c = kexec_guest(tmp.path(), &k, words, true);
+    assert_eq!(c["complete"], false);
+    let boots = c["boots"].as_array().unwrap();
+    let bad: Vec<&Value> = boots.iter().filter(|b| b["arm"] == "bad").collect();
+    assert_eq!(bad.len(), 1, "{boots:?}");
+    assert_eq!(bad[0]["outcome"], "failed");
+    let reason = bad[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("did not come up"), "{reason}");
+    let old: Vec<&Value> = boots.iter().filter(|b| b["arm"] == "old").collect();
+    assert_eq!(old.len(), 1);
+    assert_eq!(old[0]["outcome"], "measured", "{}", old[0]);
+}

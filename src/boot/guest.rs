@@ -5,19 +5,21 @@
 //! fails is sent back as the reason instead; a panic of the kernel ends QEMU by itself
 //! (`panic=-1` with `-no-reboot`).
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::path::Path;
 
 /// Where the campaign's plan for the guest is in the initramfs.
 pub const PLAN_PATH: &str = "/campaign/plan.json";
 /// The kernel command-line parameter naming the arm of this boot.
 pub const ARM_PARAM: &str = "syscost.arm";
+/// The kernel command-line parameter naming a disk to keep state on (see [`mount_disk`]).
+pub const DISK_PARAM: &str = "syscost.disk";
 /// The result channel: the second serial port.
 const CHANNEL: &str = "/dev/ttyS1";
-const RESULT_FILE: &str = "/tmp/syscost-result.json";
 
 /// What every boot of a campaign is told: the measuring command and each arm's audit rules
 /// (encoded, paths inside the initramfs).
@@ -25,6 +27,10 @@ const RESULT_FILE: &str = "/tmp/syscost-result.json";
 pub struct GuestPlan {
     pub measure: Vec<String>,
     pub rules: BTreeMap<String, String>,
+    /// The file sent back, when the measuring command writes it itself (its own `-o`);
+    /// otherwise `-o` is added to the command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
 }
 
 /// The frames on the channel: a result, or why there is none.
@@ -89,37 +95,84 @@ pub fn init() -> ! {
 fn measure() -> Result<Vec<u8>> {
     mount_all()?;
     let cmdline = std::fs::read_to_string("/proc/cmdline")?;
-    let arm = param(&cmdline, ARM_PARAM)
-        .ok_or_else(|| anyhow!("no {ARM_PARAM}= on the kernel command line"))?;
+    mount_disk(&cmdline)?;
     let plan: GuestPlan = serde_json::from_slice(&std::fs::read(PLAN_PATH)?)
         .context("the campaign's plan in the initramfs")?;
-    if let Some(path) = plan.rules.get(arm) {
-        load_rules(path)?;
+    if Path::new(super::hook::STATE_DIR)
+        .join("state.json")
+        .exists()
+    {
+        return resume_kexec_campaign(&plan);
     }
-    let out = std::process::Command::new("/init")
-        .args(with_output(&plan.measure))
-        .env("SYSCOST_HISTORY", "/tmp/history.sqlite")
-        .output()
-        .context("cannot start the measurement")?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = err.lines().rev().take(5).collect();
-        bail!(
-            "the measurement failed ({}): {}",
-            out.status,
-            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-        );
+    let rules = match param(&cmdline, ARM_PARAM) {
+        Some(arm) => match plan.rules.get(arm) {
+            Some(path) => Some((std::fs::read_to_string(path)?, path.clone())),
+            None => None,
+        },
+        None => None,
+    };
+    match &plan.result {
+        None => super::measure_here(
+            &plan.measure,
+            rules.as_ref().map(|(t, p)| (t.as_str(), p.as_str())),
+        ),
+        Some(path) => {
+            run_here(&plan.measure)?;
+            std::fs::read(path).with_context(|| format!("the measurement wrote no {path}"))
+        }
     }
-    std::fs::read(RESULT_FILE).context("the measurement wrote no result")
 }
 
-/// The measuring words with `-o RESULT_FILE` among syscost's options (before a `--`).
-fn with_output(words: &[String]) -> Vec<String> {
-    let split = words.iter().position(|w| w == "--").unwrap_or(words.len());
-    let mut out = words[..split].to_vec();
-    out.extend(["-o".to_string(), RESULT_FILE.to_string()]);
-    out.extend(words[split..].iter().cloned());
-    out
+/// The init is a kexec campaign's boot hook: resume it (the resume reboots into the next arm,
+/// so it returns only after the last boot), then send back what the plan names.
+fn resume_kexec_campaign(plan: &GuestPlan) -> Result<Vec<u8>> {
+    run_here(&["campaign".to_string(), "resume".to_string()])?;
+    let path = plan
+        .result
+        .as_deref()
+        .context("a kexec campaign ended, but the guest's plan names no result file")?;
+    std::fs::read(path).with_context(|| format!("the campaign wrote no {path}"))
+}
+
+/// Run syscost's `words` in this boot, its output on the console.
+fn run_here(words: &[String]) -> Result<()> {
+    let st = std::process::Command::new("/init")
+        .args(words)
+        .env("SYSCOST_HISTORY", "/tmp/history.sqlite")
+        .status()
+        .context("cannot start syscost")?;
+    if !st.success() && st.code() != Some(4) {
+        bail!("`syscost {}` failed ({st})", words.join(" "));
+    }
+    Ok(())
+}
+
+/// `syscost.disk=DEV`: a disk holding what must outlive a kexec (a kexec campaign's state and
+/// the kernels it boots), an ext4 file system mounted on /disk whose `boot` and
+/// `var/lib/syscost` are bound on /boot and /var/lib/syscost. Waits for the device: a disk
+/// controller is probed after the init starts.
+fn mount_disk(cmdline: &str) -> Result<()> {
+    let Some(dev) = param(cmdline, DISK_PARAM) else {
+        return Ok(());
+    };
+    let waited = std::time::Instant::now();
+    while !Path::new(dev).exists() {
+        if waited.elapsed() > std::time::Duration::from_secs(20) {
+            bail!("{DISK_PARAM}={dev}: no such device after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::create_dir_all("/disk")?;
+    mount(dev, "/disk", "ext4", 0).with_context(|| format!("mount {dev} on /disk"))?;
+    for (from, to) in [
+        ("/disk/boot", "/boot"),
+        ("/disk/var/lib/syscost", "/var/lib/syscost"),
+    ] {
+        std::fs::create_dir_all(from)?;
+        std::fs::create_dir_all(to)?;
+        mount(from, to, "none", libc::MS_BIND).with_context(|| format!("bind {from} on {to}"))?;
+    }
+    Ok(())
 }
 
 /// `name=value` of a kernel command line.
@@ -138,13 +191,13 @@ fn mount_all() -> Result<()> {
         ("tmpfs", "/run", "tmpfs"),
         ("tracefs", "/sys/kernel/tracing", "tracefs"),
     ] {
-        mount(what, dir, fs).with_context(|| format!("mount {fs} on {dir}"))?;
+        mount(what, dir, fs, 0).with_context(|| format!("mount {fs} on {dir}"))?;
     }
     let _ = std::fs::create_dir_all("/dev/shm");
-    mount("tmpfs", "/dev/shm", "tmpfs").context("mount tmpfs on /dev/shm")
+    mount("tmpfs", "/dev/shm", "tmpfs", 0).context("mount tmpfs on /dev/shm")
 }
 
-fn mount(what: &str, dir: &str, fs: &str) -> Result<()> {
+fn mount(what: &str, dir: &str, fs: &str, flags: libc::c_ulong) -> Result<()> {
     let c = |s: &str| std::ffi::CString::new(s).expect("no NUL in a mount argument");
     let (what, dir_c, fs) = (c(what), c(dir), c(fs));
     // SAFETY: the strings live across the call; no mount data is passed.
@@ -153,23 +206,12 @@ fn mount(what: &str, dir: &str, fs: &str) -> Result<()> {
             what.as_ptr(),
             dir_c.as_ptr(),
             fs.as_ptr(),
-            0,
+            flags,
             std::ptr::null(),
         )
     };
     if rc != 0 {
         return Err(std::io::Error::last_os_error().into());
-    }
-    Ok(())
-}
-
-fn load_rules(path: &str) -> Result<()> {
-    let text = std::fs::read_to_string(path)?;
-    let rules = crate::audit::rules_file::parse(&text, path)?;
-    let mut sock = crate::audit::AuditSocket::open()?;
-    for (i, r) in rules.iter().enumerate() {
-        sock.add_rule(r)
-            .with_context(|| format!("the guest kernel refused audit rule {} of {path}", i + 1))?;
     }
     Ok(())
 }
@@ -223,8 +265,8 @@ mod unit {
             .map(String::from)
             .to_vec();
         assert_eq!(
-            with_output(&words).join(" "),
-            format!("run exec --ops 1 -o {RESULT_FILE} -- true")
+            super::super::with_output(&words, "/r.json").join(" "),
+            "run exec --ops 1 -o /r.json -- true"
         );
     }
 }

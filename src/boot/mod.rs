@@ -1,10 +1,14 @@
 //! Booting kernels for a campaign: the initramfs syscost builds from its own binary
-//! ([`initramfs`]), syscost as the guest's init ([`guest`]), and one boot in QEMU ([`qemu`]).
+//! ([`initramfs`]), syscost as the guest's init ([`guest`]), and one boot in QEMU ([`qemu`]);
+//! on this machine itself, the next kernel loaded by kexec ([`kexec`]) and the boot hook that
+//! resumes the campaign after each boot ([`hook`]).
 //! A campaign's files live in one temporary directory of its own ([`workdir`]), removed on
 //! every exit path; one left by a SIGKILLed syscost is removed by the next campaign.
 
 pub mod guest;
+pub mod hook;
 pub mod initramfs;
+pub mod kexec;
 pub mod qemu;
 
 use anyhow::{Context, Result};
@@ -46,6 +50,75 @@ pub fn remove_leftovers(dir: &Path) -> usize {
         }
     }
     removed
+}
+
+/// Measure in this boot, as a campaign's boot does (a QEMU guest's init, or a kexec
+/// campaign's resume): set up the arm's audit rules (`(text, what)`), run syscost's measuring
+/// `words` as a child of this binary with its result in a temporary file and its history
+/// entry thrown away (the campaign records it, tagged), remove the rules, return the result.
+pub fn measure_here(words: &[String], rules: Option<(&str, &str)>) -> Result<Vec<u8>> {
+    let tmp = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let out = tmp.path().join("result.json");
+    let _rules = rules
+        .map(|(text, what)| ArmRules::set_up(text, what))
+        .transpose()?;
+    let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
+    let run = std::process::Command::new(exe)
+        .args(with_output(words, &out.to_string_lossy()))
+        .env("SYSCOST_HISTORY", tmp.path().join("history.sqlite"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("cannot start the measurement")?;
+    if !run.status.success() {
+        let err = String::from_utf8_lossy(&run.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(5).collect();
+        anyhow::bail!(
+            "the measurement failed ({}): {}",
+            run.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        );
+    }
+    std::fs::read(&out).context("the measurement wrote no result")
+}
+
+/// The measuring words with `-o PATH` among syscost's options (before a `--`).
+pub fn with_output(words: &[String], path: &str) -> Vec<String> {
+    let split = words.iter().position(|w| w == "--").unwrap_or(words.len());
+    let mut out = words[..split].to_vec();
+    out.extend(["-o".to_string(), path.to_string()]);
+    out.extend(words[split..].iter().cloned());
+    out
+}
+
+/// An arm's audit rules, set up in this boot and removed when dropped.
+struct ArmRules {
+    sock: crate::audit::AuditSocket,
+    added: Vec<Vec<u8>>,
+}
+
+impl ArmRules {
+    fn set_up(text: &str, what: &str) -> Result<ArmRules> {
+        let rules = crate::audit::rules_file::parse(text, what)?;
+        let mut me = ArmRules {
+            sock: crate::audit::AuditSocket::open()?,
+            added: Vec::new(),
+        };
+        for (i, r) in rules.into_iter().enumerate() {
+            me.sock
+                .add_rule(&r)
+                .with_context(|| format!("the kernel refused audit rule {} of {what}", i + 1))?;
+            me.added.push(r);
+        }
+        Ok(me)
+    }
+}
+
+impl Drop for ArmRules {
+    fn drop(&mut self) {
+        for r in &self.added {
+            let _ = self.sock.del_rule(r);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -51,6 +51,13 @@ pub struct Boot<'a> {
     pub append: String,
     /// Where the console and the channel are written.
     pub dir: &'a Path,
+    /// A raw disk image attached as an NVMe disk (/dev/nvme0n1 in the guest: the driver is
+    /// built into distribution kernels), for what must outlive a kexec.
+    pub disk: Option<&'a Path>,
+    /// A reboot restarts the guest from QEMU's own kernel and command line, as firmware boots
+    /// a machine's default entry (how a failed kexec boot falls back); otherwise a reboot or
+    /// a panic ends QEMU (`-no-reboot`).
+    pub firmware_reboot: bool,
 }
 
 /// How a boot ended.
@@ -97,34 +104,36 @@ fn command(m: &Machine, b: &Boot) -> Command {
         Accel::Tcg => "max",
     };
     let serial = |name: &str| format!("file:{}", b.dir.join(name).display());
-    c.args([
-        "-nodefaults",
-        "-no-user-config",
-        "-display",
-        "none",
-        "-no-reboot",
-    ])
-    .args(["-accel", m.accel.name(), "-cpu", cpu])
-    .args([
-        "-smp",
-        &m.cpus.to_string(),
-        "-m",
-        &format!("{}M", m.memory_mib),
-    ])
-    .args([
-        "-serial",
-        &serial("console.log"),
-        "-serial",
-        &serial("channel"),
-    ])
-    .arg("-kernel")
-    .arg(b.kernel)
-    .arg("-initrd")
-    .arg(b.initrd)
-    .args(["-append", &b.append])
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
+    c.args(["-nodefaults", "-no-user-config", "-display", "none"])
+        .args((!b.firmware_reboot).then_some("-no-reboot"))
+        .args(["-accel", m.accel.name(), "-cpu", cpu])
+        .args([
+            "-smp",
+            &m.cpus.to_string(),
+            "-m",
+            &format!("{}M", m.memory_mib),
+        ])
+        .args([
+            "-serial",
+            &serial("console.log"),
+            "-serial",
+            &serial("channel"),
+        ])
+        .arg("-kernel")
+        .arg(b.kernel)
+        .arg("-initrd")
+        .arg(b.initrd)
+        .args(["-append", &b.append]);
+    if let Some(d) = b.disk {
+        // QEMU's option syntax doubles a comma inside a value.
+        let file = d.to_string_lossy().replace(',', ",,");
+        c.arg("-drive")
+            .arg(format!("if=none,id=disk,format=raw,file={file}"))
+            .args(["-device", "nvme,drive=disk,serial=syscost"]);
+    }
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     // SAFETY: prctl is async-signal-safe; QEMU then dies with syscost, even by SIGKILL.
     unsafe {
         c.pre_exec(|| {
@@ -234,6 +243,8 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         initrd: &empty,
         append: "console=ttyS0 earlyprintk=serial panic=-1".into(),
         dir,
+        disk: None,
+        firmware_reboot: false,
     };
     let ended = boot(&m, &b).map_err(|e| format!("{e:#}"))?;
     let console = std::fs::read(dir.join("console.log")).unwrap_or_default();

@@ -4,7 +4,8 @@
 use super::args::{HistoryOpts, parse_duration};
 use super::*;
 use crate::boot::qemu::{Accel, Machine};
-use crate::experiments::campaign::{self, Arm, BootRecord, CampaignPlan, Outcome};
+use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
+use crate::experiments::campaign::{self, Arm, Backend, BootRecord, CampaignPlan, Outcome};
 use std::time::Duration;
 
 pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
@@ -28,12 +29,51 @@ pub(super) const INCOMPLETE_STATUS: i32 = 4;
 #[error("the campaign is incomplete: {0} boot(s) failed (see the failed boots above)")]
 pub struct Incomplete(pub usize);
 
+/// Where the boots happen.
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+pub enum Via {
+    /// A QEMU virtual machine per boot.
+    Qemu,
+    /// This machine, rebooted into each arm by kexec (bare metal); needs --yes.
+    Kexec,
+}
+
+/// What to do with a kexec campaign in progress on this machine.
+#[derive(Subcommand, Debug)]
+pub enum CampaignAction {
+    /// Where the kexec campaign in progress on this machine stands.
+    Status,
+    /// End the kexec campaign in progress: remove its boot hook, its state and the loaded
+    /// kernel; the next boot is the machine's default kernel. Its boots so far stay in the
+    /// history.
+    Abort,
+    /// Measure this boot of the kexec campaign in progress, record it, and reboot into the
+    /// next arm (what the boot hook runs after each boot).
+    Resume,
+}
+
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct CampaignArgs {
+    #[command(subcommand)]
+    pub action: Option<CampaignAction>,
     /// An arm: NAME=KERNEL, a bzImage (a build tree's arch/x86/boot/bzImage, or
     /// /boot/vmlinuz-VERSION). Two or more; the first is the baseline.
     #[arg(long = "arm", value_name = "NAME=KERNEL", required = true)]
     pub arms: Vec<String>,
+    /// Where each boot happens: qemu (a virtual machine per boot) or kexec (this machine,
+    /// rebooted into each arm; the plan is kept in /var/lib/syscost/campaign and a systemd
+    /// unit resumes it after each boot).
+    #[arg(long, value_enum, default_value_t = Via::Qemu)]
+    pub via: Via,
+    /// Confirm that --via kexec may reboot this machine, once per boot and once at the end
+    /// (into its default kernel).
+    #[arg(long)]
+    pub yes: bool,
+    /// The initramfs a kexec boot of an arm starts with: NAME=FILE [default: the
+    /// initrd.img-VERSION beside a /boot/vmlinuz-VERSION, else none].
+    #[arg(long = "initrd", value_name = "NAME=FILE")]
+    pub initrds: Vec<String>,
     /// Kernel command-line additions of an arm: NAME=ARGS, e.g. audit1='audit=1'.
     #[arg(long = "append", value_name = "NAME=ARGS")]
     pub appends: Vec<String>,
@@ -79,7 +119,8 @@ pub struct CampaignArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Write the campaign (JSON: plan, order, every boot's result or failure, comparison) to
-    /// FILE, atomically.
+    /// FILE, atomically [--via kexec: default /var/lib/syscost/campaign-ID.json, written
+    /// after the last boot].
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
@@ -91,8 +132,17 @@ pub struct CampaignArgs {
 
 impl CampaignArgs {
     pub(super) fn run(self) -> Result<()> {
+        match self.action {
+            Some(CampaignAction::Status) => return status(),
+            Some(CampaignAction::Abort) => return abort(),
+            Some(CampaignAction::Resume) => return resume(),
+            None => {}
+        }
         if let Some(o) = &self.output {
             crate::core::check_writable(o)?;
+        }
+        if self.via == Via::Kexec {
+            return self.start_kexec();
         }
         let plan = self.plan()?;
         eprintln!(
@@ -103,7 +153,9 @@ impl CampaignArgs {
         );
         let c = campaign::run(&plan, &mut |b| eprintln!("syscost: {}", boot_line(b)))?;
         show(&c, self.format, &self.output)?;
-        self.record(&c);
+        if !self.keep.no_history {
+            self.record(&c);
+        }
         if !c.complete {
             let failed = c.figures.iter().map(|f| f.failed_boots).sum();
             return Err(Incomplete(failed).into());
@@ -130,26 +182,24 @@ impl CampaignArgs {
             Accel::Kvm => Duration::from_secs(60),
             Accel::Tcg => Duration::from_secs(180),
         });
+        let backend = match self.via {
+            Via::Qemu => Backend::Qemu(Machine {
+                accel: self.accel,
+                cpus: self.guest_cpus,
+                memory_mib: self.guest_memory,
+                timeout,
+            }),
+            Via::Kexec => Backend::Kexec,
+        };
         Ok(CampaignPlan {
             arms,
             boots,
             seed,
             measure: self.measure.clone(),
-            machine: Machine {
-                accel: self.accel,
-                cpus: self.guest_cpus,
-                memory_mib: self.guest_memory,
-                timeout,
-            },
+            backend,
             retries: self.retries,
             guest_files: self.guest_files.clone(),
-            options: compare::Options {
-                test: crate::stats::significance::TestKind::SignedRank,
-                alpha: self.alpha,
-                noise_pct: self.noise_threshold,
-                seed,
-                ..compare::Options::default()
-            },
+            options: campaign::compare_options(self.alpha, self.noise_threshold, seed),
         })
     }
 
@@ -163,7 +213,12 @@ impl CampaignArgs {
                 kernel: kernel.into(),
                 append: String::new(),
                 rules: None,
+                initrd: None,
             });
+        }
+        for i in &self.initrds {
+            let (name, file) = name_value("--initrd", i)?;
+            arm_named(&mut arms, "--initrd", name)?.initrd = Some(file.into());
         }
         for a in &self.appends {
             let (name, args) = name_value("--append", a)?;
@@ -178,21 +233,142 @@ impl CampaignArgs {
 
     /// Every good boot's result in the history, tagged with the campaign, arm, round and accel.
     fn record(&self, c: &campaign::Campaign) {
-        if self.keep.no_history {
-            return;
-        }
+        let accel = c.machine.as_ref().map(|m| m.accel.name()).unwrap_or("none");
         for b in &c.boots {
-            let Some(result) = b.result() else { continue };
-            let mut keep = self.keep.clone();
-            keep.tags.extend([
-                format!("campaign={}", c.id),
-                format!("arm={}", b.arm),
-                format!("round={}", b.round),
-                format!("accel={}", c.machine.accel.name()),
-            ]);
-            super::history::record(result, &keep);
+            record_boot(b, &self.keep, &c.id, &c.via, accel);
         }
     }
+
+    /// Check, save the plan, install the boot hook, load the first arm and reboot into it.
+    fn start_kexec(&self) -> Result<()> {
+        if !self.yes {
+            anyhow::bail!(
+                "--via kexec reboots this machine into each arm, {} time(s), then into its \
+                 default kernel: add --yes to go ahead",
+                self.arms.len() * self.boots.unwrap_or(6) as usize
+            );
+        }
+        let plan = self.plan()?;
+        let output = match &self.output {
+            Some(o) => Some(std::path::absolute(o)?),
+            None => None,
+        };
+        let recording = Recording {
+            history: match &self.keep.history {
+                Some(l) => Some(l.unredacted()),
+                None if self.keep.no_history => None,
+                None => Some(crate::history::Location::default_location()?.unredacted()),
+            },
+            no_history: self.keep.no_history,
+            tags: self.keep.tags.clone(),
+        };
+        let dir = std::path::Path::new(kexec::STATE_DIR);
+        let started = kexec::start(&plan, Setup { output, recording }, dir)?;
+        eprintln!(
+            "syscost: campaign {} of {} arm(s) x {} round(s), seed {}: saved in {}; {}",
+            started.id,
+            plan.arms.len(),
+            plan.boots,
+            plan.seed,
+            dir.display(),
+            step_line(&started.step)
+        );
+        kexec::reboot(&started.step, started.hook)
+    }
+}
+
+/// A boot's result in the history, tagged with its campaign, arm, round and how it booted.
+fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str, via: &str, accel: &str) {
+    let Some(result) = b.result() else { return };
+    if keep.no_history {
+        return;
+    }
+    let mut keep = keep.clone();
+    keep.tags.extend([
+        format!("campaign={id}"),
+        format!("arm={}", b.arm),
+        format!("round={}", b.round),
+        format!("via={via}"),
+        format!("accel={accel}"),
+    ]);
+    super::history::record(result, &keep);
+}
+
+fn step_line(step: &Step) -> String {
+    match step {
+        Step::Next { arm, round } => format!("rebooting into {arm} (round {round})"),
+        Step::Finished(c) => format!("finished: {}", c.id),
+    }
+}
+
+/// `campaign resume`: measure and record this boot, then reboot into the next arm (or, after
+/// the last, show the campaign and reboot into the default kernel).
+fn resume() -> Result<()> {
+    let r = kexec::resume(std::path::Path::new(kexec::STATE_DIR))?;
+    if let Some(b) = &r.recorded {
+        eprintln!("syscost: {}", boot_line(b));
+        let keep = HistoryOpts {
+            history: match &r.recording.history {
+                Some(h) => Some(h.parse().map_err(|e: String| anyhow::anyhow!(e))?),
+                None => None,
+            },
+            no_history: r.recording.no_history,
+            tags: r.recording.tags.clone(),
+        };
+        record_boot(b, &keep, &r.id, "kexec", "none");
+    }
+    eprintln!("syscost: campaign {}: {}", r.id, step_line(&r.step));
+    if let Step::Finished(c) = &r.step {
+        show(c.as_ref(), Format::Table, &None)?;
+    }
+    kexec::reboot(&r.step, r.hook)
+}
+
+/// `campaign status`.
+fn status() -> Result<()> {
+    let dir = std::path::Path::new(kexec::STATE_DIR);
+    let Some(st) = kexec::State::load(dir)? else {
+        println!("no kexec campaign in progress on this machine");
+        return Ok(());
+    };
+    let p = st.progress();
+    let arms: Vec<&str> = st.arms.iter().map(|a| a.name.as_str()).collect();
+    println!(
+        "campaign {}: arms {} x {} round(s), measured by `syscost {}`",
+        st.id,
+        arms.join(" "),
+        st.rounds,
+        st.measure.join(" ")
+    );
+    println!(
+        "boots: {} of {} done ({} measured, {} failed){}",
+        p.done,
+        p.total,
+        p.measured,
+        p.failed,
+        p.pending
+            .map(|(a, r)| format!("; rebooted into {a} (round {r}), not yet recorded"))
+            .unwrap_or_default()
+    );
+    println!(
+        "result: {} after the last boot; state {}; boot hook {:?}",
+        st.output.display(),
+        dir.display(),
+        st.hook
+    );
+    Ok(())
+}
+
+/// `campaign abort`.
+fn abort() -> Result<()> {
+    match kexec::abort(std::path::Path::new(kexec::STATE_DIR))? {
+        Some(id) => println!(
+            "campaign {id} aborted: its boot hook, state and loaded kernel are removed; the \
+             next boot is this machine's default kernel (its boots so far stay in the history)"
+        ),
+        None => println!("no kexec campaign in progress on this machine: nothing to abort"),
+    }
+    Ok(())
 }
 
 fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {

@@ -118,6 +118,18 @@ impl Location {
         Ok(Location::Sqlite(base.join("syscost/history.sqlite")))
     }
 
+    /// The location as given, password and all: only for a file only root reads (a kexec
+    /// campaign's state), never to print. A relative path is made absolute.
+    pub fn unredacted(&self) -> String {
+        match self {
+            Location::Sqlite(p) => std::path::absolute(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string(),
+            Location::Postgres(url) => url.clone(),
+        }
+    }
+
     /// `given`, else the default.
     pub fn or_default(given: &Option<Location>) -> Result<Location> {
         match given {

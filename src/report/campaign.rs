@@ -55,8 +55,22 @@ impl Campaign {
         (!g.rows.is_empty()).then_some(g)
     }
 
+    fn where_booted(&self) -> String {
+        match &self.machine {
+            Some(m) => format!(
+                "in {} ({}, {} vCPU, {} MiB)",
+                self.via,
+                m.accel.name(),
+                m.cpus,
+                m.memory_mib
+            ),
+            None => format!("on this machine, rebooted into each arm by {}", self.via),
+        }
+    }
+
     fn accel_line(&self) -> Option<String> {
-        (self.machine.accel == crate::boot::qemu::Accel::Tcg).then(|| {
+        let tcg = self.machine.as_ref().map(|m| m.accel) == Some(crate::boot::qemu::Accel::Tcg);
+        tcg.then(|| {
             " Emulated (QEMU TCG): figures follow the instructions executed, not this machine's \
              hardware; compare them only with other TCG results"
                 .to_string()
@@ -69,15 +83,11 @@ impl Render for Campaign {
         let order: Vec<String> = self.order.iter().map(|r| r.join(" ")).collect();
         let mut lines = vec![
             format!(
-                " Campaign {}: {} arm(s) x {} round(s) in {} ({}, {} vCPU, {} MiB), measured \
-                 by `syscost {}`",
+                " Campaign {}: {} arm(s) x {} round(s) {}, measured by `syscost {}`",
                 self.id,
                 self.arms.len(),
                 self.order.len(),
-                self.via,
-                self.machine.accel.name(),
-                self.machine.cpus,
-                self.machine.memory_mib,
+                self.where_booted(),
                 self.measure.join(" ")
             ),
             format!(

@@ -2,7 +2,10 @@
 //! rounds that boot every arm once in a shuffled order, each boot measured by a syscost
 //! command inside it, then compared with boots as the units, paired by round. The audit
 //! series' method (12 boots of each of 4 kernels) and the alignment RFC's ranking of many
-//! builds, as one command.
+//! builds, as one command. The boots run in QEMU (this module) or, on this machine itself,
+//! one after another by kexec ([`kexec`]).
+
+pub mod kexec;
 
 use crate::boot::guest::{ARM_PARAM, GuestPlan, PLAN_PATH};
 use crate::boot::initramfs::{self, Contents};
@@ -25,6 +28,34 @@ pub struct Arm {
     pub kernel: PathBuf,
     pub append: String,
     pub rules: Option<PathBuf>,
+    /// The initramfs a kexec boot of this kernel starts with (QEMU boots get syscost's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initrd: Option<PathBuf>,
+}
+
+/// Where the boots happen.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    /// Each boot a QEMU virtual machine.
+    Qemu(Machine),
+    /// This machine, rebooted into each arm by kexec.
+    Kexec,
+}
+
+impl Backend {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Qemu(_) => "qemu",
+            Backend::Kexec => "kexec",
+        }
+    }
+
+    pub fn machine(&self) -> Option<&Machine> {
+        match self {
+            Backend::Qemu(m) => Some(m),
+            Backend::Kexec => None,
+        }
+    }
 }
 
 /// A campaign to run.
@@ -35,7 +66,7 @@ pub struct CampaignPlan {
     pub seed: u64,
     /// The syscost measuring command run inside every boot (`run syscall ...`).
     pub measure: Vec<String>,
-    pub machine: Machine,
+    pub backend: Backend,
     /// Boots retried after a failure, per boot.
     pub retries: u32,
     /// Host files the measurement needs in the guest, at the same paths.
@@ -99,7 +130,9 @@ pub struct Campaign {
     pub id: String,
     pub created_unix: u64,
     pub via: String,
-    pub machine: Machine,
+    /// The virtual machine of QEMU boots; none for kexec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<Machine>,
     pub arms: Vec<Arm>,
     pub measure: Vec<String>,
     pub seed: u64,
@@ -121,10 +154,10 @@ pub struct Campaign {
 /// An arm needs this many good boots for a verdict.
 pub const MIN_BOOTS: usize = 3;
 
-/// Refuse, before anything boots, what cannot work: no QEMU, a file that is not a kernel, a
-/// rules file that is missing or has lines syscost cannot set up, arms named twice.
+/// Refuse, before anything boots, what cannot work: a file that is not a kernel, a rules file
+/// that is missing or has lines syscost cannot set up, arms named twice. Returns each arm's
+/// rules text by arm name.
 pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
-    qemu::check_installed()?;
     if plan.arms.len() < 2 {
         bail!("a campaign compares two arms or more: give --arm NAME=KERNEL at least twice");
     }
@@ -137,6 +170,10 @@ pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
             bail!("--arm {}: the name is given twice", a.name);
         }
         qemu::check_bzimage(&a.kernel)?;
+        if let Some(i) = &a.initrd {
+            std::fs::File::open(i)
+                .with_context(|| format!("--initrd {}: cannot read {}", a.name, i.display()))?;
+        }
         if let Some(r) = &a.rules {
             let text = std::fs::read_to_string(r)
                 .with_context(|| format!("--audit-rules {}: cannot read it", r.display()))?;
@@ -145,6 +182,17 @@ pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
         }
     }
     Ok(rules)
+}
+
+/// The comparison's options: the signed-rank test on boots paired by round.
+pub fn compare_options(alpha: f64, noise_pct: f64, seed: u64) -> compare::Options {
+    compare::Options {
+        test: crate::stats::significance::TestKind::SignedRank,
+        alpha,
+        noise_pct,
+        seed,
+        ..compare::Options::default()
+    }
 }
 
 /// Rounds of arm indices, each a shuffle of every arm by a generator seeded with `seed`.
@@ -202,17 +250,20 @@ fn boot_arm(
     boots: &mut Vec<BootRecord>,
     progress: &mut dyn FnMut(&BootRecord),
 ) -> Result<()> {
+    let machine = plan.backend.machine().context("a QEMU boot needs its machine")?;
     for attempt in 0..=plan.retries {
         let bootdir = dir.join(format!("round{round}-{}-try{attempt}", arm.name));
         std::fs::create_dir_all(&bootdir)?;
         let started = Instant::now();
         let ended = qemu::boot(
-            &plan.machine,
+            machine,
             &qemu::Boot {
                 kernel: &arm.kernel,
                 initrd,
                 append: kernel_command_line(arm),
                 dir: &bootdir,
+                disk: None,
+                firmware_reboot: false,
             },
         )?;
         let outcome = outcome_of(ended);
@@ -246,12 +297,16 @@ fn outcome_of(ended: Ended) -> Outcome {
     }
 }
 
-/// Run the campaign: check, build the initramfs, boot every round, compare.
+/// Run a campaign in QEMU: check, build the initramfs, boot every round, compare.
 pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result<Campaign> {
+    let Backend::Qemu(machine) = &plan.backend else {
+        bail!("campaign::run boots in QEMU; a kexec campaign starts with campaign::kexec::start");
+    };
+    qemu::check_installed()?;
     let rules = check(plan)?;
     let dir = crate::boot::workdir()?;
     let initrd = build_initramfs(plan, &rules, dir.path())?;
-    if plan.machine.accel == Accel::Kvm {
+    if machine.accel == Accel::Kvm {
         qemu::kvm_works(&plan.arms[0].kernel, dir.path()).map_err(|why| {
             anyhow::anyhow!(
                 "KVM does not work here: {why}. --accel tcg emulates the CPU instead (its \
@@ -306,8 +361,8 @@ pub fn analyse(
         envelope: Envelope::new(Kind::Campaign),
         id: format!("{created_unix}-{}", plan.seed),
         created_unix,
-        via: "qemu".into(),
-        machine: plan.machine.clone(),
+        via: plan.backend.name().into(),
+        machine: plan.backend.machine().cloned(),
         arms: plan.arms.clone(),
         measure: plan.measure.clone(),
         seed: plan.seed,

@@ -1,0 +1,503 @@
+//! A campaign on this machine itself: each boot is this machine rebooted into an arm's kernel
+//! by kexec. The plan and every boot's result so far live in one state file under
+//! /var/lib/syscost/campaign; the boot hook runs `syscost campaign resume` after each boot,
+//! which checks that the running kernel is the planned one, sets up the arm's state,
+//! measures, records, then loads the next arm and reboots into it. The default boot entry is
+//! never changed: a kernel that does not come up leaves the firmware to boot the default one,
+//! and the hook records that boot as failed. The last boot writes the campaign's result,
+//! removes the hook and the state, and reboots into the default kernel.
+
+use super::{Arm, Backend, BootRecord, Campaign, CampaignPlan, Outcome};
+use crate::boot::hook::Hook;
+use crate::boot::kexec::{self as kx, Reboot, Target};
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where a campaign's state lives while it runs.
+pub const STATE_DIR: &str = crate::boot::hook::STATE_DIR;
+const STATE: &str = "state.json";
+/// The copy of syscost every boot of the campaign measures with (a rebuild mid-campaign
+/// does not change the measuring code).
+const EXE: &str = "syscost";
+/// Kernel command-line words that mark a campaign's boot: which campaign, which slot.
+const CAMPAIGN_PARAM: &str = "syscost.campaign";
+const BOOT_PARAM: &str = "syscost.boot";
+
+/// Where the recorded results go (the command line's history options, kept as written).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Recording {
+    pub history: Option<String>,
+    pub no_history: bool,
+    pub tags: Vec<String>,
+}
+
+/// What a kexec campaign needs beyond its plan.
+pub struct Setup {
+    /// The campaign's result file, written when it ends [default: /var/lib/syscost/campaign-ID.json].
+    pub output: Option<PathBuf>,
+    pub recording: Recording,
+}
+
+/// The boot the campaign rebooted into and has not yet recorded.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Pending {
+    pub slot: usize,
+    pub attempt: u32,
+    pub issued_unix: f64,
+}
+
+/// The saved campaign: its plan, where it is, and every boot so far.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct State {
+    pub id: String,
+    pub created_unix: u64,
+    pub arms: Vec<Arm>,
+    pub rounds: u32,
+    pub seed: u64,
+    pub measure: Vec<String>,
+    pub retries: u32,
+    pub alpha: f64,
+    pub noise_pct: f64,
+    /// Every boot's command line before the arm's additions: the starting boot's, without its
+    /// image, its initrd and syscost's marks.
+    pub cmdline: String,
+    /// Each arm's audit rules, as text, by arm name.
+    pub rules: BTreeMap<String, String>,
+    pub order: Vec<Vec<usize>>,
+    pub output: PathBuf,
+    pub recording: Recording,
+    pub hook: Hook,
+    /// The next slot of the order (round-major) to boot, and its try.
+    pub next: usize,
+    pub attempt: u32,
+    pub pending: Option<Pending>,
+    pub boots: Vec<BootRecord>,
+    /// Each arm's kernel build id, as its first boot saw it.
+    pub build_ids: BTreeMap<String, String>,
+}
+
+/// What to do after a step: reboot into the next arm, or the campaign is over.
+pub enum Step {
+    /// The next arm is loaded: `reboot` into it.
+    Next { arm: String, round: u32 },
+    /// Every boot is done; the result is written and the hook and state are removed.
+    Finished(Box<Campaign>),
+}
+
+/// Where one resume got to.
+pub struct Resumed {
+    /// The boot this resume recorded (none when it was not a campaign boot).
+    pub recorded: Option<BootRecord>,
+    pub step: Step,
+    pub id: String,
+    pub recording: Recording,
+    pub hook: Hook,
+}
+
+impl State {
+    fn path(dir: &Path) -> PathBuf {
+        dir.join(STATE)
+    }
+
+    /// The campaign in progress, if any.
+    pub fn load(dir: &Path) -> Result<Option<State>> {
+        match std::fs::read(State::path(dir)) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map(Some)
+                .with_context(|| format!("{} is not a campaign state", State::path(dir).display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).context("cannot read the campaign state"),
+        }
+    }
+
+    fn save(&self, dir: &Path) -> Result<()> {
+        crate::core::write_atomic(&State::path(dir), &serde_json::to_vec_pretty(self)?)
+    }
+
+    fn slots(&self) -> usize {
+        self.order.iter().map(Vec::len).sum()
+    }
+
+    /// The arm index and round (from 1) of a slot.
+    fn slot(&self, slot: usize) -> (usize, u32) {
+        let per = self.arms.len();
+        (self.order[slot / per][slot % per], (slot / per) as u32 + 1)
+    }
+
+    fn plan(&self) -> CampaignPlan {
+        CampaignPlan {
+            arms: self.arms.clone(),
+            boots: self.rounds,
+            seed: self.seed,
+            measure: self.measure.clone(),
+            backend: Backend::Kexec,
+            retries: self.retries,
+            guest_files: Vec::new(),
+            options: super::compare_options(self.alpha, self.noise_pct, self.seed),
+        }
+    }
+
+    /// The whole command line of a slot's boot.
+    fn cmdline_of(&self, slot: usize, attempt: u32) -> String {
+        let arm = &self.arms[self.slot(slot).0];
+        let marks = format!("{CAMPAIGN_PARAM}={} {BOOT_PARAM}={slot}.{attempt}", self.id);
+        [self.cmdline.as_str(), arm.append.as_str(), &marks]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The running kernel's command line without what the boot loader and syscost added.
+pub fn base_cmdline(running: &str) -> String {
+    running
+        .split_whitespace()
+        .filter(|w| {
+            !["BOOT_IMAGE=", "initrd=", CAMPAIGN_PARAM, BOOT_PARAM]
+                .iter()
+                .any(|p| w.starts_with(p))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Which campaign and slot.try a command line says this boot is.
+fn marks(cmdline: &str) -> Option<(String, usize, u32)> {
+    let id = crate::boot::guest::param(cmdline, CAMPAIGN_PARAM)?;
+    let (slot, attempt) = crate::boot::guest::param(cmdline, BOOT_PARAM)?.split_once('.')?;
+    Some((id.to_string(), slot.parse().ok()?, attempt.parse().ok()?))
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Start a kexec campaign: check everything, save the plan, install the boot hook, load the
+/// first arm. The caller then records nothing yet and reboots ([`reboot`]).
+pub fn start(plan: &CampaignPlan, setup: Setup, dir: &Path) -> Result<Resumed> {
+    let hook = Hook::detect()?;
+    if let Some(s) = State::load(dir)? {
+        bail!(
+            "campaign {} is in progress on this machine: `syscost campaign status` shows it, \
+             `syscost campaign abort` ends it",
+            s.id
+        );
+    }
+    kx::check_available()?;
+    let rules = super::check(plan)?;
+    let mut st = new_state(plan, setup, hook, rules.into_iter().collect())?;
+    check_loads(&st)?;
+    let started = begin(&mut st, dir);
+    if started.is_err() {
+        let _ = end(dir, hook);
+    }
+    started
+}
+
+fn new_state(
+    plan: &CampaignPlan,
+    setup: Setup,
+    hook: Hook,
+    rules: BTreeMap<String, String>,
+) -> Result<State> {
+    let created_unix = crate::core::now_unix();
+    let mut arms = plan.arms.clone();
+    for a in &mut arms {
+        a.kernel = std::fs::canonicalize(&a.kernel)?;
+        a.initrd = a.initrd.take().or_else(|| kx::initrd_beside(&a.kernel));
+    }
+    Ok(State {
+        id: format!("{created_unix}-{}", plan.seed),
+        created_unix,
+        arms,
+        rounds: plan.boots,
+        seed: plan.seed,
+        measure: plan.measure.clone(),
+        retries: plan.retries,
+        alpha: plan.options.alpha,
+        noise_pct: plan.options.noise_pct,
+        cmdline: base_cmdline(&std::fs::read_to_string("/proc/cmdline")?),
+        rules,
+        order: super::order(plan.arms.len(), plan.boots, plan.seed),
+        output: setup.output.unwrap_or_else(|| {
+            Path::new(STATE_DIR)
+                .with_file_name(format!("campaign-{created_unix}-{}.json", plan.seed))
+        }),
+        recording: setup.recording,
+        hook,
+        next: 0,
+        attempt: 0,
+        pending: None,
+        boots: Vec::new(),
+        build_ids: BTreeMap::new(),
+    })
+}
+
+/// Every arm's kernel loads (a signature a lockdown wants, an image this kernel can boot),
+/// checked before the first reboot and unloaded again.
+fn check_loads(st: &State) -> Result<()> {
+    for a in &st.arms {
+        kx::load(&target(a, &st.cmdline))
+            .with_context(|| format!("arm {} cannot be booted by kexec", a.name))?;
+        kx::unload()?;
+    }
+    Ok(())
+}
+
+fn target<'a>(arm: &'a Arm, cmdline: &'a str) -> Target<'a> {
+    Target {
+        kernel: &arm.kernel,
+        initrd: arm.initrd.as_deref(),
+        cmdline,
+    }
+}
+
+/// Save the state, copy syscost beside it, install the hook, load the first arm.
+fn begin(st: &mut State, dir: &Path) -> Result<Resumed> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let exe = dir.join(EXE);
+    if st.hook == Hook::Systemd {
+        std::fs::copy(std::env::current_exe()?, &exe).context("cannot copy syscost")?;
+    }
+    st.save(dir)?;
+    st.hook.install(&exe)?;
+    let step = load_next(st, dir)?;
+    Ok(Resumed {
+        recorded: None,
+        step,
+        id: st.id.clone(),
+        recording: st.recording.clone(),
+        hook: st.hook,
+    })
+}
+
+/// After a boot: record it (when it is the one the campaign rebooted into), then load the
+/// next arm, or finish.
+pub fn resume(dir: &Path) -> Result<Resumed> {
+    let mut st = State::load(dir)?.with_context(|| {
+        format!(
+            "no campaign in progress on this machine (no {})",
+            State::path(dir).display()
+        )
+    })?;
+    let recorded = match st.pending.take() {
+        Some(p) => {
+            let r = this_boot(&mut st, &p);
+            st.boots.push(r.clone());
+            advance(&mut st, r.result().is_some());
+            st.save(dir)?;
+            Some(r)
+        }
+        None => None,
+    };
+    let step = load_next(&mut st, dir)?;
+    Ok(Resumed {
+        recorded,
+        step,
+        id: st.id.clone(),
+        recording: st.recording.clone(),
+        hook: st.hook,
+    })
+}
+
+fn advance(st: &mut State, ok: bool) {
+    if ok || st.attempt >= st.retries {
+        st.next += 1;
+        st.attempt = 0;
+    } else {
+        st.attempt += 1;
+    }
+}
+
+/// Load the next slot's kernel (a kernel that cannot be loaded is that boot's failure), or
+/// finish when none is left.
+fn load_next(st: &mut State, dir: &Path) -> Result<Step> {
+    while st.next < st.slots() {
+        let (a, round) = st.slot(st.next);
+        let cmdline = st.cmdline_of(st.next, st.attempt);
+        match kx::load(&target(&st.arms[a], &cmdline)) {
+            Ok(()) => {
+                st.pending = Some(Pending {
+                    slot: st.next,
+                    attempt: st.attempt,
+                    issued_unix: now(),
+                });
+                st.save(dir)?;
+                let arm = st.arms[a].name.clone();
+                return Ok(Step::Next { arm, round });
+            }
+            Err(e) => {
+                let r = failed(st, a, round, format!("{e:#}"), 0.0);
+                st.boots.push(r);
+                advance(st, false);
+            }
+        }
+    }
+    finish(st, dir)
+}
+
+fn failed(st: &State, arm: usize, round: u32, reason: String, seconds: f64) -> BootRecord {
+    BootRecord {
+        arm: st.arms[arm].name.clone(),
+        round,
+        attempt: st.attempt,
+        seconds,
+        outcome: Outcome::Failed {
+            reason,
+            console: Vec::new(),
+        },
+    }
+}
+
+/// Analyse every boot, write the result, remove the hook and the state.
+fn finish(st: &State, dir: &Path) -> Result<Step> {
+    let names = |r: &Vec<usize>| r.iter().map(|&a| st.arms[a].name.clone()).collect();
+    let order = st.order.iter().map(names).collect();
+    let mut c = super::analyse(&st.plan(), order, st.boots.clone())?;
+    c.id = st.id.clone();
+    c.created_unix = st.created_unix;
+    crate::core::write_atomic(&st.output, &serde_json::to_vec_pretty(&c)?)
+        .with_context(|| format!("cannot write the campaign to {}", st.output.display()))?;
+    end(dir, st.hook)?;
+    Ok(Step::Finished(Box::new(c)))
+}
+
+/// Remove everything of the campaign but its results: the loaded kernel, the hook, the state.
+fn end(dir: &Path, hook: Hook) -> Result<()> {
+    if kx::loaded() {
+        kx::unload()?;
+    }
+    hook.remove()?;
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove {}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// End the campaign in progress without finishing it; its id, or none when there was none.
+/// The next boot is the machine's default kernel.
+pub fn abort(dir: &Path) -> Result<Option<String>> {
+    let Some(st) = State::load(dir)? else {
+        return Ok(None);
+    };
+    end(dir, st.hook)?;
+    Ok(Some(st.id))
+}
+
+/// Reboot as the step says: into the loaded arm, or after the last boot into the default
+/// kernel through the firmware. A campaign guest's init instead sends the result back and
+/// powers off, so it is not rebooted after the last boot.
+pub fn reboot(step: &Step, hook: Hook) -> Result<()> {
+    match (step, hook) {
+        (Step::Next { .. }, _) => kx::reboot(Reboot::Kexec),
+        (Step::Finished(_), Hook::Systemd) => kx::reboot(Reboot::Firmware),
+        (Step::Finished(_), Hook::Init) => Ok(()),
+    }
+}
+
+/// Record this boot: check it is the planned one, set up the arm's state, measure.
+fn this_boot(st: &mut State, p: &Pending) -> BootRecord {
+    st.attempt = p.attempt;
+    let (a, round) = st.slot(p.slot);
+    let seconds = now() - p.issued_unix;
+    let arm = st.arms[a].clone();
+    let measured = check_this_boot(st, &arm, p).and_then(|()| {
+        let rules = st
+            .rules
+            .get(&arm.name)
+            .map(|t| (t.as_str(), arm.name.as_str()));
+        crate::boot::measure_here(&st.measure, rules)
+    });
+    match measured.and_then(|bytes| Ok(serde_json::from_slice(&bytes)?)) {
+        Ok(result) => BootRecord {
+            arm: arm.name,
+            round,
+            attempt: p.attempt,
+            seconds,
+            outcome: Outcome::Measured { result },
+        },
+        Err(e) => failed(st, a, round, format!("{e:#}"), seconds),
+    }
+}
+
+/// The running kernel is the planned boot's: its marks on the command line, the release its
+/// image says, and the build id the arm's first boot had.
+fn check_this_boot(st: &mut State, arm: &Arm, p: &Pending) -> Result<()> {
+    let cmdline = std::fs::read_to_string("/proc/cmdline")?;
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")?
+        .trim()
+        .to_string();
+    if marks(&cmdline) != Some((st.id.clone(), p.slot, p.attempt)) {
+        bail!(
+            "the planned kernel did not come up: this boot ({release}) is not the campaign's \
+             (the firmware's default kernel after a failed boot, or a reboot by hand)"
+        );
+    }
+    if let Some(want) = kx::image_release(&arm.kernel).filter(|w| *w != release) {
+        bail!("this boot runs {release}, but the arm's kernel image says {want}");
+    }
+    if let Some(id) = kx::running_build_id() {
+        let first = st.build_ids.entry(arm.name.clone()).or_insert(id.clone());
+        if *first != id {
+            bail!(
+                "the arm's kernel changed during the campaign (build id {id}, its first boot {first})"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Where a campaign in progress stands.
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub measured: usize,
+    pub failed: usize,
+    /// The boot the machine was rebooted into and is not yet recorded.
+    pub pending: Option<(String, u32)>,
+}
+
+impl State {
+    pub fn progress(&self) -> Progress {
+        let measured = self.boots.iter().filter(|b| b.result().is_some()).count();
+        Progress {
+            done: self.next,
+            total: self.slots(),
+            measured,
+            failed: self.boots.len() - measured,
+            pending: self.pending.as_ref().map(|p| {
+                let (a, round) = self.slot(p.slot);
+                (self.arms[a].name.clone(), round)
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn a_boot_is_marked_and_the_marks_are_not_carried_over() {
+        let running = "BOOT_IMAGE=/boot/vmlinuz-6.1 root=/dev/sda1 ro quiet \
+                       syscost.campaign=1-2 syscost.boot=3.0 initrd=/x";
+        assert_eq!(base_cmdline(running), "root=/dev/sda1 ro quiet");
+        assert_eq!(marks(running), Some(("1-2".into(), 3, 0)));
+        assert_eq!(marks("root=/dev/sda1 syscost.campaign=1-2"), None);
+        assert_eq!(marks("syscost.campaign=1-2 syscost.boot=x.0"), None);
+    }
+}
