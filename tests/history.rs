@@ -518,3 +518,28 @@ fn concurrent_writers_lose_nothing_and_a_killed_one_loses_only_itself() {
     // And it takes more writes.
     ok(&store, &["import", sets[2][149].to_str().unwrap()]);
 }
+
+#[test]
+fn emulated_results_are_not_compared_with_others_unless_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("history.sqlite");
+    let files = kernels_and_boots(dir.path(), &[("6.1.0", 1.0), ("6.12.0", 1.0)], 3);
+    let (tcg, native) = files.split_at(3);
+    for (group, tag) in [(tcg, "accel=tcg"), (native, "accel=none")] {
+        let mut import = vec!["import"];
+        import.extend(group.iter().map(String::as_str));
+        import.extend(["--tag", tag]);
+        ok(&store, &import);
+    }
+    for verb in ["compare", "trend"] {
+        let out = history(&store, &[verb, "--by", "kernel"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{verb}: {err}");
+        assert!(
+            err.contains("3 of the 6 matching results") && err.contains("--mix-emulated"),
+            "{verb}: {err}"
+        );
+        ok(&store, &[verb, "--by", "kernel", "--mix-emulated"]);
+    }
+    ok(&store, &["compare", "--by", "boot", "--tag", "accel=tcg"]);
+}

@@ -3,7 +3,7 @@
 
 use super::args::CompareArgs;
 use super::*;
-use crate::experiments::grouped::{By, grouped};
+use crate::experiments::grouped::{By, Grouping, grouped};
 use crate::history::{Filter, Location, Store};
 use anyhow::{Context, bail};
 use std::io::Write;
@@ -72,6 +72,11 @@ enum HistoryCommand {
         /// group of the oldest result].
         #[arg(long, value_name = "GROUP")]
         baseline: Option<String>,
+        /// Compare results measured under QEMU's emulator (tag accel=tcg, from `syscost
+        /// campaign --accel tcg`) with others: refused without it, as emulation counts
+        /// instructions executed, not hardware.
+        #[arg(long)]
+        mix_emulated: bool,
         #[command(flatten)]
         filter: FilterArgs,
         #[command(flatten)]
@@ -87,6 +92,11 @@ enum HistoryCommand {
         /// What makes a group: kernel, host, boot, or tag:KEY.
         #[arg(long, value_name = "kernel|host|boot|tag:KEY", value_parser = parse_by, default_value = "kernel")]
         by: By,
+        /// Compare results measured under QEMU's emulator (tag accel=tcg, from `syscost
+        /// campaign --accel tcg`) with others: refused without it, as emulation counts
+        /// instructions executed, not hardware.
+        #[arg(long)]
+        mix_emulated: bool,
         #[command(flatten)]
         filter: FilterArgs,
         #[command(flatten)]
@@ -255,22 +265,37 @@ pub(super) fn history_command(args: HistoryArgs) -> Result<()> {
         HistoryCommand::Compare {
             by,
             baseline,
+            mix_emulated,
             filter,
             opts,
         } => {
             let options = opts.options()?;
             let mut s = existing(at)?;
-            let (variants, warnings) =
-                grouped(&mut s, &filter.filter()?, &by, baseline.as_deref())?;
+            let g = Grouping {
+                by: &by,
+                baseline: baseline.as_deref(),
+                mix_emulated,
+            };
+            let (variants, warnings) = grouped(&mut s, &filter.filter()?, &g)?;
             let mut c = compare::compare(variants, &options)?;
             c.warnings.extend(warnings);
             show(&c, opts.format, &opts.output)?;
             opts.gate(&c)
         }
-        HistoryCommand::Trend { by, filter, opts } => {
+        HistoryCommand::Trend {
+            by,
+            mix_emulated,
+            filter,
+            opts,
+        } => {
             let options = opts.options()?;
             let mut s = existing(at)?;
-            let (groups, warnings) = grouped(&mut s, &filter.filter()?, &by, None)?;
+            let g = Grouping {
+                by: &by,
+                baseline: None,
+                mix_emulated,
+            };
+            let (groups, warnings) = grouped(&mut s, &filter.filter()?, &g)?;
             let mut t = crate::compare::trend::trend(groups, &by.name(), &options)?;
             t.warnings.extend(warnings);
             show(&t, opts.format, &opts.output)?;

@@ -82,18 +82,49 @@ fn narrowing(params: Option<&str>) -> String {
 /// Boots per group below which `history compare` says the boot-to-boot spread is unknown.
 const FEW_BOOTS: usize = 5;
 
+/// How `history compare` and `trend` group.
+pub struct Grouping<'a> {
+    pub by: &'a By,
+    /// The baseline group (compare only).
+    pub baseline: Option<&'a str>,
+    /// Compare results of QEMU's emulator with others all the same.
+    pub mix_emulated: bool,
+}
+
+/// Results measured under QEMU's emulator (a campaign's `accel=tcg` tag) follow the
+/// instructions executed, not the hardware: compared with KVM or bare-metal results they
+/// would make the hardware look like the patch.
+fn refuse_emulated_with_others(runs: &[Entry]) -> Result<()> {
+    let tcg = |e: &&Entry| e.tags.iter().any(|(k, v)| k == "accel" && v == "tcg");
+    let emulated = runs.iter().filter(tcg).count();
+    if emulated > 0 && emulated < runs.len() {
+        bail!(
+            "{emulated} of the {} matching results were measured under QEMU's emulator (tag \
+             accel=tcg), the others were not: emulated figures follow the instructions \
+             executed, not the hardware, so they are not compared with KVM or bare-metal \
+             results. Select one kind (--tag accel=tcg), or give --mix-emulated to compare \
+             them anyway",
+            runs.len()
+        );
+    }
+    Ok(())
+}
+
 /// The matching run results grouped by `by`, as the sides of a comparison (the baseline
 /// first), with what was left out and why.
 pub fn grouped(
     s: &mut Store,
     f: &Filter,
-    by: &By,
-    baseline: Option<&str>,
+    g: &Grouping,
 ) -> Result<(Vec<compare::Variant>, Vec<String>)> {
     use crate::compare::groups::{self, Unit};
+    let by = g.by;
     let mut warnings = Vec::new();
     let runs = run_entries(s, f, &mut warnings)?;
-    let keyed = keyed(&runs, by, baseline, &mut warnings)?;
+    if !g.mix_emulated {
+        refuse_emulated_with_others(&runs)?;
+    }
+    let keyed = keyed(&runs, by, g.baseline, &mut warnings)?;
     let unit = if *by == By::Boot {
         Unit::Run
     } else {

@@ -250,7 +250,10 @@ fn boot_arm(
     boots: &mut Vec<BootRecord>,
     progress: &mut dyn FnMut(&BootRecord),
 ) -> Result<()> {
-    let machine = plan.backend.machine().context("a QEMU boot needs its machine")?;
+    let machine = plan
+        .backend
+        .machine()
+        .context("a QEMU boot needs its machine")?;
     for attempt in 0..=plan.retries {
         let bootdir = dir.join(format!("round{round}-{}-try{attempt}", arm.name));
         std::fs::create_dir_all(&bootdir)?;
