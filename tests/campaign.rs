@@ -465,3 +465,38 @@ fn a_kexec_boot_that_does_not_come_up_falls_back_and_is_recorded() {
     assert_eq!(old.len(), 1);
     assert_eq!(old[0]["outcome"], "measured", "{}", old[0]);
 }
+
+#[test]
+fn a_kexec_campaign_on_this_host_needs_yes_and_status_says_none_is_running() {
+    // Never with --yes here: this machine is not rebooted by a test.
+    let k = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let arm = format!("a={}", k.display());
+    let out = syscost()
+        .args([
+            "campaign", "--via", "kexec", "--arm", &arm, "--arm", &arm, "--",
+        ])
+        .args(MEASURE)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("add --yes") && err.contains("12 time(s)"),
+        "{err}"
+    );
+    if std::path::Path::new("/var/lib/syscost/campaign/state.json").exists() {
+        println!("skipped the status check: a kexec campaign is in progress on this machine");
+        return;
+    }
+    for (verb, says) in [
+        ("status", "no kexec campaign in progress"),
+        ("abort", "nothing to abort"),
+    ] {
+        let out = syscost().args(["campaign", verb]).output().unwrap();
+        assert!(out.status.success());
+        assert!(String::from_utf8_lossy(&out.stdout).contains(says));
+    }
+    let out = syscost().args(["campaign", "resume"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no campaign in progress"));
+}

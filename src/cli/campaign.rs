@@ -17,6 +17,12 @@ pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
       --append audit0=audit=0 --append audit1=audit=1 --audit-rules audit1=prod.rules \\
       -- run syscall --runs 3
       the audit series' audit=0 against audit=1 with production rules, over 12 boots each
+  syscost campaign --via kexec --yes --arm base=/boot/vmlinuz-6.1.0-28-amd64 \\
+      --arm fix=/boot/vmlinuz-6.1.0-28+fix-amd64 -- run syscall --cpu 1 --runs 5
+      bare metal: this machine rebooted into each arm by kexec; a systemd unit resumes the
+      campaign after each boot and the last boot reboots into the default kernel
+  syscost campaign status | abort
+      where a kexec campaign stands; end it (the next boot is the default kernel)
   --accel tcg emulates the CPU (no KVM here): figures then follow the instructions executed,
   not the hardware, and say so. Exit status 4 when some boot failed (the campaign is
   incomplete).";
@@ -241,14 +247,14 @@ impl CampaignArgs {
 
     /// Check, save the plan, install the boot hook, load the first arm and reboot into it.
     fn start_kexec(&self) -> Result<()> {
+        let plan = self.plan()?;
         if !self.yes {
             anyhow::bail!(
                 "--via kexec reboots this machine into each arm, {} time(s), then into its \
                  default kernel: add --yes to go ahead",
-                self.arms.len() * self.boots.unwrap_or(6) as usize
+                plan.arms.len() * plan.boots as usize
             );
         }
-        let plan = self.plan()?;
         let output = match &self.output {
             Some(o) => Some(std::path::absolute(o)?),
             None => None,

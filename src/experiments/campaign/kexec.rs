@@ -500,4 +500,88 @@ mod unit {
         assert_eq!(marks("root=/dev/sda1 syscost.campaign=1-2"), None);
         assert_eq!(marks("syscost.campaign=1-2 syscost.boot=x.0"), None);
     }
+
+    fn state(arms: usize, rounds: u32, retries: u32) -> State {
+        let arm = |i: usize| Arm {
+            name: format!("a{i}"),
+            kernel: "/k".into(),
+            append: if i == 1 {
+                "audit=1".into()
+            } else {
+                String::new()
+            },
+            rules: None,
+            initrd: None,
+        };
+        State {
+            id: "9-1".into(),
+            created_unix: 9,
+            arms: (0..arms).map(arm).collect(),
+            rounds,
+            seed: 1,
+            measure: vec!["run".into()],
+            retries,
+            alpha: 0.05,
+            noise_pct: 2.0,
+            cmdline: "root=/dev/sda1 ro".into(),
+            rules: BTreeMap::new(),
+            order: super::super::order(arms, rounds, 1),
+            output: "/out.json".into(),
+            recording: Recording::default(),
+            hook: Hook::Init,
+            next: 0,
+            attempt: 0,
+            pending: None,
+            boots: Vec::new(),
+            build_ids: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn slots_walk_the_rounds_and_a_failure_is_retried_then_passed() {
+        let mut st = state(2, 3, 1);
+        assert_eq!(st.slots(), 6);
+        let arms: Vec<usize> = (0..6).map(|s| st.slot(s).0).collect();
+        assert_eq!(
+            arms,
+            st.order.concat(),
+            "slots follow the order, round by round"
+        );
+        assert_eq!(st.slot(5).1, 3);
+        advance(&mut st, false);
+        assert_eq!((st.next, st.attempt), (0, 1), "one retry");
+        advance(&mut st, false);
+        assert_eq!((st.next, st.attempt), (1, 0), "then the next boot");
+        advance(&mut st, true);
+        assert_eq!((st.next, st.attempt), (2, 0));
+    }
+
+    #[test]
+    fn each_boot_s_command_line_names_its_campaign_and_slot() {
+        let st = state(2, 1, 0);
+        let one = st.order[0].iter().position(|&a| a == 1).unwrap();
+        let line = st.cmdline_of(one, 1);
+        assert_eq!(
+            line,
+            format!("root=/dev/sda1 ro audit=1 syscost.campaign=9-1 syscost.boot={one}.1")
+        );
+        assert_eq!(marks(&line), Some(("9-1".into(), one, 1)));
+        assert_eq!(base_cmdline(&line), "root=/dev/sda1 ro audit=1");
+    }
+
+    #[test]
+    fn the_state_is_saved_and_read_back_and_abort_removes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("campaign");
+        std::fs::create_dir(&sub).unwrap();
+        let st = state(2, 2, 1);
+        st.save(&sub).unwrap();
+        let back = State::load(&sub).unwrap().unwrap();
+        assert_eq!(back.order, st.order);
+        assert_eq!(back.progress().total, 4);
+        assert_eq!(abort(&sub).unwrap().as_deref(), Some("9-1"));
+        assert!(!sub.exists());
+        assert_eq!(abort(&sub).unwrap(), None);
+        assert!(State::load(&sub).unwrap().is_none());
+    }
 }
