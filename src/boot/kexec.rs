@@ -165,8 +165,10 @@ pub fn reboot(how: Reboot) -> Result<()> {
             Reboot::Kexec => "kexec",
             Reboot::Firmware => "reboot",
         };
+        // --no-block: the caller is a unit's process the reboot stops; waiting for the job
+        // from inside it would wait for itself.
         let st = std::process::Command::new("systemctl")
-            .arg(verb)
+            .args(["--no-block", verb])
             .status()
             .context("cannot run systemctl")?;
         if !st.success() {
