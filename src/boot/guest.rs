@@ -98,19 +98,14 @@ fn measure() -> Result<Vec<u8>> {
     mount_disk(&cmdline)?;
     let plan: GuestPlan = serde_json::from_slice(&std::fs::read(PLAN_PATH)?)
         .context("the campaign's plan in the initramfs")?;
-    if Path::new(super::hook::STATE_DIR)
-        .join("state.json")
-        .exists()
-    {
+    let state = Path::new(super::hook::STATE_DIR).join(super::hook::STATE_NAME);
+    if state.exists() {
         return resume_kexec_campaign(&plan);
     }
-    let rules = match param(&cmdline, ARM_PARAM) {
-        Some(arm) => match plan.rules.get(arm) {
-            Some(path) => Some((std::fs::read_to_string(path)?, path.clone())),
-            None => None,
-        },
-        None => None,
-    };
+    let rules = param(&cmdline, ARM_PARAM)
+        .and_then(|arm| plan.rules.get(arm))
+        .map(|path| Ok::<_, std::io::Error>((std::fs::read_to_string(path)?, path.clone())))
+        .transpose()?;
     match &plan.result {
         None => super::measure_here(
             &plan.measure,

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 /// Where a kexec campaign's state lives while it runs (the unit runs only when it exists).
 pub const STATE_DIR: &str = "/var/lib/syscost/campaign";
+/// The state file's name in [`STATE_DIR`]: while it exists, a campaign is in progress.
+pub const STATE_NAME: &str = "state.json";
 /// The unit's name; nothing else on the machine is named so.
 pub const UNIT: &str = "syscost-campaign.service";
 const UNITS: &str = "/etc/systemd/system";
@@ -68,7 +70,7 @@ pub fn unit_text(exe: &Path) -> String {
          [Unit]\n\
          Description=syscost campaign: measure this boot, then boot the next kernel\n\
          After=multi-user.target\n\
-         ConditionPathExists={STATE_DIR}/state.json\n\
+         ConditionPathExists={STATE_DIR}/{STATE_NAME}\n\
          \n\
          [Service]\n\
          Type=oneshot\n\

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 /// Where a campaign's state lives while it runs.
 pub const STATE_DIR: &str = crate::boot::hook::STATE_DIR;
-const STATE: &str = "state.json";
+const STATE: &str = crate::boot::hook::STATE_NAME;
 /// The copy of syscost every boot of the campaign measures with (a rebuild mid-campaign
 /// does not change the measuring code).
 const EXE: &str = "syscost";
