@@ -126,6 +126,29 @@ impl State {
         (self.order[slot / per][slot % per], (slot / per) as u32 + 1)
     }
 
+    /// The record of a slot's try.
+    fn record(&self, slot: usize, attempt: u32, seconds: f64, outcome: Outcome) -> BootRecord {
+        let (a, round) = self.slot(slot);
+        BootRecord {
+            arm: self.arms[a].name.clone(),
+            round,
+            attempt,
+            seconds,
+            outcome,
+        }
+    }
+
+    /// Where this step leaves the campaign, for the command to show, record and reboot.
+    fn resumed(&self, recorded: Option<BootRecord>, step: Step) -> Resumed {
+        Resumed {
+            recorded,
+            step,
+            id: self.id.clone(),
+            recording: self.recording.clone(),
+            hook: self.hook,
+        }
+    }
+
     fn plan(&self) -> CampaignPlan {
         CampaignPlan {
             arms: self.arms.clone(),
@@ -274,13 +297,7 @@ fn begin(st: &mut State, dir: &Path) -> Result<Resumed> {
     st.save(dir)?;
     st.hook.install(&exe)?;
     let step = load_next(st, dir)?;
-    Ok(Resumed {
-        recorded: None,
-        step,
-        id: st.id.clone(),
-        recording: st.recording.clone(),
-        hook: st.hook,
-    })
+    Ok(st.resumed(None, step))
 }
 
 /// After a boot: record it (when it is the one the campaign rebooted into), then load the
@@ -303,13 +320,7 @@ pub fn resume(dir: &Path) -> Result<Resumed> {
         None => None,
     };
     let step = load_next(&mut st, dir)?;
-    Ok(Resumed {
-        recorded,
-        step,
-        id: st.id.clone(),
-        recording: st.recording.clone(),
-        hook: st.hook,
-    })
+    Ok(st.resumed(recorded, step))
 }
 
 fn advance(st: &mut State, ok: bool) {
@@ -339,8 +350,8 @@ fn load_next(st: &mut State, dir: &Path) -> Result<Step> {
                 return Ok(Step::Next { arm, round });
             }
             Err(e) => {
-                let r = failed(st, a, round, format!("{e:#}"), 0.0);
-                st.boots.push(r);
+                let outcome = failure(format!("{e:#}"));
+                st.boots.push(st.record(st.next, st.attempt, 0.0, outcome));
                 advance(st, false);
             }
         }
@@ -348,16 +359,11 @@ fn load_next(st: &mut State, dir: &Path) -> Result<Step> {
     finish(st, dir)
 }
 
-fn failed(st: &State, arm: usize, round: u32, reason: String, seconds: f64) -> BootRecord {
-    BootRecord {
-        arm: st.arms[arm].name.clone(),
-        round,
-        attempt: st.attempt,
-        seconds,
-        outcome: Outcome::Failed {
-            reason,
-            console: Vec::new(),
-        },
+/// A boot on this machine failed: why (no console is kept apart from the journal).
+fn failure(reason: String) -> Outcome {
+    Outcome::Failed {
+        reason,
+        console: Vec::new(),
     }
 }
 
@@ -411,10 +417,7 @@ pub fn reboot(step: &Step, hook: Hook) -> Result<()> {
 
 /// Record this boot: check it is the planned one, set up the arm's state, measure.
 fn this_boot(st: &mut State, p: &Pending) -> BootRecord {
-    st.attempt = p.attempt;
-    let (a, round) = st.slot(p.slot);
-    let seconds = now() - p.issued_unix;
-    let arm = st.arms[a].clone();
+    let arm = st.arms[st.slot(p.slot).0].clone();
     let measured = check_this_boot(st, &arm, p).and_then(|()| {
         let rules = st
             .rules
@@ -422,16 +425,11 @@ fn this_boot(st: &mut State, p: &Pending) -> BootRecord {
             .map(|t| (t.as_str(), arm.name.as_str()));
         crate::boot::measure_here(&st.measure, rules)
     });
-    match measured.and_then(|bytes| Ok(serde_json::from_slice(&bytes)?)) {
-        Ok(result) => BootRecord {
-            arm: arm.name,
-            round,
-            attempt: p.attempt,
-            seconds,
-            outcome: Outcome::Measured { result },
-        },
-        Err(e) => failed(st, a, round, format!("{e:#}"), seconds),
-    }
+    let outcome = match measured.and_then(|bytes| Ok(serde_json::from_slice(&bytes)?)) {
+        Ok(result) => Outcome::Measured { result },
+        Err(e) => failure(format!("{e:#}")),
+    };
+    st.record(p.slot, p.attempt, now() - p.issued_unix, outcome)
 }
 
 /// The running kernel is the planned boot's: its marks on the command line, the release its
