@@ -10,6 +10,7 @@ pub mod hook;
 pub mod initramfs;
 pub mod kexec;
 pub mod qemu;
+pub mod qmp;
 
 use anyhow::{Context, Result};
 use std::path::Path;

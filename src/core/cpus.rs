@@ -144,10 +144,15 @@ impl TryFrom<String> for CpuList {
 
 /// The CPUs this process may run on (sched_getaffinity).
 pub fn allowed_cpus() -> std::io::Result<CpuList> {
+    affinity_of(0)
+}
+
+/// The CPUs thread `tid` (0: the calling one) may run on.
+pub fn affinity_of(tid: i32) -> std::io::Result<CpuList> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+        if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
             return Err(std::io::Error::last_os_error());
         }
         let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
@@ -159,6 +164,11 @@ pub fn allowed_cpus() -> std::io::Result<CpuList> {
 
 /// Pin the calling thread to `cpus`.
 pub fn set_affinity(cpus: &CpuList) -> std::io::Result<()> {
+    set_affinity_of(0, cpus)
+}
+
+/// Pin thread `tid` (0: the calling one) to `cpus`.
+pub fn set_affinity_of(tid: i32, cpus: &CpuList) -> std::io::Result<()> {
     // SAFETY: as above; CPU_SET stays within the set because `CpuList` caps CPU numbers below
     // the size of cpu_set_t (1024) only after this check.
     unsafe {
@@ -173,11 +183,19 @@ pub fn set_affinity(cpus: &CpuList) -> std::io::Result<()> {
             }
             libc::CPU_SET(c, &mut set);
         }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             return Err(std::io::Error::last_os_error());
         }
     }
     Ok(())
+}
+
+/// The CPU thread `tid` of process `pid` last ran on (field 39 of /proc/PID/task/TID/stat).
+pub fn last_cpu_of(pid: u32, tid: i32) -> Option<usize> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count after its last ')'.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(39 - 3)?.parse().ok()
 }
 
 /// The CPU the calling thread runs on now.
@@ -209,6 +227,29 @@ mod tests {
 
     fn set(v: &[usize]) -> CpuList {
         CpuList(v.iter().copied().collect())
+    }
+
+    #[test]
+    fn a_thread_is_pinned_and_seen_on_its_cpu() {
+        let cpu = *allowed_cpus().unwrap().0.iter().next().unwrap();
+        let one = set(&[cpu]);
+        let t = std::thread::spawn(move || {
+            // SAFETY: gettid has no arguments.
+            let tid = unsafe { libc::gettid() };
+            set_affinity_of(tid, &one).unwrap();
+            let spin = std::time::Instant::now();
+            while spin.elapsed() < std::time::Duration::from_millis(20) {}
+            (
+                tid,
+                affinity_of(tid).unwrap(),
+                last_cpu_of(std::process::id(), tid),
+            )
+        });
+        let (tid, affinity, last) = t.join().unwrap();
+        assert!(tid > 0);
+        assert_eq!(affinity, set(&[cpu]));
+        assert_eq!(last, Some(cpu));
+        assert_eq!(last_cpu_of(std::process::id(), i32::MAX), None);
     }
 
     #[test]
