@@ -33,20 +33,49 @@ pub struct GuestPlan {
     pub result: Option<String>,
 }
 
-/// The frames on the channel: a result, or why there is none.
+/// The frames on the channel: the guest's clock, then a result or why there is none.
+const CLOCK: &str = "SYSCOST-CLOCK";
 const RESULT: &str = "SYSCOST-RESULT";
 const FAILED: &str = "SYSCOST-FAILED";
+
+/// The guest's own clock (CLOCK_BOOTTIME: seconds since its kernel started counting, early
+/// in its boot) where a boot's time splits: the init started, the measurement began and
+/// ended, the result was sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GuestClock {
+    pub init: f64,
+    pub measure_from: f64,
+    pub measure_to: f64,
+    pub sent: f64,
+}
+
+/// CLOCK_BOOTTIME now, in seconds.
+pub fn boottime() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: t is a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
 
 /// What a boot sent back.
 #[derive(Debug, PartialEq)]
 pub enum Sent {
+    Clock(GuestClock),
     Result(Vec<u8>),
     Failed(String),
 }
 
 /// `tag length\n bytes \n`.
 pub fn frame(sent: &Sent) -> Vec<u8> {
+    let clock;
     let (tag, body) = match sent {
+        Sent::Clock(c) => {
+            clock = serde_json::to_vec(c).expect("a clock serialises");
+            (CLOCK, clock.as_slice())
+        }
         Sent::Result(b) => (RESULT, b.as_slice()),
         Sent::Failed(s) => (FAILED, s.as_bytes()),
     };
@@ -56,18 +85,35 @@ pub fn frame(sent: &Sent) -> Vec<u8> {
     out
 }
 
-/// The first whole frame in what the channel received, if any.
-pub fn unframe(bytes: &[u8]) -> Option<Sent> {
+/// The first whole frame in what the channel received, if any, and the bytes it took.
+fn next_frame(bytes: &[u8]) -> Option<(Sent, usize)> {
     let text_end = bytes.iter().position(|&b| b == b'\n')?;
     let header = std::str::from_utf8(&bytes[..text_end]).ok()?;
     let (tag, len) = header.trim().split_once(' ')?;
     let len: usize = len.parse().ok()?;
     let body = bytes.get(text_end + 1..text_end + 1 + len)?.to_vec();
-    match tag {
-        RESULT => Some(Sent::Result(body)),
-        FAILED => Some(Sent::Failed(String::from_utf8_lossy(&body).into())),
-        _ => None,
+    let sent = match tag {
+        CLOCK => Sent::Clock(serde_json::from_slice(&body).ok()?),
+        RESULT => Sent::Result(body),
+        FAILED => Sent::Failed(String::from_utf8_lossy(&body).into()),
+        _ => return None,
+    };
+    Some((sent, text_end + 2 + len))
+}
+
+/// The first whole frame in what the channel received, if any.
+pub fn unframe(bytes: &[u8]) -> Option<Sent> {
+    next_frame(bytes).map(|(s, _)| s)
+}
+
+/// Every whole frame, in order, up to the first that is not.
+pub fn unframe_all(mut bytes: &[u8]) -> Vec<Sent> {
+    let mut out = Vec::new();
+    while let Some((s, used)) = next_frame(bytes) {
+        out.push(s);
+        bytes = bytes.get(used..).unwrap_or_default();
     }
+    out
 }
 
 /// Whether this process is a guest's init.
@@ -77,11 +123,16 @@ pub fn is_init() -> bool {
 
 /// Run as init: measure, send, power off. Never returns.
 pub fn init() -> ! {
-    let sent = match measure() {
+    let mut clock = GuestClock {
+        init: boottime(),
+        ..GuestClock::default()
+    };
+    let sent = match measure(&mut clock) {
         Ok(bytes) => Sent::Result(bytes),
         Err(e) => Sent::Failed(format!("{e:#}")),
     };
-    if let Err(e) = send(&sent) {
+    clock.sent = boottime();
+    if let Err(e) = send(&[Sent::Clock(clock), sent]) {
         eprintln!("syscost (guest): cannot send the result: {e:#}");
     }
     // SAFETY: sync and reboot take no pointers; as init this powers the guest off.
@@ -92,7 +143,7 @@ pub fn init() -> ! {
     std::process::exit(1)
 }
 
-fn measure() -> Result<Vec<u8>> {
+fn measure(clock: &mut GuestClock) -> Result<Vec<u8>> {
     mount_all()?;
     let cmdline = std::fs::read_to_string("/proc/cmdline")?;
     mount_disk(&cmdline)?;
@@ -106,16 +157,18 @@ fn measure() -> Result<Vec<u8>> {
         .and_then(|arm| plan.rules.get(arm))
         .map(|path| Ok::<_, std::io::Error>((std::fs::read_to_string(path)?, path.clone())))
         .transpose()?;
-    match &plan.result {
+    clock.measure_from = boottime();
+    let result = match &plan.result {
         None => super::measure_here(
             &plan.measure,
             rules.as_ref().map(|(t, p)| (t.as_str(), p.as_str())),
         ),
-        Some(path) => {
-            run_here(&plan.measure)?;
+        Some(path) => run_here(&plan.measure).and_then(|()| {
             std::fs::read(path).with_context(|| format!("the measurement wrote no {path}"))
-        }
-    }
+        }),
+    };
+    clock.measure_to = boottime();
+    result
 }
 
 /// The init is a kexec campaign's boot hook: resume it (the resume reboots into the next arm,
@@ -211,9 +264,9 @@ fn mount(what: &str, dir: &str, fs: &str, flags: libc::c_ulong) -> Result<()> {
     Ok(())
 }
 
-/// Write the frame to the channel in raw mode (no newline translation) and wait until the
-/// port has sent it.
-fn send(sent: &Sent) -> Result<()> {
+/// Write the frames to the channel in raw mode (no newline translation) and wait until the
+/// port has sent them.
+fn send(frames: &[Sent]) -> Result<()> {
     let mut port = std::fs::OpenOptions::new()
         .write(true)
         .open(CHANNEL)
@@ -227,7 +280,7 @@ fn send(sent: &Sent) -> Result<()> {
             libc::tcsetattr(fd, libc::TCSANOW, &t);
         }
     }
-    port.write_all(&frame(sent))?;
+    port.write_all(&frames.iter().flat_map(frame).collect::<Vec<u8>>())?;
     port.flush()?;
     // SAFETY: fd is open.
     unsafe { libc::tcdrain(fd) };
@@ -249,6 +302,23 @@ mod unit {
             assert_eq!(unframe(&f[..f.len() - 3]), None);
         }
         assert_eq!(unframe(b"noise"), None);
+    }
+
+    #[test]
+    fn the_clock_comes_before_the_result_and_both_are_read() {
+        let clock = GuestClock {
+            init: 0.9,
+            measure_from: 1.0,
+            measure_to: 2.5,
+            sent: 2.6,
+        };
+        let mut bytes = frame(&Sent::Clock(clock));
+        bytes.extend(frame(&Sent::Result(b"{}".to_vec())));
+        assert_eq!(
+            unframe_all(&bytes),
+            [Sent::Clock(clock), Sent::Result(b"{}".to_vec())]
+        );
+        assert_eq!(unframe_all(&bytes[..bytes.len() - 2]), [Sent::Clock(clock)]);
     }
 
     #[test]
