@@ -2,7 +2,9 @@
 //! last lines), the result channel on the second, `panic=-1` with `-no-reboot` so a panic ends
 //! QEMU, a timeout, and QEMU killed with syscost (PR_SET_PDEATHSIG) and on an interruption.
 
-use super::guest::{self, Sent};
+use super::guest::{self, GuestClock, Sent};
+use super::qmp::Qmp;
+use crate::core::cpus::{self, CpuList};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
@@ -41,7 +43,26 @@ pub struct Machine {
     pub memory_mib: u32,
     /// A boot that has not powered off after this long is stopped and recorded as failed.
     pub timeout: Duration,
+    /// Host CPUs the vCPU threads are pinned to: vCPU i to the i-th of the list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpus: Option<CpuList>,
 }
+
+/// A vCPU pinned to a host CPU, and how often its thread was seen there while the guest ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pinned {
+    pub vcpu: u32,
+    /// The host thread that runs it.
+    pub thread: i32,
+    pub host_cpu: usize,
+    /// Looks at the CPU the thread last ran on (every 50 ms), and how many found it there.
+    pub looks: u32,
+    pub seen_there: u32,
+}
+
+/// The file name of QEMU's control socket in a boot's directory (short: a unix socket's path
+/// has at most 107 bytes).
+const QMP_SOCKET: &str = "qmp";
 
 /// What one boot runs.
 pub struct Boot<'a> {
@@ -63,8 +84,12 @@ pub struct Boot<'a> {
 /// How a boot ended.
 #[derive(Debug)]
 pub enum Ended {
-    /// The guest sent its result.
-    Measured(Vec<u8>),
+    /// The guest sent its result, and its clock where the boot's time splits.
+    Measured {
+        result: Vec<u8>,
+        clock: Option<GuestClock>,
+        pinned: Vec<Pinned>,
+    },
     /// It did not: why, and the console's last lines.
     Failed {
         reason: String,
@@ -85,6 +110,27 @@ pub fn check_bzimage(path: &Path) -> Result<()> {
              arch/x86/boot/bzImage or a /boot/vmlinuz-VERSION",
             path.display()
         );
+    }
+    Ok(())
+}
+
+/// Refuse host CPUs that are not one per vCPU, or that syscost may not run on.
+pub fn check_pinning(m: &Machine) -> Result<()> {
+    let Some(list) = &m.host_cpus else {
+        return Ok(());
+    };
+    if list.len() != m.cpus as usize {
+        bail!(
+            "--host-cpus {list} names {} CPU(s) for {} vCPU(s): give one host CPU per vCPU \
+             (or change --guest-cpus)",
+            list.len(),
+            m.cpus
+        );
+    }
+    let allowed = cpus::allowed_cpus().context("cannot read syscost's CPU affinity")?;
+    let outside = list.difference(&allowed);
+    if !outside.is_empty() {
+        bail!("--host-cpus {list}: CPU {outside} not available: syscost may run on CPUs {allowed}");
     }
     Ok(())
 }
@@ -124,6 +170,14 @@ fn command(m: &Machine, b: &Boot) -> Command {
         .arg("-initrd")
         .arg(b.initrd)
         .args(["-append", &b.append]);
+    if m.host_cpus.is_some() {
+        // Paused until its vCPU threads are pinned, then `cont` over QMP.
+        let socket = b.dir.join(QMP_SOCKET);
+        c.arg("-S").arg("-qmp").arg(format!(
+            "unix:{},server=on,wait=off",
+            socket.to_string_lossy().replace(',', ",,")
+        ));
+    }
     if let Some(d) = b.disk {
         // QEMU's option syntax doubles a comma inside a value.
         let file = d.to_string_lossy().replace(',', ",,");
@@ -147,14 +201,20 @@ fn command(m: &Machine, b: &Boot) -> Command {
 }
 
 /// Boot once and wait for the guest to power off, the timeout, or an interruption (then QEMU
-/// is killed and the interruption returned as the error).
+/// is killed and the interruption returned as the error). With host CPUs, the vCPUs are
+/// pinned before the guest runs its first instruction; a pinning that fails is the error.
 pub fn boot(m: &Machine, b: &Boot) -> Result<Ended> {
     let _ = std::fs::remove_file(b.dir.join("channel"));
+    let _ = std::fs::remove_file(b.dir.join(QMP_SOCKET));
     let mut child = command(m, b)
         .spawn()
         .with_context(|| format!("cannot start {QEMU}"))?;
     let _guard = crate::signals::ChildGuard::new(child.id());
     let started = Instant::now();
+    let mut pinned = match &m.host_cpus {
+        Some(list) => pin_and_start(b.dir, &mut child, list).inspect_err(|_| kill(&mut child))?,
+        None => Vec::new(),
+    };
     let status = loop {
         if let Err(i) = crate::signals::check() {
             kill(&mut child);
@@ -167,28 +227,157 @@ pub fn boot(m: &Machine, b: &Boot) -> Result<Ended> {
             kill(&mut child);
             break None;
         }
+        look_where_they_run(child.id(), &mut pinned);
         std::thread::sleep(Duration::from_millis(50));
     };
+    Ok(ended(m, b, status, &mut child, pinned))
+}
+
+/// How the boot ended, from what the guest sent and how QEMU ended.
+fn ended(
+    m: &Machine,
+    b: &Boot,
+    status: Option<std::process::ExitStatus>,
+    child: &mut Child,
+    pinned: Vec<Pinned>,
+) -> Ended {
     let console = console_tail(&b.dir.join("console.log"), 12);
-    let sent = std::fs::read(b.dir.join("channel"))
-        .ok()
-        .and_then(|bytes| guest::unframe(&bytes));
-    Ok(match (sent, status) {
-        (Some(Sent::Result(r)), _) => Ended::Measured(r),
+    let frames = std::fs::read(b.dir.join("channel"))
+        .map(|bytes| guest::unframe_all(&bytes))
+        .unwrap_or_default();
+    let clock = frames.iter().find_map(|f| match f {
+        Sent::Clock(c) => Some(*c),
+        _ => None,
+    });
+    let sent = frames.into_iter().find(|f| !matches!(f, Sent::Clock(_)));
+    match (sent, status) {
+        (Some(Sent::Result(result)), _) => Ended::Measured {
+            result,
+            clock,
+            pinned,
+        },
         (Some(Sent::Failed(reason)), _) => Ended::Failed { reason, console },
-        (None, None) => Ended::Failed {
+        (_, None) => Ended::Failed {
             reason: format!("timed out after {}", humantime::format_duration(m.timeout)),
             console,
         },
-        (None, Some(s)) => Ended::Failed {
-            reason: format!(
-                "the guest ended without a result (a kernel panic, or an init that never ran; \
-                 QEMU {s}{})",
-                stderr_of(&mut child)
-            ),
+        (_, Some(s)) => Ended::Failed {
+            reason: no_result_reason(&b.dir.join("console.log"), s, child),
             console,
         },
-    })
+    }
+}
+
+/// Pin each vCPU thread of the paused QEMU to its host CPU, check that the kernel kept each
+/// affinity, and let the guest run.
+fn pin_and_start(dir: &Path, child: &mut Child, list: &CpuList) -> Result<Vec<Pinned>> {
+    let mut q = Qmp::connect(&dir.join(QMP_SOCKET), child, Duration::from_secs(10))?;
+    let vcpus = q.vcpus()?;
+    if vcpus.len() != list.len() {
+        bail!(
+            "--host-cpus {list} names {} CPU(s) for the guest's {} vCPU(s)",
+            list.len(),
+            vcpus.len()
+        );
+    }
+    let mut threads: Vec<i32> = vcpus.iter().map(|v| v.thread).collect();
+    threads.sort();
+    threads.dedup();
+    if threads.len() != vcpus.len() {
+        bail!(
+            "QEMU runs the guest's {} vCPUs on {} thread(s) (single-threaded TCG?): they \
+             cannot be pinned one to a CPU",
+            vcpus.len(),
+            threads.len()
+        );
+    }
+    let mut pinned = Vec::new();
+    for (v, cpu) in vcpus.iter().zip(list.iter()) {
+        let one = CpuList([cpu].into_iter().collect());
+        cpus::set_affinity_of(v.thread, &one).with_context(|| {
+            format!(
+                "cannot pin vCPU {} (thread {}) to CPU {cpu}",
+                v.index, v.thread
+            )
+        })?;
+        let kept = cpus::affinity_of(v.thread)?;
+        if kept != one {
+            bail!(
+                "vCPU {} was pinned to CPU {cpu} but may run on CPUs {kept}",
+                v.index
+            );
+        }
+        pinned.push(Pinned {
+            vcpu: v.index,
+            thread: v.thread,
+            host_cpu: cpu,
+            looks: 0,
+            seen_there: 0,
+        });
+    }
+    q.execute("cont")?;
+    Ok(pinned)
+}
+
+/// Count, for each pinned vCPU thread, whether it last ran on its host CPU.
+fn look_where_they_run(pid: u32, pinned: &mut [Pinned]) {
+    for p in pinned {
+        if let Some(cpu) = cpus::last_cpu_of(pid, p.thread) {
+            p.looks += 1;
+            p.seen_there += u32::from(cpu == p.host_cpu);
+        }
+    }
+}
+
+/// How the reason of a boot whose kernel panicked begins (the rest is from its console).
+pub const PANICKED: &str = "the kernel panicked: ";
+
+/// Why a guest ended without sending anything: the kernel's panic message and the oops
+/// before it when the console has one, else what QEMU said.
+fn no_result_reason(console: &Path, status: std::process::ExitStatus, child: &mut Child) -> String {
+    let text = std::fs::read(console).unwrap_or_default();
+    match kernel_panic(&String::from_utf8_lossy(&text)) {
+        Some(panic) => format!("{PANICKED}{panic}"),
+        None => format!(
+            "the guest ended without a result (a kernel panic, or an init that never ran; \
+             QEMU {status}{})",
+            stderr_of(child)
+        ),
+    }
+}
+
+/// From a console: the last "Kernel panic - not syncing" message, with the oops that led to
+/// it ("BUG: ...", "general protection fault ...", "Oops: ...") and its RIP line, if any.
+pub fn kernel_panic(console: &str) -> Option<String> {
+    let lines: Vec<&str> = console.lines().map(without_timestamp).collect();
+    let at = lines
+        .iter()
+        .rposition(|l| l.starts_with("Kernel panic - not syncing:"))?;
+    let message = lines[at]["Kernel panic - not syncing:".len()..].trim();
+    let oops_at = lines[..at].iter().rposition(|l| {
+        ["BUG: ", "general protection fault", "Oops: "]
+            .iter()
+            .any(|p| l.starts_with(p))
+    });
+    let Some(o) = oops_at else {
+        return Some(message.to_string());
+    };
+    let rip = lines[o..at].iter().find(|l| l.starts_with("RIP: "));
+    let rip = rip.map(|r| format!("; {r}")).unwrap_or_default();
+    Some(format!("{message} ({}{rip})", lines[o].trim()))
+}
+
+/// A console line without its `[    0.930129] ` timestamp.
+fn without_timestamp(line: &str) -> &str {
+    let l = line.trim_end_matches('\r');
+    match l
+        .trim_start()
+        .strip_prefix('[')
+        .and_then(|r| r.split_once("] "))
+    {
+        Some((stamp, rest)) if stamp.trim().parse::<f64>().is_ok() => rest,
+        _ => l,
+    }
 }
 
 fn kill(child: &mut Child) {
@@ -235,6 +424,7 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         cpus: 1,
         memory_mib: 256,
         timeout: Duration::from_secs(8),
+        host_cpus: None,
     };
     let empty: PathBuf = dir.join("empty.cpio");
     let _ = std::fs::write(&empty, b"");
@@ -257,7 +447,7 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
             m.timeout.as_secs()
         )),
         Ended::Failed { reason, .. } => Err(format!("a KVM guest did not start: {reason}")),
-        Ended::Measured(_) => Err("a KVM probe boot sent a result it cannot have".into()),
+        Ended::Measured { .. } => Err("a KVM probe boot sent a result it cannot have".into()),
     }
 }
 
@@ -276,5 +466,29 @@ mod unit {
         image[0x202..0x206].copy_from_slice(b"HdrS");
         std::fs::write(&p, image).unwrap();
         check_bzimage(&p).unwrap();
+    }
+
+    #[test]
+    fn a_panic_is_told_by_its_message_its_oops_and_where() {
+        let console = "[    0.91] Run /init as init process\r
+[    0.92] BUG: kernel NULL pointer dereference, address: 0000000000000000\r
+[    0.92] #PF: supervisor read access in kernel mode\r
+[    0.93] RIP: 0010:update_load_avg+0x7e/0x7a0\r
+[    0.93] RSP: 0018:ff71809e00013ba0 EFLAGS: 00000046\r
+[    0.94] Kernel panic - not syncing: Fatal exception in interrupt\r
+[    0.94] Kernel Offset: 0x18000000 from 0xffffffff81000000\r
+";
+        assert_eq!(
+            kernel_panic(console).unwrap(),
+            "Fatal exception in interrupt (BUG: kernel NULL pointer dereference, address: \
+             0000000000000000; RIP: 0010:update_load_avg+0x7e/0x7a0)"
+        );
+        let no_init =
+            "[    1.0] Kernel panic - not syncing: Requested init /nonexistent failed (error -2).";
+        assert_eq!(
+            kernel_panic(no_init).unwrap(),
+            "Requested init /nonexistent failed (error -2)."
+        );
+        assert_eq!(kernel_panic("[    1.0] reboot: Power down"), None);
     }
 }

@@ -1,9 +1,10 @@
 //! `syscost campaign`: parse the arms and the measuring command, run the campaign, show it,
 //! record every boot's result in the history, and say whether it was complete.
 
-use super::args::{HistoryOpts, parse_duration};
+use super::args::{HistoryOpts, parse_cpus, parse_duration};
 use super::*;
 use crate::boot::qemu::{Accel, Machine};
+use crate::core::cpus::CpuList;
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::{self, Arm, Backend, BootRecord, CampaignPlan, Outcome};
 use std::time::Duration;
@@ -102,6 +103,11 @@ pub struct CampaignArgs {
     /// vCPUs of each guest.
     #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub guest_cpus: u32,
+    /// Pin the guest's vCPU threads to these host CPUs, vCPU i to the i-th (taskset syntax,
+    /// one CPU per vCPU, e.g. 2-3 for 2 vCPUs), before the guest runs; checked: the affinity
+    /// read back, and each thread seen on its CPU while the guest runs [default: unpinned].
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    pub host_cpus: Option<CpuList>,
     /// Memory of each guest, MiB.
     #[arg(long, default_value_t = 1024, value_name = "MIB", value_parser = clap::value_parser!(u32).range(128..=65536))]
     pub guest_memory: u32,
@@ -194,6 +200,7 @@ impl CampaignArgs {
                 cpus: self.guest_cpus,
                 memory_mib: self.guest_memory,
                 timeout,
+                host_cpus: self.host_cpus.clone(),
             }),
             Via::Kexec => Backend::Kexec,
         };
@@ -397,8 +404,9 @@ fn boot_line(b: &BootRecord) -> String {
         Outcome::Measured { .. } => "measured".to_string(),
         Outcome::Failed { reason, .. } => format!("FAILED: {reason}"),
     };
+    let split = b.split.map(|s| format!(" = {s}")).unwrap_or_default();
     format!(
-        "round {} {}{}: {what} ({:.1} s)",
+        "round {} {}{}: {what} ({:.1} s{split})",
         b.round,
         b.arm,
         if b.attempt > 0 {

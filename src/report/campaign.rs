@@ -7,7 +7,7 @@ use super::format::{Cell, Format, Grid};
 use super::html::{Section, compare_section};
 use super::loaded::{Entry, ResultKind};
 use crate::core::Kind;
-use crate::experiments::campaign::{Campaign, Outcome};
+use crate::experiments::campaign::{BootSplit, Campaign, CounterFigure, Outcome};
 
 impl Campaign {
     /// One row per arm: its boots and the spread of the per-boot values.
@@ -36,6 +36,44 @@ impl Campaign {
         g
     }
 
+    /// One row per counter, a column per arm: the median over the arm's boots, or the status
+    /// perf gave it (`<not supported>`) with its reason as a numbered note.
+    pub fn counters_grid(&self) -> Option<Grid> {
+        let mut names: Vec<(&str, &str)> = Vec::new();
+        for c in self.figures.iter().flat_map(|f| &f.counters) {
+            if !names.iter().any(|(n, _)| *n == c.name) {
+                names.push((&c.name, &c.unit));
+            }
+        }
+        if names.is_empty() {
+            return None;
+        }
+        let mut headers = vec!["counter"];
+        headers.extend(self.figures.iter().map(|f| f.arm.as_str()));
+        let mut g = Grid::new(&headers)
+            .right(1..headers.len())
+            .title(self.counters_title());
+        for (name, unit) in names {
+            let mut row: Vec<Cell> = vec![super::metric_label(name, unit).into()];
+            for f in &self.figures {
+                let c = f.counters.iter().find(|c| c.name == name);
+                row.push(counter_cell(c, &mut g.notes));
+            }
+            g.row(row);
+        }
+        Some(g)
+    }
+
+    fn counters_title(&self) -> String {
+        let tcg = self.machine.as_ref().map(|m| m.accel) == Some(crate::boot::qemu::Accel::Tcg);
+        let pmu = if tcg {
+            "; QEMU TCG gives the guest no hardware PMU: only software events count"
+        } else {
+            ""
+        };
+        format!(" Counters per operation per arm, the median over its boots{pmu}")
+    }
+
     /// The boots that failed, each with its reason and the console's last line.
     pub fn failures_grid(&self) -> Option<Grid> {
         let mut g = Grid::new(&["arm", "round", "try", "reason"])
@@ -43,7 +81,11 @@ impl Campaign {
             .title(" Failed boots");
         for b in &self.boots {
             if let Outcome::Failed { reason, console } = &b.outcome {
-                let last = console.last().map(|l| format!(" (console: {l})"));
+                // A panic's reason is already the console's own words.
+                let last = console
+                    .last()
+                    .filter(|_| !reason.starts_with(crate::boot::qemu::PANICKED))
+                    .map(|l| format!(" (console: {l})"));
                 g.row([
                     b.arm.clone().into(),
                     Cell::Int(b.round as i64),
@@ -58,14 +100,51 @@ impl Campaign {
     fn where_booted(&self) -> String {
         match &self.machine {
             Some(m) => format!(
-                "in {} ({}, {} vCPU, {} MiB)",
+                "in {} ({}, {} vCPU{}, {} MiB)",
                 self.via,
                 m.accel.name(),
                 m.cpus,
+                m.host_cpus
+                    .as_ref()
+                    .map(|c| format!(" pinned to host CPUs {c}"))
+                    .unwrap_or_default(),
                 m.memory_mib
             ),
             None => format!("on this machine, rebooted into each arm by {}", self.via),
         }
+    }
+
+    /// Where a measured boot's time went, on average: the kernel's boot, syscost's init, the
+    /// measurement, and what is outside the guest's clock.
+    fn time_line(&self) -> Option<String> {
+        let measured = self.boots.iter().filter(|b| b.result().is_some());
+        let splits: Vec<&BootSplit> = measured.filter_map(|b| b.split.as_ref()).collect();
+        let s = BootSplit::mean(splits.iter().copied())?;
+        Some(format!(
+            " Time per measured boot (mean of {}): {:.1} s = {s} (outside the guest's clock: \
+             QEMU's start, firmware, loading the kernel and initramfs, power-off)",
+            splits.len(),
+            s.kernel + s.init + s.measurement + s.outside
+        ))
+    }
+
+    /// How the pinning held: where the vCPU threads were seen while the guests ran.
+    fn pinning_line(&self) -> Option<String> {
+        let pins: Vec<_> = self.boots.iter().flat_map(|b| &b.pinned).collect();
+        if pins.is_empty() {
+            return None;
+        }
+        let looks: u32 = pins.iter().map(|p| p.looks).sum();
+        let there: u32 = pins.iter().map(|p| p.seen_there).sum();
+        Some(if there == looks {
+            format!(" Pinning held: every vCPU thread was on its host CPU in all {looks} looks")
+        } else {
+            format!(
+                " warning: vCPU threads were off their pinned host CPUs in {} of {looks} looks \
+                 (did something else change their affinity?)",
+                looks - there
+            )
+        })
     }
 
     fn accel_line(&self) -> Option<String> {
@@ -76,6 +155,26 @@ impl Campaign {
                 .to_string()
         })
     }
+}
+
+/// A counter's median, or its status with the number of its reason among `notes`.
+fn counter_cell(c: Option<&CounterFigure>, notes: &mut Vec<String>) -> Cell {
+    let Some(c) = c else {
+        return Cell::Missing;
+    };
+    if let Some(m) = c.median {
+        return Cell::Num(m);
+    }
+    let status = c.status.as_deref().unwrap_or("<no value>");
+    let Some(reason) = &c.reason else {
+        return status.into();
+    };
+    let i = notes.iter().position(|n| n.ends_with(reason.as_str()));
+    let i = i.unwrap_or_else(|| {
+        notes.push(format!(" [{}] {reason}", notes.len() + 1));
+        notes.len() - 1
+    });
+    format!("{status} [{}]", i + 1).into()
 }
 
 impl Render for Campaign {
@@ -97,6 +196,8 @@ impl Render for Campaign {
             ),
         ];
         lines.extend(self.accel_line());
+        lines.extend(self.pinning_line());
+        lines.extend(self.time_line());
         if !self.complete {
             lines.push(" INCOMPLETE: some boots failed (see the failed boots below)".into());
         }
@@ -106,6 +207,7 @@ impl Render for Campaign {
 
     fn grids(&self) -> Vec<Grid> {
         let mut out = vec![self.figures_grid()];
+        out.extend(self.counters_grid());
         if let Some(c) = &self.comparison {
             let mut d = c.delta_grid();
             d.title = Some(format!(
@@ -123,6 +225,7 @@ impl Render for Campaign {
     /// For a mail, the deltas come one block per metric.
     fn text(&self, format: Format) -> String {
         let mut grids = vec![self.figures_grid()];
+        grids.extend(self.counters_grid());
         match &self.comparison {
             Some(c) if format.layout().for_mail() => grids.extend(c.delta_blocks()),
             _ => return super::format::render(format, &self.preamble(), &self.grids()),
@@ -162,6 +265,9 @@ impl ResultKind for Campaign {
             s.meta(&line);
         }
         s.table(&self.figures_grid());
+        if let Some(g) = self.counters_grid() {
+            s.table(&g);
+        }
         if let Some(c) = &self.comparison {
             compare_section(s, c);
         }

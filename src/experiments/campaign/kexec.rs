@@ -134,6 +134,8 @@ impl State {
             round,
             attempt,
             seconds,
+            split: None,
+            pinned: Vec::new(),
             outcome,
         }
     }

@@ -7,9 +7,9 @@
 
 pub mod kexec;
 
-use crate::boot::guest::{ARM_PARAM, GuestPlan, PLAN_PATH};
+use crate::boot::guest::{ARM_PARAM, GuestClock, GuestPlan, PLAN_PATH};
 use crate::boot::initramfs::{self, Contents};
-use crate::boot::qemu::{self, Accel, Ended, Machine};
+use crate::boot::qemu::{self, Accel, Ended, Machine, Pinned};
 use crate::compare::{self, Comparison, groups};
 use crate::core::{Envelope, Kind};
 use crate::results::view::ResultView;
@@ -58,6 +58,17 @@ impl Backend {
     }
 }
 
+/// `kernel 0.9 s + init 0.05 s + measurement 1.6 s + outside 0.8 s`.
+impl std::fmt::Display for BootSplit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "kernel {:.1} s + init {:.2} s + measurement {:.1} s + outside {:.1} s",
+            self.kernel, self.init, self.measurement, self.outside
+        )
+    }
+}
+
 /// A campaign to run.
 pub struct CampaignPlan {
     pub arms: Vec<Arm>,
@@ -96,8 +107,51 @@ pub struct BootRecord {
     pub attempt: u32,
     /// From starting QEMU to its end.
     pub seconds: f64,
+    /// Where those seconds went, when the guest sent its clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<BootSplit>,
+    /// Its vCPUs pinned to host CPUs (`--host-cpus`), and where their threads were seen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<Pinned>,
     #[serde(flatten)]
     pub outcome: Outcome,
+}
+
+/// Where a QEMU boot's seconds went, read from the guest's clock: its kernel's boot up to
+/// the init, syscost's init around the measurement (mounts, the arm's state, sending), the
+/// measurement, and what lies outside the guest's clock (QEMU's start, the firmware, loading
+/// and decompressing the kernel and the initramfs, powering off, reading the result).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BootSplit {
+    pub kernel: f64,
+    pub init: f64,
+    pub measurement: f64,
+    pub outside: f64,
+}
+
+impl BootSplit {
+    /// The split of a boot of `seconds` whose guest sent `clock`.
+    pub fn of(clock: &GuestClock, seconds: f64) -> BootSplit {
+        BootSplit {
+            kernel: clock.init,
+            init: (clock.measure_from - clock.init) + (clock.sent - clock.measure_to),
+            measurement: clock.measure_to - clock.measure_from,
+            outside: seconds - clock.sent,
+        }
+    }
+
+    /// The mean split over `boots` (the parts of a mean add up to the mean boot).
+    pub fn mean<'a>(boots: impl IntoIterator<Item = &'a BootSplit>) -> Option<BootSplit> {
+        let all: Vec<&BootSplit> = boots.into_iter().collect();
+        let n = all.len() as f64;
+        let mean = |f: fn(&BootSplit) -> f64| all.iter().map(|s| f(s)).sum::<f64>() / n;
+        (!all.is_empty()).then(|| BootSplit {
+            kernel: mean(|s| s.kernel),
+            init: mean(|s| s.init),
+            measurement: mean(|s| s.measurement),
+            outside: mean(|s| s.outside),
+        })
+    }
 }
 
 impl BootRecord {
@@ -120,6 +174,24 @@ pub struct ArmFigures {
     /// Per good boot, in round order.
     pub values: Vec<f64>,
     pub summary: Option<Summary>,
+    /// Its other per-operation metrics (perf counters and their ratios), where measured.
+    #[serde(default)]
+    pub counters: Vec<CounterFigure>,
+}
+
+/// An arm's figure for one counter (or a ratio of two): the median over its good boots of
+/// each boot's median, or, when no boot counted it, why not (perf's status and reason).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CounterFigure {
+    pub name: String,
+    pub unit: String,
+    /// The boots that counted it.
+    pub boots: usize,
+    pub median: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The result of a campaign (kind `campaign`).
@@ -269,13 +341,20 @@ fn boot_arm(
                 firmware_reboot: false,
             },
         )?;
+        let seconds = started.elapsed().as_secs_f64();
+        let (clock, pinned) = match &ended {
+            Ended::Measured { clock, pinned, .. } => (*clock, pinned.clone()),
+            Ended::Failed { .. } => (None, Vec::new()),
+        };
         let outcome = outcome_of(ended);
         let ok = matches!(outcome, Outcome::Measured { .. });
         boots.push(BootRecord {
             arm: arm.name.clone(),
             round,
             attempt,
-            seconds: started.elapsed().as_secs_f64(),
+            seconds,
+            split: clock.map(|c| BootSplit::of(&c, seconds)),
+            pinned,
             outcome,
         });
         progress(boots.last().expect("just pushed"));
@@ -289,7 +368,7 @@ fn boot_arm(
 
 fn outcome_of(ended: Ended) -> Outcome {
     match ended {
-        Ended::Measured(bytes) => match serde_json::from_slice(&bytes) {
+        Ended::Measured { result, .. } => match serde_json::from_slice(&result) {
             Ok(result) => Outcome::Measured { result },
             Err(e) => Outcome::Failed {
                 reason: format!("the result sent back is not JSON ({e})"),
@@ -306,6 +385,7 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
         bail!("campaign::run boots in QEMU; a kexec campaign starts with campaign::kexec::start");
     };
     qemu::check_installed()?;
+    qemu::check_pinning(machine)?;
     let rules = check(plan)?;
     let dir = crate::boot::workdir()?;
     let initrd = build_initramfs(plan, &rules, dir.path())?;
@@ -431,7 +511,45 @@ fn figures_of(
         failed_boots: (rounds as usize).saturating_sub(good),
         summary: Summary::of(&values),
         values,
+        counters: counters_of(views, metric),
     }
+}
+
+/// Every metric of the boots' results but `primary` and the time, in the order they first
+/// appear, each the median over the boots that counted it of their medians.
+fn counters_of(views: &[(u32, ResultView)], primary: &str) -> Vec<CounterFigure> {
+    use crate::results::MetricKind;
+    let mut out: Vec<CounterFigure> = Vec::new();
+    let mut per_boot: Vec<Vec<f64>> = Vec::new();
+    let metrics = views.iter().flat_map(|(_, v)| &v.metrics);
+    for m in metrics.filter(|m| m.name != primary && m.kind != MetricKind::Time) {
+        let i = match out.iter().position(|c| c.name == m.name) {
+            Some(i) => i,
+            None => {
+                out.push(CounterFigure {
+                    name: m.name.clone(),
+                    unit: m.unit.clone(),
+                    boots: 0,
+                    median: None,
+                    status: m.status.clone(),
+                    reason: m.reason.clone(),
+                });
+                per_boot.push(Vec::new());
+                out.len() - 1
+            }
+        };
+        if !m.values.is_empty() {
+            per_boot[i].push(crate::stats::median(&m.values));
+        }
+    }
+    for (c, values) in out.iter_mut().zip(per_boot) {
+        c.boots = values.len();
+        if !values.is_empty() {
+            c.median = Some(crate::stats::median(&values));
+            (c.status, c.reason) = (None, None);
+        }
+    }
+    out
 }
 
 /// Each arm with 3 good boots or more against the first, paired by round over the rounds in
