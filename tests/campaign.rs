@@ -263,6 +263,123 @@ fn audit_rules_make_getpid_slower_with_boots_as_units() {
 }
 
 #[test]
+fn an_audit_sweep_in_each_boot_gives_the_arm_its_cost_per_rule() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let history = tmp.path().join("history.sqlite");
+    let out = syscost()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "campaign",
+            "--accel",
+            "tcg",
+            "--guest-cpus",
+            "1",
+            "--boots",
+            "1",
+        ])
+        .args(["--format", "json", "--history"])
+        .arg(&history)
+        .args([arm("old", &k[0]), arm("new", &k[1])].concat())
+        .args(["--", "audit", "sweep", "--rules", "0,16", "--runs", "3"])
+        .args(["--samples", "3", "--sample-time", "20ms"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for b in c["boots"].as_array().unwrap() {
+        assert_eq!(b["result"]["kind"], "audit-sweep", "{b}");
+    }
+    assert_eq!(c["metric"], "time");
+    assert_eq!(c["unit"], "ns/call per rule");
+    assert_eq!(c["boot_figure"], "sweep-slope");
+    for f in c["figures"].as_array().unwrap() {
+        let values = f["values"].as_array().unwrap();
+        assert_eq!(values.len(), 1, "{f}");
+        // 16 exit rules walked on every getpid: each costs time, even emulated.
+        assert!(values[0].as_f64().unwrap() > 0.0, "{f}");
+        let counters = f["counters"].as_array().unwrap();
+        assert!(counters.iter().any(|c| c["name"] == "task-clock"), "{f}");
+        assert!(
+            !counters.iter().any(|c| c["name"] == "CPUs-utilized"),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn a_probe_in_each_boot_gives_the_arm_its_time_per_hit() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    // libc's syscall(), which syscost's own syscall loop calls: the probed command is
+    // syscost (the guest's /init) measuring getpid; libc is in the initramfs at its path.
+    let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    if !Path::new(libc).exists() {
+        println!("skipped: no {libc} here");
+        return;
+    }
+    let out = syscost()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "campaign",
+            "--accel",
+            "tcg",
+            "--guest-cpus",
+            "1",
+            "--boots",
+            "1",
+        ])
+        .args(["--format", "json", "--no-history"])
+        .args([arm("old", &k[0]), arm("new", &k[1])].concat())
+        .args([
+            "--",
+            "probe",
+            "--target",
+            &format!("{libc}:syscall"),
+            "--runs",
+            "6",
+        ])
+        .args([
+            "--",
+            "/init",
+            "run",
+            "syscall",
+            "--runs",
+            "1",
+            "--samples",
+            "1",
+        ])
+        .args([
+            "--warmup",
+            "0",
+            "--sample-time",
+            "5ms",
+            "--overhead-samples",
+            "0",
+        ])
+        .arg("--no-history")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["unit"], "ns/hit");
+    assert_eq!(c["boot_figure"], "probe-hit");
+    for f in c["figures"].as_array().unwrap() {
+        assert_eq!(f["values"].as_array().unwrap().len(), 1, "{f}");
+        let hits = f["counters"].as_array().unwrap();
+        let hits = hits.iter().find(|c| c["name"] == "hits").unwrap();
+        assert!(
+            hits["median"].as_f64().unwrap() >= 1.0,
+            "the probe fired: {f}"
+        );
+    }
+}
+
+#[test]
 fn a_file_that_is_not_a_kernel_is_refused_before_any_boot() {
     let Some(k) = kernels() else { return };
     let _s = serial(); // QEMU takes both CPUs: no measurement beside it

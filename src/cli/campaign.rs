@@ -137,7 +137,9 @@ pub struct CampaignArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub keep: HistoryOpts,
-    /// The syscost command measured in every boot, e.g. run syscall --runs 3.
+    /// The syscost command measured in every boot, e.g. run syscall --runs 3. A boot's value:
+    /// for run, the median of its runs; for audit sweep, the cost per rule it fitted; for
+    /// probe, the time each hit added.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub measure: Vec<String>,
 }

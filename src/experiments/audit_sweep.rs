@@ -11,7 +11,7 @@
 use crate::audit::{self, AuditStatus, session::Session};
 use crate::compare::{self, Delta};
 use crate::core::{Envelope, Kind};
-use crate::results::RunResult;
+use crate::results::{Metric, MetricKind, RunResult};
 use crate::runner::{self, Plan, Progress, interleave::Batch};
 use crate::stats::regression::fit;
 use crate::workloads::WorkloadSpec;
@@ -108,6 +108,28 @@ pub struct Sweep {
     pub fits: Vec<Fit>,
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
+}
+
+impl Sweep {
+    /// What one boot's sweep comes to when boots are compared (a campaign's): each fitted
+    /// metric's cost per rule (the slope), one value, of the kind the steps measured it as;
+    /// ratios are left out.
+    pub fn per_boot_metrics(&self) -> Vec<Metric> {
+        let kind_of = |name: &str| {
+            let step = self.steps.first().map(|s| &s.result.metrics);
+            step.and_then(|ms| ms.iter().find(|m| m.name == name))
+                .map_or(MetricKind::Counter, |m| m.kind)
+        };
+        // A ratio's slope (IPC per rule) is not a cost: left out.
+        self.fits
+            .iter()
+            .filter(|f| kind_of(&f.metric) != MetricKind::Derived)
+            .map(|f| {
+                let values = vec![f.slope];
+                Metric::of_values(&f.metric, &f.unit, kind_of(&f.metric), "boot", values, None)
+            })
+            .collect()
+    }
 }
 
 /// Parse `0,8,16` or `0-48:16` into strictly increasing rule counts.

@@ -47,6 +47,34 @@ pub struct ProbeResult {
     pub comparison: compare::Comparison,
 }
 
+impl ProbeResult {
+    /// What one boot's probe comes to when boots are compared (a campaign's): the time each
+    /// hit added (the median probed run's wall time less the median unprobed one's, over the
+    /// median hits per run) and the hits per run.
+    pub fn per_boot_metrics(&self) -> Vec<Metric> {
+        use crate::stats::median;
+        let hits: Vec<f64> = self.hits.iter().map(|&h| h as f64).collect();
+        let per_run = median(&hits);
+        let mut out = vec![Metric::of_values(
+            "hits",
+            "/run",
+            MetricKind::Workload,
+            "boot",
+            vec![per_run],
+            None,
+        )];
+        if per_run > 0.0 {
+            let added = median(&self.probed_s) - median(&self.unprobed_s);
+            let ns = vec![added * 1e9 / per_run];
+            out.insert(
+                0,
+                Metric::of_values("time", "ns/hit", MetricKind::Time, "boot", ns, None),
+            );
+        }
+        out
+    }
+}
+
 /// All probes for one target: system-wide, one event per CPU (a BPF program runs on every hit
 /// whatever the CPU, so with --bpf one event suffices and counts through its map).
 struct Probes(Vec<Uprobe>);

@@ -17,8 +17,10 @@ impl Campaign {
         ])
         .right(2..=8)
         .title(format!(
-            " {} ({}) per arm, one value per boot (the median of its runs)",
-            self.metric, self.unit
+            " {} ({}) per arm, one value per boot ({})",
+            self.metric,
+            self.unit,
+            self.boot_figure.describe()
         ));
         for f in &self.figures {
             let mut row: Vec<Cell> = vec![

@@ -116,6 +116,32 @@ impl ResultView {
     }
 
     /// A result's JSON text (e.g. from the history store), named `name` in messages.
+    /// A view of the figures a result of another kind comes to (one value each: an audit
+    /// sweep's cost per rule, a probe's cost per hit), so its boots compare like runs.
+    pub fn of_figures(
+        name: &str,
+        kind: Kind,
+        created_unix: u64,
+        workload: crate::workloads::RecordedWorkload,
+        environment: EnvSummary,
+        metrics: Vec<Metric>,
+    ) -> ResultView {
+        ResultView {
+            path: PathBuf::from(name),
+            kind,
+            created_unix,
+            workload,
+            op_name: "op".into(),
+            options: serde_json::Value::Null,
+            metrics,
+            warnings: Vec::new(),
+            environment,
+            runs: Vec::new(),
+            groups: Vec::new(),
+            profile: None,
+        }
+    }
+
     pub fn from_text(name: &str, text: &str) -> Result<ResultView, LoadError> {
         let raw: Raw = serde_json::from_str(text).map_err(|e| LoadError::Syntax {
             path: name.to_string(),

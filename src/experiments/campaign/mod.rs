@@ -163,7 +163,38 @@ impl BootRecord {
     }
 }
 
-/// An arm's primary figure over its good boots (one value per boot: the median of its runs).
+/// What one boot's value is, by the kind of result the measuring command writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BootFigure {
+    /// `run`: the median of its runs.
+    #[default]
+    RunMedian,
+    /// `audit sweep`: the cost per rule its sweep fitted.
+    SweepSlope,
+    /// `probe`: the time each hit added.
+    ProbeHit,
+}
+
+impl BootFigure {
+    fn of(kind: Kind) -> BootFigure {
+        match kind {
+            Kind::AuditSweep => BootFigure::SweepSlope,
+            Kind::Probe => BootFigure::ProbeHit,
+            _ => BootFigure::RunMedian,
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            BootFigure::RunMedian => "the median of its runs",
+            BootFigure::SweepSlope => "the cost per rule its audit sweep fitted",
+            BootFigure::ProbeHit => "the time each probe hit added",
+        }
+    }
+}
+
+/// An arm's primary figure over its good boots (one value per boot: see [`BootFigure`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ArmFigures {
     pub arm: String,
@@ -214,6 +245,9 @@ pub struct Campaign {
     /// The metric the figures and the comparison are of, and its unit.
     pub metric: String,
     pub unit: String,
+    /// What one boot's value of it is.
+    #[serde(default)]
+    pub boot_figure: BootFigure,
     pub figures: Vec<ArmFigures>,
     /// Each arm against the first with boots as units, paired by round; `None` when fewer
     /// than two arms have 3 good boots.
@@ -437,6 +471,11 @@ pub fn analyse(
         .flatten()
         .find_map(|(_, v)| v.metric(&metric).map(|m| m.unit.clone()))
         .unwrap_or_default();
+    let boot_figure = views
+        .iter()
+        .flatten()
+        .next()
+        .map_or(BootFigure::RunMedian, |(_, v)| BootFigure::of(v.kind));
     let comparison = compare_arms(plan, &views, &mut warnings)?;
     let created_unix = crate::core::now_unix();
     let complete = figures.iter().all(|f| f.failed_boots == 0);
@@ -453,6 +492,7 @@ pub fn analyse(
         boots,
         metric,
         unit,
+        boot_figure,
         figures,
         comparison,
         complete,
@@ -474,12 +514,59 @@ fn good_views(
             continue;
         };
         let name = format!("{} round {}", b.arm, b.round);
-        match ResultView::from_text(&name, &result.to_string()) {
+        match view_of(&name, result) {
             Ok(v) => out[i].push((b.round, v)),
             Err(e) => warnings.push(format!("{name}: kept whole, not compared ({e})")),
         }
     }
     out
+}
+
+/// A boot's result as a view of its figures: a run or merged result as it is, an audit
+/// sweep by its cost per rule, a probe by its cost per hit.
+fn view_of(name: &str, result: &serde_json::Value) -> Result<ResultView, String> {
+    use crate::experiments::{audit_sweep::Sweep, probe::ProbeResult};
+    use crate::results::view::EnvSummary;
+    use crate::workloads::RecordedWorkload;
+    let kind = result
+        .get("kind")
+        .cloned()
+        .map(serde_json::from_value::<Kind>);
+    let env = |e: Option<&serde_json::Value>| -> EnvSummary {
+        e.and_then(|e| serde_json::from_value(e.clone()).ok())
+            .unwrap_or_default()
+    };
+    match kind {
+        Some(Ok(Kind::AuditSweep)) => {
+            let s: Sweep = serde_json::from_value(result.clone()).map_err(|e| e.to_string())?;
+            let environment = env(result.pointer("/steps/0/result/environment"));
+            let workload = RecordedWorkload::Known(s.workload.clone());
+            let metrics = s.per_boot_metrics();
+            Ok(ResultView::of_figures(
+                name,
+                Kind::AuditSweep,
+                s.created_unix,
+                workload,
+                environment,
+                metrics,
+            ))
+        }
+        Some(Ok(Kind::Probe)) => {
+            let p: ProbeResult =
+                serde_json::from_value(result.clone()).map_err(|e| e.to_string())?;
+            let workload = RecordedWorkload::Foreign(serde_json::json!({ "probe": p.target }));
+            let created = crate::core::now_unix();
+            Ok(ResultView::of_figures(
+                name,
+                Kind::Probe,
+                created,
+                workload,
+                env(None),
+                p.per_boot_metrics(),
+            ))
+        }
+        _ => ResultView::from_text(name, &result.to_string()).map_err(|e| e.to_string()),
+    }
 }
 
 fn figures_of(
