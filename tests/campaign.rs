@@ -368,8 +368,10 @@ fn a_probe_in_each_boot_gives_the_arm_its_time_per_hit() {
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c["unit"], "ns/hit");
     assert_eq!(c["boot_figure"], "probe-hit");
-    for f in c["figures"].as_array().unwrap() {
+    for (f, kernel) in c["figures"].as_array().unwrap().iter().zip(&k) {
         assert_eq!(f["values"].as_array().unwrap().len(), 1, "{f}");
+        let release = f["releases"][0].as_str().unwrap();
+        assert!(kernel.to_string_lossy().ends_with(release), "{f}");
         let hits = f["counters"].as_array().unwrap();
         let hits = hits.iter().find(|c| c["name"] == "hits").unwrap();
         assert!(

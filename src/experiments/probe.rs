@@ -45,6 +45,9 @@ pub struct ProbeResult {
     pub probed_s: Vec<f64>,
     pub hits: Vec<u64>,
     pub comparison: compare::Comparison,
+    /// The machine and kernel it ran on (results before it have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<crate::environment::Environment>,
 }
 
 impl ProbeResult {
@@ -251,5 +254,6 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
         probed_s: with,
         hits,
         comparison,
+        environment: Some(crate::environment::Environment::collect()),
     })
 }

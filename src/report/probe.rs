@@ -46,6 +46,13 @@ impl Render for ProbeResult {
                 fmt_num(median(&rates))
             ),
         ];
+        if let Some(e) = &self.environment {
+            pre.push(format!(
+                " on {}, kernel {}",
+                e.hostname.as_deref().unwrap_or("an unnamed host"),
+                e.kernel_release.as_deref().unwrap_or("of unknown release")
+            ));
+        }
         pre.extend(self.comparison.preamble().into_iter().skip(1));
         let grids = if format.layout().for_mail() {
             self.comparison.delta_blocks()

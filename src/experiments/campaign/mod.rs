@@ -561,7 +561,7 @@ fn view_of(name: &str, result: &serde_json::Value) -> Result<ResultView, String>
                 Kind::Probe,
                 created,
                 workload,
-                env(None),
+                env(result.get("environment")),
                 p.per_boot_metrics(),
             ))
         }
