@@ -271,7 +271,12 @@ fn ended(
 /// Pin each vCPU thread of the paused QEMU to its host CPU, check that the kernel kept each
 /// affinity, and let the guest run.
 fn pin_and_start(dir: &Path, child: &mut Child, list: &CpuList) -> Result<Vec<Pinned>> {
-    let mut q = Qmp::connect(&dir.join(QMP_SOCKET), child, Duration::from_secs(10))?;
+    let mut q = match Qmp::connect(&dir.join(QMP_SOCKET), child, Duration::from_secs(10)) {
+        Ok(q) => q,
+        // QEMU said why on its standard error if it ended (read only then: it blocks).
+        Err(e) if matches!(child.try_wait(), Ok(Some(_))) => bail!("{e:#}{}", stderr_of(child)),
+        Err(e) => return Err(e),
+    };
     let vcpus = q.vcpus()?;
     if vcpus.len() != list.len() {
         bail!(

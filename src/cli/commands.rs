@@ -101,14 +101,15 @@ pub struct ProbeArgs {
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Result files of any kind (run, compare, merged, audit-sweep, scale, correlate,
-    /// cachesets, probe, trend).
+    /// cachesets, probe, trend, campaign).
     #[arg(value_name = "RESULT", required = true)]
     pub files: Vec<PathBuf>,
     /// Write the page (or the chart, with --svg) to FILE, atomically.
     #[arg(short = 'o', long, value_name = "FILE", required = true)]
     pub output: PathBuf,
     /// Draw one chart alone as SVG instead: run, profile, compare, ranking, merge, sweep,
-    /// scale, correlate, cachesets or trend.
+    /// scale, correlate, cachesets, trend, or boots (a campaign's boots per arm, when it has
+    /// too few boots for a comparison).
     #[arg(long, value_name = "KIND")]
     pub svg: Option<String>,
 }

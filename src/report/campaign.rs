@@ -159,6 +159,36 @@ impl Campaign {
     }
 }
 
+impl Campaign {
+    /// Every good boot's value per arm, with the median and the range.
+    fn boots_chart(&self) -> String {
+        use super::svg::{Category, Mark, categories};
+        let cats: Vec<Category> = self
+            .figures
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Category {
+                label: f.arm.clone(),
+                strip: f.values.clone(),
+                dot: f.summary.as_ref().map(|s| (s.median, s.min, s.max)),
+                class: if i == 0 { 5 } else { 0 },
+                ..Category::default()
+            })
+            .collect();
+        categories(
+            &format!("{} per arm, one value per boot", self.metric),
+            "arm (no verdict: fewer than 3 good boots per arm)",
+            &format!("{} ({})", self.metric, self.unit),
+            &cats,
+            vec![
+                (0, "median, min to max".into(), Mark::Dot),
+                (5, "baseline".into(), Mark::Dot),
+            ],
+            None,
+        )
+    }
+}
+
 /// A counter's median, or its status with the number of its reason among `notes`.
 fn counter_cell(c: Option<&CounterFigure>, notes: &mut Vec<String>) -> Cell {
     let Some(c) = c else {
@@ -238,7 +268,7 @@ impl Render for Campaign {
 }
 
 /// A campaign: its comparison's charts and its tables.
-pub const ENTRY: Entry = Entry::of::<Campaign>(Kind::Campaign, &["compare"]);
+pub const ENTRY: Entry = Entry::of::<Campaign>(Kind::Campaign, &["compare", "boots"]);
 
 impl ResultKind for Campaign {
     fn kind(&self) -> Kind {
@@ -270,16 +300,22 @@ impl ResultKind for Campaign {
         if let Some(g) = self.counters_grid() {
             s.table(&g);
         }
-        if let Some(c) = &self.comparison {
-            compare_section(s, c);
+        match &self.comparison {
+            Some(c) => compare_section(s, c),
+            None => s.figure(&self.boots_chart()),
         }
         if let Some(f) = self.failures_grid() {
             s.table(&f);
         }
     }
 
+    /// With a comparison, its chart (every boot's value per arm, the verdicts); without one
+    /// (fewer than 3 good boots), every boot's value per arm all the same.
     fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
-        let c = self.comparison.as_ref()?;
-        (name == "compare").then(|| Ok(super::charts::compare_chart(c)))
+        match (name, &self.comparison) {
+            ("compare", Some(c)) => Some(Ok(super::charts::compare_chart(c))),
+            ("boots", None) => Some(Ok(self.boots_chart())),
+            _ => None,
+        }
     }
 }
