@@ -172,7 +172,8 @@ mod unit {
                 "scale",
                 "correlate",
                 "cachesets",
-                "trend"
+                "trend",
+                "boots"
             ]
         );
     }
