@@ -1,6 +1,7 @@
 //! A campaign: the audit series' table over boots per arm (boots, min, mean, median, max,
-//! pstdev), each arm against the first with boots as units paired by round, the ranking of
-//! many arms, the order the boots ran in, and every failed boot with its reason.
+//! pstdev), the counters per arm, each arm against the first with boots as units paired by
+//! round, the ranking of many arms, the order the boots ran in, where a boot's time went,
+//! whether the vCPU pinning held, and every failed boot with its reason.
 
 use super::Render;
 use super::format::{Cell, Format, Grid};
@@ -66,9 +67,13 @@ impl Campaign {
         Some(g)
     }
 
+    /// Whether the boots ran under QEMU's emulator.
+    fn emulated(&self) -> bool {
+        self.machine.as_ref().map(|m| m.accel) == Some(crate::boot::qemu::Accel::Tcg)
+    }
+
     fn counters_title(&self) -> String {
-        let tcg = self.machine.as_ref().map(|m| m.accel) == Some(crate::boot::qemu::Accel::Tcg);
-        let pmu = if tcg {
+        let pmu = if self.emulated() {
             "; QEMU TCG gives the guest no hardware PMU: only software events count"
         } else {
             ""
@@ -150,8 +155,7 @@ impl Campaign {
     }
 
     fn accel_line(&self) -> Option<String> {
-        let tcg = self.machine.as_ref().map(|m| m.accel) == Some(crate::boot::qemu::Accel::Tcg);
-        tcg.then(|| {
+        self.emulated().then(|| {
             " Emulated (QEMU TCG): figures follow the instructions executed, not this machine's \
              hardware; compare them only with other TCG results"
                 .to_string()
