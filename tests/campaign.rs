@@ -547,19 +547,21 @@ fn kexec_disk(tmp: &Path, kernels: &[PathBuf], initramfs: &Path) -> PathBuf {
 }
 
 /// The words of a kexec campaign inside the guest over `arms` (name, kernel, append), its
-/// result written to [`KEXEC_RESULT`].
-fn kexec_campaign(arms: &[(&str, &Path, &str)], extra: &[&str]) -> Vec<String> {
+/// result written to [`KEXEC_RESULT`]; each arm boots with `initrd`, if any.
+fn kexec_campaign(
+    arms: &[(&str, &Path, &str)],
+    initrd: Option<&str>,
+    extra: &[&str],
+) -> Vec<String> {
     let mut words: Vec<String> = ["campaign", "--via", "kexec", "--yes"]
         .map(String::from)
         .to_vec();
     for (name, kernel, append) in arms {
         let file = kernel.file_name().unwrap().to_string_lossy();
-        words.extend([
-            "--arm".into(),
-            format!("{name}=/boot/{file}"),
-            "--initrd".into(),
-            format!("{name}=/boot/syscost.cpio"),
-        ]);
+        words.extend(["--arm".into(), format!("{name}=/boot/{file}")]);
+        if let Some(i) = initrd {
+            words.extend(["--initrd".into(), format!("{name}={i}")]);
+        }
         if !append.is_empty() {
             words.extend(["--append".into(), format!("{name}={append}")]);
         }
@@ -574,7 +576,7 @@ const KEXEC_RESULT: &str = "/var/lib/syscost/kexec-campaign.json";
 
 /// Boot a guest from `kernel` whose init runs `words` (a kexec campaign) with a disk that
 /// outlives its kexecs; the campaign's result it sends back.
-fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>, firmware_reboot: bool) -> Value {
+fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
     use syscost::boot::{guest::GuestPlan, initramfs, qemu};
     let plan = GuestPlan {
         measure: words,
@@ -607,7 +609,8 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>, firmware_reboot: b
         append: "console=ttyS0 panic=-1 syscost.disk=/dev/nvme0n1".into(),
         dir: tmp,
         disk: Some(&disk),
-        firmware_reboot,
+        // A reboot restarts QEMU's own kernel, as firmware boots the default entry.
+        firmware_reboot: true,
     };
     let bytes = match qemu::boot(&machine, &boot).unwrap() {
         qemu::Ended::Measured { result, .. } => result,
@@ -615,33 +618,6 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>, firmware_reboot: b
     };
     println!("the guest's kexec campaign took {:.1?}", started.elapsed());
     serde_json::from_slice(&bytes).unwrap()
-}
-
-#[test]
-fn a_kexec_campaign_runs_inside_a_guest_on_itself() {
-    let Some(k) = kernels() else { return };
-    let _s = serial();
-    let tmp = scratch();
-    let arms = [("old", k[0].as_path(), ""), ("new", k[1].as_path(), "")];
-    let words = kexec_campaign(&arms, &["--boots", "2", "--seed", "3"]);
-    let c = kexec_guest(tmp.path(), &k, words, false);
-    assert_eq!(c["kind"], "campaign");
-    assert_eq!(c["via"], "kexec");
-    assert_eq!(c["seed"], 3);
-    assert_eq!(c["complete"], true, "{}", c["boots"]);
-    let boots = c["boots"].as_array().unwrap();
-    assert_eq!(boots.len(), 4);
-    for b in boots {
-        let release = b["result"]["environment"]["kernel_release"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{b}"));
-        let kernel = if b["arm"] == "old" { &k[0] } else { &k[1] };
-        assert!(kernel.to_string_lossy().ends_with(release), "{b}");
-        let cmdline = b["result"]["environment"]["cmdline"].as_str().unwrap_or("");
-        assert!(cmdline.contains("syscost.campaign="), "{cmdline}");
-    }
-    let rounds: Vec<u64> = boots.iter().map(|b| b["round"].as_u64().unwrap()).collect();
-    assert_eq!(rounds, [1, 1, 2, 2], "booted round after round");
 }
 
 #[test]
@@ -655,8 +631,9 @@ fn a_kexec_boot_that_does_not_come_up_falls_back_and_is_recorded() {
         ("old", k[0].as_path(), ""),
         ("bad", k[1].as_path(), "rdinit=/nonexistent"),
     ];
-    let words = kexec_campaign(&arms, &["--boots", "1", "--retries", "0"]);
-    let c = kexec_guest(tmp.path(), &k, words, true);
+    let cpio = Some("/boot/syscost.cpio");
+    let words = kexec_campaign(&arms, cpio, &["--boots", "1", "--retries", "0"]);
+    let c = kexec_guest(tmp.path(), &k, words);
     assert_eq!(c["complete"], false);
     let boots = c["boots"].as_array().unwrap();
     let bad: Vec<&Value> = boots.iter().filter(|b| b["arm"] == "bad").collect();
@@ -702,4 +679,218 @@ fn a_kexec_campaign_on_this_host_needs_yes_and_status_says_none_is_running() {
     let out = syscost().args(["campaign", "resume"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no campaign in progress"));
+}
+
+/// The units of the guest's systemd: the distribution's shutdown, reboot, poweroff and kexec
+/// units (syscost's hook reboots through them), and a multi-user.target of its own that
+/// needs nothing (syscost's unit is wanted by it).
+const SYSTEMD_UNITS: &[&str] = &[
+    "kexec.target",
+    "systemd-kexec.service",
+    "poweroff.target",
+    "systemd-poweroff.service",
+    "reboot.target",
+    "systemd-reboot.service",
+    "shutdown.target",
+    "umount.target",
+    "final.target",
+];
+
+/// systemd's binaries and syscost, with every library `ldd` names, under `root` at their paths.
+fn copy_with_libraries(root: &Path, binaries: &[&Path]) {
+    for b in binaries {
+        let ldd = std::process::Command::new("ldd").arg(b).output().unwrap();
+        let text = String::from_utf8_lossy(&ldd.stdout);
+        let libs = text.split_whitespace().filter(|w| w.starts_with('/'));
+        for file in libs.map(Path::new).chain([*b]) {
+            let to = root.join(file.strip_prefix("/").unwrap());
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(file, &to).unwrap();
+        }
+    }
+}
+
+/// A guest root file system whose init is this machine's systemd, holding syscost, the
+/// kernels, and two units of the test's: one starts the kexec campaign `words` on the first
+/// boot, one powers off once its result exists.
+fn systemd_root(tmp: &Path, k: &[PathBuf], words: &[String]) -> PathBuf {
+    let root = tmp.join("root");
+    for d in [
+        "usr/bin",
+        "usr/lib",
+        "usr/lib64",
+        "usr/sbin",
+        "usr/local/bin",
+    ] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for (link, to) in [
+        ("bin", "usr/bin"),
+        ("lib", "usr/lib"),
+        ("lib64", "usr/lib64"),
+        ("sbin", "usr/sbin"),
+    ] {
+        std::os::unix::fs::symlink(to, root.join(link)).unwrap();
+    }
+    for d in [
+        "proc",
+        "sys",
+        "dev",
+        "run",
+        "tmp",
+        "root",
+        "boot",
+        "var/lib/syscost",
+    ] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let syscost = root.join("usr/local/bin/syscost");
+    copy_with_libraries(
+        &root,
+        &[
+            Path::new("/usr/lib/systemd/systemd"),
+            Path::new("/usr/lib/systemd/systemd-shutdown"),
+            Path::new("/usr/bin/systemctl"),
+            Path::new(env!("CARGO_BIN_EXE_syscost")),
+        ],
+    );
+    std::fs::rename(
+        root.join(env!("CARGO_BIN_EXE_syscost").trim_start_matches('/')),
+        &syscost,
+    )
+    .unwrap();
+    let units = root.join("usr/lib/systemd/system");
+    std::fs::create_dir_all(&units).unwrap();
+    for u in SYSTEMD_UNITS {
+        std::fs::copy(Path::new("/usr/lib/systemd/system").join(u), units.join(u)).unwrap();
+    }
+    std::fs::write(
+        units.join("multi-user.target"),
+        "[Unit]\nDescription=Multi-User System\nAllowIsolate=yes\n",
+    )
+    .unwrap();
+    let etc = root.join("etc/systemd/system");
+    std::fs::create_dir_all(etc.join("multi-user.target.wants")).unwrap();
+    std::os::unix::fs::symlink(
+        "/usr/lib/systemd/system/multi-user.target",
+        etc.join("default.target"),
+    )
+    .unwrap();
+    let start = format!(
+        "[Unit]\nAfter=multi-user.target\nConditionPathExists=!/var/lib/syscost/campaign/state.json\n\
+         ConditionPathExists=!{KEXEC_RESULT}\n[Service]\nType=oneshot\nStandardOutput=tty\n\
+         StandardError=tty\nTTYPath=/dev/ttyS0\nExecStart=/usr/local/bin/syscost {}\n",
+        words.join(" ")
+    );
+    let end = format!(
+        "[Unit]\nAfter=multi-user.target\nConditionPathExists={KEXEC_RESULT}\n[Service]\n\
+         Type=oneshot\nExecStart=/usr/bin/systemctl --no-block poweroff\n"
+    );
+    for (name, text) in [("test-start.service", start), ("test-end.service", end)] {
+        std::fs::write(etc.join(name), text).unwrap();
+        std::os::unix::fs::symlink(
+            format!("/etc/systemd/system/{name}"),
+            etc.join("multi-user.target.wants").join(name),
+        )
+        .unwrap();
+    }
+    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
+    std::fs::write(root.join("etc/group"), "root:x:0:\n").unwrap();
+    std::fs::write(root.join("etc/machine-id"), "").unwrap();
+    std::fs::copy("/usr/lib/os-release", root.join("etc/os-release")).unwrap();
+    for kernel in k {
+        std::fs::copy(kernel, root.join("boot").join(kernel.file_name().unwrap())).unwrap();
+    }
+    let image = tmp.join("root.img");
+    let mkfs = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-O", "^has_journal", "-d"])
+        .arg(&root)
+        .arg(&image)
+        .arg("256M")
+        .output()
+        .expect("mkfs.ext4 (e2fsprogs, in every Debian)");
+    assert!(mkfs.status.success(), "{mkfs:?}");
+    image
+}
+
+#[test]
+fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() {
+    let Some(k) = kernels() else { return };
+    if !Path::new("/usr/lib/systemd/systemd").exists() {
+        println!("skipped: systemd is not installed here (its binaries make the guest's init)");
+        return;
+    }
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    // No initramfs: the kernel mounts the NVMe root (driver and ext4 built in) and runs
+    // systemd; each kexec boot keeps this command line, so the same root and init.
+    let arms = [("old", k[0].as_path(), ""), ("new", k[1].as_path(), "")];
+    let words = kexec_campaign(&arms, None, &["--boots", "2", "--seed", "3"]);
+    let disk = systemd_root(tmp.path(), &k, &words);
+    let empty = tmp.path().join("empty.cpio");
+    std::fs::write(&empty, b"").unwrap();
+    use syscost::boot::qemu;
+    let machine = qemu::Machine {
+        accel: qemu::Accel::Tcg,
+        cpus: 1,
+        memory_mib: 1024,
+        timeout: Duration::from_secs(300),
+        host_cpus: None,
+    };
+    let boot = qemu::Boot {
+        kernel: &k[1],
+        initrd: &empty,
+        append: "console=ttyS0 root=/dev/nvme0n1 rw init=/usr/lib/systemd/systemd panic=-1".into(),
+        dir: tmp.path(),
+        disk: Some(&disk),
+        firmware_reboot: true,
+    };
+    let started = Instant::now();
+    // No syscost init sends a result: the guest powers off, and the disk is read.
+    let _ = qemu::boot(&machine, &boot).unwrap();
+    println!(
+        "the systemd guest's kexec campaign took {:.1?}",
+        started.elapsed()
+    );
+    let read = |path: &str| {
+        let out = std::process::Command::new("debugfs")
+            .args(["-R", &format!("cat {path}")])
+            .arg(&disk)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let console = std::fs::read_to_string(tmp.path().join("console.log")).unwrap_or_default();
+    let result = read(KEXEC_RESULT);
+    let c: Value = serde_json::from_str(&result).unwrap_or_else(|e| panic!("{e}: {console}"));
+    assert_eq!(c["kind"], "campaign");
+    assert_eq!(c["via"], "kexec");
+    assert_eq!(c["seed"], 3);
+    assert_eq!(c["complete"], true, "{}", c["boots"]);
+    let boots = c["boots"].as_array().unwrap();
+    assert_eq!(boots.len(), 4);
+    for b in boots {
+        let env = &b["result"]["environment"];
+        let release = env["kernel_release"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{b}"));
+        let kernel = if b["arm"] == "old" { &k[0] } else { &k[1] };
+        assert!(kernel.to_string_lossy().ends_with(release), "{b}");
+        let cmdline = env["cmdline"].as_str().unwrap_or("");
+        assert!(cmdline.contains("syscost.campaign="), "{cmdline}");
+    }
+    let rounds: Vec<u64> = boots.iter().map(|b| b["round"].as_u64().unwrap()).collect();
+    assert_eq!(rounds, [1, 1, 2, 2], "booted round after round");
+    assert!(
+        console.contains("Starting syscost-campaign.service"),
+        "{console}"
+    );
+    // The unit, its link and the state are gone; the result stays.
+    for gone in [
+        "/etc/systemd/system/syscost-campaign.service",
+        "/etc/systemd/system/multi-user.target.wants/syscost-campaign.service",
+        "/var/lib/syscost/campaign/state.json",
+    ] {
+        assert!(read(gone).is_empty(), "{gone} is left");
+    }
 }
