@@ -534,16 +534,7 @@ fn kexec_disk(tmp: &Path, kernels: &[PathBuf], initramfs: &Path) -> PathBuf {
         std::fs::copy(k, root.join("boot").join(k.file_name().unwrap())).unwrap();
     }
     std::fs::copy(initramfs, root.join("boot/syscost.cpio")).unwrap();
-    let image = tmp.join("disk.img");
-    let mkfs = std::process::Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-O", "^has_journal", "-d"])
-        .arg(&root)
-        .arg(&image)
-        .arg("512M")
-        .output()
-        .expect("mkfs.ext4 (e2fsprogs, in every Debian)");
-    assert!(mkfs.status.success(), "{mkfs:?}");
-    image
+    ext4_image(&root, &tmp.join("disk.img"), "512M")
 }
 
 /// The words of a kexec campaign inside the guest over `arms` (name, kernel, append), its
@@ -712,25 +703,42 @@ fn copy_with_libraries(root: &Path, binaries: &[&Path]) {
 
 /// A guest root file system whose init is this machine's systemd, holding syscost, the
 /// kernels, and two units of the test's: one starts the kexec campaign `words` on the first
-/// boot, one powers off once its result exists.
+/// boot, one powers off once its result exists. As an ext4 image.
 fn systemd_root(tmp: &Path, k: &[PathBuf], words: &[String]) -> PathBuf {
     let root = tmp.join("root");
+    merged_usr_tree(&root);
+    copy_with_libraries(
+        &root,
+        &[
+            Path::new("/usr/lib/systemd/systemd"),
+            Path::new("/usr/lib/systemd/systemd-shutdown"),
+            Path::new("/usr/bin/systemctl"),
+            Path::new(env!("CARGO_BIN_EXE_syscost")),
+        ],
+    );
+    let built = root.join(env!("CARGO_BIN_EXE_syscost").trim_start_matches('/'));
+    std::fs::rename(built, root.join("usr/local/bin/syscost")).unwrap();
+    systemd_units(&root, words);
+    for kernel in k {
+        std::fs::copy(kernel, root.join("boot").join(kernel.file_name().unwrap())).unwrap();
+    }
+    ext4_image(&root, &tmp.join("root.img"), "256M")
+}
+
+/// Debian's layout (bin, lib, lib64, sbin link into usr/), the mount points, root's account.
+fn merged_usr_tree(root: &Path) {
     for d in [
         "usr/bin",
         "usr/lib",
         "usr/lib64",
         "usr/sbin",
         "usr/local/bin",
+        "etc",
     ] {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
-    for (link, to) in [
-        ("bin", "usr/bin"),
-        ("lib", "usr/lib"),
-        ("lib64", "usr/lib64"),
-        ("sbin", "usr/sbin"),
-    ] {
-        std::os::unix::fs::symlink(to, root.join(link)).unwrap();
+    for link in ["bin", "lib", "lib64", "sbin"] {
+        std::os::unix::fs::symlink(format!("usr/{link}"), root.join(link)).unwrap();
     }
     for d in [
         "proc",
@@ -744,38 +752,26 @@ fn systemd_root(tmp: &Path, k: &[PathBuf], words: &[String]) -> PathBuf {
     ] {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
-    let syscost = root.join("usr/local/bin/syscost");
-    copy_with_libraries(
-        &root,
-        &[
-            Path::new("/usr/lib/systemd/systemd"),
-            Path::new("/usr/lib/systemd/systemd-shutdown"),
-            Path::new("/usr/bin/systemctl"),
-            Path::new(env!("CARGO_BIN_EXE_syscost")),
-        ],
-    );
-    std::fs::rename(
-        root.join(env!("CARGO_BIN_EXE_syscost").trim_start_matches('/')),
-        &syscost,
-    )
-    .unwrap();
+    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
+    std::fs::write(root.join("etc/group"), "root:x:0:\n").unwrap();
+    std::fs::write(root.join("etc/machine-id"), "").unwrap();
+    std::fs::copy("/usr/lib/os-release", root.join("etc/os-release")).unwrap();
+}
+
+/// [`SYSTEMD_UNITS`], a multi-user.target that needs nothing and is the default, and the
+/// test's units wanted by it.
+fn systemd_units(root: &Path, words: &[String]) {
     let units = root.join("usr/lib/systemd/system");
     std::fs::create_dir_all(&units).unwrap();
     for u in SYSTEMD_UNITS {
         std::fs::copy(Path::new("/usr/lib/systemd/system").join(u), units.join(u)).unwrap();
     }
-    std::fs::write(
-        units.join("multi-user.target"),
-        "[Unit]\nDescription=Multi-User System\nAllowIsolate=yes\n",
-    )
-    .unwrap();
+    let target = "[Unit]\nDescription=Multi-User System\nAllowIsolate=yes\n";
+    std::fs::write(units.join("multi-user.target"), target).unwrap();
     let etc = root.join("etc/systemd/system");
     std::fs::create_dir_all(etc.join("multi-user.target.wants")).unwrap();
-    std::os::unix::fs::symlink(
-        "/usr/lib/systemd/system/multi-user.target",
-        etc.join("default.target"),
-    )
-    .unwrap();
+    let default = etc.join("default.target");
+    std::os::unix::fs::symlink("/usr/lib/systemd/system/multi-user.target", default).unwrap();
     let start = format!(
         "[Unit]\nAfter=multi-user.target\nConditionPathExists=!/var/lib/syscost/campaign/state.json\n\
          ConditionPathExists=!{KEXEC_RESULT}\n[Service]\nType=oneshot\nStandardOutput=tty\n\
@@ -788,29 +784,22 @@ fn systemd_root(tmp: &Path, k: &[PathBuf], words: &[String]) -> PathBuf {
     );
     for (name, text) in [("test-start.service", start), ("test-end.service", end)] {
         std::fs::write(etc.join(name), text).unwrap();
-        std::os::unix::fs::symlink(
-            format!("/etc/systemd/system/{name}"),
-            etc.join("multi-user.target.wants").join(name),
-        )
-        .unwrap();
+        let wants = etc.join("multi-user.target.wants").join(name);
+        std::os::unix::fs::symlink(format!("/etc/systemd/system/{name}"), wants).unwrap();
     }
-    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
-    std::fs::write(root.join("etc/group"), "root:x:0:\n").unwrap();
-    std::fs::write(root.join("etc/machine-id"), "").unwrap();
-    std::fs::copy("/usr/lib/os-release", root.join("etc/os-release")).unwrap();
-    for kernel in k {
-        std::fs::copy(kernel, root.join("boot").join(kernel.file_name().unwrap())).unwrap();
-    }
-    let image = tmp.join("root.img");
+}
+
+/// `root` as an ext4 image (no journal, so a sync before each reboot leaves it whole).
+fn ext4_image(root: &Path, image: &Path, size: &str) -> PathBuf {
     let mkfs = std::process::Command::new("mkfs.ext4")
         .args(["-q", "-F", "-O", "^has_journal", "-d"])
-        .arg(&root)
-        .arg(&image)
-        .arg("256M")
+        .arg(root)
+        .arg(image)
+        .arg(size)
         .output()
         .expect("mkfs.ext4 (e2fsprogs, in every Debian)");
     assert!(mkfs.status.success(), "{mkfs:?}");
-    image
+    image.to_path_buf()
 }
 
 #[test]
