@@ -72,9 +72,7 @@ fn me() -> (u32, u64) {
 
 /// A process's start time in clock ticks since boot (/proc/PID/stat field 22).
 fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    crate::core::proc_stat_field(&format!("/proc/{pid}/stat"), 22)
 }
 
 pub fn alive(pid: u32, start: u64) -> bool {

@@ -101,11 +101,6 @@ fn next_frame(bytes: &[u8]) -> Option<(Sent, usize)> {
     Some((sent, text_end + 2 + len))
 }
 
-/// The first whole frame in what the channel received, if any.
-pub fn unframe(bytes: &[u8]) -> Option<Sent> {
-    next_frame(bytes).map(|(s, _)| s)
-}
-
 /// Every whole frame, in order, up to the first that is not.
 pub fn unframe_all(mut bytes: &[u8]) -> Vec<Sent> {
     let mut out = Vec::new();
@@ -298,10 +293,10 @@ mod unit {
             Sent::Failed("why".into()),
         ] {
             let f = frame(&s);
-            assert_eq!(unframe(&f), Some(s));
-            assert_eq!(unframe(&f[..f.len() - 3]), None);
+            assert_eq!(unframe_all(&f[..f.len() - 3]), []);
+            assert_eq!(unframe_all(&f), [s]);
         }
-        assert_eq!(unframe(b"noise"), None);
+        assert_eq!(unframe_all(b"noise"), []);
     }
 
     #[test]

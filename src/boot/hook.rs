@@ -3,7 +3,7 @@
 //! own guest (syscost is the init) the init is the hook and nothing is installed.
 
 use anyhow::{Context, Result, bail};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Where a kexec campaign's state lives while it runs (the unit runs only when it exists).
 pub const STATE_DIR: &str = "/var/lib/syscost/campaign";
@@ -116,11 +116,6 @@ fn daemon_reload() {
             .arg("daemon-reload")
             .status();
     }
-}
-
-/// Where the unit would be (for status).
-pub fn unit_path() -> PathBuf {
-    Path::new(UNITS).join(UNIT)
 }
 
 #[cfg(test)]

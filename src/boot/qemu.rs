@@ -127,12 +127,7 @@ pub fn check_pinning(m: &Machine) -> Result<()> {
             m.cpus
         );
     }
-    let allowed = cpus::allowed_cpus().context("cannot read syscost's CPU affinity")?;
-    let outside = list.difference(&allowed);
-    if !outside.is_empty() {
-        bail!("--host-cpus {list}: CPU {outside} not available: syscost may run on CPUs {allowed}");
-    }
-    Ok(())
+    cpus::check_allowed(list, "--host-cpus").map_err(anyhow::Error::msg)
 }
 
 /// Fail with the package to install when QEMU is missing.

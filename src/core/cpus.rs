@@ -192,10 +192,8 @@ pub fn set_affinity_of(tid: i32, cpus: &CpuList) -> std::io::Result<()> {
 
 /// The CPU thread `tid` of process `pid` last ran on (field 39 of /proc/PID/task/TID/stat).
 pub fn last_cpu_of(pid: u32, tid: i32) -> Option<usize> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: count after its last ')'.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(39 - 3)?.parse().ok()
+    let cpu = super::proc_stat_field(&format!("/proc/{pid}/task/{tid}/stat"), 39)?;
+    usize::try_from(cpu).ok()
 }
 
 /// The CPU the calling thread runs on now.
@@ -204,8 +202,9 @@ pub fn current_cpu() -> Option<usize> {
     (c >= 0).then_some(c as usize)
 }
 
-/// Check that `wanted` is inside the allowed set; the error names the CPUs that are not.
-pub fn check_allowed(wanted: &CpuList) -> Result<(), String> {
+/// Check that `wanted` (given with `flag`) is inside the allowed set; the error names the
+/// CPUs that are not.
+pub fn check_allowed(wanted: &CpuList, flag: &str) -> Result<(), String> {
     let allowed = allowed_cpus().map_err(|e| format!("cannot read CPU affinity: {e}"))?;
     let outside = wanted.difference(&allowed);
     if outside.is_empty() {
@@ -215,8 +214,8 @@ pub fn check_allowed(wanted: &CpuList) -> Result<(), String> {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     Err(format!(
-        "CPU {} not available: this process may run on CPUs {allowed} (online: {online}); \
-         choose --cpu from those",
+        "{flag} {wanted}: CPU {} not available: this process may run on CPUs {allowed} \
+         (online: {online}); choose {flag} from those",
         outside
     ))
 }
@@ -305,8 +304,8 @@ mod tests {
     fn allowed_set_is_nonempty_and_checked() {
         let allowed = allowed_cpus().unwrap();
         assert!(!allowed.is_empty());
-        assert!(check_allowed(&allowed).is_ok());
-        let msg = check_allowed(&set(&[4000])).unwrap_err();
+        assert!(check_allowed(&allowed, "--cpu").is_ok());
+        let msg = check_allowed(&set(&[4000]), "--cpu").unwrap_err();
         assert!(msg.contains("4000") && msg.contains("--cpu"), "{msg}");
     }
 }

@@ -18,3 +18,16 @@ pub use cpus::CpuList;
 pub use envelope::{Envelope, Kind, SCHEMA, ToolInfo, VERSION, now_unix};
 pub use files::{check_writable, write_atomic};
 pub use num::{fmt_num, fmt_p, plural};
+
+/// Field `n` (numbered from 1, as proc(5) numbers them) of a /proc/.../stat file, as a number.
+/// The command name (field 2) may hold spaces and parentheses: fields are counted after its
+/// last ')'.
+pub fn proc_stat_field(path: &str, n: usize) -> Option<u64> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after
+        .split_whitespace()
+        .nth(n.checked_sub(3)?)?
+        .parse()
+        .ok()
+}

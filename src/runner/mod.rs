@@ -153,7 +153,7 @@ pub fn validate(plan: &Plan) -> Result<()> {
         }
     }
     if let Some(c) = &plan.cpus {
-        crate::core::cpus::check_allowed(c).map_err(anyhow::Error::msg)?;
+        crate::core::cpus::check_allowed(c, "--cpu").map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }
