@@ -5,6 +5,7 @@
 //! A campaign's files live in one temporary directory of its own ([`workdir`]), removed on
 //! every exit path; one left by a SIGKILLed syscost is removed by the next campaign.
 
+pub mod bzimage;
 pub mod guest;
 pub mod hook;
 pub mod initramfs;

@@ -35,6 +35,18 @@ impl Accel {
     }
 }
 
+/// Where QEMU starts a campaign's kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum KernelEntry {
+    /// Its vmlinux, taken out of the bzImage on the host, at the PVH entry: no decompression
+    /// in the guest (falls back to the bzImage where the kernel has no PVH entry).
+    #[default]
+    Pvh,
+    /// The bzImage, as a boot loader starts it: the guest decompresses it (slow under TCG).
+    Bzimage,
+}
+
 /// The virtual machine every boot gets.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Machine {
@@ -46,6 +58,9 @@ pub struct Machine {
     /// Host CPUs the vCPU threads are pinned to: vCPU i to the i-th of the list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_cpus: Option<CpuList>,
+    /// Where the kernels start.
+    #[serde(default)]
+    pub entry: KernelEntry,
 }
 
 /// A vCPU pinned to a host CPU, and how often its thread was seen there while the guest ran.
@@ -90,28 +105,19 @@ pub enum Ended {
         clock: Option<GuestClock>,
         pinned: Vec<Pinned>,
     },
-    /// It did not: why, and the console's last lines.
+    /// It did not: why, and the console's last lines. `in_guest`: the guest itself reported
+    /// the failure (setting up the arm or the measuring command), which a new boot repeats;
+    /// otherwise the boot did not come through (a panic, a timeout, no result).
     Failed {
         reason: String,
         console: Vec<String>,
+        in_guest: bool,
     },
 }
 
 /// Refuse a file that is not an x86 bzImage (no "HdrS" setup header at 0x202).
 pub fn check_bzimage(path: &Path) -> Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path)
-        .with_context(|| format!("cannot open the kernel {}", path.display()))?;
-    let mut magic = [0u8; 4];
-    let ok = f.seek(SeekFrom::Start(0x202)).is_ok() && f.read_exact(&mut magic).is_ok();
-    if !ok || &magic != b"HdrS" {
-        bail!(
-            "{} is not a kernel image (no bzImage \"HdrS\" header at 0x202): give a build's \
-             arch/x86/boot/bzImage or a /boot/vmlinuz-VERSION",
-            path.display()
-        );
-    }
-    Ok(())
+    super::bzimage::Header::read(path).map(|_| ())
 }
 
 /// Refuse host CPUs that are not one per vCPU, or that syscost may not run on.
@@ -251,14 +257,20 @@ fn ended(
             clock,
             pinned,
         },
-        (Some(Sent::Failed(reason)), _) => Ended::Failed { reason, console },
+        (Some(Sent::Failed(reason)), _) => Ended::Failed {
+            reason,
+            console,
+            in_guest: true,
+        },
         (_, None) => Ended::Failed {
             reason: format!("timed out after {}", humantime::format_duration(m.timeout)),
             console,
+            in_guest: false,
         },
         (_, Some(s)) => Ended::Failed {
             reason: no_result_reason(&b.dir.join("console.log"), s, child),
             console,
+            in_guest: false,
         },
     }
 }
@@ -425,6 +437,7 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         memory_mib: 256,
         timeout: Duration::from_secs(8),
         host_cpus: None,
+        entry: KernelEntry::Bzimage,
     };
     let empty: PathBuf = dir.join("empty.cpio");
     let _ = std::fs::write(&empty, b"");

@@ -124,15 +124,16 @@ fn check_arms(plans: &[Plan], variants: &[String]) -> Result<()> {
 }
 
 /// Refuse, before anything is measured, a number of rounds whose paired test can never reach
-/// `alpha` over `comparisons` variants (Holm multiplies the smallest p by their number).
-pub fn decidable(rounds: usize, comparisons: usize, alpha: f64) -> Result<()> {
+/// `alpha` over `comparisons` variants (Holm multiplies the smallest p by their number);
+/// `flag` is the option that sets the rounds (`--runs`, `--boots`).
+pub fn decidable(flag: &str, rounds: usize, comparisons: usize, alpha: f64) -> Result<()> {
     let need = crate::stats::paired::pairs_to_decide(alpha, comparisons);
     if rounds < need {
         let smallest =
             compare::smallest_p(crate::stats::paired::min_signed_rank_p(rounds), comparisons);
         bail!(
-            "--runs {rounds}: with {rounds} rounds the paired test's smallest possible p is \
-             {smallest}, above alpha {alpha}, so no change could ever be decided; use --runs \
+            "{flag} {rounds}: with {rounds} rounds the paired test's smallest possible p is \
+             {smallest}, above alpha {alpha}, so no change could ever be decided; use {flag} \
              {need} or more"
         );
     }
@@ -258,7 +259,7 @@ fn check_labels(arms: usize, labels: &[String]) -> Result<()> {
 pub fn run(req: &AbRequest, progress: &mut dyn FnMut(Progress)) -> Result<Comparison> {
     let (plans, labels, options) = (&req.plans, &req.labels, &req.options);
     let rounds = plans.iter().map(|p| p.runs).min().unwrap_or(0);
-    decidable(rounds as usize, plans.len() - 1, options.alpha)?;
+    decidable("--runs", rounds as usize, plans.len() - 1, options.alpha)?;
     let results = runner::run_interleaved(plans, req.grain, progress)?;
     // What was done: runs alternate instead where the plans cannot take turns by sample.
     let grain = results[0].options.interleaved.unwrap_or(Grain::Runs);

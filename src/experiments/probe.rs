@@ -204,7 +204,12 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     if p.kind == ProbeKind::None {
         bail!("--probe none measures nothing here: use uprobe or uretprobe");
     }
-    super::ab::decidable(p.runs as usize, 1, compare::Options::default().alpha)?;
+    super::ab::decidable(
+        "--runs",
+        p.runs as usize,
+        1,
+        compare::Options::default().alpha,
+    )?;
     if p.command.is_empty() {
         bail!("give the command to run after --");
     }

@@ -87,7 +87,10 @@ impl Campaign {
             .right([1, 2])
             .title(" Failed boots");
         for b in &self.boots {
-            if let Outcome::Failed { reason, console } = &b.outcome {
+            if let Outcome::Failed {
+                reason, console, ..
+            } = &b.outcome
+            {
                 // A panic's reason is already the console's own words.
                 let last = console
                     .last()

@@ -366,6 +366,7 @@ fn failure(reason: String) -> Outcome {
     Outcome::Failed {
         reason,
         console: Vec::new(),
+        in_guest: false,
     }
 }
 

@@ -7,9 +7,10 @@
 
 pub mod kexec;
 
+use crate::boot::bzimage::{self, Entry};
 use crate::boot::guest::{ARM_PARAM, GuestClock, GuestPlan, PLAN_PATH};
 use crate::boot::initramfs::{self, Contents};
-use crate::boot::qemu::{self, Accel, Ended, Machine, Pinned};
+use crate::boot::qemu::{self, Accel, Ended, KernelEntry, Machine, Pinned};
 use crate::compare::{self, Comparison, groups};
 use crate::core::{Envelope, Kind};
 use crate::results::view::ResultView;
@@ -91,10 +92,13 @@ pub struct CampaignPlan {
 pub enum Outcome {
     /// The measurement's whole result.
     Measured { result: serde_json::Value },
-    /// Why there is none, and the console's last lines.
+    /// Why there is none, and the console's last lines. `in_guest`: the guest reported it
+    /// (the arm's setup or the measuring command failed), so every boot of the arm repeats it.
     Failed {
         reason: String,
         console: Vec<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        in_guest: bool,
     },
 }
 
@@ -225,6 +229,55 @@ pub struct CounterFigure {
     pub reason: Option<String>,
 }
 
+/// How an arm's kernel started in its QEMU boots: at its PVH entry (its vmlinux, taken out
+/// of the bzImage on the host) or as a bzImage, and why not at the PVH entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArmEntry {
+    pub arm: String,
+    pub entry: KernelEntry,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// Each arm's kernel as QEMU starts it (see [`ArmEntry`]); arms of one kernel share it.
+fn entries(plan: &CampaignPlan, entry: KernelEntry, dir: &Path) -> Result<Vec<Entry>> {
+    let mut out: Vec<Entry> = Vec::new();
+    for (i, a) in plan.arms.iter().enumerate() {
+        let same = plan.arms[..i].iter().position(|b| b.kernel == a.kernel);
+        let e = match (entry, same) {
+            (KernelEntry::Bzimage, _) => Entry::BzImage("--entry bzimage".into()),
+            (KernelEntry::Pvh, Some(j)) => out[j].clone(),
+            (KernelEntry::Pvh, None) => {
+                bzimage::vmlinux_entry(&a.kernel, &dir.join(format!("vmlinux-{i}")))?
+            }
+        };
+        out.push(e);
+    }
+    Ok(out)
+}
+
+impl Entry {
+    /// The file QEMU starts: the vmlinux, or the arm's bzImage.
+    fn kernel<'a>(&'a self, bzimage: &'a Path) -> &'a Path {
+        match self {
+            Entry::Pvh(vmlinux) => vmlinux,
+            Entry::BzImage(_) => bzimage,
+        }
+    }
+
+    fn of(&self, arm: &str) -> ArmEntry {
+        let (entry, why) = match self {
+            Entry::Pvh(_) => (KernelEntry::Pvh, None),
+            Entry::BzImage(why) => (KernelEntry::Bzimage, Some(why.clone())),
+        };
+        ArmEntry {
+            arm: arm.into(),
+            entry,
+            why,
+        }
+    }
+}
+
 /// The result of a campaign (kind `campaign`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Campaign {
@@ -237,6 +290,9 @@ pub struct Campaign {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<Machine>,
     pub arms: Vec<Arm>,
+    /// How each arm's kernel started (QEMU boots).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entries: Vec<ArmEntry>,
     pub measure: Vec<String>,
     pub seed: u64,
     /// Per round, the arms in the order they were booted.
@@ -346,29 +402,41 @@ fn kernel_command_line(arm: &Arm) -> String {
     .to_string()
 }
 
-/// Boot `arm` until it is measured or its retries are spent; every try is recorded.
+/// Where a boot of an arm is: the arm, its round, the kernel QEMU starts (its vmlinux or
+/// its bzImage), the initramfs, and the campaign's directory.
+struct Slot<'a> {
+    arm: &'a Arm,
+    round: u32,
+    kernel: &'a Path,
+    initrd: &'a Path,
+    dir: &'a Path,
+}
+
+/// Boot an arm until it is measured or its retries are spent; every try is recorded. Returns
+/// the reason when the guest itself reported the failure (its setup or measuring command):
+/// another boot would repeat it, so it is not retried.
 fn boot_arm(
     plan: &CampaignPlan,
-    arm: &Arm,
-    round: u32,
-    initrd: &Path,
-    dir: &Path,
+    slot: &Slot,
     boots: &mut Vec<BootRecord>,
     progress: &mut dyn FnMut(&BootRecord),
-) -> Result<()> {
+) -> Result<Option<String>> {
     let machine = plan
         .backend
         .machine()
         .context("a QEMU boot needs its machine")?;
+    let arm = slot.arm;
     for attempt in 0..=plan.retries {
-        let bootdir = dir.join(format!("round{round}-{}-try{attempt}", arm.name));
+        let bootdir = slot
+            .dir
+            .join(format!("round{}-{}-try{attempt}", slot.round, arm.name));
         std::fs::create_dir_all(&bootdir)?;
         let started = Instant::now();
         let ended = qemu::boot(
             machine,
             &qemu::Boot {
-                kernel: &arm.kernel,
-                initrd,
+                kernel: slot.kernel,
+                initrd: slot.initrd,
                 append: kernel_command_line(arm),
                 dir: &bootdir,
                 disk: None,
@@ -381,10 +449,15 @@ fn boot_arm(
             Ended::Failed { .. } => (None, Vec::new()),
         };
         let outcome = outcome_of(ended);
-        let ok = matches!(outcome, Outcome::Measured { .. });
+        let repeats = match &outcome {
+            Outcome::Measured { .. } => None,
+            Outcome::Failed {
+                reason, in_guest, ..
+            } => Some(in_guest.then(|| reason.clone())),
+        };
         boots.push(BootRecord {
             arm: arm.name.clone(),
-            round,
+            round: slot.round,
             attempt,
             seconds,
             split: clock.map(|c| BootSplit::of(&c, seconds)),
@@ -393,11 +466,13 @@ fn boot_arm(
         });
         progress(boots.last().expect("just pushed"));
         let _ = std::fs::remove_dir_all(&bootdir);
-        if ok {
-            break;
+        match repeats {
+            None => break,
+            Some(Some(reason)) => return Ok(Some(reason)),
+            Some(None) => {}
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 fn outcome_of(ended: Ended) -> Outcome {
@@ -407,13 +482,25 @@ fn outcome_of(ended: Ended) -> Outcome {
             Err(e) => Outcome::Failed {
                 reason: format!("the result sent back is not JSON ({e})"),
                 console: Vec::new(),
+                in_guest: false,
             },
         },
-        Ended::Failed { reason, console } => Outcome::Failed { reason, console },
+        Ended::Failed {
+            reason,
+            console,
+            in_guest,
+        } => Outcome::Failed {
+            reason,
+            console,
+            in_guest,
+        },
     }
 }
 
-/// Run a campaign in QEMU: check, build the initramfs, boot every round, compare.
+/// Run a campaign in QEMU: check, build the initramfs, take each kernel's vmlinux out for its
+/// PVH entry, boot every round, compare. An arm whose first boot fails in the guest (its
+/// setup or its measuring command) is stopped there; the campaign stops when fewer than two
+/// arms are left.
 pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result<Campaign> {
     let Backend::Qemu(machine) = &plan.backend else {
         bail!("campaign::run boots in QEMU; a kexec campaign starts with campaign::kexec::start");
@@ -431,24 +518,66 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
             )
         })?;
     }
+    let entries = entries(plan, machine.entry, dir.path())?;
     let order = order(plan.arms.len(), plan.boots, plan.seed);
     let mut boots = Vec::new();
-    for (round, arms) in order.iter().enumerate() {
+    let mut stopped: Vec<Option<String>> = vec![None; plan.arms.len()];
+    'rounds: for (round, arms) in order.iter().enumerate() {
         for &a in arms {
-            let round = round as u32 + 1;
-            boot_arm(
-                plan,
-                &plan.arms[a],
-                round,
-                &initrd,
-                dir.path(),
-                &mut boots,
-                progress,
-            )?;
+            if stopped[a].is_some() {
+                continue;
+            }
+            let slot = Slot {
+                arm: &plan.arms[a],
+                round: round as u32 + 1,
+                kernel: entries[a].kernel(&plan.arms[a].kernel),
+                initrd: &initrd,
+                dir: dir.path(),
+            };
+            let repeats = boot_arm(plan, &slot, &mut boots, progress)?;
+            let measured_before = boots
+                .iter()
+                .any(|b| b.arm == slot.arm.name && b.result().is_some());
+            if let Some(reason) = repeats.filter(|_| !measured_before) {
+                stopped[a] = Some(reason);
+                if stopped.iter().filter(|s| s.is_none()).count() < 2 {
+                    break 'rounds;
+                }
+            }
         }
     }
     let names = |r: &Vec<usize>| r.iter().map(|&a| plan.arms[a].name.clone()).collect();
-    analyse(plan, order.iter().map(names).collect(), boots)
+    let mut c = analyse(plan, order.iter().map(names).collect(), boots)?;
+    c.entries = plan
+        .arms
+        .iter()
+        .zip(&entries)
+        .map(|(a, e)| e.of(&a.name))
+        .collect();
+    c.warnings.extend(stopped_warnings(plan, &stopped));
+    Ok(c)
+}
+
+/// Why each stopped arm stopped.
+fn stopped_warnings(plan: &CampaignPlan, stopped: &[Option<String>]) -> Vec<String> {
+    let mut out: Vec<String> = plan
+        .arms
+        .iter()
+        .zip(stopped)
+        .filter_map(|(a, s)| {
+            s.as_ref().map(|why| {
+                format!(
+                    "{}: stopped after its first boot, which failed in the guest ({why}): its \
+                     setup or measuring command fails in every boot",
+                    a.name
+                )
+            })
+        })
+        .collect();
+    if stopped.iter().filter(|s| s.is_none()).count() < 2 && !out.is_empty() {
+        out.push("fewer than two arms were left to compare: the campaign stopped".into());
+    }
+    out
 }
 
 /// The figures per arm and the comparison of the arms, from the boots.
@@ -486,6 +615,7 @@ pub fn analyse(
         via: plan.backend.name().into(),
         machine: plan.backend.machine().cloned(),
         arms: plan.arms.clone(),
+        entries: Vec::new(),
         measure: plan.measure.clone(),
         seed: plan.seed,
         order,
