@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-50}
 shift || true
-cargo build --release -q
-bin=target/release/syscost
+[ -n "${SYSCOST:-}" ] || cargo build --release -q
+bin=${SYSCOST:-target/release/syscost}
 k=($(ls target/kernels/boot/vmlinuz-* | sort))
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -108,7 +108,7 @@ fn two_kernels_over_two_rounds_each_boot_its_own_kernel() {
     let tmp = scratch();
     let out_file = tmp.path().join("campaign.json");
     let mut args = [arm("old", &k[0]), arm("new", &k[1])].concat();
-    args.extend(["--boots", "2", "--seed", "5", "-o"].map(String::from));
+    args.extend(["--boots", "2", "--no-verdict", "--seed", "5", "-o"].map(String::from));
     args.push(out_file.display().to_string());
     // Each vCPU pinned to a host CPU this test may run on (one vCPU where there is one CPU).
     let cpus = allowed_cpus();
@@ -302,6 +302,7 @@ fn one_boot_each(tmp: &Path, k: &[PathBuf], measure: &[&str]) -> Value {
             "1",
             "--boots",
             "1",
+            "--no-verdict",
         ])
         .args(["--format", "json", "--no-history"])
         .args([arm("old", &k[0]), arm("new", &k[1])].concat())
@@ -414,6 +415,223 @@ fn a_file_that_is_not_a_kernel_is_refused_before_any_boot() {
     }
 }
 
+/// `syscost campaign --accel tcg ARGS -- MEASURE` with a history in `tmp`.
+fn campaign_measuring(tmp: &Path, args: &[String], measure: &[&str]) -> std::process::Output {
+    syscost()
+        .env("TMPDIR", tmp)
+        .arg("campaign")
+        .args(["--accel", "tcg", "--history"])
+        .arg(tmp.join("history.sqlite"))
+        .args(args)
+        .arg("--")
+        .args(measure)
+        .output()
+        .unwrap()
+}
+
+/// What a new user types wrong, each refused in well under a boot's time with one message
+/// that says what to do, and nothing started: no QEMU, no work directory.
+#[test]
+fn input_that_can_only_fail_in_the_guest_is_refused_on_the_host() {
+    let Some(k) = kernels() else { return };
+    let tmp = scratch();
+    let two = [arm("a", &k[0]), arm("b", &k[1])].concat();
+    let dup = tmp.path().join("merged.rules");
+    std::fs::write(
+        &dup,
+        "-a always,exit -F arch=b64 -S unlinkat -k del\n-a always,exit -F arch=b64 -S unlinkat -k del\n",
+    )
+    .unwrap();
+    let long_append = format!("b=quiet {}", "x".repeat(2100));
+    let cases: Vec<(Vec<String>, Vec<&str>, &str)> = vec![
+        (
+            two.clone(),
+            vec!["run", "syscall", "--bogus"],
+            "unexpected argument '--bogus'",
+        ),
+        (two.clone(), vec!["history", "list"], "does not measure"),
+        (
+            two.clone(),
+            vec!["rm", "-rf", "/tmp/x"],
+            "unrecognized subcommand 'rm'",
+        ),
+        (
+            two.clone(),
+            vec!["campaign", "--arm", "x=y", "--", "run", "syscall"],
+            "does not measure",
+        ),
+        (
+            [two.clone(), vec!["--boots".into(), "3".into()]].concat(),
+            MEASURE.to_vec(),
+            "--boots 3: with 3 rounds the paired test's smallest possible p is 0.2500",
+        ),
+        (
+            [arm(&"n".repeat(5000), &k[0]), arm("b", &k[1])].concat(),
+            MEASURE.to_vec(),
+            "an arm's name has at most 64 characters",
+        ),
+        (
+            [arm("a\nb  forged 1.0", &k[0]), arm("b", &k[1])].concat(),
+            MEASURE.to_vec(),
+            "'\\n' is not allowed in an arm's name",
+        ),
+        (
+            [arm("../up", &k[0]), arm("b", &k[1])].concat(),
+            MEASURE.to_vec(),
+            "'/' is not allowed in an arm's name",
+        ),
+        (
+            [
+                two.clone(),
+                vec!["--append".into(), "b=audit=1\ninit=/x".into()],
+            ]
+            .concat(),
+            MEASURE.to_vec(),
+            "\\n is not allowed on a kernel command line",
+        ),
+        (
+            [two.clone(), vec!["--append".into(), long_append]].concat(),
+            MEASURE.to_vec(),
+            "keeps at most 2047 (its header's cmdline_size)",
+        ),
+        (
+            [two.clone(), vec!["--guest-file".into(), "/dev/zero".into()]].concat(),
+            MEASURE.to_vec(),
+            "--guest-file /dev/zero: not a regular file",
+        ),
+        (
+            [
+                two.clone(),
+                vec!["--audit-rules".into(), format!("b={}", dup.display())],
+            ]
+            .concat(),
+            MEASURE.to_vec(),
+            "line 2: the same rule as line 1",
+        ),
+    ];
+    for (args, measure, says) in cases {
+        let started = Instant::now();
+        let out = campaign_measuring(tmp.path(), &args, &measure);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?} -- {measure:?}: {err}");
+        assert!(
+            err.contains(says),
+            "{args:?} -- {measure:?}: wanted {says:?} in {err}"
+        );
+        assert!(!err.contains("round 1"), "nothing booted: {err}");
+        assert!(err.lines().count() <= 2, "one message: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "refused before any work: {:?}",
+            started.elapsed()
+        );
+    }
+    assert!(leftovers(tmp.path()).is_empty());
+}
+
+/// An arm whose first boot fails in the guest (here its command line leaves the CPU the
+/// measurement asks for offline) fails the same way in every boot: it is tried once, not
+/// retried, stopped with one warning, and the other arms go on; with fewer than two arms
+/// left the campaign stops.
+#[test]
+fn an_arm_that_fails_in_the_guest_is_stopped_after_its_first_boot() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let out_file = tmp.path().join("c.json");
+    let measure = [
+        "run",
+        "syscall",
+        "--cpu",
+        "1",
+        "--runs",
+        "1",
+        "--samples",
+        "1",
+    ];
+    let mut args = [arm("ok", &k[0]), arm("also", &k[0]), arm("off", &k[0])].concat();
+    args.extend(
+        [
+            "--append",
+            "off=maxcpus=1",
+            "--guest-cpus",
+            "2",
+            "--boots",
+            "2",
+            "--no-verdict",
+            "--retries",
+            "1",
+            "-o",
+        ]
+        .map(String::from),
+    );
+    args.push(out_file.display().to_string());
+    let out = campaign_measuring(tmp.path(), &args, &measure);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "incomplete: {err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let boots = c["boots"].as_array().unwrap();
+    let of = |a: &str| boots.iter().filter(|b| b["arm"] == a).collect::<Vec<_>>();
+    let off = of("off");
+    assert_eq!(
+        off.len(),
+        1,
+        "tried once, not retried, not booted again: {boots:?}"
+    );
+    assert_eq!(off[0]["in_guest"], true, "{}", off[0]);
+    assert!(
+        off[0]["reason"].as_str().unwrap().contains("CPU"),
+        "{}",
+        off[0]
+    );
+    for a in ["ok", "also"] {
+        assert!(
+            of(a).iter().filter(|b| b["outcome"] == "measured").count() == 2,
+            "{a}: {boots:?}"
+        );
+    }
+    let warnings = c["warnings"].to_string();
+    assert!(
+        warnings.contains("off: stopped after its first boot"),
+        "{warnings}"
+    );
+    // Two arms, one stopped: nothing is left to compare, so round 1 is the last.
+    let mut args = [arm("ok", &k[0]), arm("off", &k[0])].concat();
+    args.extend(
+        [
+            "--append",
+            "off=maxcpus=1",
+            "--guest-cpus",
+            "2",
+            "--boots",
+            "3",
+            "--no-verdict",
+            "-o",
+        ]
+        .map(String::from),
+    );
+    args.push(out_file.display().to_string());
+    let out = campaign_measuring(tmp.path(), &args, &measure);
+    assert_eq!(out.status.code(), Some(4));
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let rounds: Vec<u64> = c["boots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["round"].as_u64().unwrap())
+        .collect();
+    assert!(
+        rounds.iter().all(|&r| r == 1),
+        "stopped in round 1: {rounds:?}"
+    );
+    assert!(
+        c["warnings"].to_string().contains("the campaign stopped"),
+        "{}",
+        c["warnings"]
+    );
+    assert!(leftovers(tmp.path()).is_empty());
+}
+
 #[test]
 fn boots_that_cannot_finish_are_recorded_and_the_campaign_goes_on() {
     let Some(k) = kernels() else { return };
@@ -429,6 +647,7 @@ fn boots_that_cannot_finish_are_recorded_and_the_campaign_goes_on() {
             "noinit=rdinit=/nonexistent",
             "--boots",
             "1",
+            "--no-verdict",
             "--retries",
             "1",
             "-o",
@@ -466,7 +685,18 @@ fn boots_that_cannot_finish_are_recorded_and_the_campaign_goes_on() {
     );
     // A boot that outlives its timeout is stopped.
     let mut args = [arm("a", &k[0]), arm("b", &k[0])].concat();
-    args.extend(["--boots", "1", "--retries", "0", "--boot-timeout", "1s"].map(String::from));
+    args.extend(
+        [
+            "--boots",
+            "1",
+            "--no-verdict",
+            "--retries",
+            "0",
+            "--boot-timeout",
+            "1s",
+        ]
+        .map(String::from),
+    );
     let out = campaign(tmp.path(), &args);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(4));
@@ -497,7 +727,7 @@ fn ctrl_c_mid_boot_stops_qemu_and_leaves_nothing() {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
         .env("TMPDIR", tmp.path())
         .env("SYSCOST_HISTORY", TEST_HISTORY)
-        .args(["campaign", "--accel", "tcg", "--boots", "3"])
+        .args(["campaign", "--accel", "tcg", "--boots", "3", "--no-verdict"])
         .args(arm("a", &k[0]))
         .args(arm("b", &k[1]))
         .arg("--")
@@ -544,7 +774,7 @@ fn kexec_campaign(
     initrd: Option<&str>,
     extra: &[&str],
 ) -> Vec<String> {
-    let mut words: Vec<String> = ["campaign", "--via", "kexec", "--yes"]
+    let mut words: Vec<String> = ["campaign", "--via", "kexec", "--yes", "--no-verdict"]
         .map(String::from)
         .to_vec();
     for (name, kernel, append) in arms {
@@ -592,6 +822,7 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
         memory_mib: 1024,
         timeout: Duration::from_secs(400),
         host_cpus: None,
+        entry: qemu::KernelEntry::Bzimage,
     };
     let started = Instant::now();
     let boot = qemu::Boot {
@@ -605,7 +836,9 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
     };
     let bytes = match qemu::boot(&machine, &boot).unwrap() {
         qemu::Ended::Measured { result, .. } => result,
-        qemu::Ended::Failed { reason, console } => panic!("{reason}\n{}", console.join("\n")),
+        qemu::Ended::Failed {
+            reason, console, ..
+        } => panic!("{reason}\n{}", console.join("\n")),
     };
     println!("the guest's kexec campaign took {:.1?}", started.elapsed());
     serde_json::from_slice(&bytes).unwrap()
@@ -825,6 +1058,7 @@ fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() 
         memory_mib: 1024,
         timeout: Duration::from_secs(300),
         host_cpus: None,
+        entry: qemu::KernelEntry::Bzimage,
     };
     let boot = qemu::Boot {
         kernel: &k[1],

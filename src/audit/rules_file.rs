@@ -34,8 +34,12 @@ struct Rule {
 }
 
 /// The encoded rules of a rules file's text, in order; `what` names the file in errors.
+/// A rule the kernel already has is refused ("File exists"), so a rule written twice, as
+/// happens when rule sets are merged, is refused here with both lines. Errors quote the file
+/// with its control characters escaped (an escape sequence would restyle the terminal).
 pub fn parse(text: &str, what: &str) -> Result<Vec<Vec<u8>>> {
-    let mut out = Vec::new();
+    let what = crate::core::printable(what);
+    let mut out: Vec<(usize, Vec<u8>)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') || line == "-D" {
@@ -43,9 +47,10 @@ pub fn parse(text: &str, what: &str) -> Result<Vec<Vec<u8>>> {
         }
         let r = parse_line(line).map_err(|e| {
             anyhow!(
-                "{what}, line {}: {e} (syscost takes -a/-A with -S, -F field=value and -k; \
+                "{what}, line {}: {} (syscost takes -a/-A with -S, -F field=value and -k; \
                  -D is ignored)",
-                i + 1
+                i + 1,
+                crate::core::printable(&e.to_string())
             )
         })?;
         let key = if r.key.is_empty() {
@@ -53,9 +58,17 @@ pub fn parse(text: &str, what: &str) -> Result<Vec<Vec<u8>>> {
         } else {
             &r.key
         };
-        out.push(rules::encode(r.list, r.action, &r.syscalls, &r.fields, key));
+        let rule = rules::encode(r.list, r.action, &r.syscalls, &r.fields, key);
+        if let Some((first, _)) = out.iter().find(|(_, r)| *r == rule) {
+            bail!(
+                "{what}, line {}: the same rule as line {first}; the kernel refuses a rule it \
+                 already has (File exists): remove one of them",
+                i + 1
+            );
+        }
+        out.push((i + 1, rule));
     }
-    Ok(out)
+    Ok(out.into_iter().map(|(_, r)| r).collect())
 }
 
 fn parse_line(line: &str) -> Result<Rule> {
@@ -181,5 +194,27 @@ mod unit {
             let e = parse(text, "r").unwrap_err().to_string();
             assert!(e.contains(says), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn a_rule_written_twice_is_refused_with_both_lines() {
+        let text = "-a always,exit -S unlinkat -k a\n# merged\n-a always,exit -S unlinkat -k a\n";
+        let e = parse(text, "merged.rules").unwrap_err().to_string();
+        assert!(e.contains("line 3: the same rule as line 1"), "{e}");
+        // Another key makes another rule for the kernel: both are kept.
+        parse(
+            "-a always,exit -S unlinkat -k a\n-a always,exit -S unlinkat -k b",
+            "r",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_line_s_escape_sequence_is_shown_escaped() {
+        let e = parse("-a always,exit -S getpid \u{1b}[31m", "r")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\u{1b}'), "{e:?}");
+        assert!(e.contains("\\u{1b}[31m"), "{e}");
     }
 }

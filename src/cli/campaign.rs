@@ -413,29 +413,32 @@ fn abort() -> Result<()> {
 /// the parser the guest's syscost uses, with the `-o` the guest adds, and must measure (run,
 /// audit sweep or probe).
 fn check_measure(words: &[String]) -> Result<()> {
-    let argv = std::iter::once("syscost".to_string())
-        .chain(crate::boot::with_output(words, "/tmp/result.json"));
-    let said = format!("`syscost {}`", words.join(" "));
-    let cli = match Cli::try_parse_from(argv) {
-        Ok(c) => c,
-        Err(e) => {
+    let said = format!("`syscost {}`", crate::core::printable(&words.join(" ")));
+    let first = crate::core::printable(words.first().map_or("run", String::as_str));
+    let parse = |words: Vec<String>| {
+        Cli::try_parse_from(std::iter::once("syscost".to_string()).chain(words)).map_err(|e| {
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or_default();
-            let why = first.trim_start_matches("error: ");
-            anyhow::bail!(
-                "the measuring command after --, {said}, would fail in every boot: {why} (see \
+            let why = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ");
+            anyhow::anyhow!(
+                "the measuring command after --, {said}, would fail in every boot: {} (see \
                  syscost {} --help)",
-                words.first().map(String::as_str).unwrap_or("run")
+                crate::core::printable(why),
+                first
             )
-        }
+        })
     };
-    match cli.command {
-        Command::Run(_) | Command::Audit(AuditCommand::Sweep { .. }) | Command::Probe(_) => Ok(()),
+    match parse(words.to_vec())?.command {
+        Command::Run(_) | Command::Audit(AuditCommand::Sweep { .. }) | Command::Probe(_) => {}
         _ => anyhow::bail!(
             "the command after -- is what each boot measures: {said} does not measure; give run, \
              audit sweep or probe, e.g. -- run syscall --runs 3"
         ),
     }
+    parse(crate::boot::with_output(words, "/tmp/result.json")).map(|_| ())
 }
 
 fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {

@@ -19,6 +19,21 @@ pub use envelope::{Envelope, Kind, SCHEMA, ToolInfo, VERSION, now_unix};
 pub use files::{check_writable, write_atomic};
 pub use num::{fmt_num, fmt_p, plural};
 
+/// Text from a user's file or a damaged result on one line and harmless to a terminal: every
+/// control character (a newline, an escape that would start a terminal sequence) is shown
+/// escaped, as `\n` or `\u{1b}`.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Field `n` (numbered from 1, as proc(5) numbers them) of a /proc/.../stat file, as a number.
 /// The command name (field 2) may hold spaces and parentheses: fields are counted after its
 /// last ')'.

@@ -86,23 +86,9 @@ fn name(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// A message on one line: control characters from the file (a newline inside a damaged
-/// string) are shown escaped.
-fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 /// A JSON error as the loader reports it.
 fn json_error(path: &str, e: serde_json::Error) -> LoadError {
-    let detail = one_line(&e.to_string());
+    let detail = crate::core::printable(&e.to_string());
     let path = path.to_string();
     if e.is_eof() {
         if e.line() == 1 && e.column() == 0 {
@@ -134,7 +120,7 @@ pub fn check_envelope(
         Some(found) => {
             return Err(LoadError::Schema {
                 path,
-                found: one_line(found),
+                found: crate::core::printable(found),
             });
         }
         None => return Err(LoadError::NoSchema { path }),
@@ -151,7 +137,7 @@ pub fn check_envelope(
     let Some(k) = Kind::parse(found) else {
         return Err(LoadError::UnknownKind {
             path,
-            found: one_line(found),
+            found: crate::core::printable(found),
         });
     };
     if !accept.kinds.is_empty() && !accept.kinds.contains(&k) {
@@ -304,7 +290,7 @@ impl Checked {
                     |e| LoadError::Damaged {
                         path: self.name.clone(),
                         kind: self.kind.name().into(),
-                        detail: one_line(&e.to_string()),
+                        detail: crate::core::printable(&e.to_string()),
                     },
                 )
             }
@@ -317,7 +303,7 @@ pub fn decode<T: DeserializeOwned>(path: &str, kind: Kind, text: &str) -> Result
     serde_json::from_str(text).map_err(|e| LoadError::Damaged {
         path: path.into(),
         kind: kind.name().into(),
-        detail: one_line(&e.to_string()),
+        detail: crate::core::printable(&e.to_string()),
     })
 }
 
@@ -334,7 +320,7 @@ pub fn resummarise(path: &str, metrics: &mut [crate::results::Metric]) -> Result
     for m in metrics.iter_mut() {
         let bad = |problem: String| LoadError::BadMetric {
             path: path.into(),
-            metric: one_line(&m.name),
+            metric: crate::core::printable(&m.name),
             problem,
         };
         if let Some(x) = m.values.iter().find(|x| !x.is_finite()) {

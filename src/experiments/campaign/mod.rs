@@ -316,9 +316,10 @@ pub struct Campaign {
 /// An arm needs this many good boots for a verdict.
 pub const MIN_BOOTS: usize = 3;
 
-/// Refuse, before anything boots, what cannot work: a file that is not a kernel, a rules file
-/// that is missing or has lines syscost cannot set up, arms named twice. Returns each arm's
-/// rules text by arm name.
+/// Refuse, before anything boots, what cannot work: a file that is not a kernel, an arm name
+/// that cannot name files and rows, a command line the kernel would cut, a rules file that is
+/// missing or has lines syscost cannot set up, guest files that are not regular files or do
+/// not fit the guest, arms named twice. Returns each arm's rules text by arm name.
 pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
     if plan.arms.len() < 2 {
         bail!("a campaign compares two arms or more: give --arm NAME=KERNEL at least twice");
@@ -328,10 +329,11 @@ pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
     }
     let mut rules = Vec::new();
     for (i, a) in plan.arms.iter().enumerate() {
+        check_name(&a.name)?;
         if plan.arms[..i].iter().any(|b| b.name == a.name) {
             bail!("--arm {}: the name is given twice", a.name);
         }
-        qemu::check_bzimage(&a.kernel)?;
+        check_command_line(a)?;
         if let Some(i) = &a.initrd {
             std::fs::File::open(i)
                 .with_context(|| format!("--initrd {}: cannot read {}", a.name, i.display()))?;
@@ -343,7 +345,98 @@ pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
             rules.push((a.name.clone(), text));
         }
     }
+    if let Backend::Qemu(m) = &plan.backend {
+        check_guest_files(&plan.guest_files, m.memory_mib)?;
+    }
     Ok(rules)
+}
+
+/// The longest arm name: it names files, a kernel parameter, history tags and table rows.
+pub const NAME_MAX: usize = 64;
+
+/// An arm's name: 1 to 64 letters, digits, `.`, `_`, `-` or `+`. Anything else could break
+/// the kernel command line it is passed on (a space), a file name (`/`) or a table (a newline
+/// forges a row).
+fn check_name(name: &str) -> Result<()> {
+    let shown = crate::core::printable(&name.chars().take(40).collect::<String>());
+    let more = if name.chars().count() > 40 { "..." } else { "" };
+    if name.chars().count() > NAME_MAX {
+        bail!("--arm {shown}{more}: an arm's name has at most {NAME_MAX} characters");
+    }
+    let ok = |c: char| c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '+');
+    if let Some(c) = name.chars().find(|&c| !ok(c)) {
+        bail!(
+            "--arm {shown}{more}: {} is not allowed in an arm's name (letters, digits, '.', '_', \
+             '-' and '+': the name becomes file names, a kernel parameter and table rows)",
+            crate::core::printable(&format!("{c:?}"))
+        );
+    }
+    if name.chars().all(|c| c == '.') {
+        bail!("--arm {shown}: give the arm a name, e.g. base or fix");
+    }
+    Ok(())
+}
+
+/// The kernel keeps at most its header's `cmdline_size` bytes of the command line, and what
+/// syscost adds comes last: a line the kernel would cut loses the arm's name, and the boot
+/// never measures. Control characters are refused too.
+fn check_command_line(arm: &Arm) -> Result<()> {
+    if let Some(c) = arm.append.chars().find(|c| c.is_control()) {
+        bail!(
+            "--append {}: {} is not allowed on a kernel command line (give parameters separated \
+             by spaces)",
+            arm.name,
+            c.escape_default()
+        );
+    }
+    let header = bzimage::Header::read(&arm.kernel)?;
+    let line = kernel_command_line(arm);
+    if line.len() > header.cmdline_size as usize {
+        bail!(
+            "--append {}: the kernel command line would be {} bytes with what syscost adds \
+             ({}); {} keeps at most {} (its header's cmdline_size): shorten --append",
+            arm.name,
+            line.len(),
+            kernel_command_line(&Arm {
+                append: String::new(),
+                ..arm.clone()
+            }),
+            arm.kernel.display(),
+            header.cmdline_size
+        );
+    }
+    Ok(())
+}
+
+/// Guest files are regular files (a device such as /dev/zero would be read forever), and the
+/// initramfs they make must leave the guest room: at most half its memory (the kernel holds
+/// the archive while it unpacks it).
+fn check_guest_files(files: &[PathBuf], memory_mib: u32) -> Result<()> {
+    let mut total = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map_or(0, |m| m.len());
+    for f in files {
+        let m = std::fs::metadata(f)
+            .with_context(|| format!("--guest-file {}: cannot read it", f.display()))?;
+        if !m.is_file() {
+            bail!(
+                "--guest-file {}: not a regular file; give files (each is copied to the same path \
+                 in the guest, its directories created)",
+                f.display()
+            );
+        }
+        total += m.len();
+    }
+    let room = u64::from(memory_mib) << 19;
+    if total > room {
+        bail!(
+            "--guest-file: the initramfs would hold {} MiB, more than half of the guest's {} MiB \
+             (--guest-memory): send fewer files or raise --guest-memory",
+            total >> 20,
+            memory_mib
+        );
+    }
+    Ok(())
 }
 
 /// The comparison's options: the signed-rank test on boots paired by round.
