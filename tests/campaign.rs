@@ -196,6 +196,24 @@ fn two_kernels_over_two_rounds_each_boot_its_own_kernel() {
     assert!(report.status.success(), "{report:?}");
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("aria-label=\"time per arm, one value per boot\""));
+    // The page's header names the host and the guests, not "not recorded".
+    assert!(!html.contains("not recorded in these results"), "{html}");
+    assert!(html.contains("<th>host</th>") && html.contains("<th>arm old</th>"));
+    assert!(
+        html.contains("kernels started at their PVH entry"),
+        "{html}"
+    );
+    // `show` renders a campaign in any format: for a mail, within 80 columns.
+    let shown = syscost()
+        .arg("show")
+        .arg(&out_file)
+        .args(["--format", "lkml"])
+        .output()
+        .unwrap();
+    let mail = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{shown:?}");
+    assert!(mail.contains("per arm, one value per boot"), "{mail}");
+    assert!(mail.lines().all(|l| l.chars().count() <= 80), "{mail}");
     assert!(leftovers(tmp.path()).is_empty());
 }
 

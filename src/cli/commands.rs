@@ -116,7 +116,7 @@ pub struct ReportArgs {
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
-    /// A result written by `syscost run -o`.
+    /// A result of any kind written with -o (run, ab, compare, audit sweep, probe, campaign...).
     #[arg(value_name = "RESULT")]
     pub file: PathBuf,
     /// Output format on stdout.
@@ -237,12 +237,20 @@ impl ShowArgs {
     pub fn run(self) -> Result<()> {
         // The tables print nothing from the raw samples: skip them (a result of millions
         // of samples then reads in little memory); the JSON is the whole result.
-        let r = if self.format == Format::Json {
-            RunResult::load(&self.file)?
-        } else {
-            RunResult::load_thinned(&self.file, 0)?
-        };
-        show(&r, self.format, &None)
+        let checked = crate::results::load::open_checked(&self.file, crate::results::Accept::ANY)?;
+        if checked.kind == crate::core::Kind::Run {
+            let budget = (self.format != Format::Json).then_some(0);
+            return show(&RunResult::decode(&checked, budget)?, self.format, &None);
+        }
+        // Any other kind: JSON as it was written, or its text in the format.
+        if self.format == Format::Json {
+            let (_, text) =
+                crate::results::load::read_checked(&self.file, crate::results::Accept::ANY)?;
+            outln!("{}", text.trim_end());
+            return Ok(());
+        }
+        out!("{}", report::loaded::decode(&checked)?.text(self.format));
+        Ok(())
     }
 }
 

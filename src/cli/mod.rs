@@ -139,7 +139,7 @@ pub enum Command {
     /// probes and trends.
     #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
-    /// Print a saved run result again, in any format (e.g. lkml for a cover letter).
+    /// Print a saved result of any kind again, in any format (e.g. lkml for a cover letter).
     Show(ShowArgs),
     /// Show what makes results comparable: kernel, config, CPU, caches, clocks, audit, perf.
     Env(EnvArgs),

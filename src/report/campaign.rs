@@ -110,7 +110,7 @@ impl Campaign {
     fn where_booted(&self) -> String {
         match &self.machine {
             Some(m) => format!(
-                "in {} ({}, {} vCPU{}, {} MiB)",
+                "in {} ({}, {} vCPU{}, {} MiB{})",
                 self.via,
                 m.accel.name(),
                 m.cpus,
@@ -118,10 +118,32 @@ impl Campaign {
                     .as_ref()
                     .map(|c| format!(" pinned to host CPUs {c}"))
                     .unwrap_or_default(),
-                m.memory_mib
+                m.memory_mib,
+                self.entry_words()
             ),
             None => format!("on this machine, rebooted into each arm by {}", self.via),
         }
+    }
+
+    /// How the kernels started: `, PVH entry` when every arm's did, else each arm's way.
+    fn entry_words(&self) -> String {
+        use crate::boot::qemu::KernelEntry;
+        if self.entries.is_empty() {
+            return String::new();
+        }
+        if self.entries.iter().all(|e| e.entry == KernelEntry::Pvh) {
+            return ", kernels started at their PVH entry".into();
+        }
+        let each: Vec<String> = self
+            .entries
+            .iter()
+            .map(|e| match (&e.entry, &e.why) {
+                (KernelEntry::Pvh, _) => format!("{} at its PVH entry", e.arm),
+                (KernelEntry::Bzimage, Some(why)) => format!("{} as a bzImage: {why}", e.arm),
+                (KernelEntry::Bzimage, None) => format!("{} as a bzImage", e.arm),
+            })
+            .collect();
+        format!("; {}", each.join("; "))
     }
 
     /// Where a measured boot's time went, on average: the kernel's boot, syscost's init, the
@@ -297,6 +319,28 @@ impl ResultKind for Campaign {
 
     fn text(&self, format: Format) -> String {
         Render::text(self, format)
+    }
+
+    /// The host syscost ran on, the guests it booted (or kexec on the host), and each arm's
+    /// kernel.
+    fn machine_rows(&self) -> Vec<(String, String)> {
+        let mut rows = Vec::new();
+        if let Some(h) = &self.host {
+            rows.push((
+                "host".into(),
+                format!(
+                    "{}: {}, kernel {}",
+                    h.hostname.as_deref().unwrap_or("?"),
+                    h.cpu.model_name.as_deref().unwrap_or("CPU not recorded"),
+                    h.kernel_release.as_deref().unwrap_or("?")
+                ),
+            ));
+        }
+        rows.push(("boots".into(), self.where_booted()));
+        for f in &self.figures {
+            rows.push((format!("arm {}", f.arm), f.releases.join(", ")));
+        }
+        rows
     }
 
     fn section(&self, s: &mut Section) {

@@ -192,7 +192,12 @@ fn header(loaded: &[(String, Loaded)]) -> String {
             ));
             rows.push(("clocksource".into(), e.clocksource.unwrap_or_default()));
         }
-        None => rows.push(("machine".into(), "not recorded in these results".into())),
+        None => {
+            rows.extend(loaded.iter().flat_map(|(_, l)| l.machine_rows()));
+            if rows.is_empty() {
+                rows.push(("machine".into(), "not recorded in these results".into()));
+            }
+        }
     }
     let mut s = String::from("<table class=\"env\"><tbody>");
     for (k, v) in rows {

@@ -34,6 +34,11 @@ pub trait ResultKind {
     fn environment(&self) -> Option<&Environment> {
         None
     }
+    /// What it records of the machines it ran on when that is not one [`Environment`] (a
+    /// campaign: the host, and the guests it booted), as rows of the page's header.
+    fn machine_rows(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// Its chart `name` for `--svg`; `None` when this kind has no such chart.
     fn chart(&self, name: &str) -> Option<Result<String>>;
 }
@@ -125,16 +130,21 @@ pub const SAMPLES_DRAWN: usize = 500;
 /// are read only as far as the page draws them.
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let checked = load::open_checked(path, Accept::ANY)?;
-    decode(&checked, Reading::ForPage)
+    decode_as(&checked, Reading::ForPage)
 }
 
 /// A result of any kind from its JSON text (`name` names it in errors).
 pub fn parse(name: &str, text: &str) -> Result<Loaded, LoadError> {
     let checked = load::Checked::from_text(name, text.to_string(), Accept::ANY)?;
-    decode(&checked, Reading::Whole)
+    decode_as(&checked, Reading::Whole)
 }
 
-fn decode(c: &Checked, reading: Reading) -> Result<Loaded, LoadError> {
+/// A checked result of any kind, read whole (`show`).
+pub fn decode(c: &Checked) -> Result<Loaded, LoadError> {
+    decode_as(c, Reading::Whole)
+}
+
+fn decode_as(c: &Checked, reading: Reading) -> Result<Loaded, LoadError> {
     let entry = REGISTRY
         .iter()
         .find(|e| e.kind == c.kind)

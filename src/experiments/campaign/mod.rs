@@ -289,6 +289,9 @@ pub struct Campaign {
     /// The virtual machine of QEMU boots; none for kexec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<Machine>,
+    /// The machine syscost ran the campaign on (for QEMU boots, the host of the guests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::environment::Environment>,
     pub arms: Vec<Arm>,
     /// How each arm's kernel started (QEMU boots).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -707,6 +710,7 @@ pub fn analyse(
         created_unix,
         via: plan.backend.name().into(),
         machine: plan.backend.machine().cloned(),
+        host: Some(crate::environment::Environment::collect()),
         arms: plan.arms.clone(),
         entries: Vec::new(),
         measure: plan.measure.clone(),
