@@ -221,3 +221,81 @@ fn the_readme_and_lib_rs_name_the_layers_this_test_checks() {
         );
     }
 }
+
+/// The sibling files a file of one folder names by `super::NAME` in its code (its tests, after
+/// `#[cfg(test)]`, left out): `NAME` counts when `NAME.rs` or `NAME/` is beside the file.
+fn sibling_uses(file: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+    let dir = file.parent().unwrap();
+    let mut out = BTreeSet::new();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        for part in line.split("super::").skip(1) {
+            let name: String = part
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let sibling = dir.join(format!("{name}.rs")).exists() || dir.join(&name).is_dir();
+            if sibling && name != "mod" {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// Inside a folder, files import each other without a loop: a trait lives where its
+/// implementations import it, and a registry where it imports them (report's result kinds,
+/// stats' significance tests).
+#[test]
+fn no_file_imports_itself_through_its_siblings() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut edges: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    for f in &files {
+        let dir = f.parent().unwrap();
+        let to = sibling_uses(f).into_iter().map(|n| {
+            let file = dir.join(format!("{n}.rs"));
+            if file.exists() {
+                file
+            } else {
+                dir.join(n).join("mod.rs")
+            }
+        });
+        edges.insert(f.clone(), to.collect());
+    }
+    // Depth-first search: a file met again on the current path closes a loop.
+    fn visit(
+        f: &PathBuf,
+        edges: &BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+        path: &mut Vec<PathBuf>,
+        done: &mut BTreeSet<PathBuf>,
+    ) -> Option<Vec<PathBuf>> {
+        if let Some(at) = path.iter().position(|p| p == f) {
+            return Some(path[at..].to_vec());
+        }
+        if !done.insert(f.clone()) {
+            return None;
+        }
+        path.push(f.clone());
+        for g in edges.get(f).into_iter().flatten() {
+            if let Some(l) = visit(g, edges, path, done) {
+                return Some(l);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    for f in edges.keys() {
+        if let Some(l) = visit(f, &edges, &mut Vec::new(), &mut done) {
+            let names: Vec<String> = l
+                .iter()
+                .map(|p| p.strip_prefix(&src).unwrap().display().to_string())
+                .collect();
+            panic!("an import loop: {}", names.join(" -> "));
+        }
+    }
+}

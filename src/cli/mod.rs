@@ -41,7 +41,7 @@ use crate::report::{self, Render, format::Format, format::json};
 use crate::results::{RunResult, view::ResultView};
 use crate::runner::{self, CpuList, Plan};
 use crate::signals::{self, Interrupted};
-use crate::stats::significance::TestKind;
+use crate::stats::registry::TestKind;
 use crate::workloads::{self, Spec, WorkloadSpec, syscall, uprobe};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};

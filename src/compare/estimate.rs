@@ -203,7 +203,7 @@ fn paired_estimate(
 mod unit {
     use super::*;
     use crate::compare::tests::variant;
-    use crate::stats::significance::TestKind;
+    use crate::stats::registry::TestKind;
 
     fn paired_opts(test: TestKind) -> Options {
         Options {

@@ -32,7 +32,7 @@ pub use decide::smallest_p;
 
 use crate::core::Envelope;
 use crate::stats::Interval;
-use crate::stats::significance::TestKind;
+use crate::stats::registry::TestKind;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,7 @@
 
 use super::{Options, Variant, check_comparable};
 use crate::results::validity;
-use crate::stats::significance::TestKind;
+use crate::stats::registry::TestKind;
 use anyhow::{Result, bail};
 
 /// The variants ready to estimate.

@@ -7,7 +7,7 @@ use crate::results::validity;
 use crate::results::{Metric, MetricKind};
 use crate::stats::Interval;
 use crate::stats::rank_tests::min_mann_whitney_p;
-use crate::stats::significance::TestKind;
+use crate::stats::registry::TestKind;
 use rand::{RngExt, SeedableRng};
 
 /// A variant with one `time` metric of `times` (one per run), for tests.

@@ -238,7 +238,7 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     let opts = compare::Options {
         configurations: true,
         paired: true,
-        test: crate::stats::significance::TestKind::SignedRank,
+        test: crate::stats::registry::TestKind::SignedRank,
         ..compare::Options::default()
     };
     let comparison = compare::compare(

@@ -4,8 +4,8 @@
 use super::Render;
 use super::charts::cachesets_chart;
 use super::format::{Format, Grid};
-use super::html::Section;
-use super::loaded::{Entry, ResultKind};
+use super::kind::{Entry, ResultKind};
+use super::section::Section;
 use crate::core::Kind;
 use crate::layout::Analysis;
 

@@ -5,8 +5,8 @@
 
 use super::Render;
 use super::format::{Cell, Format, Grid};
-use super::html::{Section, compare_section};
-use super::loaded::{Entry, ResultKind};
+use super::kind::{Entry, ResultKind};
+use super::section::{Section, compare_section};
 use crate::core::Kind;
 use crate::experiments::campaign::{BootSplit, Campaign, CounterFigure, Outcome};
 

@@ -5,8 +5,8 @@
 use super::Render;
 use super::charts::{compare_chart, profile_diff_chart, ranking_chart};
 use super::format::{Cell, Format, Grid};
-use super::html::{Section, compare_section};
-use super::loaded::{Entry, ResultKind};
+use super::kind::{Entry, ResultKind};
+use super::section::{Section, compare_section};
 use crate::compare::Comparison;
 use crate::core::Kind;
 use crate::results::MetricKind;

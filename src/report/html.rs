@@ -1,97 +1,11 @@
 //! `syscost report`: one self-contained HTML page (inline CSS and SVG, no JavaScript, no
 //! network) with the charts engineers draw by hand, for every kind of syscost result.
 
-use super::Render;
-use super::charts::*;
-use super::format::Grid;
-use super::loaded::{Loaded, chart_names};
+use super::kind::Loaded;
+use super::loaded::chart_names;
+use super::section::Section;
 use super::svg::{self, esc};
-use crate::compare::Comparison;
 use anyhow::{Result, bail};
-
-/// A grid as an HTML table.
-pub fn table(g: &Grid) -> String {
-    let mut s = String::from("<table>");
-    if let Some(t) = &g.title {
-        s.push_str(&format!("<caption>{}</caption>", esc(t.trim())));
-    }
-    s.push_str("<thead><tr>");
-    for (i, h) in g.headers.iter().enumerate() {
-        s.push_str(&format!(
-            "<th{}>{}</th>",
-            if g.right.contains(&i) {
-                " class=\"num\""
-            } else {
-                ""
-            },
-            esc(h)
-        ));
-    }
-    s.push_str("</tr></thead><tbody>");
-    for r in &g.texts() {
-        s.push_str("<tr>");
-        for (i, c) in r.iter().enumerate() {
-            s.push_str(&format!(
-                "<td{}>{}</td>",
-                if g.right.contains(&i) {
-                    " class=\"num\""
-                } else {
-                    ""
-                },
-                esc(c)
-            ));
-        }
-        s.push_str("</tr>");
-    }
-    s.push_str("</tbody></table>");
-    let notes: Vec<&String> = g.notes.iter().filter(|n| !n.trim().is_empty()).collect();
-    if !notes.is_empty() {
-        s.push_str("<ul class=\"notes\">");
-        for n in notes {
-            s.push_str(&format!("<li>{}</li>", esc(n.trim())));
-        }
-        s.push_str("</ul>");
-    }
-    s
-}
-
-/// One result's section of the page, as its kind fills it.
-pub struct Section {
-    html: String,
-    /// Its warnings, for the page's list (said once, with the files that gave them).
-    pub warnings: Vec<String>,
-}
-
-impl Section {
-    /// A chart in its figure.
-    pub fn figure(&mut self, chart: &str) {
-        self.html.push_str(&format!("<figure>{chart}</figure>"));
-    }
-
-    /// A line of text above the tables.
-    pub fn meta(&mut self, line: &str) {
-        self.html
-            .push_str(&format!("<p class=\"meta\">{}</p>", esc(line.trim())));
-    }
-
-    /// A line that is already HTML.
-    pub fn raw(&mut self, html: &str) {
-        self.html.push_str(html);
-    }
-
-    pub fn table(&mut self, g: &Grid) {
-        self.html.push_str(&table(g));
-    }
-
-    /// Preformatted text (a kind whose text is its own shape).
-    pub fn pre(&mut self, text: &str) {
-        self.html.push_str(&format!("<pre>{}</pre>", esc(text)));
-    }
-
-    pub fn warn(&mut self, warnings: &[String]) {
-        self.warnings.extend(warnings.iter().cloned());
-    }
-}
 
 /// One section per result.
 fn section(l: &Loaded, label: &str) -> Section {
@@ -106,26 +20,6 @@ fn section(l: &Loaded, label: &str) -> Section {
     l.section(&mut s);
     s.html.push_str("</section>");
     s
-}
-
-/// A comparison's section: its charts, lines and tables (also a probe's).
-pub fn compare_section(s: &mut Section, c: &Comparison) {
-    s.warn(&c.warnings);
-    s.figure(&compare_chart(c));
-    s.figure(&delta_chart(c));
-    if let Some(r) = ranking_chart(c) {
-        s.figure(&r);
-    }
-    if let Some(p) = profile_diff_chart(c) {
-        s.figure(&p);
-    }
-    for line in c.preamble() {
-        s.meta(&line);
-    }
-    let mut d = c.delta_grid();
-    d.notes.clear();
-    s.table(&d);
-    s.table(&c.seed_table());
 }
 
 /// Every kernel the results were measured on; when they differ, each with its files.
@@ -316,10 +210,10 @@ pub fn single_chart(kind: &str, loaded: &[(String, Loaded)]) -> Result<String> {
 #[cfg(test)]
 mod snapshots {
     //! Charts of fixed inputs: the output is deterministic, so it is compared byte for byte.
-    use super::*;
     use crate::compare::tests::variant;
     use crate::compare::{Options, compare};
     use crate::layout::{Geometry, Request, analyse};
+    use crate::report::charts::*;
 
     #[test]
     fn charts_of_fixed_inputs() {

@@ -2,100 +2,14 @@
 //! its type: what `syscost report` and `history show` take.
 //!
 //! A result kind is one file of `report/` implementing [`ResultKind`] (its checks on load, its
-//! text, its section of the page and its charts) and exporting an [`Entry`], plus one line in
-//! [`REGISTRY`]. Its name is one line of `core::Kind`: the envelope is checked before any type
+//! text, its section of the page and its charts; the trait is in [`super::kind`], which the
+//! kinds import) and exporting an [`Entry`], plus one line in [`REGISTRY`] here, which imports
+//! the kinds. Its name is one line of `core::Kind`: the envelope is checked before any type
 //! is decoded, below the layers that define the types.
 
-use super::format::Format;
-use super::html::Section;
-use crate::core::Kind;
-use crate::environment::Environment;
+pub use super::kind::{Entry, Loaded, Reading, ResultKind, SAMPLES_DRAWN};
 use crate::results::load::{self, Accept, Checked, LoadError};
-use anyhow::Result;
-use serde::de::DeserializeOwned;
 use std::path::Path;
-
-/// What `syscost report` and `history show` need of a result of any kind.
-pub trait ResultKind {
-    /// Its name in the `kind` field.
-    fn kind(&self) -> Kind;
-    /// What makes a decoded result unusable for the page, if anything: the structure serde
-    /// cannot check (empty lists that every chart starts from, indices into other lists).
-    fn damage(&self) -> Option<String> {
-        None
-    }
-    /// The heading of its section of the page.
-    fn title(&self) -> String;
-    /// The result as text in `format`.
-    fn text(&self, format: Format) -> String;
-    /// Its section of the page: charts, lines and tables, and its warnings.
-    fn section(&self, s: &mut Section);
-    /// The machine it was measured on, where it records one.
-    fn environment(&self) -> Option<&Environment> {
-        None
-    }
-    /// What it records of the machines it ran on when that is not one [`Environment`] (a
-    /// campaign: the host, and the guests it booted), as rows of the page's header.
-    fn machine_rows(&self) -> Vec<(String, String)> {
-        Vec::new()
-    }
-    /// Its chart `name` for `--svg`; `None` when this kind has no such chart.
-    fn chart(&self, name: &str) -> Option<Result<String>>;
-}
-
-/// A loaded result of any kind.
-pub type Loaded = Box<dyn ResultKind>;
-
-/// How far a result is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reading {
-    /// Everything (`history show`).
-    Whole,
-    /// As far as the page draws it: a run's raw samples thinned to [`SAMPLES_DRAWN`].
-    ForPage,
-}
-
-/// A result kind as the registry knows it.
-pub struct Entry {
-    pub kind: Kind,
-    /// The charts `--svg` draws of it.
-    pub charts: &'static [&'static str],
-    decode: fn(&Checked, Reading) -> Result<Loaded, LoadError>,
-}
-
-impl Entry {
-    /// A kind decoded straight into `T`.
-    pub const fn of<T: ResultKind + DeserializeOwned + 'static>(
-        kind: Kind,
-        charts: &'static [&'static str],
-    ) -> Entry {
-        Entry {
-            kind,
-            charts,
-            decode: decoded::<T>,
-        }
-    }
-
-    /// A kind with its own decoder.
-    pub const fn with(
-        kind: Kind,
-        charts: &'static [&'static str],
-        decode: fn(&Checked, Reading) -> Result<Loaded, LoadError>,
-    ) -> Entry {
-        Entry {
-            kind,
-            charts,
-            decode,
-        }
-    }
-}
-
-fn decoded<T: ResultKind + DeserializeOwned + 'static>(
-    c: &Checked,
-    _: Reading,
-) -> Result<Loaded, LoadError> {
-    Ok(Box::new(c.decode::<T>()?))
-}
 
 /// Every result kind: one line each.
 pub const REGISTRY: &[Entry] = &[
@@ -121,10 +35,6 @@ pub fn chart_names() -> Vec<&'static str> {
     }
     names
 }
-
-/// Dots drawn per run: at most twice this many of its raw samples are read (see
-/// `results::thin`); a strip of a million dots says no more than one of a thousand.
-pub const SAMPLES_DRAWN: usize = 500;
 
 /// Read a result of any kind, with one clear error naming the file. A run result's raw samples
 /// are read only as far as the page draws them.
@@ -163,6 +73,7 @@ fn decode_as(c: &Checked, reading: Reading) -> Result<Loaded, LoadError> {
 #[cfg(test)]
 mod unit {
     use super::*;
+    use crate::core::Kind;
 
     #[test]
     fn every_kind_has_one_registry_entry() {

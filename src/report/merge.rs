@@ -6,8 +6,8 @@ use super::charts::merge_chart;
 use super::compare::summary_cells;
 use super::format::Format;
 use super::format::{Cell, Grid};
-use super::html::Section;
-use super::loaded::{Entry, ResultKind};
+use super::kind::{Entry, ResultKind};
+use super::section::Section;
 use crate::compare::merge::Merged;
 use crate::core::Kind;
 

@@ -3,8 +3,8 @@
 use super::Render;
 use super::charts::compare_chart;
 use super::format::{Format, Grid};
-use super::html::{Section, compare_section};
-use super::loaded::{Entry, ResultKind};
+use super::kind::{Entry, ResultKind};
+use super::section::{Section, compare_section};
 use super::svg::esc;
 use crate::core::Kind;
 use crate::core::fmt_num;

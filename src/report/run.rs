@@ -4,8 +4,8 @@
 use super::Render;
 use super::charts::{profile_chart, run_chart};
 use super::format::{Cell, Format, Grid};
-use super::html::Section;
-use super::loaded::{Entry, Loaded, Reading, ResultKind, SAMPLES_DRAWN};
+use super::kind::{Entry, Loaded, Reading, ResultKind, SAMPLES_DRAWN};
+use super::section::Section;
 use crate::core::Kind;
 use crate::core::num::{fmt_num, group_thousands};
 use crate::results::load::{Checked, LoadError};

@@ -7,6 +7,7 @@ pub mod anova;
 pub mod correlation;
 pub mod paired;
 pub mod rank_tests;
+pub mod registry;
 pub mod regression;
 pub mod significance;
 pub mod t_tests;

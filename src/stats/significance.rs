@@ -5,37 +5,11 @@
 
 use super::{Interval, Tested};
 use rand::SeedableRng;
-use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
-
-/// Which significance test to use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum TestKind {
-    /// Mann-Whitney U (rank-based; no normality assumed): unpaired runs or boots.
-    MannWhitney,
-    /// Wilcoxon signed-rank on the per-round changes (rank-based), with the Hodges-Lehmann
-    /// interval: paired rounds (ab, probe).
-    SignedRank,
-    /// Welch's unequal-variance t-test.
-    Welch,
-    /// Student's t: Welch's unpaired, the paired t on per-round log ratios when interleaved.
-    T,
-}
-
-impl TestKind {
-    /// The test's implementation: the registry of statistical tests, one line each.
-    pub fn test(self) -> &'static dyn SignificanceTest {
-        match self {
-            TestKind::MannWhitney | TestKind::SignedRank => &super::rank_tests::RANKS,
-            TestKind::Welch | TestKind::T => &super::t_tests::T,
-        }
-    }
-}
 
 /// A statistical test as a comparison uses it: on two independent samples, or on the per-round
 /// changes of paired rounds. Each family of tests is one file implementing this
-/// (`rank_tests`, `t_tests`) and one line in [`TestKind::test`].
+/// (`rank_tests`, `t_tests`) and one line in `registry::TestKind::test`.
 pub trait SignificanceTest: Sync {
     /// The test's name on independent samples, as results print it.
     fn name_unpaired(&self) -> &'static str;

@@ -445,7 +445,7 @@ fn check_guest_files(files: &[PathBuf], memory_mib: u32) -> Result<()> {
 /// The comparison's options: the signed-rank test on boots paired by round.
 pub fn compare_options(alpha: f64, noise_pct: f64, seed: u64) -> compare::Options {
     compare::Options {
-        test: crate::stats::significance::TestKind::SignedRank,
+        test: crate::stats::registry::TestKind::SignedRank,
         alpha,
         noise_pct,
         seed,
