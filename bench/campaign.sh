@@ -1,45 +1,52 @@
 #!/usr/bin/env bash
 # What a campaign costs beyond the kernels' boots and the measurements (issue: at most 1 s per
-# boot): the per-boot time of a near-empty measurement (one 1 ms sample of `run spin`), split
-# by the guest's clock into its kernel's boot, syscost's init, the measurement, and what is
-# outside the guest's clock (QEMU's start, firmware, kernel loading, power-off); the time to
-# build the initramfs (once per campaign); and the wall time of the audit series' design at
-# 2 arms x 6 boots with a real measurement. Needs the kernels scripts/test.sh unpacks and
-# QEMU; TCG, as on this project's VM.
+# boot outside the guest's clock): per-boot time of a near-empty measurement (one 1 ms sample
+# of `run spin`), split by the guest's clock into its kernel's boot, syscost's init, the
+# measurement, and what is outside the guest's clock (QEMU's start, firmware, loading and,
+# for a bzImage, decompressing the kernel, power-off), for the two cloud images scripts/test.sh
+# unpacks and for Debian's generic 6.1 image (what a Debian machine's /boot holds; fetched
+# into target/kernels-generic), each started at its PVH entry (the default) and as a bzImage;
+# then the time to build the initramfs, and the wall time of the audit series' design at
+# 2 arms x 6 boots. Needs QEMU; TCG, as on this project's VM. SYSCOST=path uses that binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q
-bin=target/release/syscost
+[ -n "${SYSCOST:-}" ] || cargo build --release -q
+bin=${SYSCOST:-target/release/syscost}
 k=($(ls target/kernels/boot/vmlinuz-* | sort))
+generic=target/kernels-generic
+if ! ls "$generic"/boot/vmlinuz-* >/dev/null 2>&1; then
+	pkg=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' | cut -d' ' -f1 | sort -V | tail -1)
+	mkdir -p "$generic"
+	(cd "$generic" && apt-get download -qq "$pkg" 2>/dev/null)
+	dpkg-deb --fsys-tarfile "$generic/${pkg}"_*.deb | tar -x -C "$generic" --wildcards './boot/vmlinuz-*'
+	rm -f "$generic/${pkg}"_*.deb
+fi
+g=$(ls "$generic"/boot/vmlinuz-* | sort | tail -1)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-common=(campaign --accel tcg --no-history --arm "a=${k[0]}" --arm "b=${k[1]}")
-
-echo "== near-empty measurement, 2 arms x 3 boots (per-boot seconds from QEMU start to exit)"
-"$bin" "${common[@]}" --boots 3 -o "$tmp/empty.json" -- run spin --runs 1 --samples 1 --warmup 0 \
-	--sample-time 1ms --overhead-samples 0 >/dev/null 2>&1 || true
-python3 - "$tmp/empty.json" <<'PY'
+arms=(--arm "generic=$g" --arm "cloud61=${k[0]}" --arm "cloud612=${k[1]}")
+for entry in pvh bzimage; do
+	echo "== entry $entry: 3 arms x 3 boots of a near-empty measurement (seconds per boot, median)"
+	"$bin" campaign --accel tcg --no-history --entry "$entry" "${arms[@]}" --boots 3 --no-verdict \
+		-o "$tmp/$entry.json" -- run spin --runs 1 --samples 1 --warmup 0 --sample-time 1ms \
+		--overhead-samples 0 >/dev/null 2>&1 || true
+	python3 - "$tmp/$entry.json" <<'PY'
 import json, sys, statistics
 c = json.load(open(sys.argv[1]))
-for arm in sorted({b["arm"] for b in c["boots"]}):
-    boots = [b for b in c["boots"] if b["arm"] == arm]
-    s = [b["seconds"] for b in boots]
-    print(f"  {arm}: per boot median {statistics.median(s):.2f} s (min {min(s):.2f}, max {max(s):.2f})")
-    # The guest's clock splits each boot: what is neither its kernel's boot nor the
-    # measurement is syscost's init plus what lies outside the guest's clock.
-    splits = [b["split"] for b in boots if "split" in b]
-    for part in ("kernel", "init", "measurement", "outside"):
-        v = [x[part] for x in splits]
-        if v:
-            print(f"    {part:12} median {statistics.median(v):.2f} s (min {min(v):.2f}, max {max(v):.2f})")
-    over = [x["init"] + x["outside"] for x in splits]
-    if over:
-        print(f"    beyond kernel and measurement: median {statistics.median(over):.2f} s, max {max(over):.2f} s")
+for a in c["arms"]:
+    boots = [b for b in c["boots"] if b["arm"] == a["name"] and "split" in b]
+    med = lambda part: statistics.median(b["split"][part] for b in boots)
+    wall = statistics.median(b["seconds"] for b in boots)
+    print(f"  {a['name']:9} {a['kernel'].split('/')[-1]:34} boot {wall:.2f} s = kernel {med('kernel'):.2f}"
+          f" + init {med('init'):.2f} + measurement {med('measurement'):.2f} + outside {med('outside'):.2f}"
+          f" (outside max {max(b['split']['outside'] for b in boots):.2f})")
 PY
+done
 
-echo "== initramfs build (syscost's binary and libraries)"
+common=(campaign --accel tcg --no-history --arm "a=${k[0]}" --arm "b=${k[1]}")
+echo "== initramfs build and vmlinux extraction (once per campaign)"
 start=$(date +%s.%N)
-"$bin" "${common[@]}" --boots 1 --boot-timeout 1ms --retries 0 -- run spin >/dev/null 2>&1 || true
+"$bin" "${common[@]}" --boots 1 --no-verdict --boot-timeout 1ms --retries 0 -- run spin >/dev/null 2>&1 || true
 end=$(date +%s.%N)
 echo "  a campaign whose boots time out at once: $(echo "$end - $start" | bc) s in all"
 

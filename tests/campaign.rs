@@ -678,6 +678,12 @@ fn boots_that_cannot_finish_are_recorded_and_the_campaign_goes_on() {
     assert_eq!(out.status.code(), Some(4), "incomplete: {err}");
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     assert_eq!(c["complete"], false);
+    // Under TCG a guest has one vCPU unless told otherwise, and the kernels start at their
+    // PVH entry (both Debian images have one).
+    assert_eq!(c["machine"]["cpus"], 1, "{}", c["machine"]);
+    for e in c["entries"].as_array().unwrap() {
+        assert_eq!(e["entry"], "pvh", "{e}");
+    }
     let boots = c["boots"].as_array().unwrap();
     let failed: Vec<&Value> = boots.iter().filter(|b| b["arm"] == "noinit").collect();
     assert_eq!(failed.len(), 2, "tried, then retried once");
