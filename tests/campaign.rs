@@ -425,7 +425,7 @@ fn a_file_that_is_not_a_kernel_is_refused_before_any_boot() {
         ("0,8000", "CPU 8000 not available"),
     ] {
         let mut args = [arm("a", &k[0]), arm("b", &k[0])].concat();
-        args.extend(["--host-cpus".into(), cpus.into()]);
+        args.extend(["--guest-cpus", "2", "--host-cpus", cpus].map(String::from));
         let out = campaign(tmp.path(), &args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{err}");
