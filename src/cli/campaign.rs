@@ -14,6 +14,10 @@ pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
       --arm 6.12=/boot/vmlinuz-6.12.111+deb12-amd64 -- run syscall --runs 3
       two kernels, booted in turn round after round (6 rounds: the fewest whose paired
       test can decide), getpid measured inside each boot
+  syscost campaign --accel tcg --boots 1 --no-verdict --arm old=/boot/vmlinuz-6.1.0-50-amd64 \\
+      --arm new=/boot/vmlinuz-6.12.111+deb12-amd64 -- run syscall --runs 1
+      check a setup first: one boot per arm, figures without a verdict (fewer rounds than
+      the paired test needs are refused without --no-verdict)
   syscost campaign --accel tcg --boots 12 --arm audit0=bzImage --arm audit1=bzImage \\
       --append audit0=audit=0 --append audit1=audit=1 --audit-rules audit1=prod.rules \\
       -- run syscall --runs 3
@@ -195,7 +199,8 @@ impl CampaignArgs {
             anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
         }
         let arms = self.arm_specs()?;
-        check_measure(&self.measure)?;
+        let vcpus = (self.via == Via::Qemu).then(|| self.guest_cpus());
+        check_measure(&self.measure, vcpus)?;
         let comparisons = arms.len().max(2) - 1;
         let need = crate::stats::paired::pairs_to_decide(self.alpha, comparisons);
         let boots = self.boots.unwrap_or(need as u32);
@@ -411,8 +416,8 @@ fn abort() -> Result<()> {
 
 /// Refuse, before any boot, a measuring command the guest could not run: it is parsed here by
 /// the parser the guest's syscost uses, with the `-o` the guest adds, and must measure (run,
-/// audit sweep or probe).
-fn check_measure(words: &[String]) -> Result<()> {
+/// audit sweep or probe), on CPUs the guest has (`guest_cpus`, for QEMU boots).
+fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<()> {
     let said = format!("`syscost {}`", crate::core::printable(&words.join(" ")));
     let first = crate::core::printable(words.first().map_or("run", String::as_str));
     let parse = |words: Vec<String>| {
@@ -431,12 +436,28 @@ fn check_measure(words: &[String]) -> Result<()> {
             )
         })
     };
-    match parse(words.to_vec())?.command {
-        Command::Run(_) | Command::Audit(AuditCommand::Sweep { .. }) | Command::Probe(_) => {}
+    let cpus = match parse(words.to_vec())?.command {
+        Command::Run(r) => r.into_parts()?.1.cpu,
+        Command::Audit(AuditCommand::Sweep { common, .. }) => common.cpu,
+        Command::Probe(_) => None,
         _ => anyhow::bail!(
             "the command after -- is what each boot measures: {said} does not measure; give run, \
              audit sweep or probe, e.g. -- run syscall --runs 3"
         ),
+    };
+    let outside = |n: u32| {
+        cpus.iter()
+            .flat_map(|l| l.iter())
+            .find(|&c| c >= n as usize)
+    };
+    if let Some((c, n)) = guest_cpus.and_then(|n| outside(n).map(|c| (c, n))) {
+        anyhow::bail!(
+            "the measuring command pins to CPU {c}, but each guest has {n} vCPU(s) (CPUs 0-{}): \
+             give --cpu {} in the measuring command, or --guest-cpus {}",
+            n - 1,
+            n - 1,
+            c + 1
+        );
     }
     parse(crate::boot::with_output(words, "/tmp/result.json")).map(|_| ())
 }
@@ -459,6 +480,11 @@ fn arm_named<'a>(arms: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a mut 
 fn boot_line(b: &BootRecord) -> String {
     let what = match &b.outcome {
         Outcome::Measured { .. } => "measured".to_string(),
+        Outcome::Failed {
+            reason,
+            in_guest: true,
+            ..
+        } => format!("FAILED in the guest, not retried (every boot would repeat it): {reason}"),
         Outcome::Failed { reason, .. } => format!("FAILED: {reason}"),
     };
     let split = b.split.map(|s| format!(" = {s}")).unwrap_or_default();
