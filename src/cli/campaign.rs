@@ -109,9 +109,10 @@ pub struct CampaignArgs {
     #[arg(long, value_enum, default_value_t = Accel::Kvm)]
     pub accel: Accel,
     /// vCPUs of each guest [default: one per --host-cpus CPU; else 1 under tcg, 2 under
-    /// kvm]. Under tcg one vCPU is the default because text patching raced between two
-    /// emulated vCPUs ("Oops: int3" in about 1 boot of 15 of Debian's 6.12); a one-vCPU
-    /// kernel runs its uniprocessor code (no lock prefixes), and the measurement uses one CPU.
+    /// kvm]. Under tcg one vCPU is the default because text patching races between two
+    /// emulated vCPUs ("Oops: int3" in 1 of 50 boots of Debian's 6.12 here, none in 100 with
+    /// one vCPU); a one-vCPU kernel runs its uniprocessor code (no lock prefixes), and the
+    /// measurement uses one CPU.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub guest_cpus: Option<u32>,
     /// Pin the guest's vCPU threads to these host CPUs, vCPU i to the i-th (taskset syntax,
