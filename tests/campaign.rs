@@ -463,6 +463,24 @@ fn input_that_can_only_fail_in_the_guest_is_refused_on_the_host() {
         (two.clone(), vec!["history", "list"], "does not measure"),
         (
             two.clone(),
+            vec![
+                "probe",
+                "--target",
+                "/usr/bin/true:main",
+                "--",
+                "/init",
+                "run",
+                "syscall",
+            ],
+            "the guest has no /usr/bin/true; add --guest-file /usr/bin/true",
+        ),
+        (
+            two.clone(),
+            vec!["probe", "--target", "/init:main", "--", "true"],
+            "the probed command true: the guest has no PATH",
+        ),
+        (
+            two.clone(),
             vec!["rm", "-rf", "/tmp/x"],
             "unrecognized subcommand 'rm'",
         ),

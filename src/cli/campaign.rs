@@ -6,7 +6,7 @@ use super::*;
 use crate::boot::qemu::{Accel, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
-use crate::experiments::campaign::{self, Arm, Backend, BootRecord, CampaignPlan, Outcome};
+use crate::experiments::campaign::{self, Arm, Backend, BootRecord, CampaignPlan, Needed, Outcome};
 use std::time::Duration;
 
 pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
@@ -201,7 +201,7 @@ impl CampaignArgs {
         }
         let arms = self.arm_specs()?;
         let vcpus = (self.via == Via::Qemu).then(|| self.guest_cpus());
-        check_measure(&self.measure, vcpus)?;
+        let needs = check_measure(&self.measure, vcpus)?;
         let comparisons = arms.len().max(2) - 1;
         let need = crate::stats::paired::pairs_to_decide(self.alpha, comparisons);
         let boots = self.boots.unwrap_or(need as u32);
@@ -233,6 +233,7 @@ impl CampaignArgs {
             backend,
             retries: self.retries,
             guest_files: self.guest_files.clone(),
+            needs,
             options: campaign::compare_options(self.alpha, self.noise_threshold, seed),
         })
     }
@@ -417,8 +418,9 @@ fn abort() -> Result<()> {
 
 /// Refuse, before any boot, a measuring command the guest could not run: it is parsed here by
 /// the parser the guest's syscost uses, with the `-o` the guest adds, and must measure (run,
-/// audit sweep or probe), on CPUs the guest has (`guest_cpus`, for QEMU boots).
-fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<()> {
+/// audit sweep or probe), on CPUs the guest has (`guest_cpus`, for QEMU boots). Returns the
+/// files it needs in the guest (a probe's target and program).
+fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<Vec<Needed>> {
     let said = format!("`syscost {}`", crate::core::printable(&words.join(" ")));
     let first = crate::core::printable(words.first().map_or("run", String::as_str));
     let parse = |words: Vec<String>| {
@@ -437,10 +439,24 @@ fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<()> {
             )
         })
     };
+    let mut needs = Vec::new();
     let cpus = match parse(words.to_vec())?.command {
         Command::Run(r) => r.into_parts()?.1.cpu,
         Command::Audit(AuditCommand::Sweep { common, .. }) => common.cpu,
-        Command::Probe(_) => None,
+        Command::Probe(p) => {
+            let (path, _) = crate::probes::elf::parse_target(&p.target)?;
+            needs.push(Needed {
+                what: format!("--target {}", p.target),
+                path,
+            });
+            if let Some(program) = p.command.first() {
+                needs.push(Needed {
+                    what: format!("the probed command {program}"),
+                    path: program.into(),
+                });
+            }
+            None
+        }
         _ => anyhow::bail!(
             "the command after -- is what each boot measures: {said} does not measure; give run, \
              audit sweep or probe, e.g. -- run syscall --runs 3"
@@ -460,7 +476,8 @@ fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<()> {
             c + 1
         );
     }
-    parse(crate::boot::with_output(words, "/tmp/result.json")).map(|_| ())
+    parse(crate::boot::with_output(words, "/tmp/result.json"))?;
+    Ok(needs)
 }
 
 fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {

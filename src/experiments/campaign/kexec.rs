@@ -160,6 +160,7 @@ impl State {
             backend: Backend::Kexec,
             retries: self.retries,
             guest_files: Vec::new(),
+            needs: Vec::new(),
             options: super::compare_options(self.alpha, self.noise_pct, self.seed),
         }
     }

@@ -83,7 +83,17 @@ pub struct CampaignPlan {
     pub retries: u32,
     /// Host files the measurement needs in the guest, at the same paths.
     pub guest_files: Vec<PathBuf>,
+    /// Files the measuring command opens in the guest (a probe's target and program): each
+    /// must be in the initramfs, or every boot fails.
+    pub needs: Vec<Needed>,
     pub options: compare::Options,
+}
+
+/// A file the measuring command needs in the guest, and what in the command names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Needed {
+    pub what: String,
+    pub path: PathBuf,
 }
 
 /// How one boot ended.
@@ -350,8 +360,42 @@ pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
     }
     if let Backend::Qemu(m) = &plan.backend {
         check_guest_files(&plan.guest_files, m.memory_mib)?;
+        check_needed(&plan.needs, &plan.guest_files)?;
     }
     Ok(rules)
+}
+
+/// Each file the measuring command opens must be in the guest's initramfs: syscost itself
+/// (`/init`), its shared libraries, a `--guest-file` or one of their libraries.
+fn check_needed(needs: &[Needed], guest_files: &[PathBuf]) -> Result<()> {
+    if needs.is_empty() {
+        return Ok(());
+    }
+    let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
+    let mut inside: Vec<PathBuf> = initramfs::shared_libraries(&exe)?;
+    inside.push("/init".into());
+    for f in guest_files {
+        inside.push(std::path::absolute(f)?);
+        inside.extend(initramfs::shared_libraries(f).unwrap_or_default());
+    }
+    for n in needs {
+        if !n.path.is_absolute() {
+            bail!(
+                "{}: the guest has no PATH to look it up in; give its path and --guest-file PATH",
+                n.what
+            );
+        }
+        if !inside.contains(&n.path) {
+            bail!(
+                "{}: the guest has no {}; add --guest-file {} (the guest holds syscost as /init, \
+                 its shared libraries and the --guest-file files)",
+                n.what,
+                n.path.display(),
+                n.path.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The longest arm name: it names files, a kernel parameter, history tags and table rows.
