@@ -13,15 +13,7 @@ cd "$(dirname "$0")/.."
 [ -n "${SYSCOST:-}" ] || cargo build --release -q
 bin=${SYSCOST:-target/release/syscost}
 k=($(ls target/kernels/boot/vmlinuz-* | sort))
-generic=target/kernels-generic
-if ! ls "$generic"/boot/vmlinuz-* >/dev/null 2>&1; then
-	pkg=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' | cut -d' ' -f1 | sort -V | tail -1)
-	mkdir -p "$generic"
-	(cd "$generic" && apt-get download -qq "$pkg" 2>/dev/null)
-	dpkg-deb --fsys-tarfile "$generic/${pkg}"_*.deb | tar -x -C "$generic" --wildcards './boot/vmlinuz-*'
-	rm -f "$generic/${pkg}"_*.deb
-fi
-g=$(ls "$generic"/boot/vmlinuz-* | sort | tail -1)
+g=$(bench/generic_kernel.sh)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 arms=(--arm "generic=$g" --arm "cloud61=${k[0]}" --arm "cloud612=${k[1]}")
