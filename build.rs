@@ -1,9 +1,11 @@
 //! Compiles the C measurement kernels (csrc/) with the system C compiler at -O2: they must have
 //! a C compiler's code generation, as the kernel code they re-create does. Also links
-//! csrc/tiny_exit.c into a freestanding static executable that `run proc --op exec` embeds.
+//! csrc/tiny_exit.c into a freestanding static executable that `run proc --op exec` embeds,
+//! and csrc/tcg_count.c into the QEMU TCG plugin (a shared object) that campaigns embed.
 fn main() {
     println!("cargo:rerun-if-changed=csrc/audit_replica.c");
     println!("cargo:rerun-if-changed=csrc/tiny_exit.c");
+    println!("cargo:rerun-if-changed=csrc/tcg_count.c");
     cc::Build::new()
         .file("csrc/audit_replica.c")
         .opt_level(2)
@@ -26,4 +28,22 @@ fn main() {
         .status()
         .expect("running the C compiler for csrc/tiny_exit.c");
     assert!(status.success(), "compiling csrc/tiny_exit.c failed");
+
+    let plugin = out.join("tcg_count.so");
+    let status = cc::Build::new()
+        .get_compiler()
+        .to_command()
+        .args([
+            "-O2",
+            "-shared",
+            "-fPIC",
+            "-fvisibility=hidden",
+            "-Wall",
+            "-o",
+        ])
+        .arg(&plugin)
+        .arg("csrc/tcg_count.c")
+        .status()
+        .expect("running the C compiler for csrc/tcg_count.c");
+    assert!(status.success(), "compiling csrc/tcg_count.c failed");
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Counting without a PMU, the prototype: kernel and user instructions per getpid() counted by a
-# QEMU TCG plugin (bench/tcg_count.c) in windows of 100,000 raw getpid calls that the guest's
+# QEMU TCG plugin (csrc/tcg_count.c) in windows of 100,000 raw getpid calls that the guest's
 # init (bench/tcg_count_init.c) marks, 5 windows per boot, for audit=0 and audit=1 (no rules),
 # and each boot's wall time with the plugin against a plain TCG boot. The kernel is started at
 # its PVH entry from a vmlinux taken out of the bzImage here (python3's lzma: the generic
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 kernel=${1:-$(bench/generic_kernel.sh)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT INT TERM
-gcc -shared -fPIC -O2 -Wall -fvisibility=hidden -o "$work/tcg_count.so" bench/tcg_count.c
+gcc -shared -fPIC -O2 -Wall -fvisibility=hidden -o "$work/tcg_count.so" csrc/tcg_count.c
 gcc -static -O2 -Wall -o "$work/init" bench/tcg_count_init.c
 python3 - "$kernel" "$work" <<'PY'
 import lzma, struct, sys

@@ -558,6 +558,110 @@ fn input_that_can_only_fail_in_the_guest_is_refused_on_the_host() {
     assert!(leftovers(tmp.path()).is_empty());
 }
 
+/// syscost's TCG plugin counts every batch's instructions in the guest, user and kernel apart:
+/// audit=1 (no rules) adds the audit syscall-exit path to each getpid, the same code gives the
+/// same user instructions, and the runs of one boot agree. Asked for under KVM, it is refused.
+#[test]
+fn emulated_counters_count_what_audit_adds_to_getpid() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let out_file = tmp.path().join("c.json");
+    let measure = [
+        "run",
+        "syscall",
+        "--runs",
+        "2",
+        "--samples",
+        "2",
+        "--sample-time",
+        "10ms",
+    ];
+    let mut args = [arm("audit0", &k[0]), arm("audit1", &k[0])].concat();
+    args.extend(
+        [
+            "--append",
+            "audit0=audit=0",
+            "--append",
+            "audit1=audit=1",
+            "--emulated-counters",
+            "--boots",
+            "1",
+            "--no-verdict",
+            "-o",
+        ]
+        .map(String::from),
+    );
+    args.push(out_file.display().to_string());
+    let out = campaign_measuring(tmp.path(), &args, &measure);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("instructions:k (emulated) (/call)"), "{text}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let per_call = |arm: &str, name: &str| -> Vec<f64> {
+        let b = c["boots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["arm"] == arm)
+            .unwrap();
+        let m = b["result"]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name);
+        let values = m.unwrap_or_else(|| panic!("{arm}: no {name} in {b}"))["values"].clone();
+        serde_json::from_value(values).unwrap()
+    };
+    let (k0, k1) = (
+        per_call("audit0", "instructions:k (emulated)"),
+        per_call("audit1", "instructions:k (emulated)"),
+    );
+    for v in [&k0, &k1] {
+        assert_eq!(v.len(), 2, "one value per run");
+        let spread = (v[0] - v[1]).abs() / v[0];
+        assert!(spread < 0.005, "the runs of one boot agree: {v:?}");
+    }
+    assert!(
+        k1[0] > 1.2 * k0[0],
+        "audit=1 walks the syscall-exit path on every getpid: {k0:?} against {k1:?}"
+    );
+    let (u0, u1) = (
+        per_call("audit0", "instructions:u (emulated)"),
+        per_call("audit1", "instructions:u (emulated)"),
+    );
+    assert!(
+        (u0[0] - u1[0]).abs() / u0[0] < 0.001,
+        "the same user code: {u0:?} {u1:?}"
+    );
+    assert!(leftovers(tmp.path()).is_empty());
+    // Plugins see only what QEMU emulates.
+    let kvm = syscost()
+        .args(["campaign", "--accel", "kvm", "--emulated-counters"])
+        .args([arm("a", &k[0]), arm("b", &k[0])].concat())
+        .args(["--", "run", "syscall"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&kvm.stderr);
+    assert_eq!(kvm.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--emulated-counters needs --accel tcg"),
+        "{err}"
+    );
+    let sweep = syscost()
+        .args(["campaign", "--accel", "tcg", "--emulated-counters"])
+        .args([arm("a", &k[0]), arm("b", &k[0])].concat())
+        .args(["--", "audit", "sweep", "--rules", "0,8"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&sweep.stderr);
+    assert!(
+        err.contains("--emulated-counters counts the batches of `run`"),
+        "{err}"
+    );
+}
+
 /// The boot of an arm that does not come through (a panic) is retried and the campaign goes
 /// on; an arm whose first boot fails in the guest (here its command line leaves the CPU the
 /// measurement asks for offline) fails the same way in every boot: it is tried once, not
@@ -816,6 +920,7 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
         timeout: Duration::from_secs(400),
         host_cpus: None,
         entry: qemu::KernelEntry::Bzimage,
+        emulated_counters: false,
     };
     let started = Instant::now();
     let boot = qemu::Boot {
@@ -826,6 +931,7 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
         disk: Some(&disk),
         // A reboot restarts QEMU's own kernel, as firmware boots the default entry.
         firmware_reboot: true,
+        plugin: None,
     };
     let bytes = match qemu::boot(&machine, &boot).unwrap() {
         qemu::Ended::Measured { result, .. } => result,
@@ -1052,6 +1158,7 @@ fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() 
         timeout: Duration::from_secs(300),
         host_cpus: None,
         entry: qemu::KernelEntry::Bzimage,
+        emulated_counters: false,
     };
     let boot = qemu::Boot {
         kernel: &k[1],
@@ -1060,6 +1167,7 @@ fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() 
         dir: tmp.path(),
         disk: Some(&disk),
         firmware_reboot: true,
+        plugin: None,
     };
     let started = Instant::now();
     // No syscost init sends a result: the guest powers off, and the disk is read.

@@ -31,6 +31,10 @@ pub struct GuestPlan {
     /// otherwise `-o` is added to the command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// The measuring workers mark their batches for syscost's TCG plugin
+    /// (`counters::emulated`).
+    #[serde(default)]
+    pub mark: bool,
 }
 
 /// The frames on the channel: the guest's clock, then a result or why there is none.
@@ -157,6 +161,7 @@ fn measure(clock: &mut GuestClock) -> Result<Vec<u8>> {
         None => super::measure_here(
             &plan.measure,
             rules.as_ref().map(|(t, p)| (t.as_str(), p.as_str())),
+            plan.mark,
         ),
         Some(path) => run_here(&plan.measure).and_then(|()| {
             std::fs::read(path).with_context(|| format!("the measurement wrote no {path}"))

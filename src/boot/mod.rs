@@ -58,7 +58,8 @@ pub fn remove_leftovers(dir: &Path) -> usize {
 /// campaign's resume): set up the arm's audit rules (`(text, what)`), run syscost's measuring
 /// `words` as a child of this binary with its result in a temporary file and its history
 /// entry thrown away (the campaign records it, tagged), remove the rules, return the result.
-pub fn measure_here(words: &[String], rules: Option<(&str, &str)>) -> Result<Vec<u8>> {
+/// `mark`: its workers mark their batches for syscost's TCG plugin.
+pub fn measure_here(words: &[String], rules: Option<(&str, &str)>, mark: bool) -> Result<Vec<u8>> {
     let tmp = tempfile::tempdir().context("cannot create a temporary directory")?;
     let out = tmp.path().join("result.json");
     let _rules = rules
@@ -68,6 +69,7 @@ pub fn measure_here(words: &[String], rules: Option<(&str, &str)>) -> Result<Vec
     let run = std::process::Command::new(exe)
         .args(with_output(words, &out.to_string_lossy()))
         .env("SYSCOST_HISTORY", tmp.path().join("history.sqlite"))
+        .envs(mark.then_some((crate::counters::emulated::MARK_ENV, "1")))
         .stdin(std::process::Stdio::null())
         .output()
         .context("cannot start the measurement")?;

@@ -5,6 +5,7 @@
 use super::guest::{self, GuestClock, Sent};
 use super::qmp::Qmp;
 use crate::core::cpus::{self, CpuList};
+use crate::counters::emulated::{self, Window};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
@@ -61,6 +62,9 @@ pub struct Machine {
     /// Where the kernels start.
     #[serde(default)]
     pub entry: KernelEntry,
+    /// syscost's TCG plugin counts the guest's instructions in the measurement's batches.
+    #[serde(default)]
+    pub emulated_counters: bool,
 }
 
 /// A vCPU pinned to a host CPU, and how often its thread was seen there while the guest ran.
@@ -79,6 +83,9 @@ pub struct Pinned {
 /// has at most 107 bytes).
 const QMP_SOCKET: &str = "qmp";
 
+/// Where the plugin's windows are written in a boot's directory.
+const PLUGIN_LOG: &str = "plugin.log";
+
 /// What one boot runs.
 pub struct Boot<'a> {
     pub kernel: &'a Path,
@@ -94,16 +101,21 @@ pub struct Boot<'a> {
     /// a machine's default entry (how a failed kexec boot falls back); otherwise a reboot or
     /// a panic ends QEMU (`-no-reboot`).
     pub firmware_reboot: bool,
+    /// syscost's TCG plugin (`counters::emulated`), loaded to count the guest's instructions
+    /// in the windows its measurement marks; its log is the boot directory's plugin.log.
+    pub plugin: Option<&'a Path>,
 }
 
 /// How a boot ended.
 #[derive(Debug)]
 pub enum Ended {
-    /// The guest sent its result, and its clock where the boot's time splits.
+    /// The guest sent its result, and its clock where the boot's time splits; with the
+    /// plugin, the windows it counted.
     Measured {
         result: Vec<u8>,
         clock: Option<GuestClock>,
         pinned: Vec<Pinned>,
+        windows: Option<Vec<Window>>,
     },
     /// It did not: why, and the console's last lines. `in_guest`: the guest itself reported
     /// the failure (setting up the arm or the measuring command), which a new boot repeats;
@@ -171,6 +183,13 @@ fn command(m: &Machine, b: &Boot) -> Command {
         .arg("-initrd")
         .arg(b.initrd)
         .args(["-append", &b.append]);
+    if let Some(p) = b.plugin {
+        let file = p.to_string_lossy().replace(',', ",,");
+        c.arg("-plugin")
+            .arg(format!("file={file}"))
+            .args(["-d", "plugin", "-D"])
+            .arg(b.dir.join(PLUGIN_LOG));
+    }
     if m.host_cpus.is_some() {
         // Paused until its vCPU threads are pinned, then `cont` over QMP.
         let socket = b.dir.join(QMP_SOCKET);
@@ -256,6 +275,10 @@ fn ended(
             result,
             clock,
             pinned,
+            windows: b.plugin.map(|_| {
+                let log = std::fs::read_to_string(b.dir.join(PLUGIN_LOG)).unwrap_or_default();
+                emulated::windows(&log)
+            }),
         },
         (Some(Sent::Failed(reason)), _) => Ended::Failed {
             reason,
@@ -438,6 +461,7 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         timeout: Duration::from_secs(8),
         host_cpus: None,
         entry: KernelEntry::Bzimage,
+        emulated_counters: false,
     };
     let empty: PathBuf = dir.join("empty.cpio");
     let _ = std::fs::write(&empty, b"");
@@ -448,6 +472,7 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         dir,
         disk: None,
         firmware_reboot: false,
+        plugin: None,
     };
     let ended = boot(&m, &b).map_err(|e| format!("{e:#}"))?;
     let console = std::fs::read(dir.join("console.log")).unwrap_or_default();

@@ -126,6 +126,12 @@ pub struct CampaignArgs {
     /// boots as a bzImage, and the result says why.
     #[arg(long, value_enum, default_value_t = KernelEntry::Pvh)]
     pub entry: KernelEntry,
+    /// Count the guest's instructions, user and kernel apart, in every batch the measurement
+    /// times, with syscost's own QEMU plugin (tcg only): each boot's run result gains
+    /// `instructions:u (emulated)` and `instructions:k (emulated)` per operation. Exact paths,
+    /// not hardware: no speculation, no caches.
+    #[arg(long)]
+    pub emulated_counters: bool,
     /// Memory of each guest, MiB.
     #[arg(long, default_value_t = 1024, value_name = "MIB", value_parser = clap::value_parser!(u32).range(128..=65536))]
     pub guest_memory: u32,
@@ -200,6 +206,18 @@ impl CampaignArgs {
             anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
         }
         let arms = self.arm_specs()?;
+        if self.emulated_counters && (self.via != Via::Qemu || self.accel != Accel::Tcg) {
+            anyhow::bail!(
+                "--emulated-counters needs --accel tcg: QEMU's plugins see only the \
+                 instructions it emulates (not under kvm, nor on bare metal)"
+            );
+        }
+        if self.emulated_counters && self.measure.first().map(String::as_str) != Some("run") {
+            anyhow::bail!(
+                "--emulated-counters counts the batches of `run` (each boot's run result gains \
+                 them); an audit sweep or a probe is measured without them: measure with -- run"
+            );
+        }
         let vcpus = (self.via == Via::Qemu).then(|| self.guest_cpus());
         let needs = check_measure(&self.measure, vcpus)?;
         let comparisons = arms.len().max(2) - 1;
@@ -222,6 +240,7 @@ impl CampaignArgs {
                 timeout,
                 host_cpus: self.host_cpus.clone(),
                 entry: self.entry,
+                emulated_counters: self.emulated_counters,
             }),
             Via::Kexec => Backend::Kexec,
         };

@@ -4,6 +4,7 @@
 //! An event the machine cannot count is never reported as zero: it carries an [`EventStatus`]
 //! that says why (no PMU, not permitted, rejected), and its samples hold no value.
 
+pub mod emulated;
 pub mod events;
 
 pub use crate::core::perf::{hardware_pmu_present, perf_event_paranoid};

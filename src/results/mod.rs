@@ -216,6 +216,21 @@ impl RunResult {
         }
     }
 
+    /// The per-op metrics and the overhead again from the runs, as the run computed them
+    /// (after counts were added to the samples: the emulator's, counted outside the guest).
+    pub fn recompute(&mut self) {
+        let (m, o) = metrics::analyze_with(
+            &self.runs,
+            &self.events,
+            &self.op_name,
+            self.options.subtract_overhead,
+            self.options.estimator,
+        );
+        self.metrics = m;
+        metrics::add_derived(&mut self.metrics, &self.workload);
+        self.overhead = o;
+    }
+
     /// Serialise as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("result types serialise")

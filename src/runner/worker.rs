@@ -10,7 +10,7 @@
 //! outlives the run.
 
 use crate::core::cpus::{self, CpuList};
-use crate::counters::{CounterSet, EventList, OpenOptions, RawCount};
+use crate::counters::{CounterSet, EventList, OpenOptions, RawCount, emulated};
 use crate::results::{RunRecord, Sample};
 use crate::workloads::{Workload, WorkloadSpec, empty::EmptyLoop};
 use anyhow::{Context, Result, bail};
@@ -247,18 +247,26 @@ fn calibrate(
 /// One timed batch: the workload's untimed preparation, counters read, clock read, the batch,
 /// clock read, counters read, the workload's untimed clean-up. Nothing else happens between
 /// the two clock readings.
+/// One timed batch. `mark`: the batch's position in its run, when its window is marked for
+/// the emulator's counting (see `counters::emulated`); the marks lie inside the clock reads.
 fn timed_batch(
     w: &mut dyn Workload,
     counters: &mut CounterSet,
     ops: u64,
-    before: &mut [Option<RawCount>],
-    after: &mut [Option<RawCount>],
+    (before, after): (&mut [Option<RawCount>], &mut [Option<RawCount>]),
+    mark: Option<usize>,
 ) -> Result<Sample> {
     w.before_batch(ops)?;
     let start_ns = monotonic_ns();
     counters.read_into(before).context("reading counters")?;
     let t0 = Instant::now();
+    if let Some(k) = mark {
+        emulated::begin(k);
+    }
     let done = w.run_batch(ops);
+    if let Some(k) = mark {
+        emulated::end(k);
+    }
     let t1 = Instant::now();
     let read = counters.read_into(after).context("reading counters");
     w.after_batch()?;
@@ -369,6 +377,8 @@ fn measure(
         None
     };
     counters.enable().context("enabling counters")?;
+    // In a campaign guest counting under the emulator: every batch of the run, in order.
+    let mark = emulated::marking() && !profile;
     if let Some(p) = pacer.as_mut() {
         p.say(&Reply::Ready)?;
     }
@@ -377,7 +387,8 @@ fn measure(
             p.wait()?;
         }
         interrupted(signal)?;
-        let s = timed_batch(w, &mut counters, ops, &mut before, &mut after)?;
+        let window = mark.then_some(i as usize);
+        let s = timed_batch(w, &mut counters, ops, (&mut before, &mut after), window)?;
         if let Some(r) = recorder.as_mut() {
             r.drain();
         }
@@ -412,9 +423,16 @@ fn measure(
         });
     }
     let mut empty = EmptyLoop;
-    for _ in 0..overhead_samples {
+    for j in 0..overhead_samples {
         interrupted(signal)?;
-        let s = timed_batch(&mut empty, &mut counters, ops, &mut before, &mut after)?;
+        let window = mark.then_some((warmup + samples + j) as usize);
+        let s = timed_batch(
+            &mut empty,
+            &mut counters,
+            ops,
+            (&mut before, &mut after),
+            window,
+        )?;
         run.overhead.push(s);
     }
     counters.disable().context("disabling counters")?;

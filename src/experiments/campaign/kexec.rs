@@ -427,7 +427,7 @@ fn this_boot(st: &mut State, p: &Pending) -> BootRecord {
             .rules
             .get(&arm.name)
             .map(|t| (t.as_str(), arm.name.as_str()));
-        crate::boot::measure_here(&st.measure, rules)
+        crate::boot::measure_here(&st.measure, rules, false)
     });
     let outcome = match measured.and_then(|bytes| Ok(serde_json::from_slice(&bytes)?)) {
         Ok(result) => Outcome::Measured { result },

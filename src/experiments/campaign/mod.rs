@@ -5,6 +5,7 @@
 //! builds, as one command. The boots run in QEMU (this module) or, on this machine itself,
 //! one after another by kexec ([`kexec`]).
 
+pub mod emulated;
 pub mod kexec;
 
 use crate::boot::bzimage::{self, Entry};
@@ -513,6 +514,7 @@ pub fn order(arms: usize, rounds: u32, seed: u64) -> Vec<Vec<usize>> {
 fn build_initramfs(plan: &CampaignPlan, rules: &[(String, String)], dir: &Path) -> Result<PathBuf> {
     let mut guest = GuestPlan {
         measure: plan.measure.clone(),
+        mark: plan.backend.machine().is_some_and(|m| m.emulated_counters),
         ..GuestPlan::default()
     };
     let mut named = Vec::new();
@@ -550,6 +552,8 @@ struct Slot<'a> {
     kernel: &'a Path,
     initrd: &'a Path,
     dir: &'a Path,
+    /// syscost's TCG plugin, when the boots count instructions.
+    plugin: Option<&'a Path>,
 }
 
 /// Boot an arm until it is measured or its retries are spent; every try is recorded. Returns
@@ -581,6 +585,7 @@ fn boot_arm(
                 dir: &bootdir,
                 disk: None,
                 firmware_reboot: false,
+                plugin: slot.plugin,
             },
         )?;
         let seconds = started.elapsed().as_secs_f64();
@@ -617,8 +622,15 @@ fn boot_arm(
 
 fn outcome_of(ended: Ended) -> Outcome {
     match ended {
-        Ended::Measured { result, .. } => match serde_json::from_slice(&result) {
-            Ok(result) => Outcome::Measured { result },
+        Ended::Measured {
+            result, windows, ..
+        } => match serde_json::from_slice(&result) {
+            Ok(mut result) => {
+                if let Some(w) = windows {
+                    emulated::join(&mut result, &w);
+                }
+                Outcome::Measured { result }
+            }
             Err(e) => Outcome::Failed {
                 reason: format!("the result sent back is not JSON ({e})"),
                 console: Vec::new(),
@@ -659,6 +671,11 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
         })?;
     }
     let entries = entries(plan, machine.entry, dir.path())?;
+    let plugin = dir.path().join("tcg_count.so");
+    if machine.emulated_counters {
+        std::fs::write(&plugin, crate::counters::emulated::PLUGIN)
+            .context("cannot write syscost's TCG plugin")?;
+    }
     let order = order(plan.arms.len(), plan.boots, plan.seed);
     let mut boots = Vec::new();
     let mut stopped: Vec<Option<String>> = vec![None; plan.arms.len()];
@@ -673,6 +690,7 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
                 kernel: entries[a].kernel(&plan.arms[a].kernel),
                 initrd: &initrd,
                 dir: dir.path(),
+                plugin: machine.emulated_counters.then_some(plugin.as_path()),
             };
             let repeats = boot_arm(plan, &slot, &mut boots, progress)?;
             let measured_before = boots

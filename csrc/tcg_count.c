@@ -4,8 +4,9 @@
  * `nopl 0x5c05c001(%rax)` (begin) or `nopl 0x5c05c002(%rax)` (end). Each end prints
  * "W KIND ADDRESS USER KERNEL" to QEMU's plugin log (-d plugin -D FILE).
  *
- * A measurement of the prototype behind the issue on counters without a PMU, not part of
- * syscost's binary: bench/tcg_count.sh builds and runs it. QEMU ships no plugin header in
+ * build.rs compiles it into a shared object that syscost carries and writes beside a
+ * campaign's boots (`campaign --emulated-counters`); bench/tcg_count.sh builds it on its own
+ * for a bare guest. QEMU ships no plugin header in
  * Debian, so the few API declarations used are written here from the API's documented ABI
  * (include/qemu/qemu-plugin.h of QEMU 7.2). Found here: a memory callback registered for
  * reads only (QEMU_PLUGIN_MEM_R) never fired on the marker's load; for reads and writes it
@@ -78,14 +79,19 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	bool in_kernel = qemu_plugin_tb_vaddr(tb) >= 0xffff800000000000ull;
 	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64,
 						 in_kernel ? &kernel : &user, n);
-	for (size_t i = 1; i < n && !in_kernel; i++) {
+	for (size_t i = 0; i < n && !in_kernel; i++) {
 		struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
 		const unsigned char *d = qemu_plugin_insn_data(in);
 		if (qemu_plugin_insn_size(in) != sizeof NOP || memcmp(d, NOP, 3) ||
 		    memcmp(d + 4, NOP + 4, 3) || (d[3] != 1 && d[3] != 2))
 			continue;
-		qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i - 1), named,
-						 QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+		/* The load that names the window ends the block before when the block splits
+		 * between the two: its window is then the last one named (syscost checks the
+		 * sequence of names). */
+		if (i > 0)
+			qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i - 1), named,
+							 QEMU_PLUGIN_CB_NO_REGS,
+							 QEMU_PLUGIN_MEM_RW, NULL);
 		qemu_plugin_register_vcpu_insn_exec_cb(in, marked, QEMU_PLUGIN_CB_NO_REGS,
 						       (void *)(uintptr_t)d[3]);
 	}
