@@ -43,6 +43,13 @@ fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
             windows.len()
         ));
     }
+    // Another task in a window (a kworker, the boot's own asynchronous work) adds its
+    // instructions to it: such a window is left out, by the context switches counted in it.
+    let switches = r
+        .events
+        .iter()
+        .position(|e| e.spec.name == "context-switches" && e.status.is_counting());
+    let mut crowded = 0;
     let mut next = windows.iter();
     for run in &mut r.runs {
         let mut first: Option<u64> = None;
@@ -60,8 +67,10 @@ fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
                     run.index
                 ));
             }
+            let alone = switches.is_none_or(|i| sample.counts[i].is_some_and(|c| c.value == 0));
+            crowded += usize::from(!alone);
             let count = |value| {
-                Some(RawCount {
+                alone.then_some(RawCount {
                     value,
                     enabled: 1,
                     running: 1,
@@ -85,6 +94,19 @@ fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
         });
     }
     r.recompute();
+    r.warnings.extend(match switches {
+        None => Some(
+            "emulated counts: windows not checked for other tasks (count context-switches, \
+             in the default events)"
+                .to_string(),
+        ),
+        Some(_) if crowded > 0 => Some(format!(
+            "emulated counts: {crowded} of {} windows left out: another task ran in them \
+             (context switches counted in the batch)",
+            windows.len()
+        )),
+        Some(_) => None,
+    });
     Ok(())
 }
 
@@ -120,6 +142,34 @@ mod unit {
         assert_eq!(metric(EVENTS[0]).summary.as_ref().unwrap().median, 16.0);
         assert_eq!(metric(EVENTS[1]).summary.as_ref().unwrap().median, 305.0);
         assert_eq!(joined.events.len(), r.events.len() + 2);
+    }
+
+    #[test]
+    fn a_window_another_task_ran_in_is_left_out_and_said() {
+        let mut r = fixed_result();
+        let cs = r
+            .events
+            .iter()
+            .position(|e| e.spec.name == "context-switches")
+            .unwrap();
+        for run in &mut r.runs {
+            let all = run.warmup.iter_mut().chain(&mut run.samples);
+            all.chain(&mut run.overhead)
+                .for_each(|s| s.counts[cs].as_mut().unwrap().value = 0);
+        }
+        r.runs[1].samples[0].counts[cs] = Some(RawCount {
+            value: 1,
+            enabled: 1,
+            running: 1,
+        });
+        let mut v = serde_json::to_value(&r).unwrap();
+        join(&mut v, &windows_of(&r, 305));
+        let joined: RunResult = serde_json::from_value(v).unwrap();
+        let n = joined.runs[1].samples[0].counts.len();
+        assert_eq!(joined.runs[1].samples[0].counts[n - 1], None);
+        assert!(joined.runs[0].samples[0].counts[n - 1].is_some());
+        let said = joined.warnings.join("; ");
+        assert!(said.contains("1 of 12 windows left out"), "{said}");
     }
 
     #[test]
