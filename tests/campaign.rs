@@ -635,6 +635,29 @@ fn emulated_counters_count_what_audit_adds_to_getpid() {
         (u0[0] - u1[0]).abs() / u0[0] < 0.001,
         "the same user code: {u0:?} {u1:?}"
     );
+    // One kernel alone is measured, not compared: one arm, one boot, its counts.
+    let one = [
+        arm("only", &k[0]),
+        ["--emulated-counters", "--boots", "1", "-o"]
+            .map(String::from)
+            .to_vec(),
+        vec![out_file.display().to_string()],
+    ]
+    .concat();
+    let out = campaign_measuring(tmp.path(), &one, &measure);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(c["boots"].as_array().unwrap().len(), 1);
+    assert!(c["comparison"].is_null());
+    assert!(
+        c["figures"][0]["counters"]
+            .to_string()
+            .contains("instructions:k (emulated)")
+    );
     assert!(leftovers(tmp.path()).is_empty());
     // Plugins see only what QEMU emulates.
     let kvm = syscost()

@@ -32,6 +32,9 @@ pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
   not the hardware, and say so. Exit status 4 when some boot failed (the campaign is
   incomplete).";
 
+/// The boots of a campaign of one arm unless --boots: its figures over three boots.
+const ONE_ARM_BOOTS: u32 = 3;
+
 /// The exit status of a campaign that is missing boots.
 pub(super) const INCOMPLETE_STATUS: i32 = 4;
 
@@ -69,7 +72,8 @@ pub struct CampaignArgs {
     #[command(subcommand)]
     pub action: Option<CampaignAction>,
     /// An arm: NAME=KERNEL, a bzImage (a build tree's arch/x86/boot/bzImage, or
-    /// /boot/vmlinuz-VERSION). Two or more; the first is the baseline.
+    /// /boot/vmlinuz-VERSION). Two or more are compared, the first the baseline; one alone is
+    /// measured (its figures over its boots, no comparison).
     #[arg(long = "arm", value_name = "NAME=KERNEL", required = true)]
     pub arms: Vec<String>,
     /// Where each boot happens: qemu (a virtual machine per boot) or kexec (this machine,
@@ -93,7 +97,8 @@ pub struct CampaignArgs {
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
     pub rules: Vec<String>,
     /// Rounds; each boots every arm once [default: the fewest whose paired test can reach
-    /// --alpha: 6 for two arms, 7 for three]. Fewer are refused unless --no-verdict.
+    /// --alpha: 6 for two arms, 7 for three; 3 for one arm]. Fewer are refused unless
+    /// --no-verdict.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub boots: Option<u32>,
     /// Accept --boots below what the paired test needs to reach --alpha: every boot's figures
@@ -222,8 +227,12 @@ impl CampaignArgs {
         let needs = check_measure(&self.measure, vcpus)?;
         let comparisons = arms.len().max(2) - 1;
         let need = crate::stats::paired::pairs_to_decide(self.alpha, comparisons);
-        let boots = self.boots.unwrap_or(need as u32);
-        if !self.no_verdict {
+        // One arm is measured, not compared: its boots give the figures' spread.
+        let one = arms.len() == 1;
+        let boots = self
+            .boots
+            .unwrap_or(if one { ONE_ARM_BOOTS } else { need as u32 });
+        if !self.no_verdict && !one {
             crate::experiments::ab::decidable("--boots", boots as usize, comparisons, self.alpha)
                 .map_err(|e| anyhow::anyhow!("{e} (or add --no-verdict for figures alone)"))?;
         }

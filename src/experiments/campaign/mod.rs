@@ -335,8 +335,8 @@ pub const MIN_BOOTS: usize = 3;
 /// missing or has lines syscost cannot set up, guest files that are not regular files or do
 /// not fit the guest, arms named twice. Returns each arm's rules text by arm name.
 pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
-    if plan.arms.len() < 2 {
-        bail!("a campaign compares two arms or more: give --arm NAME=KERNEL at least twice");
+    if plan.arms.is_empty() {
+        bail!("give --arm NAME=KERNEL: one arm measures a kernel, two or more compare them");
     }
     if plan.measure.is_empty() {
         bail!("give the measuring command after --, e.g. -- run syscall --runs 3");
@@ -698,7 +698,7 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
                 .any(|b| b.arm == slot.arm.name && b.result().is_some());
             if let Some(reason) = repeats.filter(|_| !measured_before) {
                 stopped[a] = Some(reason);
-                if stopped.iter().filter(|s| s.is_none()).count() < 2 {
+                if stopped.iter().filter(|s| s.is_none()).count() < plan.arms.len().min(2) {
                     break 'rounds;
                 }
             }
@@ -732,8 +732,12 @@ fn stopped_warnings(plan: &CampaignPlan, stopped: &[Option<String>]) -> Vec<Stri
             })
         })
         .collect();
-    if stopped.iter().filter(|s| s.is_none()).count() < 2 && !out.is_empty() {
-        out.push("fewer than two arms were left to compare: the campaign stopped".into());
+    let left = stopped.iter().filter(|s| s.is_none()).count();
+    if left < plan.arms.len().min(2) && !out.is_empty() {
+        out.push(match left {
+            0 => "no arm was left: the campaign stopped".into(),
+            _ => "fewer than two arms were left to compare: the campaign stopped".into(),
+        });
     }
     out
 }
