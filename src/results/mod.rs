@@ -198,16 +198,7 @@ impl RunResult {
                 .filter(|(i, _)| !units.contains(&(*i as u32)))
                 .map(|(_, r)| r.clone())
                 .collect();
-            let (m, o) = metrics::analyze_with(
-                &keep,
-                &self.events,
-                &self.op_name,
-                self.options.subtract_overhead,
-                self.options.estimator,
-            );
-            self.metrics = m;
-            metrics::add_derived(&mut self.metrics, &self.workload);
-            self.overhead = o;
+            self.analyse(&keep);
             self.warnings.push(format!(
                 "--drop-perturbed: {} of {} runs left out of the statistics (still in the file)",
                 units.len(),
@@ -219,8 +210,15 @@ impl RunResult {
     /// The per-op metrics and the overhead again from the runs, as the run computed them
     /// (after counts were added to the samples: the emulator's, counted outside the guest).
     pub fn recompute(&mut self) {
+        let runs = std::mem::take(&mut self.runs);
+        self.analyse(&runs);
+        self.runs = runs;
+    }
+
+    /// The per-op metrics and the overhead from `runs`, as the run computed them.
+    fn analyse(&mut self, runs: &[RunRecord]) {
         let (m, o) = metrics::analyze_with(
-            &self.runs,
+            runs,
             &self.events,
             &self.op_name,
             self.options.subtract_overhead,
