@@ -33,6 +33,8 @@ const VERSION: usize = 0x206;
 const CMDLINE_SIZE: usize = 0x238;
 const PAYLOAD_OFFSET: usize = 0x248;
 const PAYLOAD_LENGTH: usize = 0x24c;
+/// Where the kernel_version string is, less 0x200 (protocol 2.00 and later).
+const KERNEL_VERSION: usize = 0x20e;
 
 /// An uncompressed kernel larger than this is not taken out (a corrupt size field).
 const VMLINUX_MAX: usize = 1 << 30;
@@ -90,6 +92,17 @@ impl Header {
             )
         })
     }
+}
+
+/// The release the bzImage at `path` says it is (the string its header's kernel_version
+/// points to), when it says.
+pub fn release(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    Header::parse(&bytes).filter(|h| h.version >= 0x0200)?;
+    let at = u16_at(&bytes, KERNEL_VERSION)? as usize + 0x200;
+    let text = bytes.get(at..(at + 256).min(bytes.len()))?;
+    let end = text.iter().position(|&b| b == 0 || b == b' ')?;
+    String::from_utf8(text[..end].to_vec()).ok()
 }
 
 /// How a campaign starts a kernel.

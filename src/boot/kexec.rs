@@ -188,19 +188,6 @@ pub fn reboot(how: Reboot) -> Result<()> {
     bail!("reboot failed: {}", std::io::Error::last_os_error())
 }
 
-/// The release a bzImage says it is (its setup header's kernel_version string), when it says.
-pub fn image_release(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    let word = |at: usize| Some(u16::from_le_bytes([*bytes.get(at)?, *bytes.get(at + 1)?]));
-    if bytes.get(0x202..0x206)? != b"HdrS" || word(0x206)? < 0x200 {
-        return None;
-    }
-    let at = word(0x20e)? as usize + 0x200;
-    let text = bytes.get(at..at + 256.min(bytes.len() - at))?;
-    let end = text.iter().position(|&b| b == 0 || b == b' ')?;
-    String::from_utf8(text[..end].to_vec()).ok()
-}
-
 /// The running kernel's GNU build id, from /sys/kernel/notes (hex).
 pub fn running_build_id() -> Option<String> {
     build_id_of_notes(&std::fs::read("/sys/kernel/notes").ok()?)
@@ -279,7 +266,10 @@ mod unit {
             return;
         };
         assert!(id.len() >= 16 && id.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_eq!(image_release(Path::new("/proc/self/exe")), None);
+        assert_eq!(
+            crate::boot::bzimage::release(Path::new("/proc/self/exe")),
+            None
+        );
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kernels/boot");
         let images: Vec<PathBuf> = std::fs::read_dir(&dir)
             .into_iter()
@@ -297,7 +287,8 @@ mod unit {
         for image in images {
             let name = image.file_name().unwrap().to_string_lossy().to_string();
             let release = name.strip_prefix("vmlinuz-").unwrap();
-            assert_eq!(image_release(&image).as_deref(), Some(release), "{name}");
+            let said = crate::boot::bzimage::release(&image);
+            assert_eq!(said.as_deref(), Some(release), "{name}");
         }
     }
 

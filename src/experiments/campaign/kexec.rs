@@ -449,7 +449,7 @@ fn check_this_boot(st: &mut State, arm: &Arm, p: &Pending) -> Result<()> {
              (the firmware's default kernel after a failed boot, or a reboot by hand)"
         );
     }
-    if let Some(want) = kx::image_release(&arm.kernel).filter(|w| *w != release) {
+    if let Some(want) = crate::boot::bzimage::release(&arm.kernel).filter(|w| *w != release) {
         bail!("this boot runs {release}, but the arm's kernel image says {want}");
     }
     if let Some(id) = kx::running_build_id() {
