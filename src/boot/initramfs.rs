@@ -78,14 +78,20 @@ pub struct Contents {
 const DIR: u32 = 0o040_755;
 const EXECUTABLE: u32 = 0o100_755;
 
+/// Where a host file lands in the guest: at its absolute path (a relative `--guest-file` is
+/// taken from the current directory, as the measuring command would open it on the host).
+pub fn guest_path(host: &Path) -> Result<PathBuf> {
+    std::path::absolute(host).with_context(|| format!("cannot resolve {}", host.display()))
+}
+
 /// Write the archive with `exe` as `/init` to `out`.
 pub fn build(exe: &Path, contents: &Contents, out: &Path) -> Result<()> {
     let mut entries: Vec<(String, u32, Vec<u8>)> = Vec::new();
     let read = |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
     entries.push(("init".into(), EXECUTABLE, read(exe)?));
     let mut files: Vec<PathBuf> = shared_libraries(exe)?;
-    files.extend(contents.files.iter().cloned());
     for f in &contents.files {
+        files.push(guest_path(f)?);
         files.extend(shared_libraries(f)?);
     }
     files.sort();

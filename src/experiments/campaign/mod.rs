@@ -376,8 +376,8 @@ fn check_needed(needs: &[Needed], guest_files: &[PathBuf]) -> Result<()> {
     let mut inside: Vec<PathBuf> = initramfs::shared_libraries(&exe)?;
     inside.push("/init".into());
     for f in guest_files {
-        inside.push(std::path::absolute(f)?);
-        inside.extend(initramfs::shared_libraries(f).unwrap_or_default());
+        inside.push(initramfs::guest_path(f)?);
+        inside.extend(initramfs::shared_libraries(f)?);
     }
     for n in needs {
         if !n.path.is_absolute() {
