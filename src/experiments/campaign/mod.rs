@@ -692,13 +692,13 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
                 dir: dir.path(),
                 plugin: machine.emulated_counters.then_some(plugin.as_path()),
             };
-            let repeats = boot_arm(plan, &slot, &mut boots, progress)?;
-            let measured_before = boots
-                .iter()
-                .any(|b| b.arm == slot.arm.name && b.result().is_some());
-            if let Some(reason) = repeats.filter(|_| !measured_before) {
+            let Some(reason) = boot_arm(plan, &slot, &mut boots, progress)? else {
+                continue;
+            };
+            let measured = |b: &BootRecord| b.arm == slot.arm.name && b.result().is_some();
+            if !boots.iter().any(measured) {
                 stopped[a] = Some(reason);
-                if stopped.iter().filter(|s| s.is_none()).count() < plan.arms.len().min(2) {
+                if too_few_left(&stopped) {
                     break 'rounds;
                 }
             }
@@ -714,6 +714,12 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
         .collect();
     c.warnings.extend(stopped_warnings(plan, &stopped));
     Ok(c)
+}
+
+/// Whether the arms not stopped are too few to go on: fewer than two of a comparison, none of
+/// a campaign of one arm.
+fn too_few_left(stopped: &[Option<String>]) -> bool {
+    stopped.iter().filter(|s| s.is_none()).count() < stopped.len().min(2)
 }
 
 /// Why each stopped arm stopped.
@@ -732,10 +738,9 @@ fn stopped_warnings(plan: &CampaignPlan, stopped: &[Option<String>]) -> Vec<Stri
             })
         })
         .collect();
-    let left = stopped.iter().filter(|s| s.is_none()).count();
-    if left < plan.arms.len().min(2) && !out.is_empty() {
-        out.push(match left {
-            0 => "no arm was left: the campaign stopped".into(),
+    if too_few_left(stopped) {
+        out.push(match plan.arms.len() {
+            1 => "no arm was left: the campaign stopped".into(),
             _ => "fewer than two arms were left to compare: the campaign stopped".into(),
         });
     }
