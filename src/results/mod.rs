@@ -93,6 +93,22 @@ pub struct RunRecord {
     pub notes: Vec<String>,
 }
 
+impl RunRecord {
+    /// Every batch of the run in the order its worker timed them: warm-up, samples, overhead.
+    pub fn batches(&self) -> impl Iterator<Item = &Sample> {
+        self.warmup
+            .iter()
+            .chain(&self.samples)
+            .chain(&self.overhead)
+    }
+
+    /// [`RunRecord::batches`], to change.
+    pub fn batches_mut(&mut self) -> impl Iterator<Item = &mut Sample> {
+        let samples = self.warmup.iter_mut().chain(&mut self.samples);
+        samples.chain(&mut self.overhead)
+    }
+}
+
 fn one_copy() -> u32 {
     1
 }

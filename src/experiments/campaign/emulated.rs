@@ -32,11 +32,7 @@ pub fn join(result: &mut serde_json::Value, windows: &[Window]) {
 }
 
 fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
-    let batches: usize = r
-        .runs
-        .iter()
-        .map(|run| run.warmup.len() + run.samples.len() + run.overhead.len())
-        .sum();
+    let batches: usize = r.runs.iter().map(|run| run.batches().count()).sum();
     if windows.len() != batches {
         return Err(format!(
             "the plugin counted {} windows for {batches} batches",
@@ -53,19 +49,12 @@ fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
     let mut next = windows.iter();
     for run in &mut r.runs {
         let mut first: Option<u64> = None;
-        let batches = run
-            .warmup
-            .iter_mut()
-            .chain(&mut run.samples)
-            .chain(&mut run.overhead);
-        for (k, sample) in batches.enumerate() {
+        let index = run.index;
+        for (k, sample) in run.batches_mut().enumerate() {
             let w = next.next().expect("as many windows as batches");
             let base = *first.get_or_insert(w.name);
             if w.name.wrapping_sub(base) != k as u64 {
-                return Err(format!(
-                    "run {}: batch {k}'s window is out of order",
-                    run.index
-                ));
+                return Err(format!("run {index}: batch {k}'s window is out of order"));
             }
             let alone = switches.is_none_or(|i| sample.counts[i].is_some_and(|c| c.value == 0));
             crowded += usize::from(!alone);
@@ -120,8 +109,7 @@ mod unit {
     fn windows_of(r: &RunResult, kernel: u64) -> Vec<Window> {
         let mut out = Vec::new();
         for run in &r.runs {
-            let all = run.warmup.iter().chain(&run.samples).chain(&run.overhead);
-            for (k, s) in all.enumerate() {
+            for (k, s) in run.batches().enumerate() {
                 out.push(Window {
                     name: 0x1000 * (run.index as u64 + 1) + k as u64,
                     user: 16 * s.ops,
@@ -153,8 +141,7 @@ mod unit {
             .position(|e| e.spec.name == "context-switches")
             .unwrap();
         for run in &mut r.runs {
-            let all = run.warmup.iter_mut().chain(&mut run.samples);
-            all.chain(&mut run.overhead)
+            run.batches_mut()
                 .for_each(|s| s.counts[cs].as_mut().unwrap().value = 0);
         }
         r.runs[1].samples[0].counts[cs] = Some(RawCount {
