@@ -242,11 +242,10 @@ impl ShowArgs {
             let budget = (self.format != Format::Json).then_some(0);
             return show(&RunResult::decode(&checked, budget)?, self.format, &None);
         }
-        // Any other kind: JSON as it was written, or its text in the format.
+        // Any other kind: its JSON, or its text in the format.
         if self.format == Format::Json {
-            let (_, text) =
-                crate::results::load::read_checked(&self.file, crate::results::Accept::ANY)?;
-            outln!("{}", text.trim_end());
+            let whole: serde_json::Value = checked.decode()?;
+            outln!("{}", report::format::json::to_json(&whole));
             return Ok(());
         }
         out!("{}", report::loaded::decode(&checked)?.text(self.format));
