@@ -253,6 +253,19 @@ mod unit {
     }
 
     #[test]
+    fn a_file_without_the_setup_header_is_not_a_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("notakernel");
+        std::fs::write(&p, vec![0u8; 4096]).unwrap();
+        let e = Header::read(&p).unwrap_err().to_string();
+        assert!(e.contains("not a kernel image"), "{e}");
+        let mut image = vec![0u8; 4096];
+        image[0x202..0x206].copy_from_slice(b"HdrS");
+        std::fs::write(&p, image).unwrap();
+        Header::read(&p).unwrap();
+    }
+
+    #[test]
     fn the_header_gives_the_command_line_limit() {
         let h = Header::parse(&image(b"x")).unwrap();
         assert_eq!((h.version, h.cmdline_size), (0x020f, 2047));

@@ -127,11 +127,6 @@ pub enum Ended {
     },
 }
 
-/// Refuse a file that is not an x86 bzImage (no "HdrS" setup header at 0x202).
-pub fn check_bzimage(path: &Path) -> Result<()> {
-    super::bzimage::Header::read(path).map(|_| ())
-}
-
 /// Refuse host CPUs that are not one per vCPU, or that syscost may not run on.
 pub fn check_pinning(m: &Machine) -> Result<()> {
     let Some(list) = &m.host_cpus else {
@@ -492,19 +487,6 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod unit {
     use super::*;
-
-    #[test]
-    fn a_file_without_the_setup_header_is_not_a_kernel() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("notakernel");
-        std::fs::write(&p, vec![0u8; 4096]).unwrap();
-        let e = check_bzimage(&p).unwrap_err().to_string();
-        assert!(e.contains("not a kernel image"), "{e}");
-        let mut image = vec![0u8; 4096];
-        image[0x202..0x206].copy_from_slice(b"HdrS");
-        std::fs::write(&p, image).unwrap();
-        check_bzimage(&p).unwrap();
-    }
 
     #[test]
     fn a_panic_is_told_by_its_message_its_oops_and_where() {
