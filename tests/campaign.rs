@@ -114,16 +114,11 @@ fn two_kernels_over_two_rounds_each_boot_its_own_kernel() {
     let mut args = [arm("old", &k[0]), arm("new", &k[1])].concat();
     args.extend(["--boots", "2", "--no-verdict", "--seed", "5", "-o"].map(String::from));
     args.push(out_file.display().to_string());
-    // Each vCPU pinned to a host CPU this test may run on (one vCPU where there is one CPU).
-    let cpus = allowed_cpus();
-    let pins: Vec<usize> = cpus.iter().copied().take(2).collect();
-    let list: Vec<String> = pins.iter().map(|c| c.to_string()).collect();
-    args.extend([
-        "--guest-cpus".into(),
-        pins.len().to_string(),
-        "--host-cpus".into(),
-        list.join(","),
-    ]);
+    // The guest's one vCPU (one per --host-cpus CPU, by default) pinned to the last host CPU
+    // this test may run on. One vCPU: with two, Debian's 6.12 oopses in TCG's text patching
+    // (both tries of one boot here, pinned), which is what the default of one avoids.
+    let pins: Vec<usize> = allowed_cpus().last().copied().into_iter().collect();
+    args.extend(["--host-cpus".into(), pins[0].to_string()]);
     let out = campaign(tmp.path(), &args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
