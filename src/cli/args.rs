@@ -18,6 +18,11 @@ pub struct CompareArgs {
     /// threshold).
     #[arg(long, default_value_t = 2.0, value_name = "PCT")]
     pub noise_threshold: f64,
+    /// Emulated counts (campaign --emulated-counters) closer than this percentage are equal;
+    /// they differ when every boot of one side is apart from every boot of the other by more
+    /// than this and than either side's own boot-to-boot range.
+    #[arg(long, default_value_t = compare::EXACT_FLOOR_PCT, value_name = "PCT")]
+    pub exact_resolution: f64,
     /// Which time decides: wall (the clock around each batch, every moment the worker was
     /// preempted included), cpu (task-clock: the worker's own time on the CPU, which a
     /// neighbour that steals the CPU does not inflate), or auto: wall, unless a variant's
@@ -94,7 +99,8 @@ impl CompareArgs {
         if !(self.alpha > 0.0 && self.alpha < 1.0) {
             anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
         }
-        if self.noise_threshold < 0.0 || self.perturbed_threshold < 0.0 {
+        if self.noise_threshold < 0.0 || self.perturbed_threshold < 0.0 || self.exact_resolution < 0.0
+        {
             anyhow::bail!("thresholds are percentages of zero or more");
         }
         // Fewer resamples than 1,000 give 95% interval ends from a handful of draws (with one,
@@ -105,6 +111,7 @@ impl CompareArgs {
         if !self.alpha.is_finite()
             || !self.noise_threshold.is_finite()
             || !self.perturbed_threshold.is_finite()
+            || !self.exact_resolution.is_finite()
         {
             anyhow::bail!("--alpha and the thresholds must be numbers, not NaN or infinity");
         }
@@ -115,6 +122,7 @@ impl CompareArgs {
             test,
             alpha: self.alpha,
             noise_pct: self.noise_threshold,
+            exact_floor_pct: self.exact_resolution,
             resamples: self.resamples,
             seed: self.seed,
             primary: match (self.time, self.metric.as_str()) {
@@ -473,4 +481,12 @@ pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
                 Ok(d)
             }
         })
+}
+
+/// A resolution in percent: a finite number of zero or more.
+pub(super) fn parse_resolution(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
+        _ => Err(format!("'{s}' is not a percentage of zero or more, e.g. 0.1")),
+    }
 }

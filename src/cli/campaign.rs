@@ -1,7 +1,7 @@
 //! `syscost campaign`: parse the arms and the measuring command, run the campaign, show it,
 //! record every boot's result in the history, and say whether it was complete.
 
-use super::args::{HistoryOpts, parse_cpus, parse_duration};
+use super::args::{HistoryOpts, parse_cpus, parse_duration, parse_resolution};
 use super::*;
 use crate::boot::qemu::{Accel, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
@@ -97,8 +97,9 @@ pub struct CampaignArgs {
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
     pub rules: Vec<String>,
     /// Rounds; each boots every arm once [default: the fewest whose paired test can reach
-    /// --alpha: 6 for two arms, 7 for three; 3 for one arm]. Fewer are refused unless
-    /// --no-verdict.
+    /// --alpha: 6 for two arms, 7 for three; 3 for one arm; 2 with --emulated-counters, whose
+    /// exact counts decide with two boots per arm while time stays undecided]. Fewer are
+    /// refused unless --no-verdict.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub boots: Option<u32>,
     /// Accept --boots below what the paired test needs to reach --alpha: every boot's figures
@@ -156,6 +157,11 @@ pub struct CampaignArgs {
     /// Deltas smaller than this percentage are never called a change.
     #[arg(long, default_value_t = 2.0, value_name = "PCT")]
     pub noise_threshold: f64,
+    /// Emulated counts closer than this percentage are equal. Two arms' counts differ when
+    /// every boot of one is apart from every boot of the other by more than this and than
+    /// either arm's own boot-to-boot range (timer interrupts in the windows: 0.04% here).
+    #[arg(long, default_value_t = compare::EXACT_FLOOR_PCT, value_name = "PCT", value_parser = parse_resolution)]
+    pub exact_resolution: f64,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -225,17 +231,7 @@ impl CampaignArgs {
         }
         let vcpus = (self.via == Via::Qemu).then(|| self.guest_cpus());
         let needs = check_measure(&self.measure, vcpus)?;
-        let comparisons = arms.len().max(2) - 1;
-        let need = crate::stats::paired::pairs_to_decide(self.alpha, comparisons);
-        // One arm is measured, not compared: its boots give the figures' spread.
-        let one = arms.len() == 1;
-        let boots = self
-            .boots
-            .unwrap_or(if one { ONE_ARM_BOOTS } else { need as u32 });
-        if !self.no_verdict && !one {
-            crate::experiments::ab::decidable("--boots", boots as usize, comparisons, self.alpha)
-                .map_err(|e| anyhow::anyhow!("{e} (or add --no-verdict for figures alone)"))?;
-        }
+        let boots = self.boots(arms.len())?;
         let seed = self.seed.unwrap_or_else(crate::core::now_unix);
         let timeout = self.boot_timeout.unwrap_or(match self.accel {
             Accel::Kvm => Duration::from_secs(60),
@@ -262,8 +258,42 @@ impl CampaignArgs {
             retries: self.retries,
             guest_files: self.guest_files.clone(),
             needs,
-            options: campaign::compare_options(self.alpha, self.noise_threshold, seed),
+            options: compare::Options {
+                exact_floor_pct: self.exact_resolution,
+                ..campaign::compare_options(self.alpha, self.noise_threshold, seed)
+            },
         })
+    }
+
+    /// The rounds: as given, else the fewest that decide; fewer than decide are refused unless
+    /// --no-verdict. Emulated counts decide with 2 boots per arm (the range rule of exact
+    /// counts), timed figures with the paired test's rounds.
+    fn boots(&self, arms: usize) -> Result<u32> {
+        let comparisons = arms.max(2) - 1;
+        let need = crate::stats::paired::pairs_to_decide(self.alpha, comparisons);
+        let default = match (arms, self.emulated_counters) {
+            (_, true) => campaign::MIN_EXACT_BOOTS as u32,
+            // One arm is measured, not compared: its boots give the figures' spread.
+            (1, false) => ONE_ARM_BOOTS,
+            (_, false) => need as u32,
+        };
+        let boots = self.boots.unwrap_or(default);
+        if self.no_verdict || arms == 1 {
+            return Ok(boots);
+        }
+        if self.emulated_counters {
+            if (boots as usize) < campaign::MIN_EXACT_BOOTS {
+                anyhow::bail!(
+                    "--boots {boots}: emulated counts need {} boots per arm, for their                      boot-to-boot range, before they can be called different; use --boots {} (or                      add --no-verdict for figures alone)",
+                    campaign::MIN_EXACT_BOOTS,
+                    campaign::MIN_EXACT_BOOTS
+                );
+            }
+            return Ok(boots);
+        }
+        crate::experiments::ab::decidable("--boots", boots as usize, comparisons, self.alpha)
+            .map_err(|e| anyhow::anyhow!("{e} (or add --no-verdict for figures alone)"))?;
+        Ok(boots)
     }
 
     /// The guest's vCPUs: as given, else one per host CPU to pin to, else by accelerator.

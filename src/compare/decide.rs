@@ -3,7 +3,7 @@
 //! says how many it needs; the rest are decided on their intervals (see `decision`).
 
 use super::decision::{self, Evidence};
-use super::estimate::{Estimated, Limit};
+use super::estimate::{Estimated, Exact, Limit};
 use super::{Decision, Options, Variant, lower_is_better};
 use crate::stats::paired;
 use crate::stats::rank_tests::min_mann_whitney_p;
@@ -14,7 +14,9 @@ pub(super) fn decide(est: &mut Estimated, families: &[usize], tested: &[Variant]
             .iter()
             .any(|x| x.unit == "sample" || x.n(&d.metric) < 2 && x.unit == "run");
         let family = families[k].max(1);
-        let (decision, verdict) = if one_run && !opts.samples_as_units {
+        let (decision, verdict) = if let Some(exact) = est.exact[k] {
+            decide_exact(exact, &d.metric)
+        } else if one_run && !opts.samples_as_units {
             (
                 Decision::NoVerdict,
                 "no verdict: one run (its samples share one process; use --runs 5 or more)"
@@ -42,6 +44,41 @@ pub(super) fn decide(est: &mut Estimated, families: &[usize], tested: &[Variant]
         d.decision = decision;
         d.verdict = verdict;
     }
+}
+
+/// An emulated count's decision by the range rule (`stats::exact`), and its sentence.
+fn decide_exact(exact: Exact, metric: &str) -> (Decision, String) {
+    let r = match exact {
+        Exact::Rule(r) => r,
+        Exact::TooFew { units } => {
+            return (
+                Decision::TooFewUnits,
+                format!(
+                    "cannot decide with {units} boot(s) in an arm: exact counts need 2 per arm,                      for their boot-to-boot range"
+                ),
+            );
+        }
+    };
+    if r.apart() {
+        let d = Decision::of_change(lower_is_better(metric), r.delta_pct > 0.0);
+        return (
+            d,
+            format!("{} (exact: every boot apart by > {:.2}%)", d.name(), r.bar_pct()),
+        );
+    }
+    if r.equal() {
+        return (
+            Decision::Equivalent,
+            format!("equivalent (exact: every boot within ±{}%)", r.floor_pct),
+        );
+    }
+    (
+        Decision::Inconclusive,
+        format!(
+            "inconclusive (exact: apart by less than the arms' own range, {:.2}%)",
+            r.own_range_pct
+        ),
+    )
 }
 
 /// The verdict of a comparison whose test can never reach alpha with its units: how many it
@@ -82,6 +119,23 @@ pub fn smallest_p(min_p: f64, family: usize) -> String {
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    #[test]
+    fn exact_counts_are_decided_by_the_range_rule() {
+        use crate::stats::exact::range_rule;
+        let rule = |a: &[f64], b: &[f64]| Exact::Rule(range_rule(a, b, 0.1).unwrap());
+        let m = "instructions:k (emulated)";
+        let (d, s) = decide_exact(rule(&[305.80, 305.74], &[308.86, 308.81]), m);
+        assert_eq!(d, Decision::Higher, "{s}");
+        let (d, s) = decide_exact(rule(&[305.80, 305.74], &[305.87, 305.79]), m);
+        assert_eq!(d, Decision::Equivalent, "{s}");
+        let (d, s) = decide_exact(rule(&[100.0, 102.0], &[103.0, 103.1]), m);
+        assert_eq!(d, Decision::Inconclusive, "{s}");
+        assert!(s.contains("1.98%"), "{s}");
+        let (d, s) = decide_exact(Exact::TooFew { units: 1 }, m);
+        assert_eq!(d, Decision::TooFewUnits);
+        assert!(s.contains("need 2 per arm"), "{s}");
+    }
 
     #[test]
     fn too_few_units_say_how_many_would_do() {

@@ -4,7 +4,9 @@
 use super::{Decision, Delta, Options, Variant};
 use crate::results::Metric;
 use crate::results::slots::RoundChanges;
+use crate::results::MetricKind;
 use crate::stats::Interval;
+use crate::stats::exact::{RangeRule, range_rule};
 use crate::stats::significance::bootstrap_delta_pct;
 
 /// The deltas before Holm and the decisions.
@@ -12,6 +14,9 @@ pub(super) struct Estimated {
     pub deltas: Vec<Delta>,
     /// Per delta: the smallest p its test could give with its units (rank tests), if any.
     pub limits: Vec<Option<Limit>>,
+    /// Per delta of an emulated (exact) count: the range rule's evidence, or why there is
+    /// none; `None` for every other metric.
+    pub exact: Vec<Option<Exact>>,
     /// "metric of variant" for each paired analysis that fell back to unpaired.
     pub unpaired_fallback: Vec<String>,
 }
@@ -22,6 +27,14 @@ pub(super) struct Estimated {
 pub(super) struct Limit {
     pub min_p: f64,
     pub sizes: (usize, usize),
+}
+
+/// The evidence for a delta of exact counts (`stats::exact`).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Exact {
+    Rule(RangeRule),
+    /// An arm with fewer than two units: no boot-to-boot range to judge a difference by.
+    TooFew { units: usize },
 }
 
 /// A delta's estimate, interval and test, before the decision.
@@ -52,6 +65,7 @@ pub(super) fn estimate(tested: &[Variant], opts: &Options) -> Estimated {
     let mut out = Estimated {
         deltas: Vec::new(),
         limits: Vec::new(),
+        exact: Vec::new(),
         unpaired_fallback: Vec::new(),
     };
     for (vi, v) in tested.iter().enumerate().skip(1) {
@@ -59,6 +73,13 @@ pub(super) fn estimate(tested: &[Variant], opts: &Options) -> Estimated {
             let Some(om) = v.metric(&bm.name) else {
                 continue;
             };
+            if bm.kind == MetricKind::Emulated {
+                let (est, exact) = exact_estimate(bm, om, opts);
+                out.limits.push(None);
+                out.exact.push(Some(exact));
+                out.deltas.push(delta(vi, bm, om, est));
+                continue;
+            }
             let est = if opts.paired {
                 let slots = v.round_changes.iter().find(|c| c.metric == bm.name);
                 paired_estimate(bm, om, slots, opts).unwrap_or_else(|| {
@@ -70,6 +91,7 @@ pub(super) fn estimate(tested: &[Variant], opts: &Options) -> Estimated {
                 unpaired_estimate(bm, om, opts)
             };
             out.limits.push(est.limit);
+            out.exact.push(None);
             out.deltas.push(delta(vi, bm, om, est));
         }
     }
@@ -131,6 +153,27 @@ fn unpaired_estimate(bm: &Metric, om: &Metric, opts: &Options) -> Estimate {
             sizes: (n1, n2),
         }),
         n: n1.min(n2),
+    }
+}
+
+/// Exact counts, one value per boot, compared by the range rule: the change of the means, and
+/// as its interval the range of every cross-boot change. Not paired: an emulator's counts do
+/// not drift with the host, so the round a boot ran in tells nothing.
+fn exact_estimate(bm: &Metric, om: &Metric, opts: &Options) -> (Estimate, Exact) {
+    let n = bm.values.len().min(om.values.len());
+    match range_rule(&bm.values, &om.values, opts.exact_floor_pct) {
+        Some(r) => (
+            Estimate {
+                delta: Some(r.delta_pct),
+                ci: Some(r.cross),
+                ci_equivalence: Some(r.cross),
+                p: None,
+                limit: None,
+                n,
+            },
+            Exact::Rule(r),
+        ),
+        None => (Estimate::untested(n), Exact::TooFew { units: n }),
     }
 }
 

@@ -19,7 +19,7 @@ pub(super) fn comparison(p: Prepared, est: Estimated, ranking: Vec<Rank>) -> Com
         } else {
             test.name_unpaired().into()
         },
-        analysis: analysis(&p.shown, &p.tested, opts),
+        analysis: analysis(&p.shown, &p.tested, opts) + &exact_analysis(&est, opts),
         alpha: opts.alpha,
         noise_threshold_pct: opts.noise_pct,
         bootstrap: BootstrapInfo {
@@ -67,6 +67,19 @@ fn analysis(shown: &[Variant], tested: &[Variant], opts: &Options) -> String {
         }
     }
     .into()
+}
+
+/// The words for emulated counts, when some were compared: their rule, not the test.
+fn exact_analysis(est: &Estimated, opts: &Options) -> String {
+    if est.exact.iter().all(Option::is_none) {
+        return String::new();
+    }
+    format!(
+        "; emulated counts by the range rule: a change when every boot of one side is apart \
+         from every boot of the other by more than either side's own range and {}%, the \
+         interval the range of those cross-boot changes",
+        opts.exact_floor_pct
+    )
 }
 
 /// The warnings of the analysis itself, in the order a reader meets them.

@@ -44,7 +44,27 @@ impl EventSpec {
     pub fn is_software(&self) -> bool {
         self.type_ == PERF_TYPE_SOFTWARE
     }
+
+    /// An event counted by syscost's QEMU plugin, not by perf: an emulator's count, opened by
+    /// nobody (`counters::emulated`).
+    pub fn emulated(name: impl Into<String>, exclude_user: bool) -> EventSpec {
+        EventSpec {
+            name: name.into(),
+            type_: EMULATED_TYPE,
+            config: 0,
+            exclude_user,
+            exclude_kernel: !exclude_user,
+        }
+    }
+
+    /// Counted by syscost's QEMU plugin (see [`EventSpec::emulated`]).
+    pub fn is_emulated(&self) -> bool {
+        self.type_ == EMULATED_TYPE
+    }
 }
+
+/// The `type` of an emulated event: no `perf_event_attr.type` the kernel defines.
+const EMULATED_TYPE: u32 = u32::MAX;
 
 /// Events to open, in groups: the events of one group are scheduled on the PMU together, so
 /// ratios between them (instructions per cycle, miss rates) are taken over the same instants.

@@ -20,6 +20,9 @@ pub enum MetricKind {
     Derived,
     /// A per-run figure the workload reported itself (e.g. cacheline-spread).
     Workload,
+    /// An emulator's count per operation (syscost's QEMU plugin), or a ratio of two: exact
+    /// but for what lands in its windows, so compared by the range rule (`stats::exact`).
+    Emulated,
 }
 
 /// One metric per operation, with its value for each unit of replication and their summary.
@@ -334,7 +337,11 @@ fn event_metric(
     Metric {
         name: ev.spec.name.clone(),
         unit,
-        kind: MetricKind::Counter,
+        kind: if ev.spec.is_emulated() {
+            MetricKind::Emulated
+        } else {
+            MetricKind::Counter
+        },
         replication: replication.into(),
         summary: Summary::of(&values),
         values,
@@ -388,7 +395,12 @@ fn derived(
             out.push(Metric {
                 name: format!("{name}{suffix}"),
                 unit: unit.to_string(),
-                kind: MetricKind::Derived,
+                // A ratio of two emulated counts is as exact as they are.
+                kind: if ev.spec.is_emulated() {
+                    MetricKind::Emulated
+                } else {
+                    MetricKind::Derived
+                },
                 replication: replication.into(),
                 summary: Summary::of(&values),
                 values,

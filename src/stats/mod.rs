@@ -5,6 +5,7 @@
 
 pub mod anova;
 pub mod correlation;
+pub mod exact;
 pub mod paired;
 pub mod rank_tests;
 pub mod registry;

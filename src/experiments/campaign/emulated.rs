@@ -71,13 +71,7 @@ fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
     let group = r.events.iter().map(|e| e.group + 1).max().unwrap_or(0);
     for (name, kernel) in EVENTS.iter().zip([false, true]) {
         r.events.push(EventRecord {
-            spec: EventSpec {
-                name: name.to_string(),
-                type_: u32::MAX,
-                config: 0,
-                exclude_user: kernel,
-                exclude_kernel: !kernel,
-            },
+            spec: EventSpec::emulated(*name, kernel),
             group,
             status: EventStatus::Counting,
         });

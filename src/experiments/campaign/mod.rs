@@ -330,6 +330,10 @@ pub struct Campaign {
 /// An arm needs this many good boots for a verdict.
 pub const MIN_BOOTS: usize = 3;
 
+/// An arm whose boots count emulated instructions needs this many for a verdict: its exact
+/// counts' boot-to-boot range (`stats::exact`); its times stay undecided with so few.
+pub const MIN_EXACT_BOOTS: usize = 2;
+
 /// Refuse, before anything boots, what cannot work: a file that is not a kernel, an arm name
 /// that cannot name files and rows, a command line the kernel would cut, a rules file that is
 /// missing or has lines syscost cannot set up, guest files that are not regular files or do
@@ -937,18 +941,20 @@ fn counters_of(views: &[(u32, ResultView)], primary: &str) -> Vec<CounterFigure>
     out
 }
 
-/// Each arm with 3 good boots or more against the first, paired by round over the rounds in
+/// Each arm with 3 good boots or more (2 when they count emulated instructions) against the first, paired by round over the rounds in
 /// which all of them were measured.
 fn compare_arms(
     plan: &CampaignPlan,
     views: &[Vec<(u32, ResultView)>],
     warnings: &mut Vec<String>,
 ) -> Result<Option<Comparison>> {
+    let exact = plan.backend.machine().is_some_and(|m| m.emulated_counters);
+    let least = if exact { MIN_EXACT_BOOTS } else { MIN_BOOTS };
     let (arms, short): (Vec<usize>, Vec<usize>) =
-        (0..views.len()).partition(|&i| views[i].len() >= MIN_BOOTS);
+        (0..views.len()).partition(|&i| views[i].len() >= least);
     for &i in &short {
         warnings.push(format!(
-            "{}: {} good boot(s), fewer than {MIN_BOOTS}: its figures are shown, no verdict",
+            "{}: {} good boot(s), fewer than {least}: its figures are shown, no verdict",
             plan.arms[i].name,
             views[i].len()
         ));
