@@ -99,7 +99,9 @@ impl CompareArgs {
         if !(self.alpha > 0.0 && self.alpha < 1.0) {
             anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
         }
-        if self.noise_threshold < 0.0 || self.perturbed_threshold < 0.0 || self.exact_resolution < 0.0
+        if self.noise_threshold < 0.0
+            || self.perturbed_threshold < 0.0
+            || self.exact_resolution < 0.0
         {
             anyhow::bail!("thresholds are percentages of zero or more");
         }
@@ -487,6 +489,8 @@ pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
 pub(super) fn parse_resolution(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
-        _ => Err(format!("'{s}' is not a percentage of zero or more, e.g. 0.1")),
+        _ => Err(format!(
+            "'{s}' is not a percentage of zero or more, e.g. 0.1"
+        )),
     }
 }

@@ -63,7 +63,11 @@ fn decide_exact(exact: Exact, metric: &str) -> (Decision, String) {
         let d = Decision::of_change(lower_is_better(metric), r.delta_pct > 0.0);
         return (
             d,
-            format!("{} (exact: every boot apart by > {:.2}%)", d.name(), r.bar_pct()),
+            format!(
+                "{} (exact: every boot apart by > {:.2}%)",
+                d.name(),
+                r.bar_pct()
+            ),
         );
     }
     if r.equal() {

@@ -3,8 +3,8 @@
 
 use super::{Decision, Delta, Options, Variant};
 use crate::results::Metric;
-use crate::results::slots::RoundChanges;
 use crate::results::MetricKind;
+use crate::results::slots::RoundChanges;
 use crate::stats::Interval;
 use crate::stats::exact::{RangeRule, range_rule};
 use crate::stats::significance::bootstrap_delta_pct;
@@ -34,7 +34,9 @@ pub(super) struct Limit {
 pub(super) enum Exact {
     Rule(RangeRule),
     /// An arm with fewer than two units: no boot-to-boot range to judge a difference by.
-    TooFew { units: usize },
+    TooFew {
+        units: usize,
+    },
 }
 
 /// A delta's estimate, interval and test, before the decision.

@@ -50,7 +50,9 @@ pub fn range_rule(base: &[f64], other: &[f64], floor_pct: f64) -> Option<RangeRu
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let range_pct = |v: &[f64]| {
-        let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
         100.0 * (hi - lo) / mean(v).abs()
     };
     let changes = base
