@@ -1,20 +1,31 @@
-/* A QEMU TCG plugin (plugin API version 1, as Debian's QEMU 7.2 loads it) that counts the
- * guest's instructions, user and kernel apart (by the address half of each translated block),
- * in windows a guest program marks: a load whose address names the window, followed by
- * `nopl 0x5c05c001(%rax)` (begin) or `nopl 0x5c05c002(%rax)` (end). Each end prints
- * "W KIND ADDRESS USER KERNEL" to QEMU's plugin log (-d plugin -D FILE).
+/* A QEMU TCG plugin (plugin API version 1, as Debian's QEMU 7.2 loads it) that counts what the
+ * guest executes in windows a guest program marks: a load whose address names the window,
+ * followed by `nopl 0x5c05c001(%rax)` (begin) or `nopl 0x5c05c002(%rax)` (end).
+ *
+ * Counted, user and kernel apart (by the address half of each instruction): instructions and
+ * conditional branches (inline adds, always); with the argument `l1d=SETS:WAYS:LINE` (and
+ * `l1i=...`), memory loads and stores and the misses of a set-associative LRU model of L1d and
+ * L1i, per set too (callbacks that act only inside a window: the models see the windows'
+ * accesses alone, each window starting from the state the last one left). The L1 models are
+ * indexed by virtual address, as a VIPT L1 is: SETS * LINE must fit in a 4 KiB page.
+ *
+ * Each end prints to QEMU's plugin log (-d plugin -D FILE):
+ *   W NAME INSN_U INSN_K BR_U BR_K [LD_U LD_K ST_U ST_K LDM_U LDM_K STM_U STM_K IM_U IM_K]
+ *   D NAME MISSES_OF_SET_0 ... (L1d)   I NAME MISSES_OF_SET_0 ... (L1i)   (with the models)
  *
  * build.rs compiles it into a shared object that syscost carries and writes beside a
  * campaign's boots (`campaign --emulated-counters`); bench/tcg_count.sh builds it on its own
- * for a bare guest. QEMU ships no plugin header in
- * Debian, so the few API declarations used are written here from the API's documented ABI
- * (include/qemu/qemu-plugin.h of QEMU 7.2). Found here: a memory callback registered for
- * reads only (QEMU_PLUGIN_MEM_R) never fired on the marker's load; for reads and writes it
- * does. QEMU 7.2 offers no register reads, hence the address that names the window. */
+ * for a bare guest. QEMU ships no plugin header in Debian, so the few API declarations used
+ * are written here from the API's documented ABI (include/qemu/qemu-plugin.h of QEMU 7.2).
+ * Found here: a memory callback registered for reads only (QEMU_PLUGIN_MEM_R) never fired on
+ * the marker's load, and inline counts filtered by R or W counted all accesses; callbacks for
+ * reads and writes fire, and qemu_plugin_mem_is_store tells them apart. QEMU 7.2 offers no
+ * register reads, hence the address that names the window. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef uint64_t qemu_plugin_id_t;
@@ -34,56 +45,198 @@ enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t,
 					   void (*)(qemu_plugin_id_t, struct qemu_plugin_tb *));
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *);
-uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *, size_t);
 const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *);
+uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *);
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *, enum qemu_plugin_op,
 					      void *, uint64_t);
+void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *, enum qemu_plugin_op,
+						void *, uint64_t);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *,
+					  void (*)(unsigned int, void *),
+					  enum qemu_plugin_cb_flags, void *);
 void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *,
 					    void (*)(unsigned int, void *),
 					    enum qemu_plugin_cb_flags, void *);
 void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *,
 				      void (*)(unsigned int, qemu_plugin_meminfo_t, uint64_t, void *),
 				      enum qemu_plugin_cb_flags, enum qemu_plugin_mem_rw, void *);
+bool qemu_plugin_mem_is_store(qemu_plugin_meminfo_t);
 void qemu_plugin_outs(const char *);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
-/* One vCPU: the inline adds need no per-vCPU slots. */
-static uint64_t user, kernel, at_user, at_kernel, window;
-/* nopl 0x5c05c0KK(%rax): 0f 1f 80 KK c0 05 5c, KK = 01 begin, 02 end. */
-static const unsigned char NOP[7] = {0x0f, 0x1f, 0x80, 0x00, 0xc0, 0x05, 0x5c};
+/* What is counted, per privilege (0 user, 1 kernel). One vCPU: no per-vCPU slots. */
+enum { INSN, BR, LD, ST, LDM, STM, IM, KINDS };
+static uint64_t count[KINDS][2], at[KINDS][2];
+static uint64_t window;
+static bool in_window;
+
+/* A set-associative cache with LRU replacement: each set's tags, most recent first. */
+struct cache {
+	unsigned sets, ways, line_shift;
+	uint64_t *tags; /* sets * ways, tag + 1 (0: empty) */
+	uint64_t *misses; /* per set, in the current window */
+};
+static struct cache l1d, l1i;
+static bool modelled;
+
+/* Whether the line holding `addr` was in the cache; it is the set's most recent either way. */
+static bool hit(struct cache *c, uint64_t addr)
+{
+	uint64_t line = addr >> c->line_shift;
+	unsigned set = line % c->sets;
+	uint64_t tag = line / c->sets + 1, *t = c->tags + (size_t)set * c->ways;
+	unsigned w = 0;
+	while (w < c->ways && t[w] != tag)
+		w++;
+	bool found = w < c->ways;
+	if (!found) {
+		w = c->ways - 1;
+		c->misses[set]++;
+	}
+	memmove(t + 1, t, w * sizeof *t);
+	t[0] = tag;
+	return found;
+}
+
+static void accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *k)
+{
+	if (!in_window)
+		return;
+	int kernel = (uintptr_t)k, store = qemu_plugin_mem_is_store(info);
+	count[store ? ST : LD][kernel]++;
+	if (!hit(&l1d, vaddr))
+		count[store ? STM : LDM][kernel]++;
+}
+
+/* The cache lines a block's instructions span, in order, for the L1i model. */
+struct lines {
+	int kernel;
+	unsigned n;
+	uint64_t line[];
+};
+
+static void fetched(unsigned int vcpu, void *u)
+{
+	struct lines *l = u;
+	if (!in_window)
+		return;
+	for (unsigned i = 0; i < l->n; i++)
+		if (!hit(&l1i, l->line[i] << l1i.line_shift))
+			count[IM][l->kernel]++;
+}
 
 static void named(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *u)
 {
 	window = vaddr;
 }
 
+static void print_sets(char kind, const struct cache *c)
+{
+	char *line = malloc(32 + 21 * (size_t)c->sets), *p = line;
+	p += sprintf(p, "%c %llx", kind, (unsigned long long)window);
+	for (unsigned s = 0; s < c->sets; s++)
+		p += sprintf(p, " %llu", (unsigned long long)c->misses[s]);
+	strcpy(p, "\n");
+	qemu_plugin_outs(line);
+	free(line);
+}
+
 static void marked(unsigned int vcpu, void *kind)
 {
-	char line[128];
+	char line[512];
+	int n = 0, kinds = modelled ? KINDS : LD;
 	if ((uintptr_t)kind == 1) {
-		at_user = user;
-		at_kernel = kernel;
+		memcpy(at, count, sizeof at);
+		if (modelled) {
+			memset(l1d.misses, 0, l1d.sets * sizeof *l1d.misses);
+			memset(l1i.misses, 0, l1i.sets * sizeof *l1i.misses);
+		}
+		in_window = true;
 		return;
 	}
-	snprintf(line, sizeof line, "W %llx %llu %llu\n", (unsigned long long)window,
-		 (unsigned long long)(user - at_user), (unsigned long long)(kernel - at_kernel));
+	in_window = false;
+	n += snprintf(line, sizeof line, "W %llx", (unsigned long long)window);
+	for (int k = 0; k < kinds; k++)
+		for (int priv = 0; priv < 2; priv++)
+			n += snprintf(line + n, sizeof line - n, " %llu",
+				      (unsigned long long)(count[k][priv] - at[k][priv]));
+	snprintf(line + n, sizeof line - n, "\n");
 	qemu_plugin_outs(line);
+	if (modelled) {
+		print_sets('D', &l1d);
+		print_sets('I', &l1i);
+	}
+}
+
+/* A conditional branch: Jcc (70-7f, 0f 80-8f), LOOP/LOOPcc/JrCXZ (e0-e3), after prefixes. */
+static bool conditional(const unsigned char *d, size_t n)
+{
+	size_t i = 0;
+	static const unsigned char PREFIX[] = {0x26, 0x2e, 0x36, 0x3e, 0x64,
+					       0x65, 0x66, 0x67, 0xf2, 0xf3};
+	while (i < n && memchr(PREFIX, d[i], sizeof PREFIX))
+		i++;
+	if (i < n && (d[i] & 0xf0) == 0x40)
+		i++;
+	if (i >= n)
+		return false;
+	if ((d[i] & 0xf0) == 0x70 || (d[i] >= 0xe0 && d[i] <= 0xe3))
+		return true;
+	return d[i] == 0x0f && i + 1 < n && (d[i + 1] & 0xf0) == 0x80;
+}
+
+/* nopl 0x5c05c0KK(%rax): 0f 1f 80 KK c0 05 5c, KK = 01 begin, 02 end. */
+static int mark_of(const unsigned char *d, size_t n)
+{
+	static const unsigned char NOP[7] = {0x0f, 0x1f, 0x80, 0x00, 0xc0, 0x05, 0x5c};
+	if (n != sizeof NOP || memcmp(d, NOP, 3) || memcmp(d + 4, NOP + 4, 3) ||
+	    (d[3] != 1 && d[3] != 2))
+		return 0;
+	return d[3];
+}
+
+static struct lines *lines_of(struct qemu_plugin_tb *tb, size_t n, int kernel)
+{
+	struct lines *l = malloc(sizeof *l + 2 * n * sizeof l->line[0]);
+	l->kernel = kernel;
+	l->n = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
+		uint64_t a = qemu_plugin_insn_vaddr(in), size = qemu_plugin_insn_size(in);
+		for (uint64_t x = a >> l1i.line_shift; x <= (a + size - 1) >> l1i.line_shift; x++)
+			if (l->n == 0 || l->line[l->n - 1] != x)
+				l->line[l->n++] = x;
+	}
+	return l;
 }
 
 static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
-	bool in_kernel = qemu_plugin_tb_vaddr(tb) >= 0xffff800000000000ull;
-	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64,
-						 in_kernel ? &kernel : &user, n);
-	for (size_t i = 0; i < n && !in_kernel; i++) {
+	if (n == 0)
+		return;
+	int kernel = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0)) >= 0xffff800000000000ull;
+	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &count[INSN][kernel],
+						 n);
+	if (modelled)
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, fetched, QEMU_PLUGIN_CB_NO_REGS,
+						     lines_of(tb, n, kernel));
+	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
 		const unsigned char *d = qemu_plugin_insn_data(in);
-		if (qemu_plugin_insn_size(in) != sizeof NOP || memcmp(d, NOP, 3) ||
-		    memcmp(d + 4, NOP + 4, 3) || (d[3] != 1 && d[3] != 2))
+		size_t size = qemu_plugin_insn_size(in);
+		if (conditional(d, size))
+			qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
+								   &count[BR][kernel], 1);
+		if (modelled)
+			qemu_plugin_register_vcpu_mem_cb(in, accessed, QEMU_PLUGIN_CB_NO_REGS,
+							 QEMU_PLUGIN_MEM_RW,
+							 (void *)(uintptr_t)kernel);
+		int mark = kernel ? 0 : mark_of(d, size);
+		if (!mark)
 			continue;
 		/* The load that names the window ends the block before when the block splits
 		 * between the two: its window is then the last one named (syscost checks the
@@ -93,8 +246,31 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 							 QEMU_PLUGIN_CB_NO_REGS,
 							 QEMU_PLUGIN_MEM_RW, NULL);
 		qemu_plugin_register_vcpu_insn_exec_cb(in, marked, QEMU_PLUGIN_CB_NO_REGS,
-						       (void *)(uintptr_t)d[3]);
+						       (void *)(uintptr_t)mark);
 	}
+}
+
+/* `l1d=SETS:WAYS:LINE`: powers of two, SETS * LINE within a 4 KiB page (the index of a VIPT
+ * L1 lies in the page offset), WAYS up to 64. */
+static bool geometry(const char *arg, const char *key, struct cache *c)
+{
+	unsigned sets, ways, line;
+	size_t k = strlen(key);
+	if (strncmp(arg, key, k) || arg[k] != '=' ||
+	    sscanf(arg + k + 1, "%u:%u:%u", &sets, &ways, &line) != 3)
+		return false;
+	if (!sets || (sets & (sets - 1)) || !line || (line & (line - 1)) || sets * line > 4096 ||
+	    !ways || ways > 64) {
+		fprintf(stderr, "tcg_count: %s: sets and line must be powers of two with sets * line "
+				"<= 4096, ways 1 to 64\n", arg);
+		return false;
+	}
+	c->sets = sets;
+	c->ways = ways;
+	c->line_shift = __builtin_ctz(line);
+	c->tags = calloc((size_t)sets * ways, sizeof *c->tags);
+	c->misses = calloc(sets, sizeof *c->misses);
+	return true;
 }
 
 __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t id,
@@ -103,6 +279,22 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 {
 	if (info->version.min > 1 || info->version.cur < 1)
 		return -1;
+	bool d = false, i = false;
+	for (int a = 0; a < argc; a++) {
+		bool *given = !strncmp(argv[a], "l1d=", 4) ? &d : !strncmp(argv[a], "l1i=", 4) ? &i : NULL;
+		if (!given) {
+			fprintf(stderr, "tcg_count: unknown argument %s\n", argv[a]);
+			return -1;
+		}
+		if (!geometry(argv[a], given == &d ? "l1d" : "l1i", given == &d ? &l1d : &l1i))
+			return -1;
+		*given = true;
+	}
+	if (d != i) {
+		fprintf(stderr, "tcg_count: give both l1d= and l1i=, or neither\n");
+		return -1;
+	}
+	modelled = d;
 	qemu_plugin_register_vcpu_tb_trans_cb(id, translated);
 	return 0;
 }

@@ -974,6 +974,7 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
         host_cpus: None,
         entry: qemu::KernelEntry::Bzimage,
         emulated_counters: false,
+        cache_model: None,
     };
     let started = Instant::now();
     let boot = qemu::Boot {
@@ -1212,6 +1213,7 @@ fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() 
         host_cpus: None,
         entry: qemu::KernelEntry::Bzimage,
         emulated_counters: false,
+        cache_model: None,
     };
     let boot = qemu::Boot {
         kernel: &k[1],

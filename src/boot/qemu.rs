@@ -65,6 +65,9 @@ pub struct Machine {
     /// syscost's TCG plugin counts the guest's instructions in the measurement's batches.
     #[serde(default)]
     pub emulated_counters: bool,
+    /// The L1 caches the plugin models (loads, stores and misses by set), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_model: Option<emulated::CacheModel>,
 }
 
 /// A vCPU pinned to a host CPU, and how often its thread was seen there while the guest ran.
@@ -151,6 +154,44 @@ pub fn check_installed() -> Result<()> {
     }
 }
 
+/// `-plugin`'s value: syscost's plugin at `file`, with the machine's cache model.
+fn plugin_arg(m: &Machine, file: &Path) -> String {
+    let file = file.to_string_lossy().replace(',', ",,");
+    let args = m.cache_model.as_ref().map(|c| format!(",{}", c.plugin_args()));
+    format!("file={file}{}", args.unwrap_or_default())
+}
+
+/// Load syscost's plugin at `file` into a QEMU that runs nothing (no machine, paused, told to
+/// quit), before any boot: a QEMU built without plugin support, one whose plugin API no
+/// longer offers version 1, or a plugin that refuses its arguments is refused here, in QEMU's
+/// words, not in every boot.
+pub fn check_plugin(m: &Machine, file: &Path) -> Result<()> {
+    use std::io::Write;
+    let mut child = Command::new(QEMU)
+        .args(["-machine", "none", "-accel", "tcg", "-nodefaults", "-display", "none"])
+        .args(["-S", "-monitor", "stdio", "-plugin", &plugin_arg(m, file)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {QEMU}"))?;
+    // QEMU has exited already if the plugin did not load: a closed pipe is no error here.
+    let _ = child.stdin.take().expect("piped").write_all(b"quit\n");
+    let out = child.wait_with_output()?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    let said = crate::core::printable(said.trim());
+    if said.contains("invalid option") {
+        bail!(
+            "this {QEMU} cannot load TCG plugins ({said}): counting needs a QEMU built with \
+             plugin support (Debian's is, from 6.0 on)"
+        );
+    }
+    bail!("{QEMU} does not load syscost's TCG plugin: {said}")
+}
+
 fn command(m: &Machine, b: &Boot) -> Command {
     let mut c = Command::new(QEMU);
     let cpu = match m.accel {
@@ -179,9 +220,8 @@ fn command(m: &Machine, b: &Boot) -> Command {
         .arg(b.initrd)
         .args(["-append", &b.append]);
     if let Some(p) = b.plugin {
-        let file = p.to_string_lossy().replace(',', ",,");
         c.arg("-plugin")
-            .arg(format!("file={file}"))
+            .arg(plugin_arg(m, p))
             .args(["-d", "plugin", "-D"])
             .arg(b.dir.join(PLUGIN_LOG));
     }
@@ -457,6 +497,7 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         host_cpus: None,
         entry: KernelEntry::Bzimage,
         emulated_counters: false,
+        cache_model: None,
     };
     let empty: PathBuf = dir.join("empty.cpio");
     let _ = std::fs::write(&empty, b"");
@@ -510,5 +551,35 @@ mod unit {
             "Requested init /nonexistent failed (error -2)."
         );
         assert_eq!(kernel_panic("[    1.0] reboot: Power down"), None);
+    }
+
+    /// QEMU loads syscost's plugin, with and without cache models; a file that is no plugin
+    /// is refused in QEMU's words before any boot.
+    #[test]
+    fn the_plugin_is_loaded_once_before_any_boot() {
+        if check_installed().is_err() {
+            println!("skipped: no {QEMU} here (scripts/test.sh installs it)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let plugin = dir.path().join("tcg_count.so");
+        std::fs::write(&plugin, emulated::PLUGIN).unwrap();
+        let mut m = Machine {
+            accel: Accel::Tcg,
+            cpus: 1,
+            memory_mib: 128,
+            timeout: Duration::from_secs(8),
+            host_cpus: None,
+            entry: KernelEntry::Pvh,
+            emulated_counters: true,
+            cache_model: None,
+        };
+        check_plugin(&m, &plugin).unwrap();
+        m.cache_model = Some(emulated::CacheModel::parse("skylake-x").unwrap());
+        check_plugin(&m, &plugin).unwrap();
+        std::fs::write(&plugin, b"not a shared object").unwrap();
+        let err = check_plugin(&m, &plugin).unwrap_err().to_string();
+        assert!(err.contains("does not load syscost's TCG plugin"), "{err}");
+        assert!(err.contains("Could not load plugin"), "{err}");
     }
 }

@@ -5,6 +5,7 @@ use super::args::{HistoryOpts, parse_cpus, parse_duration, parse_resolution};
 use super::*;
 use crate::boot::qemu::{Accel, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
+use crate::counters::emulated::CacheModel;
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::{self, Arm, Backend, BootRecord, CampaignPlan, Needed, Outcome};
 use std::time::Duration;
@@ -138,6 +139,14 @@ pub struct CampaignArgs {
     /// not hardware: no speculation, no caches.
     #[arg(long)]
     pub emulated_counters: bool,
+    /// Model the L1 caches too (implies --emulated-counters): every load and store of a
+    /// window goes through an LRU model of L1d, every instruction fetch through one of L1i,
+    /// adding loads, stores, conditional branches and the models' misses per operation, and
+    /// the L1d and L1i misses of each set. MODEL: host (this machine's L1s, from sysfs),
+    /// skylake-x (32 KiB, 8-way, 64-byte lines: the audit series' machine) or
+    /// SETSxWAYSxLINE[,SETSxWAYSxLINE] (L1d, then L1i if it differs).
+    #[arg(long, value_name = "MODEL", value_parser = parse_cache_model)]
+    pub cache_model: Option<CacheModel>,
     /// Memory of each guest, MiB.
     #[arg(long, default_value_t = 1024, value_name = "MIB", value_parser = clap::value_parser!(u32).range(128..=65536))]
     pub guest_memory: u32,
@@ -217,13 +226,13 @@ impl CampaignArgs {
             anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
         }
         let arms = self.arm_specs()?;
-        if self.emulated_counters && (self.via != Via::Qemu || self.accel != Accel::Tcg) {
+        if self.emulated() && (self.via != Via::Qemu || self.accel != Accel::Tcg) {
             anyhow::bail!(
                 "--emulated-counters needs --accel tcg: QEMU's plugins see only the \
                  instructions it emulates (not under kvm, nor on bare metal)"
             );
         }
-        if self.emulated_counters && self.measure.first().map(String::as_str) != Some("run") {
+        if self.emulated() && self.measure.first().map(String::as_str) != Some("run") {
             anyhow::bail!(
                 "--emulated-counters counts the batches of `run` (each boot's run result gains \
                  them); an audit sweep or a probe is measured without them: measure with -- run"
@@ -245,7 +254,8 @@ impl CampaignArgs {
                 timeout,
                 host_cpus: self.host_cpus.clone(),
                 entry: self.entry,
-                emulated_counters: self.emulated_counters,
+                emulated_counters: self.emulated(),
+                cache_model: self.cache_model.clone(),
             }),
             Via::Kexec => Backend::Kexec,
         };
@@ -271,7 +281,7 @@ impl CampaignArgs {
     fn boots(&self, arms: usize) -> Result<u32> {
         let comparisons = arms.max(2) - 1;
         let need = crate::stats::paired::pairs_to_decide(self.alpha, comparisons);
-        let default = match (arms, self.emulated_counters) {
+        let default = match (arms, self.emulated()) {
             (_, true) => campaign::MIN_EXACT_BOOTS as u32,
             // One arm is measured, not compared: its boots give the figures' spread.
             (1, false) => ONE_ARM_BOOTS,
@@ -281,7 +291,7 @@ impl CampaignArgs {
         if self.no_verdict || arms == 1 {
             return Ok(boots);
         }
-        if self.emulated_counters {
+        if self.emulated() {
             if (boots as usize) < campaign::MIN_EXACT_BOOTS {
                 anyhow::bail!(
                     "--boots {boots}: emulated counts need {} boots per arm, for their                      boot-to-boot range, before they can be called different; use --boots {} (or                      add --no-verdict for figures alone)",
@@ -294,6 +304,11 @@ impl CampaignArgs {
         crate::experiments::ab::decidable("--boots", boots as usize, comparisons, self.alpha)
             .map_err(|e| anyhow::anyhow!("{e} (or add --no-verdict for figures alone)"))?;
         Ok(boots)
+    }
+
+    /// Whether the boots count with syscost's QEMU plugin.
+    fn emulated(&self) -> bool {
+        self.emulated_counters || self.cache_model.is_some()
     }
 
     /// The guest's vCPUs: as given, else one per host CPU to pin to, else by accelerator.
@@ -536,6 +551,10 @@ fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<Vec<Needed
     }
     parse(crate::boot::with_output(words, "/tmp/result.json"))?;
     Ok(needs)
+}
+
+fn parse_cache_model(s: &str) -> std::result::Result<CacheModel, String> {
+    CacheModel::parse(s)
 }
 
 fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {

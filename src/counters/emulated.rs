@@ -1,9 +1,11 @@
 //! Counting without a PMU, under QEMU's emulator: syscost's TCG plugin (csrc/tcg_count.c,
-//! built by build.rs and carried in this binary) counts the guest's instructions, user and
-//! kernel apart, in windows the measured program marks. Here: the marks a measured batch
+//! built by build.rs and carried in this binary) counts the guest's instructions and
+//! conditional branches, and with its L1 models loads, stores and misses, user and kernel
+//! apart, in windows the measured program marks. Here: the marks a measured batch
 //! leaves (a one-byte load whose address names the window, then a `nopl` no processor acts
 //! on: outside the emulator they cost two instructions), and the windows the plugin reports.
 
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicU8;
 
 /// The plugin, as a shared object QEMU loads (`-plugin file=...`).
@@ -55,28 +57,200 @@ fn mark<const KIND: u8>(k: usize) {
     let _ = slot;
 }
 
-/// One window the plugin counted: the address that named it, and the instructions executed in
-/// it in user space and in the kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Window {
-    pub name: u64,
-    pub user: u64,
-    pub kernel: u64,
+/// A modelled cache's shape: sets, ways (LRU) and line size in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Geometry {
+    pub sets: u32,
+    pub ways: u32,
+    pub line: u32,
 }
 
-/// The windows of a plugin log (`W NAME USER KERNEL` lines, in the order they closed); other
-/// lines (QEMU's own) are skipped.
+impl Geometry {
+    /// `SETSxWAYSxLINE`, e.g. 64x8x64 (32 KiB, 8-way, 64-byte lines).
+    fn parse(s: &str) -> Result<Geometry, String> {
+        let n: Vec<u32> = s.split('x').filter_map(|x| x.parse().ok()).collect();
+        let [sets, ways, line] = n[..] else {
+            return Err(format!("'{s}' is not SETSxWAYSxLINE, e.g. 64x8x64"));
+        };
+        let g = Geometry { sets, ways, line };
+        let pow2 = |x: u32| x.is_power_of_two();
+        if !pow2(sets) || !pow2(line) || u64::from(sets) * u64::from(line) > 4096 {
+            return Err(format!(
+                "'{s}': sets and line size must be powers of two whose product fits in a 4 KiB \
+                 page (an L1 indexed by virtual address, as x86's are)"
+            ));
+        }
+        if !(1..=64).contains(&ways) {
+            return Err(format!("'{s}': 1 to 64 ways"));
+        }
+        Ok(g)
+    }
+
+    pub fn bytes(self) -> u64 {
+        u64::from(self.sets) * u64::from(self.ways) * u64::from(self.line)
+    }
+
+    /// The plugin's argument for this geometry, e.g. `l1d=64:8:64`.
+    fn arg(self, key: &str) -> String {
+        format!("{key}={}:{}:{}", self.sets, self.ways, self.line)
+    }
+}
+
+/// The L1 caches the plugin models: where the geometry came from, and each cache's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheModel {
+    /// `host` (this machine's L1s, from sysfs), `skylake-x`, or `custom`.
+    pub name: String,
+    pub l1d: Geometry,
+    pub l1i: Geometry,
+}
+
+/// Skylake-X's L1d and L1i: 32 KiB, 8-way, 64-byte lines (the audit series' machine).
+const SKYLAKE_X: Geometry = Geometry {
+    sets: 64,
+    ways: 8,
+    line: 64,
+};
+
+impl CacheModel {
+    /// `host`, `skylake-x`, or `L1D[,L1I]` as SETSxWAYSxLINE (the L1i as the L1d if not given).
+    pub fn parse(s: &str) -> Result<CacheModel, String> {
+        let named = |name: &str, l1d, l1i| CacheModel {
+            name: name.into(),
+            l1d,
+            l1i,
+        };
+        match s {
+            "skylake-x" => Ok(named(s, SKYLAKE_X, SKYLAKE_X)),
+            "host" => {
+                let l1 = |type_: &str| -> Result<Geometry, String> {
+                    let c = crate::core::caches::caches().into_iter().find(|c| {
+                        c.level == 1 && c.type_ == type_
+                    });
+                    let c = c.ok_or(format!("sysfs describes no L1 {type_} cache here"))?;
+                    match (c.sets, c.ways, c.line_size) {
+                        (Some(s), Some(w), Some(l)) => Geometry::parse(&format!("{s}x{w}x{l}")),
+                        _ => Err(format!("sysfs gives no sets, ways or line size of L1 {type_}")),
+                    }
+                };
+                let why = |e: String| format!("--cache-model host: {e}; name one, e.g. skylake-x");
+                Ok(named(s, l1("Data").map_err(why)?, l1("Instruction").map_err(why)?))
+            }
+            _ => {
+                let (d, i) = s.split_once(',').unwrap_or((s, s));
+                Ok(named("custom", Geometry::parse(d)?, Geometry::parse(i)?))
+            }
+        }
+    }
+
+    /// The plugin's arguments, e.g. `l1d=64:8:64,l1i=64:8:64`.
+    pub fn plugin_args(&self) -> String {
+        format!("{},{}", self.l1d.arg("l1d"), self.l1i.arg("l1i"))
+    }
+}
+
+/// What the plugin counts in a window, each in user space and in the kernel apart, in the
+/// order of its log's `W` lines: the first two always, the rest with the cache models.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    Instructions,
+    /// Jcc, LOOP and JrCXZ, taken or not.
+    ConditionalBranches,
+    Loads,
+    Stores,
+    L1dLoadMisses,
+    L1dStoreMisses,
+    L1iMisses,
+}
+
+impl Count {
+    pub const ALL: [Count; 7] = [
+        Count::Instructions,
+        Count::ConditionalBranches,
+        Count::Loads,
+        Count::Stores,
+        Count::L1dLoadMisses,
+        Count::L1dStoreMisses,
+        Count::L1iMisses,
+    ];
+
+    /// The count as an event name, perf's where perf has one (so `L1-dcache-miss-%` is
+    /// derived from the emulated loads and their misses as from perf's).
+    pub fn event(self) -> &'static str {
+        match self {
+            Count::Instructions => "instructions",
+            Count::ConditionalBranches => "conditional-branches",
+            Count::Loads => "L1-dcache-loads",
+            Count::Stores => "L1-dcache-stores",
+            Count::L1dLoadMisses => "L1-dcache-load-misses",
+            Count::L1dStoreMisses => "L1-dcache-store-misses",
+            Count::L1iMisses => "L1-icache-load-misses",
+        }
+    }
+
+    /// The emulated event of this count in user space or in the kernel, e.g.
+    /// `instructions:k (emulated)`.
+    pub fn event_name(self, kernel: bool) -> String {
+        format!(
+            "{}:{} (emulated)",
+            self.event(),
+            if kernel { 'k' } else { 'u' }
+        )
+    }
+}
+
+/// One window the plugin counted: the address that named it, its counts (in the order of
+/// [`Count::ALL`], as many as the plugin counted), each `[user, kernel]`, and with the cache
+/// models the misses of each L1d and L1i set (user and kernel together).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub name: u64,
+    pub counts: Vec<[u64; 2]>,
+    pub l1d_sets: Vec<u64>,
+    pub l1i_sets: Vec<u64>,
+}
+
+impl Window {
+    /// The window's count of `c`, `[user, kernel]`, if the plugin counted it.
+    pub fn count(&self, c: Count) -> Option<[u64; 2]> {
+        let i = Count::ALL.iter().position(|x| *x == c)?;
+        self.counts.get(i).copied()
+    }
+}
+
+/// The windows of a plugin log, in the order they closed: each `W NAME COUNTS...` line, with
+/// the `D NAME MISSES...` and `I NAME MISSES...` lines that follow it; other lines (QEMU's own)
+/// are skipped.
 pub fn windows(log: &str) -> Vec<Window> {
-    log.lines()
-        .filter_map(|l| {
-            let mut w = l.strip_prefix("W ")?.split_whitespace();
-            Some(Window {
-                name: u64::from_str_radix(w.next()?, 16).ok()?,
-                user: w.next()?.parse().ok()?,
-                kernel: w.next()?.parse().ok()?,
-            })
-        })
-        .collect()
+    let mut out: Vec<Window> = Vec::new();
+    for l in log.lines() {
+        let mut w = l.split_whitespace();
+        let (Some(tag), Some(name)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let Ok(name) = u64::from_str_radix(name, 16) else {
+            continue;
+        };
+        let Ok(numbers) = w.map(str::parse).collect::<Result<Vec<u64>, _>>() else {
+            continue;
+        };
+        match (tag, out.last_mut()) {
+            ("W", _) if numbers.len() >= 2 && numbers.len() % 2 == 0 => out.push(Window {
+                name,
+                counts: numbers.chunks(2).map(|c| [c[0], c[1]]).collect(),
+                l1d_sets: Vec::new(),
+                l1i_sets: Vec::new(),
+            }),
+            ("D", Some(last)) if last.name == name && last.l1d_sets.is_empty() => {
+                last.l1d_sets = numbers
+            }
+            ("I", Some(last)) if last.name == name && last.l1i_sets.is_empty() => {
+                last.l1i_sets = numbers
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -85,17 +259,29 @@ mod unit {
 
     #[test]
     fn windows_are_read_in_order_and_other_lines_skipped() {
-        let log = "W 4a62d0 1600002 30551400\nsome QEMU line\nW 4a62d1 1600002 30539600\nW x";
+        let log = "W 4a62d0 1600002 30551400 2 3\nsome QEMU line\nW 4a62d1 1600002 30539600 \
+                   1 2 3 4 5 6 7 8 9 10 11 12\nD 4a62d1 0 5 1\nI 4a62d1 7 0 0\nW x\nD 4a62d1 9";
         let w = windows(log);
         assert_eq!(w.len(), 2);
-        assert_eq!(
-            w[1],
-            Window {
-                name: 0x4a62d1,
-                user: 1600002,
-                kernel: 30539600
-            }
-        );
+        assert_eq!(w[0].count(Count::Instructions), Some([1600002, 30551400]));
+        assert_eq!(w[0].count(Count::Loads), None, "counted without the models");
+        assert_eq!(w[1].count(Count::L1iMisses), Some([11, 12]));
+        assert_eq!(w[1].l1d_sets, [0, 5, 1]);
+        assert_eq!(w[1].l1i_sets, [7, 0, 0]);
+        assert!(w[0].l1d_sets.is_empty());
+    }
+
+    #[test]
+    fn cache_models_are_named_or_given_and_checked() {
+        let sk = CacheModel::parse("skylake-x").unwrap();
+        assert_eq!(sk.plugin_args(), "l1d=64:8:64,l1i=64:8:64");
+        assert_eq!(sk.l1d.bytes(), 32 * 1024);
+        let c = CacheModel::parse("64x12x64,64x8x64").unwrap();
+        assert_eq!((c.l1d.ways, c.l1i.ways), (12, 8));
+        assert!(CacheModel::parse("128x8x64").unwrap_err().contains("4 KiB page"));
+        assert!(CacheModel::parse("48x8x64").is_err());
+        assert!(CacheModel::parse("64x0x64").is_err());
+        assert!(CacheModel::parse("big").unwrap_err().contains("SETSxWAYSxLINE"));
     }
 
     #[test]

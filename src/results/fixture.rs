@@ -104,6 +104,7 @@ pub(crate) fn fixed_result() -> RunResult {
         metrics: m,
         overhead: o,
         profile: None,
+        emulated_sets: None,
         warnings: vec![],
         thinned: None,
     }

@@ -13,6 +13,7 @@
 pub(crate) mod fixture;
 pub mod load;
 pub mod metrics;
+pub mod sets;
 pub mod slots;
 pub mod thin;
 pub mod validity;
@@ -182,6 +183,9 @@ pub struct RunResult {
     /// Where the time went (`--profile`), from a separate profiling run.
     #[serde(default)]
     pub profile: Option<crate::profile::Profile>,
+    /// Modelled L1 misses by set per operation (a campaign's `--cache-model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated_sets: Option<sets::EmulatedSets>,
     /// What the reader should know before trusting the figures.
     pub warnings: Vec<String>,
     /// Set when this copy was read with only some of each run's raw samples (see [`thin`]):

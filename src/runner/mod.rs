@@ -426,6 +426,7 @@ pub fn assemble(
         metrics,
         overhead,
         profile: None,
+        emulated_sets: None,
         warnings: Vec::new(),
         thinned: None,
     };

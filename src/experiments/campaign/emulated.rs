@@ -1,17 +1,16 @@
 //! A boot's emulated counts joined to its result: the windows syscost's TCG plugin counted
 //! (`counters::emulated`), one per batch of the measurement in the order the batches ran, become
-//! two events of the result, `instructions:u (emulated)` and `instructions:k (emulated)`, with
-//! a count in every sample, so every per-op metric, comparison and table takes them as it
-//! takes perf's. Joined only when the windows match the batches one to one (their number, and
-//! each run's windows named by consecutive slots); otherwise the result says why and keeps
-//! none.
+//! events of the result (`instructions:u (emulated)`, `instructions:k (emulated)`, and the
+//! others the plugin counted), with a count in every sample, so every per-op metric,
+//! comparison and table takes them as it takes perf's; with the cache models, the misses by
+//! set of the sample windows become the result's `emulated_sets`. Joined only when the windows
+//! match the batches one to one (their number, and each run's windows named by consecutive
+//! slots); otherwise the result says why and keeps none.
 
-use crate::counters::emulated::Window;
+use crate::counters::emulated::{Count, Window};
 use crate::counters::{EventStatus, RawCount, events::EventSpec};
-use crate::results::{EventRecord, RunResult};
-
-/// The events the plugin's counts become, user then kernel.
-pub const EVENTS: [&str; 2] = ["instructions:u (emulated)", "instructions:k (emulated)"];
+use crate::results::sets::EmulatedSets;
+use crate::results::{EventRecord, RunResult, Sample};
 
 /// Join `windows` to the boot's `result` (a run's; other kinds are left as they are).
 pub fn join(result: &mut serde_json::Value, windows: &[Window]) {
@@ -31,6 +30,15 @@ pub fn join(result: &mut serde_json::Value, windows: &[Window]) {
     }
 }
 
+/// The counts every window has (the plugin counts the same in all of them).
+fn counted(windows: &[Window]) -> Result<&'static [Count], String> {
+    let n = windows.first().map_or(0, |w| w.counts.len());
+    if windows.iter().any(|w| w.counts.len() != n) || n > Count::ALL.len() {
+        return Err("the plugin's windows differ in what they count".into());
+    }
+    Ok(&Count::ALL[..n])
+}
+
 fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
     let batches: usize = r.runs.iter().map(|run| run.batches().count()).sum();
     if windows.len() != batches {
@@ -39,25 +47,31 @@ fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
             windows.len()
         ));
     }
+    let counts = counted(windows)?;
     // Another task in a window (a kworker, the boot's own asynchronous work) adds its
     // instructions to it: such a window is left out, by the context switches counted in it.
     let switches = r
         .events
         .iter()
         .position(|e| e.spec.name == "context-switches" && e.status.is_counting());
+    let alone = |s: &Sample| switches.is_none_or(|i| s.counts[i].is_some_and(|c| c.value == 0));
     let mut crowded = 0;
+    let mut sets = SetSums::default();
     let mut next = windows.iter();
     for run in &mut r.runs {
         let mut first: Option<u64> = None;
-        let index = run.index;
+        let (index, warmup, samples) = (run.index, run.warmup.len(), run.samples.len());
         for (k, sample) in run.batches_mut().enumerate() {
             let w = next.next().expect("as many windows as batches");
             let base = *first.get_or_insert(w.name);
             if w.name.wrapping_sub(base) != k as u64 {
                 return Err(format!("run {index}: batch {k}'s window is out of order"));
             }
-            let alone = switches.is_none_or(|i| sample.counts[i].is_some_and(|c| c.value == 0));
+            let alone = alone(sample);
             crowded += usize::from(!alone);
+            if alone && (warmup..warmup + samples).contains(&k) {
+                sets.add(w, sample.ops);
+            }
             let count = |value| {
                 alone.then_some(RawCount {
                     value,
@@ -65,32 +79,74 @@ fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
                     running: 1,
                 })
             };
-            sample.counts.extend([count(w.user), count(w.kernel)]);
+            let values = w.counts.iter().flat_map(|c| [count(c[0]), count(c[1])]);
+            sample.counts.extend(values);
         }
     }
-    let group = r.events.iter().map(|e| e.group + 1).max().unwrap_or(0);
-    for (name, kernel) in EVENTS.iter().zip([false, true]) {
-        r.events.push(EventRecord {
-            spec: EventSpec::emulated(*name, kernel),
-            group,
-            status: EventStatus::Counting,
-        });
-    }
+    add_events(r, counts);
+    r.emulated_sets = sets.per_op();
     r.recompute();
-    r.warnings.extend(match switches {
+    r.warnings.extend(crowded_warning(switches, crowded, windows.len()));
+    Ok(())
+}
+
+/// The emulated events, user then kernel for each count, in a group of their own.
+fn add_events(r: &mut RunResult, counts: &[Count]) {
+    let group = r.events.iter().map(|e| e.group + 1).max().unwrap_or(0);
+    for c in counts {
+        for kernel in [false, true] {
+            r.events.push(EventRecord {
+                spec: EventSpec::emulated(c.event_name(kernel), kernel),
+                group,
+                status: EventStatus::Counting,
+            });
+        }
+    }
+}
+
+fn crowded_warning(switches: Option<usize>, crowded: usize, windows: usize) -> Option<String> {
+    match switches {
         None => Some(
             "emulated counts: windows not checked for other tasks (count context-switches, \
              in the default events)"
                 .to_string(),
         ),
         Some(_) if crowded > 0 => Some(format!(
-            "emulated counts: {crowded} of {} windows left out: another task ran in them \
-             (context switches counted in the batch)",
-            windows.len()
+            "emulated counts: {crowded} of {windows} windows left out: another task ran in them \
+             (context switches counted in the batch)"
         )),
         Some(_) => None,
-    });
-    Ok(())
+    }
+}
+
+/// The sample windows' misses by set, summed, and their operations.
+#[derive(Default)]
+struct SetSums {
+    l1d: Vec<u64>,
+    l1i: Vec<u64>,
+    ops: u64,
+}
+
+impl SetSums {
+    fn add(&mut self, w: &Window, ops: u64) {
+        if w.l1d_sets.is_empty() {
+            return;
+        }
+        for (sum, sets) in [(&mut self.l1d, &w.l1d_sets), (&mut self.l1i, &w.l1i_sets)] {
+            sum.resize(sum.len().max(sets.len()), 0);
+            sum.iter_mut().zip(sets).for_each(|(s, m)| *s += m);
+        }
+        self.ops += ops;
+    }
+
+    fn per_op(self) -> Option<EmulatedSets> {
+        let ops = self.ops as f64;
+        let per_op = |v: Vec<u64>| v.into_iter().map(|m| m as f64 / ops).collect();
+        (self.ops > 0).then(|| EmulatedSets {
+            l1d: per_op(self.l1d),
+            l1i: per_op(self.l1i),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -106,8 +162,9 @@ mod unit {
             for (k, s) in run.batches().enumerate() {
                 out.push(Window {
                     name: 0x1000 * (run.index as u64 + 1) + k as u64,
-                    user: 16 * s.ops,
-                    kernel: kernel * s.ops,
+                    counts: vec![[16 * s.ops, kernel * s.ops], [2 * s.ops, 40 * s.ops]],
+                    l1d_sets: vec![0, 3 * s.ops, s.ops],
+                    l1i_sets: vec![s.ops, 0, 0],
                 });
             }
         }
@@ -115,15 +172,21 @@ mod unit {
     }
 
     #[test]
-    fn windows_become_two_events_with_a_metric_per_operation() {
+    fn windows_become_events_with_a_metric_per_operation() {
         let r = fixed_result();
         let mut v = serde_json::to_value(&r).unwrap();
         join(&mut v, &windows_of(&r, 305));
         let joined: RunResult = serde_json::from_value(v).unwrap();
         let metric = |name: &str| joined.metrics.iter().find(|m| m.name == name).unwrap();
-        assert_eq!(metric(EVENTS[0]).summary.as_ref().unwrap().median, 16.0);
-        assert_eq!(metric(EVENTS[1]).summary.as_ref().unwrap().median, 305.0);
-        assert_eq!(joined.events.len(), r.events.len() + 2);
+        let median = |name: &str| metric(name).summary.as_ref().unwrap().median;
+        assert_eq!(median("instructions:u (emulated)"), 16.0);
+        assert_eq!(median("instructions:k (emulated)"), 305.0);
+        assert_eq!(median("conditional-branches:k (emulated)"), 40.0);
+        let kind = metric("instructions:k (emulated)").kind;
+        assert_eq!(kind, crate::results::MetricKind::Emulated);
+        assert_eq!(joined.events.len(), r.events.len() + 4);
+        let sets = joined.emulated_sets.unwrap();
+        assert_eq!((sets.l1d, sets.l1i), (vec![0.0, 3.0, 1.0], vec![1.0, 0.0, 0.0]));
     }
 
     #[test]
@@ -148,6 +211,7 @@ mod unit {
         let joined: RunResult = serde_json::from_value(v).unwrap();
         let n = joined.runs[1].samples[0].counts.len();
         assert_eq!(joined.runs[1].samples[0].counts[n - 1], None);
+        assert_eq!(joined.runs[1].samples[0].counts[n - 4], None);
         assert!(joined.runs[0].samples[0].counts[n - 1].is_some());
         let said = joined.warnings.join("; ");
         assert!(said.contains("1 of 12 windows left out"), "{said}");

@@ -679,6 +679,7 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
     if machine.emulated_counters {
         std::fs::write(&plugin, crate::counters::emulated::PLUGIN)
             .context("cannot write syscost's TCG plugin")?;
+        qemu::check_plugin(machine, &plugin)?;
     }
     let order = order(plan.arms.len(), plan.boots, plan.seed);
     let mut boots = Vec::new();
