@@ -1273,3 +1273,76 @@ fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() 
         assert!(read(gone).is_empty(), "{gone} is left");
     }
 }
+
+/// The audit replica's walk over 32 rule entries crowded into one L1d set misses in that set on
+/// every walk under syscost's L1d model, and the set it misses in is the one the replica says
+/// it crowded; packed (as evenly over the sets as kmalloc-512 allows) it barely misses.
+#[test]
+fn the_cache_model_sees_the_replica_s_crowded_set() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let walk = |placement: &str| -> Value {
+        let out_file = tmp.path().join(format!("{placement}.json"));
+        let args = [
+            arm("a", &k[0]),
+            ["--cache-model", "skylake-x", "--boots", "1", "-o"]
+                .map(String::from)
+                .to_vec(),
+            vec![out_file.display().to_string()],
+        ]
+        .concat();
+        let measure = [
+            "run",
+            "audit-replica",
+            "--rules",
+            "32",
+            "--placement",
+            placement,
+            "--runs",
+            "1",
+            "--samples",
+            "2",
+            "--sample-time",
+            "10ms",
+        ];
+        let out = campaign_measuring(tmp.path(), &args, &measure);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{placement}: {err}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("Modelled L1 misses per operation by set"),
+            "{text}"
+        );
+        serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap()
+    };
+    let (crowded, packed) = (walk("sets=1"), walk("packed"));
+    let misses = |c: &Value| -> f64 {
+        let counters = c["figures"][0]["counters"].as_array().unwrap();
+        let m = counters
+            .iter()
+            .find(|x| x["name"] == "L1-dcache-load-misses:u (emulated)");
+        m.unwrap_or_else(|| panic!("no modelled misses: {c}"))["median"]
+            .as_f64()
+            .unwrap()
+    };
+    let (m_crowded, m_packed) = (misses(&crowded), misses(&packed));
+    assert!(
+        m_crowded > 16.0 && m_crowded > 10.0 * m_packed,
+        "32 entries in one 8-way set miss on every walk: {m_crowded} against {m_packed} per walk"
+    );
+    let sets: Vec<f64> =
+        serde_json::from_value(crowded["figures"][0]["sets"]["l1d"].clone()).unwrap();
+    assert_eq!(sets.len(), 64, "Skylake-X's L1d: 64 sets");
+    let most = (0..sets.len())
+        .max_by(|&a, &b| sets[a].total_cmp(&sets[b]))
+        .unwrap();
+    let fullest = common::median(common::metric(
+        &crowded["boots"][0]["result"],
+        "fullest-set",
+    ));
+    assert_eq!(most as f64, fullest, "{sets:?}");
+    let all: f64 = sets.iter().sum();
+    assert!(sets[most] > 0.99 * all, "the misses are the crowded set's: {sets:?}");
+    assert!(leftovers(tmp.path()).is_empty());
+}

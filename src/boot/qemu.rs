@@ -157,7 +157,10 @@ pub fn check_installed() -> Result<()> {
 /// `-plugin`'s value: syscost's plugin at `file`, with the machine's cache model.
 fn plugin_arg(m: &Machine, file: &Path) -> String {
     let file = file.to_string_lossy().replace(',', ",,");
-    let args = m.cache_model.as_ref().map(|c| format!(",{}", c.plugin_args()));
+    let args = m
+        .cache_model
+        .as_ref()
+        .map(|c| format!(",{}", c.plugin_args()));
     format!("file={file}{}", args.unwrap_or_default())
 }
 
@@ -168,7 +171,15 @@ fn plugin_arg(m: &Machine, file: &Path) -> String {
 pub fn check_plugin(m: &Machine, file: &Path) -> Result<()> {
     use std::io::Write;
     let mut child = Command::new(QEMU)
-        .args(["-machine", "none", "-accel", "tcg", "-nodefaults", "-display", "none"])
+        .args([
+            "-machine",
+            "none",
+            "-accel",
+            "tcg",
+            "-nodefaults",
+            "-display",
+            "none",
+        ])
         .args(["-S", "-monitor", "stdio", "-plugin", &plugin_arg(m, file)])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

@@ -124,17 +124,23 @@ impl CacheModel {
             "skylake-x" => Ok(named(s, SKYLAKE_X, SKYLAKE_X)),
             "host" => {
                 let l1 = |type_: &str| -> Result<Geometry, String> {
-                    let c = crate::core::caches::caches().into_iter().find(|c| {
-                        c.level == 1 && c.type_ == type_
-                    });
+                    let c = crate::core::caches::caches()
+                        .into_iter()
+                        .find(|c| c.level == 1 && c.type_ == type_);
                     let c = c.ok_or(format!("sysfs describes no L1 {type_} cache here"))?;
                     match (c.sets, c.ways, c.line_size) {
                         (Some(s), Some(w), Some(l)) => Geometry::parse(&format!("{s}x{w}x{l}")),
-                        _ => Err(format!("sysfs gives no sets, ways or line size of L1 {type_}")),
+                        _ => Err(format!(
+                            "sysfs gives no sets, ways or line size of L1 {type_}"
+                        )),
                     }
                 };
                 let why = |e: String| format!("--cache-model host: {e}; name one, e.g. skylake-x");
-                Ok(named(s, l1("Data").map_err(why)?, l1("Instruction").map_err(why)?))
+                Ok(named(
+                    s,
+                    l1("Data").map_err(why)?,
+                    l1("Instruction").map_err(why)?,
+                ))
             }
             _ => {
                 let (d, i) = s.split_once(',').unwrap_or((s, s));
@@ -278,10 +284,18 @@ mod unit {
         assert_eq!(sk.l1d.bytes(), 32 * 1024);
         let c = CacheModel::parse("64x12x64,64x8x64").unwrap();
         assert_eq!((c.l1d.ways, c.l1i.ways), (12, 8));
-        assert!(CacheModel::parse("128x8x64").unwrap_err().contains("4 KiB page"));
+        assert!(
+            CacheModel::parse("128x8x64")
+                .unwrap_err()
+                .contains("4 KiB page")
+        );
         assert!(CacheModel::parse("48x8x64").is_err());
         assert!(CacheModel::parse("64x0x64").is_err());
-        assert!(CacheModel::parse("big").unwrap_err().contains("SETSxWAYSxLINE"));
+        assert!(
+            CacheModel::parse("big")
+                .unwrap_err()
+                .contains("SETSxWAYSxLINE")
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@ use super::format::{Cell, Format, Grid};
 use super::kind::{Entry, ResultKind};
 use super::section::{Section, compare_section};
 use crate::core::Kind;
+use crate::counters::emulated::Geometry;
 use crate::experiments::campaign::{BootSplit, Campaign, CounterFigure, Outcome};
+use crate::results::sets::EmulatedSets;
 
 impl Campaign {
     /// One row per arm: its boots and the spread of the per-boot values.
@@ -63,6 +65,39 @@ impl Campaign {
                 row.push(counter_cell(c, &mut g.notes));
             }
             g.row(row);
+        }
+        Some(g)
+    }
+
+    /// Per arm and modelled cache, the sets with the most misses per operation: the
+    /// syscall-latency post's crowded sets, for the real kernel's objects.
+    pub fn sets_grid(&self) -> Option<Grid> {
+        let model = self.machine.as_ref()?.cache_model.as_ref()?;
+        let mut g = Grid::new(&["arm", "cache", "misses", "most missed sets (set: misses)"])
+            .right([2])
+            .title(format!(
+                " Modelled L1 misses per operation by set ({} model: L1d {}, L1i {}; each \
+                 set's median over the boots)",
+                model.name,
+                geometry_words(model.l1d),
+                geometry_words(model.l1i)
+            ));
+        for f in &self.figures {
+            let Some(sets) = &f.sets else { continue };
+            for (cache, misses) in [("L1d", &sets.l1d), ("L1i", &sets.l1i)] {
+                let most = EmulatedSets::crowded(misses, SETS_SHOWN);
+                let words: Vec<String> = most
+                    .iter()
+                    .filter(|(_, m)| *m > 0.0)
+                    .map(|(s, m)| format!("{s}: {}", crate::core::num::fmt_num(*m)))
+                    .collect();
+                g.row([
+                    f.arm.clone().into(),
+                    cache.into(),
+                    Cell::Num(misses.iter().sum()),
+                    words.join(", ").into(),
+                ]);
+            }
         }
         Some(g)
     }
@@ -238,6 +273,20 @@ fn counter_cell(c: Option<&CounterFigure>, notes: &mut Vec<String>) -> Cell {
     format!("{status} [{}]", i + 1).into()
 }
 
+/// How many of an arm's most missed sets the table names.
+const SETS_SHOWN: usize = 6;
+
+/// A cache geometry in words: 32 KiB 8-way, 64 sets of 64 B.
+fn geometry_words(g: Geometry) -> String {
+    format!(
+        "{} KiB {}-way, {} sets of {} B",
+        g.bytes() / 1024,
+        g.ways,
+        g.sets,
+        g.line
+    )
+}
+
 impl Render for Campaign {
     fn preamble(&self) -> Vec<String> {
         let order: Vec<String> = self.order.iter().map(|r| r.join(" ")).collect();
@@ -269,6 +318,7 @@ impl Render for Campaign {
     fn grids(&self) -> Vec<Grid> {
         let mut out = vec![self.figures_grid()];
         out.extend(self.counters_grid());
+        out.extend(self.sets_grid());
         if let Some(c) = &self.comparison {
             let mut d = c.delta_grid();
             d.title = Some(format!(
@@ -287,6 +337,7 @@ impl Render for Campaign {
     fn text(&self, format: Format) -> String {
         let mut grids = vec![self.figures_grid()];
         grids.extend(self.counters_grid());
+        grids.extend(self.sets_grid());
         match &self.comparison {
             Some(c) if format.layout().for_mail() => grids.extend(c.delta_blocks()),
             _ => return super::format::render(format, &self.preamble(), &self.grids()),

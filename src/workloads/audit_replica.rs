@@ -797,6 +797,13 @@ impl Replica {
         pages.len()
     }
 
+    /// The set of this machine's L1 that holds the most entry lines (the lowest on a tie).
+    pub fn fullest_set(&self) -> usize {
+        let pop = layout::populations(&self.geometry, &self.addresses(), 1);
+        let most = pop.iter().copied().max().unwrap_or(0);
+        pop.iter().position(|&p| p == most).unwrap_or(0)
+    }
+
     /// The seed's cacheline-spread of this placement on this machine's L1, and the largest
     /// number of entry lines in one set.
     pub fn spread(&self) -> (f64, u64) {
@@ -871,6 +878,9 @@ impl Workload for AuditReplica {
         vec![
             ("cacheline-spread".into(), spread),
             ("max-set-population".into(), max as f64),
+            // An index, not a quantity: which set the placement crowds (a model of the L1,
+            // such as a campaign's --cache-model, shows its misses there).
+            ("fullest-set".into(), r.fullest_set() as f64),
             ("huge-page-share".into(), r.backing.huge_pct),
             ("pages-touched".into(), r.pages_touched() as f64),
         ]

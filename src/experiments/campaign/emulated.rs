@@ -86,7 +86,8 @@ fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
     add_events(r, counts);
     r.emulated_sets = sets.per_op();
     r.recompute();
-    r.warnings.extend(crowded_warning(switches, crowded, windows.len()));
+    r.warnings
+        .extend(crowded_warning(switches, crowded, windows.len()));
     Ok(())
 }
 
@@ -186,7 +187,10 @@ mod unit {
         assert_eq!(kind, crate::results::MetricKind::Emulated);
         assert_eq!(joined.events.len(), r.events.len() + 4);
         let sets = joined.emulated_sets.unwrap();
-        assert_eq!((sets.l1d, sets.l1i), (vec![0.0, 3.0, 1.0], vec![1.0, 0.0, 0.0]));
+        assert_eq!(
+            (sets.l1d, sets.l1i),
+            (vec![0.0, 3.0, 1.0], vec![1.0, 0.0, 0.0])
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::boot::initramfs::{self, Contents};
 use crate::boot::qemu::{self, Accel, Ended, KernelEntry, Machine, Pinned};
 use crate::compare::{self, Comparison, groups};
 use crate::core::{Envelope, Kind};
+use crate::results::sets::EmulatedSets;
 use crate::results::view::ResultView;
 use crate::stats::Summary;
 use anyhow::{Context, Result, bail};
@@ -223,6 +224,10 @@ pub struct ArmFigures {
     /// Its other per-operation metrics (perf counters and their ratios), where measured.
     #[serde(default)]
     pub counters: Vec<CounterFigure>,
+    /// Modelled L1 misses by set per operation, each set's median over the boots
+    /// (`--cache-model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sets: Option<EmulatedSets>,
 }
 
 /// An arm's figure for one counter (or a ratio of two): the median over its good boots of
@@ -902,7 +907,26 @@ fn figures_of(
         summary: Summary::of(&values),
         values,
         counters: counters_of(views, metric),
+        sets: sets_of(boots.iter().filter(|b| b.arm == arm.name)),
     }
+}
+
+/// Each set's median over the boots of its modelled misses per operation, if they have any.
+fn sets_of<'a>(boots: impl Iterator<Item = &'a BootRecord>) -> Option<EmulatedSets> {
+    let per_boot: Vec<EmulatedSets> = boots
+        .filter_map(|b| b.result()?.get("emulated_sets").cloned())
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .collect();
+    let median_of = |pick: fn(&EmulatedSets) -> &Vec<f64>| -> Vec<f64> {
+        let sets = per_boot.iter().map(|s| pick(s).len()).min().unwrap_or(0);
+        (0..sets)
+            .map(|i| crate::stats::median(&per_boot.iter().map(|s| pick(s)[i]).collect::<Vec<_>>()))
+            .collect()
+    };
+    (!per_boot.is_empty()).then(|| EmulatedSets {
+        l1d: median_of(|s| &s.l1d),
+        l1i: median_of(|s| &s.l1i),
+    })
 }
 
 /// Every metric of the boots' results but `primary` and the time, in the order they first
