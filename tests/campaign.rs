@@ -1343,6 +1343,9 @@ fn the_cache_model_sees_the_replica_s_crowded_set() {
     ));
     assert_eq!(most as f64, fullest, "{sets:?}");
     let all: f64 = sets.iter().sum();
-    assert!(sets[most] > 0.99 * all, "the misses are the crowded set's: {sets:?}");
+    assert!(
+        sets[most] > 0.99 * all,
+        "the misses are the crowded set's: {sets:?}"
+    );
     assert!(leftovers(tmp.path()).is_empty());
 }

@@ -133,10 +133,11 @@ pub struct CampaignArgs {
     /// boots as a bzImage, and the result says why.
     #[arg(long, value_enum, default_value_t = KernelEntry::Pvh)]
     pub entry: KernelEntry,
-    /// Count the guest's instructions, user and kernel apart, in every batch the measurement
-    /// times, with syscost's own QEMU plugin (tcg only): each boot's run result gains
-    /// `instructions:u (emulated)` and `instructions:k (emulated)` per operation. Exact paths,
-    /// not hardware: no speculation, no caches.
+    /// Count the guest's instructions and conditional branches, user and kernel apart, in
+    /// every batch the measurement times, with syscost's own QEMU plugin (tcg only): each
+    /// boot's run result gains `instructions:k (emulated)` and the like per operation. Exact
+    /// paths, not hardware: no cycles, no speculation. Two boots per arm decide (the range
+    /// rule: every boot apart by more than the arms' own range and --exact-resolution).
     #[arg(long)]
     pub emulated_counters: bool,
     /// Model the L1 caches too (implies --emulated-counters): every load and store of a

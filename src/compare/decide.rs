@@ -50,11 +50,18 @@ pub(super) fn decide(est: &mut Estimated, families: &[usize], tested: &[Variant]
 fn decide_exact(exact: Exact, metric: &str) -> (Decision, String) {
     let r = match exact {
         Exact::Rule(r) => r,
+        Exact::ZeroBase => {
+            return (
+                Decision::NoTest,
+                "no test (a baseline boot counts none: no percentage)".into(),
+            );
+        }
         Exact::TooFew { units } => {
             return (
                 Decision::TooFewUnits,
                 format!(
-                    "cannot decide with {units} boot(s) in an arm: exact counts need 2 per arm,                      for their boot-to-boot range"
+                    "cannot decide with {units} boot(s) in an arm: exact counts need 2 per \
+                     arm, for their boot-to-boot range"
                 ),
             );
         }
@@ -136,6 +143,7 @@ mod unit {
         let (d, s) = decide_exact(rule(&[100.0, 102.0], &[103.0, 103.1]), m);
         assert_eq!(d, Decision::Inconclusive, "{s}");
         assert!(s.contains("1.98%"), "{s}");
+        assert_eq!(decide_exact(Exact::ZeroBase, m).0, Decision::NoTest);
         let (d, s) = decide_exact(Exact::TooFew { units: 1 }, m);
         assert_eq!(d, Decision::TooFewUnits);
         assert!(s.contains("need 2 per arm"), "{s}");

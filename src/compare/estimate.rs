@@ -37,6 +37,8 @@ pub(super) enum Exact {
     TooFew {
         units: usize,
     },
+    /// A baseline that counts none: no change in percent.
+    ZeroBase,
 }
 
 /// A delta's estimate, interval and test, before the decision.
@@ -175,7 +177,8 @@ fn exact_estimate(bm: &Metric, om: &Metric, opts: &Options) -> (Estimate, Exact)
             },
             Exact::Rule(r),
         ),
-        None => (Estimate::untested(n), Exact::TooFew { units: n }),
+        None if n < 2 => (Estimate::untested(n), Exact::TooFew { units: n }),
+        None => (Estimate::untested(n), Exact::ZeroBase),
     }
 }
 
