@@ -298,6 +298,60 @@ fn audit_rules_make_getpid_slower_with_boots_as_units() {
     assert_eq!(c["comparison"]["variants"][0]["unit"], "boot");
 }
 
+/// An audit sweep in a guest counting emulated instructions: every step's runs get their
+/// counts, and the sweep's fit of kernel instructions per getpid against the rule count is a
+/// line (the exit rules are walked one by one on every syscall).
+#[test]
+fn an_emulated_audit_sweep_fits_instructions_per_rule() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let out_file = tmp.path().join("c.json");
+    let args = [
+        arm("a", &k[0]),
+        ["--emulated-counters", "--boots", "1", "-o"]
+            .map(String::from)
+            .to_vec(),
+        vec![out_file.display().to_string()],
+    ]
+    .concat();
+    let sweep = "audit sweep --rules 0,8,16,32 --no-residue-step --runs 2 --samples 2 \
+                 --sample-time 10ms";
+    let words: Vec<&str> = sweep.split_whitespace().collect();
+    let out = campaign_measuring(tmp.path(), &args, &words);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let result = &c["boots"][0]["result"];
+    assert_eq!(result["kind"], "audit-sweep", "{result}");
+    let fit = result["fits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["metric"] == "instructions:k (emulated)")
+        .unwrap_or_else(|| panic!("no fit of emulated instructions: {}", result["warnings"]))
+        .clone();
+    assert_eq!(fit["n"], 6, "3 steps with rules x 2 runs: {fit}");
+    assert!(fit["r2"].as_f64().unwrap() >= 0.99, "{fit}");
+    // Each rule on another syscall is a few dozen instructions of the exit filter's walk.
+    let slope = fit["slope"].as_f64().unwrap();
+    assert!((10.0..100.0).contains(&slope), "{fit}");
+    let user = result["fits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["metric"] == "instructions:u (emulated)");
+    let user = user.expect("user instructions fitted too")["slope"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        user.abs() < 0.01,
+        "rules cost the kernel, not the loop: {user}"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("instructions:k (emulated)"), "{text}");
+}
+
 /// A campaign of one boot of each kernel (1 vCPU) measured by `measure`, its JSON.
 fn one_boot_each(tmp: &Path, k: &[PathBuf], measure: &[&str]) -> Value {
     let out = syscost()
@@ -702,15 +756,16 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
     let err = String::from_utf8_lossy(&one_boot.stderr);
     assert_eq!(one_boot.status.code(), Some(1), "{err}");
     assert!(err.contains("need 2 boots per arm"), "{err}");
-    let sweep = syscost()
+    let probe = syscost()
         .args(["campaign", "--accel", "tcg", "--emulated-counters"])
         .args([arm("a", &k[0]), arm("b", &k[0])].concat())
-        .args(["--", "audit", "sweep", "--rules", "0,8"])
+        .args(["--", "probe", "/bin/true", "main"])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&sweep.stderr);
+    let err = String::from_utf8_lossy(&probe.stderr);
+    assert_eq!(probe.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("--emulated-counters counts the batches of `run`"),
+        err.contains("probe /bin/true main is measured without them"),
         "{err}"
     );
 }

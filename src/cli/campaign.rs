@@ -135,7 +135,8 @@ pub struct CampaignArgs {
     pub entry: KernelEntry,
     /// Count the guest's instructions and conditional branches, user and kernel apart, in
     /// every batch the measurement times, with syscost's own QEMU plugin (tcg only): each
-    /// boot's run result gains `instructions:k (emulated)` and the like per operation. Exact
+    /// boot's run result (or each step of an audit sweep, whose fits then give instructions
+    /// per rule) gains `instructions:k (emulated)` and the like per operation. Exact
     /// paths, not hardware: no cycles, no speculation. Two boots per arm decide (the range
     /// rule: every boot apart by more than the arms' own range and --exact-resolution).
     #[arg(long)]
@@ -233,10 +234,13 @@ impl CampaignArgs {
                  instructions it emulates (not under kvm, nor on bare metal)"
             );
         }
-        if self.emulated() && self.measure.first().map(String::as_str) != Some("run") {
+        let measure: Vec<&str> = self.measure.iter().take(2).map(String::as_str).collect();
+        if self.emulated() && !matches!(measure[..], ["run", ..] | ["audit", "sweep" | "residue"]) {
             anyhow::bail!(
-                "--emulated-counters counts the batches of `run` (each boot's run result gains \
-                 them); an audit sweep or a probe is measured without them: measure with -- run"
+                "--emulated-counters counts the timed batches of `run` and `audit sweep` (their \
+                 results gain the counts per operation); {} is measured without them: measure \
+                 with -- run or -- audit sweep (`run uprobe` counts a probe's hits)",
+                self.measure.join(" ")
             );
         }
         let vcpus = (self.via == Via::Qemu).then(|| self.guest_cpus());
@@ -295,7 +299,9 @@ impl CampaignArgs {
         if self.emulated() {
             if (boots as usize) < campaign::MIN_EXACT_BOOTS {
                 anyhow::bail!(
-                    "--boots {boots}: emulated counts need {} boots per arm, for their                      boot-to-boot range, before they can be called different; use --boots {} (or                      add --no-verdict for figures alone)",
+                    "--boots {boots}: emulated counts need {} boots per arm, for their \
+                     boot-to-boot range, before they can be called different; use --boots {} (or \
+                     add --no-verdict for figures alone)",
                     campaign::MIN_EXACT_BOOTS,
                     campaign::MIN_EXACT_BOOTS
                 );

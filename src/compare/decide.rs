@@ -15,7 +15,7 @@ pub(super) fn decide(est: &mut Estimated, families: &[usize], tested: &[Variant]
             .any(|x| x.unit == "sample" || x.n(&d.metric) < 2 && x.unit == "run");
         let family = families[k].max(1);
         let (decision, verdict) = if let Some(exact) = est.exact[k] {
-            decide_exact(exact, &d.metric)
+            decide_exact(exact, &d.metric, &tested[0].unit)
         } else if one_run && !opts.samples_as_units {
             (
                 Decision::NoVerdict,
@@ -47,21 +47,22 @@ pub(super) fn decide(est: &mut Estimated, families: &[usize], tested: &[Variant]
 }
 
 /// An emulated count's decision by the range rule (`stats::exact`), and its sentence.
-fn decide_exact(exact: Exact, metric: &str) -> (Decision, String) {
+/// `unit`: what one value of the arms is (`boot`, `run`), as the sentences name it.
+fn decide_exact(exact: Exact, metric: &str, unit: &str) -> (Decision, String) {
     let r = match exact {
         Exact::Rule(r) => r,
         Exact::ZeroBase => {
             return (
                 Decision::NoTest,
-                "no test (a baseline boot counts none: no percentage)".into(),
+                format!("no test (a baseline {unit} counts none: no percentage)"),
             );
         }
         Exact::TooFew { units } => {
             return (
                 Decision::TooFewUnits,
                 format!(
-                    "cannot decide with {units} boot(s) in an arm: exact counts need 2 per \
-                     arm, for their boot-to-boot range"
+                    "cannot decide with {units} {unit}(s) in an arm: exact counts need 2 per \
+                     arm, for their {unit}-to-{unit} range"
                 ),
             );
         }
@@ -71,7 +72,7 @@ fn decide_exact(exact: Exact, metric: &str) -> (Decision, String) {
         return (
             d,
             format!(
-                "{} (exact: every boot apart by > {:.2}%)",
+                "{} (exact: every {unit} apart by > {:.2}%)",
                 d.name(),
                 r.bar_pct()
             ),
@@ -80,7 +81,7 @@ fn decide_exact(exact: Exact, metric: &str) -> (Decision, String) {
     if r.equal() {
         return (
             Decision::Equivalent,
-            format!("equivalent (exact: every boot within ±{}%)", r.floor_pct),
+            format!("equivalent (exact: every {unit} within ±{}%)", r.floor_pct),
         );
     }
     (
@@ -136,15 +137,15 @@ mod unit {
         use crate::stats::exact::range_rule;
         let rule = |a: &[f64], b: &[f64]| Exact::Rule(range_rule(a, b, 0.1).unwrap());
         let m = "instructions:k (emulated)";
-        let (d, s) = decide_exact(rule(&[305.80, 305.74], &[308.86, 308.81]), m);
+        let (d, s) = decide_exact(rule(&[305.80, 305.74], &[308.86, 308.81]), m, "boot");
         assert_eq!(d, Decision::Higher, "{s}");
-        let (d, s) = decide_exact(rule(&[305.80, 305.74], &[305.87, 305.79]), m);
+        let (d, s) = decide_exact(rule(&[305.80, 305.74], &[305.87, 305.79]), m, "boot");
         assert_eq!(d, Decision::Equivalent, "{s}");
-        let (d, s) = decide_exact(rule(&[100.0, 102.0], &[103.0, 103.1]), m);
+        let (d, s) = decide_exact(rule(&[100.0, 102.0], &[103.0, 103.1]), m, "boot");
         assert_eq!(d, Decision::Inconclusive, "{s}");
         assert!(s.contains("1.98%"), "{s}");
-        assert_eq!(decide_exact(Exact::ZeroBase, m).0, Decision::NoTest);
-        let (d, s) = decide_exact(Exact::TooFew { units: 1 }, m);
+        assert_eq!(decide_exact(Exact::ZeroBase, m, "boot").0, Decision::NoTest);
+        let (d, s) = decide_exact(Exact::TooFew { units: 1 }, m, "boot");
         assert_eq!(d, Decision::TooFewUnits);
         assert!(s.contains("need 2 per arm"), "{s}");
     }

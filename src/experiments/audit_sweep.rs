@@ -132,6 +132,22 @@ impl Sweep {
     }
 }
 
+impl Sweep {
+    /// The costs and fits again, from the steps as they are now: after counts were added to
+    /// the steps' samples (a campaign guest's emulated counts), so the fits include them.
+    pub fn refigure(&mut self) -> Result<()> {
+        let residue_step = self
+            .steps
+            .iter()
+            .any(|s| s.config.enabled == 0 && !s.config.task_never);
+        let costs = costs(&self.steps, residue_step)?;
+        (self.enable_cost, self.residue, self.first_rules_cost) =
+            (costs.enable, costs.residue, costs.first_rules);
+        (self.fit_steps, self.fits) = fits(&self.steps);
+        Ok(())
+    }
+}
+
 /// Parse `0,8,16` or `0-48:16` into strictly increasing rule counts.
 pub fn parse_rule_counts(s: &str) -> Result<Vec<u32>> {
     let mut out: Vec<u32> = Vec::new();

@@ -7,27 +7,46 @@
 //! match the batches one to one (their number, and each run's windows named by consecutive
 //! slots); otherwise the result says why and keeps none.
 
+use crate::core::Kind;
 use crate::counters::emulated::{Count, Window};
 use crate::counters::{EventStatus, RawCount, events::EventSpec};
+use crate::experiments::audit_sweep::Sweep;
 use crate::results::sets::EmulatedSets;
-use crate::results::{EventRecord, RunResult, Sample};
+use crate::results::{EventRecord, RunRecord, RunResult, Sample};
 
-/// Join `windows` to the boot's `result` (a run's; other kinds are left as they are).
+/// Join `windows` to the boot's `result`: a run's, or an audit sweep's (each step's runs, and
+/// then its costs and fits again, so the fits include instructions per rule); other kinds are
+/// left as they are.
 pub fn join(result: &mut serde_json::Value, windows: &[Window]) {
-    if result.get("kind").and_then(|k| k.as_str()) != Some("run") {
-        return;
-    }
-    let joined = serde_json::from_value::<RunResult>(result.clone())
-        .map_err(|e| e.to_string())
-        .and_then(|mut r| joined(&mut r, windows).map(|()| r));
+    let joined = match Kind::parse(result.get("kind").and_then(|k| k.as_str()).unwrap_or("")) {
+        Some(Kind::Run) => joined_as::<RunResult>(result, windows, |r, w| joined(&mut [r], w)),
+        Some(Kind::AuditSweep) => joined_as::<Sweep>(result, windows, |s, w| {
+            let mut steps: Vec<&mut RunResult> =
+                s.steps.iter_mut().map(|s| &mut s.result).collect();
+            joined(&mut steps, w)?;
+            s.refigure().map_err(|e| e.to_string())
+        }),
+        _ => return,
+    };
     match joined {
-        Ok(r) => *result = serde_json::to_value(&r).expect("results serialise"),
+        Ok(v) => *result = v,
         Err(why) => {
             if let Some(w) = result.get_mut("warnings").and_then(|w| w.as_array_mut()) {
                 w.push(format!("no emulated counts: {why}").into());
             }
         }
     }
+}
+
+/// `result` read as a `T`, joined by `join`, and written back.
+fn joined_as<T: serde::de::DeserializeOwned + serde::Serialize>(
+    result: &serde_json::Value,
+    windows: &[Window],
+    join: impl FnOnce(&mut T, &[Window]) -> Result<(), String>,
+) -> Result<serde_json::Value, String> {
+    let mut r: T = serde_json::from_value(result.clone()).map_err(|e| e.to_string())?;
+    join(&mut r, windows)?;
+    Ok(serde_json::to_value(&r).expect("results serialise"))
 }
 
 /// The counts every window has (the plugin counts the same in all of them).
@@ -39,8 +58,26 @@ fn counted(windows: &[Window]) -> Result<&'static [Count], String> {
     Ok(&Count::ALL[..n])
 }
 
-fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
-    let batches: usize = r.runs.iter().map(|run| run.batches().count()).sum();
+/// Each run of `results`, as (result, run), in the order the runs were measured: by their
+/// first batch's start (interleaved steps of a sweep ran one run after another).
+fn run_order(results: &[&mut RunResult]) -> Vec<(usize, usize)> {
+    let mut order: Vec<(Option<u64>, usize, usize)> = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        for (k, run) in r.runs.iter().enumerate() {
+            order.push((run.batches().next().and_then(|s| s.start_ns), i, k));
+        }
+    }
+    order.sort_by_key(|&(start, ..)| start);
+    order.into_iter().map(|(_, i, k)| (i, k)).collect()
+}
+
+/// Join the windows, in the order their batches ran, to the runs of `results`.
+fn joined(results: &mut [&mut RunResult], windows: &[Window]) -> Result<(), String> {
+    let batches: usize = results
+        .iter()
+        .flat_map(|r| &r.runs)
+        .map(|run| run.batches().count())
+        .sum();
     if windows.len() != batches {
         return Err(format!(
             "the plugin counted {} windows for {batches} batches",
@@ -48,29 +85,63 @@ fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
         ));
     }
     let counts = counted(windows)?;
-    // Another task in a window (a kworker, the boot's own asynchronous work) adds its
-    // instructions to it: such a window is left out, by the context switches counted in it.
-    let switches = r
-        .events
-        .iter()
-        .position(|e| e.spec.name == "context-switches" && e.status.is_counting());
-    let alone = |s: &Sample| switches.is_none_or(|i| s.counts[i].is_some_and(|c| c.value == 0));
-    let mut crowded = 0;
-    let mut sets = SetSums::default();
+    let mut joins: Vec<Joined> = results.iter().map(|r| Joined::of(r)).collect();
     let mut next = windows.iter();
-    for run in &mut r.runs {
-        let mut first: Option<u64> = None;
+    for (i, k) in run_order(results) {
+        let run = &mut results[i].runs[k];
+        let mine: Vec<&Window> = next.by_ref().take(run.batches().count()).collect();
+        joins[i].run(run, &mine)?;
+    }
+    for (r, j) in results.iter_mut().zip(joins) {
+        add_events(r, counts);
+        r.emulated_sets = j.sets.per_op();
+        r.recompute();
+        r.warnings
+            .extend(crowded_warning(j.switches, j.crowded, j.windows));
+    }
+    Ok(())
+}
+
+/// One result's join so far.
+struct Joined {
+    /// Its `context-switches` event, when counted.
+    switches: Option<usize>,
+    crowded: usize,
+    windows: usize,
+    sets: SetSums,
+}
+
+impl Joined {
+    fn of(r: &RunResult) -> Joined {
+        let switches = r
+            .events
+            .iter()
+            .position(|e| e.spec.name == "context-switches" && e.status.is_counting());
+        Joined {
+            switches,
+            crowded: 0,
+            windows: 0,
+            sets: SetSums::default(),
+        }
+    }
+
+    /// Join one run's windows, which must be named by consecutive slots from its first batch.
+    fn run(&mut self, run: &mut RunRecord, windows: &[&Window]) -> Result<(), String> {
+        // Another task in a window (a kworker, the boot's own asynchronous work) adds its
+        // instructions to it: such a window is left out, by the context switches counted in it.
+        let switches = self.switches;
+        let alone = |s: &Sample| switches.is_none_or(|i| s.counts[i].is_some_and(|c| c.value == 0));
         let (index, warmup, samples) = (run.index, run.warmup.len(), run.samples.len());
-        for (k, sample) in run.batches_mut().enumerate() {
-            let w = next.next().expect("as many windows as batches");
-            let base = *first.get_or_insert(w.name);
+        let base = windows.first().map_or(0, |w| w.name);
+        for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
             if w.name.wrapping_sub(base) != k as u64 {
                 return Err(format!("run {index}: batch {k}'s window is out of order"));
             }
             let alone = alone(sample);
-            crowded += usize::from(!alone);
+            self.crowded += usize::from(!alone);
+            self.windows += 1;
             if alone && (warmup..warmup + samples).contains(&k) {
-                sets.add(w, sample.ops);
+                self.sets.add(w, sample.ops);
             }
             let count = |value| {
                 alone.then_some(RawCount {
@@ -82,13 +153,8 @@ fn joined(r: &mut RunResult, windows: &[Window]) -> Result<(), String> {
             let values = w.counts.iter().flat_map(|c| [count(c[0]), count(c[1])]);
             sample.counts.extend(values);
         }
+        Ok(())
     }
-    add_events(r, counts);
-    r.emulated_sets = sets.per_op();
-    r.recompute();
-    r.warnings
-        .extend(crowded_warning(switches, crowded, windows.len()));
-    Ok(())
 }
 
 /// The emulated events, user then kernel for each count, in a group of their own.
@@ -191,6 +257,42 @@ mod unit {
             (sets.l1d, sets.l1i),
             (vec![0.0, 3.0, 1.0], vec![1.0, 0.0, 0.0])
         );
+    }
+
+    /// The runs of two results (an audit sweep's steps) took turns: their windows are joined
+    /// in the order the runs started.
+    #[test]
+    fn the_runs_of_several_results_take_their_windows_in_the_order_they_ran() {
+        let (mut a, mut b) = (fixed_result(), fixed_result());
+        for (r, offset) in [(&mut a, 0), (&mut b, 1)] {
+            for (k, run) in r.runs.iter_mut().enumerate() {
+                let start = 1_000 * (2 * k as u64 + offset);
+                run.batches_mut().for_each(|s| s.start_ns = Some(start));
+            }
+        }
+        let (wa, wb) = (windows_of(&a, 305), windows_of(&b, 500));
+        let mut windows = Vec::new();
+        let chunks = |w: &[Window], r: &RunResult| -> Vec<Vec<Window>> {
+            let mut rest = w.iter().cloned();
+            r.runs
+                .iter()
+                .map(|run| rest.by_ref().take(run.batches().count()).collect())
+                .collect()
+        };
+        let (ca, cb) = (chunks(&wa, &a), chunks(&wb, &b));
+        for (x, y) in ca.into_iter().zip(cb) {
+            windows.extend(x);
+            windows.extend(y);
+        }
+        joined(&mut [&mut a, &mut b], &windows).unwrap();
+        let median = |r: &RunResult| {
+            let m = r
+                .metrics
+                .iter()
+                .find(|m| m.name == "instructions:k (emulated)");
+            m.unwrap().summary.as_ref().unwrap().median
+        };
+        assert_eq!((median(&a), median(&b)), (305.0, 500.0));
     }
 
     #[test]
