@@ -655,6 +655,10 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
         2,
         "the default: 2 rounds"
     );
+    for b in c["boots"].as_array().unwrap() {
+        let waited = b["split"]["settle"].as_f64().unwrap();
+        assert!(waited > 0.0, "each guest waits for its boot's work: {b}");
+    }
     let delta = |variant: &str, metric: &str| -> Value {
         let v = c["comparison"]["variants"].as_array().unwrap();
         let i = v.iter().position(|x| x["label"] == variant).unwrap();

@@ -35,6 +35,10 @@ pub struct GuestPlan {
     /// (`counters::emulated`).
     #[serde(default)]
     pub mark: bool,
+    /// Wait up to this many seconds for the boot's own work to end before measuring
+    /// (`settle`); `None`: measure at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_s: Option<f64>,
 }
 
 /// The frames on the channel: the guest's clock, then a result or why there is none.
@@ -48,6 +52,9 @@ const FAILED: &str = "SYSCOST-FAILED";
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GuestClock {
     pub init: f64,
+    /// When the wait for the boot's own work began (0: there was none).
+    #[serde(default)]
+    pub settle_from: f64,
     pub measure_from: f64,
     pub measure_to: f64,
     pub sent: f64,
@@ -156,6 +163,10 @@ fn measure(clock: &mut GuestClock) -> Result<Vec<u8>> {
         .and_then(|arm| plan.rules.get(arm))
         .map(|path| Ok::<_, std::io::Error>((std::fs::read_to_string(path)?, path.clone())))
         .transpose()?;
+    let settled = plan.settle_s.map(|limit| {
+        clock.settle_from = boottime();
+        super::settle::settle(std::time::Duration::from_secs_f64(limit))
+    });
     clock.measure_from = boottime();
     let result = match &plan.result {
         None => super::measure_here(
@@ -168,7 +179,22 @@ fn measure(clock: &mut GuestClock) -> Result<Vec<u8>> {
         }),
     };
     clock.measure_to = boottime();
-    result
+    match settled {
+        Some(s) if !s.quiet => result.map(|bytes| with_warning(bytes, &s.sentence())),
+        _ => result,
+    }
+}
+
+/// A result with `warning` added to its warnings (a result without any is sent as it is).
+fn with_warning(bytes: Vec<u8>, warning: &str) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return bytes;
+    };
+    match v.get_mut("warnings").and_then(|w| w.as_array_mut()) {
+        Some(w) => w.push(warning.into()),
+        None => return bytes,
+    }
+    serde_json::to_vec(&v).unwrap_or(bytes)
 }
 
 /// The init is a kexec campaign's boot hook: resume it (the resume reboots into the next arm,
@@ -308,6 +334,7 @@ mod unit {
     fn the_clock_comes_before_the_result_and_both_are_read() {
         let clock = GuestClock {
             init: 0.9,
+            settle_from: 0.95,
             measure_from: 1.0,
             measure_to: 2.5,
             sent: 2.6,

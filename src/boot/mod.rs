@@ -12,6 +12,7 @@ pub mod initramfs;
 pub mod kexec;
 pub mod qemu;
 pub mod qmp;
+pub mod settle;
 
 use anyhow::{Context, Result};
 use std::path::Path;

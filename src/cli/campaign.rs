@@ -149,6 +149,14 @@ pub struct CampaignArgs {
     /// SETSxWAYSxLINE[,SETSxWAYSxLINE] (L1d, then L1i if it differs).
     #[arg(long, value_name = "MODEL", value_parser = parse_cache_model)]
     pub cache_model: Option<CacheModel>,
+    /// Before measuring, each guest waits up to this long for its boot's own work (kernel
+    /// threads such as 6.12's crypto self-tests) to end: until its CPU is under 2% busy over
+    /// 250 ms (from /proc/stat). Every instruction in a window counts under the emulator, so
+    /// with --emulated-counters it waits [default: 30s with --emulated-counters, 0 (measure at
+    /// once) otherwise]; a guest still busy at the limit measures anyway and its result says
+    /// so. Either way, a window in which another task ran is left out of the counts.
+    #[arg(long, value_name = "DURATION", value_parser = parse_settle)]
+    pub settle: Option<Duration>,
     /// Memory of each guest, MiB.
     #[arg(long, default_value_t = 1024, value_name = "MIB", value_parser = clap::value_parser!(u32).range(128..=65536))]
     pub guest_memory: u32,
@@ -243,6 +251,16 @@ impl CampaignArgs {
                 self.measure.join(" ")
             );
         }
+        if self.emulated() && self.guest_cpus() > 1 {
+            // The plugin's counts are the machine's (QEMU 7.2's plugin API has no per-vCPU
+            // inline counters): another vCPU's instructions would land in every window.
+            anyhow::bail!(
+                "--emulated-counters counts on one vCPU: with {} (--guest-cpus or --host-cpus), \
+                 the other vCPUs' instructions would land in the measured windows; give \
+                 --guest-cpus 1 (the default under tcg) and at most one --host-cpus CPU",
+                self.guest_cpus()
+            );
+        }
         let vcpus = (self.via == Via::Qemu).then(|| self.guest_cpus());
         let needs = check_measure(&self.measure, vcpus)?;
         let boots = self.boots(arms.len())?;
@@ -273,6 +291,10 @@ impl CampaignArgs {
             retries: self.retries,
             guest_files: self.guest_files.clone(),
             needs,
+            settle: self
+                .settle
+                .or(self.emulated().then_some(Duration::from_secs(30)))
+                .filter(|d| !d.is_zero()),
             options: compare::Options {
                 exact_floor_pct: self.exact_resolution,
                 ..campaign::compare_options(self.alpha, self.noise_threshold, seed)
@@ -601,4 +623,12 @@ fn boot_line(b: &BootRecord) -> String {
         },
         b.seconds
     )
+}
+
+/// `--settle`: a duration, or 0 for no wait.
+fn parse_settle(s: &str) -> Result<Duration, String> {
+    match s.trim() {
+        "0" | "0s" => Ok(Duration::ZERO),
+        _ => parse_duration(s),
+    }
 }

@@ -191,7 +191,7 @@ impl Campaign {
             " Time per measured boot (mean of {}): {:.1} s = {s} (outside the guest's clock: \
              QEMU's start, firmware, loading the kernel and initramfs, power-off)",
             splits.len(),
-            s.kernel + s.init + s.measurement + s.outside
+            s.kernel + s.init + s.settle + s.measurement + s.outside
         ))
     }
 

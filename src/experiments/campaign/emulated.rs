@@ -106,6 +106,9 @@ fn joined(results: &mut [&mut RunResult], windows: &[Window]) -> Result<(), Stri
 struct Joined {
     /// Its `context-switches` event, when counted.
     switches: Option<usize>,
+    /// The loop switches context by nature (a round trip, a fork): its own switches are part
+    /// of the operation.
+    waits: bool,
     crowded: usize,
     windows: usize,
     sets: SetSums,
@@ -119,6 +122,7 @@ impl Joined {
             .position(|e| e.spec.name == "context-switches" && e.status.is_counting());
         Joined {
             switches,
+            waits: r.workload.waits().is_some(),
             crowded: 0,
             windows: 0,
             sets: SetSums::default(),
@@ -129,15 +133,23 @@ impl Joined {
     fn run(&mut self, run: &mut RunRecord, windows: &[&Window]) -> Result<(), String> {
         // Another task in a window (a kworker, the boot's own asynchronous work) adds its
         // instructions to it: such a window is left out, by the context switches counted in it.
-        let switches = self.switches;
-        let alone = |s: &Sample| switches.is_none_or(|i| s.counts[i].is_some_and(|c| c.value == 0));
+        let allowed = self
+            .switches
+            .map(|i| (i, allowed_switches(run, i, self.waits)));
         let (index, warmup, samples) = (run.index, run.warmup.len(), run.samples.len());
+        let workload_batches = warmup + samples;
+        let alone = |k: usize, s: &Sample| {
+            allowed.is_none_or(|(i, per_op)| {
+                let per_op = if k < workload_batches { per_op } else { 0.0 };
+                s.counts[i].is_some_and(|c| c.value as f64 <= allowance(per_op, s.ops))
+            })
+        };
         let base = windows.first().map_or(0, |w| w.name);
         for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
             if w.name.wrapping_sub(base) != k as u64 {
                 return Err(format!("run {index}: batch {k}'s window is out of order"));
             }
-            let alone = alone(sample);
+            let alone = alone(k, sample);
             self.crowded += usize::from(!alone);
             self.windows += 1;
             if alone && (warmup..warmup + samples).contains(&k) {
@@ -155,6 +167,31 @@ impl Joined {
         }
         Ok(())
     }
+}
+
+/// The context switches per operation a batch of `run` makes by itself: none, or for a loop
+/// that switches by nature the median over the run's workload batches.
+fn allowed_switches(run: &RunRecord, switches: usize, waits: bool) -> f64 {
+    if !waits {
+        return 0.0;
+    }
+    let mut per_op: Vec<f64> = run
+        .warmup
+        .iter()
+        .chain(&run.samples)
+        .filter_map(|s| Some(s.counts[switches]?.value as f64 / s.ops.max(1) as f64))
+        .collect();
+    per_op.sort_by(f64::total_cmp);
+    per_op.get(per_op.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The switches a batch of `ops` may count and still be the measured loop's alone: its own
+/// (`per_op`), rounded up, and one more; another task's visit costs two (away and back).
+fn allowance(per_op: f64, ops: u64) -> f64 {
+    if per_op == 0.0 {
+        return 0.0;
+    }
+    (per_op * ops as f64).ceil() + 1.0
 }
 
 /// The emulated events, user then kernel for each count, in a group of their own.
@@ -321,6 +358,38 @@ mod unit {
         assert!(joined.runs[0].samples[0].counts[n - 1].is_some());
         let said = joined.warnings.join("; ");
         assert!(said.contains("1 of 12 windows left out"), "{said}");
+    }
+
+    /// A pipe round trip switches twice per operation by itself: those switches leave no
+    /// window out, another task's visit (two more) does.
+    #[test]
+    fn a_loop_that_switches_by_nature_is_checked_against_its_own_switches() {
+        let mut r = fixed_result();
+        r.workload = crate::workloads::WorkloadSpec::Ipc(crate::workloads::ipc::Params {
+            op: crate::workloads::ipc::IpcOp::Pipe,
+            working_set: 0,
+        });
+        let cs = r
+            .events
+            .iter()
+            .position(|e| e.spec.name == "context-switches")
+            .unwrap();
+        for run in &mut r.runs {
+            let (workload, _) = (run.warmup.len() + run.samples.len(), 0);
+            for (k, s) in run.batches_mut().enumerate() {
+                let own = if k < workload { 2 * s.ops } else { 0 };
+                s.counts[cs].as_mut().unwrap().value = own;
+            }
+        }
+        r.runs[0].samples[1].counts[cs].as_mut().unwrap().value += 2;
+        let mut v = serde_json::to_value(&r).unwrap();
+        join(&mut v, &windows_of(&r, 305));
+        let joined: RunResult = serde_json::from_value(v).unwrap();
+        let said = joined.warnings.join("; ");
+        assert!(said.contains("1 of 12 windows left out"), "{said}");
+        let n = joined.runs[0].samples[1].counts.len();
+        assert_eq!(joined.runs[0].samples[1].counts[n - 1], None);
+        assert!(joined.runs[0].samples[0].counts[n - 1].is_some());
     }
 
     #[test]

@@ -161,6 +161,8 @@ impl State {
             retries: self.retries,
             guest_files: Vec::new(),
             needs: Vec::new(),
+            // The boots of a kexec campaign are the machine's own: its units have started.
+            settle: None,
             options: super::compare_options(self.alpha, self.noise_pct, self.seed),
         }
     }

@@ -64,10 +64,14 @@ impl Backend {
 /// `kernel 0.9 s + init 0.05 s + measurement 1.6 s + outside 0.8 s`.
 impl std::fmt::Display for BootSplit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "kernel {:.1} s + init {:.2} s", self.kernel, self.init)?;
+        if self.settle > 0.0 {
+            write!(f, " + settling {:.2} s", self.settle)?;
+        }
         write!(
             f,
-            "kernel {:.1} s + init {:.2} s + measurement {:.1} s + outside {:.1} s",
-            self.kernel, self.init, self.measurement, self.outside
+            " + measurement {:.1} s + outside {:.1} s",
+            self.measurement, self.outside
         )
     }
 }
@@ -88,6 +92,9 @@ pub struct CampaignPlan {
     /// Files the measuring command opens in the guest (a probe's target and program): each
     /// must be in the initramfs, or every boot fails.
     pub needs: Vec<Needed>,
+    /// Each guest waits up to this long for its boot's own work to end before it measures
+    /// (`boot::settle`); `None`: it measures at once.
+    pub settle: Option<std::time::Duration>,
     pub options: compare::Options,
 }
 
@@ -141,6 +148,9 @@ pub struct BootRecord {
 pub struct BootSplit {
     pub kernel: f64,
     pub init: f64,
+    /// The wait for the boot's own work to end (`--settle`), 0 without one.
+    #[serde(default)]
+    pub settle: f64,
     pub measurement: f64,
     pub outside: f64,
 }
@@ -148,9 +158,16 @@ pub struct BootSplit {
 impl BootSplit {
     /// The split of a boot of `seconds` whose guest sent `clock`.
     pub fn of(clock: &GuestClock, seconds: f64) -> BootSplit {
+        // A guest that did not wait sent no settle_from.
+        let settle_from = if clock.settle_from > 0.0 {
+            clock.settle_from
+        } else {
+            clock.measure_from
+        };
         BootSplit {
             kernel: clock.init,
-            init: (clock.measure_from - clock.init) + (clock.sent - clock.measure_to),
+            init: (settle_from - clock.init) + (clock.sent - clock.measure_to),
+            settle: clock.measure_from - settle_from,
             measurement: clock.measure_to - clock.measure_from,
             outside: seconds - clock.sent,
         }
@@ -164,6 +181,7 @@ impl BootSplit {
         (!all.is_empty()).then(|| BootSplit {
             kernel: mean(|s| s.kernel),
             init: mean(|s| s.init),
+            settle: mean(|s| s.settle),
             measurement: mean(|s| s.measurement),
             outside: mean(|s| s.outside),
         })
@@ -524,6 +542,7 @@ fn build_initramfs(plan: &CampaignPlan, rules: &[(String, String)], dir: &Path) 
     let mut guest = GuestPlan {
         measure: plan.measure.clone(),
         mark: plan.backend.machine().is_some_and(|m| m.emulated_counters),
+        settle_s: plan.settle.map(|d| d.as_secs_f64()),
         ..GuestPlan::default()
     };
     let mut named = Vec::new();
@@ -1027,5 +1046,31 @@ mod unit {
         assert_eq!(o, order(4, 12, 7), "the seed repeats the order");
         assert_ne!(o, order(4, 12, 8));
         assert!(o.iter().any(|r| r != &o[0]), "rounds are shuffled anew");
+    }
+
+    #[test]
+    fn a_boot_s_time_splits_with_its_wait_for_the_boot_work() {
+        let clock = GuestClock {
+            init: 2.0,
+            settle_from: 2.1,
+            measure_from: 2.6,
+            measure_to: 4.0,
+            sent: 4.2,
+        };
+        let s = BootSplit::of(&clock, 5.0);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(s.init, 0.3) && close(s.settle, 0.5) && close(s.measurement, 1.4));
+        let parts = s.kernel + s.init + s.settle + s.measurement + s.outside;
+        assert!(close(parts, 5.0), "{s}");
+        assert!(s.to_string().contains("+ settling 0.50 s +"), "{s}");
+        let at_once = BootSplit::of(
+            &GuestClock {
+                settle_from: 0.0,
+                ..clock
+            },
+            5.0,
+        );
+        assert!(close(at_once.init, 0.8) && at_once.settle == 0.0);
+        assert!(!at_once.to_string().contains("settling"), "{at_once}");
     }
 }
