@@ -9,9 +9,15 @@
  * accesses alone, each window starting from the state the last one left). The L1 models are
  * indexed by virtual address, as a VIPT L1 is: SETS * LINE must fit in a 4 KiB page.
  *
+ * With the argument `blocks=1`, the kernel instructions of each translated block executed in
+ * a window, by the block's first address (a callback per kernel block, acting only inside a
+ * window), for syscost to name from the guest's kallsyms.
+ *
  * Each end prints to QEMU's plugin log (-d plugin -D FILE):
  *   W NAME INSN_U INSN_K BR_U BR_K [LD_U LD_K ST_U ST_K LDM_U LDM_K STM_U STM_K IM_U IM_K]
  *   D NAME MISSES_OF_SET_0 ... (L1d)   I NAME MISSES_OF_SET_0 ... (L1i)   (with the models)
+ *   B NAME ADDR:INSNS ...   (with blocks=1; hexadecimal, a block's address may repeat when it
+ *                            was translated again)
  *
  * build.rs compiles it into a shared object that syscost carries and writes beside a
  * campaign's boots (`campaign --emulated-counters`); bench/tcg_count.sh builds it on its own
@@ -82,6 +88,45 @@ struct cache {
 static struct cache l1d, l1i;
 static bool modelled;
 
+/* A kernel block's instructions in the current window (`blocks=1`). The blocks executed in a
+ * window are listed as they are first met, and printed and cleared at its end. */
+struct block {
+	uint64_t vaddr, n, in_window;
+};
+static bool by_block;
+static struct block **met;
+static size_t n_met, cap_met;
+
+static void block_ran(unsigned int vcpu, void *u)
+{
+	struct block *b = u;
+	if (!in_window)
+		return;
+	if (!b->in_window) {
+		if (n_met == cap_met) {
+			cap_met = cap_met ? 2 * cap_met : 1024;
+			met = realloc(met, cap_met * sizeof *met);
+		}
+		met[n_met++] = b;
+	}
+	b->in_window += b->n;
+}
+
+static void print_blocks(void)
+{
+	char *line = malloc(32 + 40 * n_met), *p = line;
+	p += sprintf(p, "B %llx", (unsigned long long)window);
+	for (size_t i = 0; i < n_met; i++) {
+		p += sprintf(p, " %llx:%llx", (unsigned long long)met[i]->vaddr,
+			     (unsigned long long)met[i]->in_window);
+		met[i]->in_window = 0;
+	}
+	n_met = 0;
+	strcpy(p, "\n");
+	qemu_plugin_outs(line);
+	free(line);
+}
+
 /* Whether the line holding `addr` was in the cache; it is the set's most recent either way. */
 static bool hit(struct cache *c, uint64_t addr)
 {
@@ -150,6 +195,9 @@ static void marked(unsigned int vcpu, void *kind)
 	int n = 0, kinds = modelled ? KINDS : LD;
 	if ((uintptr_t)kind == 1) {
 		memcpy(at, count, sizeof at);
+		for (size_t i = 0; i < n_met; i++) /* a window whose end was never met */
+			met[i]->in_window = 0;
+		n_met = 0;
 		if (modelled) {
 			memset(l1d.misses, 0, l1d.sets * sizeof *l1d.misses);
 			memset(l1i.misses, 0, l1i.sets * sizeof *l1i.misses);
@@ -169,6 +217,8 @@ static void marked(unsigned int vcpu, void *kind)
 		print_sets('D', &l1d);
 		print_sets('I', &l1i);
 	}
+	if (by_block)
+		print_blocks();
 }
 
 /* A conditional branch: Jcc (70-7f, 0f 80-8f), LOOP/LOOPcc/JrCXZ (e0-e3), after prefixes. */
@@ -224,6 +274,12 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	if (modelled)
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, fetched, QEMU_PLUGIN_CB_NO_REGS,
 						     lines_of(tb, n, kernel));
+	if (by_block && kernel) {
+		struct block *b = calloc(1, sizeof *b);
+		b->vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
+		b->n = n;
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, block_ran, QEMU_PLUGIN_CB_NO_REGS, b);
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
 		const unsigned char *d = qemu_plugin_insn_data(in);
@@ -281,6 +337,10 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 		return -1;
 	bool d = false, i = false;
 	for (int a = 0; a < argc; a++) {
+		if (!strcmp(argv[a], "blocks=1")) {
+			by_block = true;
+			continue;
+		}
 		bool *given = !strncmp(argv[a], "l1d=", 4) ? &d : !strncmp(argv[a], "l1i=", 4) ? &i : NULL;
 		if (!given) {
 			fprintf(stderr, "tcg_count: unknown argument %s\n", argv[a]);

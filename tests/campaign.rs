@@ -298,6 +298,81 @@ fn audit_rules_make_getpid_slower_with_boots_as_units() {
     assert_eq!(c["comparison"]["variants"][0]["unit"], "boot");
 }
 
+/// `--emulated-profile`: each boot's kernel instructions per getpid by function, named from
+/// the guest's kallsyms (sent by each arm's first boot; the second boot's KASLR offset differs
+/// and its blocks are named through it), and between the arms the function that grew: the
+/// audit exit filter's walk of 40 rules.
+#[test]
+fn the_emulated_profile_names_where_the_rules_instructions_go() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let out_file = tmp.path().join("c.json");
+    let rules = forty_rules(tmp.path());
+    let mut args: Vec<String> = [arm("base", &k[0]), arm("rules", &k[0])].concat();
+    args.extend(["--append", "base=audit=0", "--append", "rules=audit=1"].map(String::from));
+    args.extend(["--audit-rules".into(), format!("rules={}", rules.display())]);
+    args.extend(["--emulated-profile", "-o"].map(String::from));
+    args.push(out_file.display().to_string());
+    let measure = "run syscall --runs 2 --samples 2 --sample-time 10ms";
+    let words: Vec<&str> = measure.split(' ').collect();
+    let out = campaign_measuring(tmp.path(), &args, &words);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Kernel instructions per operation by function"),
+        "{text}"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let boots = c["boots"].as_array().unwrap();
+    assert_eq!(boots.len(), 4, "2 arms x the default 2 boots");
+    for b in boots {
+        let f = &b["result"]["emulated_functions"];
+        let total = f["total_per_op"].as_f64().unwrap();
+        let kernel = common::median(common::metric(&b["result"], "instructions:k (emulated)"));
+        assert!(
+            (total / kernel - 1.0).abs() < 0.01,
+            "the functions add up to the kernel's instructions: {total} against {kernel}"
+        );
+        assert_eq!(f["unnamed_per_op"], 0.0, "{f}");
+        let names: Vec<&str> = f["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["name"].as_str().unwrap())
+            .collect();
+        for entry in ["entry_SYSCALL_64", "do_syscall_64", "__x64_sys_getpid"] {
+            assert!(
+                names.contains(&entry),
+                "{entry} named in every boot: {names:?}"
+            );
+        }
+    }
+    let per_op = |arm: usize, name: &str| -> f64 {
+        let fs = c["figures"][arm]["functions"]["functions"]
+            .as_array()
+            .unwrap();
+        let f = fs.iter().find(|f| f["name"] == name);
+        f.map_or(0.0, |f| f["per_op"].as_f64().unwrap())
+    };
+    // The exit filter walks the 40 rules (other syscalls' masks) on every getpid.
+    let walk = per_op(1, "audit_filter_syscall") - per_op(0, "audit_filter_syscall");
+    assert!(walk > 400.0, "{walk}");
+    let fs = c["figures"][1]["functions"]["functions"]
+        .as_array()
+        .unwrap();
+    let grew = fs
+        .iter()
+        .map(|f| {
+            let name = f["name"].as_str().unwrap();
+            (per_op(1, name) - per_op(0, name), name)
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap();
+    assert_eq!(grew.1, "audit_filter_syscall", "{grew:?}");
+}
+
 /// An audit sweep in a guest counting emulated instructions: every step's runs get their
 /// counts, and the sweep's fit of kernel instructions per getpid against the rule count is a
 /// line (the exit rules are walked one by one on every syscall).
@@ -1034,6 +1109,7 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
         entry: qemu::KernelEntry::Bzimage,
         emulated_counters: false,
         cache_model: None,
+        emulated_profile: false,
     };
     let started = Instant::now();
     let boot = qemu::Boot {
@@ -1273,6 +1349,7 @@ fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() 
         entry: qemu::KernelEntry::Bzimage,
         emulated_counters: false,
         cache_model: None,
+        emulated_profile: false,
     };
     let boot = qemu::Boot {
         kernel: &k[1],

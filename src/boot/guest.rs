@@ -16,6 +16,9 @@ use std::path::Path;
 pub const PLAN_PATH: &str = "/campaign/plan.json";
 /// The kernel command-line parameter naming the arm of this boot.
 pub const ARM_PARAM: &str = "syscost.arm";
+/// On a boot's command line: send the kernel's whole symbol table (once per arm: reading it
+/// under the emulator takes seconds; later boots send only where their text starts).
+pub const KALLSYMS_PARAM: &str = "syscost.kallsyms";
 /// The kernel command-line parameter naming a disk to keep state on (see [`mount_disk`]).
 pub const DISK_PARAM: &str = "syscost.disk";
 /// The result channel: the second serial port.
@@ -39,12 +42,16 @@ pub struct GuestPlan {
     /// (`settle`); `None`: measure at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle_s: Option<f64>,
+    /// Send the kernel's text symbols (its kallsyms, for the emulated profile) with the result.
+    #[serde(default)]
+    pub kallsyms: bool,
 }
 
 /// The frames on the channel: the guest's clock, then a result or why there is none.
 const CLOCK: &str = "SYSCOST-CLOCK";
 const RESULT: &str = "SYSCOST-RESULT";
 const FAILED: &str = "SYSCOST-FAILED";
+const SYMBOLS: &str = "SYSCOST-SYMBOLS";
 
 /// The guest's own clock (CLOCK_BOOTTIME: seconds since its kernel started counting, early
 /// in its boot) where a boot's time splits: the init started, the measurement began and
@@ -75,17 +82,57 @@ pub fn boottime() -> f64 {
 #[derive(Debug, PartialEq)]
 pub enum Sent {
     Clock(GuestClock),
+    /// Where the guest kernel's text starts, and with `syscost.kallsyms` its text symbols.
+    Symbols(GuestSymbols),
     Result(Vec<u8>),
     Failed(String),
 }
 
+/// A guest kernel's symbols as it sent them: the address of `_text` in this boot (KASLR moves
+/// it from boot to boot, and every text symbol with it), and, when asked, its text symbols as
+/// `ADDR NAME` lines, gzipped (empty otherwise).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GuestSymbols {
+    pub text: u64,
+    pub table: Vec<u8>,
+}
+
+impl GuestSymbols {
+    /// On the channel: the address in 16 hexadecimal digits, a newline, the table.
+    fn bytes(&self) -> Vec<u8> {
+        let mut out = format!("{:016x}\n", self.text).into_bytes();
+        out.extend_from_slice(&self.table);
+        out
+    }
+
+    fn of_bytes(b: &[u8]) -> Option<GuestSymbols> {
+        let text = u64::from_str_radix(std::str::from_utf8(b.get(..16)?).ok()?, 16).ok()?;
+        Some(GuestSymbols {
+            text,
+            table: b.get(17..)?.to_vec(),
+        })
+    }
+
+    /// This boot's: where its text starts, and its table when `whole`.
+    fn here(whole: bool) -> Option<GuestSymbols> {
+        Some(GuestSymbols {
+            text: kernel_text()?,
+            table: if whole { kallsyms_text()? } else { Vec::new() },
+        })
+    }
+}
+
 /// `tag length\n bytes \n`.
 pub fn frame(sent: &Sent) -> Vec<u8> {
-    let clock;
+    let (clock, symbols);
     let (tag, body) = match sent {
         Sent::Clock(c) => {
             clock = serde_json::to_vec(c).expect("a clock serialises");
             (CLOCK, clock.as_slice())
+        }
+        Sent::Symbols(s) => {
+            symbols = s.bytes();
+            (SYMBOLS, symbols.as_slice())
         }
         Sent::Result(b) => (RESULT, b.as_slice()),
         Sent::Failed(s) => (FAILED, s.as_bytes()),
@@ -105,6 +152,7 @@ fn next_frame(bytes: &[u8]) -> Option<(Sent, usize)> {
     let body = bytes.get(text_end + 1..text_end + 1 + len)?.to_vec();
     let sent = match tag {
         CLOCK => Sent::Clock(serde_json::from_slice(&body).ok()?),
+        SYMBOLS => Sent::Symbols(GuestSymbols::of_bytes(&body)?),
         RESULT => Sent::Result(body),
         FAILED => Sent::Failed(String::from_utf8_lossy(&body).into()),
         _ => return None,
@@ -133,12 +181,20 @@ pub fn init() -> ! {
         init: boottime(),
         ..GuestClock::default()
     };
-    let sent = match measure(&mut clock) {
-        Ok(bytes) => Sent::Result(bytes),
-        Err(e) => Sent::Failed(format!("{e:#}")),
+    let (sent, symbols) = match measure(&mut clock) {
+        Ok((bytes, symbols)) => (Sent::Result(bytes), symbols),
+        Err(e) => (Sent::Failed(format!("{e:#}")), None),
     };
     clock.sent = boottime();
-    if let Err(e) = send(&[Sent::Clock(clock), sent]) {
+    let frames: Vec<Sent> = [
+        Some(Sent::Clock(clock)),
+        symbols.map(Sent::Symbols),
+        Some(sent),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if let Err(e) = send(&frames) {
         eprintln!("syscost (guest): cannot send the result: {e:#}");
     }
     // SAFETY: sync and reboot take no pointers; as init this powers the guest off.
@@ -149,7 +205,8 @@ pub fn init() -> ! {
     std::process::exit(1)
 }
 
-fn measure(clock: &mut GuestClock) -> Result<Vec<u8>> {
+/// The result, and the kernel's symbols when the plan asks for them.
+fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
     mount_all()?;
     let cmdline = std::fs::read_to_string("/proc/cmdline")?;
     mount_disk(&cmdline)?;
@@ -157,7 +214,7 @@ fn measure(clock: &mut GuestClock) -> Result<Vec<u8>> {
         .context("the campaign's plan in the initramfs")?;
     let state = Path::new(super::hook::STATE_DIR).join(super::hook::STATE_NAME);
     if state.exists() {
-        return resume_kexec_campaign(&plan);
+        return Ok((resume_kexec_campaign(&plan)?, None));
     }
     let rules = param(&cmdline, ARM_PARAM)
         .and_then(|arm| plan.rules.get(arm))
@@ -179,10 +236,15 @@ fn measure(clock: &mut GuestClock) -> Result<Vec<u8>> {
         }),
     };
     clock.measure_to = boottime();
-    match settled {
-        Some(s) if !s.quiet => result.map(|bytes| with_warning(bytes, &s.sentence())),
-        _ => result,
-    }
+    let result = match settled {
+        Some(s) if !s.quiet => with_warning(result?, &s.sentence()),
+        _ => result?,
+    };
+    let whole = param(&cmdline, KALLSYMS_PARAM).is_some();
+    Ok((
+        result,
+        plan.kallsyms.then(|| GuestSymbols::here(whole)).flatten(),
+    ))
 }
 
 /// A result with `warning` added to its warnings (a result without any is sent as it is).
@@ -206,6 +268,35 @@ fn resume_kexec_campaign(plan: &GuestPlan) -> Result<Vec<u8>> {
         .as_deref()
         .context("a kexec campaign ended, but the guest's plan names no result file")?;
     std::fs::read(path).with_context(|| format!("the campaign wrote no {path}"))
+}
+
+/// Where this kernel's text starts: `_text` in /proc/kallsyms, read only as far as it (the
+/// kernel writes the file as it is read, a symbol at a time).
+fn kernel_text() -> Option<u64> {
+    use std::io::BufRead as _;
+    let f = std::io::BufReader::new(std::fs::File::open("/proc/kallsyms").ok()?);
+    f.lines().map_while(Result::ok).find_map(|l| {
+        let mut w = l.split_whitespace();
+        let (addr, _, name) = (w.next()?, w.next()?, w.next()?);
+        (name == "_text").then(|| u64::from_str_radix(addr, 16).ok())?
+    })
+}
+
+/// This kernel's text symbols from /proc/kallsyms (`ADDR NAME` lines, the module symbols left
+/// out: a campaign's guest loads no module), gzipped for the serial channel.
+pub fn kallsyms_text() -> Option<Vec<u8>> {
+    use std::io::Write as _;
+    let all = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    for l in all.lines() {
+        let mut f = l.split_whitespace();
+        if let (Some(addr), Some("t" | "T" | "w" | "W"), Some(name), None) =
+            (f.next(), f.next(), f.next(), f.next())
+        {
+            writeln!(gz, "{addr} {name}").ok()?;
+        }
+    }
+    gz.finish().ok()
 }
 
 /// Run syscost's `words` in this boot, its output on the console.
@@ -320,6 +411,10 @@ mod unit {
     #[test]
     fn frames_round_trip_and_partial_ones_are_none() {
         for s in [
+            Sent::Symbols(GuestSymbols {
+                text: 0xffffffff81000000,
+                table: vec![0x1f, 0x8b, b'\n', 0],
+            }),
             Sent::Result(b"{\"a\":\n1}".to_vec()),
             Sent::Failed("why".into()),
         ] {

@@ -68,6 +68,9 @@ pub struct Machine {
     /// The L1 caches the plugin models (loads, stores and misses by set), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_model: Option<emulated::CacheModel>,
+    /// The plugin counts the kernel instructions of each block too, for a profile by function.
+    #[serde(default)]
+    pub emulated_profile: bool,
 }
 
 /// A vCPU pinned to a host CPU, and how often its thread was seen there while the guest ran.
@@ -119,6 +122,8 @@ pub enum Ended {
         clock: Option<GuestClock>,
         pinned: Vec<Pinned>,
         windows: Option<Vec<Window>>,
+        /// Where the guest kernel's text started, and maybe its symbols (`Sent::Symbols`).
+        kallsyms: Option<guest::GuestSymbols>,
     },
     /// It did not: why, and the console's last lines. `in_guest`: the guest itself reported
     /// the failure (setting up the arm or the measuring command), which a new boot repeats;
@@ -161,7 +166,8 @@ fn plugin_arg(m: &Machine, file: &Path) -> String {
         .cache_model
         .as_ref()
         .map(|c| format!(",{}", c.plugin_args()));
-    format!("file={file}{}", args.unwrap_or_default())
+    let blocks = if m.emulated_profile { ",blocks=1" } else { "" };
+    format!("file={file}{}{blocks}", args.unwrap_or_default())
 }
 
 /// Load syscost's plugin at `file` into a QEMU that runs nothing (no machine, paused, told to
@@ -315,7 +321,13 @@ fn ended(
         Sent::Clock(c) => Some(*c),
         _ => None,
     });
-    let sent = frames.into_iter().find(|f| !matches!(f, Sent::Clock(_)));
+    let kallsyms = frames.iter().find_map(|f| match f {
+        Sent::Symbols(s) => Some(s.clone()),
+        _ => None,
+    });
+    let sent = frames
+        .into_iter()
+        .find(|f| matches!(f, Sent::Result(_) | Sent::Failed(_)));
     match (sent, status) {
         (Some(Sent::Result(result)), _) => Ended::Measured {
             result,
@@ -325,6 +337,7 @@ fn ended(
                 let log = std::fs::read_to_string(b.dir.join(PLUGIN_LOG)).unwrap_or_default();
                 emulated::windows(&log)
             }),
+            kallsyms,
         },
         (Some(Sent::Failed(reason)), _) => Ended::Failed {
             reason,
@@ -509,6 +522,7 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         entry: KernelEntry::Bzimage,
         emulated_counters: false,
         cache_model: None,
+        emulated_profile: false,
     };
     let empty: PathBuf = dir.join("empty.cpio");
     let _ = std::fs::write(&empty, b"");
@@ -584,6 +598,7 @@ mod unit {
             entry: KernelEntry::Pvh,
             emulated_counters: true,
             cache_model: None,
+            emulated_profile: true,
         };
         check_plugin(&m, &plugin).unwrap();
         m.cache_model = Some(emulated::CacheModel::parse("skylake-x").unwrap());

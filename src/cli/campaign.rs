@@ -149,6 +149,12 @@ pub struct CampaignArgs {
     /// SETSxWAYSxLINE[,SETSxWAYSxLINE] (L1d, then L1i if it differs).
     #[arg(long, value_name = "MODEL", value_parser = parse_cache_model)]
     pub cache_model: Option<CacheModel>,
+    /// Where the kernel instructions go (implies --emulated-counters): the kernel
+    /// instructions per operation of each function, exact, named from the guest's own
+    /// kallsyms (each guest sends it with its result), and between arms the functions that
+    /// gained and lost most: the emulated counterpart of `run --profile`.
+    #[arg(long)]
+    pub emulated_profile: bool,
     /// Before measuring, each guest waits up to this long for its boot's own work (kernel
     /// threads such as 6.12's crypto self-tests) to end: until its CPU is under 2% busy over
     /// 250 ms (from /proc/stat). Every instruction in a window counts under the emulator, so
@@ -279,6 +285,7 @@ impl CampaignArgs {
                 entry: self.entry,
                 emulated_counters: self.emulated(),
                 cache_model: self.cache_model.clone(),
+                emulated_profile: self.emulated_profile,
             }),
             Via::Kexec => Backend::Kexec,
         };
@@ -337,7 +344,7 @@ impl CampaignArgs {
 
     /// Whether the boots count with syscost's QEMU plugin.
     fn emulated(&self) -> bool {
-        self.emulated_counters || self.cache_model.is_some()
+        self.emulated_counters || self.cache_model.is_some() || self.emulated_profile
     }
 
     /// The guest's vCPUs: as given, else one per host CPU to pin to, else by accelerator.

@@ -207,13 +207,15 @@ impl Count {
 
 /// One window the plugin counted: the address that named it, its counts (in the order of
 /// [`Count::ALL`], as many as the plugin counted), each `[user, kernel]`, and with the cache
-/// models the misses of each L1d and L1i set (user and kernel together).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// models the misses of each L1d and L1i set (user and kernel together), and with the
+/// emulated profile the kernel instructions of each block executed, by its first address.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Window {
     pub name: u64,
     pub counts: Vec<[u64; 2]>,
     pub l1d_sets: Vec<u64>,
     pub l1i_sets: Vec<u64>,
+    pub blocks: Vec<(u64, u64)>,
 }
 
 impl Window {
@@ -225,8 +227,8 @@ impl Window {
 }
 
 /// The windows of a plugin log, in the order they closed: each `W NAME COUNTS...` line, with
-/// the `D NAME MISSES...` and `I NAME MISSES...` lines that follow it; other lines (QEMU's own)
-/// are skipped.
+/// the `D NAME MISSES...`, `I NAME MISSES...` and `B NAME ADDR:INSNS...` lines that follow it;
+/// other lines (QEMU's own) are skipped.
 pub fn windows(log: &str) -> Vec<Window> {
     let mut out: Vec<Window> = Vec::new();
     for l in log.lines() {
@@ -237,6 +239,16 @@ pub fn windows(log: &str) -> Vec<Window> {
         let Ok(name) = u64::from_str_radix(name, 16) else {
             continue;
         };
+        if tag == "B" {
+            if let Some(last) = out
+                .last_mut()
+                .filter(|x| x.name == name && x.blocks.is_empty())
+                && let Some(blocks) = w.map(block).collect::<Option<Vec<_>>>()
+            {
+                last.blocks = blocks;
+            }
+            continue;
+        }
         let Ok(numbers) = w.map(str::parse).collect::<Result<Vec<u64>, _>>() else {
             continue;
         };
@@ -244,8 +256,7 @@ pub fn windows(log: &str) -> Vec<Window> {
             ("W", _) if numbers.len() >= 2 && numbers.len() % 2 == 0 => out.push(Window {
                 name,
                 counts: numbers.chunks(2).map(|c| [c[0], c[1]]).collect(),
-                l1d_sets: Vec::new(),
-                l1i_sets: Vec::new(),
+                ..Window::default()
             }),
             ("D", Some(last)) if last.name == name && last.l1d_sets.is_empty() => {
                 last.l1d_sets = numbers
@@ -257,6 +268,15 @@ pub fn windows(log: &str) -> Vec<Window> {
         }
     }
     out
+}
+
+/// `ADDR:INSNS`, both hexadecimal.
+fn block(pair: &str) -> Option<(u64, u64)> {
+    let (a, n) = pair.split_once(':')?;
+    Some((
+        u64::from_str_radix(a, 16).ok()?,
+        u64::from_str_radix(n, 16).ok()?,
+    ))
 }
 
 #[cfg(test)]
@@ -275,6 +295,10 @@ mod unit {
         assert_eq!(w[1].l1d_sets, [0, 5, 1]);
         assert_eq!(w[1].l1i_sets, [7, 0, 0]);
         assert!(w[0].l1d_sets.is_empty());
+        let log = "W 7 1 2 3 4\nB 7 ffffffff81000010:1f ffffffff81000040:3\nB 7 1:1";
+        let w = windows(log);
+        let want = [(0xffffffff81000010, 31), (0xffffffff81000040, 3)];
+        assert_eq!(w[0].blocks, want);
     }
 
     #[test]

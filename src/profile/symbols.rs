@@ -27,7 +27,32 @@ impl Kallsyms {
                 matches!(ty, "t" | "T" | "w" | "W").then(|| (addr, name.to_string()))
             })
             .collect();
-        let hidden = if syms.is_empty() {
+        let hidden = Self::hidden(&syms);
+        if hidden.is_some() {
+            syms.clear();
+        }
+        syms.sort_by_key(|s| s.0);
+        Kallsyms { syms, hidden }
+    }
+
+    /// Text symbols given as `ADDR NAME` lines (another kernel's, such as a guest's sent
+    /// with its result).
+    pub fn parse(text: &str) -> Kallsyms {
+        let mut syms: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let (addr, name) = l.split_once(' ')?;
+                Some((u64::from_str_radix(addr, 16).ok()?, name.to_string()))
+            })
+            .collect();
+        syms.sort_by_key(|s| s.0);
+        let hidden = Self::hidden(&syms);
+        Kallsyms { syms, hidden }
+    }
+
+    /// Why the symbols cannot name kernel addresses, when they cannot.
+    fn hidden(syms: &[(u64, String)]) -> Option<String> {
+        if syms.is_empty() {
             Some("/proc/kallsyms is unreadable".to_string())
         } else if syms.iter().all(|(a, _)| *a == 0) {
             let restrict = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict")
@@ -39,12 +64,7 @@ impl Kallsyms {
             ))
         } else {
             None
-        };
-        if hidden.is_some() {
-            syms.clear();
         }
-        syms.sort_by_key(|s| s.0);
-        Kallsyms { syms, hidden }
     }
 
     pub fn resolve(&self, addr: u64) -> Option<&str> {

@@ -10,7 +10,37 @@ use super::section::{Section, compare_section};
 use crate::core::Kind;
 use crate::counters::emulated::Geometry;
 use crate::experiments::campaign::{BootSplit, Campaign, CounterFigure, Outcome};
+use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
+
+/// Functions a campaign's profile table shows.
+const FUNCTIONS_SHOWN: usize = 15;
+
+/// The `n` functions whose count moved most from the first arm to any other (with one arm,
+/// the ones with the most), then by the first arm's count.
+fn moved_most<'a>(arms: &[(&str, &'a EmulatedFunctions)], n: usize) -> Vec<&'a str> {
+    let base = arms[0].1;
+    let mut names: Vec<&str> = arms
+        .iter()
+        .flat_map(|(_, f)| f.functions.iter().map(|x| x.name.as_str()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let moved = |name: &str| {
+        let others = arms[1..]
+            .iter()
+            .map(|(_, f)| (f.per_op(name) - base.per_op(name)).abs());
+        others.fold(0.0, f64::max)
+    };
+    names.sort_by(|a, b| {
+        moved(b)
+            .total_cmp(&moved(a))
+            .then(base.per_op(b).total_cmp(&base.per_op(a)))
+            .then(a.cmp(b))
+    });
+    names.truncate(n);
+    names
+}
 
 impl Campaign {
     /// One row per arm: its boots and the spread of the per-boot values.
@@ -98,6 +128,45 @@ impl Campaign {
                     words.join(", ").into(),
                 ]);
             }
+        }
+        Some(g)
+    }
+
+    /// Kernel instructions per operation by function (`--emulated-profile`), a column per arm,
+    /// and for each arm after the first its change against the first: the functions that
+    /// moved most, or with one arm the ones that run most.
+    pub fn functions_grid(&self) -> Option<Grid> {
+        let arms: Vec<(&str, &EmulatedFunctions)> = self
+            .figures
+            .iter()
+            .filter_map(|f| Some((f.arm.as_str(), f.functions.as_ref()?)))
+            .collect();
+        let (base_name, base) = *arms.first()?;
+        let mut headers: Vec<String> = vec!["function".into()];
+        headers.extend(arms.iter().map(|(a, _)| a.to_string()));
+        headers.extend(arms[1..].iter().map(|(a, _)| format!("{a} - {base_name}")));
+        let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+        let order = if arms.len() > 1 {
+            "the functions that changed most"
+        } else {
+            "the functions that run most"
+        };
+        let mut g = Grid::new(&headers).right(1..headers.len()).title(format!(
+            " Kernel instructions per operation by function (emulated, exact; each function's \
+             median over the boots, named from each kernel's kallsyms): {order}"
+        ));
+        let row = |name: &str, of: &dyn Fn(&EmulatedFunctions) -> f64| -> Vec<Cell> {
+            let mut row: Vec<Cell> = vec![name.into()];
+            row.extend(arms.iter().map(|(_, f)| Cell::Num(of(f))));
+            row.extend(arms[1..].iter().map(|(_, f)| {
+                let d = of(f) - of(base);
+                Cell::shown(d, format!("{d:+.2}"))
+            }));
+            row
+        };
+        g.row(row("(all)", &|f| f.total_per_op));
+        for name in moved_most(&arms, FUNCTIONS_SHOWN) {
+            g.row(row(name, &|f| f.per_op(name)));
         }
         Some(g)
     }
@@ -319,6 +388,7 @@ impl Render for Campaign {
         let mut out = vec![self.figures_grid()];
         out.extend(self.counters_grid());
         out.extend(self.sets_grid());
+        out.extend(self.functions_grid());
         if let Some(c) = &self.comparison {
             let mut d = c.delta_grid();
             d.title = Some(format!(
@@ -338,6 +408,7 @@ impl Render for Campaign {
         let mut grids = vec![self.figures_grid()];
         grids.extend(self.counters_grid());
         grids.extend(self.sets_grid());
+        grids.extend(self.functions_grid());
         match &self.comparison {
             Some(c) if format.layout().for_mail() => grids.extend(c.delta_blocks()),
             _ => return super::format::render(format, &self.preamble(), &self.grids()),

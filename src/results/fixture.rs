@@ -105,6 +105,7 @@ pub(crate) fn fixed_result() -> RunResult {
         overhead: o,
         profile: None,
         emulated_sets: None,
+        emulated_functions: None,
         warnings: vec![],
         thinned: None,
     }

@@ -11,6 +11,7 @@
 
 #[cfg(test)]
 pub(crate) mod fixture;
+pub mod functions;
 pub mod load;
 pub mod metrics;
 pub mod sets;
@@ -186,6 +187,9 @@ pub struct RunResult {
     /// Modelled L1 misses by set per operation (a campaign's `--cache-model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emulated_sets: Option<sets::EmulatedSets>,
+    /// Kernel instructions per operation by function (a campaign's `--emulated-profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated_functions: Option<functions::EmulatedFunctions>,
     /// What the reader should know before trusting the figures.
     pub warnings: Vec<String>,
     /// Set when this copy was read with only some of each run's raw samples (see [`thin`]):

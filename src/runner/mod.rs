@@ -427,6 +427,7 @@ pub fn assemble(
         overhead,
         profile: None,
         emulated_sets: None,
+        emulated_functions: None,
         warnings: Vec::new(),
         thinned: None,
     };

@@ -7,23 +7,30 @@
 //! match the batches one to one (their number, and each run's windows named by consecutive
 //! slots); otherwise the result says why and keeps none.
 
+use crate::boot::guest::GuestSymbols;
 use crate::core::Kind;
 use crate::counters::emulated::{Count, Window};
 use crate::counters::{EventStatus, RawCount, events::EventSpec};
 use crate::experiments::audit_sweep::Sweep;
+use crate::profile::symbols::Kallsyms;
+use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
 use crate::results::{EventRecord, RunRecord, RunResult, Sample};
+use std::collections::HashMap;
 
 /// Join `windows` to the boot's `result`: a run's, or an audit sweep's (each step's runs, and
 /// then its costs and fits again, so the fits include instructions per rule); other kinds are
-/// left as they are.
-pub fn join(result: &mut serde_json::Value, windows: &[Window]) {
+/// left as they are. `symbols`: the arm's kernel symbols and where this boot's text started,
+/// which name the blocks of an emulated profile.
+pub fn join(result: &mut serde_json::Value, windows: &[Window], symbols: Option<Rebased>) {
     let joined = match Kind::parse(result.get("kind").and_then(|k| k.as_str()).unwrap_or("")) {
-        Some(Kind::Run) => joined_as::<RunResult>(result, windows, |r, w| joined(&mut [r], w)),
+        Some(Kind::Run) => {
+            joined_as::<RunResult>(result, windows, |r, w| joined(&mut [r], w, symbols))
+        }
         Some(Kind::AuditSweep) => joined_as::<Sweep>(result, windows, |s, w| {
             let mut steps: Vec<&mut RunResult> =
                 s.steps.iter_mut().map(|s| &mut s.result).collect();
-            joined(&mut steps, w)?;
+            joined(&mut steps, w, symbols)?;
             s.refigure().map_err(|e| e.to_string())
         }),
         _ => return,
@@ -36,6 +43,48 @@ pub fn join(result: &mut serde_json::Value, windows: &[Window]) {
             }
         }
     }
+}
+
+/// An arm's kernel symbols: the table one of its boots sent, and where that boot's text
+/// started. Every boot of the arm runs the same kernel; KASLR moves its text as a whole.
+pub struct ArmSymbols {
+    text: u64,
+    table: Kallsyms,
+}
+
+impl ArmSymbols {
+    /// The table a boot sent, if it sent one.
+    pub fn of(sent: &GuestSymbols) -> Option<ArmSymbols> {
+        let text = unzipped(&sent.table)?;
+        Some(ArmSymbols {
+            text: sent.text,
+            table: Kallsyms::parse(&text),
+        })
+    }
+
+    /// The table for a boot whose text started at `text`.
+    pub fn at(&self, text: u64) -> Rebased<'_> {
+        Rebased {
+            symbols: self,
+            shift: self.text.wrapping_sub(text),
+        }
+    }
+}
+
+/// An arm's symbols for one boot: add `shift` to the boot's addresses to look them up.
+#[derive(Clone, Copy)]
+pub struct Rebased<'a> {
+    symbols: &'a ArmSymbols,
+    shift: u64,
+}
+
+fn unzipped(gz: &[u8]) -> Option<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
 }
 
 /// `result` read as a `T`, joined by `join`, and written back.
@@ -71,8 +120,13 @@ fn run_order(results: &[&mut RunResult]) -> Vec<(usize, usize)> {
     order.into_iter().map(|(_, i, k)| (i, k)).collect()
 }
 
-/// Join the windows, in the order their batches ran, to the runs of `results`.
-fn joined(results: &mut [&mut RunResult], windows: &[Window]) -> Result<(), String> {
+/// Join the windows, in the order their batches ran, to the runs of `results`; their blocks,
+/// if the plugin counted them, become each result's emulated profile, named by `symbols`.
+fn joined(
+    results: &mut [&mut RunResult],
+    windows: &[Window],
+    symbols: Option<Rebased>,
+) -> Result<(), String> {
     let batches: usize = results
         .iter()
         .flat_map(|r| &r.runs)
@@ -95,6 +149,11 @@ fn joined(results: &mut [&mut RunResult], windows: &[Window]) -> Result<(), Stri
     for (r, j) in results.iter_mut().zip(joins) {
         add_events(r, counts);
         r.emulated_sets = j.sets.per_op();
+        r.emulated_functions = j.blocks.named(symbols);
+        if j.blocks.ops > 0 && symbols.is_none() {
+            r.warnings
+                .push("no emulated profile: the guest sent no kernel symbols".into());
+        }
         r.recompute();
         r.warnings
             .extend(crowded_warning(j.switches, j.crowded, j.windows));
@@ -112,6 +171,7 @@ struct Joined {
     crowded: usize,
     windows: usize,
     sets: SetSums,
+    blocks: BlockSums,
 }
 
 impl Joined {
@@ -126,6 +186,7 @@ impl Joined {
             crowded: 0,
             windows: 0,
             sets: SetSums::default(),
+            blocks: BlockSums::default(),
         }
     }
 
@@ -154,6 +215,7 @@ impl Joined {
             self.windows += 1;
             if alone && (warmup..warmup + samples).contains(&k) {
                 self.sets.add(w, sample.ops);
+                self.blocks.add(w, sample.ops);
             }
             let count = |value| {
                 alone.then_some(RawCount {
@@ -253,6 +315,36 @@ impl SetSums {
     }
 }
 
+/// The sample windows' kernel instructions by block, summed, and their operations.
+#[derive(Default)]
+struct BlockSums {
+    blocks: HashMap<u64, u64>,
+    ops: u64,
+}
+
+impl BlockSums {
+    fn add(&mut self, w: &Window, ops: u64) {
+        if w.blocks.is_empty() {
+            return;
+        }
+        for &(addr, n) in &w.blocks {
+            *self.blocks.entry(addr).or_default() += n;
+        }
+        self.ops += ops;
+    }
+
+    fn named(&self, symbols: Option<Rebased>) -> Option<EmulatedFunctions> {
+        (self.ops > 0).then_some(())?;
+        let s = symbols?;
+        let rebased = self
+            .blocks
+            .iter()
+            .map(|(a, n)| (a.wrapping_add(s.shift), *n))
+            .collect();
+        Some(EmulatedFunctions::of(&rebased, self.ops, &s.symbols.table))
+    }
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;
@@ -269,6 +361,10 @@ mod unit {
                     counts: vec![[16 * s.ops, kernel * s.ops], [2 * s.ops, 40 * s.ops]],
                     l1d_sets: vec![0, 3 * s.ops, s.ops],
                     l1i_sets: vec![s.ops, 0, 0],
+                    blocks: vec![
+                        (0xffffffffa1000010, (kernel - 5) * s.ops),
+                        (0xffffffffa1000100, 5 * s.ops),
+                    ],
                 });
             }
         }
@@ -279,7 +375,7 @@ mod unit {
     fn windows_become_events_with_a_metric_per_operation() {
         let r = fixed_result();
         let mut v = serde_json::to_value(&r).unwrap();
-        join(&mut v, &windows_of(&r, 305));
+        join(&mut v, &windows_of(&r, 305), None);
         let joined: RunResult = serde_json::from_value(v).unwrap();
         let metric = |name: &str| joined.metrics.iter().find(|m| m.name == name).unwrap();
         let median = |name: &str| metric(name).summary.as_ref().unwrap().median;
@@ -321,7 +417,7 @@ mod unit {
             windows.extend(x);
             windows.extend(y);
         }
-        joined(&mut [&mut a, &mut b], &windows).unwrap();
+        joined(&mut [&mut a, &mut b], &windows, None).unwrap();
         let median = |r: &RunResult| {
             let m = r
                 .metrics
@@ -330,6 +426,37 @@ mod unit {
             m.unwrap().summary.as_ref().unwrap().median
         };
         assert_eq!((median(&a), median(&b)), (305.0, 500.0));
+    }
+
+    /// The arm's table came from a boot whose text started at 0xffffffff81000000; this boot's
+    /// started 0x20000000 higher (KASLR), and its blocks are named through the difference.
+    #[test]
+    fn blocks_are_named_from_the_arm_s_table_at_this_boot_s_text() {
+        use std::io::Write as _;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"ffffffff81000000 do_syscall_64\nffffffff81000100 __x64_sys_getpid\n")
+            .unwrap();
+        let sent = GuestSymbols {
+            text: 0xffffffff81000000,
+            table: gz.finish().unwrap(),
+        };
+        let arm = ArmSymbols::of(&sent).unwrap();
+        let r = fixed_result();
+        let mut v = serde_json::to_value(&r).unwrap();
+        join(
+            &mut v,
+            &windows_of(&r, 305),
+            Some(arm.at(0xffffffffa1000000)),
+        );
+        let joined: RunResult = serde_json::from_value(v).unwrap();
+        let f = joined.emulated_functions.unwrap();
+        assert_eq!(f.total_per_op, 305.0);
+        assert_eq!(f.per_op("do_syscall_64"), 300.0);
+        assert_eq!(f.per_op("__x64_sys_getpid"), 5.0);
+        let mut v = serde_json::to_value(&r).unwrap();
+        join(&mut v, &windows_of(&r, 305), None);
+        let said = v["warnings"].to_string();
+        assert!(said.contains("sent no kernel symbols"), "{said}");
     }
 
     #[test]
@@ -350,7 +477,7 @@ mod unit {
             running: 1,
         });
         let mut v = serde_json::to_value(&r).unwrap();
-        join(&mut v, &windows_of(&r, 305));
+        join(&mut v, &windows_of(&r, 305), None);
         let joined: RunResult = serde_json::from_value(v).unwrap();
         let n = joined.runs[1].samples[0].counts.len();
         assert_eq!(joined.runs[1].samples[0].counts[n - 1], None);
@@ -383,7 +510,7 @@ mod unit {
         }
         r.runs[0].samples[1].counts[cs].as_mut().unwrap().value += 2;
         let mut v = serde_json::to_value(&r).unwrap();
-        join(&mut v, &windows_of(&r, 305));
+        join(&mut v, &windows_of(&r, 305), None);
         let joined: RunResult = serde_json::from_value(v).unwrap();
         let said = joined.warnings.join("; ");
         assert!(said.contains("1 of 12 windows left out"), "{said}");
@@ -398,7 +525,7 @@ mod unit {
         let mut fewer = serde_json::to_value(&r).unwrap();
         let mut w = windows_of(&r, 305);
         w.pop();
-        join(&mut fewer, &w);
+        join(&mut fewer, &w, None);
         assert!(
             fewer["warnings"].to_string().contains("windows for"),
             "{}",
@@ -407,7 +534,7 @@ mod unit {
         let mut swapped = serde_json::to_value(&r).unwrap();
         let mut w = windows_of(&r, 305);
         w.swap(0, 1);
-        join(&mut swapped, &w);
+        join(&mut swapped, &w, None);
         assert!(swapped["warnings"].to_string().contains("out of order"));
         let untouched: RunResult = serde_json::from_value(swapped).unwrap();
         assert_eq!(untouched.events.len(), r.events.len(), "no counts joined");

@@ -9,11 +9,12 @@ pub mod emulated;
 pub mod kexec;
 
 use crate::boot::bzimage::{self, Entry};
-use crate::boot::guest::{ARM_PARAM, GuestClock, GuestPlan, PLAN_PATH};
+use crate::boot::guest::{ARM_PARAM, GuestClock, GuestPlan, KALLSYMS_PARAM, PLAN_PATH};
 use crate::boot::initramfs::{self, Contents};
 use crate::boot::qemu::{self, Accel, Ended, KernelEntry, Machine, Pinned};
 use crate::compare::{self, Comparison, groups};
 use crate::core::{Envelope, Kind};
+use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
 use crate::results::view::ResultView;
 use crate::stats::Summary;
@@ -246,6 +247,10 @@ pub struct ArmFigures {
     /// (`--cache-model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sets: Option<EmulatedSets>,
+    /// Kernel instructions per operation by function, each function's median over the boots
+    /// (`--emulated-profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub functions: Option<EmulatedFunctions>,
 }
 
 /// An arm's figure for one counter (or a ratio of two): the median over its good boots of
@@ -465,17 +470,21 @@ fn check_command_line(arm: &Arm) -> Result<()> {
         );
     }
     let header = bzimage::Header::read(&arm.kernel)?;
-    let line = kernel_command_line(arm);
+    // The longest line a boot gets: the first, which asks for the kernel's symbols.
+    let line = kernel_command_line(arm, true);
     if line.len() > header.cmdline_size as usize {
         bail!(
             "--append {}: the kernel command line would be {} bytes with what syscost adds \
              ({}); {} keeps at most {} (its header's cmdline_size): shorten --append",
             arm.name,
             line.len(),
-            kernel_command_line(&Arm {
-                append: String::new(),
-                ..arm.clone()
-            }),
+            kernel_command_line(
+                &Arm {
+                    append: String::new(),
+                    ..arm.clone()
+                },
+                true
+            ),
             arm.kernel.display(),
             header.cmdline_size
         );
@@ -543,6 +552,7 @@ fn build_initramfs(plan: &CampaignPlan, rules: &[(String, String)], dir: &Path) 
         measure: plan.measure.clone(),
         mark: plan.backend.machine().is_some_and(|m| m.emulated_counters),
         settle_s: plan.settle.map(|d| d.as_secs_f64()),
+        kallsyms: plan.backend.machine().is_some_and(|m| m.emulated_profile),
         ..GuestPlan::default()
     };
     let mut named = Vec::new();
@@ -562,10 +572,15 @@ fn build_initramfs(plan: &CampaignPlan, rules: &[(String, String)], dir: &Path) 
     Ok(out)
 }
 
-/// What a boot of `arm` is told on its command line.
-fn kernel_command_line(arm: &Arm) -> String {
+/// What a boot of `arm` is told on its command line; `kallsyms`: to send its kernel's symbols.
+fn kernel_command_line(arm: &Arm, kallsyms: bool) -> String {
+    let send = if kallsyms {
+        format!(" {KALLSYMS_PARAM}=1")
+    } else {
+        String::new()
+    };
     format!(
-        "console=ttyS0 panic=-1 quiet {ARM_PARAM}={} {}",
+        "console=ttyS0 panic=-1 quiet {ARM_PARAM}={}{send} {}",
         arm.name, arm.append
     )
     .trim()
@@ -590,6 +605,7 @@ struct Slot<'a> {
 fn boot_arm(
     plan: &CampaignPlan,
     slot: &Slot,
+    symbols: &mut Option<emulated::ArmSymbols>,
     boots: &mut Vec<BootRecord>,
     progress: &mut dyn FnMut(&BootRecord),
 ) -> Result<Option<String>> {
@@ -609,7 +625,7 @@ fn boot_arm(
             &qemu::Boot {
                 kernel: slot.kernel,
                 initrd: slot.initrd,
-                append: kernel_command_line(arm),
+                append: kernel_command_line(arm, machine.emulated_profile && symbols.is_none()),
                 dir: &bootdir,
                 disk: None,
                 firmware_reboot: false,
@@ -621,7 +637,7 @@ fn boot_arm(
             Ended::Measured { clock, pinned, .. } => (*clock, pinned.clone()),
             Ended::Failed { .. } => (None, Vec::new()),
         };
-        let outcome = outcome_of(ended);
+        let outcome = outcome_of(ended, symbols);
         let repeats = match &outcome {
             Outcome::Measured { .. } => None,
             Outcome::Failed {
@@ -648,14 +664,23 @@ fn boot_arm(
     Ok(None)
 }
 
-fn outcome_of(ended: Ended) -> Outcome {
+/// How a boot ended, its emulated counts joined to its result; `symbols`: its arm's kernel
+/// symbols, learnt from the first boot that sends them.
+fn outcome_of(ended: Ended, symbols: &mut Option<emulated::ArmSymbols>) -> Outcome {
     match ended {
         Ended::Measured {
-            result, windows, ..
+            result,
+            windows,
+            kallsyms,
+            ..
         } => match serde_json::from_slice(&result) {
             Ok(mut result) => {
                 if let Some(w) = windows {
-                    emulated::join(&mut result, &w);
+                    if symbols.is_none() {
+                        *symbols = kallsyms.as_ref().and_then(emulated::ArmSymbols::of);
+                    }
+                    let rebased = symbols.as_ref().zip(kallsyms).map(|(s, k)| s.at(k.text));
+                    emulated::join(&mut result, &w, rebased);
                 }
                 Outcome::Measured { result }
             }
@@ -708,6 +733,7 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
     let order = order(plan.arms.len(), plan.boots, plan.seed);
     let mut boots = Vec::new();
     let mut stopped: Vec<Option<String>> = vec![None; plan.arms.len()];
+    let mut symbols: Vec<Option<emulated::ArmSymbols>> = plan.arms.iter().map(|_| None).collect();
     'rounds: for (round, arms) in order.iter().enumerate() {
         for &a in arms {
             if stopped[a].is_some() {
@@ -721,7 +747,7 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
                 dir: dir.path(),
                 plugin: machine.emulated_counters.then_some(plugin.as_path()),
             };
-            let Some(reason) = boot_arm(plan, &slot, &mut boots, progress)? else {
+            let Some(reason) = boot_arm(plan, &slot, &mut symbols[a], &mut boots, progress)? else {
                 continue;
             };
             let measured = |b: &BootRecord| b.arm == slot.arm.name && b.result().is_some();
@@ -927,7 +953,18 @@ fn figures_of(
         values,
         counters: counters_of(views, metric),
         sets: sets_of(boots.iter().filter(|b| b.arm == arm.name)),
+        functions: functions_of(boots.iter().filter(|b| b.arm == arm.name)),
     }
+}
+
+/// Each function's median over the boots of its kernel instructions per operation
+/// (`--emulated-profile`), if they have any.
+fn functions_of<'a>(boots: impl Iterator<Item = &'a BootRecord>) -> Option<EmulatedFunctions> {
+    let per_boot: Vec<EmulatedFunctions> = boots
+        .filter_map(|b| b.result()?.get("emulated_functions").cloned())
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .collect();
+    EmulatedFunctions::median(&per_boot)
 }
 
 /// Each set's median over the boots of its modelled misses per operation, if they have any.
