@@ -1110,6 +1110,7 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
         emulated_counters: false,
         cache_model: None,
         emulated_profile: false,
+        icount: None,
     };
     let started = Instant::now();
     let boot = qemu::Boot {
@@ -1350,6 +1351,7 @@ fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() 
         emulated_counters: false,
         cache_model: None,
         emulated_profile: false,
+        icount: None,
     };
     let boot = qemu::Boot {
         kernel: &k[1],

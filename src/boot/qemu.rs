@@ -71,6 +71,11 @@ pub struct Machine {
     /// The plugin counts the kernel instructions of each block too, for a profile by function.
     #[serde(default)]
     pub emulated_profile: bool,
+    /// QEMU's `-icount shift=N,sleep=off`: the guest's clock follows the instructions
+    /// executed (2^N ns each) instead of the host's, so its timer interrupts land at the same
+    /// instructions in every boot (tcg only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icount: Option<u8>,
 }
 
 /// A vCPU pinned to a host CPU, and how often its thread was seen there while the guest ran.
@@ -236,6 +241,9 @@ fn command(m: &Machine, b: &Boot) -> Command {
         .arg("-initrd")
         .arg(b.initrd)
         .args(["-append", &b.append]);
+    if let Some(shift) = m.icount {
+        c.args(["-icount", &format!("shift={shift},sleep=off")]);
+    }
     if let Some(p) = b.plugin {
         c.arg("-plugin")
             .arg(plugin_arg(m, p))
@@ -523,6 +531,7 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         emulated_counters: false,
         cache_model: None,
         emulated_profile: false,
+        icount: None,
     };
     let empty: PathBuf = dir.join("empty.cpio");
     let _ = std::fs::write(&empty, b"");
@@ -599,6 +608,7 @@ mod unit {
             emulated_counters: true,
             cache_model: None,
             emulated_profile: true,
+            icount: None,
         };
         check_plugin(&m, &plugin).unwrap();
         m.cache_model = Some(emulated::CacheModel::parse("skylake-x").unwrap());
@@ -607,5 +617,47 @@ mod unit {
         let err = check_plugin(&m, &plugin).unwrap_err().to_string();
         assert!(err.contains("does not load syscost's TCG plugin"), "{err}");
         assert!(err.contains("Could not load plugin"), "{err}");
+    }
+
+    #[test]
+    fn icount_and_the_profile_s_blocks_reach_qemu_s_command_line() {
+        let m = Machine {
+            accel: Accel::Tcg,
+            cpus: 1,
+            memory_mib: 128,
+            timeout: Duration::from_secs(8),
+            host_cpus: None,
+            entry: KernelEntry::Pvh,
+            emulated_counters: true,
+            cache_model: None,
+            emulated_profile: true,
+            icount: Some(0),
+        };
+        let dir = Path::new("/nonexistent");
+        let b = Boot {
+            kernel: dir,
+            initrd: dir,
+            append: String::new(),
+            dir,
+            disk: None,
+            firmware_reboot: false,
+            plugin: Some(Path::new("/x/tcg_count.so")),
+        };
+        let args: Vec<String> = command(&m, &b)
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let after = |flag: &str| {
+            let i = args.iter().position(|a| a == flag).unwrap();
+            args[i + 1].clone()
+        };
+        assert_eq!(after("-icount"), "shift=0,sleep=off");
+        assert_eq!(after("-plugin"), "file=/x/tcg_count.so,blocks=1");
+        let plain = Machine { icount: None, ..m };
+        let args: Vec<_> = command(&plain, &b)
+            .get_args()
+            .map(|a| a.to_owned())
+            .collect();
+        assert!(!args.iter().any(|a| a == "-icount"));
     }
 }

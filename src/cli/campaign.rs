@@ -155,6 +155,12 @@ pub struct CampaignArgs {
     /// gained and lost most: the emulated counterpart of `run --profile`.
     #[arg(long)]
     pub emulated_profile: bool,
+    /// Run each guest's clock on its instructions (QEMU's `-icount shift=SHIFT,sleep=off`,
+    /// tcg only): every instruction takes 2^SHIFT ns of guest time and idle time is skipped,
+    /// so the timer interrupts land at the same instructions in every boot instead of where
+    /// the host's clock puts them. Timed figures then measure instructions, not time.
+    #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u8).range(0..=10))]
+    pub icount: Option<u8>,
     /// Before measuring, each guest waits up to this long for its boot's own work (kernel
     /// threads such as 6.12's crypto self-tests) to end: until its CPU is under 2% busy over
     /// 250 ms (from /proc/stat). Every instruction in a window counts under the emulator, so
@@ -242,6 +248,12 @@ impl CampaignArgs {
             anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
         }
         let arms = self.arm_specs()?;
+        if self.icount.is_some() && (self.via != Via::Qemu || self.accel != Accel::Tcg) {
+            anyhow::bail!(
+                "--icount needs --accel tcg: it is QEMU's emulator that counts the instructions \
+                 the guest's clock follows"
+            );
+        }
         if self.emulated() && (self.via != Via::Qemu || self.accel != Accel::Tcg) {
             anyhow::bail!(
                 "--emulated-counters needs --accel tcg: QEMU's plugins see only the \
@@ -286,6 +298,7 @@ impl CampaignArgs {
                 emulated_counters: self.emulated(),
                 cache_model: self.cache_model.clone(),
                 emulated_profile: self.emulated_profile,
+                icount: self.icount,
             }),
             Via::Kexec => Backend::Kexec,
         };

@@ -284,10 +284,19 @@ impl Campaign {
     }
 
     fn accel_line(&self) -> Option<String> {
+        let icount = self.machine.as_ref().and_then(|m| m.icount).map(|shift| {
+            format!(
+                "; the guests' clocks ran on their instructions (-icount shift={shift}: {} ns \
+                 each), so their times are instruction counts, not time",
+                1u32 << shift
+            )
+        });
         self.emulated().then(|| {
-            " Emulated (QEMU TCG): figures follow the instructions executed, not this machine's \
-             hardware; compare them only with other TCG results"
-                .to_string()
+            format!(
+                " Emulated (QEMU TCG): figures follow the instructions executed, not this \
+                 machine's hardware; compare them only with other TCG results{}",
+                icount.unwrap_or_default()
+            )
         })
     }
 }

@@ -649,7 +649,10 @@ fn boot_arm(
             round: slot.round,
             attempt,
             seconds,
-            split: clock.map(|c| BootSplit::of(&c, seconds)),
+            // Under -icount the guest's clock runs on instructions: no split in seconds.
+            split: clock
+                .filter(|_| machine.icount.is_none())
+                .map(|c| BootSplit::of(&c, seconds)),
             pinned,
             outcome,
         });
