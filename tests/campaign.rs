@@ -324,6 +324,18 @@ fn the_emulated_profile_names_where_the_rules_instructions_go() {
         text.contains("Kernel instructions per operation by function"),
         "{text}"
     );
+    let page = tmp.path().join("c.html");
+    let report = syscost()
+        .args(["report", "-o"])
+        .args([&page, &out_file])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{report:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("audit_filter_syscall"),
+        "the report's profile table"
+    );
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     let boots = c["boots"].as_array().unwrap();
     assert_eq!(boots.len(), 4, "2 arms x the default 2 boots");
@@ -1452,6 +1464,20 @@ fn the_cache_model_sees_the_replica_s_crowded_set() {
             text.contains("Modelled L1 misses per operation by set"),
             "{text}"
         );
+        // `report` draws each arm's misses of every set.
+        let svg = tmp.path().join(format!("{placement}.svg"));
+        let drawn = syscost()
+            .args(["report", "--svg", "sets", "-o"])
+            .args([&svg, &out_file])
+            .output()
+            .unwrap();
+        assert!(drawn.status.success(), "{drawn:?}");
+        let svg = std::fs::read_to_string(&svg).unwrap();
+        assert!(
+            svg.contains("Modelled L1d misses per operation by set"),
+            "{svg}"
+        );
+        assert!(svg.contains("<polyline"), "{svg}");
         serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap()
     };
     let (crowded, packed) = (walk("sets=1"), walk("packed"));

@@ -108,8 +108,9 @@ pub struct ReportArgs {
     #[arg(short = 'o', long, value_name = "FILE", required = true)]
     pub output: PathBuf,
     /// Draw one chart alone as SVG instead: run, profile, compare, ranking, merge, sweep,
-    /// scale, correlate, cachesets, trend, or boots (a campaign's boots per arm, when it has
-    /// too few boots for a comparison).
+    /// scale, correlate, cachesets, trend, boots (a campaign's boots per arm, when it has too
+    /// few boots for a comparison), or sets (a campaign's modelled L1d misses by set per arm,
+    /// with --cache-model).
     #[arg(long, value_name = "KIND")]
     pub svg: Option<String>,
 }

@@ -13,6 +13,9 @@ use crate::experiments::campaign::{BootSplit, Campaign, CounterFigure, Outcome};
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
 
+/// One cache's misses by set, of an arm's modelled sets.
+type SetsOf = fn(&EmulatedSets) -> &Vec<f64>;
+
 /// Functions a campaign's profile table shows.
 const FUNCTIONS_SHOWN: usize = 15;
 
@@ -302,6 +305,35 @@ impl Campaign {
 }
 
 impl Campaign {
+    /// Each arm's modelled misses per operation of every set, L1d then L1i (`--cache-model`):
+    /// the syscall-latency post's picture of a few crowded sets, for the real kernel's objects.
+    fn sets_charts(&self) -> Vec<String> {
+        use super::svg::{Series, xy};
+        let caches: [(&str, SetsOf); 2] = [("L1d", |s| &s.l1d), ("L1i", |s| &s.l1i)];
+        let mut out = Vec::new();
+        for (cache, misses) in caches {
+            let series: Vec<Series> = self
+                .figures
+                .iter()
+                .enumerate()
+                .filter_map(|(i, f)| {
+                    let pts = misses(f.sets.as_ref()?).iter().enumerate();
+                    Some(Series::Line {
+                        class: i,
+                        label: f.arm.clone(),
+                        pts: pts.map(|(set, m)| (set as f64, *m)).collect(),
+                        dashed: false,
+                    })
+                })
+                .collect();
+            if !series.is_empty() {
+                let title = format!("Modelled {cache} misses per operation by set, per arm");
+                out.push(xy(&title, "set", "misses per operation", &series, true));
+            }
+        }
+        out
+    }
+
     /// Every good boot's value per arm, with the median and the range.
     fn boots_chart(&self) -> String {
         use super::svg::{Category, Mark, categories};
@@ -428,7 +460,7 @@ impl Render for Campaign {
 }
 
 /// A campaign: its comparison's charts and its tables.
-pub const ENTRY: Entry = Entry::of::<Campaign>(Kind::Campaign, &["compare", "boots"]);
+pub const ENTRY: Entry = Entry::of::<Campaign>(Kind::Campaign, &["compare", "boots", "sets"]);
 
 impl ResultKind for Campaign {
     fn kind(&self) -> Kind {
@@ -482,6 +514,15 @@ impl ResultKind for Campaign {
         if let Some(g) = self.counters_grid() {
             s.table(&g);
         }
+        if let Some(g) = self.sets_grid() {
+            s.table(&g);
+            for chart in self.sets_charts() {
+                s.figure(&chart);
+            }
+        }
+        if let Some(g) = self.functions_grid() {
+            s.table(&g);
+        }
         match &self.comparison {
             Some(c) => compare_section(s, c),
             None => s.figure(&self.boots_chart()),
@@ -497,6 +538,9 @@ impl ResultKind for Campaign {
         match (name, &self.comparison) {
             ("compare", Some(c)) => Some(Ok(super::charts::compare_chart(c))),
             ("boots", None) => Some(Ok(self.boots_chart())),
+            ("sets", _) => Some(self.sets_charts().into_iter().next().ok_or_else(|| {
+                anyhow::anyhow!("this campaign modelled no cache (campaign --cache-model)")
+            })),
             _ => None,
         }
     }

@@ -94,7 +94,8 @@ mod unit {
                 "correlate",
                 "cachesets",
                 "trend",
-                "boots"
+                "boots",
+                "sets"
             ]
         );
     }
