@@ -287,15 +287,18 @@ fn kernel_text() -> Option<u64> {
 pub fn kallsyms_text() -> Option<Vec<u8>> {
     use std::io::Write as _;
     let all = std::fs::read_to_string("/proc/kallsyms").ok()?;
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut text = String::with_capacity(all.len());
     for l in all.lines() {
         let mut f = l.split_whitespace();
         if let (Some(addr), Some("t" | "T" | "w" | "W"), Some(name), None) =
             (f.next(), f.next(), f.next(), f.next())
         {
-            writeln!(gz, "{addr} {name}").ok()?;
+            text.extend([addr, " ", name, "\n"]);
         }
     }
+    // One write: the encoder's cost per write call, 87,000 of them, took 11 s under TCG.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(text.as_bytes()).ok()?;
     gz.finish().ok()
 }
 

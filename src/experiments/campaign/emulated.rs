@@ -150,10 +150,7 @@ fn joined(
         add_events(r, counts);
         r.emulated_sets = j.sets.per_op();
         r.emulated_functions = j.blocks.named(symbols);
-        if j.blocks.ops > 0 && symbols.is_none() {
-            r.warnings
-                .push("no emulated profile: the guest sent no kernel symbols".into());
-        }
+        r.warnings.extend(j.blocks.missing(symbols.is_some()));
         r.recompute();
         r.warnings
             .extend(crowded_warning(j.switches, j.crowded, j.windows));
@@ -213,6 +210,7 @@ impl Joined {
             let alone = alone(k, sample);
             self.crowded += usize::from(!alone);
             self.windows += 1;
+            self.blocks.seen |= !w.blocks.is_empty();
             if alone && (warmup..warmup + samples).contains(&k) {
                 self.sets.add(w, sample.ops);
                 self.blocks.add(w, sample.ops);
@@ -320,9 +318,26 @@ impl SetSums {
 struct BlockSums {
     blocks: HashMap<u64, u64>,
     ops: u64,
+    /// The plugin counted blocks in some window.
+    seen: bool,
 }
 
 impl BlockSums {
+    /// Why the plugin counted blocks but the result has no profile, if so.
+    fn missing(&self, symbols: bool) -> Option<String> {
+        match (self.seen, self.ops > 0, symbols) {
+            (true, false, _) => Some(
+                "no emulated profile: another task ran in every sample window (use more \
+                 samples)"
+                    .into(),
+            ),
+            (true, true, false) => {
+                Some("no emulated profile: the guest sent no kernel symbols".into())
+            }
+            _ => None,
+        }
+    }
+
     fn add(&mut self, w: &Window, ops: u64) {
         if w.blocks.is_empty() {
             return;
