@@ -439,11 +439,13 @@ fn an_emulated_audit_sweep_fits_instructions_per_rule() {
     assert!(text.contains("instructions:k (emulated)"), "{text}");
 }
 
-/// A campaign of one boot of each kernel (1 vCPU) measured by `measure`, its JSON.
-fn one_boot_each(tmp: &Path, k: &[PathBuf], measure: &[&str]) -> Value {
+/// A campaign of one boot of each kernel (1 vCPU) measured by `measure`, its JSON; `extra`:
+/// more campaign options.
+fn one_boot_each(tmp: &Path, k: &[PathBuf], extra: &[&str], measure: &[&str]) -> Value {
     let out = syscost()
         .env("TMPDIR", tmp)
         .args(["campaign", "--accel", "tcg", "--boots", "1", "--no-verdict"])
+        .args(extra)
         .args(["--format", "json", "--no-history"])
         .args([arm("old", &k[0]), arm("new", &k[1])].concat())
         .arg("--")
@@ -470,7 +472,7 @@ fn an_audit_sweep_in_each_boot_gives_the_arm_its_cost_per_rule() {
     let sweep =
         "audit sweep --rules 0,16 --no-residue-step --runs 2 --samples 2 --sample-time 10ms";
     let words: Vec<&str> = sweep.split(' ').collect();
-    let c = one_boot_each(tmp.path(), &k, &words);
+    let c = one_boot_each(tmp.path(), &k, &[], &words);
     for b in c["boots"].as_array().unwrap() {
         assert_eq!(b["result"]["kind"], "audit-sweep", "{b}");
     }
@@ -502,23 +504,32 @@ fn a_probe_in_each_boot_gives_the_arm_its_time_per_hit() {
         return;
     }
     let target = format!("{libc}:syscall");
-    let inner = "/init run syscall --runs 1 --samples 1 --warmup 0 --sample-time 1ms \
+    // A fixed number of calls (--ops), so the command's instructions are the same in every
+    // run but for the probe's.
+    let inner = "/init run syscall --runs 1 --samples 1 --warmup 0 --ops 5000 \
                  --overhead-samples 0 --no-history";
     let mut words = vec!["probe", "--target", &target, "--runs", "6", "--"];
     words.extend(inner.split_whitespace());
-    let c = one_boot_each(tmp.path(), &k, &words);
+    // Counted under the emulator too: each run of the command is a window.
+    let c = one_boot_each(tmp.path(), &k, &["--emulated-counters"], &words);
     assert_eq!(c["unit"], "ns/hit");
     assert_eq!(c["boot_figure"], "probe-hit");
     for (f, kernel) in c["figures"].as_array().unwrap().iter().zip(&k) {
         assert_eq!(f["values"].as_array().unwrap().len(), 1, "{f}");
         let release = f["releases"][0].as_str().unwrap();
         assert!(kernel.to_string_lossy().ends_with(release), "{f}");
-        let hits = f["counters"].as_array().unwrap();
-        let hits = hits.iter().find(|c| c["name"] == "hits").unwrap();
-        assert!(
-            hits["median"].as_f64().unwrap() >= 1.0,
-            "the probe fired: {f}"
-        );
+        let counters = f["counters"].as_array().unwrap();
+        let counter = |name: &str| {
+            let c = counters.iter().find(|c| c["name"] == name);
+            c.unwrap_or_else(|| panic!("no {name}: {f}"))["median"]
+                .as_f64()
+                .unwrap()
+        };
+        assert!(counter("hits") >= 1.0, "the probe fired: {f}");
+        // A hit traps into the kernel: its breakpoint, the uprobe's handler, the step over
+        // the probed instruction. Hundreds of kernel instructions at least.
+        let kernel_per_hit = counter("instructions:k (emulated)");
+        assert!(kernel_per_hit > 100.0, "{f}");
     }
 }
 
@@ -869,13 +880,13 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
     let probe = syscost()
         .args(["campaign", "--accel", "tcg", "--emulated-counters"])
         .args([arm("a", &k[0]), arm("b", &k[0])].concat())
-        .args(["--", "probe", "/bin/true", "main"])
+        .args(["--", "cachesets", "--json"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&probe.stderr);
     assert_eq!(probe.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("probe /bin/true main is measured without them"),
+        err.contains("cachesets --json is measured without them"),
         "{err}"
     );
 }

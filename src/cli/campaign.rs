@@ -136,7 +136,8 @@ pub struct CampaignArgs {
     /// Count the guest's instructions and conditional branches, user and kernel apart, in
     /// every batch the measurement times, with syscost's own QEMU plugin (tcg only): each
     /// boot's run result (or each step of an audit sweep, whose fits then give instructions
-    /// per rule) gains `instructions:k (emulated)` and the like per operation. Exact
+    /// per rule; or a probe, each run of its command a window: instructions per hit) gains
+    /// `instructions:k (emulated)` and the like per operation. Exact
     /// paths, not hardware: no cycles, no speculation. Two boots per arm decide (the range
     /// rule: every boot apart by more than the arms' own range and --exact-resolution).
     #[arg(long)]
@@ -261,11 +262,15 @@ impl CampaignArgs {
             );
         }
         let measure: Vec<&str> = self.measure.iter().take(2).map(String::as_str).collect();
-        if self.emulated() && !matches!(measure[..], ["run", ..] | ["audit", "sweep" | "residue"]) {
+        let counted = matches!(
+            measure[..],
+            ["run", ..] | ["audit", "sweep" | "residue"] | ["probe", ..]
+        );
+        if self.emulated() && !counted {
             anyhow::bail!(
-                "--emulated-counters counts the timed batches of `run` and `audit sweep` (their \
-                 results gain the counts per operation); {} is measured without them: measure \
-                 with -- run or -- audit sweep (`run uprobe` counts a probe's hits)",
+                "--emulated-counters counts the timed batches of `run` and `audit sweep` and the \
+                 runs of `probe`; {} is measured without them: measure with -- run, -- audit \
+                 sweep or -- probe",
                 self.measure.join(" ")
             );
         }

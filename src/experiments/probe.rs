@@ -48,6 +48,49 @@ pub struct ProbeResult {
     /// The machine and kernel it ran on (results before it have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<crate::environment::Environment>,
+    /// Whether each run, in the order they ran, had the probe attached.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probed_runs: Vec<bool>,
+    /// In a campaign guest counting under the emulator: the instructions of each run's window
+    /// (the command's whole run, every task in it), without and with the probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated: Option<ProbeCounts>,
+}
+
+/// The instructions `[user, kernel]` of each run's window, without and with the probe, in
+/// run order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeCounts {
+    pub unprobed: Vec<[u64; 2]>,
+    pub probed: Vec<[u64; 2]>,
+}
+
+impl ProbeCounts {
+    /// The instructions each hit added, user and kernel: the median over the probed runs of
+    /// what the run counted beyond the median unprobed run, over its own hits (`hits`, one per
+    /// probed run: a command's calls of the probed function may vary from run to run).
+    pub fn per_hit(&self, hits: &[u64]) -> Option<[f64; 2]> {
+        use crate::stats::median;
+        if self.unprobed.is_empty() || hits.len() != self.probed.len() || hits.contains(&0) {
+            return None;
+        }
+        Some([0, 1].map(|i| {
+            let base = median(
+                &self
+                    .unprobed
+                    .iter()
+                    .map(|c| c[i] as f64)
+                    .collect::<Vec<_>>(),
+            );
+            let each: Vec<f64> = self
+                .probed
+                .iter()
+                .zip(hits)
+                .map(|(c, &h)| (c[i] as f64 - base) / h as f64)
+                .collect();
+            median(&each)
+        }))
+    }
 }
 
 impl ProbeResult {
@@ -66,6 +109,16 @@ impl ProbeResult {
             vec![per_run],
             None,
         )];
+        if let Some([user, kernel]) = self.emulated.as_ref().and_then(|e| e.per_hit(&self.hits)) {
+            for (name, v) in [
+                ("instructions:u (emulated)", user),
+                ("instructions:k (emulated)", kernel),
+            ] {
+                let m =
+                    Metric::of_values(name, "/hit", MetricKind::Emulated, "boot", vec![v], None);
+                out.push(m);
+            }
+        }
         if per_run > 0.0 {
             let added = median(&self.probed_s) - median(&self.unprobed_s);
             let ns = vec![added * 1e9 / per_run];
@@ -118,19 +171,33 @@ impl Probes {
 }
 
 /// One run of the command: its wall seconds, and the figures captured from its output.
-fn run_once(cmd: &[String], captor: &Captor) -> Result<(f64, Vec<(String, f64)>)> {
+/// `mark`: the run's position, when its window is marked for the emulator's counting (the
+/// command itself is not told to mark its own).
+fn run_once(
+    cmd: &[String],
+    captor: &Captor,
+    mark: Option<usize>,
+) -> Result<(f64, Vec<(String, f64)>)> {
+    use crate::counters::emulated;
     crate::signals::check()?;
     let t = Instant::now();
-    let out = Command::new(&cmd[0])
-        .args(&cmd[1..])
+    let mut command = Command::new(&cmd[0]);
+    command.args(&cmd[1..]).env_remove(emulated::MARK_ENV);
+    if let Some(k) = mark {
+        emulated::begin(k);
+    }
+    let out = command
         .stdin(Stdio::null())
         .stdout(if captor.is_empty() {
             Stdio::null()
         } else {
             Stdio::piped()
         })
-        .output()
-        .with_context(|| format!("cannot run `{}`", cmd[0]))?;
+        .output();
+    if let Some(k) = mark {
+        emulated::end(k);
+    }
+    let out = out.with_context(|| format!("cannot run `{}`", cmd[0]))?;
     let s = t.elapsed().as_secs_f64();
     crate::signals::check()?;
     if !out.status.success() {
@@ -219,17 +286,21 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     let captor = Captor::new(&p.captures)?;
     let (mut without, mut with, mut hits) = (Vec::new(), Vec::new(), Vec::new());
     let (mut cap_without, mut cap_with) = (Vec::new(), Vec::new());
+    let mut probed_runs = Vec::new();
+    let marking = crate::counters::emulated::marking();
     // Arm 0 runs the command unprobed, arm 1 with the probe attached.
     interleave(p.runs, 2, |_, arm| {
+        let mark = marking.then_some(probed_runs.len());
+        probed_runs.push(arm == 1);
         if arm == 1 {
             let mut probes = Probes::attach(p, offset)?;
             let before = probes.hits()?;
-            let (s, c) = run_once(&p.command, &captor)?;
+            let (s, c) = run_once(&p.command, &captor, mark)?;
             with.push(s);
             cap_with.push(c);
             hits.push(probes.hits()? - before);
         } else {
-            let (s, c) = run_once(&p.command, &captor)?;
+            let (s, c) = run_once(&p.command, &captor, mark)?;
             without.push(s);
             cap_without.push(c);
         }
@@ -260,5 +331,29 @@ pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
         hits,
         comparison,
         environment: Some(crate::environment::Environment::collect()),
+        probed_runs,
+        emulated: None,
     })
+}
+
+#[cfg(test)]
+mod emulated_unit {
+    use super::*;
+
+    /// Two probed runs made more calls than the others: each run's excess is over its own
+    /// hits.
+    #[test]
+    fn instructions_per_hit_are_each_probed_run_s_excess_over_its_hits() {
+        let counts = ProbeCounts {
+            unprobed: vec![[10, 1_000], [10, 1_100], [10, 900]],
+            probed: vec![[10, 3_000], [10, 5_000], [10, 3_000]],
+        };
+        assert_eq!(counts.per_hit(&[1, 2, 1]), Some([0.0, 2_000.0]));
+        assert_eq!(
+            counts.per_hit(&[1, 0, 1]),
+            None,
+            "a run the probe never hit"
+        );
+        assert_eq!(counts.per_hit(&[1, 2]), None, "a hit count per probed run");
+    }
 }

@@ -12,6 +12,7 @@ use crate::core::Kind;
 use crate::counters::emulated::{Count, Window};
 use crate::counters::{EventStatus, RawCount, events::EventSpec};
 use crate::experiments::audit_sweep::Sweep;
+use crate::experiments::probe::{ProbeCounts, ProbeResult};
 use crate::profile::symbols::Kallsyms;
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
@@ -33,6 +34,7 @@ pub fn join(result: &mut serde_json::Value, windows: &[Window], symbols: Option<
             joined(&mut steps, w, symbols)?;
             s.refigure().map_err(|e| e.to_string())
         }),
+        Some(Kind::Probe) => joined_as::<ProbeResult>(result, windows, probe_joined),
         _ => return,
     };
     match joined {
@@ -252,6 +254,37 @@ fn allowance(per_op: f64, ops: u64) -> f64 {
         return 0.0;
     }
     (per_op * ops as f64).ceil() + 1.0
+}
+
+/// A probe's windows, one per run of its command in the order they ran, become its
+/// instructions per run without and with the probe. The command is another process: every
+/// task that ran in a window counts in it (the settling before the measurement keeps the
+/// boot's own work out).
+fn probe_joined(p: &mut ProbeResult, windows: &[Window]) -> Result<(), String> {
+    if windows.len() != p.probed_runs.len() {
+        return Err(format!(
+            "the plugin counted {} windows for {} runs of the command",
+            windows.len(),
+            p.probed_runs.len()
+        ));
+    }
+    let base = windows.first().map_or(0, |w| w.name);
+    let mut counts = ProbeCounts::default();
+    for (k, (w, &probed)) in windows.iter().zip(&p.probed_runs).enumerate() {
+        if w.name.wrapping_sub(base) != k as u64 {
+            return Err(format!("run {k}'s window is out of order"));
+        }
+        let c = w
+            .count(Count::Instructions)
+            .ok_or("a window without instructions")?;
+        if probed {
+            counts.probed.push(c);
+        } else {
+            counts.unprobed.push(c);
+        }
+    }
+    p.emulated = Some(counts);
+    Ok(())
 }
 
 /// The emulated events, user then kernel for each count, in a group of their own.
