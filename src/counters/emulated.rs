@@ -203,6 +203,43 @@ impl Count {
             if kernel { 'k' } else { 'u' }
         )
     }
+
+    /// What a window's count of this becomes: user, kernel, and for instructions the two
+    /// together (`instructions (emulated)`: the audit series' instructions per getpid).
+    pub fn parts(self) -> &'static [Part] {
+        match self {
+            Count::Instructions => &[Part::User, Part::Kernel, Part::All],
+            _ => &[Part::User, Part::Kernel],
+        }
+    }
+
+    /// The event of one part of this count.
+    pub fn part_name(self, part: Part) -> String {
+        match part {
+            Part::User => self.event_name(false),
+            Part::Kernel => self.event_name(true),
+            Part::All => format!("{} (emulated)", self.event()),
+        }
+    }
+}
+
+/// Which instructions of a window a count covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    User,
+    Kernel,
+    All,
+}
+
+impl Part {
+    /// Its value in a `[user, kernel]` count.
+    pub fn of(self, [user, kernel]: [u64; 2]) -> u64 {
+        match self {
+            Part::User => user,
+            Part::Kernel => kernel,
+            Part::All => user + kernel,
+        }
+    }
 }
 
 /// One window the plugin counted: the address that named it, its counts (in the order of

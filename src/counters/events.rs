@@ -57,6 +57,14 @@ impl EventSpec {
         }
     }
 
+    /// Counted by syscost's QEMU plugin in user space and the kernel together.
+    pub fn emulated_all(name: impl Into<String>) -> EventSpec {
+        EventSpec {
+            exclude_kernel: false,
+            ..EventSpec::emulated(name, false)
+        }
+    }
+
     /// Counted by syscost's QEMU plugin (see [`EventSpec::emulated`]).
     pub fn is_emulated(&self) -> bool {
         self.type_ == EMULATED_TYPE

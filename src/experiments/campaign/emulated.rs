@@ -9,7 +9,7 @@
 
 use crate::boot::guest::GuestSymbols;
 use crate::core::Kind;
-use crate::counters::emulated::{Count, Window};
+use crate::counters::emulated::{Count, Part, Window};
 use crate::counters::{EventStatus, RawCount, events::EventSpec};
 use crate::experiments::audit_sweep::Sweep;
 use crate::experiments::probe::{ProbeCounts, ProbeResult};
@@ -224,7 +224,11 @@ impl Joined {
                     running: 1,
                 })
             };
-            let values = w.counts.iter().flat_map(|c| [count(c[0]), count(c[1])]);
+            let values = w
+                .counts
+                .iter()
+                .zip(Count::ALL)
+                .flat_map(|(c, kind)| kind.parts().iter().map(move |p| count(p.of(*c))));
             sample.counts.extend(values);
         }
         Ok(())
@@ -291,9 +295,14 @@ fn probe_joined(p: &mut ProbeResult, windows: &[Window]) -> Result<(), String> {
 fn add_events(r: &mut RunResult, counts: &[Count]) {
     let group = r.events.iter().map(|e| e.group + 1).max().unwrap_or(0);
     for c in counts {
-        for kernel in [false, true] {
+        for &part in c.parts() {
+            let name = c.part_name(part);
+            let spec = match part {
+                Part::All => EventSpec::emulated_all(name),
+                _ => EventSpec::emulated(name, part == Part::Kernel),
+            };
             r.events.push(EventRecord {
-                spec: EventSpec::emulated(c.event_name(kernel), kernel),
+                spec,
                 group,
                 status: EventStatus::Counting,
             });
@@ -429,10 +438,12 @@ mod unit {
         let median = |name: &str| metric(name).summary.as_ref().unwrap().median;
         assert_eq!(median("instructions:u (emulated)"), 16.0);
         assert_eq!(median("instructions:k (emulated)"), 305.0);
+        assert_eq!(median("instructions (emulated)"), 321.0, "user and kernel");
         assert_eq!(median("conditional-branches:k (emulated)"), 40.0);
-        let kind = metric("instructions:k (emulated)").kind;
-        assert_eq!(kind, crate::results::MetricKind::Emulated);
-        assert_eq!(joined.events.len(), r.events.len() + 4);
+        for name in ["instructions:k (emulated)", "instructions (emulated)"] {
+            assert_eq!(metric(name).kind, crate::results::MetricKind::Emulated);
+        }
+        assert_eq!(joined.events.len(), r.events.len() + 5);
         let sets = joined.emulated_sets.unwrap();
         assert_eq!(
             (sets.l1d, sets.l1i),
