@@ -7,14 +7,19 @@
  * `l1i=...`), memory loads and stores and the misses of a set-associative LRU model of L1d and
  * L1i, per set too (callbacks that act only inside a window: the models see the windows'
  * accesses alone, each window starting from the state the last one left). The L1 models are
- * indexed by virtual address, as a VIPT L1 is: SETS * LINE must fit in a 4 KiB page.
+ * indexed by virtual address, as a VIPT L1 is: SETS * LINE must fit in a 4 KiB page. With
+ * `l2=SETS:WAYS:LINE` too, an LRU L2 behind both takes their misses: a data line by its
+ * physical address (qemu_plugin_hwaddr_phys_addr), an instruction line by its virtual one,
+ * the same bits below 2 MiB in the kernel's text (mapped by 2 MiB pages): SETS * LINE must fit
+ * in 2 MiB.
  *
  * With the argument `blocks=1`, the kernel instructions of each translated block executed in
  * a window, by the block's first address (a callback per kernel block, acting only inside a
  * window), for syscost to name from the guest's kallsyms.
  *
  * Each end prints to QEMU's plugin log (-d plugin -D FILE):
- *   W NAME INSN_U INSN_K BR_U BR_K [LD_U LD_K ST_U ST_K LDM_U LDM_K STM_U STM_K IM_U IM_K]
+ *   W NAME INSN_U INSN_K BR_U BR_K [LD_U LD_K ST_U ST_K LDM_U LDM_K STM_U STM_K IM_U IM_K
+ *                                   [L2M_U L2M_K]]
  *   D NAME MISSES_OF_SET_0 ... (L1d)   I NAME MISSES_OF_SET_0 ... (L1i)   (with the models)
  *   B NAME ADDR:INSNS ...   (with blocks=1; hexadecimal, a block's address may repeat when it
  *                            was translated again)
@@ -69,12 +74,15 @@ void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *,
 				      void (*)(unsigned int, qemu_plugin_meminfo_t, uint64_t, void *),
 				      enum qemu_plugin_cb_flags, enum qemu_plugin_mem_rw, void *);
 bool qemu_plugin_mem_is_store(qemu_plugin_meminfo_t);
+struct qemu_plugin_hwaddr;
+struct qemu_plugin_hwaddr *qemu_plugin_get_hwaddr(qemu_plugin_meminfo_t, uint64_t);
+uint64_t qemu_plugin_hwaddr_phys_addr(const struct qemu_plugin_hwaddr *);
 void qemu_plugin_outs(const char *);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
 /* What is counted, per privilege (0 user, 1 kernel). One vCPU: no per-vCPU slots. */
-enum { INSN, BR, LD, ST, LDM, STM, IM, KINDS };
+enum { INSN, BR, LD, ST, LDM, STM, IM, L2M, KINDS };
 static uint64_t count[KINDS][2], at[KINDS][2];
 static uint64_t window;
 static bool in_window;
@@ -85,8 +93,8 @@ struct cache {
 	uint64_t *tags; /* sets * ways, tag + 1 (0: empty) */
 	uint64_t *misses; /* per set, in the current window */
 };
-static struct cache l1d, l1i;
-static bool modelled;
+static struct cache l1d, l1i, l2;
+static bool modelled, with_l2;
 
 /* A kernel block's instructions in the current window (`blocks=1`). The blocks executed in a
  * window are listed as they are first met, and printed and cleared at its end. */
@@ -152,8 +160,14 @@ static void accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vad
 		return;
 	int kernel = (uintptr_t)k, store = qemu_plugin_mem_is_store(info);
 	count[store ? ST : LD][kernel]++;
-	if (!hit(&l1d, vaddr))
-		count[store ? STM : LDM][kernel]++;
+	if (hit(&l1d, vaddr))
+		return;
+	count[store ? STM : LDM][kernel]++;
+	if (with_l2) {
+		struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, vaddr);
+		if (!hit(&l2, h ? qemu_plugin_hwaddr_phys_addr(h) : vaddr))
+			count[L2M][kernel]++;
+	}
 }
 
 /* The cache lines a block's instructions span, in order, for the L1i model. */
@@ -168,9 +182,14 @@ static void fetched(unsigned int vcpu, void *u)
 	struct lines *l = u;
 	if (!in_window)
 		return;
-	for (unsigned i = 0; i < l->n; i++)
-		if (!hit(&l1i, l->line[i] << l1i.line_shift))
-			count[IM][l->kernel]++;
+	for (unsigned i = 0; i < l->n; i++) {
+		uint64_t addr = l->line[i] << l1i.line_shift;
+		if (hit(&l1i, addr))
+			continue;
+		count[IM][l->kernel]++;
+		if (with_l2 && !hit(&l2, addr))
+			count[L2M][l->kernel]++;
+	}
 }
 
 static void named(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *u)
@@ -192,7 +211,7 @@ static void print_sets(char kind, const struct cache *c)
 static void marked(unsigned int vcpu, void *kind)
 {
 	char line[512];
-	int n = 0, kinds = modelled ? KINDS : LD;
+	int n = 0, kinds = !modelled ? LD : with_l2 ? KINDS : L2M;
 	if ((uintptr_t)kind == 1) {
 		memcpy(at, count, sizeof at);
 		for (size_t i = 0; i < n_met; i++) /* a window whose end was never met */
@@ -308,17 +327,17 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 /* `l1d=SETS:WAYS:LINE`: powers of two, SETS * LINE within a 4 KiB page (the index of a VIPT
  * L1 lies in the page offset), WAYS up to 64. */
-static bool geometry(const char *arg, const char *key, struct cache *c)
+static bool geometry(const char *arg, const char *key, struct cache *c, unsigned span)
 {
 	unsigned sets, ways, line;
 	size_t k = strlen(key);
 	if (strncmp(arg, key, k) || arg[k] != '=' ||
 	    sscanf(arg + k + 1, "%u:%u:%u", &sets, &ways, &line) != 3)
 		return false;
-	if (!sets || (sets & (sets - 1)) || !line || (line & (line - 1)) || sets * line > 4096 ||
-	    !ways || ways > 64) {
+	if (!sets || (sets & (sets - 1)) || !line || (line & (line - 1)) ||
+	    (uint64_t)sets * line > span || !ways || ways > 64) {
 		fprintf(stderr, "tcg_count: %s: sets and line must be powers of two with sets * line "
-				"<= 4096, ways 1 to 64\n", arg);
+				"<= %u, ways 1 to 64\n", arg, span);
 		return false;
 	}
 	c->sets = sets;
@@ -341,17 +360,24 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 			by_block = true;
 			continue;
 		}
+		if (!strncmp(argv[a], "l2=", 3)) {
+			if (!geometry(argv[a], "l2", &l2, 2u << 20))
+				return -1;
+			with_l2 = true;
+			continue;
+		}
 		bool *given = !strncmp(argv[a], "l1d=", 4) ? &d : !strncmp(argv[a], "l1i=", 4) ? &i : NULL;
 		if (!given) {
 			fprintf(stderr, "tcg_count: unknown argument %s\n", argv[a]);
 			return -1;
 		}
-		if (!geometry(argv[a], given == &d ? "l1d" : "l1i", given == &d ? &l1d : &l1i))
+		if (!geometry(argv[a], given == &d ? "l1d" : "l1i", given == &d ? &l1d : &l1i, 4096))
 			return -1;
 		*given = true;
 	}
-	if (d != i) {
-		fprintf(stderr, "tcg_count: give both l1d= and l1i=, or neither\n");
+	if (d != i || (with_l2 && !d)) {
+		fprintf(stderr, "tcg_count: give both l1d= and l1i=, or neither (and l2= only with "
+				"them)\n");
 		return -1;
 	}
 	modelled = d;

@@ -418,7 +418,10 @@ fn an_emulated_audit_sweep_fits_instructions_per_rule() {
         .find(|f| f["metric"] == "instructions:k (emulated)")
         .unwrap_or_else(|| panic!("no fit of emulated instructions: {}", result["warnings"]))
         .clone();
-    assert_eq!(fit["n"], 6, "3 steps with rules x 2 runs: {fit}");
+    // 3 steps with rules x 2 runs; a run whose every sample window had another task in it
+    // (a kworker: about one window in 20 here) has no value.
+    let n = fit["n"].as_u64().unwrap();
+    assert!((4..=6).contains(&n), "{fit}");
     assert!(fit["r2"].as_f64().unwrap() >= 0.99, "{fit}");
     // Each rule on another syscall is a few dozen instructions of the exit filter's walk.
     let slope = fit["slope"].as_f64().unwrap();
@@ -1479,10 +1482,11 @@ fn the_cache_model_sees_the_replica_s_crowded_set() {
             "32",
             "--placement",
             placement,
+            // Six sample windows: one now and then has a kworker in it and is left out.
             "--runs",
-            "1",
-            "--samples",
             "2",
+            "--samples",
+            "3",
             "--sample-time",
             "10ms",
         ];
@@ -1541,5 +1545,17 @@ fn the_cache_model_sees_the_replica_s_crowded_set() {
         sets[most] > 0.99 * all,
         "the misses are the crowded set's: {sets:?}"
     );
+    // Skylake-X's model has an L2 behind the L1s: the packed walk misses in neither.
+    let l2 = |c: &Value| -> f64 {
+        let counters = c["figures"][0]["counters"].as_array().unwrap();
+        let m = counters
+            .iter()
+            .find(|x| x["name"] == "L2-misses:u (emulated)");
+        m.unwrap_or_else(|| panic!("no modelled L2: {c}"))["median"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(l2(&packed) < 0.1, "{}", l2(&packed));
+    assert!(l2(&crowded) <= m_crowded, "an L2 miss is an L1 miss first");
     assert!(leftovers(tmp.path()).is_empty());
 }

@@ -142,12 +142,14 @@ pub struct CampaignArgs {
     /// rule: every boot apart by more than the arms' own range and --exact-resolution).
     #[arg(long)]
     pub emulated_counters: bool,
-    /// Model the L1 caches too (implies --emulated-counters): every load and store of a
-    /// window goes through an LRU model of L1d, every instruction fetch through one of L1i,
-    /// adding loads, stores, conditional branches and the models' misses per operation, and
-    /// the L1d and L1i misses of each set. MODEL: host (this machine's L1s, from sysfs),
-    /// skylake-x (32 KiB, 8-way, 64-byte lines: the audit series' machine) or
-    /// SETSxWAYSxLINE[,SETSxWAYSxLINE] (L1d, then L1i if it differs).
+    /// Model the caches too (implies --emulated-counters): every load and store of a window
+    /// goes through an LRU model of L1d, every instruction fetch through one of L1i, and
+    /// their misses through an L2 behind both when the model has one, adding loads, stores
+    /// and the models' misses per operation, and the L1d and L1i misses of each set. MODEL:
+    /// host (this machine's L1s and L2, from sysfs), skylake-x (L1s of 32 KiB, 8-way, and an
+    /// L2 of 1 MiB, 16-way, 64-byte lines: the audit series' machine) or
+    /// SETSxWAYSxLINE[,SETSxWAYSxLINE[,SETSxWAYSxLINE]] (L1d, then L1i if it differs, then
+    /// an L2).
     #[arg(long, value_name = "MODEL", value_parser = parse_cache_model)]
     pub cache_model: Option<CacheModel>,
     /// Where the kernel instructions go (implies --emulated-counters): the kernel

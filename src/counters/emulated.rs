@@ -66,18 +66,36 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// `SETSxWAYSxLINE`, e.g. 64x8x64 (32 KiB, 8-way, 64-byte lines).
+    /// An L1's `SETSxWAYSxLINE`, e.g. 64x8x64 (32 KiB, 8-way, 64-byte lines).
     fn parse(s: &str) -> Result<Geometry, String> {
+        Geometry::parse_within(
+            s,
+            4096,
+            "a 4 KiB page (an L1 indexed by virtual address, as x86's are)",
+        )
+    }
+
+    /// An L2's, e.g. 1024x16x64 (Skylake-X's 1 MiB, 16-way).
+    fn parse_l2(s: &str) -> Result<Geometry, String> {
+        Geometry::parse_within(
+            s,
+            2 << 20,
+            "2 MiB (instruction lines are indexed by their virtual address, the same bits as \
+             the physical one within the kernel's 2 MiB text pages)",
+        )
+    }
+
+    /// A geometry whose sets times line is at most `span` bytes, `within` saying why.
+    fn parse_within(s: &str, span: u64, within: &str) -> Result<Geometry, String> {
         let n: Vec<u32> = s.split('x').filter_map(|x| x.parse().ok()).collect();
         let [sets, ways, line] = n[..] else {
             return Err(format!("'{s}' is not SETSxWAYSxLINE, e.g. 64x8x64"));
         };
         let g = Geometry { sets, ways, line };
         let pow2 = |x: u32| x.is_power_of_two();
-        if !pow2(sets) || !pow2(line) || u64::from(sets) * u64::from(line) > 4096 {
+        if !pow2(sets) || !pow2(line) || u64::from(sets) * u64::from(line) > span {
             return Err(format!(
-                "'{s}': sets and line size must be powers of two whose product fits in a 4 KiB \
-                 page (an L1 indexed by virtual address, as x86's are)"
+                "'{s}': sets and line size must be powers of two whose product fits in {within}"
             ));
         }
         if !(1..=64).contains(&ways) {
@@ -103,6 +121,9 @@ pub struct CacheModel {
     pub name: String,
     pub l1d: Geometry,
     pub l1i: Geometry,
+    /// An L2 behind both, when modelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2: Option<Geometry>,
 }
 
 /// Skylake-X's L1d and L1i: 32 KiB, 8-way, 64-byte lines (the audit series' machine).
@@ -112,16 +133,25 @@ const SKYLAKE_X: Geometry = Geometry {
     line: 64,
 };
 
+/// Skylake-X's L2: 1 MiB, 16-way, 64-byte lines.
+const SKYLAKE_X_L2: Geometry = Geometry {
+    sets: 1024,
+    ways: 16,
+    line: 64,
+};
+
 impl CacheModel {
-    /// `host`, `skylake-x`, or `L1D[,L1I]` as SETSxWAYSxLINE (the L1i as the L1d if not given).
+    /// `host`, `skylake-x` (their L1s and L2), or `L1D[,L1I[,L2]]` as SETSxWAYSxLINE (the
+    /// L1i as the L1d if not given; no L2 if not given).
     pub fn parse(s: &str) -> Result<CacheModel, String> {
-        let named = |name: &str, l1d, l1i| CacheModel {
+        let named = |name: &str, l1d, l1i, l2| CacheModel {
             name: name.into(),
             l1d,
             l1i,
+            l2,
         };
         match s {
-            "skylake-x" => Ok(named(s, SKYLAKE_X, SKYLAKE_X)),
+            "skylake-x" => Ok(named(s, SKYLAKE_X, SKYLAKE_X, Some(SKYLAKE_X_L2))),
             "host" => {
                 let l1 = |type_: &str| -> Result<Geometry, String> {
                     let c = crate::core::caches::caches()
@@ -140,19 +170,46 @@ impl CacheModel {
                     s,
                     l1("Data").map_err(why)?,
                     l1("Instruction").map_err(why)?,
+                    host_l2(),
                 ))
             }
             _ => {
-                let (d, i) = s.split_once(',').unwrap_or((s, s));
-                Ok(named("custom", Geometry::parse(d)?, Geometry::parse(i)?))
+                let parts: Vec<&str> = s.split(',').collect();
+                let (d, i, l2) = match parts[..] {
+                    [d] => (d, d, None),
+                    [d, i] => (d, i, None),
+                    [d, i, l2] => (d, i, Some(Geometry::parse_l2(l2)?)),
+                    _ => return Err(format!("'{s}': at most three geometries: L1D,L1I,L2")),
+                };
+                Ok(named(
+                    "custom",
+                    Geometry::parse(d)?,
+                    Geometry::parse(i)?,
+                    l2,
+                ))
             }
         }
     }
 
-    /// The plugin's arguments, e.g. `l1d=64:8:64,l1i=64:8:64`.
+    /// The plugin's arguments, e.g. `l1d=64:8:64,l1i=64:8:64,l2=1024:16:64`.
     pub fn plugin_args(&self) -> String {
-        format!("{},{}", self.l1d.arg("l1d"), self.l1i.arg("l1i"))
+        let l2 = self.l2.map(|g| format!(",{}", g.arg("l2")));
+        format!(
+            "{},{}{}",
+            self.l1d.arg("l1d"),
+            self.l1i.arg("l1i"),
+            l2.unwrap_or_default()
+        )
     }
+}
+
+/// This machine's unified L2 from sysfs, if it describes one a model can take.
+fn host_l2() -> Option<Geometry> {
+    let c = crate::core::caches::caches()
+        .into_iter()
+        .find(|c| c.level == 2 && c.type_ == "Unified")?;
+    let (s, w, l) = (c.sets?, c.ways?, c.line_size?);
+    Geometry::parse_l2(&format!("{s}x{w}x{l}")).ok()
 }
 
 /// What the plugin counts in a window, each in user space and in the kernel apart, in the
@@ -167,10 +224,12 @@ pub enum Count {
     L1dLoadMisses,
     L1dStoreMisses,
     L1iMisses,
+    /// Misses of the modelled L2 (its data and instruction lines together).
+    L2Misses,
 }
 
 impl Count {
-    pub const ALL: [Count; 7] = [
+    pub const ALL: [Count; 8] = [
         Count::Instructions,
         Count::ConditionalBranches,
         Count::Loads,
@@ -178,6 +237,7 @@ impl Count {
         Count::L1dLoadMisses,
         Count::L1dStoreMisses,
         Count::L1iMisses,
+        Count::L2Misses,
     ];
 
     /// The count as an event name, perf's where perf has one (so `L1-dcache-miss-%` is
@@ -191,6 +251,7 @@ impl Count {
             Count::L1dLoadMisses => "L1-dcache-load-misses",
             Count::L1dStoreMisses => "L1-dcache-store-misses",
             Count::L1iMisses => "L1-icache-load-misses",
+            Count::L2Misses => "L2-misses",
         }
     }
 
@@ -341,7 +402,12 @@ mod unit {
     #[test]
     fn cache_models_are_named_or_given_and_checked() {
         let sk = CacheModel::parse("skylake-x").unwrap();
-        assert_eq!(sk.plugin_args(), "l1d=64:8:64,l1i=64:8:64");
+        assert_eq!(sk.plugin_args(), "l1d=64:8:64,l1i=64:8:64,l2=1024:16:64");
+        assert_eq!(sk.l2.unwrap().bytes(), 1 << 20);
+        let c = CacheModel::parse("64x8x64,64x8x64,2048x16x64").unwrap();
+        assert_eq!(c.l2.map(|g| g.sets), Some(2048));
+        assert!(CacheModel::parse("64x8x64,64x8x64,65536x16x64").is_err());
+        assert!(CacheModel::parse("64x8x64").unwrap().l2.is_none());
         assert_eq!(sk.l1d.bytes(), 32 * 1024);
         let c = CacheModel::parse("64x12x64,64x8x64").unwrap();
         assert_eq!((c.l1d.ways, c.l1i.ways), (12, 8));

@@ -109,11 +109,15 @@ impl Campaign {
         let mut g = Grid::new(&["arm", "cache", "misses", "most missed sets (set: misses)"])
             .right([2])
             .title(format!(
-                " Modelled L1 misses per operation by set ({} model: L1d {}, L1i {}; each \
+                " Modelled L1 misses per operation by set ({} model: L1d {}, L1i {}{}; each \
                  set's median over the boots)",
                 model.name,
                 geometry_words(model.l1d),
-                geometry_words(model.l1i)
+                geometry_words(model.l1i),
+                model
+                    .l2
+                    .map(|g| format!(", L2 {}", geometry_words(g)))
+                    .unwrap_or_default()
             ));
         for f in &self.figures {
             let Some(sets) = &f.sets else { continue };
@@ -539,7 +543,15 @@ impl ResultKind for Campaign {
             ("compare", Some(c)) => Some(Ok(super::charts::compare_chart(c))),
             ("boots", None) => Some(Ok(self.boots_chart())),
             ("sets", _) => Some(self.sets_charts().into_iter().next().ok_or_else(|| {
-                anyhow::anyhow!("this campaign modelled no cache (campaign --cache-model)")
+                match self.machine.as_ref().and_then(|m| m.cache_model.as_ref()) {
+                    None => {
+                        anyhow::anyhow!("this campaign modelled no cache (campaign --cache-model)")
+                    }
+                    Some(_) => anyhow::anyhow!(
+                        "no boot kept misses by set: another task ran in every sample window \
+                         (each boot's warnings say how many were left out)"
+                    ),
+                }
             })),
             _ => None,
         }
