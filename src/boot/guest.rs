@@ -115,9 +115,12 @@ impl GuestSymbols {
 
     /// This boot's: where its text starts, and its table when `whole`.
     fn here(whole: bool) -> Option<GuestSymbols> {
+        if whole {
+            return kallsyms_text();
+        }
         Some(GuestSymbols {
             text: kernel_text()?,
-            table: if whole { kallsyms_text()? } else { Vec::new() },
+            table: Vec::new(),
         })
     }
 }
@@ -236,9 +239,9 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
         }),
     };
     clock.measure_to = boottime();
-    let result = match settled {
-        Some(s) if !s.quiet => with_warning(result?, &s.sentence()),
-        _ => result?,
+    let result = match settled.and_then(|s| s.warning()) {
+        Some(w) => with_warning(result?, &w),
+        None => result?,
     };
     let whole = param(&cmdline, KALLSYMS_PARAM).is_some();
     Ok((
@@ -283,23 +286,31 @@ fn kernel_text() -> Option<u64> {
 }
 
 /// This kernel's text symbols from /proc/kallsyms (`ADDR NAME` lines, the module symbols left
-/// out: a campaign's guest loads no module), gzipped for the serial channel.
-pub fn kallsyms_text() -> Option<Vec<u8>> {
+/// out: a campaign's guest loads no module), gzipped for the serial channel, and where its
+/// `_text` is, from the same reading.
+fn kallsyms_text() -> Option<GuestSymbols> {
     use std::io::Write as _;
     let all = std::fs::read_to_string("/proc/kallsyms").ok()?;
     let mut text = String::with_capacity(all.len());
+    let mut start = None;
     for l in all.lines() {
         let mut f = l.split_whitespace();
         if let (Some(addr), Some("t" | "T" | "w" | "W"), Some(name), None) =
             (f.next(), f.next(), f.next(), f.next())
         {
+            if name == "_text" {
+                start = u64::from_str_radix(addr, 16).ok();
+            }
             text.extend([addr, " ", name, "\n"]);
         }
     }
     // One write: the encoder's cost per write call, 87,000 of them, took 11 s under TCG.
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(text.as_bytes()).ok()?;
-    gz.finish().ok()
+    Some(GuestSymbols {
+        text: start?,
+        table: gz.finish().ok()?,
+    })
 }
 
 /// Run syscost's `words` in this boot, its output on the console.

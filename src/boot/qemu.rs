@@ -598,7 +598,19 @@ mod unit {
         let dir = tempfile::tempdir().unwrap();
         let plugin = dir.path().join("tcg_count.so");
         std::fs::write(&plugin, emulated::PLUGIN).unwrap();
-        let mut m = Machine {
+        let mut m = counting_machine();
+        check_plugin(&m, &plugin).unwrap();
+        m.cache_model = Some(emulated::CacheModel::parse("skylake-x").unwrap());
+        check_plugin(&m, &plugin).unwrap();
+        std::fs::write(&plugin, b"not a shared object").unwrap();
+        let err = check_plugin(&m, &plugin).unwrap_err().to_string();
+        assert!(err.contains("does not load syscost's TCG plugin"), "{err}");
+        assert!(err.contains("Could not load plugin"), "{err}");
+    }
+
+    /// A small TCG machine whose plugin counts, with the profile's blocks.
+    fn counting_machine() -> Machine {
+        Machine {
             accel: Accel::Tcg,
             cpus: 1,
             memory_mib: 128,
@@ -609,29 +621,14 @@ mod unit {
             cache_model: None,
             emulated_profile: true,
             icount: None,
-        };
-        check_plugin(&m, &plugin).unwrap();
-        m.cache_model = Some(emulated::CacheModel::parse("skylake-x").unwrap());
-        check_plugin(&m, &plugin).unwrap();
-        std::fs::write(&plugin, b"not a shared object").unwrap();
-        let err = check_plugin(&m, &plugin).unwrap_err().to_string();
-        assert!(err.contains("does not load syscost's TCG plugin"), "{err}");
-        assert!(err.contains("Could not load plugin"), "{err}");
+        }
     }
 
     #[test]
     fn icount_and_the_profile_s_blocks_reach_qemu_s_command_line() {
         let m = Machine {
-            accel: Accel::Tcg,
-            cpus: 1,
-            memory_mib: 128,
-            timeout: Duration::from_secs(8),
-            host_cpus: None,
-            entry: KernelEntry::Pvh,
-            emulated_counters: true,
-            cache_model: None,
-            emulated_profile: true,
             icount: Some(0),
+            ..counting_machine()
         };
         let dir = Path::new("/nonexistent");
         let b = Boot {

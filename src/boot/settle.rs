@@ -27,17 +27,10 @@ pub struct Settled {
 }
 
 impl Settled {
-    /// What the result says about the wait.
-    pub fn sentence(&self) -> String {
-        if self.quiet {
-            format!(
-                "the guest waited {:.2} s for its boot's own work (kernel threads such as crypto \
-                 self-tests) to end before measuring: CPU under {:.0}% busy over {} ms",
-                self.seconds,
-                QUIET_BUSY * 100.0,
-                INTERVAL.as_millis()
-            )
-        } else {
+    /// What the result says when the wait ended without a quiet interval (a quiet one is
+    /// shown as the boot's settling time).
+    pub fn warning(&self) -> Option<String> {
+        (!self.quiet).then(|| {
             format!(
                 "the guest's boot work had not ended after {:.1} s (CPU {:.0}% busy): it was \
                  measured anyway, and windows in which another task ran are left out by their \
@@ -45,7 +38,7 @@ impl Settled {
                 self.seconds,
                 self.busy * 100.0
             )
-        }
+        })
     }
 }
 
@@ -121,6 +114,6 @@ mod unit {
     fn a_limit_of_zero_does_not_wait() {
         let s = settle(Duration::ZERO);
         assert!(!s.quiet && s.seconds < 0.1, "{s:?}");
-        assert!(s.sentence().contains("had not ended"));
+        assert!(s.warning().unwrap().contains("had not ended"));
     }
 }

@@ -130,9 +130,7 @@ impl Sweep {
             })
             .collect()
     }
-}
 
-impl Sweep {
     /// The costs and fits again, from the steps as they are now: after counts were added to
     /// the steps' samples (a campaign guest's emulated counts), so the fits include them.
     pub fn refigure(&mut self) -> Result<()> {

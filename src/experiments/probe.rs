@@ -182,18 +182,19 @@ fn run_once(
     crate::signals::check()?;
     let t = Instant::now();
     let mut command = Command::new(&cmd[0]);
-    command.args(&cmd[1..]).env_remove(emulated::MARK_ENV);
-    if let Some(k) = mark {
-        emulated::begin(k);
-    }
-    let out = command
+    command
+        .args(&cmd[1..])
+        .env_remove(emulated::MARK_ENV)
         .stdin(Stdio::null())
         .stdout(if captor.is_empty() {
             Stdio::null()
         } else {
             Stdio::piped()
-        })
-        .output();
+        });
+    if let Some(k) = mark {
+        emulated::begin(k);
+    }
+    let out = command.output();
     if let Some(k) = mark {
         emulated::end(k);
     }

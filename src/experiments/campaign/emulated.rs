@@ -204,11 +204,10 @@ impl Joined {
                 s.counts[i].is_some_and(|c| c.value as f64 <= allowance(per_op, s.ops))
             })
         };
-        let base = windows.first().map_or(0, |w| w.name);
+        if let Some(k) = out_of_order(windows.iter().copied()) {
+            return Err(format!("run {index}: batch {k}'s window is out of order"));
+        }
         for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
-            if w.name.wrapping_sub(base) != k as u64 {
-                return Err(format!("run {index}: batch {k}'s window is out of order"));
-            }
             let alone = alone(k, sample);
             self.crowded += usize::from(!alone);
             self.windows += 1;
@@ -233,6 +232,16 @@ impl Joined {
         }
         Ok(())
     }
+}
+
+/// The first of `windows` not named by the slot after the one before (the marks name
+/// consecutive slots from the first), if any.
+fn out_of_order<'a>(windows: impl Iterator<Item = &'a Window>) -> Option<usize> {
+    let mut windows = windows.peekable();
+    let base = windows.peek().map_or(0, |w| w.name);
+    windows
+        .enumerate()
+        .position(|(k, w)| w.name.wrapping_sub(base) != k as u64)
 }
 
 /// The context switches per operation a batch of `run` makes by itself: none, or for a loop
@@ -272,12 +281,11 @@ fn probe_joined(p: &mut ProbeResult, windows: &[Window]) -> Result<(), String> {
             p.probed_runs.len()
         ));
     }
-    let base = windows.first().map_or(0, |w| w.name);
+    if let Some(k) = out_of_order(windows.iter()) {
+        return Err(format!("run {k}'s window is out of order"));
+    }
     let mut counts = ProbeCounts::default();
-    for (k, (w, &probed)) in windows.iter().zip(&p.probed_runs).enumerate() {
-        if w.name.wrapping_sub(base) != k as u64 {
-            return Err(format!("run {k}'s window is out of order"));
-        }
+    for (w, &probed) in windows.iter().zip(&p.probed_runs) {
         let c = w
             .count(Count::Instructions)
             .ok_or("a window without instructions")?;

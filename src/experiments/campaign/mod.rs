@@ -963,19 +963,23 @@ fn figures_of(
 /// Each function's median over the boots of its kernel instructions per operation
 /// (`--emulated-profile`), if they have any.
 fn functions_of<'a>(boots: impl Iterator<Item = &'a BootRecord>) -> Option<EmulatedFunctions> {
-    let per_boot: Vec<EmulatedFunctions> = boots
-        .filter_map(|b| b.result()?.get("emulated_functions").cloned())
+    EmulatedFunctions::median(&result_fields(boots, "emulated_functions"))
+}
+
+/// The `field` of each boot's result that has one, read as a `T`.
+fn result_fields<'a, T: serde::de::DeserializeOwned>(
+    boots: impl Iterator<Item = &'a BootRecord>,
+    field: &str,
+) -> Vec<T> {
+    boots
+        .filter_map(|b| b.result()?.get(field).cloned())
         .filter_map(|v| serde_json::from_value(v).ok())
-        .collect();
-    EmulatedFunctions::median(&per_boot)
+        .collect()
 }
 
 /// Each set's median over the boots of its modelled misses per operation, if they have any.
 fn sets_of<'a>(boots: impl Iterator<Item = &'a BootRecord>) -> Option<EmulatedSets> {
-    let per_boot: Vec<EmulatedSets> = boots
-        .filter_map(|b| b.result()?.get("emulated_sets").cloned())
-        .filter_map(|v| serde_json::from_value(v).ok())
-        .collect();
+    let per_boot: Vec<EmulatedSets> = result_fields(boots, "emulated_sets");
     let median_of = |pick: fn(&EmulatedSets) -> &Vec<f64>| -> Vec<f64> {
         let sets = per_boot.iter().map(|s| pick(s).len()).min().unwrap_or(0);
         (0..sets)
