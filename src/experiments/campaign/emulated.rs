@@ -415,6 +415,15 @@ mod unit {
     use super::*;
     use crate::results::fixture::fixed_result;
 
+    /// The index of `r`'s context-switches event.
+    fn switches_of(r: &RunResult) -> usize {
+        let cs = r
+            .events
+            .iter()
+            .position(|e| e.spec.name == "context-switches");
+        cs.expect("the fixture counts context switches")
+    }
+
     /// One window per batch of `r`, named by consecutive slots in each run, with `kernel`
     /// instructions per operation.
     fn windows_of(r: &RunResult, kernel: u64) -> Vec<Window> {
@@ -529,11 +538,7 @@ mod unit {
     #[test]
     fn a_window_another_task_ran_in_is_left_out_and_said() {
         let mut r = fixed_result();
-        let cs = r
-            .events
-            .iter()
-            .position(|e| e.spec.name == "context-switches")
-            .unwrap();
+        let cs = switches_of(&r);
         for run in &mut r.runs {
             run.batches_mut()
                 .for_each(|s| s.counts[cs].as_mut().unwrap().value = 0);
@@ -563,11 +568,7 @@ mod unit {
             op: crate::workloads::ipc::IpcOp::Pipe,
             working_set: 0,
         });
-        let cs = r
-            .events
-            .iter()
-            .position(|e| e.spec.name == "context-switches")
-            .unwrap();
+        let cs = switches_of(&r);
         for run in &mut r.runs {
             let (workload, _) = (run.warmup.len() + run.samples.len(), 0);
             for (k, s) in run.batches_mut().enumerate() {
