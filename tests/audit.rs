@@ -41,7 +41,7 @@ fn syscost_rules() -> usize {
     s.list_rules()
         .unwrap()
         .iter()
-        .filter(|r| r.key.as_deref().is_some_and(|k| k.starts_with("syscost-")))
+        .filter(|r| r.key_starting("syscost-").is_some())
         .count()
 }
 
@@ -150,11 +150,7 @@ fn wait_for_rules(pid: u32, min: usize) {
             .list_rules()
             .unwrap()
             .iter()
-            .filter(|r| {
-                r.key
-                    .as_deref()
-                    .is_some_and(|k| k.starts_with(&format!("syscost-{pid}-")))
-            })
+            .filter(|r| r.key_starting(&format!("syscost-{pid}-")).is_some())
             .count();
         if n >= min {
             return;

@@ -5,6 +5,8 @@
 //! [`rules`] (see there why).
 
 pub mod addresses;
+pub mod libaudit;
+pub mod load;
 pub mod rules;
 pub mod rules_file;
 pub mod session;
@@ -241,6 +243,22 @@ impl AuditSocket {
         msg.enabled = enabled;
         let seq = self.send(AuditMessage::SetStatus(msg), NLM_F_REQUEST | NLM_F_ACK)?;
         self.ack(seq, "setting audit's enabled flag")
+    }
+
+    /// AUDIT_SET of one other setting: `mask` is its AUDIT_STATUS_* bit (2 failure, 8 rate
+    /// limit, 16 backlog limit, 32 backlog wait time).
+    pub fn set_status(&mut self, mask: u32, value: u32) -> Result<()> {
+        let mut msg = StatusMessage::new();
+        msg.mask = mask;
+        match mask {
+            2 => msg.failure = value,
+            8 => msg.rate_limiting = value,
+            16 => msg.backlog_limit = value,
+            32 => msg.backlog_wait_time = value,
+            _ => bail!("syscost sets no audit status bit {mask:#x}"),
+        }
+        let seq = self.send(AuditMessage::SetStatus(msg), NLM_F_REQUEST | NLM_F_ACK)?;
+        self.ack(seq, "setting audit's status")
     }
 
     /// Status and rule counts.

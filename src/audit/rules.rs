@@ -3,7 +3,8 @@
 //! version 0.7 of that crate decodes the `exe` field as a number, which corrupts every field
 //! after it, so a rule list holding a user's `-F exe=` rule cannot be read through it; and
 //! deleting a rule takes the exact bytes the kernel listed, which a lossy decode cannot give
-//! back. Only the fields syscost writes are interpreted; any rule is carried as its bytes.
+//! back. Any rule is carried as its bytes; a user's rules are built by auditctl's own library
+//! (`libaudit`), and syscost only adds its key to them ([`with_key`]).
 
 /// Filter lists (AUDIT_FILTER_*).
 pub const FILTER_TASK: u32 = 1;
@@ -17,6 +18,10 @@ pub const FIELD_ARCH: u32 = 11;
 pub const FIELD_FILTERKEY: u32 = 210;
 /// Operator `=`.
 pub const OP_EQUAL: u32 = 0x4000_0000;
+/// What separates a rule's keys (auditctl's AUDIT_KEY_SEPARATOR): `-k a -k b` is `a\x01b`.
+pub const KEY_SEPARATOR: char = '\x01';
+/// The longest key string the kernel takes (AUDIT_MAX_KEY_LEN).
+pub const MAX_KEY_LEN: usize = 256;
 
 const BITMASK_WORDS: usize = 64;
 const MAX_FIELDS: usize = 64;
@@ -62,9 +67,14 @@ pub struct Rule {
     pub bytes: Vec<u8>,
     pub list: u32,
     pub action: u32,
-    /// The rule's key (`-k`), if it has one.
+    /// The rule's key (`-k`), if it has one: several keys are joined by [`KEY_SEPARATOR`].
     pub key: Option<String>,
 }
+
+/// The word offsets of a rule's parts.
+const FIELDS_AT: usize = 3 + BITMASK_WORDS;
+const VALUES_AT: usize = FIELDS_AT + MAX_FIELDS;
+const FLAGS_AT: usize = VALUES_AT + MAX_FIELDS;
 
 fn word(b: &[u8], i: usize) -> Option<u32> {
     b.get(4 * i..4 * i + 4)
@@ -104,6 +114,132 @@ impl Rule {
             key,
         })
     }
+
+    /// The rule's keys, one by one.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.key.iter().flat_map(|k| k.split(KEY_SEPARATOR))
+    }
+
+    /// The first of the rule's keys that starts with `prefix` (syscost's own, among a user's).
+    pub fn key_starting(&self, prefix: &str) -> Option<&str> {
+        self.keys().find(|k| k.starts_with(prefix))
+    }
+
+    /// The syscalls the rule names: whether its mask holds syscall `nr` (of its arch's table).
+    pub fn names_syscall(&self, nr: u32) -> bool {
+        word(&self.bytes, 3 + (nr / 32) as usize).is_some_and(|w| w & (1 << (nr % 32)) != 0)
+    }
+
+    /// Whether the rule names every syscall (`-S all`, or no `-S` on the exit list).
+    pub fn every_syscall(&self) -> bool {
+        (0..BITMASK_WORDS).all(|i| word(&self.bytes, 3 + i) == Some(u32::MAX))
+    }
+
+    /// The rule's fields: (type, operator, value) in order (a string field's value is its
+    /// length).
+    pub fn fields(&self) -> Vec<(u32, u32, u32)> {
+        let count = word(&self.bytes, 2).unwrap_or(0) as usize;
+        (0..count.min(MAX_FIELDS))
+            .filter_map(|i| {
+                Some((
+                    word(&self.bytes, FIELDS_AT + i)?,
+                    word(&self.bytes, FLAGS_AT + i)?,
+                    word(&self.bytes, VALUES_AT + i)?,
+                ))
+            })
+            .collect()
+    }
+}
+
+/// `bytes` with `key` added as one more key (after the user's, which stay), or as the rule's
+/// key when it has none: how syscost finds the rules it loaded for a user.
+pub fn with_key(bytes: &[u8], key: &str) -> Result<Vec<u8>, String> {
+    rewrite_key(bytes, |old| match old {
+        Some(k) => Some(format!("{k}{KEY_SEPARATOR}{key}")),
+        None => Some(key.to_string()),
+    })
+}
+
+/// `bytes` without the keys that start with `prefix` (the rule as it was given).
+pub fn without_key(bytes: &[u8], prefix: &str) -> Result<Vec<u8>, String> {
+    rewrite_key(bytes, |old| {
+        let kept: Vec<&str> = old?
+            .split(KEY_SEPARATOR)
+            .filter(|k| !k.starts_with(prefix))
+            .collect();
+        (!kept.is_empty()).then(|| kept.join(&KEY_SEPARATOR.to_string()))
+    })
+}
+
+/// The rule with its key string replaced by `f(old)` (`None`: no key field).
+fn rewrite_key(
+    bytes: &[u8],
+    f: impl FnOnce(Option<&str>) -> Option<String>,
+) -> Result<Vec<u8>, String> {
+    let bad = || "not an audit rule".to_string();
+    let mut words: Vec<u32> = (0..HEADER_WORDS)
+        .map(|i| word(bytes, i))
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    let count = (words[2] as usize).min(MAX_FIELDS);
+    let buf = bytes
+        .get(HEADER_LEN..HEADER_LEN + words[HEADER_WORDS - 1] as usize)
+        .ok_or_else(bad)?;
+    // Each string field's place in buf, in field order.
+    let (mut at, mut key) = (0usize, None);
+    for i in 0..count {
+        let ty = words[FIELDS_AT + i];
+        if STRING_FIELDS.contains(&ty) {
+            let len = words[VALUES_AT + i] as usize;
+            if ty == FIELD_FILTERKEY {
+                key = Some((i, at, len));
+            }
+            at += len;
+        }
+    }
+    let old = key
+        .map(|(_, at, len)| buf.get(at..at + len).map(String::from_utf8_lossy))
+        .map(|s| s.ok_or_else(bad))
+        .transpose()?;
+    let new = f(old.as_deref());
+    if new.as_ref().is_some_and(|k| k.len() > MAX_KEY_LEN) {
+        return Err(format!(
+            "the rule's keys and syscost's own come to more than the kernel's {MAX_KEY_LEN} \
+             characters: shorten the rule's -k"
+        ));
+    }
+    let mut out_buf = buf.to_vec();
+    match (key, new) {
+        (Some((i, at, len)), Some(k)) => {
+            out_buf.splice(at..at + len, k.bytes());
+            words[VALUES_AT + i] = k.len() as u32;
+        }
+        (Some((i, at, len)), None) => {
+            out_buf.drain(at..at + len);
+            for w in [FIELDS_AT, VALUES_AT, FLAGS_AT] {
+                words.copy_within(w + i + 1..w + count, w + i);
+                words[w + count - 1] = 0;
+            }
+            words[2] -= 1;
+        }
+        (None, Some(k)) => {
+            if count >= MAX_FIELDS {
+                return Err(format!(
+                    "the rule has the kernel's {MAX_FIELDS} fields: no room for syscost's key"
+                ));
+            }
+            out_buf.extend_from_slice(k.as_bytes());
+            words[FIELDS_AT + count] = FIELD_FILTERKEY;
+            words[VALUES_AT + count] = k.len() as u32;
+            words[FLAGS_AT + count] = OP_EQUAL;
+            words[2] += 1;
+        }
+        (None, None) => {}
+    }
+    words[HEADER_WORDS - 1] = out_buf.len() as u32;
+    let mut out: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    out.extend_from_slice(&out_buf);
+    Ok(out)
 }
 
 /// Build a rule: `list`, `action`, the syscalls of `mask` (empty: none), numeric fields
@@ -168,6 +304,39 @@ mod unit {
         assert_eq!(r.action, ACTION_ALWAYS);
         assert_eq!(r.key.as_deref(), Some("syscost-1-2-3"));
         assert_eq!(r.bytes, b);
+    }
+
+    #[test]
+    fn syscost_s_key_is_added_after_the_user_s_and_taken_off_again() {
+        // A user's rule with an exe string before its key, and one with no key at all.
+        let mut user = encode(FILTER_EXIT, ACTION_ALWAYS, &[1], &[(112, 9)], "mine");
+        let buflen_at = (HEADER_WORDS - 1) * 4;
+        user[buflen_at..buflen_at + 4].copy_from_slice(&(13u32).to_ne_bytes());
+        user.truncate(HEADER_LEN);
+        user.extend_from_slice(b"/bin/truemine");
+        let tagged = with_key(&user, "syscost-1-2-3").unwrap();
+        let r = Rule::decode(&tagged).unwrap();
+        assert_eq!(r.keys().collect::<Vec<_>>(), ["mine", "syscost-1-2-3"]);
+        assert_eq!(r.key_starting("syscost-"), Some("syscost-1-2-3"));
+        assert_eq!(without_key(&tagged, "syscost-").unwrap(), user);
+
+        let bare = encode(FILTER_EXIT, ACTION_ALWAYS, &[1], &[(0, 5)], "x");
+        let bare = without_key(&bare, "x").unwrap();
+        assert_eq!(Rule::decode(&bare).unwrap().key, None);
+        assert_eq!(word(&bare, 2), Some(1), "the key field is gone");
+        let tagged = with_key(&bare, "syscost-1-2-3").unwrap();
+        assert_eq!(
+            Rule::decode(&tagged).unwrap().key.as_deref(),
+            Some("syscost-1-2-3")
+        );
+        assert_eq!(without_key(&tagged, "syscost-").unwrap(), bare);
+
+        let long = encode(FILTER_EXIT, ACTION_ALWAYS, &[1], &[], &"k".repeat(250));
+        assert!(
+            with_key(&long, "syscost-1-2-3")
+                .unwrap_err()
+                .contains("256")
+        );
     }
 
     #[test]

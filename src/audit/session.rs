@@ -97,7 +97,9 @@ pub fn cleanup_leftovers(sock: &mut AuditSocket) -> Result<Vec<String>> {
     let mut notes = Vec::new();
     let mut removed = 0;
     for r in sock.list_rules()? {
-        let Some(key) = &r.key else { continue };
+        let Some(key) = r.key_starting(KEY_PREFIX) else {
+            continue;
+        };
         let Some((pid, start)) = owner_of(key) else {
             continue;
         };
@@ -152,6 +154,10 @@ pub struct Session {
     /// Exit rules added, in order, with whether each names the benchmarked syscall.
     exit_rules: Vec<Vec<u8>>,
     task_never: Option<Vec<u8>>,
+    /// A rules file's rules that the kernel took (as given, in order), and how many of them
+    /// are loaded now (with syscost's keys: the bytes to delete).
+    file_rules: Vec<(usize, Vec<u8>)>,
+    file_loaded: Vec<Vec<u8>>,
     state: PathBuf,
     restored: bool,
     /// What cleaning up earlier leftovers did.
@@ -177,6 +183,8 @@ impl Session {
             next: 0,
             exit_rules: Vec::new(),
             task_never: None,
+            file_rules: Vec::new(),
+            file_loaded: Vec::new(),
             state,
             restored: false,
             notes,
@@ -288,6 +296,64 @@ impl Session {
         Ok(())
     }
 
+    /// Load a rules file's rules, each tagged with a key of this invocation, all of them: what
+    /// the kernel refuses stops here or is recorded in `set` (see [`super::load`]). Rules of an
+    /// earlier file are removed first. Returns what was not done.
+    pub fn load_file(&mut self, set: &mut super::rules_file::RuleSet) -> Result<Vec<String>> {
+        self.set_file_rules(0)?;
+        self.file_rules.clear();
+        let mut loaded = super::load::Loaded::default();
+        let (pid, start, next) = (self.pid, self.start, self.next);
+        let mut used = 0u64;
+        let result = {
+            let mut tag = || {
+                used += 1;
+                format!("{KEY_PREFIX}{pid}-{start}-{}", next + used)
+            };
+            let target = super::load::Target::Host { tag: &mut tag };
+            super::load::load(&mut self.sock, set, target, &mut loaded)
+        };
+        self.next += used;
+        for (line, rule, bytes) in loaded.rules {
+            self.file_rules.push((line, rule));
+            self.file_loaded.push(bytes);
+        }
+        result?;
+        Ok(loaded.notes)
+    }
+
+    /// The loaded file's rules the kernel took: (line, rule as given), in order.
+    pub fn file_rules(&self) -> &[(usize, Vec<u8>)] {
+        &self.file_rules
+    }
+
+    /// Hold exactly `rules` (line, rule as given) as the file's rules, all loaded.
+    pub fn hold_rules(&mut self, rules: &[(usize, Vec<u8>)]) -> Result<()> {
+        if self.file_rules != rules {
+            self.set_file_rules(0)?;
+            self.file_rules = rules.to_vec();
+        }
+        self.set_file_rules(rules.len())
+    }
+
+    /// Hold exactly the first `n` rules of the loaded file.
+    pub fn set_file_rules(&mut self, n: usize) -> Result<()> {
+        while self.file_loaded.len() > n {
+            let r = self.file_loaded.pop().expect("non-empty");
+            self.sock.del_rule(&r)?;
+        }
+        while self.file_loaded.len() < n.min(self.file_rules.len()) {
+            let (line, rule) = self.file_rules[self.file_loaded.len()].clone();
+            let key = self.key();
+            let bytes = rules::with_key(&rule, &key).map_err(anyhow::Error::msg)?;
+            self.sock
+                .add_rule(&bytes)
+                .with_context(|| format!("the kernel refused the rule of line {line} again"))?;
+            self.file_loaded.push(bytes);
+        }
+        Ok(())
+    }
+
     /// Undo everything: every rule with this invocation's key (listed afresh, so none is
     /// missed) and the enabled flag. Idempotent.
     pub fn restore(&mut self) -> Result<()> {
@@ -299,7 +365,7 @@ impl Session {
         match self.sock.list_rules() {
             Ok(all) => {
                 for r in all {
-                    if r.key.as_deref().is_some_and(|k| k.starts_with(&mine))
+                    if r.key_starting(&mine).is_some()
                         && let Err(e) = self.sock.del_rule(&r.bytes)
                     {
                         first_err.get_or_insert(e);
@@ -312,6 +378,7 @@ impl Session {
         }
         self.exit_rules.clear();
         self.task_never = None;
+        self.file_loaded.clear();
         if self.enabled != self.original_enabled {
             match self.sock.set_enabled(self.original_enabled) {
                 Ok(()) => self.enabled = self.original_enabled,

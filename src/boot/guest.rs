@@ -251,7 +251,7 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
 }
 
 /// A result with `warning` added to its warnings (a result without any is sent as it is).
-fn with_warning(bytes: Vec<u8>, warning: &str) -> Vec<u8> {
+pub(super) fn with_warning(bytes: Vec<u8>, warning: &str) -> Vec<u8> {
     let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         return bytes;
     };

@@ -56,16 +56,26 @@ pub fn remove_leftovers(dir: &Path) -> usize {
 }
 
 /// Measure in this boot, as a campaign's boot does (a QEMU guest's init, or a kexec
-/// campaign's resume): set up the arm's audit rules (`(text, what)`), run syscost's measuring
+/// campaign's resume): set up the arm's audit rules (a [`RuleSet`] as JSON, read on the
+/// host), run syscost's measuring
 /// `words` as a child of this binary with its result in a temporary file and its history
 /// entry thrown away (the campaign records it, tagged), remove the rules, return the result.
 /// `mark`: its workers mark their batches for syscost's TCG plugin.
 pub fn measure_here(words: &[String], rules: Option<(&str, &str)>, mark: bool) -> Result<Vec<u8>> {
+    let _rules = rules
+        .map(|(json, what)| ArmRules::set_up(json, what))
+        .transpose()?;
+    let result = measure_child(words, mark)?;
+    Ok(match &_rules {
+        Some(r) => r.noted(result),
+        None => result,
+    })
+}
+
+/// The measuring command as a child, its result read back.
+fn measure_child(words: &[String], mark: bool) -> Result<Vec<u8>> {
     let tmp = tempfile::tempdir().context("cannot create a temporary directory")?;
     let out = tmp.path().join("result.json");
-    let _rules = rules
-        .map(|(text, what)| ArmRules::set_up(text, what))
-        .transpose()?;
     let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
     let run = std::process::Command::new(exe)
         .args(with_output(words, &out.to_string_lossy()))
@@ -95,32 +105,50 @@ pub fn with_output(words: &[String], path: &str) -> Vec<String> {
     out
 }
 
-/// An arm's audit rules, set up in this boot and removed when dropped.
+/// An arm's audit rules, set up in this boot (its settings too: the guest is thrown away)
+/// and removed when dropped.
 struct ArmRules {
     sock: crate::audit::AuditSocket,
-    added: Vec<Vec<u8>>,
+    set: crate::audit::rules_file::RuleSet,
+    loaded: crate::audit::load::Loaded,
 }
 
 impl ArmRules {
-    fn set_up(text: &str, what: &str) -> Result<ArmRules> {
-        let rules = crate::audit::rules_file::parse(text, what)?;
+    fn set_up(json: &str, what: &str) -> Result<ArmRules> {
+        let set = serde_json::from_str(json).with_context(|| format!("the rules of {what}"))?;
         let mut me = ArmRules {
             sock: crate::audit::AuditSocket::open()?,
-            added: Vec::new(),
+            set,
+            loaded: Default::default(),
         };
-        for (i, r) in rules.into_iter().enumerate() {
-            me.sock
-                .add_rule(&r)
-                .with_context(|| format!("the kernel refused audit rule {} of {what}", i + 1))?;
-            me.added.push(r);
-        }
+        let target = crate::audit::load::Target::Guest;
+        crate::audit::load::load(&mut me.sock, &mut me.set, target, &mut me.loaded)?;
         Ok(me)
+    }
+
+    /// The result with a warning for each line left out here or on the host, and a note for
+    /// each setting not applied.
+    fn noted(&self, result: Vec<u8>) -> Vec<u8> {
+        let refused = self.set.refused.iter().map(|r| {
+            format!(
+                "audit rules, {} line {}: left out: {}",
+                self.set.source, r.number, r.reason
+            )
+        });
+        let notes = self
+            .loaded
+            .notes
+            .iter()
+            .map(|n| format!("audit rules, {}: {n}", self.set.source));
+        refused
+            .chain(notes)
+            .fold(result, |bytes, w| guest::with_warning(bytes, &w))
     }
 }
 
 impl Drop for ArmRules {
     fn drop(&mut self) {
-        for r in &self.added {
+        for (_, _, r) in &self.loaded.rules {
             let _ = self.sock.del_rule(r);
         }
     }

@@ -291,6 +291,21 @@ pub struct RunArgs {
     #[arg(long, value_name = "CMD")]
     pub pre: Option<String>,
 
+    /// Measure under the audit rules of FILE, any file `auditctl -R` reads (read by auditctl's
+    /// own library, libaudit): loaded in its order for these runs with audit enabled (or as
+    /// its -e says), each tagged with a key of syscost's beside yours, and removed afterwards
+    /// on every exit path (after a SIGKILL, by the next syscost). Its other settings (-D, -b,
+    /// -f, -r) are left as found. In `ab`, give it to a variant: the variants then alternate
+    /// run by run. In `audit sweep`, the file's rules are the steps.
+    #[arg(long, value_name = "FILE")]
+    pub audit_rules: Option<PathBuf>,
+
+    /// A line of --audit-rules that cannot be loaded (syscost cannot read it, or the kernel
+    /// refuses it): stop, naming it and the reason, or continue without it (auditctl -i), the
+    /// results saying which lines were left out.
+    #[arg(long, value_enum, default_value_t = crate::audit::rules_file::OnError::Stop, value_name = "WHAT")]
+    pub audit_rules_errors: crate::audit::rules_file::OnError,
+
     /// Leave runs whose invariant counters moved (see `syscost compare --help`) out of the
     /// statistics; they are flagged in the warnings either way.
     #[arg(long)]
@@ -334,6 +349,18 @@ pub fn copy_counts(s: &str) -> Result<Vec<u32>> {
 }
 
 impl RunArgs {
+    /// --audit-rules read, or none.
+    pub fn audit_rules_set(&self) -> Result<Option<crate::audit::rules_file::RuleSet>> {
+        let Some(path) = &self.audit_rules else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            anyhow::anyhow!("--audit-rules {}: cannot read it: {e}", path.display())
+        })?;
+        let what = path.display().to_string();
+        crate::audit::rules_file::parse(&text, &what, self.audit_rules_errors).map(Some)
+    }
+
     /// How each run is sampled: as given, else run's default (10 samples of 100 ms, the
     /// median), or, with --until and nothing of it given, the floor (`runner::FLOOR_DESIGN`): the
     /// precision target is then met in seconds on a busy machine (README, "Noisy machines").

@@ -3,6 +3,7 @@
 
 use super::args::{HistoryOpts, parse_cpus, parse_duration, parse_resolution};
 use super::*;
+use crate::audit::rules_file::OnError;
 use crate::boot::qemu::{Accel, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
 use crate::counters::emulated::CacheModel;
@@ -93,10 +94,15 @@ pub struct CampaignArgs {
     /// Kernel command-line additions of an arm: NAME=ARGS, e.g. audit1='audit=1'.
     #[arg(long = "append", value_name = "NAME=ARGS")]
     pub appends: Vec<String>,
-    /// Audit rules set up in an arm's guest before measuring: NAME=FILE, in `auditctl -R`
-    /// syntax (-a/-A with -S, -F field=value, -k; -D ignored; anything else refused).
+    /// Audit rules set up in an arm's guest before measuring: NAME=FILE, any file `auditctl
+    /// -R` reads (read here by auditctl's own library, libaudit; its -e, -f, -b and -r apply
+    /// in the guest, -e 2 as -e 1).
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
     pub rules: Vec<String>,
+    /// A rules-file line that cannot be set up (here, or by the guest's kernel): stop, naming
+    /// it, or continue without it (auditctl -i), with a warning in the arm's results.
+    #[arg(long, value_enum, default_value_t = OnError::Stop, value_name = "WHAT")]
+    pub audit_rules_errors: OnError,
     /// Rounds; each boots every arm once [default: the fewest whose paired test can reach
     /// --alpha: 6 for two arms, 7 for three; 3 for one arm; 2 with --emulated-counters, whose
     /// exact counts decide with two boots per arm while time stays undecided]. Fewer are
@@ -326,6 +332,7 @@ impl CampaignArgs {
                 exact_floor_pct: self.exact_resolution,
                 ..campaign::compare_options(self.alpha, self.noise_threshold, seed)
             },
+            rules_errors: self.audit_rules_errors,
         })
     }
 

@@ -122,6 +122,7 @@ pub(super) fn unchecked_plan_of(workload: WorkloadSpec, args: &RunArgs) -> Resul
         subtract_overhead: args.subtract_overhead,
         pre: args.pre.clone(),
         profile: args.profile,
+        audit_rules: args.audit_rules_set()?,
     };
     Ok(plan)
 }

@@ -181,8 +181,7 @@ fn audit_state() -> Audit {
                     rules
                         .iter()
                         .filter(|r| {
-                            r.key
-                                .as_deref()
+                            r.key_starting(audit::session::KEY_PREFIX)
                                 .and_then(audit::session::owner_of)
                                 .is_some_and(|(p, st)| !audit::session::alive(p, st))
                         })

@@ -153,6 +153,9 @@ pub fn run_grid(r: &RunResult) -> Grid {
             }
         ));
     }
+    for n in &r.notes {
+        g.notes.push(format!(" {n}"));
+    }
     let mut warnings: Vec<&String> = r.warnings.iter().collect();
     warnings.extend(r.environment.warnings.iter());
     if !warnings.is_empty() {

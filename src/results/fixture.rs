@@ -107,6 +107,7 @@ pub(crate) fn fixed_result() -> RunResult {
         emulated_sets: None,
         emulated_functions: None,
         warnings: vec![],
+        notes: Vec::new(),
         thinned: None,
     }
 }

@@ -192,6 +192,9 @@ pub struct RunResult {
     pub emulated_functions: Option<functions::EmulatedFunctions>,
     /// What the reader should know before trusting the figures.
     pub warnings: Vec<String>,
+    /// What was set up for the runs (the audit rules they ran under).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Set when this copy was read with only some of each run's raw samples (see [`thin`]):
     /// how many were kept of how many. Never written.
     #[serde(skip)]

@@ -185,6 +185,9 @@ pub fn paced_blocker(plans: &[Plan]) -> Option<&'static str> {
     if plans.iter().any(|p| p.pre.is_some()) {
         return Some("--pre runs before each run, which must then be alone");
     }
+    if let Some(why) = super::audit_rules::blocker(plans) {
+        return Some(why);
+    }
     plans.iter().find_map(|p| p.workload.not_paced())
 }
 
@@ -249,6 +252,17 @@ fn design(
     };
     let interleaved = (plans.len() > 1).then_some(grain);
     let paced = interleaved == Some(Grain::Samples);
+    let mut audit = super::audit_rules::AuditArms::prepare(plans)?;
+    let before = &mut |k: usize| -> Result<()> {
+        if let Some(a) = audit.as_mut() {
+            a.apply(k)?;
+        }
+        before(k)
+    };
+    if paced {
+        // The paced arms share the machine's state: their audit rules are the same.
+        before(0)?;
+    }
     let sizes = batch_sizes(exec, plans, batch, paced, progress)?;
     let assemble_all = |m: &Measured| -> Vec<RunResult> {
         plans
@@ -311,6 +325,12 @@ fn design(
         r.warnings.extend(said.iter().chain(&stopped).cloned());
     }
     profiles(exec, plans, &sizes, &mut results, before)?;
+    if let Some(a) = audit {
+        for (r, notes) in results.iter_mut().zip(&a.notes) {
+            r.notes.extend(notes.iter().cloned());
+        }
+        a.restore()?;
+    }
     Ok(results)
 }
 
@@ -587,6 +607,7 @@ pub(crate) mod unit {
             estimator: Default::default(),
             copies: None,
             copy_mode: Default::default(),
+            audit_rules: None,
         }
     }
 

@@ -7,6 +7,7 @@
 //! assembly of results can be checked without root or timing. Every alternating design (`ab`,
 //! the audit sweep, thread sweeps, `probe`) goes through [`interleave`].
 
+pub mod audit_rules;
 pub mod copies;
 pub mod interleave;
 pub mod paced;
@@ -77,6 +78,8 @@ pub struct Plan {
     /// Copies of the workload run at once (`--copies`); `None`: the worker alone, unwrapped.
     pub copies: Option<u32>,
     pub copy_mode: crate::workloads::CopyMode,
+    /// Audit rules loaded for this plan's runs (`--audit-rules`; see [`audit_rules`]).
+    pub audit_rules: Option<crate::audit::rules_file::RuleSet>,
 }
 
 /// When adaptive runs stop (`--until PCT --max-time DURATION`). Stopping is on precision,
@@ -429,6 +432,7 @@ pub fn assemble(
         emulated_sets: None,
         emulated_functions: None,
         warnings: Vec::new(),
+        notes: Vec::new(),
         thinned: None,
     };
     result.warnings = run_warnings(&result);

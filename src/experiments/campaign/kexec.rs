@@ -164,6 +164,7 @@ impl State {
             // The boots of a kexec campaign are the machine's own: its units have started.
             settle: None,
             options: super::compare_options(self.alpha, self.noise_pct, self.seed),
+            rules_errors: Default::default(),
         }
     }
 

@@ -97,6 +97,9 @@ pub struct CampaignPlan {
     /// (`boot::settle`); `None`: it measures at once.
     pub settle: Option<std::time::Duration>,
     pub options: compare::Options,
+    /// What a rules file's line that cannot be set up does: stop the campaign before it boots
+    /// (or, in the guest, fail the arm's boot), or be left out with a warning.
+    pub rules_errors: crate::audit::rules_file::OnError,
 }
 
 /// A file the measuring command needs in the guest, and what in the command names it.
@@ -365,7 +368,8 @@ pub const MIN_EXACT_BOOTS: usize = 2;
 /// Refuse, before anything boots, what cannot work: a file that is not a kernel, an arm name
 /// that cannot name files and rows, a command line the kernel would cut, a rules file that is
 /// missing or has lines syscost cannot set up, guest files that are not regular files or do
-/// not fit the guest, arms named twice. Returns each arm's rules text by arm name.
+/// not fit the guest, arms named twice. Returns each arm's rules, read here (by auditctl's
+/// library, which the guest lacks) and sent to the guest as JSON, by arm name.
 pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
     if plan.arms.is_empty() {
         bail!("give --arm NAME=KERNEL: one arm measures a kernel, two or more compare them");
@@ -387,8 +391,9 @@ pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
         if let Some(r) = &a.rules {
             let text = std::fs::read_to_string(r)
                 .with_context(|| format!("--audit-rules {}: cannot read it", r.display()))?;
-            crate::audit::rules_file::parse(&text, &r.display().to_string())?;
-            rules.push((a.name.clone(), text));
+            let what = r.display().to_string();
+            let set = crate::audit::rules_file::parse(&text, &what, plan.rules_errors)?;
+            rules.push((a.name.clone(), serde_json::to_string(&set)?));
         }
     }
     if let Backend::Qemu(m) = &plan.backend {
@@ -557,7 +562,7 @@ fn build_initramfs(plan: &CampaignPlan, rules: &[(String, String)], dir: &Path) 
     };
     let mut named = Vec::new();
     for (arm, text) in rules {
-        let path = format!("/campaign/rules/{arm}.rules");
+        let path = format!("/campaign/rules/{arm}.json");
         guest.rules.insert(arm.clone(), path.clone());
         named.push((path, text.clone().into_bytes()));
     }

@@ -1,0 +1,119 @@
+//! A rules file loaded into a kernel: each rule added in the file's order, what the kernel
+//! refuses reported with its line and the kernel's reason (or, when the user goes on, left out
+//! and recorded), and the file's settings honoured where syscost may change them (see
+//! [`super::rules_file::setting_note`]).
+
+use super::AuditSocket;
+use super::rules::with_key;
+use super::rules_file::{Line, Op, RuleSet, setting_note};
+use anyhow::Result;
+
+/// Where rules are loaded: a host (syscost tags each rule with a key of its own, deletes only
+/// rules it added and changes no setting) or a campaign's guest (rules as given, settings
+/// applied: the machine is thrown away after the boot).
+pub enum Target<'a> {
+    Host { tag: &'a mut dyn FnMut() -> String },
+    Guest,
+}
+
+/// The rules now in the kernel from one file.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// (line, the rule as given, the bytes added to the kernel), in order.
+    pub rules: Vec<(usize, Vec<u8>, Vec<u8>)>,
+    /// What was not done, and why.
+    pub notes: Vec<String>,
+}
+
+/// Load `set` through `sock`. A rule the kernel refuses stops the load (the set's `on_error`
+/// Stop, and no `-i` line before it) or is recorded in `set.refused`. On an error, the rules
+/// added so far are in the caller's hands: `added` holds them as they went in.
+pub fn load(
+    sock: &mut AuditSocket,
+    set: &mut RuleSet,
+    mut target: Target,
+    added: &mut Loaded,
+) -> Result<()> {
+    let host = matches!(target, Target::Host { .. });
+    for line in set.lines.clone() {
+        if let Some(note) = setting_note(&line.op, host) {
+            added.notes.push(format!("line {}: {note}", line.number));
+        }
+        match &line.op {
+            Op::Add(rule) => {
+                let bytes = match &mut target {
+                    Target::Host { tag } => match with_key(rule, &tag()) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            set.refuse(&line, e)?;
+                            continue;
+                        }
+                    },
+                    Target::Guest => rule.clone(),
+                };
+                match sock.add_rule(&bytes) {
+                    Ok(()) => added.rules.push((line.number, rule.clone(), bytes)),
+                    Err(e) => set.refuse(&line, kernel_reason(&e))?,
+                }
+            }
+            Op::Delete(rule) => delete(sock, set, &line, rule, host, added)?,
+            op if !host => settle(sock, op)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `-d`/`-W`: a rule this file added is deleted; on a host, any other is left alone.
+fn delete(
+    sock: &mut AuditSocket,
+    set: &mut RuleSet,
+    line: &Line,
+    rule: &[u8],
+    host: bool,
+    added: &mut Loaded,
+) -> Result<()> {
+    if let Some(i) = added.rules.iter().position(|(_, r, _)| r == rule) {
+        let (_, _, bytes) = added.rules.remove(i);
+        return sock.del_rule(&bytes);
+    }
+    if host {
+        added.notes.push(format!(
+            "line {}: not deleted: not a rule this file added (syscost deletes only its own)",
+            line.number
+        ));
+        return Ok(());
+    }
+    if let Err(e) = sock.del_rule(rule) {
+        set.refuse(line, kernel_reason(&e))?;
+    }
+    Ok(())
+}
+
+/// A setting applied in a guest.
+fn settle(sock: &mut AuditSocket, op: &Op) -> Result<()> {
+    match *op {
+        Op::Enable(e) => sock.set_enabled(e.min(1)),
+        Op::Failure(v) => sock.set_status(2, v),
+        Op::Rate(v) => sock.set_status(8, v),
+        Op::Backlog(v) => sock.set_status(16, v),
+        Op::BacklogWaitTime(v) => sock.set_status(32, v),
+        _ => Ok(()),
+    }
+}
+
+/// The kernel's refusal in words a user can act on.
+pub fn kernel_reason(e: &anyhow::Error) -> String {
+    let text = format!("{e:#}");
+    let hint = if text.contains("os error 17") {
+        "the kernel already has this rule"
+    } else if text.contains("os error 2)") {
+        "a path it names does not exist (a dir= directory, or a watch's parent directory)"
+    } else if text.contains("os error 22") {
+        "the kernel finds it invalid (a field this kernel or its security module does not \
+         support on this list?)"
+    } else {
+        "the kernel refused it"
+    };
+    format!("{hint}: {text}")
+}
