@@ -3,26 +3,29 @@
 # Debian machine lacks (redis-server and redis-benchmark, for the probe-on-a-real-server test,
 # with no daemon started: the test starts its own on a Unix socket; chromium, for the report's
 # headless-browser test; postgresql, whose server the shared-history test starts in a
-# temporary directory of its own (the package's own cluster is not started); python3-venv and
+# temporary directory of its own (the package's own cluster is not started); auditd, whose
+# auditctl the rules-file tests compare syscost's loading with (its daemon not started: syscost
+# itself never calls auditctl); python3-venv and
 # KernelCI's kcidb-io schema package in target/kcidb-venv, which validates `syscost export
 # kcidb`; qemu-system-x86 and two Debian kernel images, for the campaign tests), then runs every
 # test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null \
-	|| ! command -v chromium >/dev/null || ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+	|| ! command -v chromium >/dev/null || ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
+	|| ! command -v auditctl >/dev/null; then
 	if [ "$(id -u)" = 0 ]; then
 		export DEBIAN_FRONTEND=noninteractive
 		apt-get update -qq
 		# policy-rc.d 101 keeps the packages from starting daemons of their own (redis,
-		# the postgresql cluster).
+		# the postgresql cluster, auditd, which would load its rules).
 		policy=/usr/sbin/policy-rc.d
 		had_policy=0; [ -e "$policy" ] && had_policy=1
 		[ "$had_policy" = 1 ] || { printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"; }
-		apt-get install -y -qq redis-server chromium postgresql >/dev/null
+		apt-get install -y -qq redis-server chromium postgresql auditd >/dev/null
 		[ "$had_policy" = 1 ] || rm -f "$policy"
 	else
-		echo "note: redis-server, chromium or postgresql is missing and installing needs root; their tests say so" >&2
+		echo "note: redis-server, chromium, postgresql or auditd is missing and installing needs root; their tests say so" >&2
 	fi
 fi
 # QEMU and two Debian kernel images of different versions for the campaign tests (booted under

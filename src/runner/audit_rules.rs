@@ -40,7 +40,8 @@ impl AuditArms {
                 continue;
             };
             let mut set = set.clone();
-            let mut said = session.load_file(&mut set)?;
+            let mut said = session.notes.clone();
+            said.extend(session.load_file(&mut set)?);
             let enabled = set.enable().unwrap_or(1).min(1);
             said.insert(
                 0,
