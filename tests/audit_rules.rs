@@ -270,3 +270,72 @@ fn sigkill_during_a_run_with_a_rules_file_leaves_rules_the_next_run_removes() {
         "nothing of syscost's is left"
     );
 }
+
+#[test]
+fn a_sweep_over_the_stig_rules_ranks_each_rule_and_costs_the_set() {
+    if !ready() {
+        return;
+    }
+    let stig = Path::new(EXAMPLES).join("30-stig.rules");
+    if !stig.exists() {
+        println!("skipped: no {}", stig.display());
+        return;
+    }
+    let _s = serial();
+    let before = listed();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("sweep.json");
+    let out = syscost()
+        .args(["audit", "sweep", "--runs", "3", "--samples", "2", "-o"])
+        .arg(&file)
+        .args([
+            "--warmup",
+            "0",
+            "--sample-time",
+            "10ms",
+            "--no-residue-step",
+        ])
+        .arg("--audit-rules")
+        .arg(&stig)
+        .args(["--audit-rules-errors", "continue"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(before, listed(), "every rule of the sweep removed");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let f = &v["rules_file"];
+    let rules = f["rules"].as_array().unwrap();
+    // The STIG set's 34 rule lines, less those this machine's kernel refuses (a dir= on a
+    // directory that does not exist here), each with a cost and a kind.
+    let refused = f["refused"].as_array().unwrap().len();
+    assert_eq!(rules.len() + refused, 34, "{f}");
+    assert!(rules.len() >= 30, "{f}");
+    for r in rules {
+        assert!(
+            r["deltas"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d["metric"] == "time"),
+            "{r}"
+        );
+    }
+    let kinds: Vec<&str> = rules.iter().map(|r| r["walk"].as_str().unwrap()).collect();
+    assert!(
+        kinds.contains(&"other-syscalls") && kinds.contains(&"watch"),
+        "{kinds:?}"
+    );
+    // The set against audit off: the audit series' audit=0 against its rules.
+    let total = f["set_total"].as_array().unwrap();
+    let t = total.iter().find(|d| d["metric"] == "time").unwrap();
+    assert!(
+        t["median"].as_f64().unwrap() > t["base_median"].as_f64().unwrap(),
+        "{t}"
+    );
+    // The table ranks them, costliest first, and names the lines left out.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("costliest first"), "{text}");
+    assert_eq!(text.matches(" left out: ").count(), refused, "{text}");
+}

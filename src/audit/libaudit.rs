@@ -61,6 +61,16 @@ pub fn available() -> Result<String> {
     lib().map(|l| l.path.clone())
 }
 
+/// The library's file on this machine, for a campaign's guest (which has no ld.so cache).
+pub fn library_path() -> Result<std::path::PathBuf> {
+    available()?;
+    CANDIDATES[1..]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists())
+        .ok_or_else(|| anyhow!("libaudit.so.1 is in none of {:?}", &CANDIDATES[1..]))
+}
+
 fn lib() -> Result<&'static Lib> {
     LIB.get_or_init(open).as_ref().map_err(|e| anyhow!("{e}"))
 }

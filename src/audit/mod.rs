@@ -10,6 +10,7 @@ pub mod load;
 pub mod rules;
 pub mod rules_file;
 pub mod session;
+pub mod walk;
 
 use anyhow::{Context, Result, bail};
 use netlink_packet_audit::{AuditMessage, StatusMessage};

@@ -322,7 +322,7 @@ impl CampaignArgs {
             measure: self.measure.clone(),
             backend,
             retries: self.retries,
-            guest_files: self.guest_files.clone(),
+            guest_files: guest_files(&self.guest_files, &needs)?,
             needs,
             settle: self
                 .settle
@@ -552,6 +552,24 @@ fn abort() -> Result<()> {
     Ok(())
 }
 
+const AUDIT_RULES: &str = "--audit-rules";
+
+/// What the guest is given beside --guest-file: a rules file the measuring command reads
+/// (`--audit-rules`), and libaudit, which reads it, with its libraries.
+fn guest_files(given: &[PathBuf], needs: &[Needed]) -> Result<Vec<PathBuf>> {
+    let mut files = given.to_vec();
+    let rules: Vec<PathBuf> = needs
+        .iter()
+        .filter(|n| n.what.starts_with(AUDIT_RULES))
+        .map(|n| n.path.clone())
+        .collect();
+    if !rules.is_empty() {
+        files.extend(rules);
+        files.push(crate::audit::libaudit::library_path()?);
+    }
+    Ok(files)
+}
+
 /// Refuse, before any boot, a measuring command the guest could not run: it is parsed here by
 /// the parser the guest's syscost uses, with the `-o` the guest adds, and must measure (run,
 /// audit sweep or probe), on CPUs the guest has (`guest_cpus`, for QEMU boots). Returns the
@@ -576,9 +594,12 @@ fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<Vec<Needed
         })
     };
     let mut needs = Vec::new();
-    let cpus = match parse(words.to_vec())?.command {
-        Command::Run(r) => r.into_parts()?.1.cpu,
-        Command::Audit(AuditCommand::Sweep { common, .. }) => common.cpu,
+    let (cpus, rules) = match parse(words.to_vec())?.command {
+        Command::Run(r) => {
+            let args = r.into_parts()?.1;
+            (args.cpu, args.audit_rules)
+        }
+        Command::Audit(AuditCommand::Sweep { common, .. }) => (common.cpu, common.audit_rules),
         Command::Probe(p) => {
             let (path, _) = crate::probes::elf::parse_target(&p.target)?;
             needs.push(Needed {
@@ -591,13 +612,19 @@ fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<Vec<Needed
                     path: program.into(),
                 });
             }
-            None
+            (None, None)
         }
         _ => anyhow::bail!(
             "the command after -- is what each boot measures: {said} does not measure; give run, \
              audit sweep or probe, e.g. -- run syscall --runs 3"
         ),
     };
+    if let Some(path) = rules {
+        needs.push(Needed {
+            what: format!("{AUDIT_RULES} {}", path.display()),
+            path,
+        });
+    }
     let outside = |n: u32| {
         cpus.iter()
             .flat_map(|l| l.iter())

@@ -41,6 +41,9 @@ pub struct StepConfig {
     pub task_never: bool,
     pub rules: u32,
     pub matching: u32,
+    /// The rules are the first `rules` of a rules file's (`--audit-rules`), not generated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_file: bool,
 }
 
 impl StepConfig {
@@ -48,6 +51,7 @@ impl StepConfig {
         match (self.enabled, self.task_never) {
             (0, true) => "audit off (never,task)".into(),
             (0, false) => "audit off (no task rule)".into(),
+            _ if self.from_file => format!("audit on, the file's first {} rules", self.rules),
             _ => format!(
                 "audit on, {} rules ({} matching)",
                 self.rules, self.matching
@@ -108,6 +112,9 @@ pub struct Sweep {
     pub fits: Vec<Fit>,
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
+    /// A sweep over a rules file's rules: what each costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules_file: Option<super::rule_costs::FileSweep>,
 }
 
 impl Sweep {
@@ -142,6 +149,9 @@ impl Sweep {
         (self.enable_cost, self.residue, self.first_rules_cost) =
             (costs.enable, costs.residue, costs.first_rules);
         (self.fit_steps, self.fits) = fits(&self.steps);
+        if let Some(f) = &mut self.rules_file {
+            f.refigure(&self.steps)?;
+        }
         Ok(())
     }
 }
@@ -194,7 +204,12 @@ fn apply(session: &mut Session, c: &StepConfig, targets: &[u32]) -> Result<()> {
     if c.enabled == 0 {
         session.set_enabled(0)?;
         session.set_exit_rules(0, 0, targets)?;
+        session.set_file_rules(0)?;
         session.set_task_never(c.task_never)
+    } else if c.from_file {
+        session.set_task_never(false)?;
+        session.set_file_rules(c.rules as usize)?;
+        session.set_enabled(1)
     } else {
         session.set_task_never(false)?;
         session.set_exit_rules(c.rules as usize, c.matching as usize, targets)?;
@@ -209,13 +224,24 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     // The syscalls the matching rules name: the workload's own.
     let targets = sp.plan.workload.syscalls();
     check(sp, &targets)?;
-    let configs = step_configs(sp);
     let mut session = Session::begin()?;
-    let notes = session.notes.clone();
+    let mut notes = session.notes.clone();
     let before = session.status()?;
+    // A rules file's rules are loaded once, to hear what the kernel refuses; the steps then
+    // hold its first k.
+    let mut file = sp.plan.audit_rules.clone();
+    if let Some(set) = &mut file {
+        notes.extend(session.load_file(set)?);
+        session.set_file_rules(0)?;
+    }
+    let configs = step_configs(sp, file.as_ref().map(|_| session.file_rules().len()));
     // One workload in different audit states: one batch size for every step, and before each
     // run (and each step's profiling run) audit is put in that step's state.
-    let plans = vec![sp.plan.clone(); configs.len()];
+    let plan = Plan {
+        audit_rules: None,
+        ..sp.plan.clone()
+    };
+    let plans = vec![plan; configs.len()];
     let results = runner::run_interleaved_with(
         &mut runner::Workers,
         &plans,
@@ -225,6 +251,7 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     )?;
     let after_changes = session.status()?;
     let original = session.original_enabled();
+    let kept = session.file_rules().to_vec();
     session.restore()?;
     let after = audit::status()?;
     let steps: Vec<Step> = configs
@@ -239,6 +266,9 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     let costs = costs(&steps, sp.residue_step)?;
     let (fit_steps, fits) = fits(&steps);
     let warnings = warnings(sp, &before, &after_changes, &after, original);
+    let rules_file = file
+        .map(|set| super::rule_costs::FileSweep::of(&set, &kept, &targets, &steps))
+        .transpose()?;
     Ok(Sweep {
         envelope: Envelope::new(Kind::AuditSweep),
         created_unix: crate::core::now_unix(),
@@ -259,6 +289,7 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
         fits,
         notes,
         warnings,
+        rules_file,
     })
 }
 
@@ -275,6 +306,15 @@ fn check(sp: &SweepPlan, targets: &[u32]) -> Result<()> {
     if sp.rules.is_empty() && !sp.residue_step {
         bail!("nothing to measure: no rule counts and no residue step");
     }
+    if sp.plan.audit_rules.is_some() && sp.rules.is_empty() {
+        bail!("--audit-rules: the residue is measured without rules; sweep them with audit sweep");
+    }
+    if sp.plan.audit_rules.is_some() && sp.matching > 0 {
+        bail!(
+            "--matching places syscost's own generated rules; with --audit-rules the steps are \
+             the file's rules: give one or the other"
+        );
+    }
     let max = *sp.rules.last().unwrap_or(&0);
     if sp.matching > max {
         bail!(
@@ -288,24 +328,31 @@ fn check(sp: &SweepPlan, targets: &[u32]) -> Result<()> {
 }
 
 /// The steps in order: the baseline (audit off, never,task), the residue step if asked, then
-/// one audit-on step per rule count.
-fn step_configs(sp: &SweepPlan) -> Vec<StepConfig> {
+/// one audit-on step per rule count, or, for a rules file whose kernel took `file` rules, its
+/// first 0, 1, ..., `file` rules.
+fn step_configs(sp: &SweepPlan, file: Option<usize>) -> Vec<StepConfig> {
     let off = |task_never| StepConfig {
         enabled: 0,
         task_never,
         rules: 0,
         matching: 0,
+        from_file: false,
     };
     let mut configs = vec![off(true)];
     if sp.residue_step {
         configs.push(off(false));
     }
-    configs.extend(sp.rules.iter().map(|&n| StepConfig {
+    let on = |n: u32| StepConfig {
         enabled: 1,
         task_never: false,
         rules: n,
         matching: sp.matching.min(n),
-    }));
+        from_file: file.is_some(),
+    };
+    match file {
+        Some(n) => configs.extend((0..=n as u32).map(on)),
+        None => configs.extend(sp.rules.iter().map(|&n| on(n))),
+    }
     configs
 }
 
@@ -316,19 +363,22 @@ struct Costs {
     first_rules: Vec<Delta>,
 }
 
-fn costs(steps: &[Step], residue_step: bool) -> Result<Costs> {
-    let delta_of = |a: usize, b: usize| -> Result<Vec<Delta>> {
-        let vs = vec![
-            compare::Variant::from_run(&steps[a].label, "sweep", &steps[a].result),
-            compare::Variant::from_run(&steps[b].label, "sweep", &steps[b].result),
-        ];
-        let opts = compare::Options {
-            configurations: true,
-            paired: true,
-            ..compare::Options::default()
-        };
-        Ok(compare::compare(vs, &opts)?.deltas)
+/// Every metric of step `b` against step `a`, paired by round.
+pub fn delta(steps: &[Step], a: usize, b: usize) -> Result<Vec<Delta>> {
+    let vs = vec![
+        compare::Variant::from_run(&steps[a].label, "sweep", &steps[a].result),
+        compare::Variant::from_run(&steps[b].label, "sweep", &steps[b].result),
+    ];
+    let opts = compare::Options {
+        configurations: true,
+        paired: true,
+        ..compare::Options::default()
     };
+    Ok(compare::compare(vs, &opts)?.deltas)
+}
+
+fn costs(steps: &[Step], residue_step: bool) -> Result<Costs> {
+    let delta_of = |a: usize, b: usize| delta(steps, a, b);
     let on0 = steps
         .iter()
         .position(|s| s.config.enabled == 1 && s.config.rules == 0);

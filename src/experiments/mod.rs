@@ -6,6 +6,7 @@
 //!   compared with boots as units (the audit series' 4 kernels x 12 boots);
 //! - [`audit_sweep`]: audit off, on, and with each number of exit rules (the syscall-latency
 //!   post and the audit series);
+//! - [`rule_costs`]: what each rule of a rules file costs, from an audit sweep over its rules;
 //! - [`grouped`]: stored results grouped by kernel, host, boot or label, for `history compare`
 //!   and `history trend`;
 //! - [`probe`]: a uprobe on any program's function while a command runs (the uprobe thread's
@@ -17,4 +18,5 @@ pub mod audit_sweep;
 pub mod campaign;
 pub mod grouped;
 pub mod probe;
+pub mod rule_costs;
 pub mod scale;

@@ -18,6 +18,7 @@ pub mod kind;
 pub mod loaded;
 pub mod merge;
 pub mod probe;
+pub mod rule_costs;
 pub mod run;
 pub mod scale;
 pub mod section;

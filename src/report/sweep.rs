@@ -15,6 +15,25 @@ use crate::experiments::audit_sweep::Sweep;
 impl Render for Sweep {
     fn preamble(&self) -> Vec<String> {
         let runs = self.steps.first().map(|s| s.result.runs.len()).unwrap_or(0);
+        if let Some(f) = &self.rules_file {
+            return vec![
+                format!(
+                    " Audit sweep of {} over the rules of {}: {} steps x {runs} runs, \
+                     interleaved in rounds (alternating order)",
+                    self.workload.describe(),
+                    f.source,
+                    self.steps.len()
+                ),
+                format!(" Baseline: {}", self.baseline),
+                format!(
+                    " Rules: the file's, in its order ({} taken by the kernel, {} lines left \
+                     out); a rule's cost is the step with it against the step before it, \
+                     paired by round",
+                    f.rules.len(),
+                    f.refused.len()
+                ),
+            ];
+        }
         vec![
             format!(
                 " Audit sweep of {}: {} steps x {runs} runs, interleaved in rounds (alternating \
@@ -50,6 +69,9 @@ impl Render for Sweep {
         let mut out = vec![steps];
         if !self.fits.is_empty() {
             out.push(self.fit_grid());
+        }
+        if let Some(f) = &self.rules_file {
+            out.push(super::rule_costs::ranking_grid(f, &self.time_unit()));
         }
         out
     }

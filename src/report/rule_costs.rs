@@ -1,0 +1,98 @@
+//! The cost of each rule of a rules file (an audit sweep over it), costliest first, in the
+//! shape of the audit series' table: the set's total against audit on without rules and
+//! against audit off, each rule's added cost with its interval, how the kernel walks it, and
+//! the cheaper rewrite for the rules every syscall pays for.
+
+use super::format::{Cell, Grid};
+use crate::compare::Delta;
+use crate::core::fmt_num;
+use crate::experiments::rule_costs::{EMULATED, FileSweep, RuleCost};
+
+/// The ranking, with the totals, refusals and advice as notes.
+pub fn ranking_grid(f: &FileSweep, time_unit: &str) -> Grid {
+    let metric = f.ranking_metric();
+    let unit = if metric == EMULATED {
+        "instructions/call"
+    } else {
+        time_unit
+    };
+    let mut g = Grid::new(&[
+        "rank",
+        "line",
+        &format!("+{metric} ({unit})"),
+        "95% CI",
+        "walked",
+        "rule",
+    ])
+    .right(0..=3)
+    .title(format!(
+        " Cost of each rule of {}, costliest first (the step with it against the step \
+             before it)",
+        f.source
+    ));
+    let first = f.rules.first().map(|r| r.line);
+    for (i, r) in f.ranked().into_iter().enumerate() {
+        let walked = match first == Some(r.line) {
+            true => format!("{} [1]", r.walk.describe()),
+            false => r.walk.describe().to_string(),
+        };
+        g.row([
+            Cell::Int(i as i64 + 1),
+            Cell::Int(r.line as i64),
+            r.cost(metric).map_or(Cell::Missing, Cell::Num),
+            Cell::interval(r.cost_ci(metric)),
+            walked.into(),
+            crate::core::printable(&r.text).into(),
+        ]);
+    }
+    notes(f, metric, &mut g);
+    g
+}
+
+fn notes(f: &FileSweep, metric: &str, g: &mut Grid) {
+    g.notes.push(String::new());
+    g.notes.push(
+        " [1] the first rule on the lists: its figure includes the filters starting to run \
+         (with no rule at all, the kernel skips them), the audit series' first-rule cost"
+            .into(),
+    );
+    for (title, deltas) in [
+        ("The whole set against audit on without rules", &f.set_cost),
+        (
+            "The whole set against audit off (the baseline)",
+            &f.set_total,
+        ),
+    ] {
+        if let Some(d) = deltas.iter().find(|d| d.metric == metric) {
+            g.notes.push(total_line(title, d));
+        }
+    }
+    let costly: Vec<&RuleCost> = f
+        .ranked()
+        .into_iter()
+        .filter(|r| r.advice.is_some())
+        .collect();
+    for r in costly.iter().take(5) {
+        g.notes.push(format!(
+            " line {}: {}",
+            r.line,
+            r.advice.as_deref().unwrap_or_default()
+        ));
+    }
+    for r in &f.refused {
+        g.notes
+            .push(format!(" line {} left out: {}", r.number, r.reason));
+    }
+}
+
+fn total_line(title: &str, d: &Delta) -> String {
+    format!(
+        " {title}: {:+} {} ({}, CI {}): {}",
+        fmt_num(d.median - d.base_median),
+        d.unit,
+        d.delta_pct.map_or("-".into(), |p| format!("{p:+.2}%")),
+        d.ci_pct
+            .map_or("-".into(), |c| format!("[{:+.2}%, {:+.2}%]", c.lo, c.hi)),
+        d.verdict
+    )
+}
