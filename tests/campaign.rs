@@ -442,6 +442,90 @@ fn an_emulated_audit_sweep_fits_instructions_per_rule() {
     assert!(text.contains("instructions:k (emulated)"), "{text}");
 }
 
+/// A sweep over a user's rules file in a guest counting emulated instructions: each rule's
+/// exact cost per getpid, by how the kernel walks it (auditd's 70-einval every-syscall rule, a
+/// rule naming getpid whose fields fail, two naming other syscalls, a watch).
+#[test]
+fn an_emulated_sweep_over_a_rules_file_costs_each_rule_exactly() {
+    let Some(k) = kernels() else { return };
+    if let Err(e) = syscost::audit::libaudit::available() {
+        println!("skipped: {e:#}");
+        return;
+    }
+    let _s = serial();
+    let tmp = scratch();
+    let rules = tmp.path().join("mix.rules");
+    std::fs::write(
+        &rules,
+        "-a always,exit -F arch=b64 -S acct -F key=other\n\
+         -a always,exit -S all -F exit=-EINVAL -F key=einval\n\
+         -a always,exit -F arch=b64 -S getpid -F auid>=1000 -F auid!=unset -F key=names-it\n\
+         -a always,exit -F arch=b64 -S swapon -F key=other2\n\
+         -w /init -p wa -k watch\n",
+    )
+    .unwrap();
+    let out_file = tmp.path().join("c.json");
+    let args = [
+        arm("a", &k[0]),
+        ["--emulated-counters", "--boots", "1", "--no-verdict", "-o"]
+            .map(String::from)
+            .to_vec(),
+        vec![out_file.display().to_string()],
+    ]
+    .concat();
+    let rules = rules.display().to_string();
+    let mut words = vec![
+        "audit",
+        "sweep",
+        "--audit-rules",
+        &rules,
+        "--no-residue-step",
+    ];
+    words.extend(["--runs", "2", "--samples", "2", "--sample-time", "10ms"]);
+    let out = campaign_measuring(tmp.path(), &args, &words);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let f = &c["boots"][0]["result"]["rules_file"];
+    let rules = f["rules"].as_array().unwrap_or_else(|| panic!("{f}"));
+    let walks: Vec<&str> = rules.iter().map(|r| r["walk"].as_str().unwrap()).collect();
+    assert_eq!(
+        walks,
+        [
+            "other-syscalls",
+            "every-syscall",
+            "names-it",
+            "other-syscalls",
+            "watch"
+        ]
+    );
+    let cost = |d: &Value| d["median"].as_f64().unwrap() - d["base_median"].as_f64().unwrap();
+    let emulated = |deltas: &Value| {
+        let d = deltas
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["metric"] == "instructions:k (emulated)");
+        cost(d.unwrap_or_else(|| panic!("no emulated count: {deltas}")))
+    };
+    let each: Vec<f64> = rules.iter().map(|r| emulated(&r["deltas"])).collect();
+    // A rule naming other syscalls is its mask test, the same wherever it stands (the first
+    // one measured on top of the others, so the filters starting are not in it).
+    assert!((10.0..60.0).contains(&each[0]), "{each:?}");
+    assert!((each[0] - each[3]).abs() < 0.02 * each[0], "{each:?}");
+    // Fields tested at every getpid cost several mask tests; a watch costs getpid nothing.
+    assert!(
+        each[1] > 3.0 * each[0] && each[2] > 3.0 * each[0],
+        "{each:?}"
+    );
+    assert!(each[4].abs() < 1.0, "{each:?}");
+    let (set, total) = (emulated(&f["set_cost"]), emulated(&f["set_total"]));
+    assert!(
+        total > set && set > each.iter().sum::<f64>(),
+        "{set} {total} {each:?}"
+    );
+}
+
 /// A campaign of one boot of each kernel (1 vCPU) measured by `measure`, its JSON; `extra`:
 /// more campaign options.
 fn one_boot_each(tmp: &Path, k: &[PathBuf], extra: &[&str], measure: &[&str]) -> Value {

@@ -158,6 +158,8 @@ pub struct Session {
     /// are loaded now (with syscost's keys: the bytes to delete).
     file_rules: Vec<(usize, Vec<u8>)>,
     file_loaded: Vec<Vec<u8>>,
+    /// The index in `file_rules` of the first rule loaded.
+    file_from: usize,
     state: PathBuf,
     restored: bool,
     /// What cleaning up earlier leftovers did.
@@ -185,6 +187,7 @@ impl Session {
             task_never: None,
             file_rules: Vec::new(),
             file_loaded: Vec::new(),
+            file_from: 0,
             state,
             restored: false,
             notes,
@@ -338,12 +341,24 @@ impl Session {
 
     /// Hold exactly the first `n` rules of the loaded file.
     pub fn set_file_rules(&mut self, n: usize) -> Result<()> {
-        while self.file_loaded.len() > n {
+        self.set_file_window(0, n)
+    }
+
+    /// Hold exactly the loaded file's rules `from..to` (in order).
+    pub fn set_file_window(&mut self, from: usize, to: usize) -> Result<()> {
+        let keep = if from == self.file_from {
+            to.saturating_sub(from)
+        } else {
+            0
+        };
+        while self.file_loaded.len() > keep {
             let r = self.file_loaded.pop().expect("non-empty");
             self.sock.del_rule(&r)?;
         }
-        while self.file_loaded.len() < n.min(self.file_rules.len()) {
-            let (line, rule) = self.file_rules[self.file_loaded.len()].clone();
+        self.file_from = from;
+        let to = to.min(self.file_rules.len());
+        while from + self.file_loaded.len() < to {
+            let (line, rule) = self.file_rules[from + self.file_loaded.len()].clone();
             let key = self.key();
             let bytes = rules::with_key(&rule, &key).map_err(anyhow::Error::msg)?;
             self.sock
@@ -379,6 +394,7 @@ impl Session {
         self.exit_rules.clear();
         self.task_never = None;
         self.file_loaded.clear();
+        self.file_from = 0;
         if self.enabled != self.original_enabled {
             match self.sock.set_enabled(self.original_enabled) {
                 Ok(()) => self.enabled = self.original_enabled,

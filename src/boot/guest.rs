@@ -361,6 +361,9 @@ pub fn param<'a>(cmdline: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
 }
 
+/// Where the guest mounts file systems of its own (a file of the initramfs there is hidden).
+pub const MOUNTED: &[&str] = &["/proc", "/sys", "/dev", "/tmp", "/run"];
+
 fn mount_all() -> Result<()> {
     for (what, dir, fs) in [
         ("proc", "/proc", "proc"),

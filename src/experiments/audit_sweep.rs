@@ -44,6 +44,10 @@ pub struct StepConfig {
     /// The rules are the first `rules` of a rules file's (`--audit-rules`), not generated.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_file: bool,
+    /// With `from_file`: the file's first rule left out (its cost on top of the others,
+    /// with the filters already running).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub without_first: bool,
 }
 
 impl StepConfig {
@@ -51,6 +55,7 @@ impl StepConfig {
         match (self.enabled, self.task_never) {
             (0, true) => "audit off (never,task)".into(),
             (0, false) => "audit off (no task rule)".into(),
+            _ if self.without_first => format!("audit on, the file's rules 2-{}", self.rules),
             _ if self.from_file => format!("audit on, the file's first {} rules", self.rules),
             _ => format!(
                 "audit on, {} rules ({} matching)",
@@ -208,7 +213,7 @@ fn apply(session: &mut Session, c: &StepConfig, targets: &[u32]) -> Result<()> {
         session.set_task_never(c.task_never)
     } else if c.from_file {
         session.set_task_never(false)?;
-        session.set_file_rules(c.rules as usize)?;
+        session.set_file_window(usize::from(c.without_first), c.rules as usize)?;
         session.set_enabled(1)
     } else {
         session.set_task_never(false)?;
@@ -337,6 +342,7 @@ fn step_configs(sp: &SweepPlan, file: Option<usize>) -> Vec<StepConfig> {
         rules: 0,
         matching: 0,
         from_file: false,
+        without_first: false,
     };
     let mut configs = vec![off(true)];
     if sp.residue_step {
@@ -348,9 +354,20 @@ fn step_configs(sp: &SweepPlan, file: Option<usize>) -> Vec<StepConfig> {
         rules: n,
         matching: sp.matching.min(n),
         from_file: file.is_some(),
+        without_first: false,
     };
     match file {
-        Some(n) => configs.extend((0..=n as u32).map(on)),
+        Some(n) => {
+            configs.extend((0..=n as u32).map(on));
+            // The first rule's own cost, on top of the others (which keep the filters
+            // running): its own step would add the filters starting to it.
+            if n >= 2 {
+                configs.push(StepConfig {
+                    without_first: true,
+                    ..on(n as u32)
+                });
+            }
+        }
         None => configs.extend(sp.rules.iter().map(|&n| on(n))),
     }
     configs
@@ -409,12 +426,15 @@ fn costs(steps: &[Step], residue_step: bool) -> Result<Costs> {
 fn fits(steps: &[Step]) -> (Vec<String>, Vec<Fit>) {
     let with_rules: Vec<&Step> = steps
         .iter()
-        .filter(|s| s.config.enabled == 1 && s.config.rules > 0)
+        .filter(|s| s.config.enabled == 1 && s.config.rules > 0 && !s.config.without_first)
         .collect();
     let on: Vec<&Step> = if with_rules.len() >= 2 {
         with_rules
     } else {
-        steps.iter().filter(|s| s.config.enabled == 1).collect()
+        steps
+            .iter()
+            .filter(|s| s.config.enabled == 1 && !s.config.without_first)
+            .collect()
     };
     let fit_steps = on.iter().map(|s| s.config.rules.to_string()).collect();
     let Some(first) = on.first() else {

@@ -38,6 +38,10 @@ pub struct FileSweep {
     pub set_cost: Vec<Delta>,
     /// Every metric with all the rules against the baseline (audit off).
     pub set_total: Vec<Delta>,
+    /// Every metric of the first rule's step against audit on without rules: the first rule
+    /// and the filters starting to run (with no rule at all the kernel skips them).
+    #[serde(default)]
+    pub first_step: Vec<Delta>,
 }
 
 impl FileSweep {
@@ -70,6 +74,7 @@ impl FileSweep {
             rules,
             set_cost: Vec::new(),
             set_total: Vec::new(),
+            first_step: Vec::new(),
         };
         f.refigure(steps)?;
         Ok(f)
@@ -77,21 +82,40 @@ impl FileSweep {
 
     /// The deltas again from the steps (after a campaign's guest added emulated counts).
     pub fn refigure(&mut self, steps: &[Step]) -> Result<()> {
-        let on = |k: usize| {
-            steps
-                .iter()
-                .position(|s| s.config.enabled == 1 && s.config.rules as usize == k)
+        let on = |k: usize, without_first: bool| {
+            steps.iter().position(|s| {
+                s.config.enabled == 1
+                    && s.config.rules as usize == k
+                    && s.config.without_first == without_first
+            })
         };
+        let n = self.rules.len();
         for (k, r) in self.rules.iter_mut().enumerate() {
-            if let (Some(a), Some(b)) = (on(k), on(k + 1)) {
+            // The first rule on top of the others where that step was measured.
+            let before = match k {
+                0 => on(n, true).or(on(0, false)),
+                _ => on(k, false),
+            };
+            let with = if k == 0 && before != on(0, false) {
+                on(n, false)
+            } else {
+                on(k + 1, false)
+            };
+            if let (Some(a), Some(b)) = (before, with) {
                 r.deltas = delta(steps, a, b)?;
             }
         }
-        if let (Some(a), Some(b)) = (on(0), on(self.rules.len())) {
+        if let (Some(a), Some(b), Some(c)) = (on(0, false), on(n, false), on(1, false)) {
             self.set_cost = delta(steps, a, b)?;
             self.set_total = delta(steps, 0, b)?;
+            self.first_step = delta(steps, a, c)?;
         }
         Ok(())
+    }
+
+    /// Whether the first rule's figure includes the filters starting (a file of one rule).
+    pub fn first_includes_start(&self) -> bool {
+        self.rules.len() == 1
     }
 
     /// The metric rules are ranked by: the exact emulated kernel instructions where measured,

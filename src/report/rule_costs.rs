@@ -30,7 +30,11 @@ pub fn ranking_grid(f: &FileSweep, time_unit: &str) -> Grid {
              before it)",
         f.source
     ));
-    let first = f.rules.first().map(|r| r.line);
+    let first = f
+        .rules
+        .first()
+        .filter(|_| f.first_includes_start())
+        .map(|r| r.line);
     for (i, r) in f.ranked().into_iter().enumerate() {
         let walked = match first == Some(r.line) {
             true => format!("{} [1]", r.walk.describe()),
@@ -45,17 +49,29 @@ pub fn ranking_grid(f: &FileSweep, time_unit: &str) -> Grid {
             crate::core::printable(&r.text).into(),
         ]);
     }
-    notes(f, metric, &mut g);
+    notes(f, metric, unit, &mut g);
     g
 }
 
-fn notes(f: &FileSweep, metric: &str, g: &mut Grid) {
+fn notes(f: &FileSweep, metric: &str, unit: &str, g: &mut Grid) {
     g.notes.push(String::new());
-    g.notes.push(
-        " [1] the first rule on the lists: its figure includes the filters starting to run \
-         (with no rule at all, the kernel skips them), the audit series' first-rule cost"
-            .into(),
-    );
+    if f.first_includes_start() {
+        g.notes.push(
+            " [1] the only rule: its figure includes the filters starting to run (with no rule \
+             at all, the kernel skips them)"
+                .into(),
+        );
+    } else if let (Some(step), Some(first)) = (
+        f.first_step.iter().find(|d| d.metric == metric),
+        f.rules.first().and_then(|r| r.cost(metric)),
+    ) {
+        let start = step.delta_pct.map(|p| p / 100.0 * step.base_median - first);
+        g.notes.push(format!(
+            " The filters starting to run (the first rule's step against none, less that \
+             rule's own cost, measured on top of the others): {}",
+            start.map_or("-".into(), |s| format!("{:+} {unit}", fmt_num(s)))
+        ));
+    }
     for (title, deltas) in [
         ("The whole set against audit on without rules", &f.set_cost),
         (

@@ -514,6 +514,17 @@ fn check_guest_files(files: &[PathBuf], memory_mib: u32) -> Result<()> {
                 f.display()
             );
         }
+        let at = crate::boot::initramfs::guest_path(f)?;
+        if let Some(dir) = crate::boot::guest::MOUNTED
+            .iter()
+            .find(|d| at.starts_with(d))
+        {
+            bail!(
+                "{}: the guest mounts a file system of its own on {dir}, which would hide it: \
+                 copy it to another directory and name that copy",
+                f.display()
+            );
+        }
         total += m.len();
     }
     let room = u64::from(memory_mib) << 19;
