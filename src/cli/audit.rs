@@ -82,6 +82,16 @@ pub(super) const SWEEP_HELP: &str = "How it measures:
   runs every step once, in alternating order; the per-rule cost is a least-squares slope over
   every run of the audit-on steps, with its 95% CI and R².
 
+Your own rules (--audit-rules FILE, any file auditctl -R reads): the audit-on steps hold the
+  file's first 0, 1, ..., n rules in its order, plus one with rules 2-n; each rule's cost is the
+  step with it against the step without it, paired by round (the first rule's on top of the
+  others, so that the filters starting to run are a line of their own). The rules are ranked,
+  costliest first, each named by how the kernel walks it (at every syscall, at the measured
+  syscall, a mask test only, a watch, another list), with the cheaper rewrite auditctl allows;
+  and the whole set is costed against audit on without rules and against audit off. A sweep of
+  n rules takes n+4 steps per round. Under `campaign --emulated-counters` each rule's cost is
+  exact, in kernel instructions.
+
 State: needs root (CAP_AUDIT_CONTROL). Each rule syscost adds is keyed syscost-<pid>-...; only
 those are removed, and the enabled flag is restored, on every exit path. Locked audit
 (enabled=2) is refused before anything changes. After a SIGKILL, the next audit command (or
@@ -90,7 +100,8 @@ undone until reboot: new processes keep per-task audit work (the residue step me
 
 Examples:
   syscost audit sweep --rules 0,16,32,48 --cpu 1
-  syscost audit sweep --rules 0-64:8 --matching 5 --syscall getpid --runs 10 -o sweep.json";
+  syscost audit sweep --rules 0-64:8 --matching 5 --syscall getpid --runs 10 -o sweep.json
+  syscost audit sweep --audit-rules /etc/audit/rules.d/audit.rules --cpu 1 --runs 6";
 
 pub(super) fn show_sweep(
     sweep: &crate::experiments::audit_sweep::Sweep,

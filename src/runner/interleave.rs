@@ -253,16 +253,16 @@ fn design(
     let interleaved = (plans.len() > 1).then_some(grain);
     let paced = interleaved == Some(Grain::Samples);
     let mut audit = super::audit_rules::AuditArms::prepare(plans)?;
+    if let (true, Some(a)) = (paced, audit.as_mut()) {
+        // The paced arms share the machine's state: their audit rules are the same.
+        a.apply(0)?;
+    }
     let before = &mut |k: usize| -> Result<()> {
         if let Some(a) = audit.as_mut() {
             a.apply(k)?;
         }
         before(k)
     };
-    if paced {
-        // The paced arms share the machine's state: their audit rules are the same.
-        before(0)?;
-    }
     let sizes = batch_sizes(exec, plans, batch, paced, progress)?;
     let assemble_all = |m: &Measured| -> Vec<RunResult> {
         plans
