@@ -8,6 +8,7 @@
 //! falls on all steps alike. The slope per rule is a least-squares fit over every run of the
 //! audit-on steps.
 
+use super::rule_costs::FileSweep;
 use crate::audit::{self, AuditStatus, session::Session};
 use crate::compare::{self, Delta};
 use crate::core::{Envelope, Kind};
@@ -119,7 +120,7 @@ pub struct Sweep {
     pub warnings: Vec<String>,
     /// A sweep over a rules file's rules: what each costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rules_file: Option<super::rule_costs::FileSweep>,
+    pub rules_file: Option<FileSweep>,
 }
 
 impl Sweep {
@@ -155,7 +156,7 @@ impl Sweep {
             (costs.enable, costs.residue, costs.first_rules);
         (self.fit_steps, self.fits) = fits(&self.steps);
         if let Some(f) = &mut self.rules_file {
-            f.refigure(&self.steps)?;
+            file_costs(f, &self.steps)?;
         }
         Ok(())
     }
@@ -271,9 +272,14 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
     let costs = costs(&steps, sp.residue_step)?;
     let (fit_steps, fits) = fits(&steps);
     let warnings = warnings(sp, &before, &after_changes, &after, original);
-    let rules_file = file
-        .map(|set| super::rule_costs::FileSweep::of(&set, &kept, &targets, &steps))
-        .transpose()?;
+    let rules_file = match file {
+        Some(set) => {
+            let mut f = FileSweep::of(&set, &kept, &targets);
+            file_costs(&mut f, &steps)?;
+            Some(f)
+        }
+        None => None,
+    };
     Ok(Sweep {
         envelope: Envelope::new(Kind::AuditSweep),
         created_unix: crate::core::now_unix(),
@@ -417,6 +423,41 @@ fn costs(steps: &[Step], residue_step: bool) -> Result<Costs> {
             _ => Vec::new(),
         },
     })
+}
+
+/// A rules-file sweep's costs from its steps: each rule's (the step with it against the step
+/// without it; the first rule's on top of the others where that step was measured), the set's
+/// against audit on without rules and against the baseline, and the first rule's step.
+fn file_costs(f: &mut FileSweep, steps: &[Step]) -> Result<()> {
+    let on = |k: usize, without_first: bool| {
+        steps.iter().position(|s| {
+            s.config.enabled == 1
+                && s.config.rules as usize == k
+                && s.config.without_first == without_first
+        })
+    };
+    let n = f.rules.len();
+    for (k, r) in f.rules.iter_mut().enumerate() {
+        // The first rule on top of the others where that step was measured.
+        let before = match k {
+            0 => on(n, true).or(on(0, false)),
+            _ => on(k, false),
+        };
+        let with = if k == 0 && before != on(0, false) {
+            on(n, false)
+        } else {
+            on(k + 1, false)
+        };
+        if let (Some(a), Some(b)) = (before, with) {
+            r.deltas = delta(steps, a, b)?;
+        }
+    }
+    if let (Some(a), Some(b), Some(c)) = (on(0, false), on(n, false), on(1, false)) {
+        f.set_cost = delta(steps, a, b)?;
+        f.set_total = delta(steps, 0, b)?;
+        f.first_step = delta(steps, a, c)?;
+    }
+    Ok(())
 }
 
 /// Fits over every run of the audit-on steps that have rules. With no rule at all the kernel

@@ -6,12 +6,10 @@
 //! off, the audit series' audit=0). Each rule is named by how the kernel walks it
 //! ([`Walk`]), with the cheaper rewrite auditctl allows where there is one.
 
-use super::audit_sweep::{Step, delta};
 use crate::audit::rules::Rule;
 use crate::audit::rules_file::{Refused, RuleSet};
 use crate::audit::walk::Walk;
 use crate::compare::Delta;
-use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 /// One rule of the file and its cost.
@@ -45,14 +43,10 @@ pub struct FileSweep {
 }
 
 impl FileSweep {
-    /// The costs, from the sweep's steps; `kept` is (line, rule) of each rule the kernel took,
-    /// in the order the steps add them; `measured` the workload's syscall numbers.
-    pub fn of(
-        set: &RuleSet,
-        kept: &[(usize, Vec<u8>)],
-        measured: &[u32],
-        steps: &[Step],
-    ) -> Result<FileSweep> {
+    /// The rules of a sweep, their costs still to be figured from its steps (by
+    /// `audit_sweep`); `kept` is (line, rule) of each rule the kernel took, in the order the
+    /// steps add them; `measured` the workload's syscall numbers.
+    pub fn of(set: &RuleSet, kept: &[(usize, Vec<u8>)], measured: &[u32]) -> FileSweep {
         let rules = kept
             .iter()
             .map(|(line, bytes)| {
@@ -68,49 +62,14 @@ impl FileSweep {
                 }
             })
             .collect();
-        let mut f = FileSweep {
+        FileSweep {
             source: set.source.clone(),
             refused: set.refused.clone(),
             rules,
             set_cost: Vec::new(),
             set_total: Vec::new(),
             first_step: Vec::new(),
-        };
-        f.refigure(steps)?;
-        Ok(f)
-    }
-
-    /// The deltas again from the steps (after a campaign's guest added emulated counts).
-    pub fn refigure(&mut self, steps: &[Step]) -> Result<()> {
-        let on = |k: usize, without_first: bool| {
-            steps.iter().position(|s| {
-                s.config.enabled == 1
-                    && s.config.rules as usize == k
-                    && s.config.without_first == without_first
-            })
-        };
-        let n = self.rules.len();
-        for (k, r) in self.rules.iter_mut().enumerate() {
-            // The first rule on top of the others where that step was measured.
-            let before = match k {
-                0 => on(n, true).or(on(0, false)),
-                _ => on(k, false),
-            };
-            let with = if k == 0 && before != on(0, false) {
-                on(n, false)
-            } else {
-                on(k + 1, false)
-            };
-            if let (Some(a), Some(b)) = (before, with) {
-                r.deltas = delta(steps, a, b)?;
-            }
         }
-        if let (Some(a), Some(b), Some(c)) = (on(0, false), on(n, false), on(1, false)) {
-            self.set_cost = delta(steps, a, b)?;
-            self.set_total = delta(steps, 0, b)?;
-            self.first_step = delta(steps, a, c)?;
-        }
-        Ok(())
     }
 
     /// Whether the first rule's figure includes the filters starting (a file of one rule).
