@@ -103,9 +103,14 @@ pub const EMULATED: &str = "instructions:k (emulated)";
 impl RuleCost {
     /// The rule's added cost in `metric`'s unit per operation: the paired estimate of the
     /// per-round change, applied to the step without it.
+    /// Where no pair could be formed (a run without a value, such as an emulated window left
+    /// out for another task), the difference of the two steps' medians.
     pub fn cost(&self, metric: &str) -> Option<f64> {
         let d = self.delta(metric)?;
-        Some(d.delta_pct? / 100.0 * d.base_median)
+        Some(match d.delta_pct {
+            Some(p) => p / 100.0 * d.base_median,
+            None => d.median - d.base_median,
+        })
     }
 
     /// The interval of [`Self::cost`].
