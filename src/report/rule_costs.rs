@@ -83,6 +83,19 @@ fn notes(f: &FileSweep, metric: &str, unit: &str, g: &mut Grid) {
             g.notes.push(total_line(title, d));
         }
     }
+    let unsure = f
+        .rules
+        .iter()
+        .filter(|r| r.cost_ci(metric).is_none_or(|(lo, hi)| lo <= 0.0 && hi >= 0.0))
+        .count();
+    if unsure > 0 {
+        g.notes.push(format!(
+            " {unsure} of {} rules' intervals hold zero: those costs are inconclusive, below \
+             this measurement's noise (their order in the ranking is not a finding); more \
+             --runs narrow them, and campaign --emulated-counters counts each rule exactly",
+            f.rules.len()
+        ));
+    }
     let costly: Vec<&RuleCost> = f
         .ranked()
         .into_iter()
