@@ -83,9 +83,11 @@ fn notes(f: &FileSweep, metric: &str, unit: &str, g: &mut Grid) {
             g.notes.push(total_line(title, d));
         }
     }
+    // Emulated counts are exact (but for a timer tick): only timed costs can be noise.
     let unsure = f
         .rules
         .iter()
+        .filter(|_| metric != EMULATED)
         .filter(|r| r.cost_ci(metric).is_none_or(|(lo, hi)| lo <= 0.0 && hi >= 0.0))
         .count();
     if unsure > 0 {
