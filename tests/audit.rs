@@ -11,18 +11,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use syscost::audit::{AuditSocket, rules};
 
-fn audit_available() -> bool {
-    if !is_root() {
-        println!("skipped: audit control needs root (CAP_AUDIT_CONTROL)");
-        return false;
-    }
-    if let Err(e) = AuditSocket::open().and_then(|mut s| s.status()) {
-        println!("skipped: no usable audit subsystem: {e:#}");
-        return false;
-    }
-    true
-}
-
 /// Everything that identifies the audit state: enabled flag and every rule's bytes, in order.
 fn snapshot() -> (u32, Vec<Vec<u8>>) {
     let mut s = AuditSocket::open().unwrap();

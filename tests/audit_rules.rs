@@ -19,12 +19,7 @@ const EXAMPLES: &str = "/usr/share/doc/auditd/examples/rules";
 
 /// auditctl and libaudit, or why the test cannot run.
 fn ready() -> bool {
-    if !is_root() {
-        println!("skipped: audit control needs root (CAP_AUDIT_CONTROL)");
-        return false;
-    }
-    if let Err(e) = AuditSocket::open().and_then(|mut s| s.status()) {
-        println!("skipped: no usable audit subsystem: {e:#}");
+    if !audit_available() {
         return false;
     }
     if let Err(e) = syscost::audit::libaudit::available() {

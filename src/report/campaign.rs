@@ -139,6 +139,36 @@ impl Campaign {
         Some(g)
     }
 
+    /// Each arm's rules-file sweep (`-- audit sweep --audit-rules FILE`): its first measured
+    /// boot's ranking of the rules (emulated counts agree from boot to boot within a tick).
+    pub fn rules_grids(&self) -> Vec<Grid> {
+        let sweep_of = |arm: &str| {
+            self.boots
+                .iter()
+                .filter(|b| b.arm == arm)
+                .filter_map(|b| b.result())
+                .find_map(|r| {
+                    let s: crate::experiments::audit_sweep::Sweep =
+                        serde_json::from_value(r.clone()).ok()?;
+                    Some((
+                        s.rules_file?,
+                        s.steps.first()?.result.metrics.first()?.unit.clone(),
+                    ))
+                })
+        };
+        self.arms
+            .iter()
+            .filter_map(|a| {
+                let (f, unit) = sweep_of(&a.name)?;
+                let mut g = super::rule_costs::ranking_grid(&f, &unit);
+                g.title = g
+                    .title
+                    .map(|t| format!("{t}, arm {} (its first boot)", a.name));
+                Some(g)
+            })
+            .collect()
+    }
+
     /// Kernel instructions per operation by function (`--emulated-profile`), a column per arm,
     /// and for each arm after the first its change against the first: the functions that
     /// moved most, or with one arm the ones that run most.
@@ -434,6 +464,7 @@ impl Render for Campaign {
         out.extend(self.counters_grid());
         out.extend(self.sets_grid());
         out.extend(self.functions_grid());
+        out.extend(self.rules_grids());
         if let Some(c) = &self.comparison {
             let mut d = c.delta_grid();
             d.title = Some(format!(
@@ -454,6 +485,7 @@ impl Render for Campaign {
         grids.extend(self.counters_grid());
         grids.extend(self.sets_grid());
         grids.extend(self.functions_grid());
+        grids.extend(self.rules_grids());
         match &self.comparison {
             Some(c) if format.layout().for_mail() => grids.extend(c.delta_blocks()),
             _ => return super::format::render(format, &self.preamble(), &self.grids()),

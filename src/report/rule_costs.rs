@@ -88,7 +88,10 @@ fn notes(f: &FileSweep, metric: &str, unit: &str, g: &mut Grid) {
         .rules
         .iter()
         .filter(|_| metric != EMULATED)
-        .filter(|r| r.cost_ci(metric).is_none_or(|(lo, hi)| lo <= 0.0 && hi >= 0.0))
+        .filter(|r| {
+            r.cost_ci(metric)
+                .is_none_or(|(lo, hi)| lo <= 0.0 && hi >= 0.0)
+        })
         .count();
     if unsure > 0 {
         g.notes.push(format!(

@@ -135,3 +135,17 @@ pub fn relabelled(
     }
     r
 }
+
+/// Whether audit can be changed here (root, an audit subsystem); prints why not.
+pub fn audit_available() -> bool {
+    if !is_root() {
+        println!("skipped: audit control needs root (CAP_AUDIT_CONTROL)");
+        return false;
+    }
+    let status = syscost::audit::AuditSocket::open().and_then(|mut s| s.status());
+    if let Err(e) = status {
+        println!("skipped: no usable audit subsystem: {e:#}");
+        return false;
+    }
+    true
+}
