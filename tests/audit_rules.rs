@@ -334,3 +334,36 @@ fn a_sweep_over_the_stig_rules_ranks_each_rule_and_costs_the_set() {
     assert!(text.contains("costliest first"), "{text}");
     assert_eq!(text.matches(" left out: ").count(), refused, "{text}");
 }
+
+#[test]
+fn a_file_deletes_only_rules_it_added_itself() {
+    if !ready() {
+        return;
+    }
+    let _s = serial();
+    let before = listed();
+    // The user's own watch, which the file's -W names: it must stay.
+    let watch = ["/etc/hostname", "-p", "wa", "-k", "user-own"];
+    let ok = Command::new("auditctl").arg("-w").args(watch).status();
+    assert!(ok.unwrap().success());
+    let with_user = listed();
+    let text = "-a always,exit -F arch=b64 -S acct -k a\n\
+                -a always,exit -F arch=b64 -S swapon -k b\n\
+                -d always,exit -F arch=b64 -S acct -k a\n\
+                -W /etc/hostname -p wa -k user-own\n";
+    let mut set = rules_file::parse(text, "deletes", OnError::Stop).unwrap();
+    let mut session = Session::begin().unwrap();
+    let notes = session.load_file(&mut set).unwrap();
+    let lines: Vec<usize> = session.file_rules().iter().map(|r| r.0).collect();
+    assert_eq!(lines, [2], "the -d removed its own rule of line 1");
+    assert!(
+        notes.iter().any(|n| n.starts_with("line 4: not deleted")),
+        "{notes:?}"
+    );
+    assert_eq!(added(&with_user, listed()).len(), 1);
+    session.restore().unwrap();
+    assert_eq!(with_user, listed(), "the user's watch is still there");
+    let d = Command::new("auditctl").arg("-W").args(watch).status();
+    assert!(d.unwrap().success());
+    assert_eq!(before, listed());
+}
