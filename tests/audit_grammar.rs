@@ -115,3 +115,115 @@ fn a_line_s_escape_sequence_is_shown_escaped() {
     assert!(!e.contains('\u{1b}'), "{e:?}");
     assert!(e.contains("\\u{1b}[31m"), "{e}");
 }
+
+/// Lines of auditctl's words in any order, some absurdly long, read with errors gone past:
+/// libaudit is fed them in this process, and every line is either taken or refused with a
+/// reason, never a crash.
+#[test]
+fn any_line_is_taken_or_refused_never_a_crash() {
+    if libaudit::available().is_err() {
+        println!("skipped: libaudit is not on this machine");
+        return;
+    }
+    let long_key = format!("key={}", "k".repeat(300));
+    let long_path = format!("/{}", "p".repeat(5000));
+    let words = [
+        "-a",
+        "-A",
+        "-d",
+        "-S",
+        "-F",
+        "-C",
+        "-w",
+        "-W",
+        "-p",
+        "-k",
+        "-D",
+        "-e",
+        "-b",
+        "-f",
+        "-r",
+        "-i",
+        "always,exit",
+        "exit,never",
+        "task,always",
+        "user,always",
+        "exclude,never",
+        "filesystem,never",
+        "all",
+        "getpid",
+        "stime",
+        "39",
+        "99999",
+        "arch=b32",
+        "arch=b64",
+        "arch=x",
+        "auid>=1000",
+        "auid!=unset",
+        "uid<=",
+        "=5",
+        "exit=-EACCES",
+        "exit=-EBOGUS",
+        "a0&0x4",
+        "a1&=3",
+        "path=/etc/passwd",
+        "dir=/etc",
+        "perm=wa",
+        "perm=z",
+        "key=x",
+        "msgtype=CWD",
+        "fstype=tracefs",
+        "uid!=euid",
+        "auid=root",
+        "uid=nosuchuser",
+        "filetype=file",
+        "exe=/bin/true",
+        "subj_type=x",
+        "rwxa",
+        "/etc/hostname",
+        "/",
+        "//",
+        "0",
+        "2",
+        "-1",
+        "x=y=z",
+        "==",
+        "!=",
+        "&",
+        "\\ ",
+        "sessionid=unset",
+        "obj_uid=0",
+        "--backlog_wait_time",
+        "--loginuid-immutable",
+        "--x",
+        &long_key,
+        &long_path,
+    ];
+    // A fixed linear congruential sequence: the same lines on every run.
+    let mut state: u64 = 0x5eed;
+    let mut next = |n: usize| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as usize % n
+    };
+    let mut text = String::new();
+    for _ in 0..3000 {
+        let n = 1 + next(8);
+        let line: Vec<&str> = (0..n).map(|_| words[next(words.len())]).collect();
+        // Half the lines start as a rule does, so that some are taken.
+        if next(2) == 0 {
+            text.push_str("-a always,exit -F arch=b64 -S getpid ");
+        }
+        text.push_str(&line.join(" "));
+        text.push('\n');
+    }
+    let set = parse(&text, "fuzz", OnError::Continue).unwrap();
+    assert_eq!(set.lines.len() + set.refused.len(), 3000);
+    assert!(set.refused.iter().all(|r| !r.reason.is_empty()));
+    assert!(
+        set.rules().count() > 10,
+        "some lines are rules: {}",
+        set.rules().count()
+    );
+}

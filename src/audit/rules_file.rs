@@ -134,6 +134,31 @@ impl RuleSet {
     }
 }
 
+/// The largest rules file read (auditd's own sets are a few KiB; a production set of 1,000
+/// rules is about 100 KiB): a larger one, or one that is not a regular file (/dev/zero), is
+/// refused before it is read.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Read the rules file at `path` and [`parse`] it; `flag` names the option in messages.
+pub fn read(path: &std::path::Path, flag: &str, on_error: OnError) -> Result<RuleSet> {
+    let what = crate::core::printable(&path.display().to_string());
+    let meta =
+        std::fs::metadata(path).map_err(|e| anyhow!("{flag} {what}: cannot read it: {e}"))?;
+    if !meta.is_file() {
+        bail!("{flag} {what}: not a regular file; give a rules file as auditctl -R reads them");
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        bail!(
+            "{flag} {what}: {} MiB is more than a rules file holds (syscost reads at most {} MiB)",
+            meta.len() >> 20,
+            MAX_FILE_BYTES >> 20
+        );
+    }
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow!("{flag} {what}: cannot read it: {e}"))?;
+    parse(&text, &path.display().to_string(), on_error)
+}
+
 /// Read a rules file's text; `source` names it in messages. A line auditctl would refuse is an
 /// error naming it, or with `on_error` Continue (or after a `-i` line) is left out and recorded.
 /// A rule written twice is refused at its second line, as the kernel refuses a rule it already

@@ -354,11 +354,7 @@ impl RunArgs {
         let Some(path) = &self.audit_rules else {
             return Ok(None);
         };
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            anyhow::anyhow!("--audit-rules {}: cannot read it: {e}", path.display())
-        })?;
-        let what = path.display().to_string();
-        crate::audit::rules_file::parse(&text, &what, self.audit_rules_errors).map(Some)
+        crate::audit::rules_file::read(path, "--audit-rules", self.audit_rules_errors).map(Some)
     }
 
     /// How each run is sampled: as given, else run's default (10 samples of 100 ms, the

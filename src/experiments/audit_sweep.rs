@@ -320,6 +320,18 @@ fn check(sp: &SweepPlan, targets: &[u32]) -> Result<()> {
     if sp.plan.audit_rules.is_some() && sp.rules.is_empty() {
         bail!("--audit-rules: the residue is measured without rules; sweep them with audit sweep");
     }
+    let file_rules = sp
+        .plan
+        .audit_rules
+        .as_ref()
+        .map_or(0, |s| s.rules().count());
+    if file_rules > MAX_RULES as usize {
+        bail!(
+            "--audit-rules: {file_rules} rules would make {} steps a round, above syscost's \
+             limit of {MAX_RULES} rules per sweep: sweep a part of the file",
+            file_rules + 4
+        );
+    }
     if sp.plan.audit_rules.is_some() && sp.matching > 0 {
         bail!(
             "--matching places syscost's own generated rules; with --audit-rules the steps are \

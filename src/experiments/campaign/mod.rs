@@ -389,10 +389,7 @@ pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
                 .with_context(|| format!("--initrd {}: cannot read {}", a.name, i.display()))?;
         }
         if let Some(r) = &a.rules {
-            let text = std::fs::read_to_string(r)
-                .with_context(|| format!("--audit-rules {}: cannot read it", r.display()))?;
-            let what = r.display().to_string();
-            let set = crate::audit::rules_file::parse(&text, &what, plan.rules_errors)?;
+            let set = crate::audit::rules_file::read(r, "--audit-rules", plan.rules_errors)?;
             rules.push((a.name.clone(), serde_json::to_string(&set)?));
         }
     }
