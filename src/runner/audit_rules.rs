@@ -24,7 +24,8 @@ pub struct AuditArms {
 
 impl AuditArms {
     /// `None` when no plan has rules; else every plan's set loaded once (its refusals
-    /// reported, or recorded to go on) and the machine back to audit as found.
+    /// reported, or recorded to go on), and the machine in the first plan's state (the one
+    /// every arm shares when their runs are paced together, see [`blocker`]).
     pub fn prepare(plans: &[Plan]) -> Result<Option<AuditArms>> {
         if plans.iter().all(|p| p.audit_rules.is_none()) {
             return Ok(None);
@@ -56,11 +57,13 @@ impl AuditArms {
             notes.push(said);
         }
         session.hold_rules(&[])?;
-        Ok(Some(AuditArms {
+        let mut me = AuditArms {
             session,
             arms,
             notes,
-        }))
+        };
+        me.apply(0)?;
+        Ok(Some(me))
     }
 
     /// Put the machine in plan `k`'s audit state.
@@ -78,8 +81,12 @@ impl AuditArms {
         }
     }
 
-    /// Undo every change now (it is undone on drop too, where an error can only be printed).
-    pub fn restore(mut self) -> Result<()> {
+    /// Each plan's notes in its result, and every change undone now (it is undone on drop
+    /// too, where an error can only be printed).
+    pub fn finish(mut self, results: &mut [crate::results::RunResult]) -> Result<()> {
+        for (r, notes) in results.iter_mut().zip(&self.notes) {
+            r.notes.extend(notes.iter().cloned());
+        }
         self.session.restore()
     }
 }

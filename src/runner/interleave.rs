@@ -233,10 +233,35 @@ pub fn run_interleaved_with(
     design(exec, plans, batch, Grain::Runs, before, progress)
 }
 
-/// The interleaved design behind both: with [`Grain::Samples`] and two or more plans, each
-/// round's runs are measured together by [`Executor::measure_paced`] (`before` is then not
-/// called for them: the arms share the machine's state).
+/// The interleaved design behind both, in the plans' audit states when they have rules (see
+/// [`super::audit_rules`]: each arm's before its runs, and the notes of what was loaded in
+/// its result).
 fn design(
+    exec: &mut dyn Executor,
+    plans: &[Plan],
+    batch: Batch,
+    grain: Grain,
+    before: &mut dyn FnMut(usize) -> Result<()>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<RunResult>> {
+    let mut audit = super::audit_rules::AuditArms::prepare(plans)?;
+    let before = &mut |k: usize| -> Result<()> {
+        if let Some(a) = audit.as_mut() {
+            a.apply(k)?;
+        }
+        before(k)
+    };
+    let mut results = measured_design(exec, plans, batch, grain, before, progress)?;
+    if let Some(a) = audit {
+        a.finish(&mut results)?;
+    }
+    Ok(results)
+}
+
+/// With [`Grain::Samples`] and two or more plans, each round's runs are measured together by
+/// [`Executor::measure_paced`] (`before` is then not called for them: the arms share the
+/// machine's state).
+fn measured_design(
     exec: &mut dyn Executor,
     plans: &[Plan],
     batch: Batch,
@@ -252,17 +277,6 @@ fn design(
     };
     let interleaved = (plans.len() > 1).then_some(grain);
     let paced = interleaved == Some(Grain::Samples);
-    let mut audit = super::audit_rules::AuditArms::prepare(plans)?;
-    if let (true, Some(a)) = (paced, audit.as_mut()) {
-        // The paced arms share the machine's state: their audit rules are the same.
-        a.apply(0)?;
-    }
-    let before = &mut |k: usize| -> Result<()> {
-        if let Some(a) = audit.as_mut() {
-            a.apply(k)?;
-        }
-        before(k)
-    };
     let sizes = batch_sizes(exec, plans, batch, paced, progress)?;
     let assemble_all = |m: &Measured| -> Vec<RunResult> {
         plans
@@ -325,12 +339,6 @@ fn design(
         r.warnings.extend(said.iter().chain(&stopped).cloned());
     }
     profiles(exec, plans, &sizes, &mut results, before)?;
-    if let Some(a) = audit {
-        for (r, notes) in results.iter_mut().zip(&a.notes) {
-            r.notes.extend(notes.iter().cloned());
-        }
-        a.restore()?;
-    }
     Ok(results)
 }
 
