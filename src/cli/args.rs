@@ -293,9 +293,10 @@ pub struct RunArgs {
 
     /// Measure under the audit rules of FILE, any file `auditctl -R` reads (read by auditctl's
     /// own library, libaudit): loaded in its order for these runs with audit enabled (or as
-    /// its -e says), each tagged with a key of syscost's beside yours, and removed afterwards
-    /// on every exit path (after a SIGKILL, by the next syscost). Its other settings (-D, -b,
-    /// -f, -r) are left as found. In `ab`, give it to a variant: the variants then alternate
+    /// its -e says; -e 2 as -e 1: syscost never locks audit), each tagged with a key of
+    /// syscost's beside yours, and removed afterwards on every exit path (after a SIGKILL, by
+    /// the next syscost that sets audit up, or `syscost audit cleanup`). Its other settings
+    /// (-D, -b, -f, -r) are left as found. In `ab`, give it to a variant: the variants then alternate
     /// run by run. In `audit sweep`, the file's rules are the steps.
     #[arg(long, value_name = "FILE")]
     pub audit_rules: Option<PathBuf>,
