@@ -36,8 +36,11 @@ pub fn load(
 ) -> Result<()> {
     let host = matches!(target, Target::Host { .. });
     for line in set.lines.clone() {
-        if let Some(note) = setting_note(&line.op, host) {
-            added.notes.push(format!("line {}: {note}", line.number));
+        if let Some(why) = setting_note(&line.op, host) {
+            let text = crate::core::printable(&line.text);
+            added
+                .notes
+                .push(format!("line {} ({text}): {why}", line.number));
         }
         match &line.op {
             Op::Add(rule) => {

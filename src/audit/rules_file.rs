@@ -10,7 +10,7 @@
 //! deletes rules it did not add, never locks audit and leaves a host's settings as found.
 
 use super::libaudit::Builder;
-use super::rules::{self, ACTION_ALWAYS, ACTION_NEVER, KEY_SEPARATOR, MAX_KEY_LEN};
+use super::rules::{ACTION_ALWAYS, ACTION_NEVER, KEY_SEPARATOR, MAX_KEY_LEN};
 use anyhow::{Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
@@ -451,42 +451,22 @@ impl Draft {
     }
 }
 
-/// What a rules file's [`Op`]s that are not rules do where syscost loads them: on a host, only
-/// `-e 0` and `-e 1` (as the measurement's enabled flag); in a campaign's guest, every setting
-/// but `-D` (a fresh boot has no rules) and `-e 2` (measured as `-e 1`: the lock costs no
-/// syscall anything).
-pub fn setting_note(op: &Op, host: bool) -> Option<String> {
-    let kept = if host {
-        "left as found: syscost changes no setting of a host's audit but the enabled flag"
-    } else {
-        return match op {
-            Op::Enable(2) => Some("-e 2 is measured as -e 1: syscost never locks audit".into()),
-            _ => None,
-        };
-    };
-    match op {
-        Op::Add(_) | Op::Delete(_) | Op::IgnoreErrors | Op::Enable(0) | Op::Enable(1) => None,
-        Op::DeleteAll => Some("-D ignored: syscost never deletes rules it did not add".into()),
-        Op::Enable(_) => Some("-e 2 is measured as -e 1: syscost never locks audit".into()),
-        Op::LoginuidImmutable => Some(format!("--loginuid-immutable {kept}")),
-        _ => Some(format!("a setting ({op:?}) {kept}")),
+/// Why a rules file's setting is not applied where syscost loads it, or `None` where it is.
+/// On a host only the enabled flag is (`-e 0`, `-e 1`: the measurement's); in a campaign's
+/// guest, which is thrown away after its boot, every setting but `--loginuid-immutable`. `-D`
+/// deletes nothing of a user's, and `-e 2` is measured as `-e 1` (the lock costs no syscall
+/// anything).
+pub fn setting_note(op: &Op, host: bool) -> Option<&'static str> {
+    match (op, host) {
+        (Op::Add(_) | Op::Delete(_) | Op::IgnoreErrors | Op::Enable(0 | 1), _) => None,
+        (Op::Enable(_), _) => Some("measured as -e 1: syscost never locks audit"),
+        (Op::DeleteAll, true) => Some("ignored: syscost never deletes rules it did not add"),
+        (Op::LoginuidImmutable, _) => Some("not applied: it holds until reboot"),
+        (_, true) => {
+            Some("left as found: syscost changes no setting of a host's audit but the enabled flag")
+        }
+        (_, false) => None,
     }
-}
-
-/// The encoded rule of one line, for tests and round trips: `line` read alone.
-pub fn encode_line(line: &str) -> Result<Vec<u8>> {
-    match parse_line(&split(line))? {
-        Op::Add(r) | Op::Delete(r) => Ok(r),
-        other => bail!("not a rule: {other:?}"),
-    }
-}
-
-/// The list a rule is on, by auditctl's name.
-pub fn list_of(rule: &rules::Rule) -> &'static str {
-    LISTS
-        .iter()
-        .find(|(_, l)| *l == rule.list)
-        .map_or("unknown", |(n, _)| n)
 }
 
 #[cfg(test)]

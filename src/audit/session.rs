@@ -87,6 +87,11 @@ pub fn owner_of(key: &str) -> Option<(u32, u64)> {
     Some((pid, start))
 }
 
+/// The key of the `n`-th rule of the invocation `(pid, start)`.
+fn key_of(pid: u32, start: u64, n: u64) -> String {
+    format!("{KEY_PREFIX}{pid}-{start}-{n}")
+}
+
 fn state_path(pid: u32, start: u64) -> PathBuf {
     Path::new(STATE_DIR).join(format!("audit-{pid}-{start}.json"))
 }
@@ -209,7 +214,7 @@ impl Session {
 
     fn key(&mut self) -> String {
         self.next += 1;
-        format!("{KEY_PREFIX}{}-{}-{}", self.pid, self.start, self.next)
+        key_of(self.pid, self.start, self.next)
     }
 
     /// The status now.
@@ -311,7 +316,7 @@ impl Session {
         let result = {
             let mut tag = || {
                 used += 1;
-                format!("{KEY_PREFIX}{pid}-{start}-{}", next + used)
+                key_of(pid, start, next + used)
             };
             let target = super::load::Target::Host { tag: &mut tag };
             super::load::load(&mut self.sock, set, target, &mut loaded)

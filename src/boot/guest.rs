@@ -361,18 +361,19 @@ pub fn param<'a>(cmdline: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
 }
 
-/// Where the guest mounts file systems of its own (a file of the initramfs there is hidden).
-pub const MOUNTED: &[&str] = &["/proc", "/sys", "/dev", "/tmp", "/run"];
+/// The file systems the guest mounts, (source, directory, type), in order: a file of the
+/// initramfs under one of these directories is hidden.
+pub const MOUNTS: &[(&str, &str, &str)] = &[
+    ("proc", "/proc", "proc"),
+    ("sysfs", "/sys", "sysfs"),
+    ("devtmpfs", "/dev", "devtmpfs"),
+    ("tmpfs", "/tmp", "tmpfs"),
+    ("tmpfs", "/run", "tmpfs"),
+    ("tracefs", "/sys/kernel/tracing", "tracefs"),
+];
 
 fn mount_all() -> Result<()> {
-    for (what, dir, fs) in [
-        ("proc", "/proc", "proc"),
-        ("sysfs", "/sys", "sysfs"),
-        ("devtmpfs", "/dev", "devtmpfs"),
-        ("tmpfs", "/tmp", "tmpfs"),
-        ("tmpfs", "/run", "tmpfs"),
-        ("tracefs", "/sys/kernel/tracing", "tracefs"),
-    ] {
+    for &(what, dir, fs) in MOUNTS {
         mount(what, dir, fs, 0).with_context(|| format!("mount {fs} on {dir}"))?;
     }
     let _ = std::fs::create_dir_all("/dev/shm");

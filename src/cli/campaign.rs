@@ -293,7 +293,7 @@ impl CampaignArgs {
             );
         }
         let vcpus = (self.via == Via::Qemu).then(|| self.guest_cpus());
-        let needs = check_measure(&self.measure, vcpus)?;
+        let (needs, rules) = check_measure(&self.measure, vcpus)?;
         let boots = self.boots(arms.len())?;
         let seed = self.seed.unwrap_or_else(crate::core::now_unix);
         let timeout = self.boot_timeout.unwrap_or(match self.accel {
@@ -322,7 +322,7 @@ impl CampaignArgs {
             measure: self.measure.clone(),
             backend,
             retries: self.retries,
-            guest_files: guest_files(&self.guest_files, &needs)?,
+            guest_files: guest_files(&self.guest_files, rules)?,
             needs,
             settle: self
                 .settle
@@ -552,19 +552,12 @@ fn abort() -> Result<()> {
     Ok(())
 }
 
-const AUDIT_RULES: &str = "--audit-rules";
-
 /// What the guest is given beside --guest-file: a rules file the measuring command reads
-/// (`--audit-rules`), and libaudit, which reads it, with its libraries.
-fn guest_files(given: &[PathBuf], needs: &[Needed]) -> Result<Vec<PathBuf>> {
+/// (its `--audit-rules`), and libaudit, which reads it, with its libraries.
+fn guest_files(given: &[PathBuf], rules: Option<PathBuf>) -> Result<Vec<PathBuf>> {
     let mut files = given.to_vec();
-    let rules: Vec<PathBuf> = needs
-        .iter()
-        .filter(|n| n.what.starts_with(AUDIT_RULES))
-        .map(|n| n.path.clone())
-        .collect();
-    if !rules.is_empty() {
-        files.extend(rules);
+    if let Some(r) = rules {
+        files.push(r);
         files.push(crate::audit::libaudit::library_path()?);
     }
     Ok(files)
@@ -573,8 +566,12 @@ fn guest_files(given: &[PathBuf], needs: &[Needed]) -> Result<Vec<PathBuf>> {
 /// Refuse, before any boot, a measuring command the guest could not run: it is parsed here by
 /// the parser the guest's syscost uses, with the `-o` the guest adds, and must measure (run,
 /// audit sweep or probe), on CPUs the guest has (`guest_cpus`, for QEMU boots). Returns the
+/// rules file it reads (`--audit-rules`), and the
 /// files it needs in the guest (a probe's target and program).
-fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<Vec<Needed>> {
+fn check_measure(
+    words: &[String],
+    guest_cpus: Option<u32>,
+) -> Result<(Vec<Needed>, Option<PathBuf>)> {
     let said = format!("`syscost {}`", crate::core::printable(&words.join(" ")));
     let first = crate::core::printable(words.first().map_or("run", String::as_str));
     let parse = |words: Vec<String>| {
@@ -619,12 +616,6 @@ fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<Vec<Needed
              audit sweep or probe, e.g. -- run syscall --runs 3"
         ),
     };
-    if let Some(path) = rules {
-        needs.push(Needed {
-            what: format!("{AUDIT_RULES} {}", path.display()),
-            path,
-        });
-    }
     let outside = |n: u32| {
         cpus.iter()
             .flat_map(|l| l.iter())
@@ -640,7 +631,7 @@ fn check_measure(words: &[String], guest_cpus: Option<u32>) -> Result<Vec<Needed
         );
     }
     parse(crate::boot::with_output(words, "/tmp/result.json"))?;
-    Ok(needs)
+    Ok((needs, rules))
 }
 
 fn parse_cache_model(s: &str) -> std::result::Result<CacheModel, String> {

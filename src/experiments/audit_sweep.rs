@@ -451,16 +451,11 @@ fn file_costs(f: &mut FileSweep, steps: &[Step]) -> Result<()> {
     let n = f.rules.len();
     for (k, r) in f.rules.iter_mut().enumerate() {
         // The first rule on top of the others where that step was measured.
-        let before = match k {
-            0 => on(n, true).or(on(0, false)),
-            _ => on(k, false),
+        let (without, with) = match (k, on(n, true)) {
+            (0, Some(others)) => (Some(others), on(n, false)),
+            _ => (on(k, false), on(k + 1, false)),
         };
-        let with = if k == 0 && before != on(0, false) {
-            on(n, false)
-        } else {
-            on(k + 1, false)
-        };
-        if let (Some(a), Some(b)) = (before, with) {
+        if let (Some(a), Some(b)) = (without, with) {
             r.deltas = delta(steps, a, b)?;
         }
     }

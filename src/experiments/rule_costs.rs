@@ -1,7 +1,9 @@
 //! What each rule of a user's rules file costs the measured syscall: `audit sweep
 //! --audit-rules FILE` steps through the file's rules in order (audit on with its first 0, 1,
-//! ..., n rules), and rule k's cost is step k against step k-1, paired round by round, for
-//! every metric (time, and the exact emulated instructions in a campaign's guest). The set's
+//! ..., n rules, and rules 2-n), and rule k's cost is step k against step k-1, paired round by
+//! round (the first rule's, all n against rules 2-n, so that the filters starting to run are
+//! not in it), for every metric (time, and the exact emulated instructions in a campaign's
+//! guest). The set's
 //! total is its last step against audit on without rules, and against the baseline (audit
 //! off, the audit series' audit=0). Each rule is named by how the kernel walks it
 //! ([`Walk`]), with the cheaper rewrite auditctl allows where there is one.

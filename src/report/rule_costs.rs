@@ -30,16 +30,10 @@ pub fn ranking_grid(f: &FileSweep, time_unit: &str) -> Grid {
              before it)",
         f.source
     ));
-    let first = f
-        .rules
-        .first()
-        .filter(|_| f.first_includes_start())
-        .map(|r| r.line);
+    // A file of one rule: its figure includes the filters starting (note [1]).
+    let flag = if f.first_includes_start() { " [1]" } else { "" };
     for (i, r) in f.ranked().into_iter().enumerate() {
-        let walked = match first == Some(r.line) {
-            true => format!("{} [1]", r.walk.describe()),
-            false => r.walk.describe().to_string(),
-        };
+        let walked = format!("{}{flag}", r.walk.describe());
         g.row([
             Cell::Int(i as i64 + 1),
             Cell::Int(r.line as i64),

@@ -512,9 +512,9 @@ fn check_guest_files(files: &[PathBuf], memory_mib: u32) -> Result<()> {
             );
         }
         let at = crate::boot::initramfs::guest_path(f)?;
-        if let Some(dir) = crate::boot::guest::MOUNTED
+        if let Some((_, dir, _)) = crate::boot::guest::MOUNTS
             .iter()
-            .find(|d| at.starts_with(d))
+            .find(|(_, d, _)| at.starts_with(d))
         {
             bail!(
                 "{}: the guest mounts a file system of its own on {dir}, which would hide it: \
