@@ -68,55 +68,9 @@ pub enum CampaignAction {
     Resume,
 }
 
-#[derive(Args, Debug)]
-#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
-pub struct CampaignArgs {
-    #[command(subcommand)]
-    pub action: Option<CampaignAction>,
-    /// An arm: NAME=KERNEL, a bzImage (a build tree's arch/x86/boot/bzImage, or
-    /// /boot/vmlinuz-VERSION). Two or more are compared, the first the baseline; one alone is
-    /// measured (its figures over its boots, no comparison).
-    #[arg(long = "arm", value_name = "NAME=KERNEL", required = true)]
-    pub arms: Vec<String>,
-    /// Where each boot happens: qemu (a virtual machine per boot) or kexec (this machine,
-    /// rebooted into each arm; the plan is kept in /var/lib/syscost/campaign and a systemd
-    /// unit resumes it after each boot).
-    #[arg(long, value_enum, default_value_t = Via::Qemu)]
-    pub via: Via,
-    /// Confirm that --via kexec may reboot this machine, once per boot and once at the end
-    /// (into its default kernel).
-    #[arg(long)]
-    pub yes: bool,
-    /// The initramfs a kexec boot of an arm starts with: NAME=FILE [default: the
-    /// initrd.img-VERSION beside a /boot/vmlinuz-VERSION, else none].
-    #[arg(long = "initrd", value_name = "NAME=FILE")]
-    pub initrds: Vec<String>,
-    /// Kernel command-line additions of an arm: NAME=ARGS, e.g. audit1='audit=1'.
-    #[arg(long = "append", value_name = "NAME=ARGS")]
-    pub appends: Vec<String>,
-    /// Audit rules set up in an arm's guest before measuring: NAME=FILE, any file `auditctl
-    /// -R` reads (read here by auditctl's own library, libaudit; its -e, -f, -b and -r apply
-    /// in the guest, -e 2 as -e 1).
-    #[arg(long = "audit-rules", value_name = "NAME=FILE")]
-    pub rules: Vec<String>,
-    /// A rules-file line that cannot be set up (here, or by the guest's kernel): stop, naming
-    /// it, or continue without it (auditctl -i), with a warning in the arm's results.
-    #[arg(long, value_enum, default_value_t = OnError::Stop, value_name = "WHAT")]
-    pub audit_rules_errors: OnError,
-    /// Rounds; each boots every arm once [default: the fewest whose paired test can reach
-    /// --alpha: 6 for two arms, 7 for three; 3 for one arm; 2 with --emulated-counters, whose
-    /// exact counts decide with two boots per arm while time stays undecided]. Fewer are
-    /// refused unless --no-verdict.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub boots: Option<u32>,
-    /// Accept --boots below what the paired test needs to reach --alpha: every boot's figures
-    /// are shown, and no verdict.
-    #[arg(long)]
-    pub no_verdict: bool,
-    /// The boot order of every round (and the bootstrap) is seeded by this number [default:
-    /// from the clock, printed].
-    #[arg(long)]
-    pub seed: Option<u64>,
+/// How each boot's virtual machine runs and counts: shared by `campaign` and `bisect`.
+#[derive(Args, Debug, Clone)]
+pub struct GuestOpts {
     /// How the guest CPU runs: kvm (used only after a probe boot shows it works) or tcg
     /// (emulation; figures follow instructions executed, not hardware).
     #[arg(long, value_enum, default_value_t = Accel::Kvm)]
@@ -191,6 +145,59 @@ pub struct CampaignArgs {
     /// A host file the measurement needs inside the guest, at the same path (repeatable).
     #[arg(long = "guest-file", value_name = "PATH")]
     pub guest_files: Vec<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct CampaignArgs {
+    #[command(subcommand)]
+    pub action: Option<CampaignAction>,
+    /// An arm: NAME=KERNEL, a bzImage (a build tree's arch/x86/boot/bzImage, or
+    /// /boot/vmlinuz-VERSION). Two or more are compared, the first the baseline; one alone is
+    /// measured (its figures over its boots, no comparison).
+    #[arg(long = "arm", value_name = "NAME=KERNEL", required = true)]
+    pub arms: Vec<String>,
+    /// Where each boot happens: qemu (a virtual machine per boot) or kexec (this machine,
+    /// rebooted into each arm; the plan is kept in /var/lib/syscost/campaign and a systemd
+    /// unit resumes it after each boot).
+    #[arg(long, value_enum, default_value_t = Via::Qemu)]
+    pub via: Via,
+    /// Confirm that --via kexec may reboot this machine, once per boot and once at the end
+    /// (into its default kernel).
+    #[arg(long)]
+    pub yes: bool,
+    /// The initramfs a kexec boot of an arm starts with: NAME=FILE [default: the
+    /// initrd.img-VERSION beside a /boot/vmlinuz-VERSION, else none].
+    #[arg(long = "initrd", value_name = "NAME=FILE")]
+    pub initrds: Vec<String>,
+    /// Kernel command-line additions of an arm: NAME=ARGS, e.g. audit1='audit=1'.
+    #[arg(long = "append", value_name = "NAME=ARGS")]
+    pub appends: Vec<String>,
+    /// Audit rules set up in an arm's guest before measuring: NAME=FILE, any file `auditctl
+    /// -R` reads (read here by auditctl's own library, libaudit; its -e, -f, -b and -r apply
+    /// in the guest, -e 2 as -e 1).
+    #[arg(long = "audit-rules", value_name = "NAME=FILE")]
+    pub rules: Vec<String>,
+    /// A rules-file line that cannot be set up (here, or by the guest's kernel): stop, naming
+    /// it, or continue without it (auditctl -i), with a warning in the arm's results.
+    #[arg(long, value_enum, default_value_t = OnError::Stop, value_name = "WHAT")]
+    pub audit_rules_errors: OnError,
+    /// Rounds; each boots every arm once [default: the fewest whose paired test can reach
+    /// --alpha: 6 for two arms, 7 for three; 3 for one arm; 2 with --emulated-counters, whose
+    /// exact counts decide with two boots per arm while time stays undecided]. Fewer are
+    /// refused unless --no-verdict.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub boots: Option<u32>,
+    /// Accept --boots below what the paired test needs to reach --alpha: every boot's figures
+    /// are shown, and no verdict.
+    #[arg(long)]
+    pub no_verdict: bool,
+    /// The boot order of every round (and the bootstrap) is seeded by this number [default:
+    /// from the clock, printed].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub guest: GuestOpts,
     /// Significance level.
     #[arg(long, default_value_t = 0.05, value_name = "P")]
     pub alpha: f64,
@@ -253,87 +260,19 @@ impl CampaignArgs {
     }
 
     fn plan(&self) -> Result<CampaignPlan> {
-        if !(self.alpha > 0.0 && self.alpha < 1.0) {
-            anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
-        }
+        check_alpha(self.alpha)?;
         let arms = self.arm_specs()?;
-        if self.icount.is_some() && (self.via != Via::Qemu || self.accel != Accel::Tcg) {
-            anyhow::bail!(
-                "--icount needs --accel tcg: it is QEMU's emulator that counts the instructions \
-                 the guest's clock follows"
-            );
-        }
-        if self.emulated() && (self.via != Via::Qemu || self.accel != Accel::Tcg) {
-            anyhow::bail!(
-                "--emulated-counters needs --accel tcg: QEMU's plugins see only the \
-                 instructions it emulates (not under kvm, nor on bare metal)"
-            );
-        }
-        let measure: Vec<&str> = self.measure.iter().take(2).map(String::as_str).collect();
-        let counted = matches!(
-            measure[..],
-            ["run", ..] | ["audit", "sweep" | "residue"] | ["probe", ..]
-        );
-        if self.emulated() && !counted {
-            anyhow::bail!(
-                "--emulated-counters counts the timed batches of `run` and `audit sweep` and the \
-                 runs of `probe`; {} is measured without them: measure with -- run, -- audit \
-                 sweep or -- probe",
-                self.measure.join(" ")
-            );
-        }
-        if self.emulated() && self.guest_cpus() > 1 {
-            // The plugin's counts are the machine's (QEMU 7.2's plugin API has no per-vCPU
-            // inline counters): another vCPU's instructions would land in every window.
-            anyhow::bail!(
-                "--emulated-counters counts on one vCPU: with {} (--guest-cpus or --host-cpus), \
-                 the other vCPUs' instructions would land in the measured windows; give \
-                 --guest-cpus 1 (the default under tcg) and at most one --host-cpus CPU",
-                self.guest_cpus()
-            );
-        }
-        let vcpus = (self.via == Via::Qemu).then(|| self.guest_cpus());
-        let (needs, rules) = check_measure(&self.measure, vcpus)?;
         let boots = self.boots(arms.len())?;
         let seed = self.seed.unwrap_or_else(crate::core::now_unix);
-        let timeout = self.boot_timeout.unwrap_or(match self.accel {
-            Accel::Kvm => Duration::from_secs(60),
-            Accel::Tcg => Duration::from_secs(180),
-        });
-        let backend = match self.via {
-            Via::Qemu => Backend::Qemu(Machine {
-                accel: self.accel,
-                cpus: self.guest_cpus(),
-                memory_mib: self.guest_memory,
-                timeout,
-                host_cpus: self.host_cpus.clone(),
-                entry: self.entry,
-                emulated_counters: self.emulated(),
-                cache_model: self.cache_model.clone(),
-                emulated_profile: self.emulated_profile,
-                icount: self.icount,
-            }),
-            Via::Kexec => Backend::Kexec,
+        let options = compare::Options {
+            exact_floor_pct: self.exact_resolution,
+            ..campaign::compare_options(self.alpha, self.noise_threshold, seed)
         };
-        Ok(CampaignPlan {
-            arms,
-            boots,
-            seed,
-            measure: self.measure.clone(),
-            backend,
-            retries: self.retries,
-            guest_files: guest_files(&self.guest_files, rules)?,
-            needs,
-            settle: self
-                .settle
-                .or(self.emulated().then_some(Duration::from_secs(30)))
-                .filter(|d| !d.is_zero()),
-            options: compare::Options {
-                exact_floor_pct: self.exact_resolution,
-                ..campaign::compare_options(self.alpha, self.noise_threshold, seed)
-            },
-            rules_errors: self.audit_rules_errors,
-        })
+        let mut plan = self
+            .guest
+            .plan(self.via, &self.measure, options, self.audit_rules_errors)?;
+        (plan.arms, plan.boots, plan.seed) = (arms, boots, seed);
+        Ok(plan)
     }
 
     /// The rounds: as given, else the fewest that decide; fewer than decide are refused unless
@@ -342,7 +281,7 @@ impl CampaignArgs {
     fn boots(&self, arms: usize) -> Result<u32> {
         let comparisons = arms.max(2) - 1;
         let need = crate::stats::paired::pairs_to_decide(self.alpha, comparisons);
-        let default = match (arms, self.emulated()) {
+        let default = match (arms, self.guest.emulated()) {
             (_, true) => campaign::MIN_EXACT_BOOTS as u32,
             // One arm is measured, not compared: its boots give the figures' spread.
             (1, false) => ONE_ARM_BOOTS,
@@ -352,7 +291,7 @@ impl CampaignArgs {
         if self.no_verdict || arms == 1 {
             return Ok(boots);
         }
-        if self.emulated() {
+        if self.guest.emulated() {
             if (boots as usize) < campaign::MIN_EXACT_BOOTS {
                 anyhow::bail!(
                     "--boots {boots}: emulated counts need {} boots per arm, for their \
@@ -367,21 +306,6 @@ impl CampaignArgs {
         crate::experiments::ab::decidable("--boots", boots as usize, comparisons, self.alpha)
             .map_err(|e| anyhow::anyhow!("{e} (or add --no-verdict for figures alone)"))?;
         Ok(boots)
-    }
-
-    /// Whether the boots count with syscost's QEMU plugin.
-    fn emulated(&self) -> bool {
-        self.emulated_counters || self.cache_model.is_some() || self.emulated_profile
-    }
-
-    /// The guest's vCPUs: as given, else one per host CPU to pin to, else by accelerator.
-    fn guest_cpus(&self) -> u32 {
-        match (self.guest_cpus, &self.host_cpus, self.accel) {
-            (Some(n), _, _) => n,
-            (None, Some(list), _) => list.len() as u32,
-            (None, None, Accel::Tcg) => 1,
-            (None, None, Accel::Kvm) => 2,
-        }
     }
 
     /// The arms, with their command-line additions and rules files by name.
@@ -456,6 +380,125 @@ impl CampaignArgs {
         );
         kexec::reboot(&started.step, started.hook)
     }
+}
+
+impl GuestOpts {
+    /// Whether the boots count with syscost's QEMU plugin.
+    pub(super) fn emulated(&self) -> bool {
+        self.emulated_counters || self.cache_model.is_some() || self.emulated_profile
+    }
+
+    /// The guest's vCPUs: as given, else one per host CPU to pin to, else by accelerator.
+    fn guest_cpus(&self) -> u32 {
+        match (self.guest_cpus, &self.host_cpus, self.accel) {
+            (Some(n), _, _) => n,
+            (None, Some(list), _) => list.len() as u32,
+            (None, None, Accel::Tcg) => 1,
+            (None, None, Accel::Kvm) => 2,
+        }
+    }
+
+    /// A plan of no arms yet (the caller's, with its rounds and seed) measuring `measure`
+    /// `via` QEMU or kexec, after refusing what the boots could not do: counting without TCG,
+    /// counting a command that times no batches, counting on more than one vCPU, and a
+    /// measuring command that would fail in every boot.
+    pub(super) fn plan(
+        &self,
+        via: Via,
+        measure: &[String],
+        options: compare::Options,
+        rules_errors: OnError,
+    ) -> Result<CampaignPlan> {
+        self.check(via, measure)?;
+        let vcpus = (via == Via::Qemu).then(|| self.guest_cpus());
+        let (needs, rules) = check_measure(measure, vcpus)?;
+        let backend = match via {
+            Via::Qemu => Backend::Qemu(self.machine()),
+            Via::Kexec => Backend::Kexec,
+        };
+        Ok(CampaignPlan {
+            arms: Vec::new(),
+            boots: 0,
+            seed: options.seed,
+            measure: measure.to_vec(),
+            backend,
+            retries: self.retries,
+            guest_files: guest_files(&self.guest_files, rules)?,
+            needs,
+            settle: self
+                .settle
+                .or(self.emulated().then_some(Duration::from_secs(30)))
+                .filter(|d| !d.is_zero()),
+            options,
+            rules_errors,
+        })
+    }
+
+    fn check(&self, via: Via, measure: &[String]) -> Result<()> {
+        if self.icount.is_some() && (via != Via::Qemu || self.accel != Accel::Tcg) {
+            anyhow::bail!(
+                "--icount needs --accel tcg: it is QEMU's emulator that counts the instructions \
+                 the guest's clock follows"
+            );
+        }
+        if self.emulated() && (via != Via::Qemu || self.accel != Accel::Tcg) {
+            anyhow::bail!(
+                "--emulated-counters needs --accel tcg: QEMU's plugins see only the \
+                 instructions it emulates (not under kvm, nor on bare metal)"
+            );
+        }
+        let first: Vec<&str> = measure.iter().take(2).map(String::as_str).collect();
+        let counted = matches!(
+            first[..],
+            ["run", ..] | ["audit", "sweep" | "residue"] | ["probe", ..]
+        );
+        if self.emulated() && !counted {
+            anyhow::bail!(
+                "--emulated-counters counts the timed batches of `run` and `audit sweep` and the \
+                 runs of `probe`; {} is measured without them: measure with -- run, -- audit \
+                 sweep or -- probe",
+                measure.join(" ")
+            );
+        }
+        if self.emulated() && self.guest_cpus() > 1 {
+            // The plugin's counts are the machine's (QEMU 7.2's plugin API has no per-vCPU
+            // inline counters): another vCPU's instructions would land in every window.
+            anyhow::bail!(
+                "--emulated-counters counts on one vCPU: with {} (--guest-cpus or --host-cpus), \
+                 the other vCPUs' instructions would land in the measured windows; give \
+                 --guest-cpus 1 (the default under tcg) and at most one --host-cpus CPU",
+                self.guest_cpus()
+            );
+        }
+        Ok(())
+    }
+
+    fn machine(&self) -> Machine {
+        let timeout = self.boot_timeout.unwrap_or(match self.accel {
+            Accel::Kvm => Duration::from_secs(60),
+            Accel::Tcg => Duration::from_secs(180),
+        });
+        Machine {
+            accel: self.accel,
+            cpus: self.guest_cpus(),
+            memory_mib: self.guest_memory,
+            timeout,
+            host_cpus: self.host_cpus.clone(),
+            entry: self.entry,
+            emulated_counters: self.emulated(),
+            cache_model: self.cache_model.clone(),
+            emulated_profile: self.emulated_profile,
+            icount: self.icount,
+        }
+    }
+}
+
+/// `--alpha` is a probability.
+pub(super) fn check_alpha(alpha: f64) -> Result<()> {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
+    }
+    Ok(())
 }
 
 /// A boot's result in the history, tagged with its campaign, arm, round and how it booted.

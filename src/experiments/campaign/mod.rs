@@ -281,23 +281,6 @@ pub struct ArmEntry {
     pub why: Option<String>,
 }
 
-/// Each arm's kernel as QEMU starts it (see [`ArmEntry`]); arms of one kernel share it.
-fn entries(plan: &CampaignPlan, entry: KernelEntry, dir: &Path) -> Result<Vec<Entry>> {
-    let mut out: Vec<Entry> = Vec::new();
-    for (i, a) in plan.arms.iter().enumerate() {
-        let same = plan.arms[..i].iter().position(|b| b.kernel == a.kernel);
-        let e = match (entry, same) {
-            (KernelEntry::Bzimage, _) => Entry::BzImage("--entry bzimage".into()),
-            (KernelEntry::Pvh, Some(j)) => out[j].clone(),
-            (KernelEntry::Pvh, None) => {
-                bzimage::vmlinux_entry(&a.kernel, &dir.join(format!("vmlinux-{i}")))?
-            }
-        };
-        out.push(e);
-    }
-    Ok(out)
-}
-
 impl Entry {
     /// The file QEMU starts: the vmlinux, or the arm's bzImage.
     fn kernel<'a>(&'a self, bzimage: &'a Path) -> &'a Path {
@@ -374,30 +357,49 @@ pub fn check(plan: &CampaignPlan) -> Result<Vec<(String, String)>> {
     if plan.arms.is_empty() {
         bail!("give --arm NAME=KERNEL: one arm measures a kernel, two or more compare them");
     }
-    if plan.measure.is_empty() {
-        bail!("give the measuring command after --, e.g. -- run syscall --runs 3");
-    }
+    check_setup(plan)?;
     let mut rules = Vec::new();
     for (i, a) in plan.arms.iter().enumerate() {
-        check_name(&a.name)?;
         if plan.arms[..i].iter().any(|b| b.name == a.name) {
             bail!("--arm {}: the name is given twice", a.name);
         }
-        check_command_line(a)?;
-        if let Some(i) = &a.initrd {
-            std::fs::File::open(i)
-                .with_context(|| format!("--initrd {}: cannot read {}", a.name, i.display()))?;
+        if let Some(text) = check_arm(a, plan.rules_errors)? {
+            rules.push((a.name.clone(), text));
         }
-        if let Some(r) = &a.rules {
-            let set = crate::audit::rules_file::read(r, "--audit-rules", plan.rules_errors)?;
-            rules.push((a.name.clone(), serde_json::to_string(&set)?));
-        }
+    }
+    Ok(rules)
+}
+
+/// What every boot shares: a measuring command, and guest files that are regular files, fit
+/// the guest and hold what the command opens.
+pub fn check_setup(plan: &CampaignPlan) -> Result<()> {
+    if plan.measure.is_empty() {
+        bail!("give the measuring command after --, e.g. -- run syscall --runs 3");
     }
     if let Backend::Qemu(m) = &plan.backend {
         check_guest_files(&plan.guest_files, m.memory_mib)?;
         check_needed(&plan.needs, &plan.guest_files)?;
     }
-    Ok(rules)
+    Ok(())
+}
+
+/// One arm: its name, its kernel (a bzImage whose command line holds what syscost adds), its
+/// initramfs and its rules file. Returns its rules, read here (by auditctl's library, which
+/// the guest lacks) as the JSON the guest is sent.
+pub fn check_arm(a: &Arm, on_error: crate::audit::rules_file::OnError) -> Result<Option<String>> {
+    check_name(&a.name)?;
+    check_command_line(a)?;
+    if let Some(i) = &a.initrd {
+        std::fs::File::open(i)
+            .with_context(|| format!("--initrd {}: cannot read {}", a.name, i.display()))?;
+    }
+    match &a.rules {
+        Some(r) => {
+            let set = crate::audit::rules_file::read(r, "--audit-rules", on_error)?;
+            Ok(Some(serde_json::to_string(&set)?))
+        }
+        None => Ok(None),
+    }
 }
 
 /// Each file the measuring command opens must be in the guest's initramfs: syscost itself
@@ -600,84 +602,164 @@ fn kernel_command_line(arm: &Arm, kallsyms: bool) -> String {
     .to_string()
 }
 
-/// Where a boot of an arm is: the arm, its round, the kernel QEMU starts (its vmlinux or
-/// its bzImage), the initramfs, and the campaign's directory.
-struct Slot<'a> {
-    arm: &'a Arm,
-    round: u32,
-    kernel: &'a Path,
-    initrd: &'a Path,
-    dir: &'a Path,
-    /// syscost's TCG plugin, when the boots count instructions.
-    plugin: Option<&'a Path>,
+/// Boots arms of a plan in QEMU, one at a time, from what every boot shares: the campaign's
+/// work directory (removed when the booter is dropped), its initramfs, syscost's TCG plugin,
+/// and each kernel as QEMU starts it (taken out once, at its first boot). A campaign boots
+/// its rounds with it; a bisection boots the builds it chooses.
+pub struct Booter<'p> {
+    plan: &'p CampaignPlan,
+    machine: &'p Machine,
+    dir: tempfile::TempDir,
+    initrd: PathBuf,
+    plugin: Option<PathBuf>,
+    entries: Vec<Option<Entry>>,
+    symbols: Vec<Option<emulated::ArmSymbols>>,
 }
 
-/// Boot an arm until it is measured or its retries are spent; every try is recorded. Returns
-/// the reason when the guest itself reported the failure (its setup or measuring command):
-/// another boot would repeat it, so it is not retried.
-fn boot_arm(
-    plan: &CampaignPlan,
-    slot: &Slot,
-    symbols: &mut Option<emulated::ArmSymbols>,
-    boots: &mut Vec<BootRecord>,
-    progress: &mut dyn FnMut(&BootRecord),
-) -> Result<Option<String>> {
-    let machine = plan
-        .backend
-        .machine()
-        .context("a QEMU boot needs its machine")?;
-    let arm = slot.arm;
-    for attempt in 0..=plan.retries {
-        let bootdir = slot
-            .dir
-            .join(format!("round{}-{}-try{attempt}", slot.round, arm.name));
-        std::fs::create_dir_all(&bootdir)?;
-        let started = Instant::now();
-        let ended = qemu::boot(
-            machine,
-            &qemu::Boot {
-                kernel: slot.kernel,
-                initrd: slot.initrd,
-                append: kernel_command_line(arm, machine.emulated_profile && symbols.is_none()),
-                dir: &bootdir,
-                disk: None,
-                firmware_reboot: false,
-                plugin: slot.plugin,
-            },
-        )?;
-        let seconds = started.elapsed().as_secs_f64();
-        let (clock, pinned) = match &ended {
-            Ended::Measured { clock, pinned, .. } => (*clock, pinned.clone()),
-            Ended::Failed { .. } => (None, Vec::new()),
+impl<'p> Booter<'p> {
+    /// Check what QEMU needs, build the initramfs (with `rules`: each arm's rules as JSON, by
+    /// arm name), and, under KVM, check a guest starts.
+    pub fn start(plan: &'p CampaignPlan, rules: &[(String, String)]) -> Result<Booter<'p>> {
+        let Backend::Qemu(machine) = &plan.backend else {
+            bail!("QEMU boots need a QEMU backend; a kexec campaign starts with campaign::kexec::start");
         };
-        let outcome = outcome_of(ended, symbols);
-        let repeats = match &outcome {
-            Outcome::Measured { .. } => None,
-            Outcome::Failed {
-                reason, in_guest, ..
-            } => Some(in_guest.then(|| reason.clone())),
-        };
-        boots.push(BootRecord {
-            arm: arm.name.clone(),
-            round: slot.round,
-            attempt,
-            seconds,
-            // Under -icount the guest's clock runs on instructions: no split in seconds.
-            split: clock
-                .filter(|_| machine.icount.is_none())
-                .map(|c| BootSplit::of(&c, seconds)),
-            pinned,
-            outcome,
-        });
-        progress(boots.last().expect("just pushed"));
-        let _ = std::fs::remove_dir_all(&bootdir);
-        match repeats {
-            None => break,
-            Some(Some(reason)) => return Ok(Some(reason)),
-            Some(None) => {}
+        qemu::check_installed()?;
+        qemu::check_pinning(machine)?;
+        let dir = crate::boot::workdir()?;
+        let initrd = build_initramfs(plan, rules, dir.path())?;
+        if machine.accel == Accel::Kvm {
+            let first = plan.arms.first().context("no kernel to boot")?;
+            qemu::kvm_works(&first.kernel, dir.path()).map_err(|why| {
+                anyhow::anyhow!(
+                    "KVM does not work here: {why}. --accel tcg emulates the CPU instead (its \
+                     figures follow the instructions executed, not the hardware)"
+                )
+            })?;
         }
+        let plugin = dir.path().join("tcg_count.so");
+        if machine.emulated_counters {
+            std::fs::write(&plugin, crate::counters::emulated::PLUGIN)
+                .context("cannot write syscost's TCG plugin")?;
+            qemu::check_plugin(machine, &plugin)?;
+        }
+        Ok(Booter {
+            plan,
+            machine,
+            dir,
+            initrd,
+            plugin: machine.emulated_counters.then_some(plugin),
+            entries: vec![None; plan.arms.len()],
+            symbols: plan.arms.iter().map(|_| None).collect(),
+        })
     }
-    Ok(None)
+
+    /// How each arm booted so far started (see [`ArmEntry`]).
+    pub fn entries(&self) -> Vec<ArmEntry> {
+        let arms = self.plan.arms.iter().zip(&self.entries);
+        arms.filter_map(|(a, e)| e.as_ref().map(|e| e.of(&a.name)))
+            .collect()
+    }
+
+    /// The kernel QEMU starts for arm `a`: at its PVH entry (its vmlinux, shared by the arms
+    /// of one kernel) or as its bzImage.
+    fn entry(&mut self, a: usize) -> Result<Entry> {
+        if let Some(e) = &self.entries[a] {
+            return Ok(e.clone());
+        }
+        let kernel = &self.plan.arms[a].kernel;
+        let same = (0..self.entries.len())
+            .find(|&j| self.entries[j].is_some() && &self.plan.arms[j].kernel == kernel);
+        let e = match (self.machine.entry, same) {
+            (KernelEntry::Bzimage, _) => Entry::BzImage("--entry bzimage".into()),
+            (KernelEntry::Pvh, Some(j)) => self.entries[j].clone().expect("found set"),
+            (KernelEntry::Pvh, None) => {
+                bzimage::vmlinux_entry(kernel, &self.dir.path().join(format!("vmlinux-{a}")))?
+            }
+        };
+        self.entries[a] = Some(e.clone());
+        Ok(e)
+    }
+
+    /// Boot arm `a` in `round` until it is measured or its retries are spent; every try is
+    /// recorded in `boots`. Returns the reason when the guest itself reported the failure (its
+    /// setup or measuring command): another boot would repeat it, so it is not retried.
+    pub fn boot(
+        &mut self,
+        a: usize,
+        round: u32,
+        boots: &mut Vec<BootRecord>,
+        progress: &mut dyn FnMut(&BootRecord),
+    ) -> Result<Option<String>> {
+        let entry = self.entry(a)?;
+        let (plan, machine) = (self.plan, self.machine);
+        let arm = &plan.arms[a];
+        for attempt in 0..=plan.retries {
+            let bootdir = self
+                .dir
+                .path()
+                .join(format!("round{round}-{}-try{attempt}", arm.name));
+            std::fs::create_dir_all(&bootdir)?;
+            let started = Instant::now();
+            let kallsyms = machine.emulated_profile && self.symbols[a].is_none();
+            let ended = qemu::boot(
+                machine,
+                &qemu::Boot {
+                    kernel: entry.kernel(&arm.kernel),
+                    initrd: &self.initrd,
+                    append: kernel_command_line(arm, kallsyms),
+                    dir: &bootdir,
+                    disk: None,
+                    firmware_reboot: false,
+                    plugin: self.plugin.as_deref(),
+                },
+            )?;
+            let record = record_of(ended, arm, round, attempt, started, &mut self.symbols[a], machine);
+            let repeats = match &record.outcome {
+                Outcome::Measured { .. } => None,
+                Outcome::Failed {
+                    reason, in_guest, ..
+                } => Some(in_guest.then(|| reason.clone())),
+            };
+            boots.push(record);
+            progress(boots.last().expect("just pushed"));
+            let _ = std::fs::remove_dir_all(&bootdir);
+            match repeats {
+                None => break,
+                Some(Some(reason)) => return Ok(Some(reason)),
+                Some(None) => {}
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The record of one try at booting `arm`, from how QEMU's boot ended.
+fn record_of(
+    ended: Ended,
+    arm: &Arm,
+    round: u32,
+    attempt: u32,
+    started: Instant,
+    symbols: &mut Option<emulated::ArmSymbols>,
+    machine: &Machine,
+) -> BootRecord {
+    let seconds = started.elapsed().as_secs_f64();
+    let (clock, pinned) = match &ended {
+        Ended::Measured { clock, pinned, .. } => (*clock, pinned.clone()),
+        Ended::Failed { .. } => (None, Vec::new()),
+    };
+    BootRecord {
+        arm: arm.name.clone(),
+        round,
+        attempt,
+        seconds,
+        // Under -icount the guest's clock runs on instructions: no split in seconds.
+        split: clock
+            .filter(|_| machine.icount.is_none())
+            .map(|c| BootSplit::of(&c, seconds)),
+        pinned,
+        outcome: outcome_of(ended, symbols),
+    }
 }
 
 /// How a boot ended, its emulated counts joined to its result; `symbols`: its arm's kernel
@@ -723,50 +805,20 @@ fn outcome_of(ended: Ended, symbols: &mut Option<emulated::ArmSymbols>) -> Outco
 /// setup or its measuring command) is stopped there; the campaign stops when fewer than two
 /// arms are left.
 pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result<Campaign> {
-    let Backend::Qemu(machine) = &plan.backend else {
-        bail!("campaign::run boots in QEMU; a kexec campaign starts with campaign::kexec::start");
-    };
-    qemu::check_installed()?;
-    qemu::check_pinning(machine)?;
     let rules = check(plan)?;
-    let dir = crate::boot::workdir()?;
-    let initrd = build_initramfs(plan, &rules, dir.path())?;
-    if machine.accel == Accel::Kvm {
-        qemu::kvm_works(&plan.arms[0].kernel, dir.path()).map_err(|why| {
-            anyhow::anyhow!(
-                "KVM does not work here: {why}. --accel tcg emulates the CPU instead (its \
-                 figures follow the instructions executed, not the hardware)"
-            )
-        })?;
-    }
-    let entries = entries(plan, machine.entry, dir.path())?;
-    let plugin = dir.path().join("tcg_count.so");
-    if machine.emulated_counters {
-        std::fs::write(&plugin, crate::counters::emulated::PLUGIN)
-            .context("cannot write syscost's TCG plugin")?;
-        qemu::check_plugin(machine, &plugin)?;
-    }
+    let mut booter = Booter::start(plan, &rules)?;
     let order = order(plan.arms.len(), plan.boots, plan.seed);
     let mut boots = Vec::new();
     let mut stopped: Vec<Option<String>> = vec![None; plan.arms.len()];
-    let mut symbols: Vec<Option<emulated::ArmSymbols>> = plan.arms.iter().map(|_| None).collect();
     'rounds: for (round, arms) in order.iter().enumerate() {
         for &a in arms {
             if stopped[a].is_some() {
                 continue;
             }
-            let slot = Slot {
-                arm: &plan.arms[a],
-                round: round as u32 + 1,
-                kernel: entries[a].kernel(&plan.arms[a].kernel),
-                initrd: &initrd,
-                dir: dir.path(),
-                plugin: machine.emulated_counters.then_some(plugin.as_path()),
-            };
-            let Some(reason) = boot_arm(plan, &slot, &mut symbols[a], &mut boots, progress)? else {
+            let Some(reason) = booter.boot(a, round as u32 + 1, &mut boots, progress)? else {
                 continue;
             };
-            let measured = |b: &BootRecord| b.arm == slot.arm.name && b.result().is_some();
+            let measured = |b: &BootRecord| b.arm == plan.arms[a].name && b.result().is_some();
             if !boots.iter().any(measured) {
                 stopped[a] = Some(reason);
                 if too_few_left(&stopped) {
@@ -777,12 +829,7 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
     }
     let names = |r: &Vec<usize>| r.iter().map(|&a| plan.arms[a].name.clone()).collect();
     let mut c = analyse(plan, order.iter().map(names).collect(), boots)?;
-    c.entries = plan
-        .arms
-        .iter()
-        .zip(&entries)
-        .map(|(a, e)| e.of(&a.name))
-        .collect();
+    c.entries = booter.entries();
     c.warnings.extend(stopped_warnings(plan, &stopped));
     Ok(c)
 }
