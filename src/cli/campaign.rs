@@ -503,18 +503,27 @@ pub(super) fn check_alpha(alpha: f64) -> Result<()> {
 
 /// A boot's result in the history, tagged with its campaign, arm, round and how it booted.
 fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str, via: &str, accel: &str) {
+    record_tagged(
+        b,
+        keep,
+        [
+            format!("campaign={id}"),
+            format!("arm={}", b.arm),
+            format!("round={}", b.round),
+            format!("via={via}"),
+            format!("accel={accel}"),
+        ],
+    );
+}
+
+/// A measured boot's result in the history, with `tags` added to the user's.
+pub(super) fn record_tagged(b: &BootRecord, keep: &HistoryOpts, tags: impl IntoIterator<Item = String>) {
     let Some(result) = b.result() else { return };
     if keep.no_history {
         return;
     }
     let mut keep = keep.clone();
-    keep.tags.extend([
-        format!("campaign={id}"),
-        format!("arm={}", b.arm),
-        format!("round={}", b.round),
-        format!("via={via}"),
-        format!("accel={accel}"),
-    ]);
+    keep.tags.extend(tags);
     super::history::record(result, &keep);
 }
 
@@ -696,7 +705,7 @@ fn arm_named<'a>(arms: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a mut 
 }
 
 /// One line per boot as it ends.
-fn boot_line(b: &BootRecord) -> String {
+pub(super) fn boot_line(b: &BootRecord) -> String {
     let what = match &b.outcome {
         Outcome::Measured { .. } => "measured".to_string(),
         Outcome::Failed {

@@ -16,6 +16,8 @@ macro_rules! outln {
 mod ab;
 mod args;
 mod audit;
+mod bisect;
+mod bisect_git;
 mod cachesets;
 mod campaign;
 mod commands;
@@ -134,6 +136,11 @@ pub enum Command {
     /// measure inside every boot with a syscost command, and compare them with boots as units.
     #[command(after_help = campaign::CAMPAIGN_EXAMPLES)]
     Campaign(campaign::CampaignArgs),
+    /// Find the first build in an ordered list (or the first commit of a kernel tree, with
+    /// git bisect) where a figure changed: the ends booted first, each build tried booted in
+    /// QEMU and classified with boots as units and a stated error rate.
+    #[command(after_help = bisect::BISECT_EXAMPLES)]
+    Bisect(Box<bisect::BisectArgs>),
     /// One self-contained HTML page (inline SVG, no JavaScript) charting any syscost results:
     /// runs, comparisons, merges, audit sweeps, thread scaling, correlations, cache sets,
     /// probes and trends.
@@ -188,6 +195,12 @@ pub fn main() -> i32 {
             if let Some(i) = e.downcast_ref::<campaign::Incomplete>() {
                 eprintln!("syscost: {i}");
                 return campaign::INCOMPLETE_STATUS;
+            }
+            if let Some(s) = e.downcast_ref::<bisect_git::StepStatus>() {
+                if s.0 != 1 {
+                    eprintln!("syscost: {}", s.1);
+                }
+                return s.0;
             }
             if let Some(f) = e.downcast_ref::<args::Failed>() {
                 eprintln!("syscost: {f}");
@@ -290,6 +303,7 @@ fn dispatch(cmd: Command) -> Result<()> {
         Command::Report(r) => r.run(),
         Command::Probe(p) => p.run(),
         Command::Campaign(c) => c.run(),
+        Command::Bisect(b) => b.run(),
         Command::Cachesets(args) => cachesets(args),
         Command::Show(s) => s.run(),
         Command::Env(e) => e.run(),

@@ -37,11 +37,13 @@ pub enum Kind {
     Trend,
     /// `syscost campaign`: kernels booted round after round and compared over boots.
     Campaign,
+    /// `syscost bisect`: the first build in order where a figure changed.
+    Bisection,
 }
 
 impl Kind {
     /// Every kind, in the order `--help` lists them.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Run,
         Kind::Compare,
         Kind::Merged,
@@ -52,6 +54,7 @@ impl Kind {
         Kind::Probe,
         Kind::Trend,
         Kind::Campaign,
+        Kind::Bisection,
     ];
 
     /// The name written in the `kind` field.
@@ -67,6 +70,7 @@ impl Kind {
             Kind::Probe => "probe",
             Kind::Trend => "trend",
             Kind::Campaign => "campaign",
+            Kind::Bisection => "bisection",
         }
     }
 

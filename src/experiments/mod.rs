@@ -4,6 +4,8 @@
 //! - [`ab`]: two or more configurations measured interleaved, then compared;
 //! - [`campaign`]: kernels booted in QEMU round after round, measured inside each boot and
 //!   compared with boots as units (the audit series' 4 kernels x 12 boots);
+//! - [`bisect`]: the first build in an ordered list where a figure changed, booted in QEMU
+//!   with boots as units (a campaign's boots, chosen by the search);
 //! - [`audit_sweep`]: audit off, on, and with each number of exit rules (the syscall-latency
 //!   post and the audit series);
 //! - [`rule_costs`]: what each rule of a rules file costs, from an audit sweep over its rules;
@@ -15,6 +17,7 @@
 
 pub mod ab;
 pub mod audit_sweep;
+pub mod bisect;
 pub mod campaign;
 pub mod grouped;
 pub mod probe;

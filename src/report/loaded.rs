@@ -23,6 +23,7 @@ pub const REGISTRY: &[Entry] = &[
     super::probe::ENTRY,
     super::trend::ENTRY,
     super::campaign::ENTRY,
+    super::bisect::ENTRY,
 ];
 
 /// The chart names `--svg` takes, in the registry's order.

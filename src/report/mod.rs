@@ -4,6 +4,7 @@
 //! them out; [`html`] draws the page of `syscost report` from results of any kind ([`loaded`]) with the
 //! [`charts`], drawn by [`svg`].
 
+pub mod bisect;
 pub mod cachesets;
 pub mod campaign;
 pub mod charts;

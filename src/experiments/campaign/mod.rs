@@ -938,6 +938,26 @@ fn good_views(
     out
 }
 
+/// A measured boot's value of `metric` (the median of its samples or runs, as a campaign
+/// takes each boot's value) and its unit; `Err` says why there is none.
+pub fn boot_value(b: &BootRecord, metric: &str) -> Result<(f64, String), String> {
+    let result = match &b.outcome {
+        Outcome::Measured { result } => result,
+        Outcome::Failed { reason, .. } => return Err(reason.clone()),
+    };
+    let view = view_of(&b.arm, result)?;
+    match view.metric(metric).filter(|m| !m.values.is_empty()) {
+        Some(m) => Ok((crate::stats::median(&m.values), m.unit.clone())),
+        None => {
+            let names: Vec<&str> = view.metrics.iter().map(|m| m.name.as_str()).collect();
+            Err(format!(
+                "its result has no figure {metric} (it has: {})",
+                names.join(", ")
+            ))
+        }
+    }
+}
+
 /// A boot's result as a view of its figures: a run or merged result as it is, an audit
 /// sweep by its cost per rule, a probe by its cost per hit.
 fn view_of(name: &str, result: &serde_json::Value) -> Result<ResultView, String> {

@@ -1,0 +1,395 @@
+//! `syscost bisect`: parse the builds and the measuring command, run the bisection (saving
+//! every boot in its state file as it ends, so `bisect resume` goes on after Ctrl-C or a
+//! crash), show it and record every boot in the history. `bisect step` classifies one build
+//! for `git bisect run`; `bisect git` drives git bisect itself (see `bisect_git.rs`).
+
+use super::args::HistoryOpts;
+use super::campaign::{GuestOpts, Via, check_alpha, record_tagged};
+use super::*;
+use anyhow::Context;
+use crate::audit::rules_file::OnError;
+use crate::experiments::bisect::{self, BisectPlan, Bisection, Found, builds, decide::Class};
+use crate::experiments::campaign::{self, Arm, BootRecord};
+use crate::counters::emulated::{Count, Part};
+use serde::Deserialize;
+use std::path::Path;
+pub use super::bisect_git::{GitArgs, StepArgs};
+
+pub(super) const BISECT_EXAMPLES: &str = "Examples:
+  syscost bisect --accel tcg --emulated-counters --builds /srv/kernels -- run syscall --runs 1
+      the images of a directory in version order, first good, last bad: each build tried is
+      booted once, its kernel instructions per getpid counted exactly
+  syscost bisect --accel tcg --builds builds.list --good v6.12.100 --bad v6.12.117 \\
+      -- run syscall --runs 3
+      timed: each step boots the build between fresh boots of both ends until Student's t
+      decides at its share of the error bound (--error-bound, 5%)
+  git bisect start BAD GOOD && git bisect run syscost bisect step --accel tcg \\
+      --emulated-counters --good-image ../good.bzImage --bad-image ../bad.bzImage \\
+      --build 'make -j8 bzImage' --image arch/x86/boot/bzImage -- run syscall --runs 1
+      a kernel tree: exit 0 good, 1 bad, 125 skip (the build or boot failed, or undecided)
+  syscost bisect git --good v6.11 --bad v6.12 --build 'make -j8 bzImage' \\
+      --image arch/x86/boot/bzImage --accel tcg --emulated-counters -- run syscall --runs 1
+      the same, git bisect driven by syscost, the ends built first
+  syscost bisect status | resume | abort
+      an interrupted bisection: where it stands, go on from its saved boots, or drop it";
+
+/// What bisect does besides starting one.
+#[derive(Subcommand, Debug)]
+pub enum BisectAction {
+    /// Classify the build in the current directory against the ends, for `git bisect run`:
+    /// run --build, boot --image between the ends' boots, exit 0 (good), 1 (bad), 125 (skip:
+    /// it did not build or boot, or stayed undecided) or 128 (the ends do not differ: git
+    /// bisect run stops). The ends' boots are kept in --state for the next step.
+    Step(Box<StepArgs>),
+    /// Drive `git bisect` in the kernel tree in the current directory: build both ends with
+    /// --build, then `git bisect run` this syscost's `bisect step`, show every step, and `git
+    /// bisect reset`.
+    Git(Box<GitArgs>),
+    /// Where the interrupted bisection in --state stands.
+    Status(StateArg),
+    /// Go on with the interrupted bisection in --state: its saved boots are taken again, the
+    /// rest booted.
+    Resume(StateArg),
+    /// Drop the interrupted bisection in --state (its boots stay in the history).
+    Abort(StateArg),
+}
+
+#[derive(Args, Debug)]
+pub struct StateArg {
+    /// The bisection's state file [default: $XDG_STATE_HOME/syscost/bisect.json, else
+    /// ~/.local/state/syscost/bisect.json].
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+}
+
+/// What every bisection takes: how it boots, what it measures, how sure it must be.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    #[command(flatten)]
+    pub guest: GuestOpts,
+    /// The figure bisected [default: instructions (emulated) with --emulated-counters, whose
+    /// one boot per build decides; else the measurement's time].
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
+    /// The chance that the bisection names a wrong build, at most, shared over its steps
+    /// (log2 of the builds between the ends) and each step's looks (timed figures).
+    #[arg(long, default_value_t = 0.05, value_name = "P")]
+    pub error_bound: f64,
+    /// The most rounds (each: the good end, the build, the bad end, in a shuffled order) a
+    /// timed step takes before it calls the build undecided; also the ends' check's.
+    #[arg(long, default_value_t = 6, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100))]
+    pub step_rounds: u32,
+    /// The boot order of every round is seeded by this number [default: from the clock].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Ends closer than this percentage (timed) do not differ.
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub noise_threshold: f64,
+    /// Emulated counts closer than this percentage are equal.
+    #[arg(long, default_value_t = compare::EXACT_FLOOR_PCT, value_name = "PCT", value_parser = super::args::parse_resolution)]
+    pub exact_resolution: f64,
+    /// A rules-file line that cannot be set up: stop, or continue without it.
+    #[arg(long, value_enum, default_value_t = OnError::Stop, value_name = "WHAT")]
+    pub audit_rules_errors: OnError,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the bisection (JSON: builds, ends, every step and boot) to FILE, atomically.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub keep: HistoryOpts,
+    /// The syscost command measured in every boot, e.g. run syscall --runs 3.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub measure: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct BisectArgs {
+    #[command(subcommand)]
+    pub action: Option<BisectAction>,
+    /// The builds in order: a list file, one per line, `[NAME=]KERNEL [kernel command-line
+    /// words]` (# comments), or a directory of kernel images (vmlinuz-*, bzImage*) sorted by
+    /// the versions in their names.
+    #[arg(long, value_name = "FILE|DIR", required = true)]
+    pub builds: Option<PathBuf>,
+    /// The good end: a build's name [default: the first].
+    #[arg(long, value_name = "NAME")]
+    pub good: Option<String>,
+    /// The bad end: a build's name, after the good end [default: the last].
+    #[arg(long, value_name = "NAME")]
+    pub bad: Option<String>,
+    /// Kernel command-line additions of a build: NAME=ARGS.
+    #[arg(long = "append", value_name = "NAME=ARGS")]
+    pub appends: Vec<String>,
+    /// Audit rules set up in a build's guest before measuring: NAME=FILE (as campaign's).
+    #[arg(long = "audit-rules", value_name = "NAME=FILE")]
+    pub rules: Vec<String>,
+    #[command(flatten)]
+    pub state: StateArg,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// An interrupted bisection: its command line and every boot so far.
+#[derive(Serialize, Deserialize)]
+struct State {
+    id: String,
+    seed: u64,
+    /// The words after `syscost bisect`.
+    args: Vec<String>,
+    boots: Vec<BootRecord>,
+}
+
+impl BisectArgs {
+    pub(super) fn run(self) -> Result<()> {
+        let state = self.state.path()?;
+        match self.action {
+            Some(BisectAction::Step(s)) => return s.run(),
+            Some(BisectAction::Git(g)) => return g.run(),
+            Some(BisectAction::Status(s)) => return status(&s.path()?),
+            Some(BisectAction::Resume(s)) => return resume(&s.path()?),
+            Some(BisectAction::Abort(s)) => return abort(&s.path()?),
+            None => {}
+        }
+        if state.exists() {
+            anyhow::bail!(
+                "a bisection is in progress ({}): `syscost bisect resume` goes on with it, \
+                 `syscost bisect status` says where it stands, `syscost bisect abort` drops it",
+                state.display()
+            );
+        }
+        let args: Vec<String> = std::env::args().skip_while(|a| a != "bisect").skip(1).collect();
+        let seed = self.common()?.seed.unwrap_or_else(crate::core::now_unix);
+        self.start(&state, args, seed, Vec::new())
+    }
+
+    fn common(&self) -> Result<&Common> {
+        Ok(&self.common)
+    }
+
+    /// Run (or go on with) the bisection, saving every boot in `state`; remove it at the end.
+    fn start(&self, state: &Path, args: Vec<String>, seed: u64, replay: Vec<BootRecord>) -> Result<()> {
+        let c = self.common()?;
+        if let Some(o) = &c.output {
+            crate::core::check_writable(o)?;
+        }
+        let plan = self.plan(seed)?;
+        eprintln!(
+            "syscost: bisection {} of {} builds by {}, seed {seed}; its boots are saved in {}",
+            plan.id,
+            plan.campaign.arms.len(),
+            plan.metric,
+            state.display()
+        );
+        let mut saved = State {
+            id: plan.id.clone(),
+            seed,
+            args,
+            boots: Vec::new(),
+        };
+        let replayed = replay.len();
+        let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
+            eprintln!("syscost: {}", boot_line(b));
+            if all.len() > replayed {
+                record_boot(b, &c.keep, &saved.id);
+            }
+            saved.boots = all.to_vec();
+            if let Err(e) = save_state(state, &saved) {
+                eprintln!("syscost: warning: {e:#}");
+            }
+        };
+        let b = bisect::run(&plan, replay, &mut on_boot)?;
+        finish(&b, c)?;
+        let _ = std::fs::remove_file(state);
+        ends_equal(&b)
+    }
+
+    fn plan(&self, seed: u64) -> Result<BisectPlan> {
+        let c = self.common()?;
+        let mut builds = builds::read(self.builds.as_deref().context("give --builds")?)?;
+        for a in &self.appends {
+            let (name, args) = name_value("--append", a)?;
+            let b = build_named(&mut builds, "--append", name)?;
+            b.append = format!("{} {args}", b.append).trim().into();
+        }
+        for r in &self.rules {
+            let (name, file) = name_value("--audit-rules", r)?;
+            build_named(&mut builds, "--audit-rules", name)?.rules = Some(file.into());
+        }
+        let index = |flag: &str, name: &Option<String>, default: usize| match name {
+            None => Ok(default),
+            Some(n) => builds.iter().position(|b| &b.name == n).ok_or_else(|| {
+                anyhow::anyhow!("{flag} {n}: no build is named so (see --builds)")
+            }),
+        };
+        let good = index("--good", &self.good, 0)?;
+        let bad = index("--bad", &self.bad, builds.len() - 1)?;
+        if good >= bad {
+            anyhow::bail!(
+                "--good {} comes after --bad {} in the builds' order: the good end is the older build \
+                 (the figure as it was), the bad end the newer (as it became)",
+                builds[good].name,
+                builds[bad].name
+            );
+        }
+        c.plan(builds, good, bad, seed)
+    }
+}
+
+impl Common {
+    /// The plan of a bisection of `builds` between `good` and `bad`.
+    pub(super) fn plan(&self, builds: Vec<Arm>, good: usize, bad: usize, seed: u64) -> Result<BisectPlan> {
+        check_alpha(self.error_bound).map_err(|_| {
+            anyhow::anyhow!("--error-bound must be between 0 and 1 (exclusive), e.g. 0.05")
+        })?;
+        let options = compare::Options {
+            exact_floor_pct: self.exact_resolution,
+            ..campaign::compare_options(self.error_bound, self.noise_threshold, seed)
+        };
+        let mut campaign = self
+            .guest
+            .plan(Via::Qemu, &self.measure, options, self.audit_rules_errors)?;
+        (campaign.arms, campaign.seed) = (builds, seed);
+        let metric = self.metric.clone().unwrap_or_else(|| match self.guest.emulated() {
+            true => Count::Instructions.part_name(Part::All),
+            false => "time".to_string(),
+        });
+        Ok(BisectPlan {
+            campaign,
+            good,
+            bad,
+            exact: metric.contains("(emulated)"),
+            metric,
+            max_rounds: self.step_rounds as usize,
+            id: format!("{}-{seed}", crate::core::now_unix()),
+        })
+    }
+}
+
+impl StateArg {
+    fn path(&self) -> Result<PathBuf> {
+        if let Some(p) = &self.state {
+            return Ok(p.clone());
+        }
+        let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
+            Some(d) => PathBuf::from(d),
+            None => match std::env::var_os("HOME") {
+                Some(h) => PathBuf::from(h).join(".local/state"),
+                None => anyhow::bail!("bisect: no HOME to keep its state under: give --state FILE"),
+            },
+        };
+        Ok(base.join("syscost/bisect.json"))
+    }
+}
+
+/// Save the state atomically, in a directory only its owner reads (its command line may name a
+/// history URL with a password).
+fn save_state(path: &Path, s: &State) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
+    crate::core::write_atomic(path, serde_json::to_string(s)?.as_bytes())
+}
+
+fn load_state(path: &Path) -> Result<Option<State>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .with_context(|| format!("{}: not a bisection's state", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+fn status(path: &Path) -> Result<()> {
+    let Some(s) = load_state(path)? else {
+        outln!("no bisection in progress ({} does not exist)", path.display());
+        return Ok(());
+    };
+    let measured = s.boots.iter().filter(|b| b.result().is_some()).count();
+    outln!("bisection {}: syscost bisect {}", s.id, s.args.join(" "));
+    outln!(
+        "boots so far: {} ({measured} measured); the last: {}",
+        s.boots.len(),
+        s.boots.last().map_or("none".into(), boot_line)
+    );
+    outln!("`syscost bisect resume` goes on from them; `syscost bisect abort` drops them");
+    Ok(())
+}
+
+fn resume(path: &Path) -> Result<()> {
+    let s = load_state(path)?.with_context(|| {
+        format!("no bisection in progress ({} does not exist): nothing to resume", path.display())
+    })?;
+    let words = ["syscost", "bisect"].into_iter().map(String::from).chain(s.args.clone());
+    let Command::Bisect(args) = Cli::try_parse_from(words)?.command else {
+        anyhow::bail!("{}: its command line is not a bisection's", path.display());
+    };
+    eprintln!("syscost: resuming bisection {} from {} saved boot(s)", s.id, s.boots.len());
+    args.start(path, s.args, s.seed, s.boots)
+}
+
+fn abort(path: &Path) -> Result<()> {
+    match load_state(path)? {
+        Some(s) => {
+            std::fs::remove_file(path)?;
+            outln!("bisection {} dropped ({} boot(s) stay in the history)", s.id, s.boots.len());
+        }
+        None => outln!("no bisection in progress ({} does not exist): nothing to abort", path.display()),
+    }
+    Ok(())
+}
+
+/// Show the bisection and write it to -o.
+pub(super) fn finish(b: &Bisection, c: &Common) -> Result<()> {
+    show(b, c.format, &c.output)
+}
+
+/// The ends that do not differ end the command with an error after the table.
+pub(super) fn ends_equal(b: &Bisection) -> Result<()> {
+    if let Found::EndsEqual = b.found {
+        anyhow::bail!("{}", b.headline());
+    }
+    Ok(())
+}
+
+/// A boot in the history, tagged with the bisection, the build and its round.
+pub(super) fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str) {
+    record_tagged(
+        b,
+        keep,
+        [format!("bisect={id}"), format!("build={}", b.arm), format!("round={}", b.round), "via=qemu".into()],
+    );
+}
+
+/// One line per boot as it ends.
+pub(super) fn boot_line(b: &BootRecord) -> String {
+    super::campaign::boot_line(b)
+}
+
+fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.is_empty() && !v.is_empty() => Ok((n, v)),
+        _ => anyhow::bail!("{flag} '{s}': give NAME=VALUE"),
+    }
+}
+
+fn build_named<'a>(builds: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a mut Arm> {
+    let names: Vec<String> = builds.iter().map(|a| a.name.clone()).collect();
+    builds.iter_mut().find(|a| a.name == name).ok_or_else(|| {
+        anyhow::anyhow!("{flag} {name}=...: no build is named {name} (builds: {})", names.join(" "))
+    })
+}
+
+/// The exit status `git bisect run` reads from a step.
+pub(super) fn step_status(b: &Bisection) -> i32 {
+    match (&b.found, b.steps.first().map(|s| &s.decision.class)) {
+        (Found::EndsEqual, _) => 128,
+        (_, Some(Class::Good)) => 0,
+        (_, Some(Class::Bad)) => 1,
+        _ => 125,
+    }
+}

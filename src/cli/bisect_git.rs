@@ -1,0 +1,367 @@
+//! `syscost bisect step` (one build of a kernel tree, for `git bisect run`) and `syscost
+//! bisect git` (git bisect driven by syscost). syscost never builds on its own initiative: it
+//! runs the user's --build in the user's tree, and boots the image it leaves.
+
+use super::bisect::{Common, boot_line, finish, record_boot};
+use super::*;
+use anyhow::Context;
+use crate::experiments::bisect::{self, Bisection, Found, Step, decide::Class};
+use crate::experiments::campaign::{Arm, BootRecord};
+use serde::Deserialize;
+use std::path::Path;
+use std::process::Command as Process;
+
+/// The exit status git bisect run reads from a step: 0 good, 1 bad, 125 skip, 128 and above
+/// stop the bisection (the ends do not differ, or syscost failed: a plain error's 1 would read
+/// as bad).
+#[derive(Debug, thiserror::Error)]
+#[error("{1}")]
+pub struct StepStatus(pub i32, pub String);
+
+/// The status of a step that cannot go on.
+const STOP: i32 = 128;
+const SKIP: i32 = 125;
+
+#[derive(Args, Debug)]
+pub struct StepArgs {
+    /// The good end's kernel image (built before, kept outside the tree).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub good_image: PathBuf,
+    /// The bad end's kernel image.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub bad_image: PathBuf,
+    /// The image the build leaves, e.g. arch/x86/boot/bzImage.
+    #[arg(long, value_name = "PATH", default_value = "arch/x86/boot/bzImage")]
+    pub image: PathBuf,
+    /// The build command, run by sh in the current directory before booting: a failure is a
+    /// skip (125), as for a commit that does not build.
+    #[arg(long, value_name = "COMMAND")]
+    pub build: Option<String>,
+    /// Kernel command-line additions of every build, the ends' too.
+    #[arg(long, value_name = "ARGS", default_value = "")]
+    pub append: String,
+    /// Audit rules set up before measuring, a file of the tree read after each build (the
+    /// audit state as the tree has it).
+    #[arg(long = "audit-rules", value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// The good end's rules file [default: none].
+    #[arg(long, value_name = "FILE")]
+    pub good_audit_rules: Option<PathBuf>,
+    /// The bad end's rules file [default: none].
+    #[arg(long, value_name = "FILE")]
+    pub bad_audit_rules: Option<PathBuf>,
+    /// Where the ends' boots and each step are kept between steps [default:
+    /// GIT_DIR/syscost-bisect.json].
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// What the steps of one `git bisect run` share.
+#[derive(Default, Serialize, Deserialize)]
+struct StepState {
+    id: String,
+    seed: u64,
+    /// The images of the ends, as the boots were of them.
+    ends: Vec<PathBuf>,
+    /// The ends' boots and the last round they took.
+    end_boots: Vec<BootRecord>,
+    end_rounds: u32,
+    /// Every step so far: its commit and its evidence.
+    steps: Vec<Step>,
+    #[serde(default)]
+    result: Option<Bisection>,
+}
+
+impl StepArgs {
+    pub(super) fn run(self) -> Result<()> {
+        match self.step() {
+            Ok(code) if code == 0 => Ok(()),
+            Ok(code) => Err(StepStatus(code, format!("exit {code}")).into()),
+            Err(e) if e.is::<StepStatus>() || e.is::<crate::signals::Interrupted>() => Err(e),
+            Err(e) => Err(StepStatus(STOP, format!("error: {e:#}; git bisect run stops")).into()),
+        }
+    }
+
+    fn step(&self) -> Result<i32> {
+        let state_path = match &self.state {
+            Some(p) => p.clone(),
+            None => git_dir()?.join("syscost-bisect.json"),
+        };
+        let ends = vec![self.good_image.clone(), self.bad_image.clone()];
+        let mut state = load(&state_path)?.filter(|s| s.ends == ends).unwrap_or_else(|| {
+            let seed = self.common.seed.unwrap_or_else(crate::core::now_unix);
+            StepState {
+                id: format!("{}-{seed}", crate::core::now_unix()),
+                seed,
+                ends,
+                ..StepState::default()
+            }
+        });
+        if let Some(cmd) = &self.build {
+            if !run_build(cmd)? {
+                return Ok(SKIP);
+            }
+        }
+        let name = build_name().unwrap_or_else(|| "candidate".into());
+        if !self.image.is_file() {
+            eprintln!("syscost: {name}: the build left no image at {}: skipped", self.image.display());
+            return Ok(SKIP);
+        }
+        let b = self.bisect(&name, &state)?;
+        finish(&b, &self.common)?;
+        save_step(&mut state, &b);
+        save(&state_path, &state)?;
+        super::bisect::ends_equal(&b).map_err(|e| StepStatus(STOP, format!("{e:#}")))?;
+        Ok(super::bisect::step_status(&b))
+    }
+
+    /// The candidate between the ends, the ends' boots taken from the state when it has them.
+    fn bisect(&self, name: &str, state: &StepState) -> Result<Bisection> {
+        let arm = |name: &str, kernel: &Path, rules: &Option<PathBuf>| Arm {
+            name: name.into(),
+            kernel: kernel.into(),
+            append: self.append.clone(),
+            rules: rules.clone(),
+            initrd: None,
+        };
+        let builds = vec![
+            arm("good", &self.good_image, &self.good_audit_rules),
+            arm(name, &self.image, &self.rules),
+            arm("bad", &self.bad_image, &self.bad_audit_rules),
+        ];
+        let mut plan = self.common.plan(builds, 0, 2, state.seed)?;
+        plan.id = state.id.clone();
+        let replayed = state.end_boots.len();
+        let keep = &self.common.keep;
+        let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
+            eprintln!("syscost: {}", boot_line(b));
+            if all.len() > replayed {
+                record_boot(b, keep, &state.id);
+            }
+        };
+        bisect::run(&plan, state.end_boots.clone(), &mut on_boot)
+    }
+}
+
+/// Keep the ends' boots (the first time) and this step's evidence.
+fn save_step(state: &mut StepState, b: &Bisection) {
+    if state.end_boots.is_empty() {
+        state.end_rounds = b.end_rounds;
+        state.end_boots = b.boots.iter().filter(|x| x.round <= b.end_rounds).cloned().collect();
+    }
+    for s in &b.steps {
+        state.steps.push(Step {
+            number: state.steps.len() + 1,
+            ..s.clone()
+        });
+    }
+    state.result = Some(b.clone());
+}
+
+fn load(path: &Path) -> Result<Option<StepState>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(serde_json::from_str(&t).ok()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+fn save(path: &Path, s: &StepState) -> Result<()> {
+    crate::core::write_atomic(path, serde_json::to_string(s)?.as_bytes())
+}
+
+/// Run the user's build command; whether it succeeded.
+fn run_build(cmd: &str) -> Result<bool> {
+    eprintln!("syscost: building: {cmd}");
+    let status = Process::new("sh")
+        .args(["-c", cmd])
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status()
+        .context("cannot run sh for --build")?;
+    if !status.success() {
+        eprintln!("syscost: --build failed ({status}): skipped, as git bisect skips a commit that does not build");
+    }
+    Ok(status.success())
+}
+
+/// The current commit's short hash, when the current directory is a git tree.
+fn build_name() -> Option<String> {
+    git(&["rev-parse", "--short", "HEAD"]).ok()
+}
+
+fn git_dir() -> Result<PathBuf> {
+    git(&["rev-parse", "--absolute-git-dir"])
+        .map(PathBuf::from)
+        .context("not in a git tree: give --state FILE")
+}
+
+/// Run git with `args` in the current directory; its trimmed stdout.
+pub(super) fn git(args: &[&str]) -> Result<String> {
+    let out = Process::new("git")
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .context("cannot run git (Debian: apt-get install git)")?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[derive(Args, Debug)]
+pub struct GitArgs {
+    /// The good commit (the figure as it was).
+    #[arg(long, value_name = "REV", required = true)]
+    pub good: String,
+    /// The bad commit (as it became).
+    #[arg(long, value_name = "REV", required = true)]
+    pub bad: String,
+    /// The build command, run by sh in the tree at each commit tried (and at the ends).
+    #[arg(long, value_name = "COMMAND", required = true)]
+    pub build: String,
+    /// The image the build leaves.
+    #[arg(long, value_name = "PATH", default_value = "arch/x86/boot/bzImage")]
+    pub image: PathBuf,
+    /// Kernel command-line additions of every build.
+    #[arg(long, value_name = "ARGS", default_value = "")]
+    pub append: String,
+    /// Audit rules set up before measuring, a file of the tree read after each build.
+    #[arg(long = "audit-rules", value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl GitArgs {
+    pub(super) fn run(self) -> Result<()> {
+        if !git(&["status", "--porcelain", "--untracked-files=no"])?.is_empty() {
+            anyhow::bail!("the tree has changes: commit or stash them first (git bisect checks out other commits)");
+        }
+        let dir = git_dir()?.join("syscost-bisect");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        let result = self.bisect(&dir);
+        let _ = git(&["bisect", "reset"]);
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    }
+
+    fn bisect(&self, dir: &Path) -> Result<()> {
+        let start = git(&["rev-parse", "--abbrev-ref", "HEAD"])?;
+        let ends = [("good", &self.good), ("bad", &self.bad)];
+        for (word, rev) in ends {
+            self.build_end(word, rev, dir).inspect_err(|_| {
+                let _ = git(&["checkout", "-q", &start]);
+            })?;
+        }
+        git(&["checkout", "-q", &start])?;
+        git(&["bisect", "start", &self.bad, &self.good])?;
+        let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
+        let mut step = vec![exe.to_string_lossy().to_string(), "bisect".into(), "step".into()];
+        step.extend(self.step_words(dir));
+        let mut cmd: Vec<&str> = vec!["bisect", "run"];
+        cmd.extend(step.iter().map(String::as_str));
+        let out = Process::new("git").args(&cmd).stdout(std::process::Stdio::piped()).output()?;
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        let state: Option<StepState> = load(&dir.join("state.json"))?;
+        self.show(&said, state)
+    }
+
+    /// Check out `rev`, build it and keep its image (and rules file) as the `word` end.
+    fn build_end(&self, word: &str, rev: &str, dir: &Path) -> Result<()> {
+        git(&["checkout", "-q", rev])?;
+        if !run_build(&self.build)? {
+            anyhow::bail!("the {word} end, {rev}, does not build: nothing to compare with");
+        }
+        std::fs::copy(&self.image, dir.join(format!("{word}.bzImage")))
+            .with_context(|| format!("the {word} end, {rev}: no image at {}", self.image.display()))?;
+        if let Some(r) = &self.rules {
+            std::fs::copy(r, dir.join(format!("{word}.rules")))
+                .with_context(|| format!("the {word} end, {rev}: no {}", r.display()))?;
+        }
+        Ok(())
+    }
+
+    /// The words of `bisect step` after it: this command's own, the ends' files in `dir`.
+    fn step_words(&self, dir: &Path) -> Vec<String> {
+        let p = |f: &str| dir.join(f).to_string_lossy().to_string();
+        let mut w = vec![
+            "--good-image".into(), p("good.bzImage"),
+            "--bad-image".into(), p("bad.bzImage"),
+            "--image".into(), self.image.to_string_lossy().into(),
+            "--build".into(), self.build.clone(),
+            "--state".into(), p("state.json"),
+        ];
+        if !self.append.is_empty() {
+            w.extend(["--append".into(), self.append.clone()]);
+        }
+        if let Some(r) = &self.rules {
+            w.extend(["--audit-rules".into(), r.to_string_lossy().into()]);
+            w.extend(["--good-audit-rules".into(), p("good.rules"), "--bad-audit-rules".into(), p("bad.rules")]);
+        }
+        // The rest as given to `bisect git`, after its own options.
+        let all: Vec<String> = std::env::args().collect();
+        let own = ["--good", "--bad", "--build", "--image", "--append", "--audit-rules"];
+        let mut i = all.iter().position(|a| a == "git").map_or(all.len(), |i| i + 1);
+        while i < all.len() {
+            let a = &all[i];
+            let flag = a.split('=').next().unwrap_or(a);
+            if own.contains(&flag) && !a.contains('=') {
+                i += 2;
+                continue;
+            }
+            if !own.contains(&flag) && a != "-o" && flag != "--output" {
+                w.push(a.clone());
+            } else if a == "-o" || a == "--output" {
+                i += 1;
+            }
+            i += 1;
+        }
+        w
+    }
+
+    /// git's answer, and every step's evidence, the builds in the history's order.
+    fn show(&self, said: &str, state: Option<StepState>) -> Result<()> {
+        let Some((mut b, steps)) = state.and_then(|s| s.result.map(|r| (r, s.steps))) else {
+            anyhow::bail!("git bisect run measured nothing: {}", said.trim());
+        };
+        let order = git(&["rev-list", "--reverse", &format!("{}..{}", self.good, self.bad)])?;
+        let mut builds = vec![Arm { name: "good".into(), ..b.builds[0].clone() }];
+        for hash in order.lines() {
+            let name = steps
+                .iter()
+                .find(|s| hash.starts_with(&s.build))
+                .map_or_else(|| hash[..hash.len().min(12)].to_string(), |s| s.build.clone());
+            builds.push(Arm { name, kernel: self.image.clone(), ..b.builds[1].clone() });
+        }
+        builds.last_mut().expect("bad is in good..bad").name = "bad".into();
+        let index = |name: &str| builds.iter().position(|a| a.name == name).unwrap_or(0);
+        b.steps = steps.into_iter().map(|s| Step { index: index(&s.build), ..s }).collect();
+        b.steps.sort_by_key(|s| s.number);
+        let first = said.lines().find_map(|l| l.split_once(" is the first bad commit").map(|x| x.0.to_string()));
+        b.found = match &first {
+            Some(hash) => {
+                let last_good = b.steps.iter().filter(|s| s.decision.class == Class::Good).max_by_key(|s| s.index);
+                Found::Build {
+                    last_good: last_good.map_or("good".into(), |s| s.build.clone()),
+                    first_bad: hash[..hash.len().min(12)].to_string(),
+                }
+            }
+            None => Found::Range {
+                last_good: "good".into(),
+                first_bad: "bad".into(),
+                between: said.lines().filter(|l| l.len() >= 40 && l.chars().take(40).all(|c| c.is_ascii_hexdigit())).map(|l| l[..12].to_string()).collect(),
+            },
+        };
+        (b.good, b.bad, b.builds) = (0, builds.len() - 1, builds);
+        b.shape = None;
+        b.warnings.push(format!("git bisect run: {}", said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim()));
+        finish(&b, &self.common)
+    }
+}

@@ -1,0 +1,473 @@
+//! `syscost bisect`: the first build in an ordered list of kernel builds where a figure
+//! changed, with boots as the units. The ends are booted first and must differ; then each
+//! step boots the build in the middle of the range still open ([`search`]) and classifies it
+//! good or bad ([`decide`]): by one boot when the figure is an exact emulated count, or by
+//! rounds that boot it between fresh boots of both ends when it is timed, adding rounds until
+//! Student's t decides at the step's share of the error bound. A build that is not a kernel
+//! or does not boot is skipped and stepped around, as `git bisect skip` does.
+//!
+//! The boots run in QEMU through the campaign's [`Booter`]; every boot is handed to the
+//! caller as it ends (to record and to save), and boots saved before (an interrupted
+//! bisection's, or a `git bisect run` step's ends) are replayed instead of booted again, so
+//! the same seed takes the same path.
+
+pub mod builds;
+pub mod decide;
+pub mod search;
+
+use crate::core::{Envelope, Kind};
+use crate::experiments::campaign::{self, Arm, BootRecord, Booter, CampaignPlan};
+use crate::stats::Interval;
+use anyhow::{Result, bail};
+use decide::{Budget, Class, Decision};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// A bisection to run: its builds are the campaign plan's arms, in order.
+pub struct BisectPlan {
+    pub campaign: CampaignPlan,
+    pub good: usize,
+    pub bad: usize,
+    /// The figure bisected, and whether it is an exact (emulated) count.
+    pub metric: String,
+    pub exact: bool,
+    /// The most rounds a timed step (or the ends' check) takes.
+    pub max_rounds: usize,
+    pub id: String,
+}
+
+/// The ends' boots and whether they differ.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Ends {
+    pub good: Vec<f64>,
+    pub bad: Vec<f64>,
+    pub differ: bool,
+    /// The change from the good end to the bad, percent of the good end's, with its interval
+    /// (timed: Student's t at the bound; exact: every cross-boot change).
+    pub change_pct: f64,
+    pub interval_pct: Option<Interval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p: Option<f64>,
+}
+
+/// One build tried.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Step {
+    pub number: usize,
+    pub build: String,
+    pub index: usize,
+    /// Its boots (the ends' boots beside it not counted) and the figure of each.
+    pub boots: usize,
+    pub values: Vec<f64>,
+    /// Rounds it was booted in, with both ends (timed).
+    #[serde(default)]
+    pub rounds: usize,
+    pub decision: Decision,
+}
+
+/// What the bisection found.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "found")]
+pub enum Found {
+    /// The ends do not differ: nothing to bisect.
+    EndsEqual,
+    /// `first_bad` is the first bad build, `last_good` the build before it.
+    Build { last_good: String, first_bad: String },
+    /// The first bad build is one of `between` and `first_bad`: the builds between were
+    /// skipped or undecided.
+    Range {
+        last_good: String,
+        first_bad: String,
+        between: Vec<String>,
+    },
+}
+
+/// Whether the change happened at one build or over several.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "shape")]
+pub enum Shape {
+    /// The step between the last good and the first bad build is most of the change.
+    Step { share: f64 },
+    /// It is less than half of it: the figure moves over several builds.
+    Spread { share: f64 },
+}
+
+/// The result of a bisection (kind `bisection`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Bisection {
+    #[serde(flatten)]
+    pub envelope: Envelope,
+    pub id: String,
+    pub created_unix: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::boot::qemu::Machine>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::environment::Environment>,
+    pub builds: Vec<Arm>,
+    pub good: usize,
+    pub bad: usize,
+    pub measure: Vec<String>,
+    pub metric: String,
+    pub unit: String,
+    pub exact: bool,
+    /// Exact counts closer than this percentage are equal.
+    pub resolution_pct: f64,
+    pub seed: u64,
+    /// How the error bound is shared out (timed steps).
+    pub budget: Budget,
+    pub max_rounds: usize,
+    pub ends: Ends,
+    /// The last round the ends' check took (the steps' rounds come after it).
+    pub end_rounds: u32,
+    pub steps: Vec<Step>,
+    pub found: Found,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Shape>,
+    pub boots: Vec<BootRecord>,
+    pub warnings: Vec<String>,
+}
+
+/// What the bisection does with each boot as it ends (show it, record it, save it).
+pub type OnBoot<'a> = dyn FnMut(&BootRecord, &[BootRecord]) + 'a;
+
+/// Boots builds by index, replaying saved boots first, and reads each boot's figure.
+struct Boots<'p, 'a> {
+    plan: &'p BisectPlan,
+    booter: Booter<'p>,
+    replay: VecDeque<BootRecord>,
+    boots: Vec<BootRecord>,
+    unit: String,
+    round: u32,
+    on_boot: &'a mut OnBoot<'a>,
+}
+
+impl Boots<'_, '_> {
+    /// A new round number: the boots of one round are paired.
+    fn round(&mut self) -> u32 {
+        self.round += 1;
+        self.round
+    }
+
+    /// Boot build `i` in `round` (or take its saved boots): its figure, or why there is none.
+    fn boot(&mut self, i: usize, round: u32) -> Result<std::result::Result<f64, String>> {
+        let name = self.plan.campaign.arms[i].name.clone();
+        let start = self.boots.len();
+        let saved = |b: &BootRecord| b.arm == name && b.round == round;
+        if self.replay.front().is_some_and(saved) {
+            while self.replay.front().is_some_and(saved) {
+                let b = self.replay.pop_front().expect("front is some");
+                self.boots.push(b);
+            }
+        } else {
+            self.replay.clear();
+            let mut fresh = Vec::new();
+            let on_boot = &mut *self.on_boot;
+            let boots = &self.boots;
+            self.booter.boot(i, round, &mut fresh, &mut |b| {
+                let mut all = boots.clone();
+                all.push(b.clone());
+                on_boot(b, &all)
+            })?;
+            self.boots.extend(fresh);
+        }
+        let last = self.boots[start..].last();
+        Ok(match last.map(|b| campaign::boot_value(b, &self.plan.metric)) {
+            Some(Ok((v, unit))) => {
+                self.unit = unit;
+                Ok(v)
+            }
+            Some(Err(why)) => Err(why),
+            None => Err("not booted".into()),
+        })
+    }
+}
+
+/// Check each build (one that cannot boot is skipped with why), start the booter.
+fn skipped_builds(plan: &BisectPlan) -> Result<(Vec<Option<String>>, Vec<(String, String)>)> {
+    campaign::check_setup(&plan.campaign)?;
+    let mut skip = Vec::new();
+    let mut rules = Vec::new();
+    for (i, a) in plan.campaign.arms.iter().enumerate() {
+        if plan.campaign.arms[..i].iter().any(|b| b.name == a.name) {
+            bail!("build {}: the name is given twice (name builds NAME=KERNEL)", a.name);
+        }
+        match campaign::check_arm(a, plan.campaign.rules_errors) {
+            Ok(r) => {
+                rules.extend(r.map(|r| (a.name.clone(), r)));
+                skip.push(None);
+            }
+            Err(e) if i == plan.good || i == plan.bad => {
+                bail!("the {} end, {}, cannot be booted: {e:#}", end_word(i == plan.good), a.name)
+            }
+            Err(e) => skip.push(Some(format!("{e:#}"))),
+        }
+    }
+    Ok((skip, rules))
+}
+
+fn end_word(good: bool) -> &'static str {
+    if good { "good" } else { "bad" }
+}
+
+/// Run a bisection: the ends, then the steps; `replay`: boots saved before, taken in order
+/// instead of booting again.
+pub fn run(plan: &BisectPlan, replay: Vec<BootRecord>, on_boot: &mut OnBoot) -> Result<Bisection> {
+    if plan.good >= plan.bad || plan.bad >= plan.campaign.arms.len() {
+        bail!("the good end must come before the bad end in the builds' order");
+    }
+    let (skip, rules) = skipped_builds(plan)?;
+    let mut boots = Boots {
+        plan,
+        booter: Booter::start(&plan.campaign, &rules)?,
+        replay: replay.into(),
+        boots: Vec::new(),
+        unit: String::new(),
+        round: 0,
+        on_boot,
+    };
+    let budget = Budget::new(
+        plan.campaign.options.alpha,
+        plan.bad - plan.good - 1,
+        plan.max_rounds,
+    );
+    let ends = ends(&mut boots, &budget)?;
+    let end_rounds = boots.round;
+    let mut s = search::Search::new(plan.campaign.arms.len(), plan.good, plan.bad);
+    let mut steps = Vec::new();
+    if ends.differ {
+        while let Some(i) = s.next() {
+            let step = match &skip[i] {
+                Some(why) => skipped_step(plan, i, why),
+                None => classify(&mut boots, i, &ends, &budget)?,
+            };
+            s.record(i, step.decision.class.clone());
+            steps.push(Step {
+                number: steps.len() + 1,
+                ..step
+            });
+        }
+    }
+    Ok(finish(plan, boots, budget, (ends, end_rounds), steps, &s))
+}
+
+fn skipped_step(plan: &BisectPlan, i: usize, why: &str) -> Step {
+    Step {
+        number: 0,
+        build: plan.campaign.arms[i].name.clone(),
+        index: i,
+        boots: 0,
+        values: Vec::new(),
+        rounds: 0,
+        decision: Decision {
+            class: Class::Skipped(why.into()),
+            position: None,
+            p: None,
+            bar: 0.0,
+        },
+    }
+}
+
+/// Boot the ends, round by round in a shuffled order: two rounds for exact counts (their
+/// boot-to-boot range), else until Student's t tells them apart or the rounds are spent.
+fn ends(b: &mut Boots, budget: &Budget) -> Result<Ends> {
+    let plan = b.plan;
+    let (least, most) = match plan.exact {
+        true => (campaign::MIN_EXACT_BOOTS, campaign::MIN_EXACT_BOOTS),
+        false => (decide::MIN_ROUNDS, plan.max_rounds),
+    };
+    let mut rounds: Vec<(f64, f64)> = Vec::new();
+    let mut tries = 0;
+    while rounds.len() < most && tries < most + plan.campaign.retries as usize + 1 {
+        tries += 1;
+        let round = b.round();
+        let order = shuffled(&[plan.good, plan.bad], plan.campaign.seed, round);
+        let mut got = [None; 2];
+        for i in order {
+            match b.boot(i, round)? {
+                Ok(v) => got[usize::from(i == plan.bad)] = Some(v),
+                Err(why) => end_failed(plan, i, &why)?,
+            }
+        }
+        if let [Some(g), Some(bad)] = got {
+            rounds.push((g, bad));
+        }
+        if !plan.exact && rounds.len() >= least {
+            if let Some((true, _)) = decide::ends_timed(&rounds, budget.per_look) {
+                break;
+            }
+        }
+    }
+    if rounds.len() < least {
+        bail!(
+            "the ends measured in {} round(s) of {tries}: at least {least} are needed",
+            rounds.len()
+        );
+    }
+    Ok(ends_of(plan, &rounds, budget))
+}
+
+/// An end that fails: the bisection goes on with the next round unless it failed in the guest
+/// (every boot would repeat it).
+fn end_failed(plan: &BisectPlan, i: usize, why: &str) -> Result<()> {
+    let name = &plan.campaign.arms[i].name;
+    if why.contains("no figure") {
+        bail!("the {} end, {name}: {why}: give --metric one of those", end_word(i == plan.good));
+    }
+    eprintln!("syscost: the {} end, {name}, did not measure: {why}", end_word(i == plan.good));
+    Ok(())
+}
+
+/// Whether the ends differ, and the change between them with its interval.
+fn ends_of(plan: &BisectPlan, rounds: &[(f64, f64)], budget: &Budget) -> Ends {
+    let good: Vec<f64> = rounds.iter().map(|r| r.0).collect();
+    let bad: Vec<f64> = rounds.iter().map(|r| r.1).collect();
+    let g = crate::stats::mean(&good);
+    let change_pct = 100.0 * (crate::stats::mean(&bad) - g) / g;
+    if plan.exact {
+        let rule = crate::stats::exact::range_rule(&good, &bad, plan.campaign.options.exact_floor_pct);
+        return Ends {
+            differ: rule.is_some_and(|r| r.apart()),
+            interval_pct: rule.map(|r| r.cross),
+            change_pct,
+            p: None,
+            good,
+            bad,
+        };
+    }
+    let d: Vec<f64> = rounds.iter().map(|(g, b)| b - g).collect();
+    let t = crate::stats::paired::paired_t(&d, 1.0 - budget.bound);
+    let tested = decide::ends_timed(rounds, budget.per_look);
+    let beyond_noise = change_pct.abs() >= plan.campaign.options.noise_pct;
+    Ends {
+        differ: tested.is_some_and(|(d, _)| d) && beyond_noise,
+        interval_pct: t.map(|t| t.interval.map(|x| 100.0 * x / g)),
+        change_pct,
+        p: tested.and_then(|(_, p)| p),
+        good,
+        bad,
+    }
+}
+
+/// The builds of a round in the order they boot: a shuffle seeded by the bisection's seed and
+/// the round.
+fn shuffled(builds: &[usize], seed: u64, round: u32) -> Vec<usize> {
+    let order = campaign::order(builds.len(), 1, seed ^ (u64::from(round) << 32));
+    order[0].iter().map(|&k| builds[k]).collect()
+}
+
+/// Classify build `i`: one boot against the ends' boots (exact), or rounds with both ends
+/// until the step decides or its rounds are spent (timed).
+fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Step> {
+    let plan = b.plan;
+    let mut step = skipped_step(plan, i, "");
+    if plan.exact {
+        let round = b.round();
+        step.boots = 1;
+        step.decision = match b.boot(i, round)? {
+            Ok(x) => {
+                step.values.push(x);
+                decide::exact(x, &ends.good, &ends.bad, plan.campaign.options.exact_floor_pct)
+            }
+            Err(why) => skipped_step(plan, i, &why).decision,
+        };
+        return Ok(step);
+    }
+    let mut rounds = Vec::new();
+    while step.rounds < plan.max_rounds {
+        let round = b.round();
+        step.rounds += 1;
+        let mut got = [None; 3];
+        for k in shuffled(&[plan.good, i, plan.bad], plan.campaign.seed, round) {
+            let at = if k == plan.good { 0 } else if k == i { 1 } else { 2 };
+            let v = b.boot(k, round)?;
+            step.boots += usize::from(k == i);
+            if let (1, Err(why)) = (at, &v) {
+                step.decision = skipped_step(plan, i, why).decision;
+                return Ok(step);
+            }
+            got[at] = v.ok();
+        }
+        if let [Some(g), Some(c), Some(bad)] = got {
+            step.values.push(c);
+            rounds.push((g, c, bad));
+        }
+        if let Some(d) = decide::timed(&rounds, budget.per_look) {
+            let decided = d.class != Class::Undecided;
+            step.decision = d;
+            if decided {
+                break;
+            }
+        }
+    }
+    if step.values.len() < decide::MIN_ROUNDS {
+        step.decision.class = Class::Undecided;
+    }
+    Ok(step)
+}
+
+/// The result: what the search found, and whether the change is one step.
+fn finish(
+    plan: &BisectPlan,
+    b: Boots,
+    budget: Budget,
+    (ends, end_rounds): (Ends, u32),
+    steps: Vec<Step>,
+    s: &search::Search,
+) -> Bisection {
+    let name = |i: usize| plan.campaign.arms[i].name.clone();
+    let (found, shape) = match (ends.differ, s.found()) {
+        (false, _) => (Found::EndsEqual, None),
+        (true, search::Found::Exact { good, bad }) => {
+            let at = |i: usize, end: f64| {
+                let step = steps.iter().find(|st| st.index == i);
+                step.map_or(Some(end), |st| st.decision.position)
+            };
+            let share = at(bad, 1.0).zip(at(good, 0.0)).map(|(b, g)| b - g);
+            let shape = share.map(|share| match share >= 0.5 {
+                true => Shape::Step { share },
+                false => Shape::Spread { share },
+            });
+            (
+                Found::Build {
+                    last_good: name(good),
+                    first_bad: name(bad),
+                },
+                shape,
+            )
+        }
+        (true, search::Found::Range { good, bad }) => (
+            Found::Range {
+                last_good: name(good),
+                first_bad: name(bad),
+                between: (good + 1..bad).map(name).collect(),
+            },
+            None,
+        ),
+    };
+    let created_unix = crate::core::now_unix();
+    Bisection {
+        envelope: Envelope::new(Kind::Bisection),
+        id: plan.id.clone(),
+        created_unix,
+        machine: plan.campaign.backend.machine().cloned(),
+        host: Some(crate::environment::Environment::collect()),
+        builds: plan.campaign.arms.clone(),
+        good: plan.good,
+        bad: plan.bad,
+        measure: plan.campaign.measure.clone(),
+        metric: plan.metric.clone(),
+        unit: b.unit,
+        exact: plan.exact,
+        resolution_pct: plan.campaign.options.exact_floor_pct,
+        seed: plan.campaign.seed,
+        budget,
+        max_rounds: plan.max_rounds,
+        ends,
+        end_rounds,
+        steps,
+        found,
+        shape,
+        boots: b.boots,
+        warnings: Vec::new(),
+    }
+}

@@ -1,0 +1,298 @@
+//! A bisection: what it found (the first bad build and the last good one, the figure at each
+//! end and its change with an interval), how sure each step is (the error bound shared over
+//! the steps), and every step's evidence; `--format lkml` opens with the 0-day robot's line.
+
+use super::Render;
+use super::format::{Cell, Format, Grid};
+use super::kind::{Entry, ResultKind};
+use super::section::Section;
+use crate::core::Kind;
+use crate::experiments::bisect::decide::Class;
+use crate::experiments::bisect::{Bisection, Found, Shape};
+
+impl Bisection {
+    /// The answer in one line, as the 0-day robot writes it: "first bad build X: getpid
+    /// instructions +52.9% (306 to 468 per call)".
+    pub fn headline(&self) -> String {
+        let (g, b) = (
+            crate::stats::median(&self.ends.good),
+            crate::stats::median(&self.ends.bad),
+        );
+        let change = format!(
+            "{} {:+.1}% ({} to {} {})",
+            self.metric,
+            self.ends.change_pct,
+            crate::core::fmt_num(g),
+            crate::core::fmt_num(b),
+            self.unit
+        );
+        match &self.found {
+            Found::EndsEqual => format!(
+                "the ends do not differ: nothing to bisect ({} {} to {} {})",
+                self.metric,
+                crate::core::fmt_num(g),
+                crate::core::fmt_num(b),
+                self.unit
+            ),
+            Found::Build { first_bad, .. } => format!("first bad build {first_bad}: {change}"),
+            Found::Range {
+                first_bad,
+                between,
+                ..
+            } => format!(
+                "first bad build one of {}, {first_bad} (the others were skipped or undecided): {change}",
+                between.join(", ")
+            ),
+        }
+    }
+
+    /// How sure the steps are.
+    fn bound_line(&self) -> String {
+        if self.exact {
+            return format!(
+                " Exact counts: each build decided by one boot, beyond the ends' own boot-to-boot \
+                 range and {}% from their midpoint (not a test: emulated counts move between boots \
+                 only by the interrupts in their windows)",
+                crate::core::fmt_num(self.resolution_pct)
+            );
+        }
+        let b = &self.budget;
+        let taken = self
+            .steps
+            .iter()
+            .filter(|s| !matches!(s.decision.class, Class::Skipped(_)))
+            .count();
+        let mut line = format!(
+            " Error bound {}%: {} step(s) for {} build(s) between the ends, each at {:.3}% \
+             (Student's t on rounds of good end, build and bad end, {} to {} rounds, each look at \
+             {:.4}%)",
+            crate::core::fmt_num(b.bound * 100.0),
+            b.steps,
+            self.bad - self.good - 1,
+            b.per_step * 100.0,
+            crate::experiments::bisect::decide::MIN_ROUNDS,
+            self.max_rounds,
+            b.per_look * 100.0
+        );
+        if taken > b.steps {
+            line.push_str(&format!(
+                "; {taken} steps were measured (builds were undecided), so the bound is {:.1}%",
+                b.per_step * taken as f64 * 100.0
+            ));
+        }
+        line
+    }
+
+    fn shape_line(&self) -> Option<String> {
+        match &self.shape {
+            Some(Shape::Spread { share }) => Some(format!(
+                " NOT ONE STEP: the last good and the first bad build are {:.0}% of the change \
+                 apart; the figure moves over several builds (see each build's position)",
+                share * 100.0
+            )),
+            Some(Shape::Step { share }) => Some(format!(
+                " One step: {:.0}% of the change lies between the last good and the first bad build",
+                share * 100.0
+            )),
+            None => None,
+        }
+    }
+
+    /// The ends: boots, median, and the change with its interval.
+    pub fn ends_grid(&self) -> Grid {
+        let mut g = Grid::new(&["end", "build", "boots", "median", "min", "max"])
+            .right(2..=5)
+            .title(format!(" {} ({}) at the ends, one value per boot", self.metric, self.unit));
+        for (word, i, v) in [
+            ("good", self.good, &self.ends.good),
+            ("bad", self.bad, &self.ends.bad),
+        ] {
+            let s = crate::stats::Summary::of(v);
+            g.row([
+                Cell::from(word),
+                self.builds[i].name.clone().into(),
+                Cell::Int(v.len() as i64),
+                s.as_ref().map_or(Cell::Missing, |s| Cell::Num(s.median)),
+                s.as_ref().map_or(Cell::Missing, |s| Cell::Num(s.min)),
+                s.as_ref().map_or(Cell::Missing, |s| Cell::Num(s.max)),
+            ]);
+        }
+        let interval = self
+            .ends
+            .interval_pct
+            .map(|i| format!(" {}", Cell::ChangeInterval(i).text()))
+            .unwrap_or_default();
+        let p = self
+            .ends
+            .p
+            .map(|p| format!(", p {}", Cell::P(p).text()))
+            .unwrap_or_default();
+        g.notes = vec![format!(
+            "change {:+.2}%{interval}{p}: {}",
+            self.ends.change_pct,
+            if self.ends.differ { "the ends differ" } else { "the ends do not differ" }
+        )];
+        g
+    }
+
+    /// Every step's evidence.
+    pub fn steps_grid(&self) -> Option<Grid> {
+        if self.steps.is_empty() {
+            return None;
+        }
+        let mut g = Grid::new(&[
+            "step", "build", "boots", "rounds", "median", "position", "class", "p or bar",
+        ])
+        .right([0, 2, 3, 4, 5, 7])
+        .title(" Each build tried (position: 0 at the good end's figure, 1 at the bad end's)");
+        for s in &self.steps {
+            let evidence = match (&s.decision.class, s.decision.p) {
+                (Class::Skipped(why), _) => Cell::from(why.lines().next().unwrap_or_default()),
+                (_, Some(p)) => Cell::Text(format!("p {} < {}?", Cell::P(p).text(), Cell::P(s.decision.bar).text())),
+                (_, None) if self.exact => Cell::Text(format!("±{}", crate::core::fmt_num(s.decision.bar))),
+                _ => Cell::Missing,
+            };
+            g.row([
+                Cell::Int(s.number as i64),
+                s.build.clone().into(),
+                Cell::Int(s.boots as i64),
+                Cell::Int(s.rounds as i64),
+                match s.values.is_empty() {
+                    true => Cell::Missing,
+                    false => Cell::Num(crate::stats::median(&s.values)),
+                },
+                s.decision.position.map_or(Cell::Missing, |p| Cell::Text(format!("{p:.3}"))),
+                s.decision.class.word().into(),
+                evidence,
+            ]);
+        }
+        Some(g)
+    }
+
+    /// Each build tried, in order, with its boots' figures: the chart of the figure along the
+    /// builds.
+    pub fn builds_chart(&self) -> String {
+        use super::svg::{Category, Mark, categories};
+        let mut tried: Vec<(usize, Vec<f64>, usize)> = vec![
+            (self.good, self.ends.good.clone(), 1),
+            (self.bad, self.ends.bad.clone(), 2),
+        ];
+        for s in &self.steps {
+            let class = match s.decision.class {
+                Class::Good => 1,
+                Class::Bad => 2,
+                _ => 3,
+            };
+            tried.push((s.index, s.values.clone(), class));
+        }
+        tried.sort_by_key(|t| t.0);
+        let cats: Vec<Category> = tried
+            .into_iter()
+            .map(|(i, values, class)| Category {
+                label: self.builds[i].name.clone(),
+                dot: crate::stats::Summary::of(&values).map(|s| (s.median, s.min, s.max)),
+                strip: values,
+                class,
+                ..Category::default()
+            })
+            .collect();
+        categories(
+            &format!("{} along the builds tried", self.metric),
+            "build, in order",
+            &format!("{} ({})", self.metric, self.unit),
+            &cats,
+            vec![
+                (1, "good".into(), Mark::Dot),
+                (2, "bad".into(), Mark::Dot),
+                (3, "skipped or undecided".into(), Mark::Dot),
+            ],
+            None,
+        )
+    }
+}
+
+impl Render for Bisection {
+    fn preamble(&self) -> Vec<String> {
+        let skipped: Vec<&str> = self
+            .steps
+            .iter()
+            .filter(|s| matches!(s.decision.class, Class::Skipped(_)))
+            .map(|s| s.build.as_str())
+            .collect();
+        let mut lines = vec![
+            format!(" {}", self.headline()),
+            format!(
+                " Bisection {} of {} builds by {} per operation, measured by `syscost {}` in \
+                 each boot (QEMU, {}), seed {}",
+                self.id,
+                self.builds.len(),
+                self.metric,
+                self.measure.join(" "),
+                self.machine.as_ref().map_or("?", |m| m.accel.name()),
+                self.seed
+            ),
+        ];
+        if let Found::Build { last_good, .. } | Found::Range { last_good, .. } = &self.found {
+            lines.push(format!(" Last good build: {last_good}"));
+        }
+        lines.push(self.bound_line());
+        lines.extend(self.shape_line());
+        if !skipped.is_empty() {
+            lines.push(format!(" Skipped (not a kernel, or did not boot): {}", skipped.join(", ")));
+        }
+        lines.extend(self.warnings.iter().map(|w| format!(" warning: {w}")));
+        lines
+    }
+
+    fn grids(&self) -> Vec<Grid> {
+        let mut out = vec![self.ends_grid()];
+        out.extend(self.steps_grid());
+        out
+    }
+
+    fn text(&self, format: Format) -> String {
+        super::format::render(format, &self.preamble(), &self.grids())
+    }
+}
+
+impl ResultKind for Bisection {
+    fn kind(&self) -> Kind {
+        Kind::Bisection
+    }
+
+    fn damage(&self) -> Option<String> {
+        let bad_index = |i: usize| i >= self.builds.len();
+        (bad_index(self.good) || bad_index(self.bad) || self.steps.iter().any(|s| bad_index(s.index)))
+            .then(|| "a bisection whose ends or steps name builds it does not list".into())
+    }
+
+    fn title(&self) -> String {
+        format!("Bisection {}: {}", self.id, self.headline())
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        for line in self.preamble() {
+            s.meta(&line);
+        }
+        s.table(&self.ends_grid());
+        if let Some(g) = self.steps_grid() {
+            s.table(&g);
+        }
+        s.figure(&self.builds_chart());
+    }
+
+    fn environment(&self) -> Option<&crate::environment::Environment> {
+        self.host.as_ref()
+    }
+
+    fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
+        (name == "builds").then(|| Ok(self.builds_chart()))
+    }
+}
+
+/// A bisection: the figure along the builds it tried.
+pub const ENTRY: Entry = Entry::of::<Bisection>(Kind::Bisection, &["builds"]);
