@@ -7,7 +7,8 @@
 # auditctl the rules-file tests compare syscost's loading with (its daemon not started: syscost
 # itself never calls auditctl); python3-venv and
 # KernelCI's kcidb-io schema package in target/kcidb-venv, which validates `syscost export
-# kcidb`; qemu-system-x86 and two Debian kernel images, for the campaign tests), then runs every
+# kcidb`; qemu-system-x86 and two Debian kernel images, for the campaign tests, and seven 6.12 images
+# and git for the bisection tests), then runs every
 # test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,26 @@ if [ "$(ls "$kernels"/boot/vmlinuz-* 2>/dev/null | wc -l)" -lt 2 ]; then
 			echo "note: no Debian kernel image matching $series could be fetched; the campaign tests say so" >&2
 		fi
 	done
+fi
+# Seven 6.12 cloud images in version order for the bisection tests (the newest seven the archive
+# has: 6.12.100 to 6.12.117 when written), unpacked into target/kernels/bisect.
+bisect=target/kernels/bisect
+if [ "$(ls "$bisect"/boot/vmlinuz-* 2>/dev/null | wc -l)" -lt 7 ]; then
+	mkdir -p "$bisect"
+	for pkg in $(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-cloud-amd64$' | cut -d' ' -f1 | sort -V | tail -7); do
+		if (cd "$bisect" && apt-get download -qq "$pkg" 2>/dev/null); then
+			dpkg-deb --fsys-tarfile "$bisect/${pkg}"_*.deb | tar -x -C "$bisect" --wildcards './boot/vmlinuz-*'
+			rm -f "$bisect/${pkg}"_*.deb
+		else
+			echo "note: $pkg could not be fetched; the bisection tests say so" >&2
+		fi
+	done
+fi
+# git, for the bisection's git mode test.
+if ! command -v git >/dev/null && [ "$(id -u)" = 0 ]; then
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq git >/dev/null
 fi
 venv=target/kcidb-venv
 if ! "$venv/bin/python" -c 'import kcidb_io' 2>/dev/null; then

@@ -4,16 +4,16 @@
 //! for `git bisect run`; `bisect git` drives git bisect itself (see `bisect_git.rs`).
 
 use super::args::HistoryOpts;
+pub use super::bisect_git::{GitArgs, StepArgs};
 use super::campaign::{GuestOpts, Via, check_alpha, record_tagged};
 use super::*;
-use anyhow::Context;
 use crate::audit::rules_file::OnError;
+use crate::counters::emulated::{Count, Part};
 use crate::experiments::bisect::{self, BisectPlan, Bisection, Found, builds, decide::Class};
 use crate::experiments::campaign::{self, Arm, BootRecord};
-use crate::counters::emulated::{Count, Part};
+use anyhow::Context;
 use serde::Deserialize;
 use std::path::Path;
-pub use super::bisect_git::{GitArgs, StepArgs};
 
 pub(super) const BISECT_EXAMPLES: &str = "Examples:
   syscost bisect --accel tcg --emulated-counters --builds /srv/kernels -- run syscall --runs 1
@@ -160,7 +160,10 @@ impl BisectArgs {
                 state.display()
             );
         }
-        let args: Vec<String> = std::env::args().skip_while(|a| a != "bisect").skip(1).collect();
+        let args: Vec<String> = std::env::args()
+            .skip_while(|a| a != "bisect")
+            .skip(1)
+            .collect();
         let seed = self.common()?.seed.unwrap_or_else(crate::core::now_unix);
         self.start(&state, args, seed, Vec::new())
     }
@@ -170,7 +173,13 @@ impl BisectArgs {
     }
 
     /// Run (or go on with) the bisection, saving every boot in `state`; remove it at the end.
-    fn start(&self, state: &Path, args: Vec<String>, seed: u64, replay: Vec<BootRecord>) -> Result<()> {
+    fn start(
+        &self,
+        state: &Path,
+        args: Vec<String>,
+        seed: u64,
+        replay: Vec<BootRecord>,
+    ) -> Result<()> {
         let c = self.common()?;
         if let Some(o) = &c.output {
             crate::core::check_writable(o)?;
@@ -220,9 +229,10 @@ impl BisectArgs {
         }
         let index = |flag: &str, name: &Option<String>, default: usize| match name {
             None => Ok(default),
-            Some(n) => builds.iter().position(|b| &b.name == n).ok_or_else(|| {
-                anyhow::anyhow!("{flag} {n}: no build is named so (see --builds)")
-            }),
+            Some(n) => builds
+                .iter()
+                .position(|b| &b.name == n)
+                .ok_or_else(|| anyhow::anyhow!("{flag} {n}: no build is named so (see --builds)")),
         };
         let good = index("--good", &self.good, 0)?;
         let bad = index("--bad", &self.bad, builds.len() - 1)?;
@@ -240,7 +250,13 @@ impl BisectArgs {
 
 impl Common {
     /// The plan of a bisection of `builds` between `good` and `bad`.
-    pub(super) fn plan(&self, builds: Vec<Arm>, good: usize, bad: usize, seed: u64) -> Result<BisectPlan> {
+    pub(super) fn plan(
+        &self,
+        builds: Vec<Arm>,
+        good: usize,
+        bad: usize,
+        seed: u64,
+    ) -> Result<BisectPlan> {
         check_alpha(self.error_bound).map_err(|_| {
             anyhow::anyhow!("--error-bound must be between 0 and 1 (exclusive), e.g. 0.05")
         })?;
@@ -248,14 +264,17 @@ impl Common {
             exact_floor_pct: self.exact_resolution,
             ..campaign::compare_options(self.error_bound, self.noise_threshold, seed)
         };
-        let mut campaign = self
-            .guest
-            .plan(Via::Qemu, &self.measure, options, self.audit_rules_errors)?;
+        let mut campaign =
+            self.guest
+                .plan(Via::Qemu, &self.measure, options, self.audit_rules_errors)?;
         (campaign.arms, campaign.seed) = (builds, seed);
-        let metric = self.metric.clone().unwrap_or_else(|| match self.guest.emulated() {
-            true => Count::Instructions.part_name(Part::All),
-            false => "time".to_string(),
-        });
+        let metric = self
+            .metric
+            .clone()
+            .unwrap_or_else(|| match self.guest.emulated() {
+                true => Count::Instructions.part_name(Part::All),
+                false => "time".to_string(),
+            });
         Ok(BisectPlan {
             campaign,
             good,
@@ -288,8 +307,14 @@ impl StateArg {
 /// history URL with a password).
 fn save_state(path: &Path, s: &State) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+    {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
     crate::core::write_atomic(path, serde_json::to_string(s)?.as_bytes())
 }
@@ -306,7 +331,10 @@ fn load_state(path: &Path) -> Result<Option<State>> {
 
 fn status(path: &Path) -> Result<()> {
     let Some(s) = load_state(path)? else {
-        outln!("no bisection in progress ({} does not exist)", path.display());
+        outln!(
+            "no bisection in progress ({} does not exist)",
+            path.display()
+        );
         return Ok(());
     };
     let measured = s.boots.iter().filter(|b| b.result().is_some()).count();
@@ -322,13 +350,23 @@ fn status(path: &Path) -> Result<()> {
 
 fn resume(path: &Path) -> Result<()> {
     let s = load_state(path)?.with_context(|| {
-        format!("no bisection in progress ({} does not exist): nothing to resume", path.display())
+        format!(
+            "no bisection in progress ({} does not exist): nothing to resume",
+            path.display()
+        )
     })?;
-    let words = ["syscost", "bisect"].into_iter().map(String::from).chain(s.args.clone());
+    let words = ["syscost", "bisect"]
+        .into_iter()
+        .map(String::from)
+        .chain(s.args.clone());
     let Command::Bisect(args) = Cli::try_parse_from(words)?.command else {
         anyhow::bail!("{}: its command line is not a bisection's", path.display());
     };
-    eprintln!("syscost: resuming bisection {} from {} saved boot(s)", s.id, s.boots.len());
+    eprintln!(
+        "syscost: resuming bisection {} from {} saved boot(s)",
+        s.id,
+        s.boots.len()
+    );
     args.start(path, s.args, s.seed, s.boots)
 }
 
@@ -336,9 +374,16 @@ fn abort(path: &Path) -> Result<()> {
     match load_state(path)? {
         Some(s) => {
             std::fs::remove_file(path)?;
-            outln!("bisection {} dropped ({} boot(s) stay in the history)", s.id, s.boots.len());
+            outln!(
+                "bisection {} dropped ({} boot(s) stay in the history)",
+                s.id,
+                s.boots.len()
+            );
         }
-        None => outln!("no bisection in progress ({} does not exist): nothing to abort", path.display()),
+        None => outln!(
+            "no bisection in progress ({} does not exist): nothing to abort",
+            path.display()
+        ),
     }
     Ok(())
 }
@@ -361,7 +406,12 @@ pub(super) fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str) {
     record_tagged(
         b,
         keep,
-        [format!("bisect={id}"), format!("build={}", b.arm), format!("round={}", b.round), "via=qemu".into()],
+        [
+            format!("bisect={id}"),
+            format!("build={}", b.arm),
+            format!("round={}", b.round),
+            "via=qemu".into(),
+        ],
     );
 }
 
@@ -380,7 +430,10 @@ fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {
 fn build_named<'a>(builds: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a mut Arm> {
     let names: Vec<String> = builds.iter().map(|a| a.name.clone()).collect();
     builds.iter_mut().find(|a| a.name == name).ok_or_else(|| {
-        anyhow::anyhow!("{flag} {name}=...: no build is named {name} (builds: {})", names.join(" "))
+        anyhow::anyhow!(
+            "{flag} {name}=...: no build is named {name} (builds: {})",
+            names.join(" ")
+        )
     })
 }
 

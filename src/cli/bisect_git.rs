@@ -4,9 +4,9 @@
 
 use super::bisect::{Common, boot_line, finish, record_boot};
 use super::*;
-use anyhow::Context;
 use crate::experiments::bisect::{self, Bisection, Found, Step, decide::Class};
 use crate::experiments::campaign::{Arm, BootRecord};
+use anyhow::Context;
 use serde::Deserialize;
 use std::path::Path;
 use std::process::Command as Process;
@@ -77,7 +77,7 @@ struct StepState {
 impl StepArgs {
     pub(super) fn run(self) -> Result<()> {
         match self.step() {
-            Ok(code) if code == 0 => Ok(()),
+            Ok(0) => Ok(()),
             Ok(code) => Err(StepStatus(code, format!("exit {code}")).into()),
             Err(e) if e.is::<StepStatus>() || e.is::<crate::signals::Interrupted>() => Err(e),
             Err(e) => Err(StepStatus(STOP, format!("error: {e:#}; git bisect run stops")).into()),
@@ -90,23 +90,28 @@ impl StepArgs {
             None => git_dir()?.join("syscost-bisect.json"),
         };
         let ends = vec![self.good_image.clone(), self.bad_image.clone()];
-        let mut state = load(&state_path)?.filter(|s| s.ends == ends).unwrap_or_else(|| {
-            let seed = self.common.seed.unwrap_or_else(crate::core::now_unix);
-            StepState {
-                id: format!("{}-{seed}", crate::core::now_unix()),
-                seed,
-                ends,
-                ..StepState::default()
-            }
-        });
-        if let Some(cmd) = &self.build {
-            if !run_build(cmd)? {
-                return Ok(SKIP);
-            }
+        let mut state = load(&state_path)?
+            .filter(|s| s.ends == ends)
+            .unwrap_or_else(|| {
+                let seed = self.common.seed.unwrap_or_else(crate::core::now_unix);
+                StepState {
+                    id: format!("{}-{seed}", crate::core::now_unix()),
+                    seed,
+                    ends,
+                    ..StepState::default()
+                }
+            });
+        if let Some(cmd) = &self.build
+            && !run_build(cmd)?
+        {
+            return Ok(SKIP);
         }
         let name = build_name().unwrap_or_else(|| "candidate".into());
         if !self.image.is_file() {
-            eprintln!("syscost: {name}: the build left no image at {}: skipped", self.image.display());
+            eprintln!(
+                "syscost: {name}: the build left no image at {}: skipped",
+                self.image.display()
+            );
             return Ok(SKIP);
         }
         let b = self.bisect(&name, &state)?;
@@ -149,7 +154,12 @@ impl StepArgs {
 fn save_step(state: &mut StepState, b: &Bisection) {
     if state.end_boots.is_empty() {
         state.end_rounds = b.end_rounds;
-        state.end_boots = b.boots.iter().filter(|x| x.round <= b.end_rounds).cloned().collect();
+        state.end_boots = b
+            .boots
+            .iter()
+            .filter(|x| x.round <= b.end_rounds)
+            .cloned()
+            .collect();
     }
     for s in &b.steps {
         state.steps.push(Step {
@@ -181,7 +191,9 @@ fn run_build(cmd: &str) -> Result<bool> {
         .status()
         .context("cannot run sh for --build")?;
     if !status.success() {
-        eprintln!("syscost: --build failed ({status}): skipped, as git bisect skips a commit that does not build");
+        eprintln!(
+            "syscost: --build failed ({status}): skipped, as git bisect skips a commit that does not build"
+        );
     }
     Ok(status.success())
 }
@@ -241,7 +253,9 @@ pub struct GitArgs {
 impl GitArgs {
     pub(super) fn run(self) -> Result<()> {
         if !git(&["status", "--porcelain", "--untracked-files=no"])?.is_empty() {
-            anyhow::bail!("the tree has changes: commit or stash them first (git bisect checks out other commits)");
+            anyhow::bail!(
+                "the tree has changes: commit or stash them first (git bisect checks out other commits)"
+            );
         }
         let dir = git_dir()?.join("syscost-bisect");
         let _ = std::fs::remove_dir_all(&dir);
@@ -263,11 +277,18 @@ impl GitArgs {
         git(&["checkout", "-q", &start])?;
         git(&["bisect", "start", &self.bad, &self.good])?;
         let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
-        let mut step = vec![exe.to_string_lossy().to_string(), "bisect".into(), "step".into()];
+        let mut step = vec![
+            exe.to_string_lossy().to_string(),
+            "bisect".into(),
+            "step".into(),
+        ];
         step.extend(self.step_words(dir));
         let mut cmd: Vec<&str> = vec!["bisect", "run"];
         cmd.extend(step.iter().map(String::as_str));
-        let out = Process::new("git").args(&cmd).stdout(std::process::Stdio::piped()).output()?;
+        let out = Process::new("git")
+            .args(&cmd)
+            .stdout(std::process::Stdio::piped())
+            .output()?;
         let said = String::from_utf8_lossy(&out.stdout).to_string();
         let state: Option<StepState> = load(&dir.join("state.json"))?;
         self.show(&said, state)
@@ -279,8 +300,12 @@ impl GitArgs {
         if !run_build(&self.build)? {
             anyhow::bail!("the {word} end, {rev}, does not build: nothing to compare with");
         }
-        std::fs::copy(&self.image, dir.join(format!("{word}.bzImage")))
-            .with_context(|| format!("the {word} end, {rev}: no image at {}", self.image.display()))?;
+        std::fs::copy(&self.image, dir.join(format!("{word}.bzImage"))).with_context(|| {
+            format!(
+                "the {word} end, {rev}: no image at {}",
+                self.image.display()
+            )
+        })?;
         if let Some(r) = &self.rules {
             std::fs::copy(r, dir.join(format!("{word}.rules")))
                 .with_context(|| format!("the {word} end, {rev}: no {}", r.display()))?;
@@ -292,23 +317,43 @@ impl GitArgs {
     fn step_words(&self, dir: &Path) -> Vec<String> {
         let p = |f: &str| dir.join(f).to_string_lossy().to_string();
         let mut w = vec![
-            "--good-image".into(), p("good.bzImage"),
-            "--bad-image".into(), p("bad.bzImage"),
-            "--image".into(), self.image.to_string_lossy().into(),
-            "--build".into(), self.build.clone(),
-            "--state".into(), p("state.json"),
+            "--good-image".into(),
+            p("good.bzImage"),
+            "--bad-image".into(),
+            p("bad.bzImage"),
+            "--image".into(),
+            self.image.to_string_lossy().into(),
+            "--build".into(),
+            self.build.clone(),
+            "--state".into(),
+            p("state.json"),
         ];
         if !self.append.is_empty() {
             w.extend(["--append".into(), self.append.clone()]);
         }
         if let Some(r) = &self.rules {
             w.extend(["--audit-rules".into(), r.to_string_lossy().into()]);
-            w.extend(["--good-audit-rules".into(), p("good.rules"), "--bad-audit-rules".into(), p("bad.rules")]);
+            w.extend([
+                "--good-audit-rules".into(),
+                p("good.rules"),
+                "--bad-audit-rules".into(),
+                p("bad.rules"),
+            ]);
         }
         // The rest as given to `bisect git`, after its own options.
         let all: Vec<String> = std::env::args().collect();
-        let own = ["--good", "--bad", "--build", "--image", "--append", "--audit-rules"];
-        let mut i = all.iter().position(|a| a == "git").map_or(all.len(), |i| i + 1);
+        let own = [
+            "--good",
+            "--bad",
+            "--build",
+            "--image",
+            "--append",
+            "--audit-rules",
+        ];
+        let mut i = all
+            .iter()
+            .position(|a| a == "git")
+            .map_or(all.len(), |i| i + 1);
         while i < all.len() {
             let a = &all[i];
             let flag = a.split('=').next().unwrap_or(a);
@@ -331,23 +376,50 @@ impl GitArgs {
         let Some((mut b, steps)) = state.and_then(|s| s.result.map(|r| (r, s.steps))) else {
             anyhow::bail!("git bisect run measured nothing: {}", said.trim());
         };
-        let order = git(&["rev-list", "--reverse", &format!("{}..{}", self.good, self.bad)])?;
-        let mut builds = vec![Arm { name: "good".into(), ..b.builds[0].clone() }];
+        let order = git(&[
+            "rev-list",
+            "--reverse",
+            &format!("{}..{}", self.good, self.bad),
+        ])?;
+        let mut builds = vec![Arm {
+            name: "good".into(),
+            ..b.builds[0].clone()
+        }];
         for hash in order.lines() {
             let name = steps
                 .iter()
                 .find(|s| hash.starts_with(&s.build))
-                .map_or_else(|| hash[..hash.len().min(12)].to_string(), |s| s.build.clone());
-            builds.push(Arm { name, kernel: self.image.clone(), ..b.builds[1].clone() });
+                .map_or_else(
+                    || hash[..hash.len().min(12)].to_string(),
+                    |s| s.build.clone(),
+                );
+            builds.push(Arm {
+                name,
+                kernel: self.image.clone(),
+                ..b.builds[1].clone()
+            });
         }
         builds.last_mut().expect("bad is in good..bad").name = "bad".into();
         let index = |name: &str| builds.iter().position(|a| a.name == name).unwrap_or(0);
-        b.steps = steps.into_iter().map(|s| Step { index: index(&s.build), ..s }).collect();
+        b.steps = steps
+            .into_iter()
+            .map(|s| Step {
+                index: index(&s.build),
+                ..s
+            })
+            .collect();
         b.steps.sort_by_key(|s| s.number);
-        let first = said.lines().find_map(|l| l.split_once(" is the first bad commit").map(|x| x.0.to_string()));
+        let first = said.lines().find_map(|l| {
+            l.split_once(" is the first bad commit")
+                .map(|x| x.0.to_string())
+        });
         b.found = match &first {
             Some(hash) => {
-                let last_good = b.steps.iter().filter(|s| s.decision.class == Class::Good).max_by_key(|s| s.index);
+                let last_good = b
+                    .steps
+                    .iter()
+                    .filter(|s| s.decision.class == Class::Good)
+                    .max_by_key(|s| s.index);
                 Found::Build {
                     last_good: last_good.map_or("good".into(), |s| s.build.clone()),
                     first_bad: hash[..hash.len().min(12)].to_string(),
@@ -356,12 +428,23 @@ impl GitArgs {
             None => Found::Range {
                 last_good: "good".into(),
                 first_bad: "bad".into(),
-                between: said.lines().filter(|l| l.len() >= 40 && l.chars().take(40).all(|c| c.is_ascii_hexdigit())).map(|l| l[..12].to_string()).collect(),
+                between: said
+                    .lines()
+                    .filter(|l| l.len() >= 40 && l.chars().take(40).all(|c| c.is_ascii_hexdigit()))
+                    .map(|l| l[..12].to_string())
+                    .collect(),
             },
         };
         (b.good, b.bad, b.builds) = (0, builds.len() - 1, builds);
         b.shape = None;
-        b.warnings.push(format!("git bisect run: {}", said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim()));
+        b.warnings.push(format!(
+            "git bisect run: {}",
+            said.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim()
+        ));
         finish(&b, &self.common)
     }
 }

@@ -268,9 +268,9 @@ impl CampaignArgs {
             exact_floor_pct: self.exact_resolution,
             ..campaign::compare_options(self.alpha, self.noise_threshold, seed)
         };
-        let mut plan = self
-            .guest
-            .plan(self.via, &self.measure, options, self.audit_rules_errors)?;
+        let mut plan =
+            self.guest
+                .plan(self.via, &self.measure, options, self.audit_rules_errors)?;
         (plan.arms, plan.boots, plan.seed) = (arms, boots, seed);
         Ok(plan)
     }
@@ -517,7 +517,11 @@ fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str, via: &str, accel: &
 }
 
 /// A measured boot's result in the history, with `tags` added to the user's.
-pub(super) fn record_tagged(b: &BootRecord, keep: &HistoryOpts, tags: impl IntoIterator<Item = String>) {
+pub(super) fn record_tagged(
+    b: &BootRecord,
+    keep: &HistoryOpts,
+    tags: impl IntoIterator<Item = String>,
+) {
     let Some(result) = b.result() else { return };
     if keep.no_history {
         return;

@@ -36,11 +36,10 @@ impl Bisection {
             ),
             Found::Build { first_bad, .. } => format!("first bad build {first_bad}: {change}"),
             Found::Range {
-                first_bad,
-                between,
-                ..
+                first_bad, between, ..
             } => format!(
-                "first bad build one of {}, {first_bad} (the others were skipped or undecided): {change}",
+                "first bad build one of {}, {first_bad} ({} skipped or undecided): {change}",
+                between.join(", "),
                 between.join(", ")
             ),
         }
@@ -66,7 +65,7 @@ impl Bisection {
             " Error bound {}%: {} step(s) for {} build(s) between the ends, each at {:.3}% \
              (Student's t on rounds of good end, build and bad end, {} to {} rounds, each look at \
              {:.4}%)",
-            crate::core::fmt_num(b.bound * 100.0),
+            b.bound * 100.0,
             b.steps,
             self.bad - self.good - 1,
             b.per_step * 100.0,
@@ -102,7 +101,10 @@ impl Bisection {
     pub fn ends_grid(&self) -> Grid {
         let mut g = Grid::new(&["end", "build", "boots", "median", "min", "max"])
             .right(2..=5)
-            .title(format!(" {} ({}) at the ends, one value per boot", self.metric, self.unit));
+            .title(format!(
+                " {} ({}) at the ends, one value per boot",
+                self.metric, self.unit
+            ));
         for (word, i, v) in [
             ("good", self.good, &self.ends.good),
             ("bad", self.bad, &self.ends.bad),
@@ -130,7 +132,11 @@ impl Bisection {
         g.notes = vec![format!(
             "change {:+.2}%{interval}{p}: {}",
             self.ends.change_pct,
-            if self.ends.differ { "the ends differ" } else { "the ends do not differ" }
+            if self.ends.differ {
+                "the ends differ"
+            } else {
+                "the ends do not differ"
+            }
         )];
         g
     }
@@ -148,8 +154,14 @@ impl Bisection {
         for s in &self.steps {
             let evidence = match (&s.decision.class, s.decision.p) {
                 (Class::Skipped(why), _) => Cell::from(why.lines().next().unwrap_or_default()),
-                (_, Some(p)) => Cell::Text(format!("p {} < {}?", Cell::P(p).text(), Cell::P(s.decision.bar).text())),
-                (_, None) if self.exact => Cell::Text(format!("±{}", crate::core::fmt_num(s.decision.bar))),
+                (_, Some(p)) => Cell::Text(format!(
+                    "p {} < {}?",
+                    Cell::P(p).text(),
+                    Cell::P(s.decision.bar).text()
+                )),
+                (_, None) if self.exact => {
+                    Cell::Text(format!("±{}", crate::core::fmt_num(s.decision.bar)))
+                }
                 _ => Cell::Missing,
             };
             g.row([
@@ -161,7 +173,9 @@ impl Bisection {
                     true => Cell::Missing,
                     false => Cell::Num(crate::stats::median(&s.values)),
                 },
-                s.decision.position.map_or(Cell::Missing, |p| Cell::Text(format!("{p:.3}"))),
+                s.decision
+                    .position
+                    .map_or(Cell::Missing, |p| Cell::Text(format!("{:.3}", p + 0.0))),
                 s.decision.class.word().into(),
                 evidence,
             ]);
@@ -238,7 +252,10 @@ impl Render for Bisection {
         lines.push(self.bound_line());
         lines.extend(self.shape_line());
         if !skipped.is_empty() {
-            lines.push(format!(" Skipped (not a kernel, or did not boot): {}", skipped.join(", ")));
+            lines.push(format!(
+                " Skipped (not a kernel, or did not boot): {}",
+                skipped.join(", ")
+            ));
         }
         lines.extend(self.warnings.iter().map(|w| format!(" warning: {w}")));
         lines
@@ -262,8 +279,10 @@ impl ResultKind for Bisection {
 
     fn damage(&self) -> Option<String> {
         let bad_index = |i: usize| i >= self.builds.len();
-        (bad_index(self.good) || bad_index(self.bad) || self.steps.iter().any(|s| bad_index(s.index)))
-            .then(|| "a bisection whose ends or steps name builds it does not list".into())
+        (bad_index(self.good)
+            || bad_index(self.bad)
+            || self.steps.iter().any(|s| bad_index(s.index)))
+        .then(|| "a bisection whose ends or steps name builds it does not list".into())
     }
 
     fn title(&self) -> String {

@@ -118,7 +118,10 @@ pub fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
         out
     }
     let key = |(digits, run): (bool, &str)| match digits {
-        true => (run.trim_start_matches('0').len(), run.trim_start_matches('0').to_string()),
+        true => (
+            run.trim_start_matches('0').len(),
+            run.trim_start_matches('0').to_string(),
+        ),
         false => (0, run.to_string()),
     };
     let (ra, rb) = (runs(a), runs(b));
@@ -163,8 +166,14 @@ mod unit {
         let text = "# builds of the series\nvmlinuz-a\nfix=/boot/vmlinuz-b audit=1 quiet\n\n";
         let b = from_list(text, Path::new("/k")).unwrap();
         assert_eq!(b.len(), 2);
-        assert_eq!((b[0].name.as_str(), b[0].kernel.as_path()), ("vmlinuz-a", Path::new("/k/vmlinuz-a")));
-        assert_eq!((b[1].name.as_str(), b[1].append.as_str()), ("fix", "audit=1 quiet"));
+        assert_eq!(
+            (b[0].name.as_str(), b[0].kernel.as_path()),
+            ("vmlinuz-a", Path::new("/k/vmlinuz-a"))
+        );
+        assert_eq!(
+            (b[1].name.as_str(), b[1].append.as_str()),
+            ("fix", "audit=1 quiet")
+        );
         assert_eq!(b[1].kernel, Path::new("/boot/vmlinuz-b"));
     }
 }

@@ -48,6 +48,7 @@ impl Class {
 /// against the tolerance (exact).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
+    #[serde(flatten)]
     pub class: Class,
     pub position: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,7 +69,12 @@ fn exact_bar(good: &[f64], bad: &[f64], floor_pct: f64) -> (f64, f64) {
     };
     let (g, b) = (crate::stats::median(good), crate::stats::median(bad));
     let mid = (g + b) / 2.0;
-    (mid, range(good).max(range(bad)).max(mid.abs() * floor_pct / 100.0))
+    (
+        mid,
+        range(good)
+            .max(range(bad))
+            .max(mid.abs() * floor_pct / 100.0),
+    )
 }
 
 /// Where `x` lies between the ends' medians: 0 at the good end, 1 at the bad end.
@@ -180,7 +186,11 @@ mod unit {
 
     #[test]
     fn a_timed_step_needs_three_rounds_and_decides_by_side() {
-        let near_good = [(100.0, 101.0, 150.0), (98.0, 99.5, 149.0), (103.0, 102.0, 152.0)];
+        let near_good = [
+            (100.0, 101.0, 150.0),
+            (98.0, 99.5, 149.0),
+            (103.0, 102.0, 152.0),
+        ];
         assert!(timed(&near_good[..2], 0.01).is_none());
         let d = timed(&near_good, 0.01).unwrap();
         assert_eq!(d.class, Class::Good, "{d:?}");
@@ -198,10 +208,36 @@ mod unit {
     // scipy.stats.ttest_1samp([-24.0, -25.0, -25.5], 0): t = -56.3, p = 0.000315.
     #[test]
     fn the_timed_p_is_scipy_s_one_sample_t() {
-        let rounds = [(100.0, 101.0, 150.0), (98.0, 98.5, 149.0), (103.0, 102.0, 152.0)];
+        let rounds = [
+            (100.0, 101.0, 150.0),
+            (98.0, 98.5, 149.0),
+            (103.0, 102.0, 152.0),
+        ];
         let d = timed(&rounds, 0.01).unwrap();
         let p = d.p.unwrap();
         assert!((p - 0.000315).abs() < 0.000002, "{p}");
+    }
+
+    #[test]
+    fn a_decision_reads_back_as_written() {
+        let d = Decision {
+            class: Class::Skipped("no boot".into()),
+            position: None,
+            p: None,
+            bar: 0.0,
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(
+            (v["class"].as_str(), v["why"].as_str()),
+            (Some("skipped"), Some("no boot"))
+        );
+        assert_eq!(serde_json::from_value::<Decision>(v).unwrap(), d);
+        let good = serde_json::to_value(exact(1.0, &[1.0, 1.0], &[2.0, 2.0], 0.1)).unwrap();
+        assert_eq!(good["class"], "good");
+        assert_eq!(
+            serde_json::from_value::<Decision>(good).unwrap().class,
+            Class::Good
+        );
     }
 
     #[test]

@@ -72,7 +72,10 @@ pub enum Found {
     /// The ends do not differ: nothing to bisect.
     EndsEqual,
     /// `first_bad` is the first bad build, `last_good` the build before it.
-    Build { last_good: String, first_bad: String },
+    Build {
+        last_good: String,
+        first_bad: String,
+    },
     /// The first bad build is one of `between` and `first_bad`: the builds between were
     /// skipped or undecided.
     Range {
@@ -171,25 +174,33 @@ impl Boots<'_, '_> {
             self.boots.extend(fresh);
         }
         let last = self.boots[start..].last();
-        Ok(match last.map(|b| campaign::boot_value(b, &self.plan.metric)) {
-            Some(Ok((v, unit))) => {
-                self.unit = unit;
-                Ok(v)
-            }
-            Some(Err(why)) => Err(why),
-            None => Err("not booted".into()),
-        })
+        Ok(
+            match last.map(|b| campaign::boot_value(b, &self.plan.metric)) {
+                Some(Ok((v, unit))) => {
+                    self.unit = unit;
+                    Ok(v)
+                }
+                Some(Err(why)) => Err(why),
+                None => Err("not booted".into()),
+            },
+        )
     }
 }
 
-/// Check each build (one that cannot boot is skipped with why), start the booter.
-fn skipped_builds(plan: &BisectPlan) -> Result<(Vec<Option<String>>, Vec<(String, String)>)> {
+/// Per build, why it is skipped (it cannot boot), and the builds' rules by name as JSON.
+type Checked = (Vec<Option<String>>, Vec<(String, String)>);
+
+/// Check each build: one that cannot boot is skipped, with why; an end that cannot is refused.
+fn skipped_builds(plan: &BisectPlan) -> Result<Checked> {
     campaign::check_setup(&plan.campaign)?;
     let mut skip = Vec::new();
     let mut rules = Vec::new();
     for (i, a) in plan.campaign.arms.iter().enumerate() {
         if plan.campaign.arms[..i].iter().any(|b| b.name == a.name) {
-            bail!("build {}: the name is given twice (name builds NAME=KERNEL)", a.name);
+            bail!(
+                "build {}: the name is given twice (name builds NAME=KERNEL)",
+                a.name
+            );
         }
         match campaign::check_arm(a, plan.campaign.rules_errors) {
             Ok(r) => {
@@ -197,7 +208,11 @@ fn skipped_builds(plan: &BisectPlan) -> Result<(Vec<Option<String>>, Vec<(String
                 skip.push(None);
             }
             Err(e) if i == plan.good || i == plan.bad => {
-                bail!("the {} end, {}, cannot be booted: {e:#}", end_word(i == plan.good), a.name)
+                bail!(
+                    "the {} end, {}, cannot be booted: {e:#}",
+                    end_word(i == plan.good),
+                    a.name
+                )
             }
             Err(e) => skip.push(Some(format!("{e:#}"))),
         }
@@ -291,10 +306,9 @@ fn ends(b: &mut Boots, budget: &Budget) -> Result<Ends> {
         if let [Some(g), Some(bad)] = got {
             rounds.push((g, bad));
         }
-        if !plan.exact && rounds.len() >= least {
-            if let Some((true, _)) = decide::ends_timed(&rounds, budget.per_look) {
-                break;
-            }
+        let tested = (!plan.exact).then(|| decide::ends_timed(&rounds, budget.per_look));
+        if let Some(Some((true, _))) = tested {
+            break;
         }
     }
     if rounds.len() < least {
@@ -311,9 +325,15 @@ fn ends(b: &mut Boots, budget: &Budget) -> Result<Ends> {
 fn end_failed(plan: &BisectPlan, i: usize, why: &str) -> Result<()> {
     let name = &plan.campaign.arms[i].name;
     if why.contains("no figure") {
-        bail!("the {} end, {name}: {why}: give --metric one of those", end_word(i == plan.good));
+        bail!(
+            "the {} end, {name}: {why}: give --metric one of those",
+            end_word(i == plan.good)
+        );
     }
-    eprintln!("syscost: the {} end, {name}, did not measure: {why}", end_word(i == plan.good));
+    eprintln!(
+        "syscost: the {} end, {name}, did not measure: {why}",
+        end_word(i == plan.good)
+    );
     Ok(())
 }
 
@@ -324,7 +344,8 @@ fn ends_of(plan: &BisectPlan, rounds: &[(f64, f64)], budget: &Budget) -> Ends {
     let g = crate::stats::mean(&good);
     let change_pct = 100.0 * (crate::stats::mean(&bad) - g) / g;
     if plan.exact {
-        let rule = crate::stats::exact::range_rule(&good, &bad, plan.campaign.options.exact_floor_pct);
+        let rule =
+            crate::stats::exact::range_rule(&good, &bad, plan.campaign.options.exact_floor_pct);
         return Ends {
             differ: rule.is_some_and(|r| r.apart()),
             interval_pct: rule.map(|r| r.cross),
@@ -366,7 +387,12 @@ fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Ste
         step.decision = match b.boot(i, round)? {
             Ok(x) => {
                 step.values.push(x);
-                decide::exact(x, &ends.good, &ends.bad, plan.campaign.options.exact_floor_pct)
+                decide::exact(
+                    x,
+                    &ends.good,
+                    &ends.bad,
+                    plan.campaign.options.exact_floor_pct,
+                )
             }
             Err(why) => skipped_step(plan, i, &why).decision,
         };
@@ -378,7 +404,13 @@ fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Ste
         step.rounds += 1;
         let mut got = [None; 3];
         for k in shuffled(&[plan.good, i, plan.bad], plan.campaign.seed, round) {
-            let at = if k == plan.good { 0 } else if k == i { 1 } else { 2 };
+            let at = if k == plan.good {
+                0
+            } else if k == i {
+                1
+            } else {
+                2
+            };
             let v = b.boot(k, round)?;
             step.boots += usize::from(k == i);
             if let (1, Err(why)) = (at, &v) {

@@ -31,11 +31,7 @@ impl Search {
         let mut classes = vec![None; n];
         classes[good] = Some(Class::Good);
         classes[bad] = Some(Class::Bad);
-        Search {
-            classes,
-            good,
-            bad,
-        }
+        Search { classes, good, bad }
     }
 
     /// The next build to try: the untried one nearest the middle of the bounds (the lower of
@@ -103,23 +99,36 @@ mod unit {
     fn seven_builds_take_at_most_three_tries_for_any_first_bad_build() {
         for k in 1..7 {
             let (s, tried) = run(Search::new(7, 0, 6), step_at(k, &[]));
-            assert_eq!(s.found(), Found::Exact { good: k - 1, bad: k }, "k={k}");
+            assert_eq!(
+                s.found(),
+                Found::Exact {
+                    good: k - 1,
+                    bad: k
+                },
+                "k={k}"
+            );
             assert!(tried.len() <= 3, "k={k}: tried {tried:?}");
         }
     }
 
     #[test]
     fn a_skipped_build_is_stepped_around_or_bounds_the_answer() {
-        // The middle build (3) does not boot; the first bad is 4: found exactly around it.
-        let (s, tried) = run(Search::new(7, 0, 6), step_at(4, &[3]));
-        assert_eq!(s.found(), Found::Exact { good: 2, bad: 4 }, "{tried:?}");
+        // The middle build (3) does not boot; the first bad is 5: found exactly around it.
+        let (s, tried) = run(Search::new(7, 0, 6), step_at(5, &[3]));
+        assert_eq!(s.found(), Found::Exact { good: 4, bad: 5 }, "{tried:?}");
         assert_eq!(tried[0], 3, "the middle is tried first");
+        // The first bad is 4, next to the skipped 3: it could be either, and the search says so.
+        let (s, _) = run(Search::new(7, 0, 6), step_at(4, &[3]));
+        assert_eq!(s.found(), Found::Range { good: 2, bad: 4 });
         // The first bad is 3 itself: it could be 3 or 4, and the search says so.
         let (s, _) = run(Search::new(7, 0, 6), step_at(3, &[3]));
         assert_eq!(s.found(), Found::Range { good: 2, bad: 4 });
         // Every build between the ends skipped: the answer is the whole range.
         let (s, tried) = run(Search::new(4, 0, 3), step_at(2, &[1, 2]));
-        assert_eq!((s.found(), tried.len()), (Found::Range { good: 0, bad: 3 }, 2));
+        assert_eq!(
+            (s.found(), tried.len()),
+            (Found::Range { good: 0, bad: 3 }, 2)
+        );
     }
 
     #[test]

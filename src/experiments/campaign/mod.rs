@@ -621,7 +621,9 @@ impl<'p> Booter<'p> {
     /// arm name), and, under KVM, check a guest starts.
     pub fn start(plan: &'p CampaignPlan, rules: &[(String, String)]) -> Result<Booter<'p>> {
         let Backend::Qemu(machine) = &plan.backend else {
-            bail!("QEMU boots need a QEMU backend; a kexec campaign starts with campaign::kexec::start");
+            bail!(
+                "QEMU boots need a QEMU backend; a kexec campaign starts with campaign::kexec::start"
+            );
         };
         qemu::check_installed()?;
         qemu::check_pinning(machine)?;
@@ -713,7 +715,15 @@ impl<'p> Booter<'p> {
                     plugin: self.plugin.as_deref(),
                 },
             )?;
-            let record = record_of(ended, arm, round, attempt, started, &mut self.symbols[a], machine);
+            let record = record_of(
+                ended,
+                arm,
+                round,
+                attempt,
+                started,
+                &mut self.symbols[a],
+                machine,
+            );
             let repeats = match &record.outcome {
                 Outcome::Measured { .. } => None,
                 Outcome::Failed {

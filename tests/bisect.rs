@@ -1,0 +1,463 @@
+//! End-to-end: `syscost bisect` over seven real Debian 6.12 cloud kernels booted in QEMU
+//! (TCG), with a known change injected from the k-th build on (audit=1 with 40 exit rules on
+//! syscalls getpid never makes, or audit=1 alone): the bisection must name the k-th build.
+//! scripts/test.sh unpacks the kernels into target/kernels/bisect/boot; without them (or
+//! QEMU, or git) these tests say so and skip.
+//!
+//! The emulated-count bisections run two at a time (their counts do not depend on the host's
+//! load); the timed one runs alone.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+/// The timed test takes it to write: nothing else boots beside it.
+static HOST: RwLock<()> = RwLock::new(());
+
+/// The seven kernels, oldest first.
+fn kernels() -> Option<Vec<PathBuf>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kernels/bisect/boot");
+    let mut k: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .ok()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    k.sort_by_key(|p| {
+        let n = p.file_name().unwrap().to_string_lossy().to_string();
+        n.split(['.', '+'])
+            .nth(2)
+            .and_then(|v| v.parse::<u32>().ok())
+    });
+    let qemu = std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if k.len() < 7 || !qemu {
+        println!(
+            "skipped: needs qemu-system-x86_64 and seven kernels in {} (scripts/test.sh fetches them)",
+            dir.display()
+        );
+        return None;
+    }
+    Some(k)
+}
+
+/// The least measurement that still keeps a few windows when a kworker lands in one.
+const MEASURE: &[&str] = &[
+    "run",
+    "syscall",
+    "--runs",
+    "1",
+    "--samples",
+    "3",
+    "--warmup",
+    "0",
+    "--sample-time",
+    "10ms",
+    "--overhead-samples",
+    "0",
+];
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn forty_rules(dir: &Path) -> PathBuf {
+    let rules: String = (0..40)
+        .map(|i| {
+            format!(
+                "-a always,exit -F arch=b64 -S sethostname -F auid={} -k r{i}\n",
+                1000 + i
+            )
+        })
+        .collect();
+    let file = dir.join("forty.rules");
+    std::fs::write(&file, rules).unwrap();
+    file
+}
+
+/// A list of `kernels`, those from `k` on with audit=1 (and their names, for --audit-rules).
+fn list(dir: &Path, kernels: &[PathBuf], k: usize) -> (PathBuf, Vec<String>) {
+    let mut text = String::from("# builds in order\n");
+    let mut names = Vec::new();
+    for (i, kernel) in kernels.iter().enumerate() {
+        let name = format!("b{i}");
+        let audit = if i >= k { "audit=1" } else { "audit=0" };
+        text.push_str(&format!("{name}={} {audit}\n", kernel.display()));
+        names.push(name);
+    }
+    let file = dir.join("builds.list");
+    std::fs::write(&file, text).unwrap();
+    (file, names)
+}
+
+/// `syscost bisect --accel tcg ARGS -- MEASURE` in `tmp`: its JSON result and stderr.
+fn bisect(tmp: &Path, args: &[String]) -> (std::process::Output, Option<Value>) {
+    let out_file = tmp.join("bisect.json");
+    let _ = std::fs::remove_file(&out_file);
+    let out = syscost()
+        .env("TMPDIR", tmp)
+        .env("XDG_STATE_HOME", tmp.join("state"))
+        .arg("bisect")
+        .args([
+            "--accel",
+            "tcg",
+            "--retries",
+            "0",
+            "--seed",
+            "3",
+            "--history",
+        ])
+        .arg(tmp.join("history.sqlite"))
+        .arg("-o")
+        .arg(&out_file)
+        .args(args)
+        .arg("--")
+        .args(MEASURE)
+        .output()
+        .unwrap();
+    let json = std::fs::read_to_string(&out_file)
+        .ok()
+        .map(|t| serde_json::from_str(&t).unwrap());
+    (out, json)
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+/// The steps that measured a build.
+fn measured_steps(b: &Value) -> usize {
+    b["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["decision"]["class"] != "skipped")
+        .count()
+}
+
+fn words(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// k at the start: the first build after the good end is the first bad one (audit=1 and 40
+/// rules from it on). One boot per build decides; a SIGKILL after the ends leaves a state that
+/// `bisect resume` finishes without booting the ends again, and nothing behind.
+#[test]
+fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
+    let Some(k) = kernels() else { return };
+    let _h = HOST.read().unwrap();
+    let tmp = scratch();
+    let (file, names) = list(tmp.path(), &k, 1);
+    let rules = forty_rules(tmp.path());
+    let mut args = words(&["--emulated-counters", "--builds"]);
+    args.push(file.display().to_string());
+    for n in &names[1..] {
+        args.extend(["--audit-rules".into(), format!("{n}={}", rules.display())]);
+    }
+    // Killed once the ends' four boots are saved.
+    let state = tmp.path().join("state/syscost/bisect.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_syscost"))
+        .env("TMPDIR", tmp.path())
+        .env("XDG_STATE_HOME", tmp.path().join("state"))
+        .env("SYSCOST_HISTORY", tmp.path().join("history.sqlite"))
+        .arg("bisect")
+        .args(["--accel", "tcg", "--retries", "0", "--seed", "3"])
+        .args(&args)
+        .arg("--")
+        .args(MEASURE)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let saved = |n: usize| {
+        std::fs::read_to_string(&state)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .is_some_and(|s| s["boots"].as_array().unwrap().len() >= n)
+    };
+    let started = std::time::Instant::now();
+    while !saved(4) && started.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        saved(4),
+        "the ends' boots were not saved in {}",
+        state.display()
+    );
+    let status = syscost()
+        .env("XDG_STATE_HOME", tmp.path().join("state"))
+        .args(["bisect", "status"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("boots so far: 4"),
+        "{status:?}"
+    );
+
+    let out = syscost()
+        .env("TMPDIR", tmp.path())
+        .env("XDG_STATE_HOME", tmp.path().join("state"))
+        .env("SYSCOST_HISTORY", tmp.path().join("history.sqlite"))
+        .args(["bisect", "resume"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("from 4 saved boot(s)"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("first bad build b1:"), "{text}");
+    assert!(text.contains("Last good build: b0"), "{text}");
+    // Only the steps booted again: at most ceil(log2 7) + 2 builds beyond the ends.
+    let booted = err.lines().filter(|l| l.contains(": measured (")).count();
+    assert!(
+        (1..=5).contains(&booted),
+        "{booted} boots after resuming: {err}"
+    );
+    assert!(!state.exists(), "the state is removed at the end");
+    let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("syscost-campaign-")
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A file that is not a kernel and a build whose command line cannot finish (its init does
+/// not exist) where the search looks first: both are skipped, stepped around, and the first
+/// bad build is still found.
+#[test]
+fn builds_that_cannot_boot_are_skipped_and_the_answer_still_found() {
+    let Some(k) = kernels() else { return };
+    let _h = HOST.read().unwrap();
+    let tmp = scratch();
+    let not_kernel = tmp.path().join("vmlinuz-broken");
+    std::fs::write(&not_kernel, b"not a kernel").unwrap();
+    let mut kernels = k.clone();
+    kernels.insert(3, not_kernel);
+    // b0..b7: b3 is not a kernel, b4 cannot finish, b6 is the first with audit=1. The search
+    // tries b3 first (the middle), then b4, then steps around them.
+    let (file, _) = list(tmp.path(), &kernels, 6);
+    let mut args = words(&["--emulated-counters", "--builds"]);
+    args.push(file.display().to_string());
+    args.extend(words(&["--append", "b4=rdinit=/nonexistent"]));
+    let (out, json) = bisect(tmp.path(), &args);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let b = json.unwrap();
+    assert_eq!(b["found"]["found"], "build", "{}", b["found"]);
+    assert_eq!(b["found"]["first_bad"], "b6", "{}", b["found"]);
+    assert_eq!(b["found"]["last_good"], "b5", "{}", b["found"]);
+    let steps = b["steps"].as_array().unwrap();
+    let class = |name: &str| {
+        steps
+            .iter()
+            .find(|s| s["build"] == name)
+            .map(|s| s["decision"].clone())
+    };
+    let b3 = class("b3").unwrap();
+    assert_eq!(b3["class"], "skipped");
+    assert!(b3["why"].as_str().unwrap().contains("not a kernel"), "{b3}");
+    let b4 = class("b4").unwrap();
+    assert_eq!(b4["class"], "skipped", "{b4}");
+    assert!(measured_steps(&b) <= 3 + 2, "{}", b["steps"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Skipped (not a kernel, or did not boot): b3, b4"),
+        "{text}"
+    );
+    assert_eq!(b["shape"]["shape"], "step", "{}", b["shape"]);
+}
+
+/// Ends that do not differ stop the bisection before any step.
+#[test]
+fn ends_that_do_not_differ_stop_before_any_step() {
+    let Some(k) = kernels() else { return };
+    let _h = HOST.read().unwrap();
+    let tmp = scratch();
+    // The same kernel and settings at every build.
+    let (file, _) = list(tmp.path(), &[k[0].clone(), k[0].clone(), k[0].clone()], 99);
+    let mut args = words(&["--emulated-counters", "--builds"]);
+    args.push(file.display().to_string());
+    args.extend(words(&["--good", "b0", "--bad", "b0"]));
+    let (out, _) = bisect(tmp.path(), &args);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("comes after --bad"),
+        "{}",
+        stderr(&out)
+    );
+    let mut args = words(&["--emulated-counters", "--builds"]);
+    args.push(file.display().to_string());
+    args.extend(words(&["--bad", "b1"]));
+    let (out, json) = bisect(tmp.path(), &args);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the ends do not differ: nothing to bisect"),
+        "{err}"
+    );
+    let b = json.unwrap();
+    assert_eq!(b["found"]["found"], "ends-equal");
+    assert_eq!(b["steps"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        err.lines().filter(|l| l.contains(": measured (")).count(),
+        4,
+        "{err}"
+    );
+}
+
+/// Time alone: each step boots the build between fresh boots of both ends until Student's t
+/// decides at its share of the error bound; it finds the build, or says the step was
+/// undecided.
+#[test]
+fn time_alone_finds_the_build_or_says_the_step_was_undecided() {
+    let Some(k) = kernels() else { return };
+    let _h = HOST.write().unwrap();
+    let _s = serial(); // timed: nothing else measures beside it
+    let tmp = scratch();
+    let (file, names) = list(tmp.path(), &k[..3], 1);
+    let rules = forty_rules(tmp.path());
+    let mut args = words(&["--builds"]);
+    args.push(file.display().to_string());
+    for n in &names[1..] {
+        args.extend(["--audit-rules".into(), format!("{n}={}", rules.display())]);
+    }
+    args.extend(words(&["--step-rounds", "4"]));
+    let (out, json) = bisect(tmp.path(), &args);
+    let err = stderr(&out);
+    let b = json.unwrap_or_else(|| panic!("no result: {err}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Error bound 5%: 1 step(s)"), "{text}");
+    assert!(text.contains("p "), "{text}");
+    assert_eq!(b["metric"], "time");
+    if b["found"]["found"] == "build" {
+        assert_eq!(b["found"]["first_bad"], "b1", "{text}");
+        let step = &b["steps"][0];
+        assert!(
+            step["decision"]["p"].as_f64().unwrap() < 0.05 / 2.0,
+            "{step}"
+        );
+        assert!(step["rounds"].as_u64().unwrap() >= 3, "{step}");
+    } else {
+        assert_eq!(b["found"]["found"], "range", "{text}");
+        assert_eq!(b["steps"][0]["decision"]["class"], "undecided", "{text}");
+    }
+}
+
+/// The git mode on a small repository whose commits each name a prebuilt image (the build
+/// command copies it) and carry the tree's audit rules: `git bisect run syscost bisect step`
+/// ends on the commit that added the rules, the last one (k at the end).
+#[test]
+fn git_bisect_run_with_the_step_command_ends_on_the_right_commit() {
+    let Some(k) = kernels() else { return };
+    let git_works = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !git_works {
+        println!("skipped: needs git (scripts/test.sh installs it)");
+        return;
+    }
+    let _h = HOST.read().unwrap();
+    let tmp = scratch();
+    let repo = tmp.path().join("linux");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {o:?}");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    git(&["init", "-q"]);
+    let rules = std::fs::read_to_string(forty_rules(tmp.path())).unwrap();
+    let mut commits = Vec::new();
+    for (i, kernel) in k.iter().enumerate() {
+        std::fs::write(repo.join("image"), kernel.display().to_string()).unwrap();
+        let r = if i == k.len() - 1 { rules.as_str() } else { "" };
+        std::fs::write(repo.join("audit.rules"), r).unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", &format!("build {i}")]);
+        commits.push(git(&["rev-parse", "HEAD"]));
+    }
+    let ends = tmp.path().join("ends");
+    std::fs::create_dir(&ends).unwrap();
+    std::fs::copy(&k[0], ends.join("good")).unwrap();
+    std::fs::copy(&k[6], ends.join("bad")).unwrap();
+    std::fs::write(ends.join("bad.rules"), &rules).unwrap();
+    git(&["bisect", "start", &commits[6], &commits[0]]);
+    let exe = env!("CARGO_BIN_EXE_syscost");
+    let good = ends.join("good").display().to_string();
+    let bad = ends.join("bad").display().to_string();
+    let bad_rules = ends.join("bad.rules").display().to_string();
+    let state = tmp.path().join("step-state.json").display().to_string();
+    let history = tmp.path().join("history.sqlite").display().to_string();
+    let mut run = vec![
+        "bisect",
+        "run",
+        exe,
+        "bisect",
+        "step",
+        "--accel",
+        "tcg",
+        "--emulated-counters",
+        "--retries",
+        "0",
+        "--seed",
+        "3",
+        "--good-image",
+        &good,
+        "--bad-image",
+        &bad,
+        "--bad-audit-rules",
+        &bad_rules,
+        "--audit-rules",
+        "audit.rules",
+        "--append",
+        "audit=1",
+        "--build",
+        "mkdir -p out && cp \"$(cat image)\" out/bzImage",
+        "--image",
+        "out/bzImage",
+        "--state",
+        &state,
+        "--history",
+        &history,
+        "--",
+    ];
+    run.extend(MEASURE);
+    let o = std::process::Command::new("git")
+        .args(&run)
+        .current_dir(&repo)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}\n{err}");
+    assert!(
+        said.contains(&format!("{} is the first bad commit", commits[6])),
+        "{said}\n{err}"
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let steps = s["steps"].as_array().unwrap();
+    assert!((1..=5).contains(&steps.len()), "{steps:?}");
+    // The ends were booted once, by the first step, and kept for the others.
+    let ends_booted = err.matches("round 1 good: measured").count();
+    assert_eq!(ends_booted, 1, "{err}");
+    git(&["bisect", "reset"]);
+}
