@@ -17,7 +17,6 @@ mod ab;
 mod args;
 mod audit;
 mod bisect;
-mod bisect_git;
 mod cachesets;
 mod campaign;
 mod commands;
@@ -196,7 +195,7 @@ pub fn main() -> i32 {
                 eprintln!("syscost: {i}");
                 return campaign::INCOMPLETE_STATUS;
             }
-            if let Some(s) = e.downcast_ref::<bisect_git::StepStatus>() {
+            if let Some(s) = e.downcast_ref::<bisect::StepStatus>() {
                 if s.0 != 1 {
                     eprintln!("syscost: {}", s.1);
                 }

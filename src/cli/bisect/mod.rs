@@ -1,17 +1,18 @@
 //! `syscost bisect`: parse the builds and the measuring command, run the bisection (saving
 //! every boot in its state file as it ends, so `bisect resume` goes on after Ctrl-C or a
 //! crash), show it and record every boot in the history. `bisect step` classifies one build
-//! for `git bisect run`; `bisect git` drives git bisect itself (see `bisect_git.rs`).
+//! for `git bisect run`; `bisect git` drives git bisect itself (`git.rs`); what
+//! both take is in `common.rs`.
 
-use super::args::HistoryOpts;
-pub use super::bisect_git::{GitArgs, StepArgs};
-use super::campaign::{GuestOpts, Via, check_alpha, record_tagged};
-use super::*;
-use crate::audit::rules_file::OnError;
-use crate::counters::emulated::{Count, Part};
-use crate::experiments::bisect::{self, BisectPlan, Bisection, Found, builds, decide::Class};
-use crate::experiments::campaign::{self, Arm, BootRecord};
+mod common;
+mod git;
+
+use crate::cli::*;
+use crate::experiments::bisect::{self, BisectPlan, builds};
+use crate::experiments::campaign::{Arm, BootRecord};
 use anyhow::Context;
+use common::{Common, boot_line, ends_equal, finish, record_boot};
+pub use git::{GitArgs, StepArgs, StepStatus};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -60,48 +61,6 @@ pub struct StateArg {
     /// ~/.local/state/syscost/bisect.json].
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
-}
-
-/// What every bisection takes: how it boots, what it measures, how sure it must be.
-#[derive(Args, Debug, Clone)]
-pub struct Common {
-    #[command(flatten)]
-    pub guest: GuestOpts,
-    /// The figure bisected [default: instructions (emulated) with --emulated-counters, whose
-    /// one boot per build decides; else the measurement's time].
-    #[arg(long, value_name = "NAME")]
-    pub metric: Option<String>,
-    /// The chance that the bisection names a wrong build, at most, shared over its steps
-    /// (log2 of the builds between the ends) and each step's looks (timed figures).
-    #[arg(long, default_value_t = 0.05, value_name = "P")]
-    pub error_bound: f64,
-    /// The most rounds (each: the good end, the build, the bad end, in a shuffled order) a
-    /// timed step takes before it calls the build undecided; also the ends' check's.
-    #[arg(long, default_value_t = 6, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100))]
-    pub step_rounds: u32,
-    /// The boot order of every round is seeded by this number [default: from the clock].
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Ends closer than this percentage (timed) do not differ.
-    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
-    pub noise_threshold: f64,
-    /// Emulated counts closer than this percentage are equal.
-    #[arg(long, default_value_t = compare::EXACT_FLOOR_PCT, value_name = "PCT", value_parser = super::args::parse_resolution)]
-    pub exact_resolution: f64,
-    /// A rules-file line that cannot be set up: stop, or continue without it.
-    #[arg(long, value_enum, default_value_t = OnError::Stop, value_name = "WHAT")]
-    pub audit_rules_errors: OnError,
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the bisection (JSON: builds, ends, every step and boot) to FILE, atomically.
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    #[command(flatten)]
-    pub keep: HistoryOpts,
-    /// The syscost command measured in every boot, e.g. run syscall --runs 3.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    pub measure: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -202,7 +161,7 @@ impl BisectArgs {
         let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
             eprintln!("syscost: {}", boot_line(b));
             if all.len() > replayed {
-                record_boot(b, &c.keep, &saved.id);
+                record_boot(b, c, &saved.id);
             }
             saved.boots = all.to_vec();
             if let Err(e) = save_state(state, &saved) {
@@ -245,45 +204,6 @@ impl BisectArgs {
             );
         }
         c.plan(builds, good, bad, seed)
-    }
-}
-
-impl Common {
-    /// The plan of a bisection of `builds` between `good` and `bad`.
-    pub(super) fn plan(
-        &self,
-        builds: Vec<Arm>,
-        good: usize,
-        bad: usize,
-        seed: u64,
-    ) -> Result<BisectPlan> {
-        check_alpha(self.error_bound).map_err(|_| {
-            anyhow::anyhow!("--error-bound must be between 0 and 1 (exclusive), e.g. 0.05")
-        })?;
-        let options = compare::Options {
-            exact_floor_pct: self.exact_resolution,
-            ..campaign::compare_options(self.error_bound, self.noise_threshold, seed)
-        };
-        let mut campaign =
-            self.guest
-                .plan(Via::Qemu, &self.measure, options, self.audit_rules_errors)?;
-        (campaign.arms, campaign.seed) = (builds, seed);
-        let metric = self
-            .metric
-            .clone()
-            .unwrap_or_else(|| match self.guest.emulated() {
-                true => Count::Instructions.part_name(Part::All),
-                false => "time".to_string(),
-            });
-        Ok(BisectPlan {
-            campaign,
-            good,
-            bad,
-            exact: metric.contains("(emulated)"),
-            metric,
-            max_rounds: self.step_rounds as usize,
-            id: format!("{}-{seed}", crate::core::now_unix()),
-        })
     }
 }
 
@@ -388,38 +308,6 @@ fn abort(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Show the bisection and write it to -o.
-pub(super) fn finish(b: &Bisection, c: &Common) -> Result<()> {
-    show(b, c.format, &c.output)
-}
-
-/// The ends that do not differ end the command with an error after the table.
-pub(super) fn ends_equal(b: &Bisection) -> Result<()> {
-    if let Found::EndsEqual = b.found {
-        anyhow::bail!("{}", b.headline());
-    }
-    Ok(())
-}
-
-/// A boot in the history, tagged with the bisection, the build and its round.
-pub(super) fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str) {
-    record_tagged(
-        b,
-        keep,
-        [
-            format!("bisect={id}"),
-            format!("build={}", b.arm),
-            format!("round={}", b.round),
-            "via=qemu".into(),
-        ],
-    );
-}
-
-/// One line per boot as it ends.
-pub(super) fn boot_line(b: &BootRecord) -> String {
-    super::campaign::boot_line(b)
-}
-
 fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {
     match s.split_once('=') {
         Some((n, v)) if !n.is_empty() && !v.is_empty() => Ok((n, v)),
@@ -435,14 +323,4 @@ fn build_named<'a>(builds: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a 
             names.join(" ")
         )
     })
-}
-
-/// The exit status `git bisect run` reads from a step.
-pub(super) fn step_status(b: &Bisection) -> i32 {
-    match (&b.found, b.steps.first().map(|s| &s.decision.class)) {
-        (Found::EndsEqual, _) => 128,
-        (_, Some(Class::Good)) => 0,
-        (_, Some(Class::Bad)) => 1,
-        _ => 125,
-    }
 }

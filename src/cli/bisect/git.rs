@@ -2,8 +2,8 @@
 //! bisect git` (git bisect driven by syscost). syscost never builds on its own initiative: it
 //! runs the user's --build in the user's tree, and boots the image it leaves.
 
-use super::bisect::{Common, boot_line, finish, record_boot};
-use super::*;
+use super::common::{Common, boot_line, ends_equal, finish, record_boot, step_status};
+use crate::cli::*;
 use crate::experiments::bisect::{self, Bisection, Found, Step, decide::Class};
 use crate::experiments::campaign::{Arm, BootRecord};
 use anyhow::Context;
@@ -118,8 +118,8 @@ impl StepArgs {
         finish(&b, &self.common)?;
         save_step(&mut state, &b);
         save(&state_path, &state)?;
-        super::bisect::ends_equal(&b).map_err(|e| StepStatus(STOP, format!("{e:#}")))?;
-        Ok(super::bisect::step_status(&b))
+        ends_equal(&b).map_err(|e| StepStatus(STOP, format!("{e:#}")))?;
+        Ok(step_status(&b))
     }
 
     /// The candidate between the ends, the ends' boots taken from the state when it has them.
@@ -139,11 +139,10 @@ impl StepArgs {
         let mut plan = self.common.plan(builds, 0, 2, state.seed)?;
         plan.id = state.id.clone();
         let replayed = state.end_boots.len();
-        let keep = &self.common.keep;
         let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
             eprintln!("syscost: {}", boot_line(b));
             if all.len() > replayed {
-                record_boot(b, keep, &state.id);
+                record_boot(b, &self.common, &state.id);
             }
         };
         bisect::run(&plan, state.end_boots.clone(), &mut on_boot)
@@ -251,7 +250,17 @@ pub struct GitArgs {
 }
 
 impl GitArgs {
-    pub(super) fn run(self) -> Result<()> {
+    pub(super) fn run(mut self) -> Result<()> {
+        // The ends as commits: HEAD~6 would name another commit once git bisect moves HEAD.
+        for rev in [&mut self.good, &mut self.bad] {
+            *rev = git(&[
+                "rev-parse",
+                "--verify",
+                "--end-of-options",
+                &format!("{rev}^{{commit}}"),
+            ])
+            .map_err(|e| anyhow::anyhow!("{rev} is not a commit of this tree ({e})"))?;
+        }
         if !git(&["status", "--porcelain", "--untracked-files=no"])?.is_empty() {
             anyhow::bail!(
                 "the tree has changes: commit or stash them first (git bisect checks out other commits)"
@@ -409,42 +418,102 @@ impl GitArgs {
             })
             .collect();
         b.steps.sort_by_key(|s| s.number);
-        let first = said.lines().find_map(|l| {
-            l.split_once(" is the first bad commit")
-                .map(|x| x.0.to_string())
-        });
-        b.found = match &first {
-            Some(hash) => {
-                let last_good = b
-                    .steps
-                    .iter()
-                    .filter(|s| s.decision.class == Class::Good)
-                    .max_by_key(|s| s.index);
-                Found::Build {
-                    last_good: last_good.map_or("good".into(), |s| s.build.clone()),
-                    first_bad: hash[..hash.len().min(12)].to_string(),
-                }
-            }
-            None => Found::Range {
-                last_good: "good".into(),
-                first_bad: "bad".into(),
-                between: said
-                    .lines()
-                    .filter(|l| l.len() >= 40 && l.chars().take(40).all(|c| c.is_ascii_hexdigit()))
-                    .map(|l| l[..12].to_string())
-                    .collect(),
-            },
-        };
+        b.found = found_of(said, &b.steps);
+        if let Found::Range { .. } = b.found {
+            let last = said.lines().rev().find(|l| !l.trim().is_empty());
+            b.warnings
+                .push(format!("git bisect run: {}", last.unwrap_or("").trim()));
+        }
         (b.good, b.bad, b.builds) = (0, builds.len() - 1, builds);
         b.shape = None;
-        b.warnings.push(format!(
-            "git bisect run: {}",
-            said.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-                .trim()
-        ));
         finish(&b, &self.common)
+    }
+}
+
+/// What git bisect run said it found: the first bad commit (named as the step that tried it),
+/// or the commits it could be when skipped ones are left.
+fn found_of(said: &str, steps: &[Step]) -> Found {
+    let short = |hash: &str| {
+        let named = steps.iter().find(|s| hash.starts_with(&s.build));
+        named.map_or_else(
+            || hash[..hash.len().min(12)].to_string(),
+            |s| s.build.clone(),
+        )
+    };
+    let first = said
+        .lines()
+        .find_map(|l| l.split_once(" is the first bad commit").map(|x| x.0.trim()));
+    let last_good = steps
+        .iter()
+        .filter(|s| s.decision.class == Class::Good)
+        .max_by_key(|s| s.index)
+        .map_or("good".into(), |s| s.build.clone());
+    match first {
+        Some(hash) => Found::Build {
+            last_good,
+            first_bad: short(hash),
+        },
+        None => Found::Range {
+            last_good,
+            first_bad: "bad".into(),
+            between: said
+                .lines()
+                .filter(|l| l.len() >= 40 && l.chars().take(40).all(|c| c.is_ascii_hexdigit()))
+                .map(|l| short(&l[..40]))
+                .collect(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+    use crate::experiments::bisect::decide::Decision;
+
+    fn step(build: &str, index: usize, class: Class) -> Step {
+        Step {
+            number: index,
+            build: build.into(),
+            index,
+            boots: 1,
+            values: vec![1.0],
+            rounds: 0,
+            decision: Decision {
+                class,
+                position: None,
+                p: None,
+                bar: 0.0,
+            },
+        }
+    }
+
+    #[test]
+    fn git_s_answer_is_read_as_the_steps_name_it() {
+        let steps = [
+            step("22b265c", 3, Class::Good),
+            step("7339b75", 4, Class::Bad),
+        ];
+        let said = "running ...\n7339b75a35905c0c2e1c7e5f0a5e0e2a1b2c3d4e is the first bad commit\n\
+                    commit 7339b75a35905c0c2e1c7e5f0a5e0e2a1b2c3d4e\n";
+        match found_of(said, &steps) {
+            Found::Build {
+                last_good,
+                first_bad,
+            } => {
+                assert_eq!(
+                    (last_good.as_str(), first_bad.as_str()),
+                    ("22b265c", "7339b75")
+                )
+            }
+            f => panic!("{f:?}"),
+        }
+        // git's words when skipped commits are left next to the answer.
+        let said = "There are only 'skip'ped commits left to test.\nThe first bad commit could be \
+                    any of:\n22b265c0c2e1c7e5f0a5e0e2a1b2c3d4e5f6a7b8\n\
+                    7339b75a35905c0c2e1c7e5f0a5e0e2a1b2c3d4e\nWe cannot bisect more!\n";
+        match found_of(said, &steps) {
+            Found::Range { between, .. } => assert_eq!(between, ["22b265c", "7339b75"]),
+            f => panic!("{f:?}"),
+        }
     }
 }

@@ -1,0 +1,132 @@
+//! What every bisection takes (how it boots, what it measures, how sure it must be), and how
+//! a bisection's result is shown and its boots recorded: shared by the list mode and the git
+//! steps.
+
+use crate::audit::rules_file::OnError;
+use crate::cli::args::HistoryOpts;
+use crate::cli::campaign::{GuestOpts, Via, check_alpha, record_tagged};
+use crate::cli::*;
+use crate::counters::emulated::{Count, Part};
+use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
+use crate::experiments::campaign::{self, Arm, BootRecord};
+
+/// What every bisection takes: how it boots, what it measures, how sure it must be.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    #[command(flatten)]
+    pub guest: GuestOpts,
+    /// The figure bisected [default: instructions (emulated) with --emulated-counters, whose
+    /// one boot per build decides; else the measurement's time].
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
+    /// The chance that the bisection names a wrong build, at most, shared over its steps
+    /// (log2 of the builds between the ends) and each step's looks (timed figures).
+    #[arg(long, default_value_t = 0.05, value_name = "P")]
+    pub error_bound: f64,
+    /// The most rounds (each: the good end, the build, the bad end, in a shuffled order) a
+    /// timed step takes before it calls the build undecided; also the ends' check's.
+    #[arg(long, default_value_t = 6, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100))]
+    pub step_rounds: u32,
+    /// The boot order of every round is seeded by this number [default: from the clock].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Ends closer than this percentage (timed) do not differ.
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub noise_threshold: f64,
+    /// Emulated counts closer than this percentage are equal.
+    #[arg(long, default_value_t = compare::EXACT_FLOOR_PCT, value_name = "PCT", value_parser = super::args::parse_resolution)]
+    pub exact_resolution: f64,
+    /// A rules-file line that cannot be set up: stop, or continue without it.
+    #[arg(long, value_enum, default_value_t = OnError::Stop, value_name = "WHAT")]
+    pub audit_rules_errors: OnError,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the bisection (JSON: builds, ends, every step and boot) to FILE, atomically.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub keep: HistoryOpts,
+    /// The syscost command measured in every boot, e.g. run syscall --runs 3.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub measure: Vec<String>,
+}
+
+impl Common {
+    /// The plan of a bisection of `builds` between `good` and `bad`.
+    pub(super) fn plan(
+        &self,
+        builds: Vec<Arm>,
+        good: usize,
+        bad: usize,
+        seed: u64,
+    ) -> Result<BisectPlan> {
+        check_alpha(self.error_bound).map_err(|_| {
+            anyhow::anyhow!("--error-bound must be between 0 and 1 (exclusive), e.g. 0.05")
+        })?;
+        let options = compare::Options {
+            exact_floor_pct: self.exact_resolution,
+            ..campaign::compare_options(self.error_bound, self.noise_threshold, seed)
+        };
+        let mut campaign =
+            self.guest
+                .plan(Via::Qemu, &self.measure, options, self.audit_rules_errors)?;
+        (campaign.arms, campaign.seed) = (builds, seed);
+        let metric = self
+            .metric
+            .clone()
+            .unwrap_or_else(|| match self.guest.emulated() {
+                true => Count::Instructions.part_name(Part::All),
+                false => "time".to_string(),
+            });
+        Ok(BisectPlan {
+            campaign,
+            good,
+            bad,
+            exact: metric.contains("(emulated)"),
+            metric,
+            max_rounds: self.step_rounds as usize,
+            id: format!("{}-{seed}", crate::core::now_unix()),
+        })
+    }
+}
+
+/// Show the bisection and write it to -o.
+pub(super) fn finish(b: &Bisection, c: &Common) -> Result<()> {
+    show(b, c.format, &c.output)
+}
+
+/// The ends that do not differ end the command with an error after the table.
+pub(super) fn ends_equal(b: &Bisection) -> Result<()> {
+    if let Found::EndsEqual = b.found {
+        anyhow::bail!("{}", b.headline());
+    }
+    Ok(())
+}
+
+/// A boot in the history, tagged with the bisection, the build, its round and how it booted.
+pub(super) fn record_boot(b: &BootRecord, c: &Common, id: &str) {
+    let tags = [
+        format!("bisect={id}"),
+        format!("build={}", b.arm),
+        format!("round={}", b.round),
+        "via=qemu".into(),
+        format!("accel={}", c.guest.accel.name()),
+    ];
+    record_tagged(b, &c.keep, tags);
+}
+
+/// One line per boot as it ends.
+pub(super) fn boot_line(b: &BootRecord) -> String {
+    super::campaign::boot_line(b)
+}
+
+/// The exit status `git bisect run` reads from a step.
+pub(super) fn step_status(b: &Bisection) -> i32 {
+    match (&b.found, b.steps.first().map(|s| &s.decision.class)) {
+        (Found::EndsEqual, _) => 128,
+        (_, Some(Class::Good)) => 0,
+        (_, Some(Class::Bad)) => 1,
+        _ => 125,
+    }
+}
