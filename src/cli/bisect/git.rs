@@ -63,8 +63,9 @@ pub struct StepArgs {
 struct StepState {
     id: String,
     seed: u64,
-    /// The images of the ends, as the boots were of them.
-    ends: Vec<PathBuf>,
+    /// What the ends' boots were of: each end's image and rules (path, size, modification
+    /// time), the command line and the measuring command. A step of other ends starts anew.
+    ends: Vec<String>,
     /// The ends' boots and the last round they took.
     end_boots: Vec<BootRecord>,
     end_rounds: u32,
@@ -89,7 +90,7 @@ impl StepArgs {
             Some(p) => p.clone(),
             None => git_dir()?.join("syscost-bisect.json"),
         };
-        let ends = vec![self.good_image.clone(), self.bad_image.clone()];
+        let ends = self.ends_key();
         let mut state = load(&state_path)?
             .filter(|s| s.ends == ends)
             .unwrap_or_else(|| {
@@ -120,6 +121,22 @@ impl StepArgs {
         save(&state_path, &state)?;
         ends_equal(&b).map_err(|e| StepStatus(STOP, format!("{e:#}")))?;
         Ok(step_status(&b))
+    }
+
+    fn ends_key(&self) -> Vec<String> {
+        let file = |p: &Option<PathBuf>| match p.as_ref().map(|p| (p, std::fs::metadata(p))) {
+            Some((p, Ok(m))) => format!("{} {} {:?}", p.display(), m.len(), m.modified().ok()),
+            Some((p, Err(_))) => p.display().to_string(),
+            None => String::new(),
+        };
+        vec![
+            file(&Some(self.good_image.clone())),
+            file(&self.good_audit_rules),
+            file(&Some(self.bad_image.clone())),
+            file(&self.bad_audit_rules),
+            self.append.clone(),
+            self.common.measure.join(" "),
+        ]
     }
 
     /// The candidate between the ends, the ends' boots taken from the state when it has them.

@@ -39,8 +39,8 @@ pub(super) const BISECT_EXAMPLES: &str = "Examples:
 pub enum BisectAction {
     /// Classify the build in the current directory against the ends, for `git bisect run`:
     /// run --build, boot --image between the ends' boots, exit 0 (good), 1 (bad), 125 (skip:
-    /// it did not build or boot, or stayed undecided) or 128 (the ends do not differ: git
-    /// bisect run stops). The ends' boots are kept in --state for the next step.
+    /// it did not build or boot, or stayed undecided) or 128 (the ends do not differ, or syscost
+    /// failed: git bisect run stops). The ends' boots are kept in --state for the next step.
     Step(Box<StepArgs>),
     /// Drive `git bisect` in the kernel tree in the current directory: build both ends with
     /// --build, then `git bisect run` this syscost's `bisect step`, show every step, and `git

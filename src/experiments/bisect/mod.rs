@@ -437,6 +437,21 @@ fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Ste
     Ok(step)
 }
 
+/// Whether the change between the last good build and the first bad one (`good`, `bad`: the
+/// ends, or builds some step tried) is most of the ends' change, from their positions (0 at
+/// the good end's figure, 1 at the bad end's).
+pub fn shape_of(steps: &[Step], good: usize, bad: usize) -> Option<Shape> {
+    let at = |i: usize, end: f64| {
+        let step = steps.iter().find(|st| st.index == i);
+        step.map_or(Some(end), |st| st.decision.position)
+    };
+    let share = at(bad, 1.0)? - at(good, 0.0)?;
+    Some(match share >= 0.5 {
+        true => Shape::Step { share },
+        false => Shape::Spread { share },
+    })
+}
+
 /// The result: what the search found, and whether the change is one step.
 fn finish(
     plan: &BisectPlan,
@@ -449,24 +464,13 @@ fn finish(
     let name = |i: usize| plan.campaign.arms[i].name.clone();
     let (found, shape) = match (ends.differ, s.found()) {
         (false, _) => (Found::EndsEqual, None),
-        (true, search::Found::Exact { good, bad }) => {
-            let at = |i: usize, end: f64| {
-                let step = steps.iter().find(|st| st.index == i);
-                step.map_or(Some(end), |st| st.decision.position)
-            };
-            let share = at(bad, 1.0).zip(at(good, 0.0)).map(|(b, g)| b - g);
-            let shape = share.map(|share| match share >= 0.5 {
-                true => Shape::Step { share },
-                false => Shape::Spread { share },
-            });
-            (
-                Found::Build {
-                    last_good: name(good),
-                    first_bad: name(bad),
-                },
-                shape,
-            )
-        }
+        (true, search::Found::Exact { good, bad }) => (
+            Found::Build {
+                last_good: name(good),
+                first_bad: name(bad),
+            },
+            shape_of(&steps, good, bad),
+        ),
         (true, search::Found::Range { good, bad }) => (
             Found::Range {
                 last_good: name(good),
@@ -501,5 +505,49 @@ fn finish(
         shape,
         boots: b.boots,
         warnings: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    fn tried(index: usize, position: f64, class: Class) -> Step {
+        Step {
+            number: index,
+            build: format!("b{index}"),
+            index,
+            boots: 1,
+            values: vec![position],
+            rounds: 0,
+            decision: Decision {
+                class,
+                position: Some(position),
+                p: None,
+                bar: 0.01,
+            },
+        }
+    }
+
+    #[test]
+    fn a_change_spread_over_several_builds_is_not_called_one_step() {
+        // A figure that climbs evenly over 7 builds: the search ends between b3 and b4, a
+        // sixth of the change apart.
+        let ramp = [
+            tried(3, 0.5 - 0.01, Class::Good),
+            tried(4, 0.667, Class::Bad),
+        ];
+        match shape_of(&ramp, 3, 4) {
+            Some(Shape::Spread { share }) => assert!((share - 0.177).abs() < 1e-9, "{share}"),
+            s => panic!("{s:?}"),
+        }
+        // One step: the last good build at the good end's figure, the first bad at the bad's.
+        let step = [tried(3, 0.0, Class::Good), tried(4, 0.99, Class::Bad)];
+        assert!(matches!(shape_of(&step, 3, 4), Some(Shape::Step { .. })));
+        // Next to an end, the end's own position counts.
+        assert!(matches!(
+            shape_of(&step[..1], 3, 6),
+            Some(Shape::Step { .. })
+        ));
     }
 }
