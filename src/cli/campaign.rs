@@ -694,7 +694,7 @@ fn parse_cache_model(s: &str) -> std::result::Result<CacheModel, String> {
     CacheModel::parse(s)
 }
 
-fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {
+pub(super) fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {
     match s.split_once('=') {
         Some((n, v)) if !n.is_empty() && !v.is_empty() => Ok((n, v)),
         _ => anyhow::bail!("{flag} '{s}': give NAME=VALUE"),

@@ -96,7 +96,8 @@ mod unit {
                 "cachesets",
                 "trend",
                 "boots",
-                "sets"
+                "sets",
+                "builds"
             ]
         );
     }

@@ -11,6 +11,7 @@ use crate::cli::*;
 use crate::experiments::bisect::{self, BisectPlan, builds};
 use crate::experiments::campaign::{Arm, BootRecord};
 use anyhow::Context;
+use crate::cli::campaign::name_value;
 use common::{Common, boot_line, ends_equal, finish, record_boot};
 pub use git::{GitArgs, StepArgs, StepStatus};
 use serde::Deserialize;
@@ -306,13 +307,6 @@ fn abort(path: &Path) -> Result<()> {
         ),
     }
     Ok(())
-}
-
-fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {
-    match s.split_once('=') {
-        Some((n, v)) if !n.is_empty() && !v.is_empty() => Ok((n, v)),
-        _ => anyhow::bail!("{flag} '{s}': give NAME=VALUE"),
-    }
 }
 
 fn build_named<'a>(builds: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a mut Arm> {
