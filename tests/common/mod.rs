@@ -12,10 +12,21 @@ use std::path::Path;
 pub struct Serial(File);
 
 pub fn serial() -> Serial {
+    lock(libc::LOCK_EX)
+}
+
+/// Tests whose figures do not depend on the host's load (instructions counted by QEMU's
+/// emulator, one guest per CPU) run beside each other, but never beside a [`serial`] one: a
+/// shared flock on the same file.
+pub fn shared() -> Serial {
+    lock(libc::LOCK_SH)
+}
+
+fn lock(how: libc::c_int) -> Serial {
     let f = File::create(Path::new(env!("CARGO_TARGET_TMPDIR")).join("syscost-e2e-tests.lock"))
         .unwrap();
     // SAFETY: flock on a file we own.
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    let rc = unsafe { libc::flock(f.as_raw_fd(), how) };
     assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
     Serial(f)
 }

@@ -7,11 +7,11 @@
 mod common;
 mod git;
 
+use crate::cli::campaign::name_value;
 use crate::cli::*;
 use crate::experiments::bisect::{self, BisectPlan, builds};
 use crate::experiments::campaign::{Arm, BootRecord};
 use anyhow::Context;
-use crate::cli::campaign::name_value;
 use common::{Common, boot_line, ends_equal, finish, record_boot};
 pub use git::{GitArgs, StepArgs, StepStatus};
 use serde::Deserialize;
