@@ -109,8 +109,8 @@ pub struct ReportArgs {
     pub output: PathBuf,
     /// Draw one chart alone as SVG instead: run, profile, compare, ranking, merge, sweep,
     /// scale, correlate, cachesets, trend, boots (a campaign's boots per arm, when it has too
-    /// few boots for a comparison), or sets (a campaign's modelled L1d misses by set per arm,
-    /// with --cache-model).
+    /// few boots for a comparison), sets (a campaign's modelled L1d misses by set per arm,
+    /// with --cache-model), or builds (a bisection's figure along the builds it tried).
     #[arg(long, value_name = "KIND")]
     pub svg: Option<String>,
 }

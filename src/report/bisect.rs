@@ -168,7 +168,10 @@ impl Bisection {
                 Cell::Int(s.number as i64),
                 s.build.clone().into(),
                 Cell::Int(s.boots as i64),
-                Cell::Int(s.rounds as i64),
+                match s.rounds {
+                    0 => Cell::Missing,
+                    n => Cell::Int(n as i64),
+                },
                 match s.values.is_empty() {
                     true => Cell::Missing,
                     false => Cell::Num(crate::stats::median(&s.values)),
