@@ -29,10 +29,7 @@ fn kernels() -> Option<Vec<PathBuf>> {
             .nth(2)
             .and_then(|v| v.parse::<u32>().ok())
     });
-    let qemu = std::process::Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let qemu = qemu_available();
     if k.len() < 7 || !qemu {
         println!(
             "skipped: needs qemu-system-x86_64 and seven kernels in {} (scripts/test.sh fetches them)",
@@ -58,10 +55,6 @@ const MEASURE: &[&str] = &[
     "--overhead-samples",
     "0",
 ];
-
-fn scratch() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
 
 fn forty_rules(dir: &Path) -> PathBuf {
     let rules: String = (0..40)

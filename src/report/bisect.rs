@@ -6,6 +6,7 @@ use super::Render;
 use super::format::{Cell, Format, Grid};
 use super::kind::{Entry, ResultKind};
 use super::section::Section;
+use crate::boot::qemu::Accel;
 use crate::core::Kind;
 use crate::experiments::bisect::decide::Class;
 use crate::experiments::bisect::{Bisection, Found, Shape};
@@ -253,6 +254,14 @@ impl Render for Bisection {
             lines.push(format!(" Last good build: {last_good}"));
         }
         lines.push(self.bound_line());
+        let tcg = self.machine.as_ref().is_some_and(|m| m.accel == Accel::Tcg);
+        if tcg && !self.exact {
+            lines.push(
+                " Emulated (QEMU TCG): times follow the instructions executed, not this machine's \
+                 hardware"
+                    .into(),
+            );
+        }
         lines.extend(self.shape_line());
         if !skipped.is_empty() {
             lines.push(format!(

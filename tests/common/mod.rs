@@ -160,3 +160,17 @@ pub fn audit_available() -> bool {
     }
     true
 }
+
+/// Whether QEMU for x86-64 is installed (scripts/test.sh installs qemu-system-x86).
+pub fn qemu_available() -> bool {
+    std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A temporary directory for one test, in the build's own temporary directory: TMPDIR of the
+/// QEMU boots it runs (their work files go there) and where its outputs are written.
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
