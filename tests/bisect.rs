@@ -346,45 +346,66 @@ fn time_alone_finds_the_build_or_says_the_step_was_undecided() {
     }
 }
 
+/// Run git in `repo`; its trimmed stdout.
+fn git_in(repo: &Path, args: &[&str]) -> String {
+    let o = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {o:?}");
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// A repository of one commit per kernel: each names its prebuilt image (the build command
+/// copies it) and carries the tree's audit rules, 40 from commit `first_bad` on.
+fn repository(tmp: &Path, kernels: &[PathBuf], first_bad: usize) -> (PathBuf, Vec<String>) {
+    let repo = tmp.join("linux");
+    std::fs::create_dir(&repo).unwrap();
+    git_in(&repo, &["init", "-q"]);
+    let rules = std::fs::read_to_string(forty_rules(tmp)).unwrap();
+    let mut commits = Vec::new();
+    for (i, kernel) in kernels.iter().enumerate() {
+        std::fs::write(repo.join("image"), kernel.display().to_string()).unwrap();
+        let r = if i >= first_bad { rules.as_str() } else { "" };
+        std::fs::write(repo.join("audit.rules"), r).unwrap();
+        git_in(&repo, &["add", "-A"]);
+        git_in(&repo, &["commit", "-q", "-m", &format!("build {i}")]);
+        commits.push(git_in(&repo, &["rev-parse", "HEAD"]));
+    }
+    (repo, commits)
+}
+
+/// git is installed (scripts/test.sh installs it), or the test says it skips.
+fn git_works() -> bool {
+    let works = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !works {
+        println!("skipped: needs git (scripts/test.sh installs it)");
+    }
+    works
+}
+
+/// The build command of [`repository`]'s commits.
+const BUILD: &str = "mkdir -p out && cp \"$(cat image)\" out/bzImage";
+
 /// The git mode on a small repository whose commits each name a prebuilt image (the build
 /// command copies it) and carry the tree's audit rules: `git bisect run syscost bisect step`
 /// ends on the commit that added the rules, the last one (k at the end).
 #[test]
 fn git_bisect_run_with_the_step_command_ends_on_the_right_commit() {
     let Some(k) = kernels() else { return };
-    let git_works = std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_ok();
-    if !git_works {
-        println!("skipped: needs git (scripts/test.sh installs it)");
+    if !git_works() {
         return;
     }
     let _s = shared(); // exact counts: another guest on the other CPU does not move them
     let tmp = scratch();
-    let repo = tmp.path().join("linux");
-    std::fs::create_dir(&repo).unwrap();
-    let git = |args: &[&str]| {
-        let o = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(&repo)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "git {args:?}: {o:?}");
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
-    };
-    git(&["init", "-q"]);
     let rules = std::fs::read_to_string(forty_rules(tmp.path())).unwrap();
-    let mut commits = Vec::new();
-    for (i, kernel) in k.iter().enumerate() {
-        std::fs::write(repo.join("image"), kernel.display().to_string()).unwrap();
-        let r = if i == k.len() - 1 { rules.as_str() } else { "" };
-        std::fs::write(repo.join("audit.rules"), r).unwrap();
-        git(&["add", "-A"]);
-        git(&["commit", "-q", "-m", &format!("build {i}")]);
-        commits.push(git(&["rev-parse", "HEAD"]));
-    }
+    let (repo, commits) = repository(tmp.path(), &k, k.len() - 1);
+    let git = |args: &[&str]| git_in(&repo, args);
     let ends = tmp.path().join("ends");
     std::fs::create_dir(&ends).unwrap();
     std::fs::copy(&k[0], ends.join("good")).unwrap();
@@ -421,7 +442,7 @@ fn git_bisect_run_with_the_step_command_ends_on_the_right_commit() {
         "--append",
         "audit=1",
         "--build",
-        "mkdir -p out && cp \"$(cat image)\" out/bzImage",
+        BUILD,
         "--image",
         "out/bzImage",
         "--state",
@@ -451,4 +472,63 @@ fn git_bisect_run_with_the_step_command_ends_on_the_right_commit() {
     let ends_booted = err.matches("round 1 good: measured").count();
     assert_eq!(ends_booted, 1, "{err}");
     git(&["bisect", "reset"]);
+}
+
+/// `bisect git` builds the ends itself, drives git bisect with its own step, and leaves the
+/// tree as it was: the commit in the middle that added the rules (k in the middle).
+#[test]
+fn bisect_git_builds_the_ends_and_finds_the_middle_commit() {
+    let Some(k) = kernels() else { return };
+    if !git_works() {
+        return;
+    }
+    let _s = shared(); // exact counts: another guest on the other CPU does not move them
+    let tmp = scratch();
+    let (repo, commits) = repository(tmp.path(), &k, 3);
+    let out_file = tmp.path().join("bisect.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_syscost"))
+        .current_dir(&repo)
+        .env("TMPDIR", tmp.path())
+        .args([
+            "bisect", "git", "--good", "HEAD~6", "--bad", "HEAD", "--build", BUILD,
+        ])
+        .args([
+            "--image",
+            "out/bzImage",
+            "--append",
+            "audit=1",
+            "--audit-rules",
+            "audit.rules",
+        ])
+        .args([
+            "--accel",
+            "tcg",
+            "--emulated-counters",
+            "--retries",
+            "0",
+            "--seed",
+            "3",
+        ])
+        .arg("--history")
+        .arg(tmp.path().join("history.sqlite"))
+        .arg("-o")
+        .arg(&out_file)
+        .arg("--")
+        .args(MEASURE)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let b: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let first_bad = b["found"]["first_bad"].as_str().unwrap();
+    assert!(commits[3].starts_with(first_bad), "{}: {err}", b["found"]);
+    assert!((1..=5).contains(&measured_steps(&b)), "{}", b["steps"]);
+    // The tree as it was: the same commit checked out, no bisection, nothing of syscost's.
+    assert_eq!(git_in(&repo, &["rev-parse", "HEAD"]), commits[6]);
+    let git_dir = PathBuf::from(git_in(&repo, &["rev-parse", "--absolute-git-dir"]));
+    assert!(
+        !git_dir.join("BISECT_LOG").exists(),
+        "git bisect was not reset"
+    );
+    assert!(!git_dir.join("syscost-bisect").exists());
 }

@@ -366,34 +366,12 @@ impl GitArgs {
                 p("bad.rules"),
             ]);
         }
-        // The rest as given to `bisect git`, after its own options.
         let all: Vec<String> = std::env::args().collect();
-        let own = [
-            "--good",
-            "--bad",
-            "--build",
-            "--image",
-            "--append",
-            "--audit-rules",
-        ];
-        let mut i = all
+        let after = all
             .iter()
             .position(|a| a == "git")
             .map_or(all.len(), |i| i + 1);
-        while i < all.len() {
-            let a = &all[i];
-            let flag = a.split('=').next().unwrap_or(a);
-            if own.contains(&flag) && !a.contains('=') {
-                i += 2;
-                continue;
-            }
-            if !own.contains(&flag) && a != "-o" && flag != "--output" {
-                w.push(a.clone());
-            } else if a == "-o" || a == "--output" {
-                i += 1;
-            }
-            i += 1;
-        }
+        w.extend(passed_on(&all[after..]));
         w
     }
 
@@ -445,6 +423,39 @@ impl GitArgs {
         b.shape = None;
         finish(&b, &self.common)
     }
+}
+
+/// The words of `bisect git` that each step takes as given: all but its own options (the
+/// ends, the build, the image, the command line and rules, which the step gets its own way)
+/// and `-o` (the result is written once, by `bisect git`); the measuring command after `--`
+/// whole.
+fn passed_on(words: &[String]) -> Vec<String> {
+    let own = [
+        "--good",
+        "--bad",
+        "--build",
+        "--image",
+        "--append",
+        "--audit-rules",
+        "--output",
+        "-o",
+    ];
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let a = &words[i];
+        if a == "--" {
+            out.extend(words[i..].iter().cloned());
+            break;
+        }
+        let flag = a.split('=').next().unwrap_or(a);
+        let with_value = own.contains(&flag) && !a.contains('=');
+        if !own.contains(&flag) {
+            out.push(a.clone());
+        }
+        i += if with_value { 2 } else { 1 };
+    }
+    out
 }
 
 /// What git bisect run said it found: the first bad commit (named as the step that tried it),
@@ -502,6 +513,22 @@ mod unit {
                 bar: 0.0,
             },
         }
+    }
+
+    #[test]
+    fn a_step_takes_the_options_bisect_git_does_not_handle_itself() {
+        let words: Vec<String> = [
+            "--good", "v1", "--bad=v2", "--accel", "tcg", "--build", "make", "-o", "r.json",
+            "--seed", "3", "--", "run", "syscall", "-o", "x", "--image", "y",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(
+            passed_on(&words),
+            [
+                "--accel", "tcg", "--seed", "3", "--", "run", "syscall", "-o", "x", "--image", "y"
+            ]
+        );
     }
 
     #[test]
