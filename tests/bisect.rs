@@ -15,29 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// The seven kernels, oldest first.
 fn kernels() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kernels/bisect/boot");
-    let mut k: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .ok()
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    k.sort_by_key(|p| {
-        let n = p.file_name().unwrap().to_string_lossy().to_string();
-        n.split(['.', '+'])
-            .nth(2)
-            .and_then(|v| v.parse::<u32>().ok())
-    });
-    let qemu = qemu_available();
-    if k.len() < 7 || !qemu {
-        println!(
-            "skipped: needs qemu-system-x86_64 and seven kernels in {} (scripts/test.sh fetches them)",
-            dir.display()
-        );
-        return None;
-    }
-    Some(k)
+    kernels_in("bisect/boot", 7)
 }
 
 /// The least measurement that still keeps a few windows when a kworker lands in one.

@@ -13,28 +13,7 @@ use std::time::{Duration, Instant};
 
 /// The unpacked Debian kernels, oldest first.
 fn kernels() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kernels/boot");
-    let mut k: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("vmlinuz-")
-        })
-        .collect();
-    k.sort();
-    let qemu = qemu_available();
-    if k.len() < 2 || !qemu {
-        println!(
-            "skipped: needs qemu-system-x86_64 and two kernels in {} (scripts/test.sh fetches them)",
-            dir.display()
-        );
-        return None;
-    }
-    Some(k)
+    kernels_in("boot", 2)
 }
 
 const MEASURE: &[&str] = &[

@@ -174,3 +174,38 @@ pub fn qemu_available() -> bool {
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
+
+/// The Debian kernel images scripts/test.sh unpacked into target/kernels/`sub`, in version
+/// order, when there are at least `least` and QEMU is installed; else the test says why it
+/// skips.
+pub fn kernels_in(sub: &str, least: usize) -> Option<Vec<std::path::PathBuf>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/kernels")
+        .join(sub);
+    let mut k: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("vmlinuz-")
+        })
+        .collect();
+    k.sort_by(|a, b| {
+        syscost::experiments::bisect::builds::version_order(
+            &a.to_string_lossy(),
+            &b.to_string_lossy(),
+        )
+    });
+    if k.len() < least || !qemu_available() {
+        println!(
+            "skipped: needs qemu-system-x86_64 and {least} kernels in {} (scripts/test.sh fetches them)",
+            dir.display()
+        );
+        return None;
+    }
+    Some(k)
+}
