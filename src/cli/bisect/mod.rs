@@ -124,12 +124,8 @@ impl BisectArgs {
             .skip_while(|a| a != "bisect")
             .skip(1)
             .collect();
-        let seed = self.common()?.seed.unwrap_or_else(crate::core::now_unix);
+        let seed = self.common.seed.unwrap_or_else(crate::core::now_unix);
         self.start(&state, args, seed, Vec::new())
-    }
-
-    fn common(&self) -> Result<&Common> {
-        Ok(&self.common)
     }
 
     /// Run (or go on with) the bisection, saving every boot in `state`; remove it at the end.
@@ -140,7 +136,7 @@ impl BisectArgs {
         seed: u64,
         replay: Vec<BootRecord>,
     ) -> Result<()> {
-        let c = self.common()?;
+        let c = &self.common;
         if let Some(o) = &c.output {
             crate::core::check_writable(o)?;
         }
@@ -176,7 +172,7 @@ impl BisectArgs {
     }
 
     fn plan(&self, seed: u64) -> Result<BisectPlan> {
-        let c = self.common()?;
+        let c = &self.common;
         let mut builds = builds::read(self.builds.as_deref().context("give --builds")?)?;
         for a in &self.appends {
             let (name, args) = name_value("--append", a)?;

@@ -58,6 +58,26 @@ pub struct Decision {
     pub bar: f64,
 }
 
+impl Decision {
+    /// A build that could not be measured, and why.
+    pub fn skipped(why: &str) -> Decision {
+        Decision {
+            class: Class::Skipped(why.into()),
+            ..Decision::undecided()
+        }
+    }
+
+    /// No evidence either way.
+    pub fn undecided() -> Decision {
+        Decision {
+            class: Class::Undecided,
+            position: None,
+            p: None,
+            bar: 0.0,
+        }
+    }
+}
+
 /// The midpoint of the ends and the tolerance of exact counts: the larger of the ends' own
 /// boot-to-boot ranges and `floor_pct` of the midpoint.
 fn exact_bar(good: &[f64], bad: &[f64], floor_pct: f64) -> (f64, f64) {

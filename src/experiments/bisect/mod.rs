@@ -152,6 +152,8 @@ impl Boots<'_, '_> {
     }
 
     /// Boot build `i` in `round` (or take its saved boots): its figure, or why there is none.
+    /// A boot's tries are handed on once they end, so a state saved then never holds half a
+    /// boot. A measured boot without the figure is refused: every boot would lack it.
     fn boot(&mut self, i: usize, round: u32) -> Result<std::result::Result<f64, String>> {
         let name = self.plan.campaign.arms[i].name.clone();
         let start = self.boots.len();
@@ -163,27 +165,22 @@ impl Boots<'_, '_> {
             }
         } else {
             self.replay.clear();
-            let mut fresh = Vec::new();
-            let on_boot = &mut *self.on_boot;
-            let boots = &self.boots;
-            self.booter.boot(i, round, &mut fresh, &mut |b| {
-                let mut all = boots.clone();
-                all.push(b.clone());
-                on_boot(b, &all)
-            })?;
-            self.boots.extend(fresh);
+            self.booter.boot(i, round, &mut self.boots, &mut |_| {})?;
+            for k in start..self.boots.len() {
+                (self.on_boot)(&self.boots[k], &self.boots[..=k]);
+            }
         }
-        let last = self.boots[start..].last();
-        Ok(
-            match last.map(|b| campaign::boot_value(b, &self.plan.metric)) {
-                Some(Ok((v, unit))) => {
-                    self.unit = unit;
-                    Ok(v)
-                }
-                Some(Err(why)) => Err(why),
-                None => Err("not booted".into()),
-            },
-        )
+        let Some(last) = self.boots[start..].last() else {
+            return Ok(Err("not booted".into()));
+        };
+        match (campaign::boot_value(last, &self.plan.metric), last.result()) {
+            (Ok((v, unit)), _) => {
+                self.unit = unit;
+                Ok(Ok(v))
+            }
+            (Err(why), Some(_)) => bail!("{name}: {why}: give --metric one of those"),
+            (Err(why), None) => Ok(Err(why)),
+        }
     }
 }
 
@@ -252,7 +249,7 @@ pub fn run(plan: &BisectPlan, replay: Vec<BootRecord>, on_boot: &mut OnBoot) -> 
     if ends.differ {
         while let Some(i) = s.next() {
             let step = match &skip[i] {
-                Some(why) => skipped_step(plan, i, why),
+                Some(why) => step_of(plan, i, Decision::skipped(why)),
                 None => classify(&mut boots, i, &ends, &budget)?,
             };
             s.record(i, step.decision.class.clone());
@@ -265,7 +262,8 @@ pub fn run(plan: &BisectPlan, replay: Vec<BootRecord>, on_boot: &mut OnBoot) -> 
     Ok(finish(plan, boots, budget, (ends, end_rounds), steps, &s))
 }
 
-fn skipped_step(plan: &BisectPlan, i: usize, why: &str) -> Step {
+/// Build `i` tried, with no boot yet, as `decision` has it.
+fn step_of(plan: &BisectPlan, i: usize, decision: Decision) -> Step {
     Step {
         number: 0,
         build: plan.campaign.arms[i].name.clone(),
@@ -273,12 +271,7 @@ fn skipped_step(plan: &BisectPlan, i: usize, why: &str) -> Step {
         boots: 0,
         values: Vec::new(),
         rounds: 0,
-        decision: Decision {
-            class: Class::Skipped(why.into()),
-            position: None,
-            p: None,
-            bar: 0.0,
-        },
+        decision,
     }
 }
 
@@ -300,7 +293,7 @@ fn ends(b: &mut Boots, budget: &Budget) -> Result<Ends> {
         for i in order {
             match b.boot(i, round)? {
                 Ok(v) => got[usize::from(i == plan.bad)] = Some(v),
-                Err(why) => end_failed(plan, i, &why)?,
+                Err(why) => end_failed(plan, i, &why),
             }
         }
         if let [Some(g), Some(bad)] = got {
@@ -320,21 +313,13 @@ fn ends(b: &mut Boots, budget: &Budget) -> Result<Ends> {
     Ok(ends_of(plan, &rounds, budget))
 }
 
-/// An end that fails: the bisection goes on with the next round unless it failed in the guest
-/// (every boot would repeat it).
-fn end_failed(plan: &BisectPlan, i: usize, why: &str) -> Result<()> {
+/// An end that did not measure: the bisection goes on with the next round.
+fn end_failed(plan: &BisectPlan, i: usize, why: &str) {
     let name = &plan.campaign.arms[i].name;
-    if why.contains("no figure") {
-        bail!(
-            "the {} end, {name}: {why}: give --metric one of those",
-            end_word(i == plan.good)
-        );
-    }
     eprintln!(
         "syscost: the {} end, {name}, did not measure: {why}",
         end_word(i == plan.good)
     );
-    Ok(())
 }
 
 /// Whether the ends differ, and the change between them with its interval.
@@ -380,7 +365,7 @@ fn shuffled(builds: &[usize], seed: u64, round: u32) -> Vec<usize> {
 /// until the step decides or its rounds are spent (timed).
 fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Step> {
     let plan = b.plan;
-    let mut step = skipped_step(plan, i, "");
+    let mut step = step_of(plan, i, Decision::undecided());
     if plan.exact {
         let round = b.round();
         step.boots = 1;
@@ -394,7 +379,7 @@ fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Ste
                     plan.campaign.options.exact_floor_pct,
                 )
             }
-            Err(why) => skipped_step(plan, i, &why).decision,
+            Err(why) => Decision::skipped(&why),
         };
         return Ok(step);
     }
@@ -414,7 +399,7 @@ fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Ste
             let v = b.boot(k, round)?;
             step.boots += usize::from(k == i);
             if let (1, Err(why)) = (at, &v) {
-                step.decision = skipped_step(plan, i, why).decision;
+                step.decision = Decision::skipped(why);
                 return Ok(step);
             }
             got[at] = v.ok();
