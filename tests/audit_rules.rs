@@ -166,7 +166,7 @@ fn a_rule_of_each_field_kind_and_operator_lists_back_as_its_line() {
     let out = Command::new("auditctl").arg("-l").output().unwrap();
     session.restore().unwrap();
     let listing = String::from_utf8_lossy(&out.stdout);
-    let key = regex::Regex::new(r" (-F key=|-k )syscost-\d+-\d+-\d+").unwrap();
+    let key = regex_lite::Regex::new(r" (-F key=|-k )syscost-\d+-\d+-\d+").unwrap();
     let ours: Vec<String> = listing
         .lines()
         .filter(|l| key.is_match(l))

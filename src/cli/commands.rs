@@ -83,8 +83,9 @@ pub struct ProbeArgs {
     #[command(flatten)]
     pub keep: HistoryOpts,
     /// Record a figure the command prints about itself: NAME=REGEX, the regex's first group
-    /// the number (e.g. rps='([0-9.,]+) requests per second'). Repeatable; a regex that
-    /// matches nothing fails the run and shows the output's last lines.
+    /// the number (e.g. rps='([0-9.,]+) requests per second'; the syntax of Rust's regex
+    /// crate, its classes such as \d and \w ASCII only). Repeatable; a regex that matches
+    /// nothing fails the run and shows the output's last lines.
     #[arg(long = "capture", value_name = "NAME=REGEX")]
     pub captures: Vec<crate::workloads::capture::Capture>,
     /// Output format on stdout.
