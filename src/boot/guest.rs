@@ -173,9 +173,28 @@ pub fn unframe_all(mut bytes: &[u8]) -> Vec<Sent> {
     out
 }
 
-/// Whether this process is a guest's init.
+/// Whether this process is a campaign guest's init: process 1, with the campaign's plan in
+/// its initramfs and syscost's mark (the arm) on the kernel command line. A container whose
+/// entrypoint is syscost (`docker run IMAGE syscost ...`, `unshare --pid --fork`) is process 1
+/// too, with neither: it runs the command it was given.
 pub fn is_init() -> bool {
     std::process::id() == 1
+        && Path::new(PLAN_PATH).is_file()
+        && kernel_cmdline().is_some_and(|c| param(&c, ARM_PARAM).is_some())
+}
+
+/// The kernel's command line. A guest's init starts before anything is mounted: then /proc is
+/// mounted for the reading and unmounted after it (the init mounts what it needs itself).
+fn kernel_cmdline() -> Option<String> {
+    if let Ok(c) = std::fs::read_to_string("/proc/cmdline") {
+        return Some(c);
+    }
+    mount("proc", "/proc", "proc", 0).ok()?;
+    let c = std::fs::read_to_string("/proc/cmdline").ok();
+    let dir = std::ffi::CString::new("/proc").expect("no NUL");
+    // SAFETY: a path that lives across the call.
+    unsafe { libc::umount2(dir.as_ptr(), libc::MNT_DETACH) };
+    c
 }
 
 /// Run as init: measure, send, power off. Never returns.
