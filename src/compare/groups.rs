@@ -6,6 +6,7 @@
 
 use super::Variant;
 use crate::results::Metric;
+use crate::results::metrics::NOT_COUNTED;
 use crate::results::view::ResultView;
 use crate::stats::median;
 use anyhow::{Result, bail};
@@ -57,7 +58,10 @@ pub fn boots_in_order(label: &str, views: &[&ResultView]) -> Result<(Variant, Ve
     build(label, views, Unit::Boot, &|i, _| format!("{i:010}"))
 }
 
-/// A side whose boots are told apart (and ordered) by `boot`.
+/// A side whose boots are told apart (and ordered) by `boot`. A metric some boots lack (an
+/// emulated count whose every window another task ran in, a counter never scheduled) keeps
+/// the boots that have it, each under its own unit so sides still pair by boot, and a warning
+/// says how many boots it lacks and why.
 fn build(
     label: &str,
     views: &[&ResultView],
@@ -67,40 +71,50 @@ fn build(
     let Some(first) = views.first() else {
         bail!("group '{label}' has no results");
     };
+    let keys: Vec<String> = views.iter().enumerate().map(|(i, v)| boot(i, v)).collect();
+    let mut all_boots = keys.clone();
+    all_boots.sort();
+    all_boots.dedup();
     let mut warnings = Vec::new();
     let mut metrics = Vec::new();
-    for m0 in first.metrics.iter().filter(|m| m.summary.is_some()) {
-        let mut by_boot: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for name in metric_names(views) {
+        let mut by_boot: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
         let mut runs = Vec::new();
-        let mut complete = true;
-        for (i, v) in views.iter().enumerate() {
-            match v.metric(&m0.name).filter(|m| m.summary.is_some()) {
-                Some(m) => {
-                    let values = run_values(m);
-                    by_boot.entry(boot(i, v)).or_default().extend(&values);
-                    runs.extend(values);
-                }
-                None => complete = false,
+        let mut template = None;
+        for (v, key) in views.iter().zip(&keys) {
+            if let Some(m) = v.metric(&name).filter(|m| m.summary.is_some()) {
+                let values = run_values(m);
+                let b = all_boots.binary_search(key).expect("every key is listed");
+                by_boot.entry(b).or_default().extend(&values);
+                runs.extend(values);
+                template.get_or_insert(m);
             }
         }
-        if !complete {
-            warnings.push(format!(
-                "{label}: {} is missing from some results: left out",
-                m0.name
-            ));
-            continue;
+        let (have, of) = match unit {
+            Unit::Boot => (by_boot.len(), all_boots.len()),
+            Unit::Run => (views.iter().filter(|v| has(v, &name)).count(), views.len()),
+        };
+        // A figure no boot could have (`<not supported>`: no PMU) is shown with its reason
+        // in the tables; one that some boots have, or that was counted and lost, is said here.
+        if have < of && (have > 0 || lost(views, &name)) {
+            warnings.push(lacking(label, &name, views, (have, of), unit));
         }
-        let (replication, values) = match unit {
-            Unit::Boot => ("boot", by_boot.values().map(|r| median(r)).collect()),
-            Unit::Run => ("run", runs),
+        let Some(m0) = template else { continue };
+        let (replication, values, units) = match unit {
+            Unit::Boot => (
+                "boot",
+                by_boot.values().map(|r| median(r)).collect(),
+                Some(by_boot.keys().map(|&b| b as u32).collect()),
+            ),
+            Unit::Run => ("run", runs, None),
         };
         metrics.push(Metric::of_values(
-            m0.name.clone(),
+            name,
             m0.unit.clone(),
             m0.kind,
             replication,
             values,
-            None,
+            units,
         ));
     }
     let common = |f: &dyn Fn(&ResultView) -> Option<String>| {
@@ -132,6 +146,56 @@ fn build(
     Ok((variant, warnings))
 }
 
+/// Every metric name of `views`, in the order they first appear (a first result without one
+/// does not hide it).
+fn metric_names(views: &[&ResultView]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for m in views.iter().flat_map(|v| &v.metrics) {
+        if !names.contains(&m.name) {
+            names.push(m.name.clone());
+        }
+    }
+    names
+}
+
+/// Whether some result counted `name` and has no value of it (`<not counted>`).
+fn lost(views: &[&ResultView], name: &str) -> bool {
+    views
+        .iter()
+        .filter_map(|v| v.metric(name))
+        .any(|m| m.summary.is_none() && m.status.as_deref() == Some(NOT_COUNTED))
+}
+
+fn has(v: &ResultView, name: &str) -> bool {
+    v.metric(name).is_some_and(|m| m.summary.is_some())
+}
+
+/// "LABEL: METRIC has figures from HAVE of OF boots (the others: WHY): compared on those".
+fn lacking(
+    label: &str,
+    name: &str,
+    views: &[&ResultView],
+    (have, of): (usize, usize),
+    unit: Unit,
+) -> String {
+    let what = match unit {
+        Unit::Boot => "boot(s)",
+        Unit::Run => "result(s)",
+    };
+    let why = views
+        .iter()
+        .filter_map(|v| v.metric(name).filter(|m| m.summary.is_none()))
+        .find_map(|m| Some(format!("{} {}", m.status.as_deref()?, m.reason.as_deref()?)))
+        .unwrap_or_else(|| "not measured".into());
+    match have {
+        0 => format!("{label}: {name} has no figure in any of its {of} {what} ({why})"),
+        _ => format!(
+            "{label}: {name} has figures from {have} of {of} {what} (the others: {why}): \
+             compared on those"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;
@@ -148,6 +212,69 @@ mod unit {
         })
         .to_string();
         ResultView::from_text(boot, &text).unwrap()
+    }
+
+    /// A boot's result with time and, when `insns` is given, an emulated count (`None`: the
+    /// count exists without values, as when every window was left out).
+    fn counted(boot: &str, insns: Option<Option<f64>>) -> ResultView {
+        let mut metrics = vec![Metric::of_values(
+            "time",
+            "ns/call",
+            MetricKind::Time,
+            "run",
+            vec![100.0],
+            None,
+        )];
+        if let Some(v) = insns {
+            let mut m = Metric::of_values(
+                "instructions (emulated)",
+                "/call",
+                MetricKind::Emulated,
+                "run",
+                v.into_iter().collect(),
+                None,
+            );
+            if m.values.is_empty() {
+                m.status = Some("<not counted>".into());
+                m.reason = Some("every window was left out".into());
+            }
+            metrics.push(m);
+        }
+        let text = serde_json::json!({
+            "schema": crate::core::SCHEMA, "version": crate::core::VERSION, "kind": "run",
+            "created_unix": 1, "workload": {"workload": "syscall", "syscall": "getpid"},
+            "op_name": "call", "environment": {"boot_id": boot}, "metrics": metrics,
+        })
+        .to_string();
+        ResultView::from_text(boot, &text).unwrap()
+    }
+
+    #[test]
+    fn a_metric_some_boots_lack_keeps_the_others_and_says_so() {
+        let insns = "instructions (emulated)";
+        // The first boot lacks it: it is still found in the others.
+        let (a, b, c) = (
+            counted("b1", Some(None)),
+            counted("b2", Some(Some(314.0))),
+            counted("b3", Some(Some(315.0))),
+        );
+        let (v, w) = boots_in_order("on", &[&a, &b, &c]).unwrap();
+        let m = v.metric(insns).unwrap();
+        assert_eq!(
+            (m.values.clone(), m.units.clone()),
+            (vec![314.0, 315.0], vec![1, 2])
+        );
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("from 2 of 3 boot(s)"), "{}", w[0]);
+        assert!(w[0].contains("every window was left out"), "{}", w[0]);
+        let (none, d) = (counted("b1", None), counted("b2", Some(None)));
+        let (v, w) = boots_in_order("off", &[&none, &d]).unwrap();
+        assert!(v.metric(insns).is_none());
+        assert!(
+            w[0].contains("no figure in any of its 2 boot(s)"),
+            "{}",
+            w[0]
+        );
     }
 
     #[test]

@@ -106,6 +106,7 @@ pub(crate) fn fixed_result() -> RunResult {
         profile: None,
         emulated_sets: None,
         emulated_functions: None,
+        emulated_windows: None,
         warnings: vec![],
         notes: Vec::new(),
         thinned: None,

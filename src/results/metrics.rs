@@ -25,6 +25,9 @@ pub enum MetricKind {
     Emulated,
 }
 
+/// The status of an event that counted but has no value: perf's label for it.
+pub const NOT_COUNTED: &str = "<not counted>";
+
 /// One metric per operation, with its value for each unit of replication and their summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
@@ -193,7 +196,8 @@ pub fn analyze_with(
     subtract_overhead: bool,
     estimator: Estimator,
 ) -> (Vec<Metric>, Vec<Metric>) {
-    let (measured, overhead) = units_of(runs, events.len(), subtract_overhead, estimator);
+    let exact: Vec<bool> = events.iter().map(|e| e.spec.is_emulated()).collect();
+    let (measured, overhead) = units_of(runs, &exact, subtract_overhead, estimator);
     let running = running_shares(runs, events.len());
     let replication = if runs.len() == 1 { "sample" } else { "run" };
     let build = |u: &Units, is_overhead: bool| -> Vec<Metric> {
@@ -232,12 +236,16 @@ impl Units {
 }
 
 /// The measured units and the overhead units (one per run that measured its overhead).
+/// `exact[i]`: event `i` is an emulator's count, pooled over every window of a run that
+/// counted it whatever sample time's estimator chose: a window another task ran in has no
+/// count, and the run keeps its figure while any window counted.
 fn units_of(
     runs: &[RunRecord],
-    n: usize,
+    exact: &[bool],
     subtract_overhead: bool,
     estimator: Estimator,
 ) -> (Units, Units) {
+    let n = exact.len();
     let by_sample = runs.len() == 1;
     let (mut measured, mut overhead) = (Units::default(), Units::default());
     for run in runs {
@@ -250,7 +258,12 @@ fn units_of(
             let one = |s| pool(std::slice::from_ref(s), n);
             run.samples.iter().map(one).collect()
         } else {
-            vec![pool(&chosen(&run.samples, estimator), n)]
+            let mut p = pool(&chosen(&run.samples, estimator), n);
+            let every = pool(&run.samples, n);
+            for (i, _) in exact.iter().enumerate().filter(|(_, e)| **e) {
+                p.counts[i] = every.counts[i];
+            }
+            vec![p]
         };
         for (k, p) in pools.into_iter().enumerate() {
             measured
@@ -322,9 +335,18 @@ fn event_metric(
             Some(ev.status.label().to_string()),
             ev.status.reason().map(String::from),
         )
+    } else if values.is_empty() && ev.spec.is_emulated() {
+        (
+            Some(NOT_COUNTED.to_string()),
+            Some(
+                "every window was left out: another task ran in each (context switches \
+                 counted in the batch)"
+                    .to_string(),
+            ),
+        )
     } else if values.is_empty() {
         (
-            Some("<not counted>".to_string()),
+            Some(NOT_COUNTED.to_string()),
             Some(
                 "the event's group never got onto the PMU (running time 0): fewer events per \
                  group may fit"
@@ -508,7 +530,10 @@ fn workload_metrics(runs: &[RunRecord], replication: &str) -> Vec<Metric> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::{EventStatus, RawCount, events::parse_event};
+    use crate::counters::{
+        EventStatus, RawCount,
+        events::{EventSpec, parse_event},
+    };
 
     fn ev(name: &str, status: EventStatus) -> EventRecord {
         EventRecord {
@@ -587,6 +612,37 @@ mod tests {
             analyze(&runs, &events, "walk", false).0[0].values,
             analyze_with(&runs, &events, "walk", false, Estimator::Mean).0[0].values
         );
+    }
+
+    // The campaign that lost its exact count: the median sample by time was a window another
+    // task ran in (no emulated count), while two other windows counted.
+    #[test]
+    fn exact_counts_pool_every_counted_window_whatever_time_chose() {
+        let events = vec![EventRecord {
+            spec: EventSpec::emulated_all("instructions (emulated)"),
+            group: 1,
+            status: EventStatus::Counting,
+        }];
+        let samples = vec![
+            sample(100, 6800, &[Some(31_400)]),
+            sample(100, 6900, &[None]),
+            sample(100, 7000, &[Some(31_600)]),
+        ];
+        let runs = vec![run(0, samples.clone(), vec![]), run(1, samples, vec![])];
+        for e in [Estimator::Mean, Estimator::Median, Estimator::Min] {
+            let m = &analyze_with(&runs, &events, "call", false, e).0[1];
+            assert_eq!(
+                m.values,
+                [315.0, 315.0],
+                "{e:?}: both counted windows, pooled"
+            );
+            assert_eq!(m.kind, MetricKind::Emulated);
+        }
+        let none = vec![run(0, vec![sample(100, 6900, &[None])], vec![]); 2];
+        let m = &analyze_with(&none, &events, "call", false, Estimator::Median).0[1];
+        assert!(m.values.is_empty());
+        let why = m.reason.as_deref().unwrap();
+        assert!(why.contains("window") && !why.contains("PMU"), "{why}");
     }
 
     #[test]

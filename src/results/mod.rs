@@ -159,6 +159,14 @@ pub struct EventRecord {
     pub status: EventStatus,
 }
 
+/// A result's emulated windows: one per timed batch, and how many of them were left out of
+/// the counts because another task (a kworker, the boot's own work) ran in them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmulatedWindows {
+    pub windows: usize,
+    pub left_out: usize,
+}
+
 /// A `syscost run` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -190,6 +198,10 @@ pub struct RunResult {
     /// Kernel instructions per operation by function (a campaign's `--emulated-profile`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emulated_functions: Option<functions::EmulatedFunctions>,
+    /// The batch windows the emulator counted, and those left out because another task ran
+    /// in them (a campaign's `--emulated-counters`, when context switches were counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated_windows: Option<EmulatedWindows>,
     /// What the reader should know before trusting the figures.
     pub warnings: Vec<String>,
     /// What was set up for the runs (the audit rules they ran under).

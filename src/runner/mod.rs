@@ -431,6 +431,7 @@ pub fn assemble(
         profile: None,
         emulated_sets: None,
         emulated_functions: None,
+        emulated_windows: None,
         warnings: Vec::new(),
         notes: Vec::new(),
         thinned: None,

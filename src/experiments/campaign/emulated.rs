@@ -16,7 +16,7 @@ use crate::experiments::probe::{ProbeCounts, ProbeResult};
 use crate::profile::symbols::Kallsyms;
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
-use crate::results::{EventRecord, RunRecord, RunResult, Sample};
+use crate::results::{EmulatedWindows, EventRecord, RunRecord, RunResult, Sample};
 use std::collections::HashMap;
 
 /// Join `windows` to the boot's `result`: a run's, or an audit sweep's (each step's runs, and
@@ -154,6 +154,10 @@ fn joined(
         r.emulated_functions = j.blocks.named(symbols);
         r.warnings.extend(j.blocks.missing(symbols.is_some()));
         r.recompute();
+        r.emulated_windows = j.switches.map(|_| EmulatedWindows {
+            windows: j.windows,
+            left_out: j.crowded,
+        });
         r.warnings
             .extend(crowded_warning(j.switches, j.crowded, j.windows));
     }
@@ -557,6 +561,22 @@ mod unit {
         assert!(joined.runs[0].samples[0].counts[n - 1].is_some());
         let said = joined.warnings.join("; ");
         assert!(said.contains("1 of 12 windows left out"), "{said}");
+        let kept = EmulatedWindows {
+            windows: 12,
+            left_out: 1,
+        };
+        assert_eq!(joined.emulated_windows, Some(kept));
+        let insns = joined
+            .metrics
+            .iter()
+            .find(|m| m.name == "instructions (emulated)");
+        let insns = insns.unwrap();
+        let runs = joined.runs.len();
+        assert_eq!(
+            insns.values.len(),
+            runs,
+            "the crowded run keeps its other windows"
+        );
     }
 
     /// A pipe round trip switches twice per operation by itself: those switches leave no

@@ -1082,14 +1082,19 @@ fn sets_of<'a>(boots: impl Iterator<Item = &'a BootRecord>) -> Option<EmulatedSe
     })
 }
 
-/// Every metric of the boots' results but `primary` and the time, in the order they first
-/// appear, each the median over the boots that counted it of their medians.
+/// Every metric of the boots' results but `primary` (and the time, when the primary is a
+/// time too), in the order they first appear, each the median over the boots that counted it
+/// of their medians.
 fn counters_of(views: &[(u32, ResultView)], primary: &str) -> Vec<CounterFigure> {
     use crate::results::MetricKind;
     let mut out: Vec<CounterFigure> = Vec::new();
     let mut per_boot: Vec<Vec<f64>> = Vec::new();
     let metrics = views.iter().flat_map(|(_, v)| &v.metrics);
-    for m in metrics.filter(|m| m.name != primary && m.kind != MetricKind::Time) {
+    let timed = views
+        .iter()
+        .flat_map(|(_, v)| v.metric(primary))
+        .any(|m| m.kind == MetricKind::Time);
+    for m in metrics.filter(|m| m.name != primary && !(timed && m.kind == MetricKind::Time)) {
         let i = match out.iter().position(|c| c.name == m.name) {
             Some(i) => i,
             None => {
@@ -1161,7 +1166,14 @@ fn compare_arms(
         paired: true,
         ..plan.options.clone()
     };
-    compare::compare(variants, &options).map(Some)
+    // The boots are kept whatever the comparison says: one it refuses is a warning.
+    match compare::compare(variants, &options) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) => {
+            warnings.push(format!("no comparison: {e:#}"));
+            Ok(None)
+        }
+    }
 }
 
 #[cfg(test)]
