@@ -246,6 +246,11 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
         clock.settle_from = boottime();
         super::settle::settle(std::time::Duration::from_secs_f64(limit))
     });
+    // Counting: no other task may run in the measured windows (see `alone`).
+    let alone = match plan.mark {
+        true => super::alone::take_the_cpu(),
+        false => Vec::new(),
+    };
     clock.measure_from = boottime();
     let result = match &plan.result {
         None => super::measure_here(
@@ -258,10 +263,8 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
         }),
     };
     clock.measure_to = boottime();
-    let result = match settled.and_then(|s| s.warning()) {
-        Some(w) => with_warning(result?, &w),
-        None => result?,
-    };
+    let warnings = settled.and_then(|s| s.warning()).into_iter().chain(alone);
+    let result = warnings.fold(result?, |r, w| with_warning(r, &w));
     let whole = param(&cmdline, KALLSYMS_PARAM).is_some();
     Ok((
         result,
@@ -399,7 +402,7 @@ fn mount_all() -> Result<()> {
     mount("tmpfs", "/dev/shm", "tmpfs", 0).context("mount tmpfs on /dev/shm")
 }
 
-fn mount(what: &str, dir: &str, fs: &str, flags: libc::c_ulong) -> Result<()> {
+pub(super) fn mount(what: &str, dir: &str, fs: &str, flags: libc::c_ulong) -> Result<()> {
     let c = |s: &str| std::ffi::CString::new(s).expect("no NUL in a mount argument");
     let (what, dir_c, fs) = (c(what), c(dir), c(fs));
     // SAFETY: the strings live across the call; no mount data is passed.

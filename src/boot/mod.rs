@@ -5,6 +5,7 @@
 //! A campaign's files live in one temporary directory of its own ([`workdir`]), removed on
 //! every exit path; one left by a SIGKILLed syscost is removed by the next campaign.
 
+pub mod alone;
 pub mod bzimage;
 pub mod guest;
 pub mod hook;
@@ -65,7 +66,12 @@ pub fn measure_here(words: &[String], rules: Option<(&str, &str)>, mark: bool) -
     let _rules = rules
         .map(|(json, what)| ArmRules::set_up(json, what))
         .transpose()?;
+    let backlog = mark.then(alone::audit_backlog_unlimited).flatten();
     let result = measure_child(words, mark)?;
+    let result = match backlog {
+        Some(w) => guest::with_warning(result, &w),
+        None => result,
+    };
     Ok(match &_rules {
         Some(r) => r.noted(result),
         None => result,

@@ -1,7 +1,8 @@
 //! CPU lists in taskset/cpuset syntax (`1`, `0-3,8`, `0-15:2`) and CPU affinity.
 //!
 //! The list syntax is small enough that a crate would add more than it saves; affinity goes
-//! through libc's sched_{get,set}affinity directly.
+//! through libc's sched_{get,set}affinity directly, and a process's scheduling policy through
+//! sched_getscheduler.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -220,9 +221,33 @@ pub fn check_allowed(wanted: &CpuList, flag: &str) -> Result<(), String> {
     ))
 }
 
+/// This process's scheduling policy as `ps` names it, e.g. `SCHED_FIFO 99` or `SCHED_OTHER`.
+pub fn policy_of_this_process() -> String {
+    // SAFETY: plain syscalls on this process with a valid pointer.
+    let (policy, prio) = unsafe {
+        let mut p = libc::sched_param { sched_priority: 0 };
+        let policy = libc::sched_getscheduler(0);
+        libc::sched_getparam(0, &mut p);
+        (policy, p.sched_priority)
+    };
+    match policy {
+        libc::SCHED_FIFO => format!("SCHED_FIFO {prio}"),
+        libc::SCHED_RR => format!("SCHED_RR {prio}"),
+        libc::SCHED_BATCH => "SCHED_BATCH".into(),
+        libc::SCHED_IDLE => "SCHED_IDLE".into(),
+        _ => "SCHED_OTHER".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_s_policy_is_named_as_ps_names_it() {
+        let p = policy_of_this_process();
+        assert!(p.starts_with("SCHED_"), "{p}");
+    }
 
     fn set(v: &[usize]) -> CpuList {
         CpuList(v.iter().copied().collect())

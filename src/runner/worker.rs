@@ -137,13 +137,12 @@ fn serve(req: &Request, signal: &AtomicUsize, input: &mut dyn BufRead) -> Result
     if let Some(c) = &req.cpus {
         cpus::set_affinity(c).with_context(|| format!("cannot pin the worker to CPUs {c}"))?;
     }
-    let sched = match req.fifo {
-        Some(prio) => {
-            set_fifo(prio)?;
-            format!("SCHED_FIFO {prio}")
-        }
-        None => "SCHED_OTHER".to_string(),
-    };
+    if let Some(prio) = req.fifo {
+        set_fifo(prio)?;
+    }
+    // The policy it has, not the one asked for: one inherited (a counting guest's init runs
+    // its measurement at SCHED_FIFO, `chrt`) is the worker's too.
+    let sched = cpus::policy_of_this_process();
     let mut workload: Box<dyn crate::workloads::Workload> = if let Some(n) = req.copies {
         let cpus = match &req.cpus {
             Some(c) => c.clone(),
