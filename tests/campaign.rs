@@ -568,7 +568,9 @@ fn a_probe_in_each_boot_gives_the_arm_its_time_per_hit() {
     let mut words = vec!["probe", "--target", &target, "--runs", "6", "--"];
     words.extend(inner.split_whitespace());
     // Counted under the emulator too: each run of the command is a window.
-    let c = one_boot_each(tmp.path(), &k, &["--emulated-counters"], &words);
+    // Time is the figure here (--metric): emulated counts would head the tables by default.
+    let extra = ["--emulated-counters", "--metric", "time"];
+    let c = one_boot_each(tmp.path(), &k, &extra, &words);
     assert_eq!(c["unit"], "ns/hit");
     assert_eq!(c["boot_figure"], "probe-hit");
     for (f, kernel) in c["figures"].as_array().unwrap().iter().zip(&k) {
@@ -809,6 +811,15 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
         c["order"].as_array().unwrap().len(),
         2,
         "the default: 2 rounds"
+    );
+    // With exact counts the headline is the instructions per call, and the verdicts lead
+    // with them; time is one of the other figures.
+    let insns = "instructions (emulated)";
+    assert_eq!(c["metric"], insns);
+    assert_eq!(c["comparison"]["deltas"][0]["metric"], insns);
+    assert!(
+        text.contains(&format!(" {insns} (/call) per arm")),
+        "{text}"
     );
     for b in c["boots"].as_array().unwrap() {
         let waited = b["split"]["settle"].as_f64().unwrap();

@@ -36,6 +36,8 @@ pub(super) fn prepare(mut variants: Vec<Variant>, opts: &Options) -> Result<Prep
     }
     for v in variants.iter_mut() {
         flag_perturbed(v, &opts);
+        // The headline first: every table and verdict list leads with the primary metric.
+        v.metrics.sort_by_key(|m| m.name != opts.primary);
     }
     let tested = variants.clone();
     for v in variants.iter_mut() {
@@ -194,6 +196,31 @@ mod unit {
         assert_eq!(p.shown[0].metric("time").unwrap().values, vec![1.0, 2.0]);
         assert_eq!(p.shown[1].dropped, vec![2]);
         assert_eq!(p.tested[0].metric("time").unwrap().values.len(), 3);
+    }
+
+    #[test]
+    fn the_primary_metric_leads() {
+        let with_count = |label: &str| {
+            let mut v = variant(label, &[1.0, 2.0]);
+            v.metrics.push(crate::results::Metric::of_values(
+                "instructions (emulated)",
+                "/call",
+                crate::results::MetricKind::Emulated,
+                "boot",
+                vec![315.0, 315.1],
+                None,
+            ));
+            v
+        };
+        let opts = Options {
+            primary: "instructions (emulated)".into(),
+            ..Options::default()
+        };
+        let p = prepare(vec![with_count("a"), with_count("b")], &opts).unwrap();
+        for v in p.shown.iter().chain(&p.tested) {
+            let names: Vec<&str> = v.metrics.iter().map(|m| m.name.as_str()).collect();
+            assert_eq!(names, ["instructions (emulated)", "time"]);
+        }
     }
 
     #[test]

@@ -284,6 +284,12 @@ impl Count {
     }
 }
 
+/// Whether a metric named `name` is one of the plugin's counts (or a ratio of two): every
+/// emulated event's name ends so (`instructions:k (emulated)`), and only theirs.
+pub fn is_emulated(name: &str) -> bool {
+    name.ends_with(" (emulated)")
+}
+
 /// Which instructions of a window a count covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {

@@ -113,6 +113,7 @@ impl ProbeResult {
             for (name, v) in [
                 ("instructions:u (emulated)", user),
                 ("instructions:k (emulated)", kernel),
+                ("instructions (emulated)", user + kernel),
             ] {
                 let m =
                     Metric::of_values(name, "/hit", MetricKind::Emulated, "boot", vec![v], None);

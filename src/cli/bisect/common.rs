@@ -6,7 +6,7 @@ use crate::audit::rules_file::OnError;
 use crate::cli::args::HistoryOpts;
 use crate::cli::campaign::{GuestOpts, Via, check_alpha, record_tagged};
 use crate::cli::*;
-use crate::counters::emulated::{Count, Part};
+use crate::counters::emulated::is_emulated;
 use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
 use crate::experiments::campaign::{self, Arm, BootRecord};
 
@@ -72,18 +72,12 @@ impl Common {
             self.guest
                 .plan(Via::Qemu, &self.measure, options, self.audit_rules_errors)?;
         (campaign.arms, campaign.seed) = (builds, seed);
-        let metric = self
-            .metric
-            .clone()
-            .unwrap_or_else(|| match self.guest.emulated() {
-                true => Count::Instructions.part_name(Part::All),
-                false => "time".to_string(),
-            });
+        let metric = self.guest.metric(self.metric.as_deref());
         Ok(BisectPlan {
             campaign,
             good,
             bad,
-            exact: metric.contains("(emulated)"),
+            exact: is_emulated(&metric),
             metric,
             max_rounds: self.step_rounds as usize,
             id: format!("{}-{seed}", crate::core::now_unix()),
