@@ -14,7 +14,7 @@
 //! backlog's limit, at which the worker would wait for kauditd.
 //! bench/windows_left_out.sh measures the share of windows lost.
 
-use super::guest::mount;
+use super::mount::mount;
 
 /// The priority the measurement runs at: above every RT kernel thread (only the stop class,
 /// CPU hotplug's migration, is higher).

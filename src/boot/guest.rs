@@ -5,6 +5,7 @@
 //! fails is sent back as the reason instead; a panic of the kernel ends QEMU by itself
 //! (`panic=-1` with `-no-reboot`).
 
+use super::mount::{mount, unmount};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -191,9 +192,7 @@ fn kernel_cmdline() -> Option<String> {
     }
     mount("proc", "/proc", "proc", 0).ok()?;
     let c = std::fs::read_to_string("/proc/cmdline").ok();
-    let dir = std::ffi::CString::new("/proc").expect("no NUL");
-    // SAFETY: a path that lives across the call.
-    unsafe { libc::umount2(dir.as_ptr(), libc::MNT_DETACH) };
+    unmount("/proc");
     c
 }
 
@@ -400,25 +399,6 @@ fn mount_all() -> Result<()> {
     }
     let _ = std::fs::create_dir_all("/dev/shm");
     mount("tmpfs", "/dev/shm", "tmpfs", 0).context("mount tmpfs on /dev/shm")
-}
-
-pub(super) fn mount(what: &str, dir: &str, fs: &str, flags: libc::c_ulong) -> Result<()> {
-    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL in a mount argument");
-    let (what, dir_c, fs) = (c(what), c(dir), c(fs));
-    // SAFETY: the strings live across the call; no mount data is passed.
-    let rc = unsafe {
-        libc::mount(
-            what.as_ptr(),
-            dir_c.as_ptr(),
-            fs.as_ptr(),
-            flags,
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    Ok(())
 }
 
 /// Write the frames to the channel in raw mode (no newline translation) and wait until the

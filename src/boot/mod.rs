@@ -11,6 +11,7 @@ pub mod guest;
 pub mod hook;
 pub mod initramfs;
 pub mod kexec;
+pub mod mount;
 pub mod qemu;
 pub mod qmp;
 pub mod settle;
