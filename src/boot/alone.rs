@@ -3,8 +3,9 @@
 //! exact counts. At SCHED_OTHER the worker is preempted by whatever wakes: kauditd, woken by
 //! the audit records of the worker's own counter reads when the rules name read(2) (20 of 21
 //! windows lost per boot of Debian's 6.12 with such rules), kworkers and RCU's threads (4 to 7
-//! of 21 without audit, on 6.1 and 6.12). The guest is syscost's own, so its init takes
-//! SCHED_FIFO at the top priority before measuring, and the measuring command, its worker and
+//! of 21 without audit, on 6.1 and 6.12). The guest is syscost's own, so once the boot's own
+//! work has ended (`settle`) its init takes SCHED_FIFO at the top priority before measuring,
+//! and the measuring command, its worker and
 //! the worker's partners inherit it: a task of the fair class never preempts them, and runs
 //! when they sleep (between runs). What would still hand the fair class the CPU is turned off:
 //! RT throttling (`kernel.sched_rt_runtime_us`, 95% of each second to RT tasks) and, on

@@ -175,13 +175,21 @@ pub fn unframe_all(mut bytes: &[u8]) -> Vec<Sent> {
 }
 
 /// Whether this process is a campaign guest's init: process 1, with the campaign's plan in
-/// its initramfs and syscost's mark (the arm) on the kernel command line. A container whose
-/// entrypoint is syscost (`docker run IMAGE syscost ...`, `unshare --pid --fork`) is process 1
-/// too, with neither: it runs the command it was given.
+/// its initramfs and syscost's mark on the kernel command line (a `syscost.` parameter: the
+/// arm of a QEMU boot, the disk of a kexec campaign's guest). A container whose entrypoint is
+/// syscost (`docker run IMAGE syscost ...`, `unshare --pid --fork`) is process 1 too, with
+/// neither: it runs the command it was given.
 pub fn is_init() -> bool {
     std::process::id() == 1
         && Path::new(PLAN_PATH).is_file()
-        && kernel_cmdline().is_some_and(|c| param(&c, ARM_PARAM).is_some())
+        && kernel_cmdline().is_some_and(|c| marked(&c))
+}
+
+/// Whether a kernel command line carries a parameter of syscost's (`syscost.NAME=...`).
+fn marked(cmdline: &str) -> bool {
+    cmdline
+        .split_whitespace()
+        .any(|w| w.starts_with("syscost.") && w.contains('='))
 }
 
 /// The kernel's command line. A guest's init starts before anything is mounted: then /proc is
@@ -245,8 +253,12 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
         clock.settle_from = boottime();
         super::settle::settle(std::time::Duration::from_secs_f64(limit))
     });
-    // Counting: no other task may run in the measured windows (see `alone`).
-    let alone = match plan.mark {
+    // Counting: no other task may run in the measured windows (see `alone`), once the boot's
+    // own work has ended. Measured at once (--settle 0) or still busy at the limit, that work
+    // must run (held off, its timers and softirqs would land in every window), and the
+    // windows it runs in are left out.
+    let quiet = settled.is_some_and(|s| s.quiet);
+    let alone = match plan.mark && quiet {
         true => super::alone::take_the_cpu(),
         false => Vec::new(),
     };
@@ -467,6 +479,10 @@ mod unit {
     fn the_arm_comes_from_the_command_line_and_the_output_before_the_command() {
         let cmdline = "console=ttyS0 panic=-1 syscost.arm=audit1 audit=1";
         assert_eq!(param(cmdline, ARM_PARAM), Some("audit1"));
+        assert!(marked(cmdline));
+        assert!(marked("console=ttyS0 syscost.disk=/dev/vda"));
+        let host = "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro quiet syscost";
+        assert!(!marked(host), "a word alone is no parameter of syscost's");
         assert_eq!(param(cmdline, "syscost.boot"), None);
         let words: Vec<String> = ["run", "exec", "--ops", "1", "--", "true"]
             .map(String::from)

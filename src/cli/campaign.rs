@@ -100,9 +100,10 @@ pub struct GuestOpts {
     /// `instructions:k (emulated)` and the like per operation, `instructions (emulated)` the
     /// headline figure. Exact paths, not hardware: no cycles, no speculation. Two boots per arm
     /// decide (the range rule: every boot apart by more than the arms' own range and
-    /// --exact-resolution). The guest measures at SCHED_FIFO 99 with RT throttling, the fair
-    /// server, the soft-lockup watchdog and the audit backlog limit off, so no other task runs
-    /// in the counted windows; one that still does is left out, and the result says how many.
+    /// --exact-resolution). Once its boot's own work has ended (--settle), the guest measures
+    /// at SCHED_FIFO 99 with RT throttling, the fair server, the soft-lockup watchdog and the
+    /// audit backlog limit off, so no other task runs in the counted windows; one that still
+    /// does is left out, and the result says how many.
     #[arg(long)]
     pub emulated_counters: bool,
     /// Model the caches too (implies --emulated-counters): every load and store of a window
