@@ -118,7 +118,7 @@ fn words(v: &[&str]) -> Vec<String> {
 #[test]
 fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // exact counts: another guest on the other CPU does not move them
+    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let (file, names) = list(tmp.path(), &k, 1);
     let rules = forty_rules(tmp.path());
@@ -206,7 +206,7 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
 #[test]
 fn builds_that_cannot_boot_are_skipped_and_the_answer_still_found() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // exact counts: another guest on the other CPU does not move them
+    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let not_kernel = tmp.path().join("vmlinuz-broken");
     std::fs::write(&not_kernel, b"not a kernel").unwrap();
@@ -250,7 +250,7 @@ fn builds_that_cannot_boot_are_skipped_and_the_answer_still_found() {
 #[test]
 fn ends_that_do_not_differ_stop_before_any_step() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // exact counts: another guest on the other CPU does not move them
+    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     // The same kernel and settings at every build.
     let (file, _) = list(tmp.path(), &[k[0].clone(), k[0].clone(), k[0].clone()], 99);
@@ -397,7 +397,7 @@ fn git_bisect_run_with_the_step_command_ends_on_the_right_commit() {
     if !git_works() {
         return;
     }
-    let _s = shared(); // exact counts: another guest on the other CPU does not move them
+    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let rules = std::fs::read_to_string(forty_rules(tmp.path())).unwrap();
     let (repo, commits) = repository(tmp.path(), &k, k.len() - 1);
@@ -478,7 +478,7 @@ fn bisect_git_builds_the_ends_and_finds_the_middle_commit() {
     if !git_works() {
         return;
     }
-    let _s = shared(); // exact counts: another guest on the other CPU does not move them
+    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let (repo, commits) = repository(tmp.path(), &k, 3);
     let out_file = tmp.path().join("bisect.json");

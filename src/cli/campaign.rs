@@ -216,7 +216,9 @@ pub struct CampaignArgs {
     pub noise_threshold: f64,
     /// Emulated counts closer than this percentage are equal. Two arms' counts differ when
     /// every boot of one is apart from every boot of the other by more than this and than
-    /// either arm's own boot-to-boot range (timer interrupts in the windows: 0.04% here).
+    /// either arm's own boot-to-boot range (the timer interrupts in the windows, which come on
+    /// the host's clock: up to 0.2% here between boots the host ran at different speeds;
+    /// under --icount 0, 0.001%, and a finer resolution can be given).
     #[arg(long, default_value_t = compare::EXACT_FLOOR_PCT, value_name = "PCT", value_parser = parse_resolution)]
     pub exact_resolution: f64,
     /// Output format on stdout.
