@@ -60,6 +60,15 @@ pub struct State {
     pub retries: u32,
     pub alpha: f64,
     pub noise_pct: f64,
+    /// The range rule's resolution (`--exact-resolution`), the headline metric (`--metric`)
+    /// and what a rules-file line that cannot be set up does: kept, so that no resume
+    /// changes an option the campaign started with.
+    #[serde(default = "default_floor")]
+    pub exact_floor_pct: f64,
+    #[serde(default = "default_primary")]
+    pub primary: String,
+    #[serde(default)]
+    pub rules_errors: crate::audit::rules_file::OnError,
     /// Every boot's command line before the arm's additions: the starting boot's, without its
     /// image, its initrd and syscost's marks.
     pub cmdline: String,
@@ -76,6 +85,14 @@ pub struct State {
     pub boots: Vec<BootRecord>,
     /// Each arm's kernel build id, as its first boot saw it.
     pub build_ids: BTreeMap<String, String>,
+}
+
+fn default_floor() -> f64 {
+    crate::compare::EXACT_FLOOR_PCT
+}
+
+fn default_primary() -> String {
+    "time".into()
 }
 
 /// What to do after a step: reboot into the next arm, or the campaign is over.
@@ -163,8 +180,12 @@ impl State {
             needs: Vec::new(),
             // The boots of a kexec campaign are the machine's own: its units have started.
             settle: None,
-            options: super::compare_options(self.alpha, self.noise_pct, self.seed),
-            rules_errors: Default::default(),
+            options: crate::compare::Options {
+                exact_floor_pct: self.exact_floor_pct,
+                primary: self.primary.clone(),
+                ..super::compare_options(self.alpha, self.noise_pct, self.seed)
+            },
+            rules_errors: self.rules_errors,
         }
     }
 
@@ -252,6 +273,9 @@ fn new_state(
         retries: plan.retries,
         alpha: plan.options.alpha,
         noise_pct: plan.options.noise_pct,
+        exact_floor_pct: plan.options.exact_floor_pct,
+        primary: plan.options.primary.clone(),
+        rules_errors: plan.rules_errors,
         cmdline: base_cmdline(&std::fs::read_to_string("/proc/cmdline")?),
         rules,
         order: super::order(plan.arms.len(), plan.boots, plan.seed),
@@ -374,11 +398,26 @@ fn failure(reason: String) -> Outcome {
     }
 }
 
-/// Analyse every boot, write the result, remove the hook and the state.
+/// Analyse every boot, write the result, remove the hook and the state. An analysis that
+/// fails still removes them (the boots are in the history, recorded as each ended), so the
+/// machine is not left rebooting into the campaign.
 fn finish(st: &State, dir: &Path) -> Result<Step> {
     let names = |r: &Vec<usize>| r.iter().map(|&a| st.arms[a].name.clone()).collect();
     let order = st.order.iter().map(names).collect();
-    let mut c = super::analyse(&st.plan(), order, st.boots.clone())?;
+    let mut c = match super::analyse(&st.plan(), order, st.boots.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            end(dir, st.hook)?;
+            return Err(e.context(format!(
+                "campaign {}: its {} boot(s) are in the history (tag campaign={}); its boot \
+                 hook and state are removed, and nothing was written to {}",
+                st.id,
+                st.boots.len(),
+                st.id,
+                st.output.display()
+            )));
+        }
+    };
     c.id = st.id.clone();
     c.created_unix = st.created_unix;
     crate::core::write_atomic(&st.output, &serde_json::to_vec_pretty(&c)?)
@@ -496,6 +535,58 @@ impl State {
 mod unit {
     use super::*;
 
+    /// Every option a kexec campaign starts with comes back from its saved state unchanged.
+    #[test]
+    fn a_resumed_campaign_keeps_every_option_it_started_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let kernel = dir.path().join("vmlinuz");
+        std::fs::write(&kernel, b"k").unwrap();
+        let mut arm = state(1, 1, 0).arms[0].clone();
+        arm.kernel = kernel;
+        let options = crate::compare::Options {
+            exact_floor_pct: 0.03,
+            primary: "instructions:k (emulated)".into(),
+            ..super::super::compare_options(0.01, 3.5, 77)
+        };
+        let plan = CampaignPlan {
+            arms: vec![
+                arm.clone(),
+                Arm {
+                    name: "b".into(),
+                    ..arm
+                },
+            ],
+            boots: 4,
+            seed: 77,
+            measure: vec!["run".into(), "syscall".into()],
+            backend: Backend::Kexec,
+            retries: 2,
+            guest_files: Vec::new(),
+            needs: Vec::new(),
+            settle: None,
+            options,
+            rules_errors: crate::audit::rules_file::OnError::Continue,
+        };
+        let setup = Setup {
+            output: Some("/o.json".into()),
+            recording: Recording::default(),
+        };
+        let st = new_state(&plan, setup, Hook::Init, BTreeMap::new()).unwrap();
+        let text = serde_json::to_string(&st).unwrap();
+        let back: State = serde_json::from_str(&text).unwrap();
+        let p = back.plan();
+        let (o, given) = (&p.options, &plan.options);
+        assert_eq!(
+            (o.alpha, o.noise_pct, o.exact_floor_pct, &o.primary, o.seed),
+            (given.alpha, given.noise_pct, 0.03, &given.primary, 77)
+        );
+        assert_eq!(
+            (p.boots, p.retries, p.rules_errors),
+            (4, 2, plan.rules_errors)
+        );
+        assert_eq!((p.measure, p.arms.len()), (plan.measure.clone(), 2));
+    }
+
     #[test]
     fn a_boot_is_marked_and_the_marks_are_not_carried_over() {
         let running = "BOOT_IMAGE=/boot/vmlinuz-6.1 root=/dev/sda1 ro quiet \
@@ -528,6 +619,9 @@ mod unit {
             retries,
             alpha: 0.05,
             noise_pct: 2.0,
+            exact_floor_pct: 0.5,
+            primary: "time".into(),
+            rules_errors: Default::default(),
             cmdline: "root=/dev/sda1 ro".into(),
             rules: BTreeMap::new(),
             order: super::super::order(arms, rounds, 1),
