@@ -47,6 +47,7 @@ const SWITCH_MEASURE: &[&str] = &[
 fn campaign_measuring(tmp: &Path, args: &[String], measure: &[&str]) -> std::process::Output {
     syscost()
         .env("TMPDIR", tmp)
+        .env("XDG_STATE_HOME", tmp)
         .arg("campaign")
         .args(["--accel", "tcg", "--history"])
         .arg(tmp.join("history.sqlite"))
@@ -1123,6 +1124,7 @@ fn ctrl_c_mid_boot_stops_qemu_and_leaves_nothing() {
     let tmp = scratch();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
         .env("TMPDIR", tmp.path())
+        .env("XDG_STATE_HOME", tmp.path())
         .env("SYSCOST_HISTORY", TEST_HISTORY)
         .args(["campaign", "--accel", "tcg", "--boots", "3", "--no-verdict"])
         .args(arm("a", &k[0]))
@@ -1144,6 +1146,121 @@ fn ctrl_c_mid_boot_stops_qemu_and_leaves_nothing() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(qemus_of(tmp.path()).is_empty(), "QEMU still runs");
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
+}
+
+/// The one QEMU campaign state kept in `dir`, if any.
+fn kept_state(dir: &Path) -> Option<Value> {
+    let mut files = std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path());
+    let file = files.find(|p| p.extension().is_some_and(|x| x == "json"))?;
+    serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()
+}
+
+/// The history entries of campaign `id` in `history`, as CSV lines.
+fn history_of(history: &Path, id: &str) -> Vec<String> {
+    let list = syscost()
+        .args(["history", "list", "--history"])
+        .arg(history)
+        .args(["--tag", &format!("campaign={id}"), "--format", "csv"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    text.lines()
+        .filter(|l| l.contains("arm="))
+        .map(String::from)
+        .collect()
+}
+
+/// A campaign SIGKILLed after its third boot keeps those boots, in the history and in its
+/// state; `campaign status` says it was interrupted; `campaign resume` boots only the fourth
+/// and writes what an uninterrupted campaign writes, under the same id; nothing is left.
+#[test]
+fn a_killed_campaign_keeps_its_boots_and_resume_boots_only_what_it_lacks() {
+    let Some(k) = kernels() else { return };
+    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
+    let tmp = scratch();
+    let (state, out_file) = (tmp.path().join("state"), tmp.path().join("c.json"));
+    let history = tmp.path().join("history.sqlite");
+    let with = |c: &mut std::process::Command| {
+        c.env("TMPDIR", tmp.path())
+            .env("SYSCOST_HISTORY", TEST_HISTORY)
+            .arg("--state")
+            .arg(&state);
+    };
+    let mut start = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"));
+    start.args(["campaign", "--accel", "tcg", "--boots", "2", "--no-verdict"]);
+    start.args(["--seed", "3", "--history"]).arg(&history);
+    start.arg("-o").arg(&out_file);
+    with(&mut start);
+    start.args(arm("a", &k[0])).args(arm("b", &k[1]));
+    start.arg("--").args(SWITCH_MEASURE);
+    let mut child = start
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let boots = |v: &Option<Value>| {
+        v.as_ref()
+            .map_or(0, |v| v["boots"].as_array().unwrap().len())
+    };
+    while boots(&kept_state(&state)) < 3 {
+        assert!(Instant::now() < deadline, "no third boot kept");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the campaign ended early"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let s = kept_state(&state).unwrap();
+    assert_eq!(boots(&Some(s.clone())), 3, "{s}");
+    let id = s["id"].as_str().unwrap().to_string();
+    assert_eq!(history_of(&history, &id).len(), 3);
+    let gone = Instant::now() + Duration::from_secs(10);
+    while !qemus_of(tmp.path()).is_empty() {
+        assert!(Instant::now() < gone, "QEMU outlived its campaign");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut status = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"));
+    status.args(["campaign", "status"]);
+    with(&mut status);
+    let said = String::from_utf8_lossy(&status.output().unwrap().stdout).to_string();
+    assert!(
+        said.contains(&format!("campaign {id} (interrupted)")),
+        "{said}"
+    );
+    assert!(said.contains("boots so far: 3 (3 measured)"), "{said}");
+    let mut resume = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"));
+    resume.args(["campaign", "resume", &id]);
+    with(&mut resume);
+    let out = resume.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches("recorded as history entry").count(), 1, "{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(
+        (c["kind"].as_str(), c["id"].as_str()),
+        (Some("campaign"), Some(id.as_str()))
+    );
+    let all = c["boots"].as_array().unwrap();
+    assert_eq!(all.len(), 4);
+    for (a, round) in [("a", 1), ("a", 2), ("b", 1), ("b", 2)] {
+        let one = |b: &&Value| b["arm"] == a && b["round"] == round;
+        assert_eq!(all.iter().filter(one).count(), 1, "{a} round {round}: {c}");
+    }
+    assert!(all.iter().all(|b| b["outcome"] == "measured"), "{c}");
+    assert_eq!(c["figures"].as_array().unwrap().len(), 2);
+    assert_eq!(history_of(&history, &id).len(), 4);
+    assert!(
+        kept_state(&state).is_none(),
+        "the state outlived the campaign"
+    );
     assert!(
         leftovers(tmp.path()).is_empty(),
         "{:?}",

@@ -8,7 +8,10 @@ use crate::boot::qemu::{Accel, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
 use crate::counters::emulated::{CacheModel, Count, Part, is_emulated};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
+use crate::experiments::campaign::saved::{self, Saved};
 use crate::experiments::campaign::{self, Arm, Backend, BootRecord, CampaignPlan, Needed, Outcome};
+use anyhow::Context;
+use std::path::Path;
 use std::time::Duration;
 
 pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
@@ -28,8 +31,10 @@ pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
       --arm fix=/boot/vmlinuz-6.1.0-28+fix-amd64 -- run syscall --cpu 1 --runs 5
       bare metal: this machine rebooted into each arm by kexec; a systemd unit resumes the
       campaign after each boot and the last boot reboots into the default kernel
-  syscost campaign status | abort
-      where a kexec campaign stands; end it (the next boot is the default kernel)
+  syscost campaign status | resume [ID] | abort [ID]
+      where the kexec campaign and each kept QEMU campaign stand; go on with an interrupted
+      QEMU campaign (only the boots it lacks); drop one (a kexec campaign: the next boot is
+      the default kernel)
   --accel tcg emulates the CPU (no KVM here): figures then follow the instructions executed,
   not the hardware, and say so. Exit status 4 when some boot failed (the campaign is
   incomplete).";
@@ -54,18 +59,51 @@ pub enum Via {
     Kexec,
 }
 
-/// What to do with a kexec campaign in progress on this machine.
+/// What to do with a campaign in progress: the kexec campaign on this machine, or a QEMU
+/// campaign that was interrupted (its boots are kept as each ends).
 #[derive(Subcommand, Debug)]
 pub enum CampaignAction {
-    /// Where the kexec campaign in progress on this machine stands.
-    Status,
-    /// End the kexec campaign in progress: remove its boot hook, its state and the loaded
-    /// kernel; the next boot is the machine's default kernel. Its boots so far stay in the
-    /// history.
-    Abort,
-    /// Measure this boot of the kexec campaign in progress, record it, and reboot into the
-    /// next arm (what the boot hook runs after each boot).
-    Resume,
+    /// Where the kexec campaign on this machine stands, and every QEMU campaign kept (running
+    /// or interrupted), with its boots so far.
+    Status(KeptDir),
+    /// End a campaign in progress. The kexec campaign: remove its boot hook, its state and the
+    /// loaded kernel (the next boot is the machine's default kernel). A QEMU campaign (ID, or
+    /// the only one kept): drop its kept boots. Their results stay in the history.
+    Abort(KeptOne),
+    /// Go on with a campaign. The kexec campaign: measure this boot, record it, and reboot
+    /// into the next arm (what its boot hook runs after each boot). A QEMU campaign that was
+    /// interrupted (ID, or the only one kept): boot only what it lacks, with the options it
+    /// was started with, then show and write it as if it had not stopped.
+    Resume(KeptOne),
+}
+
+/// Where QEMU campaigns keep their boots.
+#[derive(Args, Debug, Default)]
+pub struct KeptDir {
+    /// The directory QEMU campaigns keep their boots in, a state file each [default:
+    /// $XDG_STATE_HOME/syscost/campaigns, else ~/.local/state/syscost/campaigns].
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+}
+
+impl KeptDir {
+    pub(super) fn dir(&self) -> Result<PathBuf> {
+        match &self.state {
+            Some(d) => Ok(d.clone()),
+            None => saved::default_dir(),
+        }
+    }
+}
+
+/// One kept QEMU campaign.
+#[derive(Args, Debug)]
+pub struct KeptOne {
+    /// The QEMU campaign's id (as `campaign status` lists them) [default: the only one kept;
+    /// without it, and without --state, the kexec campaign in progress comes first].
+    #[arg(value_name = "ID")]
+    pub id: Option<String>,
+    #[command(flatten)]
+    pub kept: KeptDir,
 }
 
 /// How each boot's virtual machine runs and counts: shared by `campaign` and `bisect`.
@@ -231,6 +269,8 @@ pub struct CampaignArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub keep: HistoryOpts,
+    #[command(flatten)]
+    pub kept: KeptDir,
     /// The syscost command measured in every boot, e.g. run syscall --runs 3. A boot's value:
     /// for run, the median of its runs; for audit sweep, the cost per rule it fitted; for
     /// probe, the time each hit added.
@@ -240,10 +280,10 @@ pub struct CampaignArgs {
 
 impl CampaignArgs {
     pub(super) fn run(self) -> Result<()> {
-        match self.action {
-            Some(CampaignAction::Status) => return status(),
-            Some(CampaignAction::Abort) => return abort(),
-            Some(CampaignAction::Resume) => return resume(),
+        match &self.action {
+            Some(CampaignAction::Status(k)) => return status(k),
+            Some(CampaignAction::Abort(k)) => return abort(k),
+            Some(CampaignAction::Resume(k)) => return resume(k),
             None => {}
         }
         if let Some(o) = &self.output {
@@ -252,18 +292,52 @@ impl CampaignArgs {
         if self.via == Via::Kexec {
             return self.start_kexec();
         }
-        let plan = self.plan()?;
+        let dir = self.kept.dir()?;
+        saved::check_dir(&dir)?;
+        let args: Vec<String> = std::env::args()
+            .skip_while(|a| a != "campaign")
+            .skip(1)
+            .collect();
+        let seed = self.seed.unwrap_or_else(crate::core::now_unix);
+        let id = format!("{}-{seed}", crate::core::now_unix());
+        self.run_qemu(&dir, Saved::new(id, seed, args)?)
+    }
+
+    /// Run (or go on with) the QEMU campaign `saved`: each boot, as it ends, in the history and
+    /// in its state file in `dir`; the state is removed once the campaign is shown and written.
+    fn run_qemu(&self, dir: &Path, mut saved: Saved) -> Result<()> {
+        let plan = self.plan(saved.seed)?;
+        let path = saved.path(dir);
         eprintln!(
-            "syscost: campaign of {} arm(s) x {} round(s), seed {}",
+            "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
+             as each ends",
+            saved.id,
             plan.arms.len(),
             plan.boots,
-            plan.seed
+            plan.seed,
+            path.display()
         );
-        let c = campaign::run(&plan, &mut |b| eprintln!("syscost: {}", boot_line(b)))?;
+        let accel = plan.backend.machine().map_or("none", |m| m.accel.name());
+        let kept = saved.boots.clone();
+        let ran = campaign::run(&plan, &kept, &mut |b| {
+            eprintln!("syscost: {}", boot_line(b));
+            record_boot(b, &self.keep, &saved.id, "qemu", accel);
+            saved.boots.push(b.clone());
+            if let Err(e) = saved.save(dir) {
+                eprintln!("syscost: warning: {e:#}");
+            }
+        });
+        let mut c = match ran {
+            Ok(c) => c,
+            Err(e) if saved.boots.is_empty() => return Err(e),
+            Err(e) => {
+                eprintln!("syscost: {}", kept_note(&saved, &path));
+                return Err(e);
+            }
+        };
+        c.id = saved.id.clone();
         show(&c, self.format, &self.output)?;
-        if !self.keep.no_history {
-            self.record(&c);
-        }
+        let _ = std::fs::remove_file(&path);
         if !c.complete {
             let failed = c.figures.iter().map(|f| f.failed_boots).sum();
             return Err(Incomplete(failed).into());
@@ -271,11 +345,10 @@ impl CampaignArgs {
         Ok(())
     }
 
-    fn plan(&self) -> Result<CampaignPlan> {
+    fn plan(&self, seed: u64) -> Result<CampaignPlan> {
         check_alpha(self.alpha)?;
         let arms = self.arm_specs()?;
         let boots = self.boots(arms.len())?;
-        let seed = self.seed.unwrap_or_else(crate::core::now_unix);
         let options = compare::Options {
             exact_floor_pct: self.exact_resolution,
             primary: self.guest.metric(self.metric.as_deref()),
@@ -350,17 +423,9 @@ impl CampaignArgs {
         Ok(arms)
     }
 
-    /// Every good boot's result in the history, tagged with the campaign, arm, round and accel.
-    fn record(&self, c: &campaign::Campaign) {
-        let accel = c.machine.as_ref().map(|m| m.accel.name()).unwrap_or("none");
-        for b in &c.boots {
-            record_boot(b, &self.keep, &c.id, &c.via, accel);
-        }
-    }
-
     /// Check, save the plan, install the boot hook, load the first arm and reboot into it.
     fn start_kexec(&self) -> Result<()> {
-        let plan = self.plan()?;
+        let plan = self.plan(self.seed.unwrap_or_else(crate::core::now_unix))?;
         if !self.yes {
             anyhow::bail!(
                 "--via kexec reboots this machine into each arm, {} time(s), then into its \
@@ -562,9 +627,75 @@ fn step_line(step: &Step) -> String {
     }
 }
 
-/// `campaign resume`: measure and record this boot, then reboot into the next arm (or, after
-/// the last, show the campaign and reboot into the default kernel).
-fn resume() -> Result<()> {
+/// The kexec campaign in progress, when `k` names no QEMU campaign.
+fn kexec_in_progress(k: &KeptOne) -> Result<bool> {
+    if k.id.is_some() || k.kept.state.is_some() {
+        return Ok(false);
+    }
+    Ok(kexec::State::load(Path::new(kexec::STATE_DIR))?.is_some())
+}
+
+/// `campaign resume`: the kexec campaign in progress, else a kept QEMU campaign.
+fn resume(k: &KeptOne) -> Result<()> {
+    if kexec_in_progress(k)? {
+        return resume_kexec();
+    }
+    let dir = k.kept.dir()?;
+    let mut s = saved::pick(&dir, k.id.as_deref())?;
+    refuse_running(&s, "resume")?;
+    let words = ["syscost", "campaign"]
+        .into_iter()
+        .map(String::from)
+        .chain(s.args.clone());
+    let Command::Campaign(args) = Cli::try_parse_from(words)?.command else {
+        anyhow::bail!("campaign {}: its command line is not a campaign's", s.id);
+    };
+    std::env::set_current_dir(&s.dir).with_context(|| {
+        format!(
+            "campaign {}: cannot go back to {}, where it ran",
+            s.id,
+            s.dir.display()
+        )
+    })?;
+    eprintln!(
+        "syscost: resuming campaign {} from {} kept boot(s)",
+        s.id,
+        s.boots.len()
+    );
+    s.adopt();
+    args.run_qemu(&dir, s)
+}
+
+/// A QEMU campaign whose process still runs is not taken from it.
+fn refuse_running(s: &Saved, what: &str) -> Result<()> {
+    if s.running() {
+        anyhow::bail!(
+            "campaign {} is still running (process {}): it cannot be {what}d now",
+            s.id,
+            s.owner.0
+        );
+    }
+    Ok(())
+}
+
+/// Where a kept campaign's boots are, and what to do with them.
+fn kept_note(s: &Saved, path: &Path) -> String {
+    format!(
+        "campaign {}: its {} boot(s) so far are kept in {} and in the history (tag \
+         campaign={}): `syscost campaign resume {}` goes on with them, `syscost campaign abort \
+         {}` drops them",
+        s.id,
+        s.boots.len(),
+        path.display(),
+        s.id,
+        s.id,
+        s.id
+    )
+}
+
+/// `campaign resume` of the kexec campaign: measure and record this boot, then reboot into
+/// the next arm (or, after the last, show the campaign and reboot into the default kernel).
+fn resume_kexec() -> Result<()> {
     let r = kexec::resume(std::path::Path::new(kexec::STATE_DIR))?;
     if let Some(b) = &r.recorded {
         eprintln!("syscost: {}", boot_line(b));
@@ -585,8 +716,40 @@ fn resume() -> Result<()> {
     kexec::reboot(&r.step, r.hook)
 }
 
-/// `campaign status`.
-fn status() -> Result<()> {
+/// `campaign status`: the kexec campaign, then the kept QEMU campaigns.
+fn status(k: &KeptDir) -> Result<()> {
+    status_kexec()?;
+    let dir = k.dir()?;
+    let all = saved::list(&dir)?;
+    if all.is_empty() {
+        println!("no QEMU campaign kept in {}", dir.display());
+    }
+    for s in &all {
+        let measured = s.boots.iter().filter(|b| b.result().is_some()).count();
+        let state = match s.running() {
+            true => format!("running (process {})", s.owner.0),
+            false => "interrupted".into(),
+        };
+        println!(
+            "campaign {} ({state}): syscost campaign {}",
+            s.id,
+            s.args.join(" ")
+        );
+        println!(
+            "  boots so far: {} ({measured} measured); the last: {}",
+            s.boots.len(),
+            s.boots.last().map_or("none".into(), boot_line)
+        );
+    }
+    if all.iter().any(|s| !s.running()) {
+        println!(
+            "`syscost campaign resume ID` goes on with one; `syscost campaign abort ID` drops it"
+        );
+    }
+    Ok(())
+}
+
+fn status_kexec() -> Result<()> {
     let dir = std::path::Path::new(kexec::STATE_DIR);
     let Some(st) = kexec::State::load(dir)? else {
         println!("no kexec campaign in progress on this machine");
@@ -620,8 +783,25 @@ fn status() -> Result<()> {
     Ok(())
 }
 
-/// `campaign abort`.
-fn abort() -> Result<()> {
+/// `campaign abort`: the kexec campaign in progress, else a kept QEMU campaign.
+fn abort(k: &KeptOne) -> Result<()> {
+    if kexec_in_progress(k)? {
+        return abort_kexec();
+    }
+    let dir = k.kept.dir()?;
+    let s = saved::pick(&dir, k.id.as_deref())?;
+    refuse_running(&s, "abort")?;
+    std::fs::remove_file(s.path(&dir))
+        .with_context(|| format!("cannot remove {}", s.path(&dir).display()))?;
+    println!(
+        "campaign {} dropped ({} boot(s) stay in the history)",
+        s.id,
+        s.boots.len()
+    );
+    Ok(())
+}
+
+fn abort_kexec() -> Result<()> {
     match kexec::abort(std::path::Path::new(kexec::STATE_DIR))? {
         Some(id) => println!(
             "campaign {id} aborted: its boot hook, state and loaded kernel are removed; the \

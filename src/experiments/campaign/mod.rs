@@ -7,6 +7,7 @@
 
 pub mod emulated;
 pub mod kexec;
+pub mod saved;
 
 use crate::boot::bzimage::{self, Entry};
 use crate::boot::guest::{ARM_PARAM, GuestClock, GuestPlan, KALLSYMS_PARAM, PLAN_PATH};
@@ -692,10 +693,23 @@ impl<'p> Booter<'p> {
         boots: &mut Vec<BootRecord>,
         progress: &mut dyn FnMut(&BootRecord),
     ) -> Result<Option<String>> {
+        self.boot_from(a, round, 0, boots, progress)
+    }
+
+    /// [`Booter::boot`] from try `first` on (the tries before it were kept from an interrupted
+    /// run).
+    fn boot_from(
+        &mut self,
+        a: usize,
+        round: u32,
+        first: u32,
+        boots: &mut Vec<BootRecord>,
+        progress: &mut dyn FnMut(&BootRecord),
+    ) -> Result<Option<String>> {
         let entry = self.entry(a)?;
         let (plan, machine) = (self.plan, self.machine);
         let arm = &plan.arms[a];
-        for attempt in 0..=plan.retries {
+        for attempt in first..=plan.retries {
             let bootdir = self
                 .dir
                 .path()
@@ -813,19 +827,32 @@ fn outcome_of(ended: Ended, symbols: &mut Option<emulated::ArmSymbols>) -> Outco
 /// Run a campaign in QEMU: check, build the initramfs, take each kernel's vmlinux out for its
 /// PVH entry, boot every round, compare. An arm whose first boot fails in the guest (its
 /// setup or its measuring command) is stopped there; the campaign stops when fewer than two
-/// arms are left.
-pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result<Campaign> {
+/// arms are left. `kept`: the boots of an interrupted run of the same plan; a boot they
+/// finished is not booted again, and `progress` hears of the new ones only.
+pub fn run(
+    plan: &CampaignPlan,
+    kept: &[BootRecord],
+    progress: &mut dyn FnMut(&BootRecord),
+) -> Result<Campaign> {
     let rules = check(plan)?;
     let mut booter = Booter::start(plan, &rules)?;
     let order = order(plan.arms.len(), plan.boots, plan.seed);
     let mut boots = Vec::new();
     let mut stopped: Vec<Option<String>> = vec![None; plan.arms.len()];
     'rounds: for (round, arms) in order.iter().enumerate() {
+        let round = round as u32 + 1;
         for &a in arms {
             if stopped[a].is_some() {
                 continue;
             }
-            let Some(reason) = booter.boot(a, round as u32 + 1, &mut boots, progress)? else {
+            let tries = kept_tries(kept, &plan.arms[a].name, round);
+            boots.extend(tries.iter().map(|&b| b.clone()));
+            let reason = match slot_of(&tries, plan.retries) {
+                Slot::Done => None,
+                Slot::Repeats(reason) => Some(reason),
+                Slot::Next(first) => booter.boot_from(a, round, first, &mut boots, progress)?,
+            };
+            let Some(reason) = reason else {
                 continue;
             };
             let measured = |b: &BootRecord| b.arm == plan.arms[a].name && b.result().is_some();
@@ -842,6 +869,42 @@ pub fn run(plan: &CampaignPlan, progress: &mut dyn FnMut(&BootRecord)) -> Result
     c.entries = booter.entries();
     c.warnings.extend(stopped_warnings(plan, &stopped));
     Ok(c)
+}
+
+/// Where one boot of the schedule (an arm in a round) stands, from its tries kept so far.
+#[derive(Debug, PartialEq)]
+enum Slot {
+    /// Measured, or its tries are spent.
+    Done,
+    /// Its last try failed in the guest, which every boot would repeat: the reason.
+    Repeats(String),
+    /// Boot it, from this try on.
+    Next(u32),
+}
+
+/// The tries kept of `arm` in `round`, in the order they ended.
+fn kept_tries<'a>(kept: &'a [BootRecord], arm: &str, round: u32) -> Vec<&'a BootRecord> {
+    kept.iter()
+        .filter(|b| b.arm == arm && b.round == round)
+        .collect()
+}
+
+fn slot_of(tries: &[&BootRecord], retries: u32) -> Slot {
+    if tries.iter().any(|b| b.result().is_some()) {
+        return Slot::Done;
+    }
+    if let Some(Outcome::Failed {
+        reason,
+        in_guest: true,
+        ..
+    }) = tries.last().map(|b| &b.outcome)
+    {
+        return Slot::Repeats(reason.clone());
+    }
+    match tries.len() as u32 {
+        n if n > retries => Slot::Done,
+        n => Slot::Next(n),
+    }
 }
 
 /// Whether the arms not stopped are too few to go on: fewer than two of a comparison, none of
@@ -1179,6 +1242,55 @@ fn compare_arms(
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    fn tried(arm: &str, round: u32, attempt: u32, outcome: Outcome) -> BootRecord {
+        BootRecord {
+            arm: arm.into(),
+            round,
+            attempt,
+            seconds: 1.0,
+            split: None,
+            pinned: Vec::new(),
+            outcome,
+        }
+    }
+
+    fn failed(in_guest: bool) -> Outcome {
+        Outcome::Failed {
+            reason: "why".into(),
+            console: Vec::new(),
+            in_guest,
+        }
+    }
+
+    /// A resumed campaign boots what its kept tries leave open, from the try after them, and
+    /// nothing they finished.
+    #[test]
+    fn kept_tries_say_what_is_left_to_boot() {
+        let measured = Outcome::Measured {
+            result: serde_json::json!({}),
+        };
+        let kept = [
+            tried("a", 1, 0, failed(false)),
+            tried("a", 1, 1, measured),
+            tried("b", 1, 0, failed(false)),
+            tried("a", 2, 0, failed(true)),
+            tried("b", 2, 0, failed(false)),
+            tried("b", 2, 1, failed(false)),
+        ];
+        let slot =
+            |arm: &str, round: u32, retries: u32| slot_of(&kept_tries(&kept, arm, round), retries);
+        assert_eq!(slot("a", 1, 1), Slot::Done, "measured on its retry");
+        assert_eq!(slot("b", 1, 1), Slot::Next(1), "killed before its retry");
+        assert_eq!(
+            slot("a", 2, 1),
+            Slot::Repeats("why".into()),
+            "failed in the guest"
+        );
+        assert_eq!(slot("b", 2, 1), Slot::Done, "its tries are spent");
+        assert_eq!(slot("b", 2, 2), Slot::Next(2));
+        assert_eq!(slot("a", 3, 1), Slot::Next(0), "not begun");
+    }
 
     #[test]
     fn every_round_boots_every_arm_once_in_a_seeded_shuffle() {

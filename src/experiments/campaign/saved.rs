@@ -1,0 +1,203 @@
+//! A QEMU campaign's boots, kept as each ends: a state file per campaign, so that a kill, a
+//! power cut or an analysis that fails loses no boot, and `campaign resume` boots only what the
+//! campaign still lacks. The state holds the command line the campaign was started with (its
+//! options, re-read on resume, so none changes), the seed, the directory it ran in (its
+//! relative paths), the process that runs it, and every boot so far.
+
+use super::BootRecord;
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A campaign in progress, as saved.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Saved {
+    pub id: String,
+    pub seed: u64,
+    /// The words after `syscost campaign`.
+    pub args: Vec<String>,
+    /// The directory the campaign was started in (its paths may be relative to it).
+    pub dir: PathBuf,
+    /// The process running it, `(pid, start time)`, while it runs.
+    pub owner: (u32, u64),
+    pub boots: Vec<BootRecord>,
+}
+
+/// Where QEMU campaigns keep their states: `$XDG_STATE_HOME/syscost/campaigns`, else
+/// `~/.local/state/syscost/campaigns`.
+pub fn default_dir() -> Result<PathBuf> {
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => match std::env::var_os("HOME") {
+            Some(h) => PathBuf::from(h).join(".local/state"),
+            None => bail!("no HOME to keep the campaign's boots under: give --state DIR"),
+        },
+    };
+    Ok(base.join("syscost/campaigns"))
+}
+
+impl Saved {
+    /// A new campaign's state, owned by this process.
+    pub fn new(id: String, seed: u64, args: Vec<String>) -> Result<Saved> {
+        Ok(Saved {
+            id,
+            seed,
+            args,
+            dir: std::env::current_dir().context("cannot read the current directory")?,
+            owner: me(),
+            boots: Vec::new(),
+        })
+    }
+
+    /// The state's file in `dir`.
+    pub fn path(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("{}.json", self.id))
+    }
+
+    /// Whether the process that started it still runs it.
+    pub fn running(&self) -> bool {
+        self.owner != me() && crate::audit::session::alive(self.owner.0, self.owner.1)
+    }
+
+    /// Take it over for this process (a resume).
+    pub fn adopt(&mut self) {
+        self.owner = me();
+    }
+
+    /// Write it atomically, in a directory only its owner reads (its command line may name a
+    /// history URL with a password).
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        make_dir(dir)?;
+        crate::core::write_atomic(&self.path(dir), serde_json::to_string(self)?.as_bytes())
+            .with_context(|| format!("cannot keep the campaign's boots in {}", dir.display()))
+    }
+}
+
+/// Refuse, before any boot, a state directory the boots cannot be kept in.
+pub fn check_dir(dir: &Path) -> Result<()> {
+    make_dir(dir)?;
+    tempfile::NamedTempFile::new_in(dir)
+        .map(drop)
+        .with_context(|| {
+            format!(
+                "cannot keep the campaign's boots in {}: give --state DIR with a directory \
+                 this user can write",
+                dir.display()
+            )
+        })
+}
+
+fn make_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| {
+            format!(
+                "cannot create {} to keep the campaign's boots: give --state DIR with a \
+                 directory this user can write",
+                dir.display()
+            )
+        })
+}
+
+/// Every campaign state in `dir`, oldest first; a file that is not one is named in an error.
+pub fn list(dir: &Path) -> Result<Vec<Saved>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
+    };
+    let mut out = Vec::new();
+    for e in entries {
+        let path = e?.path();
+        if path.extension().is_some_and(|x| x == "json") {
+            out.push(load(&path)?);
+        }
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(out)
+}
+
+fn load(path: &Path) -> Result<Saved> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a campaign's state", path.display()))
+}
+
+/// The one interrupted campaign `id` names, or the only one there is.
+pub fn pick(dir: &Path, id: Option<&str>) -> Result<Saved> {
+    let all = list(dir)?;
+    let ids = |v: &[Saved]| v.iter().map(|s| s.id.clone()).collect::<Vec<_>>().join(" ");
+    if let Some(id) = id {
+        return all
+            .into_iter()
+            .find(|s| s.id == id)
+            .with_context(|| format!("no campaign {id} is kept in {}", dir.display()));
+    }
+    match all.len() {
+        0 => bail!(
+            "no QEMU campaign is kept in {}: nothing to go on with",
+            dir.display()
+        ),
+        1 => Ok(all.into_iter().next().expect("one")),
+        _ => bail!(
+            "{} campaigns are kept in {} ({}): name one, e.g. `syscost campaign resume {}`",
+            all.len(),
+            dir.display(),
+            ids(&all),
+            all[0].id
+        ),
+    }
+}
+
+/// `(pid, start time)` of this process.
+fn me() -> (u32, u64) {
+    let pid = std::process::id();
+    let start = crate::core::proc_stat_field(&format!("/proc/{pid}/stat"), 22).unwrap_or(0);
+    (pid, start)
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn a_state_round_trips_and_is_found_by_id_or_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("campaigns");
+        check_dir(&d).unwrap();
+        let a = Saved::new("1-7".into(), 7, vec!["--arm".into(), "a=k".into()]).unwrap();
+        a.save(&d).unwrap();
+        assert!(!a.running(), "this process is not another that runs it");
+        let got = pick(&d, None).unwrap();
+        assert_eq!(
+            (got.id.as_str(), got.seed, got.args),
+            ("1-7", 7, a.args.clone())
+        );
+        Saved::new("2-7".into(), 7, Vec::new())
+            .unwrap()
+            .save(&d)
+            .unwrap();
+        let err = pick(&d, None).unwrap_err().to_string();
+        assert!(
+            err.contains("2 campaigns") && err.contains("1-7 2-7"),
+            "{err}"
+        );
+        assert_eq!(pick(&d, Some("2-7")).unwrap().id, "2-7");
+        assert!(pick(&d, Some("3-7")).is_err());
+        std::fs::write(d.join("x.json"), "{").unwrap();
+        assert!(list(&d).unwrap_err().to_string().contains("x.json"));
+    }
+
+    #[test]
+    fn a_directory_that_cannot_exist_is_refused() {
+        let err = check_dir(Path::new("/proc/nope/campaigns")).unwrap_err();
+        assert!(format!("{err:#}").contains("--state DIR"), "{err:#}");
+    }
+}
