@@ -260,10 +260,18 @@ fn ends_that_do_not_differ_stop_before_any_step() {
     let (out, _) = bisect(tmp.path(), &args);
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("comes after --bad"),
+        stderr(&out).contains("--good and --bad both name b0"),
         "{}",
         stderr(&out)
     );
+    // A state that cannot be kept is refused before any boot, and leaves nothing.
+    let mut nowhere = args[..3].to_vec();
+    nowhere.extend(words(&["--state", "/proc/nope/bisect.json"]));
+    let (out, _) = bisect(tmp.path(), &nowhere);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("cannot keep the boots in /proc/nope"), "{err}");
+    assert!(!err.contains(": measured ("), "{err}");
     let mut args = words(&["--emulated-counters", "--builds"]);
     args.push(file.display().to_string());
     args.extend(words(&["--bad", "b1"]));

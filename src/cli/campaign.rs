@@ -293,7 +293,7 @@ impl CampaignArgs {
             return self.start_kexec();
         }
         let dir = self.kept.dir()?;
-        saved::check_dir(&dir)?;
+        saved::check_dir(&dir, "--state DIR")?;
         let args: Vec<String> = std::env::args()
             .skip_while(|a| a != "campaign")
             .skip(1)
@@ -641,7 +641,13 @@ fn resume(k: &KeptOne) -> Result<()> {
         return resume_kexec();
     }
     let dir = k.kept.dir()?;
-    let mut s = saved::pick(&dir, k.id.as_deref())?;
+    let Some(mut s) = saved::pick(&dir, k.id.as_deref())? else {
+        anyhow::bail!(
+            "no campaign in progress (no kexec campaign on this machine, no QEMU campaign kept \
+             in {}): nothing to resume",
+            dir.display()
+        );
+    };
     refuse_running(&s, "resume")?;
     let words = ["syscost", "campaign"]
         .into_iter()
@@ -789,7 +795,14 @@ fn abort(k: &KeptOne) -> Result<()> {
         return abort_kexec();
     }
     let dir = k.kept.dir()?;
-    let s = saved::pick(&dir, k.id.as_deref())?;
+    let Some(s) = saved::pick(&dir, k.id.as_deref())? else {
+        println!(
+            "no campaign in progress (no kexec campaign on this machine, no QEMU campaign kept \
+             in {}): nothing to abort",
+            dir.display()
+        );
+        return Ok(());
+    };
     refuse_running(&s, "abort")?;
     std::fs::remove_file(s.path(&dir))
         .with_context(|| format!("cannot remove {}", s.path(&dir).display()))?;

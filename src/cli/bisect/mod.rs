@@ -10,7 +10,7 @@ mod git;
 use crate::cli::campaign::name_value;
 use crate::cli::*;
 use crate::experiments::bisect::{self, BisectPlan, builds};
-use crate::experiments::campaign::{Arm, BootRecord};
+use crate::experiments::campaign::{Arm, BootRecord, saved};
 use anyhow::Context;
 use common::{Common, boot_line, ends_equal, finish, record_boot};
 pub use git::{GitArgs, StepArgs, StepStatus};
@@ -141,6 +141,9 @@ impl BisectArgs {
             crate::core::check_writable(o)?;
         }
         let plan = self.plan(seed)?;
+        // A bisection whose boots cannot be kept is refused before its first boot.
+        let dir = state.parent().filter(|d| !d.as_os_str().is_empty());
+        saved::check_dir(dir.unwrap_or(Path::new(".")), "--state FILE")?;
         eprintln!(
             "syscost: bisection {} of {} builds by {}, seed {seed}; its boots are saved in {}",
             plan.id,
@@ -192,7 +195,13 @@ impl BisectArgs {
         };
         let good = index("--good", &self.good, 0)?;
         let bad = index("--bad", &self.bad, builds.len() - 1)?;
-        if good >= bad {
+        if good == bad {
+            anyhow::bail!(
+                "--good and --bad both name {}: the ends must be two builds, the good one older",
+                builds[good].name
+            );
+        }
+        if good > bad {
             anyhow::bail!(
                 "--good {} comes after --bad {} in the builds' order: the good end is the older build \
                  (the figure as it was), the bad end the newer (as it became)",

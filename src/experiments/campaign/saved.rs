@@ -73,18 +73,19 @@ impl Saved {
     }
 }
 
-/// Refuse, before any boot, a state directory the boots cannot be kept in.
-pub fn check_dir(dir: &Path) -> Result<()> {
-    make_dir(dir)?;
+/// Refuse, before any boot, a state directory the boots cannot be kept in; `flag` names the
+/// option that picks another (`--state DIR`).
+pub fn check_dir(dir: &Path, flag: &str) -> Result<()> {
+    let refused = || {
+        format!(
+            "cannot keep the boots in {}: give {flag} in a directory this user can write",
+            dir.display()
+        )
+    };
+    make_dir(dir).with_context(refused)?;
     tempfile::NamedTempFile::new_in(dir)
         .map(drop)
-        .with_context(|| {
-            format!(
-                "cannot keep the campaign's boots in {}: give --state DIR with a directory \
-                 this user can write",
-                dir.display()
-            )
-        })
+        .with_context(refused)
 }
 
 fn make_dir(dir: &Path) -> Result<()> {
@@ -96,13 +97,7 @@ fn make_dir(dir: &Path) -> Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .with_context(|| {
-            format!(
-                "cannot create {} to keep the campaign's boots: give --state DIR with a \
-                 directory this user can write",
-                dir.display()
-            )
-        })
+        .with_context(|| format!("cannot create {}", dir.display()))
 }
 
 /// Every campaign state in `dir`, oldest first; a file that is not one is named in an error.
@@ -130,22 +125,19 @@ fn load(path: &Path) -> Result<Saved> {
         .with_context(|| format!("{}: not a campaign's state", path.display()))
 }
 
-/// The one interrupted campaign `id` names, or the only one there is.
-pub fn pick(dir: &Path, id: Option<&str>) -> Result<Saved> {
+/// The campaign `id` names, or the only one there is (`None`: none is kept).
+pub fn pick(dir: &Path, id: Option<&str>) -> Result<Option<Saved>> {
     let all = list(dir)?;
     let ids = |v: &[Saved]| v.iter().map(|s| s.id.clone()).collect::<Vec<_>>().join(" ");
     if let Some(id) = id {
-        return all
-            .into_iter()
-            .find(|s| s.id == id)
+        let found = all.into_iter().find(|s| s.id == id);
+        return found
+            .map(Some)
             .with_context(|| format!("no campaign {id} is kept in {}", dir.display()));
     }
     match all.len() {
-        0 => bail!(
-            "no QEMU campaign is kept in {}: nothing to go on with",
-            dir.display()
-        ),
-        1 => Ok(all.into_iter().next().expect("one")),
+        0 => Ok(None),
+        1 => Ok(all.into_iter().next()),
         _ => bail!(
             "{} campaigns are kept in {} ({}): name one, e.g. `syscost campaign resume {}`",
             all.len(),
@@ -171,11 +163,12 @@ mod unit {
     fn a_state_round_trips_and_is_found_by_id_or_alone() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("campaigns");
-        check_dir(&d).unwrap();
+        check_dir(&d, "--state DIR").unwrap();
         let a = Saved::new("1-7".into(), 7, vec!["--arm".into(), "a=k".into()]).unwrap();
         a.save(&d).unwrap();
         assert!(!a.running(), "this process is not another that runs it");
-        let got = pick(&d, None).unwrap();
+        assert!(pick(&dir.path().join("none"), None).unwrap().is_none());
+        let got = pick(&d, None).unwrap().unwrap();
         assert_eq!(
             (got.id.as_str(), got.seed, got.args),
             ("1-7", 7, a.args.clone())
@@ -189,7 +182,7 @@ mod unit {
             err.contains("2 campaigns") && err.contains("1-7 2-7"),
             "{err}"
         );
-        assert_eq!(pick(&d, Some("2-7")).unwrap().id, "2-7");
+        assert_eq!(pick(&d, Some("2-7")).unwrap().unwrap().id, "2-7");
         assert!(pick(&d, Some("3-7")).is_err());
         std::fs::write(d.join("x.json"), "{").unwrap();
         assert!(list(&d).unwrap_err().to_string().contains("x.json"));
@@ -197,7 +190,7 @@ mod unit {
 
     #[test]
     fn a_directory_that_cannot_exist_is_refused() {
-        let err = check_dir(Path::new("/proc/nope/campaigns")).unwrap_err();
+        let err = check_dir(Path::new("/proc/nope/campaigns"), "--state DIR").unwrap_err();
         assert!(format!("{err:#}").contains("--state DIR"), "{err:#}");
     }
 }
