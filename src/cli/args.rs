@@ -518,3 +518,23 @@ pub(super) fn parse_resolution(s: &str) -> Result<f64, String> {
         )),
     }
 }
+
+/// A saved command line as shown to the user: each word printable, and any password in a URL
+/// (a history's `postgres://user:secret@...`) masked.
+pub(super) fn shown_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| crate::core::printable(&crate::history::postgres::redact(w)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod unit {
+    #[test]
+    fn a_saved_command_line_shows_no_password() {
+        let w = ["--history", "postgres://me:s3cret@db/h", "--arm", "a=k"].map(String::from);
+        let shown = super::shown_words(&w);
+        assert_eq!(shown, "--history postgres://me:***@db/h --arm a=k");
+    }
+}

@@ -739,7 +739,7 @@ fn status(k: &KeptDir) -> Result<()> {
         println!(
             "campaign {} ({state}): syscost campaign {}",
             s.id,
-            s.args.join(" ")
+            super::args::shown_words(&s.args)
         );
         println!(
             "  boots so far: {} ({measured} measured); the last: {}",

@@ -264,7 +264,11 @@ fn status(path: &Path) -> Result<()> {
         return Ok(());
     };
     let measured = s.boots.iter().filter(|b| b.result().is_some()).count();
-    outln!("bisection {}: syscost bisect {}", s.id, s.args.join(" "));
+    outln!(
+        "bisection {}: syscost bisect {}",
+        s.id,
+        crate::cli::args::shown_words(&s.args)
+    );
     outln!(
         "boots so far: {} ({measured} measured); the last: {}",
         s.boots.len(),
