@@ -299,7 +299,11 @@ impl CampaignArgs {
             .skip(1)
             .collect();
         let seed = self.seed.unwrap_or_else(crate::core::now_unix);
-        let id = format!("{}-{seed}", crate::core::now_unix());
+        let mut id = format!("{}-{seed}", crate::core::now_unix());
+        if saved::file_of(&dir, &id).exists() {
+            // Another campaign started in the same second with the same seed.
+            id = format!("{id}-{}", std::process::id());
+        }
         self.run_qemu(&dir, Saved::new(id, seed, args)?)
     }
 

@@ -51,7 +51,7 @@ impl Saved {
 
     /// The state's file in `dir`.
     pub fn path(&self, dir: &Path) -> PathBuf {
-        dir.join(format!("{}.json", self.id))
+        file_of(dir, &self.id)
     }
 
     /// Whether the process that started it still runs it.
@@ -71,6 +71,11 @@ impl Saved {
         crate::core::write_atomic(&self.path(dir), serde_json::to_string(self)?.as_bytes())
             .with_context(|| format!("cannot keep the campaign's boots in {}", dir.display()))
     }
+}
+
+/// The state file of campaign `id` in `dir`.
+pub fn file_of(dir: &Path, id: &str) -> PathBuf {
+    dir.join(format!("{id}.json"))
 }
 
 /// Refuse, before any boot, a state directory the boots cannot be kept in; `flag` names the
