@@ -76,47 +76,14 @@ fn build(
     all_boots.sort();
     all_boots.dedup();
     let mut warnings = Vec::new();
-    let mut metrics = Vec::new();
-    for name in metric_names(views) {
-        let mut by_boot: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-        let mut runs = Vec::new();
-        let mut template = None;
-        for (v, key) in views.iter().zip(&keys) {
-            if let Some(m) = v.metric(&name).filter(|m| m.summary.is_some()) {
-                let values = run_values(m);
-                let b = all_boots.binary_search(key).expect("every key is listed");
-                by_boot.entry(b).or_default().extend(&values);
-                runs.extend(values);
-                template.get_or_insert(m);
-            }
-        }
-        let (have, of) = match unit {
-            Unit::Boot => (by_boot.len(), all_boots.len()),
-            Unit::Run => (views.iter().filter(|v| has(v, &name)).count(), views.len()),
-        };
-        // A figure no boot could have (`<not supported>`: no PMU) is shown with its reason
-        // in the tables; one that some boots have, or that was counted and lost, is said here.
-        if have < of && (have > 0 || lost(views, &name)) {
-            warnings.push(lacking(label, &name, views, (have, of), unit));
-        }
-        let Some(m0) = template else { continue };
-        let (replication, values, units) = match unit {
-            Unit::Boot => (
-                "boot",
-                by_boot.values().map(|r| median(r)).collect(),
-                Some(by_boot.keys().map(|&b| b as u32).collect()),
-            ),
-            Unit::Run => ("run", runs, None),
-        };
-        metrics.push(Metric::of_values(
-            name,
-            m0.unit.clone(),
-            m0.kind,
-            replication,
-            values,
-            units,
-        ));
-    }
+    let by = Boots {
+        keys: &keys,
+        all: &all_boots,
+    };
+    let metrics = metric_names(views)
+        .into_iter()
+        .filter_map(|name| metric_of(label, name, views, &by, unit, &mut warnings))
+        .collect();
     let common = |f: &dyn Fn(&ResultView) -> Option<String>| {
         let x = f(first);
         views.iter().all(|v| f(v) == x).then_some(x).flatten()
@@ -144,6 +111,62 @@ fn build(
         round_changes: Vec::new(),
     };
     Ok((variant, warnings))
+}
+
+/// The boot key of each view, and every key once, sorted (a boot's unit is its index there).
+struct Boots<'a> {
+    keys: &'a [String],
+    all: &'a [String],
+}
+
+/// Metric `name` over `views`: each boot's runs pooled under its boot (or every run a unit);
+/// a warning when some boots lack it. `None` when no view has it.
+fn metric_of(
+    label: &str,
+    name: String,
+    views: &[&ResultView],
+    boots: &Boots,
+    unit: Unit,
+    warnings: &mut Vec<String>,
+) -> Option<Metric> {
+    let mut by_boot: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    let mut runs = Vec::new();
+    let mut template = None;
+    for (v, key) in views.iter().zip(boots.keys) {
+        if let Some(m) = v.metric(&name).filter(|m| m.summary.is_some()) {
+            let values = run_values(m);
+            let b = boots.all.binary_search(key).expect("every key is listed");
+            by_boot.entry(b).or_default().extend(&values);
+            runs.extend(values);
+            template.get_or_insert(m);
+        }
+    }
+    let (have, of) = match unit {
+        Unit::Boot => (by_boot.len(), boots.all.len()),
+        Unit::Run => (views.iter().filter(|v| has(v, &name)).count(), views.len()),
+    };
+    // A figure no boot could have (`<not supported>`: no PMU) is shown with its reason in the
+    // tables; one that some boots have, or that was counted and lost, is said here.
+    if have < of && (have > 0 || lost(views, &name)) {
+        warnings.push(lacking(label, &name, views, (have, of), unit));
+    }
+    let m0 = template?;
+    let (replication, values, units) = match unit {
+        Unit::Boot => (
+            "boot",
+            by_boot.values().map(|r| median(r)).collect(),
+            Some(by_boot.keys().map(|&b| b as u32).collect()),
+        ),
+        Unit::Run => ("run", runs, None),
+    };
+    Some(Metric::of_values(
+        name,
+        m0.unit.clone(),
+        m0.kind,
+        replication,
+        values,
+        units,
+    ))
 }
 
 /// Every metric name of `views`, in the order they first appear (a first result without one
