@@ -293,7 +293,6 @@ impl CampaignArgs {
             return self.start_kexec();
         }
         let dir = self.kept.dir()?;
-        saved::check_dir(&dir, "--state DIR")?;
         let args: Vec<String> = std::env::args()
             .skip_while(|a| a != "campaign")
             .skip(1)
@@ -311,6 +310,9 @@ impl CampaignArgs {
     /// in its state file in `dir`; the state is removed once the campaign is shown and written.
     fn run_qemu(&self, dir: &Path, mut saved: Saved) -> Result<()> {
         let plan = self.plan(saved.seed)?;
+        // Refused before the first boot when the boots cannot be kept; a plan refused above
+        // leaves no directory behind.
+        saved::check_dir(dir, "--state DIR")?;
         let path = saved.path(dir);
         eprintln!(
             "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
