@@ -65,7 +65,7 @@ struct StateFile {
 }
 
 /// `(pid, starttime)` of this process: together unique for the boot.
-fn me() -> (u32, u64) {
+pub fn me() -> (u32, u64) {
     let pid = std::process::id();
     (pid, start_time(pid).unwrap_or(0))
 }

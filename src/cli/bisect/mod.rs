@@ -218,29 +218,15 @@ impl StateArg {
         if let Some(p) = &self.state {
             return Ok(p.clone());
         }
-        let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
-            Some(d) => PathBuf::from(d),
-            None => match std::env::var_os("HOME") {
-                Some(h) => PathBuf::from(h).join(".local/state"),
-                None => anyhow::bail!("bisect: no HOME to keep its state under: give --state FILE"),
-            },
-        };
-        Ok(base.join("syscost/bisect.json"))
+        Ok(saved::state_home("--state FILE")?.join("bisect.json"))
     }
 }
 
 /// Save the state atomically, in a directory only its owner reads (its command line may name a
 /// history URL with a password).
 fn save_state(path: &Path, s: &State) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if let Some(dir) = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
-    {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        saved::make_dir(dir)?;
     }
     crate::core::write_atomic(path, serde_json::to_string(s)?.as_bytes())
 }

@@ -23,17 +23,23 @@ pub struct Saved {
     pub boots: Vec<BootRecord>,
 }
 
-/// Where QEMU campaigns keep their states: `$XDG_STATE_HOME/syscost/campaigns`, else
-/// `~/.local/state/syscost/campaigns`.
-pub fn default_dir() -> Result<PathBuf> {
+/// Where syscost keeps the state of what it runs across processes (campaigns, bisections):
+/// `$XDG_STATE_HOME/syscost`, else `~/.local/state/syscost`; `flag` names the option that
+/// picks another place.
+pub fn state_home(flag: &str) -> Result<PathBuf> {
     let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
         Some(d) => PathBuf::from(d),
         None => match std::env::var_os("HOME") {
             Some(h) => PathBuf::from(h).join(".local/state"),
-            None => bail!("no HOME to keep the campaign's boots under: give --state DIR"),
+            None => bail!("no HOME to keep the boots under: give {flag}"),
         },
     };
-    Ok(base.join("syscost/campaigns"))
+    Ok(base.join("syscost"))
+}
+
+/// Where QEMU campaigns keep their states: `campaigns` under [`state_home`].
+pub fn default_dir() -> Result<PathBuf> {
+    Ok(state_home("--state DIR")?.join("campaigns"))
 }
 
 impl Saved {
@@ -44,7 +50,7 @@ impl Saved {
             seed,
             args,
             dir: std::env::current_dir().context("cannot read the current directory")?,
-            owner: me(),
+            owner: crate::audit::session::me(),
             boots: Vec::new(),
         })
     }
@@ -56,12 +62,13 @@ impl Saved {
 
     /// Whether the process that started it still runs it.
     pub fn running(&self) -> bool {
-        self.owner != me() && crate::audit::session::alive(self.owner.0, self.owner.1)
+        self.owner != crate::audit::session::me()
+            && crate::audit::session::alive(self.owner.0, self.owner.1)
     }
 
     /// Take it over for this process (a resume).
     pub fn adopt(&mut self) {
-        self.owner = me();
+        self.owner = crate::audit::session::me();
     }
 
     /// Write it atomically, in a directory only its owner reads (its command line may name a
@@ -93,7 +100,8 @@ pub fn check_dir(dir: &Path, flag: &str) -> Result<()> {
         .with_context(refused)
 }
 
-fn make_dir(dir: &Path) -> Result<()> {
+/// Create `dir` (and its parents) readable by its owner alone, if it is not there.
+pub fn make_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     if dir.is_dir() {
         return Ok(());
@@ -151,13 +159,6 @@ pub fn pick(dir: &Path, id: Option<&str>) -> Result<Option<Saved>> {
             all[0].id
         ),
     }
-}
-
-/// `(pid, start time)` of this process.
-fn me() -> (u32, u64) {
-    let pid = std::process::id();
-    let start = crate::core::proc_stat_field(&format!("/proc/{pid}/stat"), 22).unwrap_or(0);
-    (pid, start)
 }
 
 #[cfg(test)]
