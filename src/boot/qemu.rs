@@ -130,14 +130,35 @@ pub enum Ended {
         /// Where the guest kernel's text started, and maybe its symbols (`Sent::Symbols`).
         kallsyms: Option<guest::GuestSymbols>,
     },
-    /// It did not: why, and the console's last lines. `in_guest`: the guest itself reported
-    /// the failure (setting up the arm or the measuring command), which a new boot repeats;
-    /// otherwise the boot did not come through (a panic, a timeout, no result).
+    /// It did not: why, in words and in kind, and the console's last lines.
     Failed {
         reason: String,
         console: Vec<String>,
-        in_guest: bool,
+        failure: Failure,
     },
+}
+
+/// What kind of failure a boot without a result had. Only the guest's own report repeats in
+/// every boot of the arm; the others may not happen again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Failure {
+    /// The guest reported it: setting up the arm or the measuring command failed.
+    InGuest,
+    /// The kernel panicked; the reason is its console's own words.
+    Panicked,
+    /// Nothing came back within the boot's time limit.
+    TimedOut,
+    /// The guest ended without a result, or the host could not start or load it.
+    #[default]
+    NoResult,
+}
+
+impl Failure {
+    /// Whether every boot of the arm would fail the same way: not worth another try.
+    pub fn repeats(self) -> bool {
+        self == Failure::InGuest
+    }
 }
 
 /// Refuse host CPUs that are not one per vCPU, or that syscost may not run on.
@@ -350,18 +371,21 @@ fn ended(
         (Some(Sent::Failed(reason)), _) => Ended::Failed {
             reason,
             console,
-            in_guest: true,
+            failure: Failure::InGuest,
         },
         (_, None) => Ended::Failed {
             reason: format!("timed out after {}", humantime::format_duration(m.timeout)),
             console,
-            in_guest: false,
+            failure: Failure::TimedOut,
         },
-        (_, Some(s)) => Ended::Failed {
-            reason: no_result_reason(&b.dir.join("console.log"), s, child),
-            console,
-            in_guest: false,
-        },
+        (_, Some(s)) => {
+            let (failure, reason) = no_result_reason(&b.dir.join("console.log"), s, child);
+            Ended::Failed {
+                reason,
+                console,
+                failure,
+            }
+        }
     }
 }
 
@@ -431,19 +455,23 @@ fn look_where_they_run(pid: u32, pinned: &mut [Pinned]) {
     }
 }
 
-/// How the reason of a boot whose kernel panicked begins (the rest is from its console).
-pub const PANICKED: &str = "the kernel panicked: ";
-
 /// Why a guest ended without sending anything: the kernel's panic message and the oops
 /// before it when the console has one, else what QEMU said.
-fn no_result_reason(console: &Path, status: std::process::ExitStatus, child: &mut Child) -> String {
+fn no_result_reason(
+    console: &Path,
+    status: std::process::ExitStatus,
+    child: &mut Child,
+) -> (Failure, String) {
     let text = std::fs::read(console).unwrap_or_default();
     match kernel_panic(&String::from_utf8_lossy(&text)) {
-        Some(panic) => format!("{PANICKED}{panic}"),
-        None => format!(
-            "the guest ended without a result (a kernel panic, or an init that never ran; \
-             QEMU {status}{})",
-            stderr_of(child)
+        Some(panic) => (Failure::Panicked, format!("the kernel panicked: {panic}")),
+        None => (
+            Failure::NoResult,
+            format!(
+                "the guest ended without a result (a kernel panic, or an init that never ran; \
+                 QEMU {status}{})",
+                stderr_of(child)
+            ),
         ),
     }
 }
@@ -550,7 +578,10 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         return Ok(());
     }
     match ended {
-        Ended::Failed { reason, .. } if reason.starts_with("timed out") => Err(format!(
+        Ended::Failed {
+            failure: Failure::TimedOut,
+            ..
+        } => Err(format!(
             "a KVM guest printed nothing in {} s (no nested virtualisation?)",
             m.timeout.as_secs()
         )),

@@ -4,12 +4,15 @@
 use super::args::{HistoryOpts, parse_cpus, parse_duration, parse_resolution};
 use super::*;
 use crate::audit::rules_file::OnError;
-use crate::boot::qemu::{Accel, KernelEntry, Machine};
+use crate::boot::qemu::{Accel, Failure, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
 use crate::counters::emulated::{CacheModel, Count, Part, is_emulated};
+use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
+use crate::experiments::boots::kept;
+use crate::experiments::boots::{Arm, Backend, BootPlan, BootRecord, Needed, Outcome};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::saved::{self, Saved};
-use crate::experiments::campaign::{self, Arm, Backend, BootRecord, CampaignPlan, Needed, Outcome};
+use crate::experiments::campaign::{self, CampaignPlan};
 use anyhow::Context;
 use std::path::Path;
 use std::time::Duration;
@@ -310,20 +313,25 @@ impl CampaignArgs {
     /// in its state file in `dir`; the state is removed once the campaign is shown and written.
     fn run_qemu(&self, dir: &Path, mut saved: Saved) -> Result<()> {
         let plan = self.plan(saved.seed)?;
+        checks::check(&plan.boot).map_err(with_flag)?;
         // Refused before the first boot when the boots cannot be kept; a plan refused above
         // leaves no directory behind.
-        saved::check_dir(dir, "--state DIR")?;
+        kept::check_dir(dir, "--state DIR")?;
         let path = saved.path(dir);
         eprintln!(
             "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
              as each ends",
             saved.id,
-            plan.arms.len(),
-            plan.boots,
-            plan.seed,
+            plan.boot.arms.len(),
+            plan.rounds,
+            plan.boot.seed,
             path.display()
         );
-        let accel = plan.backend.machine().map_or("none", |m| m.accel.name());
+        let accel = plan
+            .boot
+            .backend
+            .machine()
+            .map_or("none", |m| m.accel.name());
         let kept = saved.boots.clone();
         let ran = campaign::run(&plan, &kept, &mut |b| {
             eprintln!("syscost: {}", boot_line(b));
@@ -335,7 +343,7 @@ impl CampaignArgs {
         });
         let mut c = match ran {
             Ok(c) => c,
-            Err(e) if saved.boots.is_empty() => return Err(e),
+            Err(e) if saved.boots.is_empty() => return Err(with_flag(e)),
             Err(e) => {
                 eprintln!("syscost: {}", kept_note(&saved, &path));
                 return Err(e);
@@ -354,17 +362,23 @@ impl CampaignArgs {
     fn plan(&self, seed: u64) -> Result<CampaignPlan> {
         check_alpha(self.alpha)?;
         let arms = self.arm_specs()?;
-        let boots = self.boots(arms.len())?;
+        let rounds = self.boots(arms.len())?;
         let options = compare::Options {
             exact_floor_pct: self.exact_resolution,
             primary: self.guest.metric(self.metric.as_deref()),
             ..campaign::compare_options(self.alpha, self.noise_threshold, seed)
         };
-        let mut plan =
-            self.guest
-                .plan(self.via, &self.measure, options, self.audit_rules_errors)?;
-        (plan.arms, plan.boots, plan.seed) = (arms, boots, seed);
-        Ok(plan)
+        let boot = self.guest.plan(
+            self.via,
+            &self.measure,
+            (arms, seed),
+            self.audit_rules_errors,
+        )?;
+        Ok(CampaignPlan {
+            boot,
+            rounds,
+            options,
+        })
     }
 
     /// The rounds: as given, else the fewest that decide; fewer than decide are refused unless
@@ -436,7 +450,7 @@ impl CampaignArgs {
             anyhow::bail!(
                 "--via kexec reboots this machine into each arm, {} time(s), then into its \
                  default kernel: add --yes to go ahead",
-                plan.arms.len() * plan.boots as usize
+                plan.boot.arms.len() * plan.rounds as usize
             );
         }
         let output = match &self.output {
@@ -453,13 +467,13 @@ impl CampaignArgs {
             tags: self.keep.tags.clone(),
         };
         let dir = std::path::Path::new(kexec::STATE_DIR);
-        let started = kexec::start(&plan, Setup { output, recording }, dir)?;
+        let started = kexec::start(&plan, Setup { output, recording }, dir).map_err(with_flag)?;
         eprintln!(
             "syscost: campaign {} of {} arm(s) x {} round(s), seed {}: saved in {}; {}",
             started.id,
-            plan.arms.len(),
-            plan.boots,
-            plan.seed,
+            plan.boot.arms.len(),
+            plan.rounds,
+            plan.boot.seed,
             dir.display(),
             step_line(&started.step)
         );
@@ -501,9 +515,9 @@ impl GuestOpts {
         &self,
         via: Via,
         measure: &[String],
-        options: compare::Options,
+        (arms, seed): (Vec<Arm>, u64),
         rules_errors: OnError,
-    ) -> Result<CampaignPlan> {
+    ) -> Result<BootPlan> {
         self.check(via, measure)?;
         let vcpus = (via == Via::Qemu).then(|| self.guest_cpus());
         let (needs, rules) = check_measure(measure, vcpus)?;
@@ -511,10 +525,9 @@ impl GuestOpts {
             Via::Qemu => Backend::Qemu(self.machine()),
             Via::Kexec => Backend::Kexec,
         };
-        Ok(CampaignPlan {
-            arms: Vec::new(),
-            boots: 0,
-            seed: options.seed,
+        Ok(BootPlan {
+            arms,
+            seed,
             measure: measure.to_vec(),
             backend,
             retries: self.retries,
@@ -524,7 +537,6 @@ impl GuestOpts {
                 .settle
                 .or(self.emulated().then_some(Duration::from_secs(30)))
                 .filter(|d| !d.is_zero()),
-            options,
             rules_errors,
         })
     }
@@ -931,13 +943,27 @@ fn arm_named<'a>(arms: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a mut 
     })
 }
 
+/// An arm's problem said with the option that gave the part it is in (`--append b: ...`).
+fn with_flag(e: anyhow::Error) -> anyhow::Error {
+    let Some(p) = e.downcast_ref::<ArmProblem>() else {
+        return e;
+    };
+    let flag = match p.part {
+        ArmPart::Name | ArmPart::Kernel => "--arm",
+        ArmPart::CommandLine => "--append",
+        ArmPart::Initrd => "--initrd",
+        ArmPart::Rules => "--audit-rules",
+    };
+    anyhow::anyhow!("{flag} {p}")
+}
+
 /// One line per boot as it ends.
 pub(super) fn boot_line(b: &BootRecord) -> String {
     let what = match &b.outcome {
         Outcome::Measured { .. } => "measured".to_string(),
         Outcome::Failed {
             reason,
-            in_guest: true,
+            failure: Failure::InGuest,
             ..
         } => format!("FAILED in the guest, not retried (every boot would repeat it): {reason}"),
         Outcome::Failed { reason, .. } => format!("FAILED: {reason}"),

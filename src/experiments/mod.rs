@@ -18,6 +18,7 @@
 pub mod ab;
 pub mod audit_sweep;
 pub mod bisect;
+pub mod boots;
 pub mod campaign;
 pub mod grouped;
 pub mod probe;

@@ -9,7 +9,8 @@ use super::kind::{Entry, ResultKind};
 use super::section::{Section, compare_section};
 use crate::core::Kind;
 use crate::counters::emulated::Geometry;
-use crate::experiments::campaign::{BootSplit, Campaign, CounterFigure, Outcome};
+use crate::experiments::boots::{BootSplit, Outcome};
+use crate::experiments::campaign::{Campaign, CounterFigure};
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
 
@@ -229,13 +230,15 @@ impl Campaign {
             .title(" Failed boots");
         for b in &self.boots {
             if let Outcome::Failed {
-                reason, console, ..
+                reason,
+                console,
+                failure,
             } = &b.outcome
             {
                 // A panic's reason is already the console's own words.
                 let last = console
                     .last()
-                    .filter(|_| !reason.starts_with(crate::boot::qemu::PANICKED))
+                    .filter(|_| *failure != crate::boot::qemu::Failure::Panicked)
                     .map(|l| format!(" (console: {l})"));
                 g.row([
                     b.arm.clone().into(),

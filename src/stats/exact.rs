@@ -8,6 +8,9 @@
 
 use super::Interval;
 
+/// Boots per arm the rule needs: two give an arm's boot-to-boot range.
+pub const MIN_BOOTS: usize = 2;
+
 /// The evidence of the range rule for one figure of two arms.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RangeRule {
@@ -45,7 +48,10 @@ impl RangeRule {
 /// resolution. `None` when either arm has fewer than two boots (no range to compare with) or
 /// the baseline is not positive.
 pub fn range_rule(base: &[f64], other: &[f64], floor_pct: f64) -> Option<RangeRule> {
-    if base.len() < 2 || other.len() < 2 || base.iter().any(|&a| a <= 0.0 || a.is_nan()) {
+    if base.len() < MIN_BOOTS
+        || other.len() < MIN_BOOTS
+        || base.iter().any(|&a| a <= 0.0 || a.is_nan())
+    {
         return None;
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;

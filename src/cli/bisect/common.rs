@@ -8,7 +8,8 @@ use crate::cli::campaign::{GuestOpts, Via, check_alpha, record_tagged};
 use crate::cli::*;
 use crate::counters::emulated::is_emulated;
 use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
-use crate::experiments::campaign::{self, Arm, BootRecord};
+use crate::experiments::boots::{Arm, BootRecord};
+use crate::experiments::campaign;
 
 /// What every bisection takes: how it boots, what it measures, how sure it must be.
 #[derive(Args, Debug, Clone)]
@@ -68,13 +69,16 @@ impl Common {
             exact_floor_pct: self.exact_resolution,
             ..campaign::compare_options(self.error_bound, self.noise_threshold, seed)
         };
-        let mut campaign =
-            self.guest
-                .plan(Via::Qemu, &self.measure, options, self.audit_rules_errors)?;
-        (campaign.arms, campaign.seed) = (builds, seed);
+        let boot = self.guest.plan(
+            Via::Qemu,
+            &self.measure,
+            (builds, seed),
+            self.audit_rules_errors,
+        )?;
         let metric = self.guest.metric(self.metric.as_deref());
         Ok(BisectPlan {
-            campaign,
+            boot,
+            options,
             good,
             bad,
             exact: is_emulated(&metric),

@@ -5,7 +5,7 @@
 use super::common::{Common, boot_line, ends_equal, finish, record_boot, step_status};
 use crate::cli::*;
 use crate::experiments::bisect::{self, Bisection, Found, Step, decide::Class};
-use crate::experiments::campaign::{Arm, BootRecord};
+use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context;
 use serde::Deserialize;
 use std::path::Path;
@@ -155,14 +155,16 @@ impl StepArgs {
         ];
         let mut plan = self.common.plan(builds, 0, 2, state.seed)?;
         plan.id = state.id.clone();
-        let replayed = state.end_boots.len();
-        let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
+        let mut on_boot = |b: &BootRecord, _: &[BootRecord]| {
             eprintln!("syscost: {}", boot_line(b));
-            if all.len() > replayed {
-                record_boot(b, &self.common, &state.id);
-            }
+            record_boot(b, &self.common, &state.id);
         };
-        bisect::run(&plan, state.end_boots.clone(), &mut on_boot)
+        bisect::run(&plan, state.end_boots.clone(), &mut on_boot).map_err(|e| {
+            match e.downcast_ref::<bisect::NoSuchFigure>() {
+                Some(_) => anyhow::anyhow!("{e}: give --metric one of those"),
+                None => e,
+            }
+        })
     }
 }
 

@@ -10,7 +10,8 @@ mod git;
 use crate::cli::campaign::name_value;
 use crate::cli::*;
 use crate::experiments::bisect::{self, BisectPlan, builds};
-use crate::experiments::campaign::{Arm, BootRecord, saved};
+use crate::experiments::boots::kept;
+use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context;
 use common::{Common, boot_line, ends_equal, finish, record_boot};
 pub use git::{GitArgs, StepArgs, StepStatus};
@@ -143,11 +144,11 @@ impl BisectArgs {
         let plan = self.plan(seed)?;
         // A bisection whose boots cannot be kept is refused before its first boot.
         let dir = state.parent().filter(|d| !d.as_os_str().is_empty());
-        saved::check_dir(dir.unwrap_or(Path::new(".")), "--state FILE")?;
+        kept::check_dir(dir.unwrap_or(Path::new(".")), "--state FILE")?;
         eprintln!(
             "syscost: bisection {} of {} builds by {}, seed {seed}; its boots are saved in {}",
             plan.id,
-            plan.campaign.arms.len(),
+            plan.boot.arms.len(),
             plan.metric,
             state.display()
         );
@@ -157,18 +158,15 @@ impl BisectArgs {
             args,
             boots: Vec::new(),
         };
-        let replayed = replay.len();
         let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
             eprintln!("syscost: {}", boot_line(b));
-            if all.len() > replayed {
-                record_boot(b, c, &saved.id);
-            }
+            record_boot(b, c, &saved.id);
             saved.boots = all.to_vec();
             if let Err(e) = save_state(state, &saved) {
                 eprintln!("syscost: warning: {e:#}");
             }
         };
-        let b = bisect::run(&plan, replay, &mut on_boot)?;
+        let b = bisect::run(&plan, replay, &mut on_boot).map_err(|e| refused(e, state))?;
         finish(&b, c)?;
         let _ = std::fs::remove_file(state);
         ends_equal(&b)
@@ -213,12 +211,22 @@ impl BisectArgs {
     }
 }
 
+/// A figure no boot can give refuses the bisection: it keeps no state (its boots are in the
+/// history), so the next bisection is not blocked by it.
+fn refused(e: anyhow::Error, state: &Path) -> anyhow::Error {
+    if !e.is::<bisect::NoSuchFigure>() {
+        return e;
+    }
+    let _ = std::fs::remove_file(state);
+    anyhow::anyhow!("{e}: give --metric one of those (nothing of this bisection is kept)")
+}
+
 impl StateArg {
     fn path(&self) -> Result<PathBuf> {
         if let Some(p) = &self.state {
             return Ok(p.clone());
         }
-        Ok(saved::state_home("--state FILE")?.join("bisect.json"))
+        Ok(kept::state_home("--state FILE")?.join("bisect.json"))
     }
 }
 
@@ -226,7 +234,7 @@ impl StateArg {
 /// history URL with a password).
 fn save_state(path: &Path, s: &State) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        saved::make_dir(dir)?;
+        kept::make_dir(dir)?;
     }
     crate::core::write_atomic(path, serde_json::to_string(s)?.as_bytes())
 }
@@ -312,4 +320,29 @@ fn build_named<'a>(builds: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a 
             names.join(" ")
         )
     })
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    /// A figure no boot can give refuses the bisection and drops its state; any other error
+    /// keeps it, to resume.
+    #[test]
+    fn a_refused_figure_leaves_no_state_and_names_the_option() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("bisect.json");
+        std::fs::write(&state, "{}").unwrap();
+        let other = refused(anyhow::anyhow!("QEMU is gone"), &state);
+        assert_eq!(other.to_string(), "QEMU is gone");
+        assert!(state.exists(), "kept for bisect resume");
+        let missing = bisect::NoSuchFigure {
+            build: "v2".into(),
+            why: "its result has no figure nope (it has: time)".into(),
+        };
+        let e = refused(missing.into(), &state).to_string();
+        assert!(e.starts_with("v2: its result has no figure nope"), "{e}");
+        assert!(e.contains("give --metric one of those"), "{e}");
+        assert!(!state.exists());
+    }
 }

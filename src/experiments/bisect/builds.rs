@@ -2,7 +2,7 @@
 //! (`[NAME=]KERNEL [kernel command-line words...]`, `#` comments), or from a directory of
 //! kernel images (`vmlinuz-*`, `bzImage*`) sorted by the versions in their names.
 
-use crate::experiments::campaign::Arm;
+use crate::experiments::boots::Arm;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 

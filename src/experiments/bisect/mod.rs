@@ -6,26 +6,32 @@
 //! Student's t decides at the step's share of the error bound. A build that is not a kernel
 //! or does not boot is skipped and stepped around, as `git bisect skip` does.
 //!
-//! The boots run in QEMU through the campaign's [`Booter`]; every boot is handed to the
-//! caller as it ends (to record and to save), and boots saved before (an interrupted
-//! bisection's, or a `git bisect run` step's ends) are replayed instead of booted again, so
-//! the same seed takes the same path.
+//! The boots run in QEMU through the [`Booter`] campaigns use, each build's boot in a round
+//! tried as the boot schedule tries every slot ([`schedule::boot_slot`]); every boot is
+//! handed to the caller as it ends (to record and to save), and boots saved before (an
+//! interrupted bisection's, or a `git bisect run` step's ends) are taken instead of booted
+//! again, so the same seed takes the same path.
 
 pub mod builds;
 pub mod decide;
 pub mod search;
 
+use crate::compare;
 use crate::core::{Envelope, Kind};
-use crate::experiments::campaign::{self, Arm, BootRecord, Booter, CampaignPlan};
+use crate::experiments::boots::record::boot_value;
+use crate::experiments::boots::schedule;
+use crate::experiments::boots::{Arm, BootPlan, BootRecord, Booter, checks, plan};
 use crate::stats::Interval;
+use crate::stats::exact;
 use anyhow::{Result, bail};
 use decide::{Budget, Class, Decision};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
-/// A bisection to run: its builds are the campaign plan's arms, in order.
+/// A bisection to run: its builds are the boot plan's arms, in order.
 pub struct BisectPlan {
-    pub campaign: CampaignPlan,
+    pub boot: BootPlan,
+    /// The error bound (as alpha), the noise threshold and the exact counts' resolution.
+    pub options: compare::Options,
     pub good: usize,
     pub bad: usize,
     /// The figure bisected, and whether it is an exact (emulated) count.
@@ -130,14 +136,31 @@ pub struct Bisection {
     pub warnings: Vec<String>,
 }
 
+/// A measured boot whose result lacks the figure bisected: every boot would lack it, so the
+/// bisection is refused.
+#[derive(Debug)]
+pub struct NoSuchFigure {
+    pub build: String,
+    /// What the result has instead.
+    pub why: String,
+}
+
+impl std::fmt::Display for NoSuchFigure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.build, self.why)
+    }
+}
+
+impl std::error::Error for NoSuchFigure {}
+
 /// What the bisection does with each boot as it ends (show it, record it, save it).
 pub type OnBoot<'a> = dyn FnMut(&BootRecord, &[BootRecord]) + 'a;
 
-/// Boots builds by index, replaying saved boots first, and reads each boot's figure.
+/// Boots builds by index, taking saved boots first, and reads each boot's figure.
 struct Boots<'p, 'a> {
     plan: &'p BisectPlan,
     booter: Booter<'p>,
-    replay: VecDeque<BootRecord>,
+    saved: Vec<BootRecord>,
     boots: Vec<BootRecord>,
     unit: String,
     round: u32,
@@ -151,34 +174,36 @@ impl Boots<'_, '_> {
         self.round
     }
 
-    /// Boot build `i` in `round` (or take its saved boots): its figure, or why there is none.
-    /// A boot's tries are handed on once they end, so a state saved then never holds half a
-    /// boot. A measured boot without the figure is refused: every boot would lack it.
+    /// Boot build `i` in `round` (its saved tries first): its figure, or why there is none.
+    /// Each try is handed on once it ends, so a state saved then never holds half a boot. A
+    /// measured boot without the figure is refused: every boot would lack it.
     fn boot(&mut self, i: usize, round: u32) -> Result<std::result::Result<f64, String>> {
-        let name = self.plan.campaign.arms[i].name.clone();
+        let name = self.plan.boot.arms[i].name.clone();
         let start = self.boots.len();
-        let saved = |b: &BootRecord| b.arm == name && b.round == round;
-        if self.replay.front().is_some_and(saved) {
-            while self.replay.front().is_some_and(saved) {
-                let b = self.replay.pop_front().expect("front is some");
-                self.boots.push(b);
-            }
-        } else {
-            self.replay.clear();
-            self.booter.boot(i, round, &mut self.boots, &mut |_| {})?;
-            for k in start..self.boots.len() {
-                (self.on_boot)(&self.boots[k], &self.boots[..=k]);
-            }
+        let saved = schedule::tries(&self.saved, &name, round);
+        self.boots.extend(saved.into_iter().cloned());
+        let before = self.boots.len();
+        let (slot, retries) = ((i, name.as_str()), self.plan.boot.retries);
+        schedule::boot_slot(
+            &mut self.booter,
+            slot,
+            round,
+            retries,
+            &mut self.boots,
+            &mut |_| {},
+        )?;
+        for k in before..self.boots.len() {
+            (self.on_boot)(&self.boots[k], &self.boots[..=k]);
         }
         let Some(last) = self.boots[start..].last() else {
             return Ok(Err("not booted".into()));
         };
-        match (campaign::boot_value(last, &self.plan.metric), last.result()) {
+        match (boot_value(last, &self.plan.metric), last.result()) {
             (Ok((v, unit)), _) => {
                 self.unit = unit;
                 Ok(Ok(v))
             }
-            (Err(why), Some(_)) => bail!("{name}: {why}: give --metric one of those"),
+            (Err(why), Some(_)) => Err(NoSuchFigure { build: name, why }.into()),
             (Err(why), None) => Ok(Err(why)),
         }
     }
@@ -189,29 +214,30 @@ type Checked = (Vec<Option<String>>, Vec<(String, String)>);
 
 /// Check each build: one that cannot boot is skipped, with why; an end that cannot is refused.
 fn skipped_builds(plan: &BisectPlan) -> Result<Checked> {
-    campaign::check_setup(&plan.campaign)?;
+    checks::check_setup(&plan.boot)?;
     let mut skip = Vec::new();
     let mut rules = Vec::new();
-    for (i, a) in plan.campaign.arms.iter().enumerate() {
-        if plan.campaign.arms[..i].iter().any(|b| b.name == a.name) {
+    for (i, a) in plan.boot.arms.iter().enumerate() {
+        if plan.boot.arms[..i].iter().any(|b| b.name == a.name) {
             bail!(
                 "build {}: the name is given twice (name builds NAME=KERNEL)",
                 a.name
             );
         }
-        match campaign::check_arm(a, plan.campaign.rules_errors) {
+        match checks::check_arm(a, plan.boot.rules_errors) {
             Ok(r) => {
                 rules.extend(r.map(|r| (a.name.clone(), r)));
                 skip.push(None);
             }
             Err(e) if i == plan.good || i == plan.bad => {
                 bail!(
-                    "the {} end, {}, cannot be booted: {e:#}",
+                    "the {} end, {}, cannot be booted: {}",
                     end_word(i == plan.good),
-                    a.name
+                    e.arm,
+                    e.why
                 )
             }
-            Err(e) => skip.push(Some(format!("{e:#}"))),
+            Err(e) => skip.push(Some(e.why)),
         }
     }
     Ok((skip, rules))
@@ -221,30 +247,30 @@ fn end_word(good: bool) -> &'static str {
     if good { "good" } else { "bad" }
 }
 
-/// Run a bisection: the ends, then the steps; `replay`: boots saved before, taken in order
-/// instead of booting again.
-pub fn run(plan: &BisectPlan, replay: Vec<BootRecord>, on_boot: &mut OnBoot) -> Result<Bisection> {
-    if plan.good >= plan.bad || plan.bad >= plan.campaign.arms.len() {
+/// Run a bisection: the ends, then the steps; `saved`: boots saved before, taken instead of
+/// booting their builds again in their rounds.
+pub fn run(plan: &BisectPlan, saved: Vec<BootRecord>, on_boot: &mut OnBoot) -> Result<Bisection> {
+    if plan.good >= plan.bad || plan.bad >= plan.boot.arms.len() {
         bail!("the good end must come before the bad end in the builds' order");
     }
     let (skip, rules) = skipped_builds(plan)?;
     let mut boots = Boots {
         plan,
-        booter: Booter::start(&plan.campaign, &rules)?,
-        replay: replay.into(),
+        booter: Booter::start(&plan.boot, &rules)?,
+        saved,
         boots: Vec::new(),
         unit: String::new(),
         round: 0,
         on_boot,
     };
     let budget = Budget::new(
-        plan.campaign.options.alpha,
+        plan.options.alpha,
         plan.bad - plan.good - 1,
         plan.max_rounds,
     );
     let ends = ends(&mut boots, &budget)?;
     let end_rounds = boots.round;
-    let mut s = search::Search::new(plan.campaign.arms.len(), plan.good, plan.bad);
+    let mut s = search::Search::new(plan.boot.arms.len(), plan.good, plan.bad);
     let mut steps = Vec::new();
     if ends.differ {
         while let Some(i) = s.next() {
@@ -266,7 +292,7 @@ pub fn run(plan: &BisectPlan, replay: Vec<BootRecord>, on_boot: &mut OnBoot) -> 
 fn step_of(plan: &BisectPlan, i: usize, decision: Decision) -> Step {
     Step {
         number: 0,
-        build: plan.campaign.arms[i].name.clone(),
+        build: plan.boot.arms[i].name.clone(),
         index: i,
         boots: 0,
         values: Vec::new(),
@@ -280,15 +306,15 @@ fn step_of(plan: &BisectPlan, i: usize, decision: Decision) -> Step {
 fn ends(b: &mut Boots, budget: &Budget) -> Result<Ends> {
     let plan = b.plan;
     let (least, most) = match plan.exact {
-        true => (campaign::MIN_EXACT_BOOTS, campaign::MIN_EXACT_BOOTS),
+        true => (exact::MIN_BOOTS, exact::MIN_BOOTS),
         false => (decide::MIN_ROUNDS, plan.max_rounds),
     };
     let mut rounds: Vec<(f64, f64)> = Vec::new();
     let mut tries = 0;
-    while rounds.len() < most && tries < most + plan.campaign.retries as usize + 1 {
+    while rounds.len() < most && tries < most + plan.boot.retries as usize + 1 {
         tries += 1;
         let round = b.round();
-        let order = shuffled(&[plan.good, plan.bad], plan.campaign.seed, round);
+        let order = shuffled(&[plan.good, plan.bad], plan.boot.seed, round);
         let mut got = [None; 2];
         for i in order {
             match b.boot(i, round)? {
@@ -315,7 +341,7 @@ fn ends(b: &mut Boots, budget: &Budget) -> Result<Ends> {
 
 /// An end that did not measure: the bisection goes on with the next round.
 fn end_failed(plan: &BisectPlan, i: usize, why: &str) {
-    let name = &plan.campaign.arms[i].name;
+    let name = &plan.boot.arms[i].name;
     eprintln!(
         "syscost: the {} end, {name}, did not measure: {why}",
         end_word(i == plan.good)
@@ -329,8 +355,7 @@ fn ends_of(plan: &BisectPlan, rounds: &[(f64, f64)], budget: &Budget) -> Ends {
     let g = crate::stats::mean(&good);
     let change_pct = 100.0 * (crate::stats::mean(&bad) - g) / g;
     if plan.exact {
-        let rule =
-            crate::stats::exact::range_rule(&good, &bad, plan.campaign.options.exact_floor_pct);
+        let rule = crate::stats::exact::range_rule(&good, &bad, plan.options.exact_floor_pct);
         return Ends {
             differ: rule.is_some_and(|r| r.apart()),
             interval_pct: rule.map(|r| r.cross),
@@ -343,7 +368,7 @@ fn ends_of(plan: &BisectPlan, rounds: &[(f64, f64)], budget: &Budget) -> Ends {
     let d: Vec<f64> = rounds.iter().map(|(g, b)| b - g).collect();
     let t = crate::stats::paired::paired_t(&d, 1.0 - budget.bound);
     let tested = decide::ends_timed(rounds, budget.per_look);
-    let beyond_noise = change_pct.abs() >= plan.campaign.options.noise_pct;
+    let beyond_noise = change_pct.abs() >= plan.options.noise_pct;
     Ends {
         differ: tested.is_some_and(|(d, _)| d) && beyond_noise,
         interval_pct: t.map(|t| t.interval.map(|x| 100.0 * x / g)),
@@ -357,7 +382,7 @@ fn ends_of(plan: &BisectPlan, rounds: &[(f64, f64)], budget: &Budget) -> Ends {
 /// The builds of a round in the order they boot: a shuffle seeded by the bisection's seed and
 /// the round.
 fn shuffled(builds: &[usize], seed: u64, round: u32) -> Vec<usize> {
-    let order = campaign::order(builds.len(), 1, seed ^ (u64::from(round) << 32));
+    let order = plan::order(builds.len(), 1, seed ^ (u64::from(round) << 32));
     order[0].iter().map(|&k| builds[k]).collect()
 }
 
@@ -372,12 +397,7 @@ fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Ste
         step.decision = match b.boot(i, round)? {
             Ok(x) => {
                 step.values.push(x);
-                decide::exact(
-                    x,
-                    &ends.good,
-                    &ends.bad,
-                    plan.campaign.options.exact_floor_pct,
-                )
+                decide::exact(x, &ends.good, &ends.bad, plan.options.exact_floor_pct)
             }
             Err(why) => Decision::skipped(&why),
         };
@@ -388,7 +408,7 @@ fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Ste
         let round = b.round();
         step.rounds += 1;
         let mut got = [None; 3];
-        for k in shuffled(&[plan.good, i, plan.bad], plan.campaign.seed, round) {
+        for k in shuffled(&[plan.good, i, plan.bad], plan.boot.seed, round) {
             let at = if k == plan.good {
                 0
             } else if k == i {
@@ -446,7 +466,7 @@ fn finish(
     steps: Vec<Step>,
     s: &search::Search,
 ) -> Bisection {
-    let name = |i: usize| plan.campaign.arms[i].name.clone();
+    let name = |i: usize| plan.boot.arms[i].name.clone();
     let (found, shape) = match (ends.differ, s.found()) {
         (false, _) => (Found::EndsEqual, None),
         (true, search::Found::Exact { good, bad }) => (
@@ -470,17 +490,17 @@ fn finish(
         envelope: Envelope::new(Kind::Bisection),
         id: plan.id.clone(),
         created_unix,
-        machine: plan.campaign.backend.machine().cloned(),
+        machine: plan.boot.backend.machine().cloned(),
         host: Some(crate::environment::Environment::collect()),
-        builds: plan.campaign.arms.clone(),
+        builds: plan.boot.arms.clone(),
         good: plan.good,
         bad: plan.bad,
-        measure: plan.campaign.measure.clone(),
+        measure: plan.boot.measure.clone(),
         metric: plan.metric.clone(),
         unit: b.unit,
         exact: plan.exact,
-        resolution_pct: plan.campaign.options.exact_floor_pct,
-        seed: plan.campaign.seed,
+        resolution_pct: plan.options.exact_floor_pct,
+        seed: plan.boot.seed,
         budget,
         max_rounds: plan.max_rounds,
         ends,

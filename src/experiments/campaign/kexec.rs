@@ -7,9 +7,12 @@
 //! and the hook records that boot as failed. The last boot writes the campaign's result,
 //! removes the hook and the state, and reboots into the default kernel.
 
-use super::{Arm, Backend, BootRecord, Campaign, CampaignPlan, Outcome};
+use super::{Campaign, CampaignPlan};
 use crate::boot::hook::Hook;
 use crate::boot::kexec::{self as kx, Reboot, Target};
+use crate::boot::qemu::Failure;
+use crate::experiments::boots::schedule::Schedule;
+use crate::experiments::boots::{Arm, Backend, BootPlan, BootRecord, Outcome, checks};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -78,9 +81,7 @@ pub struct State {
     pub output: PathBuf,
     pub recording: Recording,
     pub hook: Hook,
-    /// The next slot of the order (round-major) to boot, and its try.
-    pub next: usize,
-    pub attempt: u32,
+    /// The boot rebooted into: which comes next is the boot schedule's walk over `boots`.
     pub pending: Option<Pending>,
     pub boots: Vec<BootRecord>,
     /// Each arm's kernel build id, as its first boot saw it.
@@ -133,8 +134,13 @@ impl State {
         crate::core::write_atomic(&State::path(dir), &serde_json::to_vec_pretty(self)?)
     }
 
-    fn slots(&self) -> usize {
-        self.order.iter().map(Vec::len).sum()
+    /// The boot schedule: the one every way to boot walks, here a step per boot.
+    fn schedule(&self) -> Schedule {
+        Schedule {
+            arms: self.arms.iter().map(|a| a.name.clone()).collect(),
+            order: self.order.clone(),
+            retries: self.retries,
+        }
     }
 
     /// The arm index and round (from 1) of a slot.
@@ -169,9 +175,8 @@ impl State {
     }
 
     fn plan(&self) -> CampaignPlan {
-        CampaignPlan {
+        let boot = BootPlan {
             arms: self.arms.clone(),
-            boots: self.rounds,
             seed: self.seed,
             measure: self.measure.clone(),
             backend: Backend::Kexec,
@@ -180,12 +185,16 @@ impl State {
             needs: Vec::new(),
             // The boots of a kexec campaign are the machine's own: its units have started.
             settle: None,
+            rules_errors: self.rules_errors,
+        };
+        CampaignPlan {
+            boot,
+            rounds: self.rounds,
             options: crate::compare::Options {
                 exact_floor_pct: self.exact_floor_pct,
                 primary: self.primary.clone(),
                 ..super::compare_options(self.alpha, self.noise_pct, self.seed)
             },
-            rules_errors: self.rules_errors,
         }
     }
 
@@ -241,7 +250,7 @@ pub fn start(plan: &CampaignPlan, setup: Setup, dir: &Path) -> Result<Resumed> {
         );
     }
     kx::check_available()?;
-    let rules = super::check(plan)?;
+    let rules = checks::check(&plan.boot)?;
     let mut st = new_state(plan, setup, hook, rules.into_iter().collect())?;
     check_loads(&st)?;
     let started = begin(&mut st, dir);
@@ -258,35 +267,33 @@ fn new_state(
     rules: BTreeMap<String, String>,
 ) -> Result<State> {
     let created_unix = crate::core::now_unix();
-    let mut arms = plan.arms.clone();
+    let mut arms = plan.boot.arms.clone();
     for a in &mut arms {
         a.kernel = std::fs::canonicalize(&a.kernel)?;
         a.initrd = a.initrd.take().or_else(|| kx::initrd_beside(&a.kernel));
     }
     Ok(State {
-        id: format!("{created_unix}-{}", plan.seed),
+        id: format!("{created_unix}-{}", plan.boot.seed),
         created_unix,
         arms,
-        rounds: plan.boots,
-        seed: plan.seed,
-        measure: plan.measure.clone(),
-        retries: plan.retries,
+        rounds: plan.rounds,
+        seed: plan.boot.seed,
+        measure: plan.boot.measure.clone(),
+        retries: plan.boot.retries,
         alpha: plan.options.alpha,
         noise_pct: plan.options.noise_pct,
         exact_floor_pct: plan.options.exact_floor_pct,
         primary: plan.options.primary.clone(),
-        rules_errors: plan.rules_errors,
+        rules_errors: plan.boot.rules_errors,
         cmdline: base_cmdline(&std::fs::read_to_string("/proc/cmdline")?),
         rules,
-        order: super::order(plan.arms.len(), plan.boots, plan.seed),
+        order: plan.schedule().order,
         output: setup.output.unwrap_or_else(|| {
             Path::new(STATE_DIR)
-                .with_file_name(format!("campaign-{created_unix}-{}.json", plan.seed))
+                .with_file_name(format!("campaign-{created_unix}-{}.json", plan.boot.seed))
         }),
         recording: setup.recording,
         hook,
-        next: 0,
-        attempt: 0,
         pending: None,
         boots: Vec::new(),
         build_ids: BTreeMap::new(),
@@ -343,7 +350,6 @@ pub fn resume(dir: &Path) -> Result<Resumed> {
         Some(p) => {
             let r = this_boot(&mut st, &p);
             st.boots.push(r.clone());
-            advance(&mut st, r.result().is_some());
             st.save(dir)?;
             Some(r)
         }
@@ -353,36 +359,28 @@ pub fn resume(dir: &Path) -> Result<Resumed> {
     Ok(st.resumed(recorded, step))
 }
 
-fn advance(st: &mut State, ok: bool) {
-    if ok || st.attempt >= st.retries {
-        st.next += 1;
-        st.attempt = 0;
-    } else {
-        st.attempt += 1;
-    }
-}
-
 /// Load the next slot's kernel (a kernel that cannot be loaded is that boot's failure), or
 /// finish when none is left.
 fn load_next(st: &mut State, dir: &Path) -> Result<Step> {
-    while st.next < st.slots() {
-        let (a, round) = st.slot(st.next);
-        let cmdline = st.cmdline_of(st.next, st.attempt);
-        match kx::load(&target(&st.arms[a], &cmdline)) {
+    while let Some(n) = st.schedule().walk(&st.boots).next {
+        let cmdline = st.cmdline_of(n.slot, n.attempt);
+        match kx::load(&target(&st.arms[n.arm], &cmdline)) {
             Ok(()) => {
                 st.pending = Some(Pending {
-                    slot: st.next,
-                    attempt: st.attempt,
+                    slot: n.slot,
+                    attempt: n.attempt,
                     issued_unix: now(),
                 });
                 st.save(dir)?;
-                let arm = st.arms[a].name.clone();
-                return Ok(Step::Next { arm, round });
+                let arm = st.arms[n.arm].name.clone();
+                return Ok(Step::Next {
+                    arm,
+                    round: n.round,
+                });
             }
             Err(e) => {
                 let outcome = failure(format!("{e:#}"));
-                st.boots.push(st.record(st.next, st.attempt, 0.0, outcome));
-                advance(st, false);
+                st.boots.push(st.record(n.slot, n.attempt, 0.0, outcome));
             }
         }
     }
@@ -391,19 +389,14 @@ fn load_next(st: &mut State, dir: &Path) -> Result<Step> {
 
 /// A boot on this machine failed: why (no console is kept apart from the journal).
 fn failure(reason: String) -> Outcome {
-    Outcome::Failed {
-        reason,
-        console: Vec::new(),
-        in_guest: false,
-    }
+    Outcome::failed(reason, Failure::NoResult)
 }
 
 /// Analyse every boot, write the result, remove the hook and the state. An analysis that
 /// fails still removes them (the boots are in the history, recorded as each ended), so the
 /// machine is not left rebooting into the campaign.
 fn finish(st: &State, dir: &Path) -> Result<Step> {
-    let names = |r: &Vec<usize>| r.iter().map(|&a| st.arms[a].name.clone()).collect();
-    let order = st.order.iter().map(names).collect();
+    let order = st.schedule().named_order();
     let mut c = match super::analyse(&st.plan(), order, st.boots.clone()) {
         Ok(c) => c,
         Err(e) => {
@@ -518,9 +511,10 @@ pub struct Progress {
 impl State {
     pub fn progress(&self) -> Progress {
         let measured = self.boots.iter().filter(|b| b.result().is_some()).count();
+        let schedule = self.schedule();
         Progress {
-            done: self.next,
-            total: self.slots(),
+            done: schedule.walk(&self.boots).done,
+            total: schedule.len(),
             measured,
             failed: self.boots.len() - measured,
             pending: self.pending.as_ref().map(|p| {
@@ -548,7 +542,7 @@ mod unit {
             primary: "instructions:k (emulated)".into(),
             ..super::super::compare_options(0.01, 3.5, 77)
         };
-        let plan = CampaignPlan {
+        let boot = BootPlan {
             arms: vec![
                 arm.clone(),
                 Arm {
@@ -556,7 +550,6 @@ mod unit {
                     ..arm
                 },
             ],
-            boots: 4,
             seed: 77,
             measure: vec!["run".into(), "syscall".into()],
             backend: Backend::Kexec,
@@ -564,8 +557,12 @@ mod unit {
             guest_files: Vec::new(),
             needs: Vec::new(),
             settle: None,
-            options,
             rules_errors: crate::audit::rules_file::OnError::Continue,
+        };
+        let plan = CampaignPlan {
+            boot,
+            rounds: 4,
+            options,
         };
         let setup = Setup {
             output: Some("/o.json".into()),
@@ -581,10 +578,12 @@ mod unit {
             (given.alpha, given.noise_pct, 0.03, &given.primary, 77)
         );
         assert_eq!(
-            (p.boots, p.retries, p.rules_errors),
-            (4, 2, plan.rules_errors)
+            (p.rounds, p.boot.retries, p.boot.rules_errors),
+            (4, 2, plan.boot.rules_errors)
         );
-        assert_eq!((p.measure, p.arms.len()), (plan.measure.clone(), 2));
+        let b = p.boot;
+        assert_eq!((b.measure, b.arms.len()), (plan.boot.measure.clone(), 2));
+        assert_eq!(back.order, plan.schedule().order);
     }
 
     #[test]
@@ -624,22 +623,23 @@ mod unit {
             rules_errors: Default::default(),
             cmdline: "root=/dev/sda1 ro".into(),
             rules: BTreeMap::new(),
-            order: super::super::order(arms, rounds, 1),
+            order: crate::experiments::boots::plan::order(arms, rounds, 1),
             output: "/out.json".into(),
             recording: Recording::default(),
             hook: Hook::Init,
-            next: 0,
-            attempt: 0,
             pending: None,
             boots: Vec::new(),
             build_ids: BTreeMap::new(),
         }
     }
 
+    /// The campaign's boots follow the boot schedule: slot after slot in the order, a failed
+    /// boot retried, then the next slot.
     #[test]
     fn slots_walk_the_rounds_and_a_failure_is_retried_then_passed() {
         let mut st = state(2, 3, 1);
-        assert_eq!(st.slots(), 6);
+        let schedule = st.schedule();
+        assert_eq!(schedule.len(), 6);
         let arms: Vec<usize> = (0..6).map(|s| st.slot(s).0).collect();
         assert_eq!(
             arms,
@@ -647,12 +647,21 @@ mod unit {
             "slots follow the order, round by round"
         );
         assert_eq!(st.slot(5).1, 3);
-        advance(&mut st, false);
-        assert_eq!((st.next, st.attempt), (0, 1), "one retry");
-        advance(&mut st, false);
-        assert_eq!((st.next, st.attempt), (1, 0), "then the next boot");
-        advance(&mut st, true);
-        assert_eq!((st.next, st.attempt), (2, 0));
+        let next = |st: &State| {
+            let n = st.schedule().walk(&st.boots).next.unwrap();
+            (n.slot, n.attempt)
+        };
+        assert_eq!(next(&st), (0, 0));
+        st.boots.push(st.record(0, 0, 1.0, failure("no".into())));
+        assert_eq!(next(&st), (0, 1), "one retry");
+        st.boots.push(st.record(0, 1, 1.0, failure("no".into())));
+        assert_eq!(next(&st), (1, 0), "then the next boot");
+        let measured = Outcome::Measured {
+            result: serde_json::json!({}),
+        };
+        st.boots.push(st.record(1, 0, 1.0, measured));
+        assert_eq!(next(&st), (2, 0));
+        assert_eq!((st.progress().done, st.progress().failed), (2, 2));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! options, re-read on resume, so none changes), the seed, the directory it ran in (its
 //! relative paths), the process that runs it, and every boot so far.
 
-use super::BootRecord;
+use crate::experiments::boots::BootRecord;
+use crate::experiments::boots::kept::{make_dir, state_home};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -21,20 +22,6 @@ pub struct Saved {
     /// The process running it, `(pid, start time)`, while it runs.
     pub owner: (u32, u64),
     pub boots: Vec<BootRecord>,
-}
-
-/// Where syscost keeps the state of what it runs across processes (campaigns, bisections):
-/// `$XDG_STATE_HOME/syscost`, else `~/.local/state/syscost`; `flag` names the option that
-/// picks another place.
-pub fn state_home(flag: &str) -> Result<PathBuf> {
-    let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => match std::env::var_os("HOME") {
-            Some(h) => PathBuf::from(h).join(".local/state"),
-            None => bail!("no HOME to keep the boots under: give {flag}"),
-        },
-    };
-    Ok(base.join("syscost"))
 }
 
 /// Where QEMU campaigns keep their states: `campaigns` under [`state_home`].
@@ -83,34 +70,6 @@ impl Saved {
 /// The state file of campaign `id` in `dir`.
 pub fn file_of(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{id}.json"))
-}
-
-/// Refuse, before any boot, a state directory the boots cannot be kept in; `flag` names the
-/// option that picks another (`--state DIR`).
-pub fn check_dir(dir: &Path, flag: &str) -> Result<()> {
-    let refused = || {
-        format!(
-            "cannot keep the boots in {}: give {flag} in a directory this user can write",
-            dir.display()
-        )
-    };
-    make_dir(dir).with_context(refused)?;
-    tempfile::NamedTempFile::new_in(dir)
-        .map(drop)
-        .with_context(refused)
-}
-
-/// Create `dir` (and its parents) readable by its owner alone, if it is not there.
-pub fn make_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))
 }
 
 /// Every campaign state in `dir`, oldest first; a file that is not one is named in an error.
@@ -169,7 +128,7 @@ mod unit {
     fn a_state_round_trips_and_is_found_by_id_or_alone() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("campaigns");
-        check_dir(&d, "--state DIR").unwrap();
+        crate::experiments::boots::kept::check_dir(&d, "--state DIR").unwrap();
         let a = Saved::new("1-7".into(), 7, vec!["--arm".into(), "a=k".into()]).unwrap();
         a.save(&d).unwrap();
         assert!(!a.running(), "this process is not another that runs it");
@@ -192,11 +151,5 @@ mod unit {
         assert!(pick(&d, Some("3-7")).is_err());
         std::fs::write(d.join("x.json"), "{").unwrap();
         assert!(list(&d).unwrap_err().to_string().contains("x.json"));
-    }
-
-    #[test]
-    fn a_directory_that_cannot_exist_is_refused() {
-        let err = check_dir(Path::new("/proc/nope/campaigns"), "--state DIR").unwrap_err();
-        assert!(format!("{err:#}").contains("--state DIR"), "{err:#}");
     }
 }

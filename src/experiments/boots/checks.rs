@@ -1,0 +1,243 @@
+//! What is refused before anything boots: arms, their command lines and rules files, the
+//! measuring command and the files the guest needs.
+
+use super::plan::{Arm, Backend, BootPlan, Needed};
+use super::qemu::kernel_command_line;
+use crate::boot::bzimage;
+use crate::boot::initramfs;
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+
+/// The part of an arm a problem is in; the command says which of its options (or which line
+/// of a list) gave that part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArmPart {
+    Name,
+    Kernel,
+    CommandLine,
+    Initrd,
+    Rules,
+}
+
+/// What is wrong with one arm, in the arm's own words: it cannot be booted as given.
+#[derive(Debug)]
+pub struct ArmProblem {
+    /// The arm's name, as it can be shown (control characters escaped, a long one cut).
+    pub arm: String,
+    pub part: ArmPart,
+    pub why: String,
+}
+
+impl std::fmt::Display for ArmProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.arm, self.why)
+    }
+}
+
+impl std::error::Error for ArmProblem {}
+
+fn problem(arm: &str, part: ArmPart, why: String) -> ArmProblem {
+    ArmProblem {
+        arm: arm.to_string(),
+        part,
+        why,
+    }
+}
+
+/// Refuse, before anything boots, what cannot work: a file that is not a kernel, an arm name
+/// that cannot name files and rows, a command line the kernel would cut, a rules file that is
+/// missing or has lines syscost cannot set up, guest files that are not regular files or do
+/// not fit the guest, arms named twice. Returns each arm's rules, read here (by auditctl's
+/// library, which the guest lacks) and sent to the guest as JSON, by arm name.
+pub fn check(plan: &BootPlan) -> Result<Vec<(String, String)>> {
+    if plan.arms.is_empty() {
+        bail!("give --arm NAME=KERNEL: one arm measures a kernel, two or more compare them");
+    }
+    check_setup(plan)?;
+    let mut rules = Vec::new();
+    for (i, a) in plan.arms.iter().enumerate() {
+        if plan.arms[..i].iter().any(|b| b.name == a.name) {
+            let why = "the name is given twice".to_string();
+            return Err(problem(&a.name, ArmPart::Name, why).into());
+        }
+        if let Some(text) = check_arm(a, plan.rules_errors)? {
+            rules.push((a.name.clone(), text));
+        }
+    }
+    Ok(rules)
+}
+
+/// What every boot shares: a measuring command, and guest files that are regular files, fit
+/// the guest and hold what the command opens.
+pub fn check_setup(plan: &BootPlan) -> Result<()> {
+    if plan.measure.is_empty() {
+        bail!("give the measuring command after --, e.g. -- run syscall --runs 3");
+    }
+    if let Backend::Qemu(m) = &plan.backend {
+        check_guest_files(&plan.guest_files, m.memory_mib)?;
+        check_needed(&plan.needs, &plan.guest_files)?;
+    }
+    Ok(())
+}
+
+/// One arm: its name, its kernel (a bzImage whose command line holds what syscost adds), its
+/// initramfs and its rules file. Returns its rules, read here (by auditctl's library, which
+/// the guest lacks) as the JSON the guest is sent; what is wrong is an [`ArmProblem`].
+pub fn check_arm(
+    a: &Arm,
+    on_error: crate::audit::rules_file::OnError,
+) -> Result<Option<String>, ArmProblem> {
+    check_name(&a.name)?;
+    check_command_line(a)?;
+    if let Some(i) = &a.initrd
+        && let Err(e) = std::fs::File::open(i)
+    {
+        let why = format!("cannot read its initramfs {}: {e}", i.display());
+        return Err(problem(&a.name, ArmPart::Initrd, why));
+    }
+    let Some(r) = &a.rules else {
+        return Ok(None);
+    };
+    let set = crate::audit::rules_file::read(r, "rules file", on_error)
+        .map_err(|e| problem(&a.name, ArmPart::Rules, format!("{e:#}")))?;
+    Ok(Some(
+        serde_json::to_string(&set).expect("a rule set is JSON"),
+    ))
+}
+
+/// Each file the measuring command opens must be in the guest's initramfs: syscost itself
+/// (`/init`), its shared libraries, a `--guest-file` or one of their libraries.
+fn check_needed(needs: &[Needed], guest_files: &[PathBuf]) -> Result<()> {
+    if needs.is_empty() {
+        return Ok(());
+    }
+    let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
+    let mut inside: Vec<PathBuf> = initramfs::shared_libraries(&exe)?;
+    inside.push("/init".into());
+    for f in guest_files {
+        inside.push(initramfs::guest_path(f)?);
+        inside.extend(initramfs::shared_libraries(f)?);
+    }
+    for n in needs {
+        if !n.path.is_absolute() {
+            bail!(
+                "{}: the guest has no PATH to look it up in; give its path and --guest-file PATH",
+                n.what
+            );
+        }
+        if !inside.contains(&n.path) {
+            bail!(
+                "{}: the guest has no {}; add --guest-file {} (the guest holds syscost as /init, \
+                 its shared libraries and the --guest-file files)",
+                n.what,
+                n.path.display(),
+                n.path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The longest arm name: it names files, a kernel parameter, history tags and table rows.
+pub const NAME_MAX: usize = 64;
+
+/// An arm's name: 1 to 64 letters, digits, `.`, `_`, `-` or `+`. Anything else could break
+/// the kernel command line it is passed on (a space), a file name (`/`) or a table (a newline
+/// forges a row).
+fn check_name(name: &str) -> Result<(), ArmProblem> {
+    let shown = crate::core::printable(&name.chars().take(40).collect::<String>());
+    let more = if name.chars().count() > 40 { "..." } else { "" };
+    let refuse = |why: String| Err(problem(&format!("{shown}{more}"), ArmPart::Name, why));
+    if name.chars().count() > NAME_MAX {
+        return refuse(format!("an arm's name has at most {NAME_MAX} characters"));
+    }
+    let ok = |c: char| c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '+');
+    if let Some(c) = name.chars().find(|&c| !ok(c)) {
+        return refuse(format!(
+            "{} is not allowed in an arm's name (letters, digits, '.', '_', '-' and '+': the \
+             name becomes file names, a kernel parameter and table rows)",
+            crate::core::printable(&format!("{c:?}"))
+        ));
+    }
+    if name.chars().all(|c| c == '.') {
+        return refuse("give the arm a name, e.g. base or fix".into());
+    }
+    Ok(())
+}
+
+/// The kernel keeps at most its header's `cmdline_size` bytes of the command line, and what
+/// syscost adds comes last: a line the kernel would cut loses the arm's name, and the boot
+/// never measures. Control characters are refused too.
+fn check_command_line(arm: &Arm) -> Result<(), ArmProblem> {
+    if let Some(c) = arm.append.chars().find(|c| c.is_control()) {
+        let why = format!(
+            "{} is not allowed on a kernel command line (give parameters separated by spaces)",
+            c.escape_default()
+        );
+        return Err(problem(&arm.name, ArmPart::CommandLine, why));
+    }
+    let header = bzimage::Header::read(&arm.kernel)
+        .map_err(|e| problem(&arm.name, ArmPart::Kernel, format!("{e:#}")))?;
+    // The longest line a boot gets: the first, which asks for the kernel's symbols.
+    let line = kernel_command_line(arm, true);
+    if line.len() > header.cmdline_size as usize {
+        let why = format!(
+            "the kernel command line would be {} bytes with what syscost adds ({}); {} keeps at \
+             most {} (its header's cmdline_size): shorten what the arm adds to it",
+            line.len(),
+            kernel_command_line(
+                &Arm {
+                    append: String::new(),
+                    ..arm.clone()
+                },
+                true
+            ),
+            arm.kernel.display(),
+            header.cmdline_size
+        );
+        return Err(problem(&arm.name, ArmPart::CommandLine, why));
+    }
+    Ok(())
+}
+
+/// Guest files are regular files (a device such as /dev/zero would be read forever), and the
+/// initramfs they make must leave the guest room: at most half its memory (the kernel holds
+/// the archive while it unpacks it).
+fn check_guest_files(files: &[PathBuf], memory_mib: u32) -> Result<()> {
+    let mut total = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map_or(0, |m| m.len());
+    for f in files {
+        let m = std::fs::metadata(f)
+            .with_context(|| format!("--guest-file {}: cannot read it", f.display()))?;
+        if !m.is_file() {
+            bail!(
+                "--guest-file {}: not a regular file; give files (each is copied to the same path \
+                 in the guest, its directories created)",
+                f.display()
+            );
+        }
+        let at = crate::boot::initramfs::guest_path(f)?;
+        if let Some((_, dir, _)) = crate::boot::guest::MOUNTS
+            .iter()
+            .find(|(_, d, _)| at.starts_with(d))
+        {
+            bail!(
+                "{}: the guest mounts a file system of its own on {dir}, which would hide it: \
+                 copy it to another directory and name that copy",
+                f.display()
+            );
+        }
+        total += m.len();
+    }
+    let room = u64::from(memory_mib) << 19;
+    if total > room {
+        bail!(
+            "--guest-file: the initramfs would hold {} MiB, more than half of the guest's {} MiB \
+             (--guest-memory): send fewer files or raise --guest-memory",
+            total >> 20,
+            memory_mib
+        );
+    }
+    Ok(())
+}

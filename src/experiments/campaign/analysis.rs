@@ -1,0 +1,256 @@
+//! A campaign's figures and verdicts from its boots: each arm's figure per good boot, its
+//! counters, and the arms compared with boots as units, paired by round.
+
+use super::{
+    ArmFigures, BootFigure, Campaign, CampaignPlan, CounterFigure, MIN_BOOTS, MIN_EXACT_BOOTS,
+};
+use crate::compare::{self, Comparison, groups};
+use crate::core::{Envelope, Kind};
+use crate::experiments::boots::record::view_of;
+use crate::experiments::boots::{Arm, BootRecord};
+use crate::results::functions::EmulatedFunctions;
+use crate::results::sets::EmulatedSets;
+use crate::results::view::ResultView;
+use crate::stats::Summary;
+use anyhow::Result;
+
+/// The figures per arm and the comparison of the arms, from the boots.
+pub fn analyse(
+    plan: &CampaignPlan,
+    order: Vec<Vec<String>>,
+    boots: Vec<BootRecord>,
+) -> Result<Campaign> {
+    let mut warnings = Vec::new();
+    let views = good_views(plan, &boots, &mut warnings);
+    let metric = plan.options.primary.clone();
+    let figures: Vec<ArmFigures> = plan
+        .boot
+        .arms
+        .iter()
+        .zip(&views)
+        .map(|(a, v)| figures_of(a, v, &boots, plan.rounds, &metric))
+        .collect();
+    let unit = views
+        .iter()
+        .flatten()
+        .find_map(|(_, v)| v.metric(&metric).map(|m| m.unit.clone()))
+        .unwrap_or_default();
+    let boot_figure = views
+        .iter()
+        .flatten()
+        .next()
+        .map_or(BootFigure::RunMedian, |(_, v)| BootFigure::of(v.kind));
+    let comparison = compare_arms(plan, &views, &mut warnings)?;
+    let created_unix = crate::core::now_unix();
+    let complete = figures.iter().all(|f| f.failed_boots == 0);
+    Ok(Campaign {
+        envelope: Envelope::new(Kind::Campaign),
+        id: format!("{created_unix}-{}", plan.boot.seed),
+        created_unix,
+        via: plan.boot.backend.name().into(),
+        machine: plan.boot.backend.machine().cloned(),
+        host: Some(crate::environment::Environment::collect()),
+        arms: plan.boot.arms.clone(),
+        entries: Vec::new(),
+        measure: plan.boot.measure.clone(),
+        seed: plan.boot.seed,
+        order,
+        boots,
+        metric,
+        unit,
+        boot_figure,
+        figures,
+        comparison,
+        complete,
+        warnings,
+    })
+}
+
+/// Per arm, its good boots' results as views with their round, in round order. A result of a
+/// kind that is not compared (an audit sweep, a probe) is kept whole but gives no figure.
+fn good_views(
+    plan: &CampaignPlan,
+    boots: &[BootRecord],
+    warnings: &mut Vec<String>,
+) -> Vec<Vec<(u32, ResultView)>> {
+    let mut out: Vec<Vec<(u32, ResultView)>> = vec![Vec::new(); plan.boot.arms.len()];
+    for b in boots {
+        let (Some(result), Some(i)) = (
+            b.result(),
+            plan.boot.arms.iter().position(|a| a.name == b.arm),
+        ) else {
+            continue;
+        };
+        let name = format!("{} round {}", b.arm, b.round);
+        match view_of(&name, result) {
+            Ok(v) => out[i].push((b.round, v)),
+            Err(e) => warnings.push(format!("{name}: kept whole, not compared ({e})")),
+        }
+    }
+    out
+}
+
+fn figures_of(
+    arm: &Arm,
+    views: &[(u32, ResultView)],
+    boots: &[BootRecord],
+    rounds: u32,
+    metric: &str,
+) -> ArmFigures {
+    let values: Vec<f64> = views
+        .iter()
+        .filter_map(|(_, v)| v.metric(metric).filter(|m| !m.values.is_empty()))
+        .map(|m| crate::stats::median(&m.values))
+        .collect();
+    let mut releases: Vec<String> = views
+        .iter()
+        .filter_map(|(_, v)| v.environment.kernel_release.clone())
+        .collect();
+    releases.sort();
+    releases.dedup();
+    let good = boots
+        .iter()
+        .filter(|b| b.arm == arm.name && b.result().is_some())
+        .count();
+    ArmFigures {
+        arm: arm.name.clone(),
+        releases,
+        good_boots: good,
+        failed_boots: (rounds as usize).saturating_sub(good),
+        summary: Summary::of(&values),
+        values,
+        counters: counters_of(views, metric),
+        sets: sets_of(boots.iter().filter(|b| b.arm == arm.name)),
+        functions: functions_of(boots.iter().filter(|b| b.arm == arm.name)),
+    }
+}
+
+/// Each function's median over the boots of its kernel instructions per operation
+/// (`--emulated-profile`), if they have any.
+fn functions_of<'a>(boots: impl Iterator<Item = &'a BootRecord>) -> Option<EmulatedFunctions> {
+    EmulatedFunctions::median(&result_fields(boots, "emulated_functions"))
+}
+
+/// The `field` of each boot's result that has one, read as a `T`.
+fn result_fields<'a, T: serde::de::DeserializeOwned>(
+    boots: impl Iterator<Item = &'a BootRecord>,
+    field: &str,
+) -> Vec<T> {
+    boots
+        .filter_map(|b| b.result()?.get(field).cloned())
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .collect()
+}
+
+/// Each set's median over the boots of its modelled misses per operation, if they have any.
+fn sets_of<'a>(boots: impl Iterator<Item = &'a BootRecord>) -> Option<EmulatedSets> {
+    let per_boot: Vec<EmulatedSets> = result_fields(boots, "emulated_sets");
+    let median_of = |pick: fn(&EmulatedSets) -> &Vec<f64>| -> Vec<f64> {
+        let sets = per_boot.iter().map(|s| pick(s).len()).min().unwrap_or(0);
+        (0..sets)
+            .map(|i| crate::stats::median(&per_boot.iter().map(|s| pick(s)[i]).collect::<Vec<_>>()))
+            .collect()
+    };
+    (!per_boot.is_empty()).then(|| EmulatedSets {
+        l1d: median_of(|s| &s.l1d),
+        l1i: median_of(|s| &s.l1i),
+    })
+}
+
+/// Every metric of the boots' results but `primary` (and the time, when the primary is a
+/// time too), in the order they first appear, each the median over the boots that counted it
+/// of their medians.
+fn counters_of(views: &[(u32, ResultView)], primary: &str) -> Vec<CounterFigure> {
+    use crate::results::MetricKind;
+    let mut out: Vec<CounterFigure> = Vec::new();
+    let mut per_boot: Vec<Vec<f64>> = Vec::new();
+    let metrics = views.iter().flat_map(|(_, v)| &v.metrics);
+    let timed = views
+        .iter()
+        .flat_map(|(_, v)| v.metric(primary))
+        .any(|m| m.kind == MetricKind::Time);
+    for m in metrics.filter(|m| m.name != primary && !(timed && m.kind == MetricKind::Time)) {
+        let i = match out.iter().position(|c| c.name == m.name) {
+            Some(i) => i,
+            None => {
+                out.push(CounterFigure {
+                    name: m.name.clone(),
+                    unit: m.unit.clone(),
+                    boots: 0,
+                    median: None,
+                    status: m.status.clone(),
+                    reason: m.reason.clone(),
+                });
+                per_boot.push(Vec::new());
+                out.len() - 1
+            }
+        };
+        if !m.values.is_empty() {
+            per_boot[i].push(crate::stats::median(&m.values));
+        }
+    }
+    for (c, values) in out.iter_mut().zip(per_boot) {
+        c.boots = values.len();
+        if !values.is_empty() {
+            c.median = Some(crate::stats::median(&values));
+            (c.status, c.reason) = (None, None);
+        }
+    }
+    out
+}
+
+/// Each arm with 3 good boots or more (2 when the compared metric is an exact emulated count)
+/// against the first, paired by round over the rounds in which all of them were measured.
+fn compare_arms(
+    plan: &CampaignPlan,
+    views: &[Vec<(u32, ResultView)>],
+    warnings: &mut Vec<String>,
+) -> Result<Option<Comparison>> {
+    let primary = views
+        .iter()
+        .flatten()
+        .find_map(|(_, v)| v.metric(&plan.options.primary));
+    let exact = primary.is_some_and(|m| m.kind == crate::results::MetricKind::Emulated);
+    let least = if exact { MIN_EXACT_BOOTS } else { MIN_BOOTS };
+    let (arms, short): (Vec<usize>, Vec<usize>) =
+        (0..views.len()).partition(|&i| views[i].len() >= least);
+    for &i in &short {
+        warnings.push(format!(
+            "{}: {} good boot(s), fewer than {least}: its figures are shown, no verdict",
+            plan.boot.arms[i].name,
+            views[i].len()
+        ));
+    }
+    if arms.len() < 2 || arms[0] != 0 {
+        return Ok(None);
+    }
+    let rounds: Vec<u32> = views[0]
+        .iter()
+        .map(|(r, _)| *r)
+        .filter(|r| arms.iter().all(|&i| views[i].iter().any(|(x, _)| x == r)))
+        .collect();
+    let mut variants = Vec::new();
+    for &i in &arms {
+        let in_rounds: Vec<&ResultView> = views[i]
+            .iter()
+            .filter(|(r, _)| rounds.contains(r))
+            .map(|(_, v)| v)
+            .collect();
+        let (v, w) = groups::boots_in_order(&plan.boot.arms[i].name, &in_rounds)?;
+        warnings.extend(w);
+        variants.push(v);
+    }
+    let options = compare::Options {
+        configurations: true,
+        paired: true,
+        ..plan.options.clone()
+    };
+    // The boots are kept whatever the comparison says: one it refuses is a warning.
+    match compare::compare(variants, &options) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) => {
+            warnings.push(format!("no comparison: {e:#}"));
+            Ok(None)
+        }
+    }
+}
