@@ -5,7 +5,9 @@
 //! - [`campaign`]: kernels booted in QEMU round after round, measured inside each boot and
 //!   compared with boots as units (the audit series' 4 kernels x 12 boots);
 //! - [`bisect`]: the first build in an ordered list where a figure changed, booted in QEMU
-//!   with boots as units (a campaign's boots, chosen by the search);
+//!   with boots as units (the boots chosen by the search);
+//! - [`boots`]: what campaigns and bisections share to boot kernels and measure inside them:
+//!   the plan, the checks, the record of a boot, the schedule of rounds and retries, QEMU;
 //! - [`audit_sweep`]: audit off, on, and with each number of exit rules (the syscall-latency
 //!   post and the audit series);
 //! - [`rule_costs`]: what each rule of a rules file costs, from an audit sweep over its rules;
