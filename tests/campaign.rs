@@ -629,7 +629,7 @@ fn a_file_that_is_not_a_kernel_is_refused_before_any_boot() {
     );
     let err = String::from_utf8_lossy(&missing.stderr);
     assert!(
-        err.contains("--audit-rules /nonexistent.rules: cannot read it"),
+        err.contains("--audit-rules b: /nonexistent.rules: cannot read it"),
         "{err}"
     );
     // Host CPUs for vCPUs: one each, and only CPUs syscost may run on.

@@ -1,21 +1,18 @@
 //! `syscost campaign`: parse the arms and the measuring command, run the campaign, show it,
 //! record every boot's result in the history, and say whether it was complete.
 
-use super::args::{HistoryOpts, parse_cpus, parse_duration, parse_resolution};
+use super::args::HistoryOpts;
+use super::boots::{BootsOpts, Via, boot_line, check_alpha, record_tagged};
 use super::*;
-use crate::audit::rules_file::OnError;
-use crate::boot::qemu::{Accel, Failure, KernelEntry, Machine};
-use crate::core::cpus::CpuList;
-use crate::counters::emulated::{CacheModel, Count, Part, is_emulated};
+use crate::counters::emulated::is_emulated;
 use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
 use crate::experiments::boots::kept;
-use crate::experiments::boots::{Arm, Backend, BootPlan, BootRecord, Needed, Outcome};
+use crate::experiments::boots::{Arm, BootRecord};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::saved::{self, Saved};
 use crate::experiments::campaign::{self, CampaignPlan};
 use anyhow::Context;
 use std::path::Path;
-use std::time::Duration;
 
 pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
   syscost campaign --accel tcg --arm 6.1=/boot/vmlinuz-6.1.0-50-amd64 \\
@@ -52,15 +49,6 @@ pub(super) const INCOMPLETE_STATUS: i32 = 4;
 #[derive(Debug, thiserror::Error)]
 #[error("the campaign is incomplete: {0} boot(s) failed (see the failed boots above)")]
 pub struct Incomplete(pub usize);
-
-/// Where the boots happen.
-#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
-pub enum Via {
-    /// A QEMU virtual machine per boot.
-    Qemu,
-    /// This machine, rebooted into each arm by kexec (bare metal); needs --yes.
-    Kexec,
-}
 
 /// What to do with a campaign in progress: the kexec campaign on this machine, or a QEMU
 /// campaign that was interrupted (its boots are kept as each ends).
@@ -109,89 +97,6 @@ pub struct KeptOne {
     pub kept: KeptDir,
 }
 
-/// How each boot's virtual machine runs and counts: shared by `campaign` and `bisect`.
-#[derive(Args, Debug, Clone)]
-pub struct GuestOpts {
-    /// How the guest CPU runs: kvm (used only after a probe boot shows it works) or tcg
-    /// (emulation; figures follow instructions executed, not hardware).
-    #[arg(long, value_enum, default_value_t = Accel::Kvm)]
-    pub accel: Accel,
-    /// vCPUs of each guest [default: one per --host-cpus CPU; else 1 under tcg, 2 under
-    /// kvm]. Under tcg one vCPU is the default because text patching races between two
-    /// emulated vCPUs ("Oops: int3" in 1 of 50 boots of Debian's 6.12 here, none in 100 with
-    /// one vCPU); a one-vCPU kernel runs its uniprocessor code (no lock prefixes), and the
-    /// measurement uses one CPU.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub guest_cpus: Option<u32>,
-    /// Pin the guest's vCPU threads to these host CPUs, vCPU i to the i-th (taskset syntax,
-    /// one CPU per vCPU, e.g. 2-3 for 2 vCPUs), before the guest runs; checked: the affinity
-    /// read back, and each thread seen on its CPU while the guest runs [default: unpinned].
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
-    pub host_cpus: Option<CpuList>,
-    /// Where QEMU starts each kernel: pvh (its vmlinux, taken out of the bzImage on the host:
-    /// no decompression in the guest, which under tcg took 3 s of each boot of Debian's
-    /// generic 6.1 image) or bzimage (as a boot loader does). A kernel without a PVH entry
-    /// boots as a bzImage, and the result says why.
-    #[arg(long, value_enum, default_value_t = KernelEntry::Pvh)]
-    pub entry: KernelEntry,
-    /// Count the guest's instructions and conditional branches, user and kernel apart, in
-    /// every batch the measurement times, with syscost's own QEMU plugin (tcg only): each
-    /// boot's run result (or each step of an audit sweep, whose fits then give instructions
-    /// per rule; or a probe, each run of its command a window: instructions per hit) gains
-    /// `instructions:k (emulated)` and the like per operation, `instructions (emulated)` the
-    /// headline figure. Exact paths, not hardware: no cycles, no speculation. Two boots per arm
-    /// decide (the range rule: every boot apart by more than the arms' own range and
-    /// --exact-resolution). Once its boot's own work has ended (--settle), the guest measures
-    /// at SCHED_FIFO 99 with RT throttling, the fair server, the soft-lockup watchdog and the
-    /// audit backlog limit off, so no other task runs in the counted windows; one that still
-    /// does is left out, and the result says how many.
-    #[arg(long)]
-    pub emulated_counters: bool,
-    /// Model the caches too (implies --emulated-counters): every load and store of a window
-    /// goes through an LRU model of L1d, every instruction fetch through one of L1i, and
-    /// their misses through an L2 behind both when the model has one, adding loads, stores
-    /// and the models' misses per operation, and the L1d and L1i misses of each set. MODEL:
-    /// host (this machine's L1s and L2, from sysfs), skylake-x (L1s of 32 KiB, 8-way, and an
-    /// L2 of 1 MiB, 16-way, 64-byte lines: the audit series' machine) or
-    /// SETSxWAYSxLINE[,SETSxWAYSxLINE[,SETSxWAYSxLINE]] (L1d, then L1i if it differs, then
-    /// an L2).
-    #[arg(long, value_name = "MODEL", value_parser = parse_cache_model)]
-    pub cache_model: Option<CacheModel>,
-    /// Where the kernel instructions go (implies --emulated-counters): the kernel
-    /// instructions per operation of each function, exact, named from the guest's own
-    /// kallsyms (each guest sends it with its result), and between arms the functions that
-    /// gained and lost most: the emulated counterpart of `run --profile`.
-    #[arg(long)]
-    pub emulated_profile: bool,
-    /// Run each guest's clock on its instructions (QEMU's `-icount shift=SHIFT,sleep=off`,
-    /// tcg only): every instruction takes 2^SHIFT ns of guest time and idle time is skipped,
-    /// so the timer interrupts land at the same instructions in every boot instead of where
-    /// the host's clock puts them. Timed figures then measure instructions, not time.
-    #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u8).range(0..=10))]
-    pub icount: Option<u8>,
-    /// Before measuring, each guest waits up to this long for its boot's own work (kernel
-    /// threads such as 6.12's crypto self-tests) to end: until its CPU is under 2% busy over
-    /// 250 ms (from /proc/stat). Every instruction in a window counts under the emulator, so
-    /// with --emulated-counters it waits [default: 30s with --emulated-counters, 0 (measure at
-    /// once) otherwise]; a guest still busy at the limit measures anyway and its result says
-    /// so. Either way, a window in which another task ran is left out of the counts.
-    #[arg(long, value_name = "DURATION", value_parser = parse_settle)]
-    pub settle: Option<Duration>,
-    /// Memory of each guest, MiB.
-    #[arg(long, default_value_t = 1024, value_name = "MIB", value_parser = clap::value_parser!(u32).range(128..=65536))]
-    pub guest_memory: u32,
-    /// A boot not powered off after this long is stopped and recorded as failed [default:
-    /// 60s under kvm, 180s under tcg].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub boot_timeout: Option<Duration>,
-    /// Tries after a failed boot, per boot.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
-    pub retries: u32,
-    /// A host file the measurement needs inside the guest, at the same path (repeatable).
-    #[arg(long = "guest-file", value_name = "PATH")]
-    pub guest_files: Vec<PathBuf>,
-}
-
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct CampaignArgs {
@@ -223,10 +128,6 @@ pub struct CampaignArgs {
     /// in the guest, -e 2 as -e 1).
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
     pub rules: Vec<String>,
-    /// A rules-file line that cannot be set up (here, or by the guest's kernel): stop, naming
-    /// it, or continue without it (auditctl -i), with a warning in the arm's results.
-    #[arg(long, value_enum, default_value_t = OnError::Stop, value_name = "WHAT")]
-    pub audit_rules_errors: OnError,
     /// Rounds; each boots every arm once [default: the fewest whose paired test can reach
     /// --alpha: 6 for two arms, 7 for three; 3 for one arm; 2 with --emulated-counters, whose
     /// exact counts decide with two boots per arm while time stays undecided]. Fewer are
@@ -237,48 +138,13 @@ pub struct CampaignArgs {
     /// are shown, and no verdict.
     #[arg(long)]
     pub no_verdict: bool,
-    /// The boot order of every round (and the bootstrap) is seeded by this number [default:
-    /// from the clock, printed].
-    #[arg(long)]
-    pub seed: Option<u64>,
     #[command(flatten)]
-    pub guest: GuestOpts,
-    /// The figure each boot gives, the arms are compared by and the headline is of, e.g.
-    /// time, task-clock or instructions:k (emulated) [default: instructions (emulated) with
-    /// --emulated-counters, whose exact counts decide with two boots per arm; else time].
-    /// Every other figure is still shown and compared.
-    #[arg(long, value_name = "NAME")]
-    pub metric: Option<String>,
+    pub shared: BootsOpts,
     /// Significance level.
     #[arg(long, default_value_t = 0.05, value_name = "P")]
     pub alpha: f64,
-    /// Deltas smaller than this percentage are never called a change.
-    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
-    pub noise_threshold: f64,
-    /// Emulated counts closer than this percentage are equal. Two arms' counts differ when
-    /// every boot of one is apart from every boot of the other by more than this and than
-    /// either arm's own boot-to-boot range (the timer interrupts in the windows, which come on
-    /// the host's clock: up to 0.2% here between boots the host ran at different speeds;
-    /// under --icount 0, 0.001%, and a finer resolution can be given).
-    #[arg(long, default_value_t = compare::EXACT_FLOOR_PCT, value_name = "PCT", value_parser = parse_resolution)]
-    pub exact_resolution: f64,
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the campaign (JSON: plan, order, every boot's result or failure, comparison) to
-    /// FILE, atomically [--via kexec: default /var/lib/syscost/campaign-ID.json, written
-    /// after the last boot].
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    #[command(flatten)]
-    pub keep: HistoryOpts,
     #[command(flatten)]
     pub kept: KeptDir,
-    /// The syscost command measured in every boot, e.g. run syscall --runs 3. A boot's value:
-    /// for run, the median of its runs; for audit sweep, the cost per rule it fitted; for
-    /// probe, the time each hit added.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    pub measure: Vec<String>,
 }
 
 impl CampaignArgs {
@@ -289,7 +155,7 @@ impl CampaignArgs {
             Some(CampaignAction::Resume(k)) => return resume(k),
             None => {}
         }
-        if let Some(o) = &self.output {
+        if let Some(o) = &self.shared.output {
             crate::core::check_writable(o)?;
         }
         if self.via == Via::Kexec {
@@ -300,7 +166,7 @@ impl CampaignArgs {
             .skip_while(|a| a != "campaign")
             .skip(1)
             .collect();
-        let seed = self.seed.unwrap_or_else(crate::core::now_unix);
+        let seed = self.shared.seed.unwrap_or_else(crate::core::now_unix);
         let mut id = format!("{}-{seed}", crate::core::now_unix());
         if saved::file_of(&dir, &id).exists() {
             // Another campaign started in the same second with the same seed.
@@ -335,7 +201,7 @@ impl CampaignArgs {
         let kept = saved.boots.clone();
         let ran = campaign::run(&plan, &kept, &mut |b| {
             eprintln!("syscost: {}", boot_line(b));
-            record_boot(b, &self.keep, &saved.id, "qemu", accel);
+            record_boot(b, &self.shared.keep, &saved.id, "qemu", accel);
             saved.boots.push(b.clone());
             if let Err(e) = saved.save(dir) {
                 eprintln!("syscost: warning: {e:#}");
@@ -350,7 +216,7 @@ impl CampaignArgs {
             }
         };
         c.id = saved.id.clone();
-        show(&c, self.format, &self.output)?;
+        show(&c, self.shared.format, &self.shared.output)?;
         let _ = std::fs::remove_file(&path);
         if !c.complete {
             let failed = c.figures.iter().map(|f| f.failed_boots).sum();
@@ -363,17 +229,8 @@ impl CampaignArgs {
         check_alpha(self.alpha)?;
         let arms = self.arm_specs()?;
         let rounds = self.boots(arms.len())?;
-        let options = compare::Options {
-            exact_floor_pct: self.exact_resolution,
-            primary: self.guest.metric(self.metric.as_deref()),
-            ..campaign::compare_options(self.alpha, self.noise_threshold, seed)
-        };
-        let boot = self.guest.plan(
-            self.via,
-            &self.measure,
-            (arms, seed),
-            self.audit_rules_errors,
-        )?;
+        let options = self.shared.options(self.alpha, seed);
+        let boot = self.shared.plan(self.via, arms, seed)?;
         Ok(CampaignPlan {
             boot,
             rounds,
@@ -387,7 +244,7 @@ impl CampaignArgs {
     fn boots(&self, arms: usize) -> Result<u32> {
         let comparisons = arms.max(2) - 1;
         let need = crate::stats::paired::pairs_to_decide(self.alpha, comparisons);
-        let exact = is_emulated(&self.guest.metric(self.metric.as_deref()));
+        let exact = is_emulated(&self.shared.metric());
         let default = match (arms, exact) {
             (_, true) => campaign::MIN_EXACT_BOOTS as u32,
             // One arm is measured, not compared: its boots give the figures' spread.
@@ -445,7 +302,7 @@ impl CampaignArgs {
 
     /// Check, save the plan, install the boot hook, load the first arm and reboot into it.
     fn start_kexec(&self) -> Result<()> {
-        let plan = self.plan(self.seed.unwrap_or_else(crate::core::now_unix))?;
+        let plan = self.plan(self.shared.seed.unwrap_or_else(crate::core::now_unix))?;
         if !self.yes {
             anyhow::bail!(
                 "--via kexec reboots this machine into each arm, {} time(s), then into its \
@@ -453,18 +310,18 @@ impl CampaignArgs {
                 plan.boot.arms.len() * plan.rounds as usize
             );
         }
-        let output = match &self.output {
+        let output = match &self.shared.output {
             Some(o) => Some(std::path::absolute(o)?),
             None => None,
         };
         let recording = Recording {
-            history: match &self.keep.history {
+            history: match &self.shared.keep.history {
                 Some(l) => Some(l.unredacted()),
-                None if self.keep.no_history => None,
+                None if self.shared.keep.no_history => None,
                 None => Some(crate::history::Location::default_location()?.unredacted()),
             },
-            no_history: self.keep.no_history,
-            tags: self.keep.tags.clone(),
+            no_history: self.shared.keep.no_history,
+            tags: self.shared.keep.tags.clone(),
         };
         let dir = std::path::Path::new(kexec::STATE_DIR);
         let started = kexec::start(&plan, Setup { output, recording }, dir).map_err(with_flag)?;
@@ -481,133 +338,6 @@ impl CampaignArgs {
     }
 }
 
-impl GuestOpts {
-    /// Whether the boots count with syscost's QEMU plugin.
-    pub(super) fn emulated(&self) -> bool {
-        self.emulated_counters || self.cache_model.is_some() || self.emulated_profile
-    }
-
-    /// The figure compared: `given`, else the exact instruction count when the boots count
-    /// with the plugin, else time.
-    pub(super) fn metric(&self, given: Option<&str>) -> String {
-        match (given, self.emulated()) {
-            (Some(m), _) => m.to_string(),
-            (None, true) => Count::Instructions.part_name(Part::All),
-            (None, false) => "time".to_string(),
-        }
-    }
-
-    /// The guest's vCPUs: as given, else one per host CPU to pin to, else by accelerator.
-    fn guest_cpus(&self) -> u32 {
-        match (self.guest_cpus, &self.host_cpus, self.accel) {
-            (Some(n), _, _) => n,
-            (None, Some(list), _) => list.len() as u32,
-            (None, None, Accel::Tcg) => 1,
-            (None, None, Accel::Kvm) => 2,
-        }
-    }
-
-    /// A plan of no arms yet (the caller's, with its rounds and seed) measuring `measure`
-    /// `via` QEMU or kexec, after refusing what the boots could not do: counting without TCG,
-    /// counting a command that times no batches, counting on more than one vCPU, and a
-    /// measuring command that would fail in every boot.
-    pub(super) fn plan(
-        &self,
-        via: Via,
-        measure: &[String],
-        (arms, seed): (Vec<Arm>, u64),
-        rules_errors: OnError,
-    ) -> Result<BootPlan> {
-        self.check(via, measure)?;
-        let vcpus = (via == Via::Qemu).then(|| self.guest_cpus());
-        let (needs, rules) = check_measure(measure, vcpus)?;
-        let backend = match via {
-            Via::Qemu => Backend::Qemu(self.machine()),
-            Via::Kexec => Backend::Kexec,
-        };
-        Ok(BootPlan {
-            arms,
-            seed,
-            measure: measure.to_vec(),
-            backend,
-            retries: self.retries,
-            guest_files: guest_files(&self.guest_files, rules)?,
-            needs,
-            settle: self
-                .settle
-                .or(self.emulated().then_some(Duration::from_secs(30)))
-                .filter(|d| !d.is_zero()),
-            rules_errors,
-        })
-    }
-
-    fn check(&self, via: Via, measure: &[String]) -> Result<()> {
-        if self.icount.is_some() && (via != Via::Qemu || self.accel != Accel::Tcg) {
-            anyhow::bail!(
-                "--icount needs --accel tcg: it is QEMU's emulator that counts the instructions \
-                 the guest's clock follows"
-            );
-        }
-        if self.emulated() && (via != Via::Qemu || self.accel != Accel::Tcg) {
-            anyhow::bail!(
-                "--emulated-counters needs --accel tcg: QEMU's plugins see only the \
-                 instructions it emulates (not under kvm, nor on bare metal)"
-            );
-        }
-        let first: Vec<&str> = measure.iter().take(2).map(String::as_str).collect();
-        let counted = matches!(
-            first[..],
-            ["run", ..] | ["audit", "sweep" | "residue"] | ["probe", ..]
-        );
-        if self.emulated() && !counted {
-            anyhow::bail!(
-                "--emulated-counters counts the timed batches of `run` and `audit sweep` and the \
-                 runs of `probe`; {} is measured without them: measure with -- run, -- audit \
-                 sweep or -- probe",
-                measure.join(" ")
-            );
-        }
-        if self.emulated() && self.guest_cpus() > 1 {
-            // The plugin's counts are the machine's (QEMU 7.2's plugin API has no per-vCPU
-            // inline counters): another vCPU's instructions would land in every window.
-            anyhow::bail!(
-                "--emulated-counters counts on one vCPU: with {} (--guest-cpus or --host-cpus), \
-                 the other vCPUs' instructions would land in the measured windows; give \
-                 --guest-cpus 1 (the default under tcg) and at most one --host-cpus CPU",
-                self.guest_cpus()
-            );
-        }
-        Ok(())
-    }
-
-    fn machine(&self) -> Machine {
-        let timeout = self.boot_timeout.unwrap_or(match self.accel {
-            Accel::Kvm => Duration::from_secs(60),
-            Accel::Tcg => Duration::from_secs(180),
-        });
-        Machine {
-            accel: self.accel,
-            cpus: self.guest_cpus(),
-            memory_mib: self.guest_memory,
-            timeout,
-            host_cpus: self.host_cpus.clone(),
-            entry: self.entry,
-            emulated_counters: self.emulated(),
-            cache_model: self.cache_model.clone(),
-            emulated_profile: self.emulated_profile,
-            icount: self.icount,
-        }
-    }
-}
-
-/// `--alpha` is a probability.
-pub(super) fn check_alpha(alpha: f64) -> Result<()> {
-    if !(alpha > 0.0 && alpha < 1.0) {
-        anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
-    }
-    Ok(())
-}
-
 /// A boot's result in the history, tagged with its campaign, arm, round and how it booted.
 fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str, via: &str, accel: &str) {
     record_tagged(
@@ -621,21 +351,6 @@ fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str, via: &str, accel: &
             format!("accel={accel}"),
         ],
     );
-}
-
-/// A measured boot's result in the history, with `tags` added to the user's.
-pub(super) fn record_tagged(
-    b: &BootRecord,
-    keep: &HistoryOpts,
-    tags: impl IntoIterator<Item = String>,
-) {
-    let Some(result) = b.result() else { return };
-    if keep.no_history {
-        return;
-    }
-    let mut keep = keep.clone();
-    keep.tags.extend(tags);
-    super::history::record(result, &keep);
 }
 
 fn step_line(step: &Step) -> String {
@@ -843,92 +558,6 @@ fn abort_kexec() -> Result<()> {
     Ok(())
 }
 
-/// What the guest is given beside --guest-file: a rules file the measuring command reads
-/// (its `--audit-rules`), and libaudit, which reads it, with its libraries.
-fn guest_files(given: &[PathBuf], rules: Option<PathBuf>) -> Result<Vec<PathBuf>> {
-    let mut files = given.to_vec();
-    if let Some(r) = rules {
-        files.push(r);
-        files.push(crate::audit::libaudit::library_path()?);
-    }
-    Ok(files)
-}
-
-/// Refuse, before any boot, a measuring command the guest could not run: it is parsed here by
-/// the parser the guest's syscost uses, with the `-o` the guest adds, and must measure (run,
-/// audit sweep or probe), on CPUs the guest has (`guest_cpus`, for QEMU boots). Returns the
-/// rules file it reads (`--audit-rules`), and the
-/// files it needs in the guest (a probe's target and program).
-fn check_measure(
-    words: &[String],
-    guest_cpus: Option<u32>,
-) -> Result<(Vec<Needed>, Option<PathBuf>)> {
-    let said = format!("`syscost {}`", crate::core::printable(&words.join(" ")));
-    let first = crate::core::printable(words.first().map_or("run", String::as_str));
-    let parse = |words: Vec<String>| {
-        Cli::try_parse_from(std::iter::once("syscost".to_string()).chain(words)).map_err(|e| {
-            let text = e.render().to_string();
-            let why = text
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ");
-            anyhow::anyhow!(
-                "the measuring command after --, {said}, would fail in every boot: {} (see \
-                 syscost {} --help)",
-                crate::core::printable(why),
-                first
-            )
-        })
-    };
-    let mut needs = Vec::new();
-    let (cpus, rules) = match parse(words.to_vec())?.command {
-        Command::Run(r) => {
-            let args = r.into_parts()?.1;
-            (args.cpu, args.audit_rules)
-        }
-        Command::Audit(AuditCommand::Sweep { common, .. }) => (common.cpu, common.audit_rules),
-        Command::Probe(p) => {
-            let (path, _) = crate::probes::elf::parse_target(&p.target)?;
-            needs.push(Needed {
-                what: format!("--target {}", p.target),
-                path,
-            });
-            if let Some(program) = p.command.first() {
-                needs.push(Needed {
-                    what: format!("the probed command {program}"),
-                    path: program.into(),
-                });
-            }
-            (None, None)
-        }
-        _ => anyhow::bail!(
-            "the command after -- is what each boot measures: {said} does not measure; give run, \
-             audit sweep or probe, e.g. -- run syscall --runs 3"
-        ),
-    };
-    let outside = |n: u32| {
-        cpus.iter()
-            .flat_map(|l| l.iter())
-            .find(|&c| c >= n as usize)
-    };
-    if let Some((c, n)) = guest_cpus.and_then(|n| outside(n).map(|c| (c, n))) {
-        anyhow::bail!(
-            "the measuring command pins to CPU {c}, but each guest has {n} vCPU(s) (CPUs 0-{}): \
-             give --cpu {} in the measuring command, or --guest-cpus {}",
-            n - 1,
-            n - 1,
-            c + 1
-        );
-    }
-    parse(crate::boot::with_output(words, "/tmp/result.json"))?;
-    Ok((needs, rules))
-}
-
-fn parse_cache_model(s: &str) -> std::result::Result<CacheModel, String> {
-    CacheModel::parse(s)
-}
-
 pub(super) fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {
     match s.split_once('=') {
         Some((n, v)) if !n.is_empty() && !v.is_empty() => Ok((n, v)),
@@ -955,37 +584,4 @@ fn with_flag(e: anyhow::Error) -> anyhow::Error {
         ArmPart::Rules => "--audit-rules",
     };
     anyhow::anyhow!("{flag} {p}")
-}
-
-/// One line per boot as it ends.
-pub(super) fn boot_line(b: &BootRecord) -> String {
-    let what = match &b.outcome {
-        Outcome::Measured { .. } => "measured".to_string(),
-        Outcome::Failed {
-            reason,
-            failure: Failure::InGuest,
-            ..
-        } => format!("FAILED in the guest, not retried (every boot would repeat it): {reason}"),
-        Outcome::Failed { reason, .. } => format!("FAILED: {reason}"),
-    };
-    let split = b.split.map(|s| format!(" = {s}")).unwrap_or_default();
-    format!(
-        "round {} {}{}: {what} ({:.1} s{split})",
-        b.round,
-        b.arm,
-        if b.attempt > 0 {
-            format!(" (try {})", b.attempt + 1)
-        } else {
-            String::new()
-        },
-        b.seconds
-    )
-}
-
-/// `--settle`: a duration, or 0 for no wait.
-fn parse_settle(s: &str) -> Result<Duration, String> {
-    match s.trim() {
-        "0" | "0s" => Ok(Duration::ZERO),
-        _ => parse_duration(s),
-    }
 }

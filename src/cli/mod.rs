@@ -17,6 +17,7 @@ mod ab;
 mod args;
 mod audit;
 mod bisect;
+mod boots;
 mod cachesets;
 mod campaign;
 mod commands;

@@ -2,24 +2,17 @@
 //! a bisection's result is shown and its boots recorded: shared by the list mode and the git
 //! steps.
 
-use crate::audit::rules_file::OnError;
-use crate::cli::args::HistoryOpts;
-use crate::cli::campaign::{GuestOpts, Via, check_alpha, record_tagged};
+use crate::cli::boots::{BootsOpts, Via, check_alpha, record_tagged};
 use crate::cli::*;
 use crate::counters::emulated::is_emulated;
 use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
 use crate::experiments::boots::{Arm, BootRecord};
-use crate::experiments::campaign;
 
 /// What every bisection takes: how it boots, what it measures, how sure it must be.
 #[derive(Args, Debug, Clone)]
 pub struct Common {
     #[command(flatten)]
-    pub guest: GuestOpts,
-    /// The figure bisected [default: instructions (emulated) with --emulated-counters, whose
-    /// one boot per build decides; else the measurement's time].
-    #[arg(long, value_name = "NAME")]
-    pub metric: Option<String>,
+    pub shared: BootsOpts,
     /// The chance that the bisection names a wrong build, at most, shared over its steps
     /// (log2 of the builds between the ends) and each step's looks (timed figures).
     #[arg(long, default_value_t = 0.05, value_name = "P")]
@@ -28,29 +21,6 @@ pub struct Common {
     /// timed step takes before it calls the build undecided; also the ends' check's.
     #[arg(long, default_value_t = 6, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100))]
     pub step_rounds: u32,
-    /// The boot order of every round is seeded by this number [default: from the clock].
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Ends closer than this percentage (timed) do not differ.
-    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
-    pub noise_threshold: f64,
-    /// Emulated counts closer than this percentage are equal.
-    #[arg(long, default_value_t = compare::EXACT_FLOOR_PCT, value_name = "PCT", value_parser = super::args::parse_resolution)]
-    pub exact_resolution: f64,
-    /// A rules-file line that cannot be set up: stop, or continue without it.
-    #[arg(long, value_enum, default_value_t = OnError::Stop, value_name = "WHAT")]
-    pub audit_rules_errors: OnError,
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the bisection (JSON: builds, ends, every step and boot) to FILE, atomically.
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    #[command(flatten)]
-    pub keep: HistoryOpts,
-    /// The syscost command measured in every boot, e.g. run syscall --runs 3.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    pub measure: Vec<String>,
 }
 
 impl Common {
@@ -65,17 +35,9 @@ impl Common {
         check_alpha(self.error_bound).map_err(|_| {
             anyhow::anyhow!("--error-bound must be between 0 and 1 (exclusive), e.g. 0.05")
         })?;
-        let options = compare::Options {
-            exact_floor_pct: self.exact_resolution,
-            ..campaign::compare_options(self.error_bound, self.noise_threshold, seed)
-        };
-        let boot = self.guest.plan(
-            Via::Qemu,
-            &self.measure,
-            (builds, seed),
-            self.audit_rules_errors,
-        )?;
-        let metric = self.guest.metric(self.metric.as_deref());
+        let options = self.shared.options(self.error_bound, seed);
+        let boot = self.shared.plan(Via::Qemu, builds, seed)?;
+        let metric = self.shared.metric();
         Ok(BisectPlan {
             boot,
             options,
@@ -91,7 +53,7 @@ impl Common {
 
 /// Show the bisection and write it to -o.
 pub(super) fn finish(b: &Bisection, c: &Common) -> Result<()> {
-    show(b, c.format, &c.output)
+    show(b, c.shared.format, &c.shared.output)
 }
 
 /// The ends that do not differ end the command with an error after the table.
@@ -109,14 +71,14 @@ pub(super) fn record_boot(b: &BootRecord, c: &Common, id: &str) {
         format!("build={}", b.arm),
         format!("round={}", b.round),
         "via=qemu".into(),
-        format!("accel={}", c.guest.accel.name()),
+        format!("accel={}", c.shared.guest.accel.name()),
     ];
-    record_tagged(b, &c.keep, tags);
+    record_tagged(b, &c.shared.keep, tags);
 }
 
 /// One line per boot as it ends.
 pub(super) fn boot_line(b: &BootRecord) -> String {
-    super::campaign::boot_line(b)
+    crate::cli::boots::boot_line(b)
 }
 
 /// The exit status `git bisect run` reads from a step.

@@ -94,7 +94,11 @@ impl StepArgs {
         let mut state = load(&state_path)?
             .filter(|s| s.ends == ends)
             .unwrap_or_else(|| {
-                let seed = self.common.seed.unwrap_or_else(crate::core::now_unix);
+                let seed = self
+                    .common
+                    .shared
+                    .seed
+                    .unwrap_or_else(crate::core::now_unix);
                 StepState {
                     id: format!("{}-{seed}", crate::core::now_unix()),
                     seed,
@@ -135,7 +139,7 @@ impl StepArgs {
             file(&Some(self.bad_image.clone())),
             file(&self.bad_audit_rules),
             self.append.clone(),
-            self.common.measure.join(" "),
+            self.common.shared.measure.join(" "),
         ]
     }
 

@@ -125,7 +125,11 @@ impl BisectArgs {
             .skip_while(|a| a != "bisect")
             .skip(1)
             .collect();
-        let seed = self.common.seed.unwrap_or_else(crate::core::now_unix);
+        let seed = self
+            .common
+            .shared
+            .seed
+            .unwrap_or_else(crate::core::now_unix);
         self.start(&state, args, seed, Vec::new())
     }
 
@@ -138,7 +142,7 @@ impl BisectArgs {
         replay: Vec<BootRecord>,
     ) -> Result<()> {
         let c = &self.common;
-        if let Some(o) = &c.output {
+        if let Some(o) = &c.shared.output {
             crate::core::check_writable(o)?;
         }
         let plan = self.plan(seed)?;

@@ -98,8 +98,9 @@ pub fn check_arm(
     let Some(r) = &a.rules else {
         return Ok(None);
     };
-    let set = crate::audit::rules_file::read(r, "rules file", on_error)
-        .map_err(|e| problem(&a.name, ArmPart::Rules, format!("{e:#}")))?;
+    // No flag: the command adds the option (or line) that named the file.
+    let set = crate::audit::rules_file::read(r, "", on_error)
+        .map_err(|e| problem(&a.name, ArmPart::Rules, format!("{e:#}").trim().into()))?;
     Ok(Some(
         serde_json::to_string(&set).expect("a rule set is JSON"),
     ))
