@@ -16,7 +16,15 @@ pub fn read(path: &Path) -> Result<Vec<Arm>> {
         .with_context(|| format!("--builds {}: cannot read it", path.display()))?;
     let builds = if meta.is_dir() {
         from_dir(path)?
-    } else if meta.is_file() && meta.len() <= MAX_LIST {
+    } else if meta.is_file() && meta.len() > MAX_LIST {
+        bail!(
+            "--builds {}: {} KiB is more than a list of builds holds (syscost reads at most {} \
+             KiB)",
+            path.display(),
+            meta.len() >> 10,
+            MAX_LIST >> 10
+        );
+    } else if meta.is_file() {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("--builds {}: cannot read it as text", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
