@@ -18,7 +18,6 @@ pub mod search;
 
 use crate::compare;
 use crate::core::{Envelope, Kind};
-use crate::experiments::boots::record::boot_value;
 use crate::experiments::boots::schedule;
 use crate::experiments::boots::{Arm, BootPlan, BootRecord, Booter, checks, plan};
 use crate::stats::Interval;
@@ -198,7 +197,7 @@ impl Boots<'_, '_> {
         let Some(last) = self.boots[start..].last() else {
             return Ok(Err("not booted".into()));
         };
-        match (boot_value(last, &self.plan.metric), last.result()) {
+        match (last.figure(&self.plan.metric), last.result()) {
             (Ok((v, unit)), _) => {
                 self.unit = unit;
                 Ok(Ok(v))

@@ -5,6 +5,8 @@
 use crate::boot::guest::GuestClock;
 use crate::boot::qemu::{Failure, Pinned};
 use crate::core::Kind;
+use crate::results::functions::EmulatedFunctions;
+use crate::results::sets::EmulatedSets;
 use crate::results::view::ResultView;
 use serde::{Deserialize, Serialize};
 
@@ -133,37 +135,77 @@ impl std::fmt::Display for BootSplit {
 }
 
 impl BootRecord {
+    /// Its result as the guest sent it (with its emulated counts joined), if it measured.
     pub fn result(&self) -> Option<&serde_json::Value> {
         match &self.outcome {
             Outcome::Measured { result } => Some(result),
             Outcome::Failed { .. } => None,
         }
     }
-}
 
-/// A measured boot's value of `metric` (the median of its samples or runs, as a campaign
-/// takes each boot's value) and its unit; `Err` says why there is none.
-pub fn boot_value(b: &BootRecord, metric: &str) -> Result<(f64, String), String> {
-    let result = match &b.outcome {
-        Outcome::Measured { result } => result,
-        Outcome::Failed { reason, .. } => return Err(reason.clone()),
-    };
-    let view = view_of(&b.arm, result)?;
-    match view.metric(metric).filter(|m| !m.values.is_empty()) {
-        Some(m) => Ok((crate::stats::median(&m.values), m.unit.clone())),
-        None => {
-            let names: Vec<&str> = view.metrics.iter().map(|m| m.name.as_str()).collect();
-            Err(format!(
-                "its result has no figure {metric} (it has: {})",
-                names.join(", ")
-            ))
+    /// Its result decoded once, by its kind (see [`Decoded`]); `None`: it did not measure;
+    /// `Err`: its result cannot be read, and why.
+    pub fn decoded(&self) -> Option<Result<Decoded, String>> {
+        let name = format!("{} round {}", self.arm, self.round);
+        self.result().map(|r| Decoded::of(&name, r))
+    }
+
+    /// Its value of `metric` (the median of its samples or runs, as a campaign takes each
+    /// boot's value) and its unit; `Err` says why there is none. The one way to ask a boot
+    /// for a figure.
+    pub fn figure(&self, metric: &str) -> Result<(f64, String), String> {
+        match (&self.outcome, self.decoded()) {
+            (Outcome::Failed { reason, .. }, _) => Err(reason.clone()),
+            (_, Some(Ok(d))) => d.figure(metric),
+            (_, Some(Err(why))) => Err(why),
+            (_, None) => Err("not measured".into()),
         }
     }
 }
 
+/// A measured boot's result, decoded by its kind: its figures as a view (a run's or a merged
+/// result's metrics, an audit sweep's cost per rule, a probe's cost per hit) and what a
+/// run's emulated counts add (misses by cache set, kernel instructions by function).
+#[derive(Clone, Debug)]
+pub struct Decoded {
+    pub view: ResultView,
+    pub sets: Option<EmulatedSets>,
+    pub functions: Option<EmulatedFunctions>,
+}
+
+impl Decoded {
+    /// `result` decoded, named `name` in messages.
+    pub fn of(name: &str, result: &serde_json::Value) -> Result<Decoded, String> {
+        Ok(Decoded {
+            view: view_of(name, result)?,
+            sets: field_of(result, "emulated_sets"),
+            functions: field_of(result, "emulated_functions"),
+        })
+    }
+
+    /// Its value of `metric`, the median of its values, and its unit.
+    pub fn figure(&self, metric: &str) -> Result<(f64, String), String> {
+        match self.view.metric(metric).filter(|m| !m.values.is_empty()) {
+            Some(m) => Ok((crate::stats::median(&m.values), m.unit.clone())),
+            None => {
+                let names: Vec<&str> = self.view.metrics.iter().map(|m| m.name.as_str()).collect();
+                Err(format!(
+                    "its result has no figure {metric} (it has: {})",
+                    names.join(", ")
+                ))
+            }
+        }
+    }
+}
+
+/// A result's `field` read as a `T`, when it has one that reads so.
+fn field_of<T: serde::de::DeserializeOwned>(result: &serde_json::Value, field: &str) -> Option<T> {
+    serde_json::from_value(result.get(field)?.clone()).ok()
+}
+
 /// A boot's result as a view of its figures: a run or merged result as it is, an audit
 /// sweep by its cost per rule, a probe by its cost per hit.
-pub fn view_of(name: &str, result: &serde_json::Value) -> Result<ResultView, String> {
+fn view_of(name: &str, result: &serde_json::Value) -> Result<ResultView, String> {
     use crate::experiments::{audit_sweep::Sweep, probe::ProbeResult};
     use crate::results::view::EnvSummary;
     use crate::workloads::RecordedWorkload;

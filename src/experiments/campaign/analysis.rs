@@ -6,7 +6,7 @@ use super::{
 };
 use crate::compare::{self, Comparison, groups};
 use crate::core::{Envelope, Kind};
-use crate::experiments::boots::record::view_of;
+use crate::experiments::boots::record::Decoded;
 use crate::experiments::boots::{Arm, BootRecord};
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
@@ -33,13 +33,13 @@ pub fn analyse(
     let unit = views
         .iter()
         .flatten()
-        .find_map(|(_, v)| v.metric(&metric).map(|m| m.unit.clone()))
+        .find_map(|(_, d)| d.view.metric(&metric).map(|m| m.unit.clone()))
         .unwrap_or_default();
     let boot_figure = views
         .iter()
         .flatten()
         .next()
-        .map_or(BootFigure::RunMedian, |(_, v)| BootFigure::of(v.kind));
+        .map_or(BootFigure::RunMedian, |(_, d)| BootFigure::of(d.view.kind));
     let comparison = compare_arms(plan, &views, &mut warnings)?;
     let created_unix = crate::core::now_unix();
     let complete = figures.iter().all(|f| f.failed_boots == 0);
@@ -66,25 +66,25 @@ pub fn analyse(
     })
 }
 
-/// Per arm, its good boots' results as views with their round, in round order. A result of a
-/// kind that is not compared (an audit sweep, a probe) is kept whole but gives no figure.
+/// Per arm, its good boots decoded, with their round, in round order. A result that cannot be
+/// read is kept whole but gives no figure.
 fn good_views(
     plan: &CampaignPlan,
     boots: &[BootRecord],
     warnings: &mut Vec<String>,
-) -> Vec<Vec<(u32, ResultView)>> {
-    let mut out: Vec<Vec<(u32, ResultView)>> = vec![Vec::new(); plan.boot.arms.len()];
+) -> Vec<Vec<(u32, Decoded)>> {
+    let mut out: Vec<Vec<(u32, Decoded)>> = vec![Vec::new(); plan.boot.arms.len()];
     for b in boots {
-        let (Some(result), Some(i)) = (
-            b.result(),
-            plan.boot.arms.iter().position(|a| a.name == b.arm),
-        ) else {
+        let arm = plan.boot.arms.iter().position(|a| a.name == b.arm);
+        let (Some(decoded), Some(i)) = (b.decoded(), arm) else {
             continue;
         };
-        let name = format!("{} round {}", b.arm, b.round);
-        match view_of(&name, result) {
-            Ok(v) => out[i].push((b.round, v)),
-            Err(e) => warnings.push(format!("{name}: kept whole, not compared ({e})")),
+        match decoded {
+            Ok(d) => out[i].push((b.round, d)),
+            Err(e) => warnings.push(format!(
+                "{} round {}: kept whole, not compared ({e})",
+                b.arm, b.round
+            )),
         }
     }
     out
@@ -92,19 +92,18 @@ fn good_views(
 
 fn figures_of(
     arm: &Arm,
-    views: &[(u32, ResultView)],
+    views: &[(u32, Decoded)],
     boots: &[BootRecord],
     rounds: u32,
     metric: &str,
 ) -> ArmFigures {
     let values: Vec<f64> = views
         .iter()
-        .filter_map(|(_, v)| v.metric(metric).filter(|m| !m.values.is_empty()))
-        .map(|m| crate::stats::median(&m.values))
+        .filter_map(|(_, d)| d.figure(metric).ok().map(|(v, _)| v))
         .collect();
     let mut releases: Vec<String> = views
         .iter()
-        .filter_map(|(_, v)| v.environment.kernel_release.clone())
+        .filter_map(|(_, d)| d.view.environment.kernel_release.clone())
         .collect();
     releases.sort();
     releases.dedup();
@@ -120,31 +119,19 @@ fn figures_of(
         summary: Summary::of(&values),
         values,
         counters: counters_of(views, metric),
-        sets: sets_of(boots.iter().filter(|b| b.arm == arm.name)),
-        functions: functions_of(boots.iter().filter(|b| b.arm == arm.name)),
+        sets: sets_of(views),
+        functions: EmulatedFunctions::median(
+            &views
+                .iter()
+                .filter_map(|(_, d)| d.functions.clone())
+                .collect::<Vec<_>>(),
+        ),
     }
 }
 
-/// Each function's median over the boots of its kernel instructions per operation
-/// (`--emulated-profile`), if they have any.
-fn functions_of<'a>(boots: impl Iterator<Item = &'a BootRecord>) -> Option<EmulatedFunctions> {
-    EmulatedFunctions::median(&result_fields(boots, "emulated_functions"))
-}
-
-/// The `field` of each boot's result that has one, read as a `T`.
-fn result_fields<'a, T: serde::de::DeserializeOwned>(
-    boots: impl Iterator<Item = &'a BootRecord>,
-    field: &str,
-) -> Vec<T> {
-    boots
-        .filter_map(|b| b.result()?.get(field).cloned())
-        .filter_map(|v| serde_json::from_value(v).ok())
-        .collect()
-}
-
 /// Each set's median over the boots of its modelled misses per operation, if they have any.
-fn sets_of<'a>(boots: impl Iterator<Item = &'a BootRecord>) -> Option<EmulatedSets> {
-    let per_boot: Vec<EmulatedSets> = result_fields(boots, "emulated_sets");
+fn sets_of(views: &[(u32, Decoded)]) -> Option<EmulatedSets> {
+    let per_boot: Vec<&EmulatedSets> = views.iter().filter_map(|(_, d)| d.sets.as_ref()).collect();
     let median_of = |pick: fn(&EmulatedSets) -> &Vec<f64>| -> Vec<f64> {
         let sets = per_boot.iter().map(|s| pick(s).len()).min().unwrap_or(0);
         (0..sets)
@@ -160,14 +147,14 @@ fn sets_of<'a>(boots: impl Iterator<Item = &'a BootRecord>) -> Option<EmulatedSe
 /// Every metric of the boots' results but `primary` (and the time, when the primary is a
 /// time too), in the order they first appear, each the median over the boots that counted it
 /// of their medians.
-fn counters_of(views: &[(u32, ResultView)], primary: &str) -> Vec<CounterFigure> {
+fn counters_of(views: &[(u32, Decoded)], primary: &str) -> Vec<CounterFigure> {
     use crate::results::MetricKind;
     let mut out: Vec<CounterFigure> = Vec::new();
     let mut per_boot: Vec<Vec<f64>> = Vec::new();
-    let metrics = views.iter().flat_map(|(_, v)| &v.metrics);
+    let metrics = views.iter().flat_map(|(_, d)| &d.view.metrics);
     let timed = views
         .iter()
-        .flat_map(|(_, v)| v.metric(primary))
+        .flat_map(|(_, d)| d.view.metric(primary))
         .any(|m| m.kind == MetricKind::Time);
     for m in metrics.filter(|m| m.name != primary && !(timed && m.kind == MetricKind::Time)) {
         let i = match out.iter().position(|c| c.name == m.name) {
@@ -203,13 +190,13 @@ fn counters_of(views: &[(u32, ResultView)], primary: &str) -> Vec<CounterFigure>
 /// against the first, paired by round over the rounds in which all of them were measured.
 fn compare_arms(
     plan: &CampaignPlan,
-    views: &[Vec<(u32, ResultView)>],
+    views: &[Vec<(u32, Decoded)>],
     warnings: &mut Vec<String>,
 ) -> Result<Option<Comparison>> {
     let primary = views
         .iter()
         .flatten()
-        .find_map(|(_, v)| v.metric(&plan.options.primary));
+        .find_map(|(_, d)| d.view.metric(&plan.options.primary));
     let exact = primary.is_some_and(|m| m.kind == crate::results::MetricKind::Emulated);
     let least = if exact { MIN_EXACT_BOOTS } else { MIN_BOOTS };
     let (arms, short): (Vec<usize>, Vec<usize>) =
@@ -234,7 +221,7 @@ fn compare_arms(
         let in_rounds: Vec<&ResultView> = views[i]
             .iter()
             .filter(|(r, _)| rounds.contains(r))
-            .map(|(_, v)| v)
+            .map(|(_, d)| &d.view)
             .collect();
         let (v, w) = groups::boots_in_order(&plan.boot.arms[i].name, &in_rounds)?;
         warnings.extend(w);
