@@ -1255,6 +1255,11 @@ fn a_killed_campaign_keeps_its_boots_and_resume_boots_only_what_it_lacks() {
     child.wait().unwrap();
     let s = kept_state(&state).unwrap();
     assert_eq!(boots(&Some(s.clone())), 3, "{s}");
+    // The plan itself is kept, so a resume changes no option.
+    assert_eq!(
+        (&s["plan"]["rounds"], &s["plan"]["boot"]["seed"]),
+        (&2.into(), &3.into())
+    );
     let id = s["id"].as_str().unwrap().to_string();
     assert_eq!(history_of(&history, &id).len(), 3);
     let gone = Instant::now() + Duration::from_secs(10);

@@ -178,7 +178,11 @@ impl CampaignArgs {
     /// Run (or go on with) the QEMU campaign `saved`: each boot, as it ends, in the history and
     /// in its state file in `dir`; the state is removed once the campaign is shown and written.
     fn run_qemu(&self, dir: &Path, mut saved: Saved) -> Result<()> {
-        let plan = self.plan(saved.seed)?;
+        let plan = match saved.plan.take() {
+            Some(kept) => kept,
+            None => self.plan(saved.seed)?,
+        };
+        saved.plan = Some(plan.clone());
         checks::check(&plan.boot).map_err(with_flag)?;
         // Refused before the first boot when the boots cannot be kept; a plan refused above
         // leaves no directory behind.
@@ -495,13 +499,13 @@ fn status_kexec() -> Result<()> {
         return Ok(());
     };
     let p = st.progress();
-    let arms: Vec<&str> = st.arms.iter().map(|a| a.name.as_str()).collect();
+    let arms: Vec<&str> = st.plan.boot.arms.iter().map(|a| a.name.as_str()).collect();
     println!(
         "campaign {}: arms {} x {} round(s), measured by `syscost {}`",
         st.id,
         arms.join(" "),
-        st.rounds,
-        st.measure.join(" ")
+        st.plan.rounds,
+        st.plan.boot.measure.join(" ")
     );
     println!(
         "boots: {} of {} done ({} measured, {} failed){}",

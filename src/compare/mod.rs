@@ -37,7 +37,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 /// How to compare.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     pub test: TestKind,
     pub alpha: f64,

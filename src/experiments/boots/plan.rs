@@ -20,7 +20,8 @@ pub struct Arm {
 }
 
 /// Where the boots happen.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Backend {
     /// Each boot a QEMU virtual machine.
     Qemu(Machine),
@@ -46,6 +47,7 @@ impl Backend {
 
 /// What every boot of a campaign or a bisection shares: the arms, the measuring command run
 /// inside each boot, where the boots happen and how a failed boot is retried.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BootPlan {
     pub arms: Vec<Arm>,
     pub seed: u64,
@@ -68,7 +70,7 @@ pub struct BootPlan {
 }
 
 /// A file the measuring command needs in the guest, and what in the command names it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Needed {
     pub what: String,
     pub path: PathBuf,

@@ -12,7 +12,7 @@ use crate::boot::hook::Hook;
 use crate::boot::kexec::{self as kx, Reboot, Target};
 use crate::boot::qemu::Failure;
 use crate::experiments::boots::schedule::Schedule;
-use crate::experiments::boots::{Arm, Backend, BootPlan, BootRecord, Outcome, checks};
+use crate::experiments::boots::{Arm, BootRecord, Outcome, checks};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -56,28 +56,14 @@ pub struct Pending {
 pub struct State {
     pub id: String,
     pub created_unix: u64,
-    pub arms: Vec<Arm>,
-    pub rounds: u32,
-    pub seed: u64,
-    pub measure: Vec<String>,
-    pub retries: u32,
-    pub alpha: f64,
-    pub noise_pct: f64,
-    /// The range rule's resolution (`--exact-resolution`), the headline metric (`--metric`)
-    /// and what a rules-file line that cannot be set up does: kept, so that no resume
-    /// changes an option the campaign started with.
-    #[serde(default = "default_floor")]
-    pub exact_floor_pct: f64,
-    #[serde(default = "default_primary")]
-    pub primary: String,
-    #[serde(default)]
-    pub rules_errors: crate::audit::rules_file::OnError,
+    /// The plan itself, as the campaign started (its arms' kernels as absolute paths): no
+    /// resume changes an option.
+    pub plan: CampaignPlan,
     /// Every boot's command line before the arm's additions: the starting boot's, without its
     /// image, its initrd and syscost's marks.
     pub cmdline: String,
     /// Each arm's audit rules, as text, by arm name.
     pub rules: BTreeMap<String, String>,
-    pub order: Vec<Vec<usize>>,
     pub output: PathBuf,
     pub recording: Recording,
     pub hook: Hook,
@@ -86,14 +72,6 @@ pub struct State {
     pub boots: Vec<BootRecord>,
     /// Each arm's kernel build id, as its first boot saw it.
     pub build_ids: BTreeMap<String, String>,
-}
-
-fn default_floor() -> f64 {
-    crate::compare::EXACT_FLOOR_PCT
-}
-
-fn default_primary() -> String {
-    "time".into()
 }
 
 /// What to do after a step: reboot into the next arm, or the campaign is over.
@@ -136,24 +114,25 @@ impl State {
 
     /// The boot schedule: the one every way to boot walks, here a step per boot.
     fn schedule(&self) -> Schedule {
-        Schedule {
-            arms: self.arms.iter().map(|a| a.name.clone()).collect(),
-            order: self.order.clone(),
-            retries: self.retries,
-        }
+        self.plan.schedule()
+    }
+
+    fn arms(&self) -> &[Arm] {
+        &self.plan.boot.arms
     }
 
     /// The arm index and round (from 1) of a slot.
     fn slot(&self, slot: usize) -> (usize, u32) {
-        let per = self.arms.len();
-        (self.order[slot / per][slot % per], (slot / per) as u32 + 1)
+        let per = self.arms().len();
+        let order = self.schedule().order;
+        (order[slot / per][slot % per], (slot / per) as u32 + 1)
     }
 
     /// The record of a slot's try.
     fn record(&self, slot: usize, attempt: u32, seconds: f64, outcome: Outcome) -> BootRecord {
         let (a, round) = self.slot(slot);
         BootRecord {
-            arm: self.arms[a].name.clone(),
+            arm: self.arms()[a].name.clone(),
             round,
             attempt,
             seconds,
@@ -174,33 +153,9 @@ impl State {
         }
     }
 
-    fn plan(&self) -> CampaignPlan {
-        let boot = BootPlan {
-            arms: self.arms.clone(),
-            seed: self.seed,
-            measure: self.measure.clone(),
-            backend: Backend::Kexec,
-            retries: self.retries,
-            guest_files: Vec::new(),
-            needs: Vec::new(),
-            // The boots of a kexec campaign are the machine's own: its units have started.
-            settle: None,
-            rules_errors: self.rules_errors,
-        };
-        CampaignPlan {
-            boot,
-            rounds: self.rounds,
-            options: crate::compare::Options {
-                exact_floor_pct: self.exact_floor_pct,
-                primary: self.primary.clone(),
-                ..super::compare_options(self.alpha, self.noise_pct, self.seed)
-            },
-        }
-    }
-
     /// The whole command line of a slot's boot.
     fn cmdline_of(&self, slot: usize, attempt: u32) -> String {
-        let arm = &self.arms[self.slot(slot).0];
+        let arm = &self.arms()[self.slot(slot).0];
         let marks = format!("{CAMPAIGN_PARAM}={} {BOOT_PARAM}={slot}.{attempt}", self.id);
         [self.cmdline.as_str(), arm.append.as_str(), &marks]
             .iter()
@@ -267,30 +222,20 @@ fn new_state(
     rules: BTreeMap<String, String>,
 ) -> Result<State> {
     let created_unix = crate::core::now_unix();
-    let mut arms = plan.boot.arms.clone();
-    for a in &mut arms {
+    let mut plan = plan.clone();
+    for a in &mut plan.boot.arms {
         a.kernel = std::fs::canonicalize(&a.kernel)?;
         a.initrd = a.initrd.take().or_else(|| kx::initrd_beside(&a.kernel));
     }
+    let seed = plan.boot.seed;
     Ok(State {
-        id: format!("{created_unix}-{}", plan.boot.seed),
+        id: format!("{created_unix}-{seed}"),
         created_unix,
-        arms,
-        rounds: plan.rounds,
-        seed: plan.boot.seed,
-        measure: plan.boot.measure.clone(),
-        retries: plan.boot.retries,
-        alpha: plan.options.alpha,
-        noise_pct: plan.options.noise_pct,
-        exact_floor_pct: plan.options.exact_floor_pct,
-        primary: plan.options.primary.clone(),
-        rules_errors: plan.boot.rules_errors,
+        plan,
         cmdline: base_cmdline(&std::fs::read_to_string("/proc/cmdline")?),
         rules,
-        order: plan.schedule().order,
         output: setup.output.unwrap_or_else(|| {
-            Path::new(STATE_DIR)
-                .with_file_name(format!("campaign-{created_unix}-{}.json", plan.boot.seed))
+            Path::new(STATE_DIR).with_file_name(format!("campaign-{created_unix}-{seed}.json"))
         }),
         recording: setup.recording,
         hook,
@@ -303,7 +248,7 @@ fn new_state(
 /// Every arm's kernel loads (a signature a lockdown wants, an image this kernel can boot),
 /// checked before the first reboot and unloaded again.
 fn check_loads(st: &State) -> Result<()> {
-    for a in &st.arms {
+    for a in st.arms() {
         kx::load(&target(a, &st.cmdline))
             .with_context(|| format!("arm {} cannot be booted by kexec", a.name))?;
         kx::unload()?;
@@ -364,7 +309,7 @@ pub fn resume(dir: &Path) -> Result<Resumed> {
 fn load_next(st: &mut State, dir: &Path) -> Result<Step> {
     while let Some(n) = st.schedule().walk(&st.boots).next {
         let cmdline = st.cmdline_of(n.slot, n.attempt);
-        match kx::load(&target(&st.arms[n.arm], &cmdline)) {
+        match kx::load(&target(&st.arms()[n.arm], &cmdline)) {
             Ok(()) => {
                 st.pending = Some(Pending {
                     slot: n.slot,
@@ -372,7 +317,7 @@ fn load_next(st: &mut State, dir: &Path) -> Result<Step> {
                     issued_unix: now(),
                 });
                 st.save(dir)?;
-                let arm = st.arms[n.arm].name.clone();
+                let arm = st.arms()[n.arm].name.clone();
                 return Ok(Step::Next {
                     arm,
                     round: n.round,
@@ -397,7 +342,7 @@ fn failure(reason: String) -> Outcome {
 /// machine is not left rebooting into the campaign.
 fn finish(st: &State, dir: &Path) -> Result<Step> {
     let order = st.schedule().named_order();
-    let mut c = match super::analyse(&st.plan(), order, st.boots.clone()) {
+    let mut c = match super::analyse(&st.plan, order, st.boots.clone()) {
         Ok(c) => c,
         Err(e) => {
             end(dir, st.hook)?;
@@ -456,13 +401,13 @@ pub fn reboot(step: &Step, hook: Hook) -> Result<()> {
 
 /// Record this boot: check it is the planned one, set up the arm's state, measure.
 fn this_boot(st: &mut State, p: &Pending) -> BootRecord {
-    let arm = st.arms[st.slot(p.slot).0].clone();
+    let arm = st.arms()[st.slot(p.slot).0].clone();
     let measured = check_this_boot(st, &arm, p).and_then(|()| {
         let rules = st
             .rules
             .get(&arm.name)
             .map(|t| (t.as_str(), arm.name.as_str()));
-        crate::boot::measure_here(&st.measure, rules, false)
+        crate::boot::measure_here(&st.plan.boot.measure, rules, false)
     });
     let outcome = match measured.and_then(|bytes| Ok(serde_json::from_slice(&bytes)?)) {
         Ok(result) => Outcome::Measured { result },
@@ -519,7 +464,7 @@ impl State {
             failed: self.boots.len() - measured,
             pending: self.pending.as_ref().map(|p| {
                 let (a, round) = self.slot(p.slot);
-                (self.arms[a].name.clone(), round)
+                (self.arms()[a].name.clone(), round)
             }),
         }
     }
@@ -528,6 +473,7 @@ impl State {
 #[cfg(test)]
 mod unit {
     use super::*;
+    use crate::experiments::boots::{Backend, BootPlan};
 
     /// Every option a kexec campaign starts with comes back from its saved state unchanged.
     #[test]
@@ -535,7 +481,7 @@ mod unit {
         let dir = tempfile::tempdir().unwrap();
         let kernel = dir.path().join("vmlinuz");
         std::fs::write(&kernel, b"k").unwrap();
-        let mut arm = state(1, 1, 0).arms[0].clone();
+        let mut arm = state(1, 1, 0).arms()[0].clone();
         arm.kernel = kernel;
         let options = crate::compare::Options {
             exact_floor_pct: 0.03,
@@ -571,7 +517,7 @@ mod unit {
         let st = new_state(&plan, setup, Hook::Init, BTreeMap::new()).unwrap();
         let text = serde_json::to_string(&st).unwrap();
         let back: State = serde_json::from_str(&text).unwrap();
-        let p = back.plan();
+        let p = back.plan.clone();
         let (o, given) = (&p.options, &plan.options);
         assert_eq!(
             (o.alpha, o.noise_pct, o.exact_floor_pct, &o.primary, o.seed),
@@ -583,7 +529,12 @@ mod unit {
         );
         let b = p.boot;
         assert_eq!((b.measure, b.arms.len()), (plan.boot.measure.clone(), 2));
-        assert_eq!(back.order, plan.schedule().order);
+        assert_eq!(back.schedule().order, plan.schedule().order);
+        assert_eq!(
+            (o.test, o.resamples, o.paired, o.grain),
+            (given.test, given.resamples, given.paired, given.grain),
+            "every option, not only those the command line sets"
+        );
     }
 
     #[test]
@@ -608,22 +559,27 @@ mod unit {
             rules: None,
             initrd: None,
         };
+        let boot = BootPlan {
+            arms: (0..arms).map(arm).collect(),
+            seed: 1,
+            measure: vec!["run".into()],
+            backend: Backend::Kexec,
+            retries,
+            guest_files: Vec::new(),
+            needs: Vec::new(),
+            settle: None,
+            rules_errors: Default::default(),
+        };
         State {
             id: "9-1".into(),
             created_unix: 9,
-            arms: (0..arms).map(arm).collect(),
-            rounds,
-            seed: 1,
-            measure: vec!["run".into()],
-            retries,
-            alpha: 0.05,
-            noise_pct: 2.0,
-            exact_floor_pct: 0.5,
-            primary: "time".into(),
-            rules_errors: Default::default(),
+            plan: CampaignPlan {
+                boot,
+                rounds,
+                options: super::super::compare_options(0.05, 2.0, 1),
+            },
             cmdline: "root=/dev/sda1 ro".into(),
             rules: BTreeMap::new(),
-            order: crate::experiments::boots::plan::order(arms, rounds, 1),
             output: "/out.json".into(),
             recording: Recording::default(),
             hook: Hook::Init,
@@ -643,7 +599,7 @@ mod unit {
         let arms: Vec<usize> = (0..6).map(|s| st.slot(s).0).collect();
         assert_eq!(
             arms,
-            st.order.concat(),
+            st.schedule().order.concat(),
             "slots follow the order, round by round"
         );
         assert_eq!(st.slot(5).1, 3);
@@ -667,7 +623,7 @@ mod unit {
     #[test]
     fn each_boot_s_command_line_names_its_campaign_and_slot() {
         let st = state(2, 1, 0);
-        let one = st.order[0].iter().position(|&a| a == 1).unwrap();
+        let one = st.schedule().order[0].iter().position(|&a| a == 1).unwrap();
         let line = st.cmdline_of(one, 1);
         assert_eq!(
             line,
@@ -685,7 +641,7 @@ mod unit {
         let st = state(2, 2, 1);
         st.save(&sub).unwrap();
         let back = State::load(&sub).unwrap().unwrap();
-        assert_eq!(back.order, st.order);
+        assert_eq!(back.schedule().order, st.schedule().order);
         assert_eq!(back.progress().total, 4);
         assert_eq!(abort(&sub).unwrap().as_deref(), Some("9-1"));
         assert!(!sub.exists());

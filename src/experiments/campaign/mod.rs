@@ -24,6 +24,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 /// A campaign to run: its boots, its rounds, and how the arms are compared.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CampaignPlan {
     pub boot: BootPlan,
     /// Rounds: each boots every arm once.

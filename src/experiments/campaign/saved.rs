@@ -1,9 +1,11 @@
 //! A QEMU campaign's boots, kept as each ends: a state file per campaign, so that a kill, a
 //! power cut or an analysis that fails loses no boot, and `campaign resume` boots only what the
-//! campaign still lacks. The state holds the command line the campaign was started with (its
-//! options, re-read on resume, so none changes), the seed, the directory it ran in (its
-//! relative paths), the process that runs it, and every boot so far.
+//! campaign still lacks. The state holds the plan itself (so no resume changes an option, even
+//! one whose default a newer syscost changed), the command line the campaign was started with
+//! (its output and history options), the seed, the directory it ran in (its relative paths),
+//! the process that runs it, and every boot so far.
 
+use super::CampaignPlan;
 use crate::experiments::boots::BootRecord;
 use crate::experiments::boots::kept::{make_dir, state_home};
 use anyhow::{Context, Result, bail};
@@ -21,6 +23,10 @@ pub struct Saved {
     pub dir: PathBuf,
     /// The process running it, `(pid, start time)`, while it runs.
     pub owner: (u32, u64),
+    /// The plan it runs, as it started (none in states written before plans were kept: their
+    /// command line gives it again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<CampaignPlan>,
     pub boots: Vec<BootRecord>,
 }
 
@@ -38,6 +44,7 @@ impl Saved {
             args,
             dir: std::env::current_dir().context("cannot read the current directory")?,
             owner: crate::audit::session::me(),
+            plan: None,
             boots: Vec::new(),
         })
     }
