@@ -168,6 +168,8 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
         "{status:?}"
     );
 
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let id = kept["id"].as_str().unwrap().to_string();
     let out = syscost()
         .env("TMPDIR", tmp.path())
         .env("XDG_STATE_HOME", tmp.path().join("state"))
@@ -178,6 +180,8 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("from 4 saved boot(s)"), "{err}");
+    // The kept plan goes on: the same bisection, its boots under one id in the history.
+    assert!(err.contains(&format!("bisection {id} of ")), "{err}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("first bad build b1:"), "{text}");
     assert!(text.contains("Last good build: b0"), "{text}");

@@ -100,6 +100,10 @@ struct State {
     seed: u64,
     /// The words after `syscost bisect`.
     args: Vec<String>,
+    /// The plan it runs, as it started, so a resume keeps every option and the id (none in
+    /// states written before plans were kept: their command line gives it again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    plan: Option<BisectPlan>,
     boots: Vec<BootRecord>,
 }
 
@@ -130,22 +134,24 @@ impl BisectArgs {
             .shared
             .seed
             .unwrap_or_else(crate::core::now_unix);
-        self.start(&state, args, seed, Vec::new())
+        self.start(&state, (args, seed, None), Vec::new())
     }
 
     /// Run (or go on with) the bisection, saving every boot in `state`; remove it at the end.
     fn start(
         &self,
         state: &Path,
-        args: Vec<String>,
-        seed: u64,
+        (args, seed, kept): (Vec<String>, u64, Option<BisectPlan>),
         replay: Vec<BootRecord>,
     ) -> Result<()> {
         let c = &self.common;
         if let Some(o) = &c.shared.output {
             crate::core::check_writable(o)?;
         }
-        let plan = self.plan(seed)?;
+        let plan = match kept {
+            Some(p) => p,
+            None => self.plan(seed)?,
+        };
         // A bisection whose boots cannot be kept is refused before its first boot.
         let dir = state.parent().filter(|d| !d.as_os_str().is_empty());
         kept::check_dir(dir.unwrap_or(Path::new(".")), "--state FILE")?;
@@ -160,6 +166,7 @@ impl BisectArgs {
             id: plan.id.clone(),
             seed,
             args,
+            plan: Some(plan.clone()),
             boots: Vec::new(),
         };
         let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
@@ -295,7 +302,7 @@ fn resume(path: &Path) -> Result<()> {
         s.id,
         s.boots.len()
     );
-    args.start(path, s.args, s.seed, s.boots)
+    args.start(path, (s.args, s.seed, s.plan), s.boots)
 }
 
 fn abort(path: &Path) -> Result<()> {

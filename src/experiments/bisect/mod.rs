@@ -27,6 +27,7 @@ use decide::{Budget, Class, Decision};
 use serde::{Deserialize, Serialize};
 
 /// A bisection to run: its builds are the boot plan's arms, in order.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BisectPlan {
     pub boot: BootPlan,
     /// The error bound (as alpha), the noise threshold and the exact counts' resolution.
