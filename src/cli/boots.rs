@@ -70,9 +70,14 @@ pub struct BootsOpts {
 }
 
 impl BootsOpts {
-    /// The figure compared or bisected.
+    /// The figure compared or bisected: as given, else the exact instruction count when the
+    /// boots count with the plugin, else time.
     pub(super) fn metric(&self) -> String {
-        self.guest.metric(self.metric.as_deref())
+        match (&self.metric, self.guest.emulated()) {
+            (Some(m), _) => m.clone(),
+            (None, true) => Count::Instructions.part_name(Part::All),
+            (None, false) => "time".to_string(),
+        }
     }
 
     /// The comparison's options at `alpha`, seeded by `seed`, of the figure compared.
@@ -84,10 +89,32 @@ impl BootsOpts {
         }
     }
 
-    /// What every boot of `arms` shares, booted `via` QEMU or kexec.
+    /// What every boot of `arms` shares, booted `via` QEMU or kexec, after refusing what the
+    /// boots could not do: counting without TCG, counting a command that times no batches,
+    /// counting on more than one vCPU, and a measuring command that would fail in every boot.
     pub(super) fn plan(&self, via: Via, arms: Vec<Arm>, seed: u64) -> Result<BootPlan> {
-        let errors = self.audit_rules_errors;
-        self.guest.plan(via, &self.measure, (arms, seed), errors)
+        let (guest, measure) = (&self.guest, &self.measure);
+        guest.check(via, measure)?;
+        let vcpus = (via == Via::Qemu).then(|| guest.guest_cpus());
+        let (needs, rules) = check_measure(measure, vcpus)?;
+        let backend = match via {
+            Via::Qemu => Backend::Qemu(guest.machine()),
+            Via::Kexec => Backend::Kexec,
+        };
+        Ok(BootPlan {
+            arms,
+            seed,
+            measure: measure.to_vec(),
+            backend,
+            retries: guest.retries,
+            guest_files: guest_files(&guest.guest_files, rules)?,
+            needs,
+            settle: guest
+                .settle
+                .or(guest.emulated().then_some(Duration::from_secs(30)))
+                .filter(|d| !d.is_zero()),
+            rules_errors: self.audit_rules_errors,
+        })
     }
 }
 
@@ -180,16 +207,6 @@ impl GuestOpts {
         self.emulated_counters || self.cache_model.is_some() || self.emulated_profile
     }
 
-    /// The figure compared: `given`, else the exact instruction count when the boots count
-    /// with the plugin, else time.
-    pub(super) fn metric(&self, given: Option<&str>) -> String {
-        match (given, self.emulated()) {
-            (Some(m), _) => m.to_string(),
-            (None, true) => Count::Instructions.part_name(Part::All),
-            (None, false) => "time".to_string(),
-        }
-    }
-
     /// The guest's vCPUs: as given, else one per host CPU to pin to, else by accelerator.
     fn guest_cpus(&self) -> u32 {
         match (self.guest_cpus, &self.host_cpus, self.accel) {
@@ -198,40 +215,6 @@ impl GuestOpts {
             (None, None, Accel::Tcg) => 1,
             (None, None, Accel::Kvm) => 2,
         }
-    }
-
-    /// A plan of no arms yet (the caller's, with its rounds and seed) measuring `measure`
-    /// `via` QEMU or kexec, after refusing what the boots could not do: counting without TCG,
-    /// counting a command that times no batches, counting on more than one vCPU, and a
-    /// measuring command that would fail in every boot.
-    pub(super) fn plan(
-        &self,
-        via: Via,
-        measure: &[String],
-        (arms, seed): (Vec<Arm>, u64),
-        rules_errors: OnError,
-    ) -> Result<BootPlan> {
-        self.check(via, measure)?;
-        let vcpus = (via == Via::Qemu).then(|| self.guest_cpus());
-        let (needs, rules) = check_measure(measure, vcpus)?;
-        let backend = match via {
-            Via::Qemu => Backend::Qemu(self.machine()),
-            Via::Kexec => Backend::Kexec,
-        };
-        Ok(BootPlan {
-            arms,
-            seed,
-            measure: measure.to_vec(),
-            backend,
-            retries: self.retries,
-            guest_files: guest_files(&self.guest_files, rules)?,
-            needs,
-            settle: self
-                .settle
-                .or(self.emulated().then_some(Duration::from_secs(30)))
-                .filter(|d| !d.is_zero()),
-            rules_errors,
-        })
     }
 
     fn check(&self, via: Via, measure: &[String]) -> Result<()> {

@@ -183,7 +183,7 @@ impl CampaignArgs {
             None => self.plan(saved.seed)?,
         };
         saved.plan = Some(plan.clone());
-        checks::check(&plan.boot).map_err(with_flag)?;
+        let rules = checks::check(&plan.boot).map_err(with_flag)?;
         // Refused before the first boot when the boots cannot be kept; a plan refused above
         // leaves no directory behind.
         kept::check_dir(dir, "--state DIR")?;
@@ -203,7 +203,7 @@ impl CampaignArgs {
             .machine()
             .map_or("none", |m| m.accel.name());
         let kept = saved.boots.clone();
-        let ran = campaign::run(&plan, &kept, &mut |b| {
+        let ran = campaign::run(&plan, &rules, &kept, &mut |b| {
             eprintln!("syscost: {}", boot_line(b));
             record_boot(b, &self.shared.keep, &saved.id, "qemu", accel);
             saved.boots.push(b.clone());

@@ -51,6 +51,13 @@ impl Common {
     }
 }
 
+/// A figure no boot gives (`bisect::NoSuchFigure`), said with the option that chose it;
+/// `None` for any other error.
+pub(super) fn metric_refused(e: &anyhow::Error) -> Option<anyhow::Error> {
+    e.is::<crate::experiments::bisect::NoSuchFigure>()
+        .then(|| anyhow::anyhow!("{e}: give --metric one of those"))
+}
+
 /// Show the bisection and write it to -o.
 pub(super) fn finish(b: &Bisection, c: &Common) -> Result<()> {
     show(b, c.shared.format, &c.shared.output)

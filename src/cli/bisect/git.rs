@@ -2,7 +2,9 @@
 //! bisect git` (git bisect driven by syscost). syscost never builds on its own initiative: it
 //! runs the user's --build in the user's tree, and boots the image it leaves.
 
-use super::common::{Common, boot_line, ends_equal, finish, record_boot, step_status};
+use super::common::{
+    Common, boot_line, ends_equal, finish, metric_refused, record_boot, step_status,
+};
 use crate::cli::*;
 use crate::experiments::bisect::{self, Bisection, Found, Step, decide::Class};
 use crate::experiments::boots::{Arm, BootRecord};
@@ -163,12 +165,8 @@ impl StepArgs {
             eprintln!("syscost: {}", boot_line(b));
             record_boot(b, &self.common, &state.id);
         };
-        bisect::run(&plan, state.end_boots.clone(), &mut on_boot).map_err(|e| {
-            match e.downcast_ref::<bisect::NoSuchFigure>() {
-                Some(_) => anyhow::anyhow!("{e}: give --metric one of those"),
-                None => e,
-            }
-        })
+        bisect::run(&plan, state.end_boots.clone(), &mut on_boot)
+            .map_err(|e| metric_refused(&e).unwrap_or(e))
     }
 }
 

@@ -13,7 +13,7 @@ use crate::experiments::bisect::{self, BisectPlan, builds};
 use crate::experiments::boots::kept;
 use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context;
-use common::{Common, boot_line, ends_equal, finish, record_boot};
+use common::{Common, boot_line, ends_equal, finish, metric_refused, record_boot};
 pub use git::{GitArgs, StepArgs, StepStatus};
 use serde::Deserialize;
 use std::path::Path;
@@ -225,11 +225,11 @@ impl BisectArgs {
 /// A figure no boot can give refuses the bisection: it keeps no state (its boots are in the
 /// history), so the next bisection is not blocked by it.
 fn refused(e: anyhow::Error, state: &Path) -> anyhow::Error {
-    if !e.is::<bisect::NoSuchFigure>() {
+    let Some(said) = metric_refused(&e) else {
         return e;
-    }
+    };
     let _ = std::fs::remove_file(state);
-    anyhow::anyhow!("{e}: give --metric one of those (nothing of this bisection is kept)")
+    anyhow::anyhow!("{said} (nothing of this bisection is kept)")
 }
 
 impl StateArg {

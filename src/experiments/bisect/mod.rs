@@ -138,20 +138,13 @@ pub struct Bisection {
 
 /// A measured boot whose result lacks the figure bisected: every boot would lack it, so the
 /// bisection is refused.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{build}: {why}")]
 pub struct NoSuchFigure {
     pub build: String,
     /// What the result has instead.
     pub why: String,
 }
-
-impl std::fmt::Display for NoSuchFigure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.build, self.why)
-    }
-}
-
-impl std::error::Error for NoSuchFigure {}
 
 /// What the bisection does with each boot as it ends (show it, record it, save it).
 pub type OnBoot<'a> = dyn FnMut(&BootRecord, &[BootRecord]) + 'a;

@@ -20,21 +20,14 @@ pub enum ArmPart {
 }
 
 /// What is wrong with one arm, in the arm's own words: it cannot be booted as given.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{arm}: {why}")]
 pub struct ArmProblem {
     /// The arm's name, as it can be shown (control characters escaped, a long one cut).
     pub arm: String,
     pub part: ArmPart,
     pub why: String,
 }
-
-impl std::fmt::Display for ArmProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.arm, self.why)
-    }
-}
-
-impl std::error::Error for ArmProblem {}
 
 fn problem(arm: &str, part: ArmPart, why: String) -> ArmProblem {
     ArmProblem {

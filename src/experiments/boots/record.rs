@@ -146,19 +146,21 @@ impl BootRecord {
     /// Its result decoded once, by its kind (see [`Decoded`]); `None`: it did not measure;
     /// `Err`: its result cannot be read, and why.
     pub fn decoded(&self) -> Option<Result<Decoded, String>> {
-        let name = format!("{} round {}", self.arm, self.round);
-        self.result().map(|r| Decoded::of(&name, r))
+        self.result().map(|r| Decoded::of(&self.name(), r))
+    }
+
+    /// How messages name it: `ARM round N`.
+    fn name(&self) -> String {
+        format!("{} round {}", self.arm, self.round)
     }
 
     /// Its value of `metric` (the median of its samples or runs, as a campaign takes each
     /// boot's value) and its unit; `Err` says why there is none. The one way to ask a boot
     /// for a figure.
     pub fn figure(&self, metric: &str) -> Result<(f64, String), String> {
-        match (&self.outcome, self.decoded()) {
-            (Outcome::Failed { reason, .. }, _) => Err(reason.clone()),
-            (_, Some(Ok(d))) => d.figure(metric),
-            (_, Some(Err(why))) => Err(why),
-            (_, None) => Err("not measured".into()),
+        match &self.outcome {
+            Outcome::Failed { reason, .. } => Err(reason.clone()),
+            Outcome::Measured { result } => Decoded::of(&self.name(), result)?.figure(metric),
         }
     }
 }

@@ -120,6 +120,11 @@ impl Schedule {
         each.enumerate().map(|(s, (a, r))| (s, a, r))
     }
 
+    /// The arm and the round (from 1) of slot `slot`, if the schedule has it.
+    pub fn at(&self, slot: usize) -> Option<(usize, u32)> {
+        self.slots().nth(slot).map(|(_, a, round)| (a, round))
+    }
+
     /// Per round, the arms' names in the order they boot.
     pub fn named_order(&self) -> Vec<Vec<String>> {
         let names = |r: &Vec<usize>| r.iter().map(|&a| self.arms[a].clone()).collect();

@@ -121,11 +121,9 @@ impl State {
         &self.plan.boot.arms
     }
 
-    /// The arm index and round (from 1) of a slot.
+    /// The arm index and round (from 1) of a slot (one the schedule gave: a saved one).
     fn slot(&self, slot: usize) -> (usize, u32) {
-        let per = self.arms().len();
-        let order = self.schedule().order;
-        (order[slot / per][slot % per], (slot / per) as u32 + 1)
+        self.schedule().at(slot).expect("a slot of the schedule")
     }
 
     /// The record of a slot's try.

@@ -16,7 +16,7 @@ use crate::compare::{self, Comparison};
 use crate::core::{Envelope, Kind};
 use crate::experiments::boots::plan::order;
 use crate::experiments::boots::schedule::{self, Schedule};
-use crate::experiments::boots::{Arm, ArmEntry, BootPlan, BootRecord, Booter, checks};
+use crate::experiments::boots::{Arm, ArmEntry, BootPlan, BootRecord, Booter};
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
 use crate::stats::Summary;
@@ -169,18 +169,20 @@ pub fn compare_options(alpha: f64, noise_pct: f64, seed: u64) -> compare::Option
     }
 }
 
-/// Run a campaign in QEMU: check, build the initramfs, take each kernel's vmlinux out for its
-/// PVH entry, boot the schedule, compare. An arm whose first boot fails in the guest (its
-/// setup or its measuring command) is stopped there; the campaign stops when fewer than two
-/// arms are left. `kept`: the boots of an interrupted run of the same plan; a boot they
+/// Run a campaign in QEMU: build the initramfs, take each kernel's vmlinux out for its PVH
+/// entry, boot the schedule, compare. `rules`: what [`crate::experiments::boots::checks::check`]
+/// returned for the plan
+/// (the caller checks before it keeps anything). An arm whose first boot fails in the guest
+/// (its setup or its measuring command) is stopped there; the campaign stops when fewer than
+/// two arms are left. `kept`: the boots of an interrupted run of the same plan; a boot they
 /// finished is not booted again, and `progress` hears of the new ones only.
 pub fn run(
     plan: &CampaignPlan,
+    rules: &[(String, String)],
     kept: &[BootRecord],
     progress: &mut dyn FnMut(&BootRecord),
 ) -> Result<Campaign> {
-    let rules = checks::check(&plan.boot)?;
-    let mut booter = Booter::start(&plan.boot, &rules)?;
+    let mut booter = Booter::start(&plan.boot, rules)?;
     let schedule = plan.schedule();
     let (boots, stopped) = schedule.run(&mut booter, kept, progress)?;
     let mut c = analyse(plan, schedule.named_order(), boots)?;
