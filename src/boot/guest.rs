@@ -46,6 +46,10 @@ pub struct GuestPlan {
     /// Send the kernel's text symbols (its kallsyms, for the emulated profile) with the result.
     #[serde(default)]
     pub kallsyms: bool,
+    /// Send everything back as text lines on the console (`console`), for a lab that keeps
+    /// only the console's log (LAVA), instead of on the second serial port.
+    #[serde(default)]
+    pub console: bool,
 }
 
 /// The frames on the channel: the guest's clock, then a result or why there is none.
@@ -204,8 +208,12 @@ fn kernel_cmdline() -> Option<String> {
     c
 }
 
+/// A boot's figures as a lab's test cases, from its result (given by the caller: decoding a
+/// result is a layer above the guest's).
+pub type Cases = fn(&[u8]) -> Vec<super::console::Case>;
+
 /// Run as init: measure, send, power off. Never returns.
-pub fn init() -> ! {
+pub fn init(cases: Cases) -> ! {
     let mut clock = GuestClock {
         init: boottime(),
         ..GuestClock::default()
@@ -223,7 +231,8 @@ pub fn init() -> ! {
     .into_iter()
     .flatten()
     .collect();
-    if let Err(e) = send(&frames) {
+    let console = plan_here().is_some_and(|p| p.console);
+    if let Err(e) = send(&frames, console.then_some(cases)) {
         eprintln!("syscost (guest): cannot send the result: {e:#}");
     }
     // SAFETY: sync and reboot take no pointers; as init this powers the guest off.
@@ -241,6 +250,13 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
     mount_disk(&cmdline)?;
     let plan: GuestPlan = serde_json::from_slice(&std::fs::read(PLAN_PATH)?)
         .context("the campaign's plan in the initramfs")?;
+    if plan.console {
+        // The plugin's lines (QEMU's log) share the console in a lab: end the firmware's last
+        // line ("Booting from ROM..." has no newline) before the first of them.
+        if let Ok(mut c) = std::fs::OpenOptions::new().write(true).open("/dev/console") {
+            let _ = c.write_all(b"\n");
+        }
+    }
     let state = Path::new(super::hook::STATE_DIR).join(super::hook::STATE_NAME);
     if state.exists() {
         return Ok((resume_kexec_campaign(&plan)?, None));
@@ -415,7 +431,16 @@ fn mount_all() -> Result<()> {
 
 /// Write the frames to the channel in raw mode (no newline translation) and wait until the
 /// port has sent them.
-fn send(frames: &[Sent]) -> Result<()> {
+/// The campaign's plan in this guest's initramfs, if it reads.
+fn plan_here() -> Option<GuestPlan> {
+    serde_json::from_slice(&std::fs::read(PLAN_PATH).ok()?).ok()
+}
+
+/// Send `frames` on the second serial port, or with `cases` as lines on the console.
+fn send(frames: &[Sent], cases: Option<Cases>) -> Result<()> {
+    if let Some(cases) = cases {
+        return send_on_console(frames, cases);
+    }
     let mut port = std::fs::OpenOptions::new()
         .write(true)
         .open(CHANNEL)
@@ -433,6 +458,36 @@ fn send(frames: &[Sent]) -> Result<()> {
     port.flush()?;
     // SAFETY: fd is open.
     unsafe { libc::tcdrain(fd) };
+    Ok(())
+}
+
+/// `frames` as lines on the console, the result's figures first as test cases, with the
+/// kernel's own messages to the console turned off (a line of the kernel's in the middle of
+/// one of these would damage it).
+fn send_on_console(frames: &[Sent], cases: Cases) -> Result<()> {
+    let figures = match frames.iter().find_map(|f| match f {
+        Sent::Result(r) => Some(r),
+        _ => None,
+    }) {
+        Some(r) => cases(r),
+        None => Vec::new(),
+    };
+    let bytes: Vec<u8> = frames.iter().flat_map(frame).collect();
+    // SAFETY: SYSLOG_ACTION_CONSOLE_OFF (6) takes no buffer.
+    unsafe { libc::klogctl(6, std::ptr::null_mut(), 0) };
+    let mut console = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/console")
+        .context("cannot open /dev/console")?;
+    let mut text = String::from("\n");
+    for l in super::console::lines(&bytes, &figures) {
+        text.push_str(&l);
+        text.push('\n');
+    }
+    console.write_all(text.as_bytes())?;
+    console.flush()?;
+    // SAFETY: the descriptor is open.
+    unsafe { libc::tcdrain(console.as_raw_fd()) };
     Ok(())
 }
 

@@ -7,10 +7,12 @@
 
 pub mod alone;
 pub mod bzimage;
+pub mod console;
 pub mod guest;
 pub mod hook;
 pub mod initramfs;
 pub mod kexec;
+pub mod lava;
 pub mod mount;
 pub mod qemu;
 pub mod qmp;

@@ -186,7 +186,7 @@ pub fn check_installed() -> Result<()> {
 }
 
 /// `-plugin`'s value: syscost's plugin at `file`, with the machine's cache model.
-fn plugin_arg(m: &Machine, file: &Path) -> String {
+pub fn plugin_arg(m: &Machine, file: &Path) -> String {
     let file = file.to_string_lossy().replace(',', ",,");
     let args = m
         .cache_model
@@ -346,6 +346,37 @@ fn ended(
     let frames = std::fs::read(b.dir.join("channel"))
         .map(|bytes| guest::unframe_all(&bytes))
         .unwrap_or_default();
+    let plugin_log = b
+        .plugin
+        .map(|_| std::fs::read_to_string(b.dir.join(PLUGIN_LOG)).unwrap_or_default());
+    if let Some(e) = sent_back(frames, plugin_log.as_deref(), pinned, &console) {
+        return e;
+    }
+    match status {
+        None => Ended::Failed {
+            reason: format!("timed out after {}", humantime::format_duration(m.timeout)),
+            console,
+            failure: Failure::TimedOut,
+        },
+        Some(s) => {
+            let (failure, reason) = no_result_reason(&b.dir.join("console.log"), s, child);
+            Ended::Failed {
+                reason,
+                console,
+                failure,
+            }
+        }
+    }
+}
+
+/// How a boot ended, from the frames its guest sent back, when they hold a result or why there
+/// is none; `plugin_log`: what the plugin wrote, when it counted.
+pub fn sent_back(
+    frames: Vec<Sent>,
+    plugin_log: Option<&str>,
+    pinned: Vec<Pinned>,
+    console: &[String],
+) -> Option<Ended> {
     let clock = frames.iter().find_map(|f| match f {
         Sent::Clock(c) => Some(*c),
         _ => None,
@@ -356,37 +387,22 @@ fn ended(
     });
     let sent = frames
         .into_iter()
-        .find(|f| matches!(f, Sent::Result(_) | Sent::Failed(_)));
-    match (sent, status) {
-        (Some(Sent::Result(result)), _) => Ended::Measured {
+        .find(|f| matches!(f, Sent::Result(_) | Sent::Failed(_)))?;
+    Some(match sent {
+        Sent::Result(result) => Ended::Measured {
             result,
             clock,
             pinned,
-            windows: b.plugin.map(|_| {
-                let log = std::fs::read_to_string(b.dir.join(PLUGIN_LOG)).unwrap_or_default();
-                emulated::windows(&log)
-            }),
+            windows: plugin_log.map(emulated::windows),
             kallsyms,
         },
-        (Some(Sent::Failed(reason)), _) => Ended::Failed {
+        Sent::Failed(reason) => Ended::Failed {
             reason,
-            console,
+            console: console.to_vec(),
             failure: Failure::InGuest,
         },
-        (_, None) => Ended::Failed {
-            reason: format!("timed out after {}", humantime::format_duration(m.timeout)),
-            console,
-            failure: Failure::TimedOut,
-        },
-        (_, Some(s)) => {
-            let (failure, reason) = no_result_reason(&b.dir.join("console.log"), s, child);
-            Ended::Failed {
-                reason,
-                console,
-                failure,
-            }
-        }
-    }
+        _ => return None,
+    })
 }
 
 /// Pin each vCPU thread of the paused QEMU to its host CPU, check that the kernel kept each

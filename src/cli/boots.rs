@@ -8,7 +8,10 @@ use crate::audit::rules_file::OnError;
 use crate::boot::qemu::{Accel, Failure, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
 use crate::counters::emulated::{CacheModel, Count, Part};
-use crate::experiments::boots::{Arm, Backend, BootPlan, BootRecord, Needed, Outcome};
+use crate::experiments::boots::{
+    Arm, Backend, BootPlan, BootRecord, LavaTarget, Needed, Outcome, Served,
+};
+use anyhow::Context as _;
 use std::time::Duration;
 
 /// Where the boots happen.
@@ -18,6 +21,8 @@ pub enum Via {
     Qemu,
     /// This machine, rebooted into each arm by kexec (bare metal); needs --yes.
     Kexec,
+    /// A LAVA lab: a job per boot on its qemu devices, under tcg (--lava-url and a token).
+    Lava,
 }
 
 /// What every boot of a campaign or a bisection measures, and how its result is compared,
@@ -26,6 +31,8 @@ pub enum Via {
 pub struct BootsOpts {
     #[command(flatten)]
     pub guest: GuestOpts,
+    #[command(flatten)]
+    pub lava: LavaOpts,
     /// The figure each boot gives, the arms are compared by (or the builds bisected by) and
     /// the headline is of, e.g. time, task-clock or instructions:k (emulated) [default:
     /// instructions (emulated) with --emulated-counters, whose exact counts decide with two
@@ -95,11 +102,12 @@ impl BootsOpts {
     pub(super) fn plan(&self, via: Via, arms: Vec<Arm>, seed: u64) -> Result<BootPlan> {
         let (guest, measure) = (&self.guest, &self.measure);
         guest.check(via, measure)?;
-        let vcpus = (via == Via::Qemu).then(|| guest.guest_cpus());
+        let vcpus = (via != Via::Kexec).then(|| guest.guest_cpus(via));
         let (needs, rules) = check_measure(measure, vcpus)?;
         let backend = match via {
-            Via::Qemu => Backend::Qemu(guest.machine()),
+            Via::Qemu => Backend::Qemu(guest.machine(via)),
             Via::Kexec => Backend::Kexec,
+            Via::Lava => Backend::Lava(self.lava.target(guest.machine(via))?),
         };
         Ok(BootPlan {
             arms,
@@ -207,9 +215,17 @@ impl GuestOpts {
         self.emulated_counters || self.cache_model.is_some() || self.emulated_profile
     }
 
+    /// How the guest's CPU runs: a LAVA job's always under tcg.
+    fn accel(&self, via: Via) -> Accel {
+        match via {
+            Via::Lava => Accel::Tcg,
+            _ => self.accel,
+        }
+    }
+
     /// The guest's vCPUs: as given, else one per host CPU to pin to, else by accelerator.
-    fn guest_cpus(&self) -> u32 {
-        match (self.guest_cpus, &self.host_cpus, self.accel) {
+    fn guest_cpus(&self, via: Via) -> u32 {
+        match (self.guest_cpus, &self.host_cpus, self.accel(via)) {
             (Some(n), _, _) => n,
             (None, Some(list), _) => list.len() as u32,
             (None, None, Accel::Tcg) => 1,
@@ -218,13 +234,19 @@ impl GuestOpts {
     }
 
     fn check(&self, via: Via, measure: &[String]) -> Result<()> {
-        if self.icount.is_some() && (via != Via::Qemu || self.accel != Accel::Tcg) {
+        let tcg = via != Via::Kexec && self.accel(via) == Accel::Tcg;
+        if via == Via::Lava && self.host_cpus.is_some() {
+            anyhow::bail!(
+                "--host-cpus pins this machine's QEMU: a LAVA job's QEMU runs on its worker"
+            );
+        }
+        if self.icount.is_some() && !tcg {
             anyhow::bail!(
                 "--icount needs --accel tcg: it is QEMU's emulator that counts the instructions \
                  the guest's clock follows"
             );
         }
-        if self.emulated() && (via != Via::Qemu || self.accel != Accel::Tcg) {
+        if self.emulated() && !tcg {
             anyhow::bail!(
                 "--emulated-counters needs --accel tcg: QEMU's plugins see only the \
                  instructions it emulates (not under kvm, nor on bare metal)"
@@ -243,27 +265,27 @@ impl GuestOpts {
                 measure.join(" ")
             );
         }
-        if self.emulated() && self.guest_cpus() > 1 {
+        if self.emulated() && self.guest_cpus(via) > 1 {
             // The plugin's counts are the machine's (QEMU 7.2's plugin API has no per-vCPU
             // inline counters): another vCPU's instructions would land in every window.
             anyhow::bail!(
                 "--emulated-counters counts on one vCPU: with {} (--guest-cpus or --host-cpus), \
                  the other vCPUs' instructions would land in the measured windows; give \
                  --guest-cpus 1 (the default under tcg) and at most one --host-cpus CPU",
-                self.guest_cpus()
+                self.guest_cpus(via)
             );
         }
         Ok(())
     }
 
-    fn machine(&self) -> Machine {
-        let timeout = self.boot_timeout.unwrap_or(match self.accel {
+    fn machine(&self, via: Via) -> Machine {
+        let timeout = self.boot_timeout.unwrap_or(match self.accel(via) {
             Accel::Kvm => Duration::from_secs(60),
             Accel::Tcg => Duration::from_secs(180),
         });
         Machine {
-            accel: self.accel,
-            cpus: self.guest_cpus(),
+            accel: self.accel(via),
+            cpus: self.guest_cpus(via),
             memory_mib: self.guest_memory,
             timeout,
             host_cpus: self.host_cpus.clone(),
@@ -273,6 +295,77 @@ impl GuestOpts {
             emulated_profile: self.emulated_profile,
             icount: self.icount,
         }
+    }
+}
+
+/// Where a LAVA campaign or bisection boots (`--via lava`).
+#[derive(Args, Debug, Clone)]
+pub struct LavaOpts {
+    /// With --via lava: the LAVA server, e.g. https://lava.example.org/ (its REST API is
+    /// under api/v0.2/). A password in the URL is neither used nor kept: the token
+    /// authenticates.
+    #[arg(long, value_name = "URL")]
+    pub lava_url: Option<String>,
+    /// With --via lava: the device type every job asks for; its devices take the jobs as
+    /// they free up. A qemu type: each job boots the arm's kernel under tcg there, with
+    /// syscost's plugin when it counts.
+    #[arg(long, default_value = "qemu", value_name = "TYPE")]
+    pub lava_device_type: String,
+    /// With --via lava: a file holding the server's API token [default: the environment's
+    /// SYSCOST_LAVA_TOKEN]. Read when the campaign starts and when it resumes; never
+    /// printed, nor kept in results, history or state.
+    #[arg(long, value_name = "FILE")]
+    pub lava_token_file: Option<PathBuf>,
+    /// With --via lava: put the kernels, the initramfs and the plugin in DIR, which a web
+    /// server of yours serves at URL, for a lab on other machines to fetch (each file named
+    /// by its SHA-256, which the job checks) [default: file:// URLs of the files where they
+    /// are, for a lab whose workers run on this machine].
+    #[arg(long, value_name = "DIR=URL")]
+    pub lava_files: Option<String>,
+    /// With --via lava: a job still waiting for a device after this long is cancelled, and
+    /// is a failed boot.
+    #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = parse_duration)]
+    pub lava_queue_limit: Duration,
+    /// With --via lava and --emulated-counters: jobs under way at once, on as many devices
+    /// as the lab frees (exact counts do not depend on when or where a boot runs). Timed
+    /// boots go one job at a time, in the schedule's order.
+    #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub lava_jobs: u32,
+}
+
+impl LavaOpts {
+    /// Where the boots go, each a QEMU as `machine` says on the lab's devices.
+    fn target(&self, machine: Machine) -> Result<LavaTarget> {
+        let url = self
+            .lava_url
+            .as_deref()
+            .context("--via lava needs --lava-url URL (the LAVA server)")?;
+        let files = match &self.lava_files {
+            None => None,
+            Some(spec) => {
+                let (dir, url) = spec.split_once('=').context(
+                    "--lava-files takes DIR=URL: the directory the files are put in, and the \
+                     URL a web server serves it at",
+                )?;
+                let dir = std::path::absolute(dir)?;
+                crate::boot::lava::shown_url(url).context("--lava-files")?;
+                Some(Served {
+                    dir,
+                    url: url.to_string(),
+                })
+            }
+        };
+        Ok(LavaTarget {
+            lab: crate::boot::lava::shown_url(url)?,
+            device_type: self.lava_device_type.clone(),
+            token_file: (self.lava_token_file.as_ref())
+                .map(std::path::absolute)
+                .transpose()?,
+            machine,
+            files,
+            queue_limit: self.lava_queue_limit,
+            jobs: self.lava_jobs,
+        })
     }
 }
 

@@ -4,10 +4,11 @@
 use super::args::HistoryOpts;
 use super::boots::{BootsOpts, Via, boot_line, check_alpha, record_tagged};
 use super::*;
+use crate::boot::lava::{Lab, Token};
 use crate::counters::emulated::is_emulated;
 use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
 use crate::experiments::boots::kept;
-use crate::experiments::boots::{Arm, BootRecord};
+use crate::experiments::boots::{Arm, Backend, BootRecord, LavaRun, LavaTarget, PendingJob};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::saved::{self, Saved};
 use crate::experiments::campaign::{self, CampaignPlan};
@@ -202,18 +203,29 @@ impl CampaignArgs {
             .backend
             .machine()
             .map_or("none", |m| m.accel.name());
+        let via = plan.boot.backend.name();
         let kept = saved.boots.clone();
-        let ran = campaign::run(&plan, &rules, &kept, &mut |b| {
+        let saved = std::cell::RefCell::new(saved);
+        let lava = match &plan.boot.backend {
+            Backend::Lava(t) => Some(lava_run(t, &saved, dir)?),
+            _ => None,
+        };
+        let ran = campaign::run(&plan, &rules, &kept, lava, &mut |b| {
             eprintln!("syscost: {}", boot_line(b));
-            record_boot(b, &self.shared.keep, &saved.id, "qemu", accel);
+            let mut saved = saved.borrow_mut();
+            record_boot(b, &self.shared.keep, &saved.id, via, accel);
             saved.boots.push(b.clone());
             if let Err(e) = saved.save(dir) {
                 eprintln!("syscost: warning: {e:#}");
             }
         });
+        let saved = saved.into_inner();
         let mut c = match ran {
             Ok(c) => c,
-            Err(e) if saved.boots.is_empty() => return Err(with_flag(e)),
+            Err(e) if saved.boots.is_empty() && saved.jobs.is_empty() => {
+                let _ = std::fs::remove_file(&path);
+                return Err(with_flag(e));
+            }
             Err(e) => {
                 eprintln!("syscost: {}", kept_note(&saved, &path));
                 return Err(e);
@@ -344,17 +356,53 @@ impl CampaignArgs {
 
 /// A boot's result in the history, tagged with its campaign, arm, round and how it booted.
 fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str, via: &str, accel: &str) {
-    record_tagged(
-        b,
-        keep,
-        [
-            format!("campaign={id}"),
-            format!("arm={}", b.arm),
-            format!("round={}", b.round),
-            format!("via={via}"),
-            format!("accel={accel}"),
-        ],
-    );
+    let mut tags = vec![
+        format!("campaign={id}"),
+        format!("arm={}", b.arm),
+        format!("round={}", b.round),
+        format!("via={via}"),
+        format!("accel={accel}"),
+    ];
+    tags.extend(b.job.iter().flat_map(lab_tags));
+    record_tagged(b, keep, tags);
+}
+
+/// A LAVA boot's tags: the lab, its job, the device and the worker it ran on.
+fn lab_tags(j: &crate::boot::lava::LabJob) -> Vec<String> {
+    let mut t = vec![format!("lab={}", j.lab), format!("lava-job={}", j.url)];
+    t.extend(j.device.iter().map(|d| format!("device={d}")));
+    t.extend(j.worker.iter().map(|w| format!("worker={w}")));
+    t
+}
+
+/// What a LAVA campaign's boots need besides the plan: the lab with its token (read from the
+/// environment or the token file, never kept), the jobs a killed run submitted, and each new
+/// job kept in the state as it is submitted.
+fn lava_run<'a>(
+    t: &LavaTarget,
+    saved: &'a std::cell::RefCell<Saved>,
+    dir: &'a Path,
+) -> Result<LavaRun<'a>> {
+    let token = Token::read(t.token_file.as_deref())?;
+    let (tag, pending) = {
+        let s = saved.borrow();
+        (format!("campaign {}", s.id), s.jobs.clone())
+    };
+    Ok(LavaRun {
+        lab: Lab::new(&t.lab, Some(token))?,
+        tag,
+        pending,
+        on_submit: Box::new(move |job: &PendingJob| {
+            let mut s = saved.borrow_mut();
+            s.jobs.retain(|j| j.id != job.id);
+            if job.open {
+                s.jobs.push(job.clone());
+            }
+            if let Err(e) = s.save(dir) {
+                eprintln!("syscost: warning: {e:#}");
+            }
+        }),
+    })
 }
 
 fn step_line(step: &Step) -> String {
@@ -541,6 +589,7 @@ fn abort(k: &KeptOne) -> Result<()> {
         return Ok(());
     };
     refuse_running(&s, "abort")?;
+    cancel_jobs(&s)?;
     std::fs::remove_file(s.path(&dir))
         .with_context(|| format!("cannot remove {}", s.path(&dir).display()))?;
     println!(
@@ -548,6 +597,23 @@ fn abort(k: &KeptOne) -> Result<()> {
         s.id,
         s.boots.len()
     );
+    Ok(())
+}
+
+/// Cancel in LAVA the jobs a killed LAVA campaign left submitted.
+fn cancel_jobs(s: &Saved) -> Result<()> {
+    let Some(Backend::Lava(t)) = s.plan.as_ref().map(|p| &p.boot.backend) else {
+        return Ok(());
+    };
+    if s.jobs.is_empty() {
+        return Ok(());
+    }
+    let lab = Lab::new(&t.lab, Some(Token::read(t.token_file.as_deref())?))?;
+    for j in &s.jobs {
+        lab.cancel(j.id)
+            .with_context(|| format!("cannot cancel LAVA job {} ({})", j.id, lab.job_url(j.id)))?;
+        println!("LAVA job {} cancelled ({})", j.id, lab.job_url(j.id));
+    }
     Ok(())
 }
 

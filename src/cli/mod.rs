@@ -135,7 +135,7 @@ pub enum Command {
     /// Boot kernels (or kernel command lines, or audit states) round after round in QEMU,
     /// measure inside every boot with a syscost command, and compare them with boots as units.
     #[command(after_help = campaign::CAMPAIGN_EXAMPLES)]
-    Campaign(campaign::CampaignArgs),
+    Campaign(Box<campaign::CampaignArgs>),
     /// Find the first build in an ordered list (or the first commit of a kernel tree, with
     /// git bisect) where a figure changed: the ends booted first, each build tried booted in
     /// QEMU and classified with boots as units and a stated error rate.

@@ -2,7 +2,7 @@
 //!
 //! - [`cpus`]: CPU lists in taskset syntax, and affinity; [`caches`]: the CPU's caches;
 //! - [`num`]: numbers as the tables print them;
-//! - [`files`]: atomic file writing;
+//! - [`files`]: atomic file writing, a file's SHA-256;
 //! - [`envelope`]: the header every result file carries (schema, version, kind, tool);
 //! - [`perf`]: two facts about perf_event_open on this machine.
 
@@ -16,7 +16,7 @@ pub mod perf;
 
 pub use cpus::CpuList;
 pub use envelope::{Envelope, Kind, SCHEMA, ToolInfo, VERSION, now_unix};
-pub use files::{check_writable, write_atomic};
+pub use files::{check_writable, sha256_hex, write_atomic};
 pub use num::{fmt_num, fmt_p, plural};
 
 /// Text from a user's file or a damaged result on one line and harmless to a terminal: every

@@ -14,7 +14,6 @@ pub mod version;
 
 use anyhow::{Result, bail};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
 pub use postgres::Pg;
@@ -284,10 +283,7 @@ pub fn config_hash(v: &Value) -> Option<String> {
 }
 
 fn sha256(text: &[u8]) -> String {
-    Sha256::digest(text)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::core::sha256_hex(text)
 }
 
 impl Entry {

@@ -27,6 +27,41 @@ pub enum Backend {
     Qemu(Machine),
     /// This machine, rebooted into each arm by kexec.
     Kexec,
+    /// A LAVA job per boot, on a lab's devices of one type.
+    Lava(LavaTarget),
+}
+
+/// Where a LAVA campaign's boots run: a lab's devices of one type, each boot a QEMU there as
+/// `machine` says (TCG, syscost's plugin when it counts), and how the lab gets the files.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LavaTarget {
+    /// The server's URL, without any password (the token is never kept: it is read again
+    /// from the environment or `token_file` when a campaign resumes).
+    pub lab: String,
+    pub device_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    pub machine: Machine,
+    /// Where the kernels, the initramfs and the plugin are put for the lab to fetch, and the
+    /// URL that serves that directory; `None`: file:// URLs (a lab on this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Served>,
+    /// A job still waiting for a device after this long is cancelled: a failed boot.
+    pub queue_limit: std::time::Duration,
+    /// Jobs under way at once when the boots count exactly (timed boots go one at a time).
+    #[serde(default = "one")]
+    pub jobs: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A directory the lab fetches files from, and its URL.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Served {
+    pub dir: PathBuf,
+    pub url: String,
 }
 
 impl Backend {
@@ -34,12 +69,14 @@ impl Backend {
         match self {
             Backend::Qemu(_) => "qemu",
             Backend::Kexec => "kexec",
+            Backend::Lava(_) => "lava",
         }
     }
 
     pub fn machine(&self) -> Option<&Machine> {
         match self {
             Backend::Qemu(m) => Some(m),
+            Backend::Lava(t) => Some(&t.machine),
             Backend::Kexec => None,
         }
     }

@@ -47,12 +47,17 @@ impl Entry {
 }
 
 /// The initramfs every boot of the campaign starts from.
-fn build_initramfs(plan: &BootPlan, rules: &[(String, String)], dir: &Path) -> Result<PathBuf> {
+pub(super) fn build_initramfs(
+    plan: &BootPlan,
+    rules: &[(String, String)],
+    dir: &Path,
+) -> Result<PathBuf> {
     let mut guest = GuestPlan {
         measure: plan.measure.clone(),
         mark: plan.backend.machine().is_some_and(|m| m.emulated_counters),
         settle_s: plan.settle.map(|d| d.as_secs_f64()),
         kallsyms: plan.backend.machine().is_some_and(|m| m.emulated_profile),
+        console: matches!(plan.backend, Backend::Lava(_)),
         ..GuestPlan::default()
     };
     let mut named = Vec::new();
@@ -207,7 +212,7 @@ impl Boot for Booter<'_> {
 }
 
 /// The record of one try at booting `arm`, from how QEMU's boot ended.
-fn record_of(
+pub(super) fn record_of(
     ended: Ended,
     arm: &Arm,
     (round, attempt): (u32, u32),
@@ -230,6 +235,7 @@ fn record_of(
             .filter(|_| machine.icount.is_none())
             .map(|c| BootSplit::of(&c, seconds)),
         pinned,
+        job: None,
         outcome: outcome_of(ended, symbols),
     }
 }

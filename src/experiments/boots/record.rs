@@ -67,6 +67,9 @@ pub struct BootRecord {
     /// Its vCPUs pinned to host CPUs (`--host-cpus`), and where their threads were seen.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pinned: Vec<Pinned>,
+    /// The lab's job it ran as (a LAVA boot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<crate::boot::lava::LabJob>,
     #[serde(flatten)]
     pub outcome: Outcome,
 }
@@ -293,6 +296,7 @@ mod unit {
             seconds: 1.0,
             split: None,
             pinned: Vec::new(),
+            job: None,
             outcome,
         };
         let back = |text: &str| match serde_json::from_str::<BootRecord>(text).unwrap().outcome {

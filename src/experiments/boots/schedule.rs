@@ -18,6 +18,21 @@ pub trait Boot {
     /// Boot arm `arm` (its index in the plan) for `round`, try `attempt` (0 first), and say
     /// how it ended. `Err` only for what ends the whole schedule (the host cannot boot at all).
     fn boot(&mut self, arm: usize, round: u32, attempt: u32) -> Result<BootRecord>;
+
+    /// How many tries it can have under way at once (LAVA jobs on a lab's devices); 1: one
+    /// after another.
+    fn in_flight(&self) -> usize {
+        1
+    }
+
+    /// Boot `tries` (of different slots) at once, each handed to `done` as it ends; by
+    /// default one after another.
+    fn boot_all(&mut self, tries: &[Next], done: &mut dyn FnMut(BootRecord)) -> Result<()> {
+        for t in tries {
+            done(self.boot(t.arm, t.round, t.attempt)?);
+        }
+        Ok(())
+    }
 }
 
 /// Where one slot (an arm in a round) stands, from its tries so far.
@@ -143,8 +158,19 @@ impl Schedule {
     /// Walk the schedule over `boots` (the boots so far, in any order): the first slot left
     /// to boot and from which try, with the arms stopped on the way.
     pub fn walk(&self, boots: &[BootRecord]) -> Walk {
+        let (mut next, stopped, done) = self.walk_upto(boots, 1);
+        Walk {
+            next: next.pop(),
+            stopped,
+            done,
+        }
+    }
+
+    /// The first `k` slots left to boot (in the schedule's order, each from its next try),
+    /// the arms stopped on the way, and the slots that ended before the first of them.
+    fn walk_upto(&self, boots: &[BootRecord], k: usize) -> (Vec<Next>, Vec<Option<String>>, usize) {
         let mut stopped: Vec<Option<String>> = vec![None; self.arms.len()];
-        let mut done = 0;
+        let (mut next, mut done) = (Vec::new(), 0);
         for (slot, a, round) in self.slots() {
             if stopped[a].is_some() {
                 continue;
@@ -152,40 +178,37 @@ impl Schedule {
             let name = &self.arms[a];
             let reason = match Slot::of(&tries(boots, name, round), self.retries) {
                 Slot::Next(attempt) => {
-                    let next = Some(Next {
+                    next.push(Next {
                         arm: a,
                         round,
                         attempt,
                         slot,
                     });
-                    return Walk {
-                        next,
-                        stopped,
-                        done,
-                    };
+                    if next.len() == k {
+                        break;
+                    }
+                    continue;
                 }
                 Slot::Measured | Slot::Spent => None,
                 Slot::Repeats(reason) => Some(reason),
             };
-            done += 1;
+            done += usize::from(next.is_empty());
             let measured = |b: &BootRecord| &b.arm == name && b.result().is_some();
             if let Some(reason) = reason.filter(|_| !boots.iter().any(measured)) {
                 stopped[a] = Some(reason);
                 if too_few_left(&stopped) {
+                    next.clear();
                     break;
                 }
             }
         }
-        Walk {
-            next: None,
-            stopped,
-            done,
-        }
+        (next, stopped, done)
     }
 
     /// Boot the whole schedule with `booter`, going on from `kept` (the boots of an
     /// interrupted run of the same schedule: none is booted again); `progress` hears of each
-    /// new try as it ends. Every boot, the kept first, and the arms stopped.
+    /// new try as it ends. A booter with several tries in flight is given the next slots of
+    /// the schedule at once. Every boot, the kept first, and the arms stopped.
     pub fn run(
         &self,
         booter: &mut dyn Boot,
@@ -194,12 +217,14 @@ impl Schedule {
     ) -> Result<(Vec<BootRecord>, Vec<Option<String>>)> {
         let mut boots = kept.to_vec();
         loop {
-            let walk = self.walk(&boots);
-            let Some(n) = walk.next else {
-                return Ok((boots, walk.stopped));
-            };
-            boots.push(booter.boot(n.arm, n.round, n.attempt)?);
-            progress(boots.last().expect("just pushed"));
+            let (ready, stopped, _) = self.walk_upto(&boots, booter.in_flight().max(1));
+            if ready.is_empty() {
+                return Ok((boots, stopped));
+            }
+            booter.boot_all(&ready, &mut |b| {
+                boots.push(b);
+                progress(boots.last().expect("just pushed"));
+            })?;
         }
     }
 }
@@ -232,6 +257,9 @@ mod unit {
         script: HashMap<(usize, u32), Vec<Try>>,
         booted: Vec<(usize, u32, u32)>,
         kill: Option<usize>,
+        /// Tries it takes at once (and how many it was given at once, each time).
+        parallel: usize,
+        batches: Vec<usize>,
     }
 
     impl Fake {
@@ -241,6 +269,8 @@ mod unit {
                 script: HashMap::new(),
                 booted: Vec::new(),
                 kill: None,
+                parallel: 1,
+                batches: Vec::new(),
             }
         }
 
@@ -251,6 +281,20 @@ mod unit {
     }
 
     impl Boot for Fake {
+        fn in_flight(&self) -> usize {
+            self.parallel
+        }
+
+        fn boot_all(&mut self, tries: &[Next], done: &mut dyn FnMut(BootRecord)) -> Result<()> {
+            self.batches.push(tries.len());
+            // They end in the reverse order they were given.
+            let ended: Vec<BootRecord> = (tries.iter())
+                .map(|t| self.boot(t.arm, t.round, t.attempt))
+                .collect::<Result<_>>()?;
+            ended.into_iter().rev().for_each(done);
+            Ok(())
+        }
+
         fn boot(&mut self, arm: usize, round: u32, attempt: u32) -> Result<BootRecord> {
             if self.kill == Some(self.booted.len()) {
                 anyhow::bail!("killed");
@@ -272,6 +316,7 @@ mod unit {
                 seconds: 1.0,
                 split: None,
                 pinned: Vec::new(),
+                job: None,
                 outcome,
             })
         }
@@ -303,6 +348,32 @@ mod unit {
         assert_eq!(boots.len(), 12);
         assert!(stopped.iter().all(Option::is_none));
         assert_eq!(s.walk(&boots).done, s.len());
+    }
+
+    /// Tries in flight together: the same tries as one at a time, several at once, each slot
+    /// still once, retries and stops as before.
+    #[test]
+    fn tries_in_flight_together_boot_what_one_at_a_time_boots() {
+        let s = schedule(3, 4, 1);
+        let script = |f: Fake| {
+            f.with(2, 1, &[Try::Host, Try::Ok])
+                .with(1, 3, &[Try::Host, Try::Host])
+                .with(0, 2, &[Try::Guest])
+        };
+        let (one, one_stopped) = s.run(&mut script(Fake::new(3)), &[], &mut |_| {}).unwrap();
+        let mut fake = script(Fake::new(3));
+        fake.parallel = 4;
+        let (many, stopped) = s.run(&mut fake, &[], &mut |_| {}).unwrap();
+        let sorted = |b: &[BootRecord]| {
+            let mut v = slots(b);
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(&many), sorted(&one));
+        assert_eq!(stopped, one_stopped);
+        assert!(fake.batches.iter().all(|&n| n <= 4));
+        assert_eq!(fake.batches[0], 4, "the first four slots at once");
+        assert!(fake.batches.len() < one.len(), "{:?}", fake.batches);
     }
 
     #[test]

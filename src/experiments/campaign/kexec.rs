@@ -136,6 +136,7 @@ impl State {
             seconds,
             split: None,
             pinned: Vec::new(),
+            job: None,
             outcome,
         }
     }

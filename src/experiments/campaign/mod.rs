@@ -16,11 +16,13 @@ use crate::compare::{self, Comparison};
 use crate::core::{Envelope, Kind};
 use crate::experiments::boots::plan::order;
 use crate::experiments::boots::schedule::{self, Schedule};
-use crate::experiments::boots::{Arm, ArmEntry, BootPlan, BootRecord, Booter};
+use crate::experiments::boots::{
+    Arm, ArmEntry, Backend, BootPlan, BootRecord, Booter, LavaBooter, LavaRun,
+};
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
 use crate::stats::Summary;
-use anyhow::Result;
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 /// A campaign to run: its boots, its rounds, and how the arms are compared.
@@ -180,13 +182,25 @@ pub fn run(
     plan: &CampaignPlan,
     rules: &[(String, String)],
     kept: &[BootRecord],
+    lava: Option<LavaRun>,
     progress: &mut dyn FnMut(&BootRecord),
 ) -> Result<Campaign> {
-    let mut booter = Booter::start(&plan.boot, rules)?;
     let schedule = plan.schedule();
-    let (boots, stopped) = schedule.run(&mut booter, kept, progress)?;
+    let (boots, stopped, entries) = match (&plan.boot.backend, lava) {
+        (Backend::Lava(target), Some(run)) => {
+            let mut booter = LavaBooter::start(&plan.boot, target, run, rules)?;
+            let (boots, stopped) = schedule.run(&mut booter, kept, progress)?;
+            (boots, stopped, Vec::new())
+        }
+        (Backend::Lava(_), None) => bail!("a LAVA campaign needs its lab and token"),
+        _ => {
+            let mut booter = Booter::start(&plan.boot, rules)?;
+            let (boots, stopped) = schedule.run(&mut booter, kept, progress)?;
+            (boots, stopped, booter.entries())
+        }
+    };
     let mut c = analyse(plan, schedule.named_order(), boots)?;
-    c.entries = booter.entries();
+    c.entries = entries;
     c.warnings.extend(stopped_warnings(plan, &stopped));
     Ok(c)
 }

@@ -6,8 +6,8 @@
 //! the process that runs it, and every boot so far.
 
 use super::CampaignPlan;
-use crate::experiments::boots::BootRecord;
 use crate::experiments::boots::kept::{make_dir, state_home};
+use crate::experiments::boots::{BootRecord, PendingJob};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -28,6 +28,10 @@ pub struct Saved {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<CampaignPlan>,
     pub boots: Vec<BootRecord>,
+    /// A LAVA campaign's jobs submitted and not yet read back: a resume waits for them
+    /// instead of submitting them again; an abort cancels them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<PendingJob>,
 }
 
 /// Where QEMU campaigns keep their states: `campaigns` under [`state_home`].
@@ -46,6 +50,7 @@ impl Saved {
             owner: crate::audit::session::me(),
             plan: None,
             boots: Vec::new(),
+            jobs: Vec::new(),
         })
     }
 

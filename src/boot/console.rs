@@ -1,0 +1,216 @@
+//! What a guest sends back as text lines on its console, for a lab that keeps nothing of a boot
+//! but its console's log (LAVA: it has no way to fetch a file from a guest, and its logger
+//! rewrites what it logs: 2023.01 turns every `"` into `\"`, drops carriage returns, and
+//! replaces a line of 10^6 characters, 10^5 in later versions).
+//!
+//! The bytes the second serial port carries in a QEMU boot (`guest::frame`) go as numbered
+//! base64 lines between a start and an end mark, then their length and SHA-256: nothing in
+//! them is a character the logger rewrites, each line is short, and a lost or damaged line is
+//! found and named. Before them, the boot's figures go as `SYSCOST-CASE` lines, which a LAVA
+//! `test: monitors:` block matches into test cases (its own pages and SQUAD show them).
+//!
+//! ```text
+//! SYSCOST-BEGIN
+//! SYSCOST-CASE pass time 1234.5 ns;
+//! SYSCOST-CHUNK 1/3 eyJ...
+//! SYSCOST-SHA256 9f86... 6123
+//! SYSCOST-END
+//! ```
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+/// The mark before the lines (a monitor's `start`): in no kernel's own output, nor in the
+/// command line the kernel echoes.
+pub const BEGIN: &str = "SYSCOST-BEGIN";
+/// The mark after them (a monitor's `end`).
+pub const END: &str = "SYSCOST-END";
+const CASE: &str = "SYSCOST-CASE";
+const CHUNK: &str = "SYSCOST-CHUNK";
+const SUM: &str = "SYSCOST-SHA256";
+/// Base64 characters per line: 3,072 bytes of frames, a line well under any logger's limit.
+const PER_LINE: usize = 4096;
+
+/// A LAVA `test: monitors:` pattern matching a [`Case`] line: the result as its own group, so
+/// the measurement is kept as the text it is (without one, LAVA reads it as a float and a
+/// count over 2^53 loses digits), and a fixed end (`;`), so a line still arriving is not
+/// matched short.
+pub const CASE_PATTERN: &str = r"SYSCOST-CASE (?P<result>pass|fail) (?P<test_case_id>[A-Za-z0-9_.:-]+) (?P<measurement>-?[0-9.]+(e[-+]?[0-9]+)?) (?P<units>[A-Za-z/%()-]*);";
+
+/// One of a boot's figures, as a lab's test case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+}
+
+impl Case {
+    fn line(&self) -> String {
+        let name: String = (self.name.chars())
+            .map(|c| match c {
+                'A'..='Z' | 'a'..='z' | '0'..='9' | '_' | '.' | ':' | '-' => c,
+                _ => '_',
+            })
+            .collect();
+        let unit: String = (self.unit.chars())
+            .filter(|c| c.is_ascii_alphabetic() || "/%()-".contains(*c))
+            .collect();
+        format!("{CASE} pass {name} {} {unit};", self.value)
+    }
+}
+
+/// The lines a guest writes: the marks, its figures as `cases`, and `bytes` framed.
+pub fn lines(bytes: &[u8], cases: &[Case]) -> Vec<String> {
+    let text = STANDARD.encode(bytes);
+    let chunks: Vec<&str> = text
+        .as_bytes()
+        .chunks(PER_LINE)
+        .map(|c| std::str::from_utf8(c).expect("base64 is ASCII"))
+        .collect();
+    let n = chunks.len();
+    let mut out = vec![BEGIN.to_string()];
+    out.extend(cases.iter().map(Case::line));
+    out.extend((chunks.iter().enumerate()).map(|(i, c)| format!("{CHUNK} {}/{n} {c}", i + 1)));
+    out.push(format!(
+        "{SUM} {} {}",
+        crate::core::sha256_hex(bytes),
+        bytes.len()
+    ));
+    out.push(END.to_string());
+    out
+}
+
+/// Why the bytes could not be rebuilt from a console's lines.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum Damaged {
+    #[error("the console's log has no line of syscost's result (no {SUM} line)")]
+    Nothing,
+    #[error("line {0} of the result's {1} is missing from the console's log")]
+    Missing(usize, usize),
+    #[error("the result's lines in the console's log are damaged ({0})")]
+    Bad(String),
+}
+
+/// The bytes framed in a console's `lines` (each a line as the lab logged it), checked against
+/// their length and SHA-256; a line the logger split, or any other text between them, is
+/// ignored. The last complete set of lines wins (a console may hold an earlier try's).
+pub fn rebuild<'a>(lines: impl IntoIterator<Item = &'a str>) -> Result<Vec<u8>, Damaged> {
+    let (mut chunks, mut sum): (Vec<Option<String>>, Option<(String, usize)>) = (Vec::new(), None);
+    for l in lines {
+        let l = l.trim_end();
+        if l == BEGIN {
+            (chunks, sum) = (Vec::new(), None);
+        } else if let Some(rest) = l.strip_prefix(CHUNK).and_then(|r| r.strip_prefix(' ')) {
+            let (at, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            let Some((i, n)) = at.split_once('/') else {
+                continue;
+            };
+            let (Ok(i), Ok(n)) = (i.parse::<usize>(), n.parse::<usize>()) else {
+                continue;
+            };
+            if i == 1 || chunks.len() != n {
+                chunks = vec![None; n];
+                sum = None;
+            }
+            if (1..=n).contains(&i) {
+                chunks[i - 1] = Some(text.to_string());
+            }
+        } else if let Some(rest) = l.strip_prefix(SUM).and_then(|r| r.strip_prefix(' ')) {
+            let mut w = rest.split_whitespace();
+            if let (Some(hex), Some(Ok(len))) = (w.next(), w.next().map(str::parse)) {
+                sum = Some((hex.to_string(), len));
+            }
+        }
+    }
+    let (hex, len) = sum.ok_or(Damaged::Nothing)?;
+    let n = chunks.len();
+    let mut text = String::new();
+    for (i, c) in chunks.iter().enumerate() {
+        text.push_str(c.as_deref().ok_or(Damaged::Missing(i + 1, n))?);
+    }
+    let bytes = STANDARD
+        .decode(text.as_bytes())
+        .map_err(|e| Damaged::Bad(format!("not base64: {e}")))?;
+    if bytes.len() != len || crate::core::sha256_hex(&bytes) != hex {
+        return Err(Damaged::Bad(format!(
+            "{} bytes whose SHA-256 is not the one sent with them ({len} bytes)",
+            bytes.len()
+        )));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        // Every byte value, quotes and newlines among them, over several lines.
+        (0..20_000u32).map(|i| (i * 7 % 256) as u8).collect()
+    }
+
+    #[test]
+    fn bytes_come_back_whole_through_a_logger_that_rewrites_quotes() {
+        let bytes = sample();
+        let lines = lines(&bytes, &[]);
+        assert!(lines.len() > 4, "several chunk lines");
+        assert!(lines.iter().all(|l| l.len() < 5000 && !l.contains('"')));
+        // 2023.01's logger: every `"` becomes `\"`, and kernel lines come in between.
+        let logged: Vec<String> = lines
+            .iter()
+            .flat_map(|l| {
+                [
+                    l.replace('"', "\\\""),
+                    "[ 1.2] random: crng init done".into(),
+                ]
+            })
+            .collect();
+        assert_eq!(rebuild(logged.iter().map(String::as_str)), Ok(bytes));
+    }
+
+    #[test]
+    fn a_lost_or_damaged_line_is_named() {
+        let bytes = sample();
+        let mut l = lines(&bytes, &[]);
+        let n = l.iter().filter(|x| x.starts_with(CHUNK)).count();
+        let two = l.remove(2);
+        assert_eq!(
+            rebuild(l.iter().map(String::as_str)),
+            Err(Damaged::Missing(2, n))
+        );
+        l.insert(2, two.replacen('A', "B", 1));
+        let err = rebuild(l.iter().map(String::as_str)).unwrap_err();
+        assert!(matches!(err, Damaged::Bad(_)), "{err}");
+        assert_eq!(rebuild(["nothing here"]), Err(Damaged::Nothing));
+    }
+
+    #[test]
+    fn the_last_whole_set_wins_and_an_empty_result_frames() {
+        let first = lines(b"first", &[]);
+        let second = lines(b"", &[]);
+        let all: Vec<&str> = first.iter().chain(&second).map(String::as_str).collect();
+        assert_eq!(rebuild(all), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn cases_match_the_monitor_pattern_with_exact_digits() {
+        let re = regex_lite::Regex::new(CASE_PATTERN).unwrap();
+        let c = Case {
+            name: "instructions (emulated)".into(),
+            value: 123456789012345678.0,
+            unit: "instr/call".into(),
+        };
+        let line = c.line();
+        let m = re.captures(&line).expect(&line);
+        assert_eq!(&m["test_case_id"], "instructions__emulated_");
+        assert_eq!(&m["measurement"], "123456789012345680");
+        assert_eq!(&m["units"], "instr/call");
+        let small = Case {
+            name: "time".into(),
+            value: 1.5e-7,
+            unit: "s".into(),
+        };
+        assert!(re.is_match(&small.line()), "{}", small.line());
+    }
+}

@@ -1,0 +1,564 @@
+//! A LAVA server's REST API (v0.2, as LAVA 2023.01 serves it): what syscost asks a lab for
+//! to boot its kernels there. One job per boot: checked by the server's validate endpoint,
+//! submitted, polled until it ends, its console's log read back, cancelled when syscost stops.
+//!
+//! The token goes in one header and nowhere else: [`Token`] prints as `***`, and a URL is kept
+//! and shown without any password it carried ([`Lab::url`]).
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// A lab's API token; never shown.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl Token {
+    pub fn new(secret: &str) -> Result<Token> {
+        let t = secret.trim();
+        if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            bail!("the LAVA token is empty or has spaces in it");
+        }
+        Ok(Token(t.to_string()))
+    }
+}
+
+/// Where a token is read from when no file is given.
+pub const TOKEN_ENV: &str = "SYSCOST_LAVA_TOKEN";
+
+impl Token {
+    /// The token in `file`, else in the environment's SYSCOST_LAVA_TOKEN.
+    pub fn read(file: Option<&std::path::Path>) -> Result<Token> {
+        match file {
+            Some(f) => {
+                let text = std::fs::read_to_string(f)
+                    .with_context(|| format!("--lava-token-file: cannot read {}", f.display()))?;
+                Token::new(&text).with_context(|| format!("--lava-token-file {}", f.display()))
+            }
+            None => match std::env::var(TOKEN_ENV) {
+                Ok(t) => Token::new(&t).context(TOKEN_ENV),
+                Err(_) => bail!(
+                    "no LAVA token: set {TOKEN_ENV} or give --lava-token-file FILE (a token of \
+                     a user of the lab: its web page's API / Tokens, or `lava-server manage \
+                     tokens add`)"
+                ),
+            },
+        }
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// A LAVA server, and the token syscost's requests carry.
+#[derive(Debug)]
+pub struct Lab {
+    /// The server's URL, ending in `/`, without any user or password.
+    url: String,
+    token: Option<Token>,
+    agent: ureq::Agent,
+    /// How long a server that does not answer is waited for (restarted, say) before the
+    /// request fails.
+    patience: Duration,
+}
+
+/// A job as the server shows it.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Job {
+    pub id: u64,
+    /// Submitted, Scheduling, Scheduled, Running, Canceling or Finished.
+    pub state: String,
+    /// Unknown, Complete, Incomplete or Canceled.
+    pub health: String,
+    #[serde(default)]
+    pub actual_device: Option<String>,
+    #[serde(default)]
+    pub failure_comment: Option<String>,
+}
+
+impl Job {
+    pub fn finished(&self) -> bool {
+        self.state == "Finished"
+    }
+
+    /// Still waiting for a device.
+    pub fn queued(&self) -> bool {
+        matches!(self.state.as_str(), "Submitted" | "Scheduling")
+    }
+}
+
+/// One test case of a job's results.
+#[derive(Clone, Debug, Deserialize)]
+pub struct TestCase {
+    pub name: String,
+    pub result: String,
+    #[serde(default)]
+    pub measurement: Option<String>,
+    #[serde(default)]
+    pub unit: Option<String>,
+    /// YAML text in 2023.01: for LAVA's own `job` case, its error's type and message.
+    #[serde(default)]
+    pub metadata: Option<String>,
+}
+
+/// Where a boot ran in a lab: kept with the boot, tagged in the history, linked in the report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabJob {
+    /// The server's URL (no password).
+    pub lab: String,
+    pub id: u64,
+    /// The job's page.
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+}
+
+/// The server's URL as shown and kept: `user:password@` taken out, a `/` at the end.
+pub fn shown_url(url: &str) -> Result<String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .filter(|(s, _)| *s == "http" || *s == "https")
+        .with_context(|| {
+            format!(
+                "--lava-url {}: give an http:// or https:// URL",
+                masked(url)
+            )
+        })?;
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    if host.is_empty() {
+        bail!("--lava-url {}: the URL names no server", masked(url));
+    }
+    let path = path.trim_end_matches('/');
+    let sep = if path.is_empty() { "" } else { "/" };
+    Ok(format!("{scheme}://{host}/{path}{sep}"))
+}
+
+/// `url` with any password replaced by `***`.
+fn masked(url: &str) -> String {
+    match url.split_once("://") {
+        Some((s, rest)) => match rest.split_once('@') {
+            Some((user, host)) if !user.contains('/') => {
+                let user = user.split_once(':').map_or(user, |(u, _)| u);
+                format!("{s}://{user}:***@{host}")
+            }
+            _ => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+impl Lab {
+    /// The lab at `url` (its password, if any, is dropped: the token authenticates).
+    pub fn new(url: &str, token: Option<Token>) -> Result<Lab> {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .user_agent(concat!("syscost/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Ok(Lab {
+            url: shown_url(url)?,
+            token,
+            agent: config.into(),
+            patience: Duration::from_secs(600),
+        })
+    }
+
+    /// How long requests wait for a server that does not answer.
+    pub fn with_patience(mut self, patience: Duration) -> Lab {
+        self.patience = patience;
+        self
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A job's page.
+    pub fn job_url(&self, id: u64) -> String {
+        format!("{}scheduler/job/{id}", self.url)
+    }
+
+    /// One request to `path` (under the API), the JSON `body` posted if any: the status and
+    /// the body. A server that does not answer is asked again every 2 s within the lab's
+    /// patience (a restarted server is waited for), with `waiting` told once.
+    fn request(&self, path: &str, body: Option<&str>) -> Result<(u16, String)> {
+        let url = format!("{}api/v0.2/{path}", self.url);
+        let started = Instant::now();
+        let mut told = false;
+        loop {
+            match self.once(&url, body) {
+                Ok(r) if r.0 != 502 && r.0 != 503 && r.0 != 504 => return Ok(r),
+                Ok((status, _)) if started.elapsed() > self.patience => {
+                    bail!(
+                        "{url}: the server answered {status} for {}",
+                        self.waited(started)
+                    )
+                }
+                Err(e) if started.elapsed() > self.patience => {
+                    return Err(e).with_context(|| {
+                        format!(
+                            "the LAVA server {} did not answer for {}",
+                            self.url,
+                            self.waited(started)
+                        )
+                    });
+                }
+                _ => {
+                    if !told {
+                        eprintln!(
+                            "note: the LAVA server {} does not answer; waiting for it",
+                            self.url
+                        );
+                        told = true;
+                    }
+                    crate::signals::check()?;
+                    std::thread::sleep(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
+    fn waited(&self, started: Instant) -> String {
+        humantime::format_duration(Duration::from_secs(started.elapsed().as_secs())).to_string()
+    }
+
+    fn once(&self, url: &str, body: Option<&str>) -> Result<(u16, String)> {
+        let auth = self.token.as_ref().map(|t| format!("Token {}", t.0));
+        let mut resp = match body {
+            None => {
+                let mut r = self.agent.get(url);
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.call()
+            }
+            Some(b) => {
+                let mut r = self.agent.post(url).content_type("application/json");
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.send(b)
+            }
+        }?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .read_to_string()?;
+        Ok((status, text))
+    }
+
+    /// A GET of `path` that must answer 200, as JSON.
+    fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T> {
+        let (status, text) = self.request(path, None)?;
+        self.ok(path, status, &text)?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{}: not the JSON LAVA answers", self.path_url(path)))
+    }
+
+    fn path_url(&self, path: &str) -> String {
+        format!("{}api/v0.2/{path}", self.url)
+    }
+
+    fn ok(&self, path: &str, status: u16, text: &str) -> Result<()> {
+        match status {
+            200..=299 => Ok(()),
+            401 | 403 => bail!(
+                "the LAVA server {} refused the token ({status}: {}): give a token of a user of \
+                 this server (SYSCOST_LAVA_TOKEN or --lava-token-file)",
+                self.url,
+                detail(text)
+            ),
+            _ => bail!(
+                "{}: the server answered {status}: {}",
+                self.path_url(path),
+                detail(text)
+            ),
+        }
+    }
+
+    /// Check the server answers, is a LAVA server, and takes the token; its version.
+    pub fn check(&self) -> Result<String> {
+        #[derive(Deserialize)]
+        struct Version {
+            version: String,
+        }
+        let v: Version = self
+            .get("system/version/")
+            .with_context(|| format!("{} is not a LAVA server that answers", self.url))?;
+        if self.token.is_none() {
+            bail!("no LAVA token: set SYSCOST_LAVA_TOKEN or give --lava-token-file FILE");
+        }
+        // Any request with a token the server does not know is refused (401).
+        let _: serde_json::Value = self.get("jobs/?limit=1")?;
+        Ok(v.version)
+    }
+
+    /// The devices of `device_type` that can take jobs (not retired), by name; refused when
+    /// the server has no such type or no such device.
+    pub fn devices(&self, device_type: &str) -> Result<Vec<String>> {
+        #[derive(Deserialize)]
+        struct Page {
+            results: Vec<Device>,
+        }
+        #[derive(Deserialize)]
+        struct Device {
+            hostname: String,
+            health: String,
+        }
+        let (status, text) = self.request(&format!("devicetypes/{device_type}/"), None)?;
+        if status == 404 {
+            bail!(
+                "the LAVA server {} has no device type {device_type}",
+                self.url
+            );
+        }
+        self.ok("devicetypes/", status, &text)?;
+        let page: Page = self.get(&format!("devices/?device_type={device_type}&limit=500"))?;
+        let names: Vec<String> = (page.results.into_iter())
+            .filter(|d| d.health != "Retired")
+            .map(|d| d.hostname)
+            .collect();
+        if names.is_empty() {
+            bail!(
+                "the LAVA server {} has no device of type {device_type} that takes jobs",
+                self.url
+            );
+        }
+        Ok(names)
+    }
+
+    /// Refuse a job definition the server's validate endpoint refuses (it answers 200 with
+    /// "Job invalid: ..."), in its words.
+    pub fn validate(&self, definition: &str) -> Result<()> {
+        let body = serde_json::json!({"definition": definition, "strict": true}).to_string();
+        let (status, text) = self.request("jobs/validate/", Some(&body))?;
+        self.ok("jobs/validate/", status, &text)?;
+        let message = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("message")?.as_str().map(str::to_string))
+            .unwrap_or_else(|| text.clone());
+        if message.trim() != "Job valid." {
+            bail!("the LAVA server refuses syscost's job: {message}");
+        }
+        Ok(())
+    }
+
+    /// Submit a job; its id.
+    pub fn submit(&self, definition: &str) -> Result<u64> {
+        #[derive(Deserialize)]
+        struct Submitted {
+            job_ids: Vec<u64>,
+        }
+        let body = serde_json::json!({ "definition": definition }).to_string();
+        let (status, text) = self.request("jobs/", Some(&body))?;
+        self.ok("jobs/", status, &text)?;
+        let s: Submitted = serde_json::from_str(&text)
+            .with_context(|| format!("the server's answer to a submission: {}", detail(&text)))?;
+        s.job_ids
+            .first()
+            .copied()
+            .context("the server gave the job no id")
+    }
+
+    pub fn job(&self, id: u64) -> Result<Job> {
+        self.get(&format!("jobs/{id}/"))
+    }
+
+    /// The worker a device is attached to.
+    pub fn worker_of(&self, device: &str) -> Result<String> {
+        #[derive(Deserialize)]
+        struct Device {
+            worker_host: String,
+        }
+        Ok(self
+            .get::<Device>(&format!("devices/{device}/"))?
+            .worker_host)
+    }
+
+    /// The job's log, as the server gives it (YAML, a `{dt, lvl, msg}` mapping per line).
+    pub fn log(&self, id: u64) -> Result<String> {
+        let path = format!("jobs/{id}/logs/");
+        let (status, text) = self.request(&path, None)?;
+        self.ok(&path, status, &text)?;
+        Ok(text)
+    }
+
+    /// Every test case of the job's results.
+    pub fn tests(&self, id: u64) -> Result<Vec<TestCase>> {
+        #[derive(Deserialize)]
+        struct Page {
+            results: Vec<TestCase>,
+            next: Option<String>,
+        }
+        let mut out = Vec::new();
+        loop {
+            let page: Page =
+                self.get(&format!("jobs/{id}/tests/?limit=500&offset={}", out.len()))?;
+            let more = page.next.is_some() && !page.results.is_empty();
+            out.extend(page.results);
+            if !more {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Ask the server to cancel a job (a finished one stays as it ended).
+    pub fn cancel(&self, id: u64) -> Result<()> {
+        let path = format!("jobs/{id}/cancel/");
+        let (status, text) = self.request(&path, None)?;
+        match status {
+            200..=299 | 404 => Ok(()),
+            _ => self.ok(&path, status, &text),
+        }
+    }
+}
+
+/// A server's error body in a line: DRF's `detail`, or the text cut short.
+fn detail(text: &str) -> String {
+    let v: Option<serde_json::Value> = serde_json::from_str(text).ok();
+    if let Some(d) = v
+        .as_ref()
+        .and_then(|v| v.get("detail")?.as_str().map(str::to_string))
+    {
+        return d;
+    }
+    let t: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match t.char_indices().nth(200) {
+        Some((at, _)) => format!("{}...", &t[..at]),
+        None => t,
+    }
+}
+
+/// The console's lines in a job's log (`lvl: target`), in order. The log is YAML; each line is
+/// one flow mapping whose strings LAVA writes double-quoted, which JSON reads as long as no
+/// YAML-only escape is in it: a line that does not read is not one of syscost's (whose lines
+/// are ASCII letters, digits and punctuation) and is skipped. No YAML parser is needed.
+pub fn console_lines(log: &str) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Entry {
+        lvl: String,
+        msg: serde_json::Value,
+    }
+    log.lines()
+        .filter_map(|l| {
+            let e: Entry = serde_json::from_str(l.trim_start().strip_prefix("- ")?).ok()?;
+            (e.lvl == "target").then_some(e.msg)
+        })
+        .filter_map(|m| m.as_str().map(|s| s.replace("\\\"", "\"")))
+        .collect()
+}
+
+/// LAVA's own words on why a job failed: its `job` case's error type and message, else the
+/// job's failure comment.
+pub fn failure_words(job: &Job, tests: &[TestCase]) -> String {
+    // LAVA's own suite ends with a `job` case (the suite is an id in 2023.01's API).
+    let case = tests
+        .iter()
+        .rfind(|t| t.name == "job" && t.result != "pass");
+    let meta = case.and_then(|c| c.metadata.as_deref()).unwrap_or("");
+    let field = |name: &str| {
+        meta.lines().find_map(|l| {
+            let v = l.trim().strip_prefix(name)?.strip_prefix(':')?.trim();
+            Some(v.trim_matches(|c| c == '\'' || c == '"').to_string())
+        })
+    };
+    match (field("error_type"), field("error_msg")) {
+        (Some(t), Some(m)) => format!("{t} error: {m}"),
+        (None, Some(m)) => m,
+        _ => job
+            .failure_comment
+            .clone()
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| format!("the job ended {}", job.health)),
+    }
+}
+
+/// Whether the job's boot never ran: LAVA calls its failure the infrastructure's and the
+/// console printed nothing (2023.01 calls a guest that ended early "Infrastructure error:
+/// Connection closed" too; its console shows it ran).
+pub fn never_ran(job: &Job, tests: &[TestCase], console: &[String]) -> bool {
+    job.health == "Incomplete"
+        && failure_words(job, tests).starts_with("Infrastructure")
+        && console.iter().all(|l| l.trim().is_empty())
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn a_url_is_kept_without_its_password_and_the_token_never_shows() {
+        let u = shown_url("https://me:s3cret@lava.example.org/lab/").unwrap();
+        assert_eq!(u, "https://lava.example.org/lab/");
+        assert_eq!(
+            shown_url("http://127.0.0.1:8000").unwrap(),
+            "http://127.0.0.1:8000/"
+        );
+        let e = shown_url("ftp://me:s3cret@x/").unwrap_err().to_string();
+        assert!(!e.contains("s3cret") && e.contains("me:***@x"), "{e}");
+        let t = Token::new(" abc123\n").unwrap();
+        assert_eq!(format!("{t:?}"), "***");
+        let lab = Lab::new("http://u:pw@127.0.0.1:1/", Some(t)).unwrap();
+        let shown = format!("{lab:?}");
+        assert!(
+            !shown.contains("abc123") && !shown.contains("pw"),
+            "{shown}"
+        );
+        assert!(Token::new("a b").is_err() && Token::new("").is_err());
+    }
+
+    #[test]
+    fn console_lines_are_read_from_the_log_and_quotes_restored() {
+        let log = concat!(
+            "- {\"dt\": \"2026-11-25T17:00:00.1\", \"lvl\": \"info\", \"msg\": \"start\"}\n",
+            "- {\"dt\": \"2026-11-25T17:00:00.2\", \"lvl\": \"target\", \"msg\": \"SYSCOST-BEGIN\"}\n",
+            "- {\"dt\": \"2026-11-25T17:00:00.3\", \"lvl\": \"target\", \"msg\": \"say \\\\\\\"hi\\\\\\\"\"}\n",
+            "- {\"dt\": \"2026-11-25T17:00:00.4\", \"lvl\": \"target\", \"msg\": \"odd \\x07 escape\"}\n",
+            "- {\"dt\": \"2026-11-25T17:00:00.5\", \"lvl\": \"results\", \"msg\": {\"case\": \"x\"}}\n",
+        );
+        assert_eq!(console_lines(log), ["SYSCOST-BEGIN", "say \"hi\""]);
+    }
+
+    #[test]
+    fn lava_own_words_say_why_a_job_failed() {
+        let job = Job {
+            id: 3,
+            state: "Finished".into(),
+            health: "Incomplete".into(),
+            actual_device: None,
+            failure_comment: None,
+        };
+        let case = |meta: &str| TestCase {
+            name: "job".into(),
+            result: "fail".into(),
+            measurement: None,
+            unit: None,
+            metadata: Some(meta.into()),
+        };
+        let t = [case(
+            "case: job\nerror_msg: lava test monitoring reached end of file\nerror_type: Test\nresult: fail\n",
+        )];
+        assert_eq!(
+            failure_words(&job, &t),
+            "Test error: lava test monitoring reached end of file"
+        );
+        assert!(!never_ran(&job, &t, &[]));
+        let i = [case(
+            "error_msg: 'Unable to fetch file:///x'\nerror_type: Infrastructure\n",
+        )];
+        assert!(never_ran(&job, &i, &[]));
+        assert!(
+            !never_ran(&job, &i, &["Linux version 6.12".into()]),
+            "the guest ran"
+        );
+        assert_eq!(failure_words(&job, &[]), "the job ended Incomplete");
+    }
+}

@@ -1,0 +1,481 @@
+//! Boots as LAVA jobs: each try at an arm is one job on a lab's `qemu` devices, the guest
+//! syscost's own initramfs under TCG (with syscost's plugin when it counts, so exact counts
+//! come back alike from any worker). The guest sends its result as lines on the console
+//! (`boot::console`), the only thing of a boot a lab keeps; syscost rebuilds it from the job's
+//! log, with the plugin's counts (QEMU's own log, on the same console), into the same
+//! [`BootRecord`] a QEMU boot on this machine gives, with the job it ran as.
+
+use super::plan::{BootPlan, LavaTarget, Served};
+use super::qemu::{build_initramfs, kernel_command_line, record_of};
+use super::record::{BootRecord, Decoded, Outcome};
+use super::schedule::{Boot, Next};
+use crate::boot::console::{self, CASE_PATTERN, Case};
+use crate::boot::guest;
+use crate::boot::lava::{self, Job, Lab, LabJob};
+use crate::boot::qemu::{self, Ended, Failure};
+use anyhow::{Context, Result};
+use serde_json::json;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Jobs that end in an infrastructure error (the boot never ran) are submitted again, up to
+/// this many times per try.
+const INFRA_RETRIES: u32 = 3;
+
+/// A file the lab fetches: its URL and SHA-256.
+#[derive(Clone, Debug)]
+struct Artifact {
+    url: String,
+    sha256: String,
+}
+
+impl Artifact {
+    /// `file`, as the lab reaches it: a file:// URL, or a copy in the served directory.
+    fn of(file: &Path, served: Option<&Served>) -> Result<Artifact> {
+        let bytes =
+            std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let sha256 = crate::core::sha256_hex(&bytes);
+        let name = file
+            .file_name()
+            .map_or("file".into(), |n| n.to_string_lossy());
+        let url = match served {
+            None => {
+                let abs = std::fs::canonicalize(file)?;
+                format!("file://{}", abs.display())
+            }
+            Some(s) => {
+                // Named by content: arms and campaigns that share a file share its copy.
+                let named = format!("{}-{name}", &sha256[..16]);
+                let to = s.dir.join(&named);
+                if !to.exists() {
+                    crate::core::write_atomic(&to, &bytes)
+                        .with_context(|| format!("cannot put {} in {}", name, s.dir.display()))?;
+                }
+                format!("{}/{named}", s.url.trim_end_matches('/'))
+            }
+        };
+        Ok(Artifact { url, sha256 })
+    }
+
+    fn image(&self, arg: &str) -> serde_json::Value {
+        json!({"url": self.url, "sha256sum": self.sha256, "image_arg": arg})
+    }
+}
+
+/// Boots arms of a plan as LAVA jobs, one at a time, from what every job shares: the
+/// initramfs, the plugin and each arm's kernel, where the lab fetches them.
+pub struct LavaBooter<'p> {
+    plan: &'p BootPlan,
+    target: &'p LavaTarget,
+    lab: Lab,
+    /// Names the jobs: the campaign or bisection.
+    tag: String,
+    _dir: tempfile::TempDir,
+    initrd: Artifact,
+    plugin: Option<Artifact>,
+    kernels: Vec<Artifact>,
+    symbols: Vec<Option<super::emulated::ArmSymbols>>,
+    /// Told of each job as it is submitted (`open`) and as it is read back (not `open`).
+    on_submit: Box<dyn FnMut(&PendingJob) + 'p>,
+    /// Jobs submitted before (by a run killed since): waited for, never submitted again.
+    pending: Vec<PendingJob>,
+}
+
+/// What a LAVA campaign or bisection brings to its boots besides the plan: the lab (with the
+/// token), the name its jobs carry, the jobs a killed run submitted, and who keeps each job's
+/// id as it is submitted.
+pub struct LavaRun<'a> {
+    pub lab: Lab,
+    pub tag: String,
+    pub pending: Vec<PendingJob>,
+    pub on_submit: Box<dyn FnMut(&PendingJob) + 'a>,
+}
+
+/// A job submitted for a try, not yet read back.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PendingJob {
+    pub arm: String,
+    pub round: u32,
+    pub attempt: u32,
+    pub id: u64,
+    /// `false` once the job has been read back (or given up).
+    pub open: bool,
+}
+
+impl<'p> LavaBooter<'p> {
+    /// Check the lab (the token, the device type, a job it validates) and put what the jobs
+    /// fetch where it reaches it.
+    pub fn start(
+        plan: &'p BootPlan,
+        target: &'p LavaTarget,
+        run: LavaRun<'p>,
+        rules: &[(String, String)],
+    ) -> Result<LavaBooter<'p>> {
+        let lab = run.lab;
+        let version = lab.check()?;
+        let devices = lab.devices(&target.device_type)?;
+        eprintln!(
+            "syscost: LAVA {version} at {}: {} device(s) of type {}",
+            lab.url(),
+            devices.len(),
+            target.device_type
+        );
+        if let Some(s) = &target.files {
+            std::fs::create_dir_all(&s.dir)
+                .with_context(|| format!("--lava-files: cannot create {}", s.dir.display()))?;
+        }
+        let dir = crate::boot::workdir()?;
+        // The lab's worker reads the directory (as its own user, on this machine).
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+        let served = target.files.as_ref();
+        let initrd = Artifact::of(&build_initramfs(plan, rules, dir.path())?, served)?;
+        let plugin = match target.machine.emulated_counters {
+            true => {
+                let p = dir.path().join("tcg_count.so");
+                std::fs::write(&p, crate::counters::emulated::PLUGIN)?;
+                Some(Artifact::of(&p, served)?)
+            }
+            false => None,
+        };
+        let kernels = (plan.arms.iter())
+            .map(|a| Artifact::of(&a.kernel, served).with_context(|| format!("arm {}", a.name)))
+            .collect::<Result<Vec<_>>>()?;
+        let booter = LavaBooter {
+            plan,
+            target,
+            lab,
+            tag: run.tag,
+            _dir: dir,
+            initrd,
+            plugin,
+            kernels,
+            symbols: plan.arms.iter().map(|_| None).collect(),
+            on_submit: run.on_submit,
+            pending: run.pending,
+        };
+        let first = booter.definition(0, 1, 0)?;
+        booter.lab.validate(&first)?;
+        Ok(booter)
+    }
+
+    /// The job of one try at arm `a`, as the text submitted (JSON, which YAML reads).
+    fn definition(&self, a: usize, round: u32, attempt: u32) -> Result<String> {
+        let (plan, m) = (self.plan, &self.target.machine);
+        let arm = &plan.arms[a];
+        let mut images = serde_json::Map::new();
+        let append = kernel_command_line(arm, m.emulated_profile && self.symbols[a].is_none());
+        images.insert(
+            "kernel".into(),
+            self.kernels[a].image(&format!("-kernel {{kernel}} -append \"{append}\"")),
+        );
+        images.insert("initrd".into(), self.initrd.image("-initrd {initrd}"));
+        if let Some(p) = &self.plugin {
+            let arg = qemu::plugin_arg(m, Path::new("{plugin}"));
+            images.insert(
+                "plugin".into(),
+                p.image(&format!("-plugin {arg} -d plugin")),
+            );
+        }
+        let boot_s = m.timeout.as_secs().max(60);
+        let job = json!({
+            "device_type": self.target.device_type,
+            "job_name": format!("syscost {}: {} round {round} try {}", self.tag, arm.name, attempt + 1),
+            "visibility": "public",
+            "priority": "medium",
+            "timeouts": {
+                "job": {"seconds": boot_s + 600},
+                "action": {"seconds": boot_s + 300},
+                "queue": {"seconds": self.target.queue_limit.as_secs().max(1)},
+            },
+            "metadata": {
+                "syscost.run": self.tag,
+                "syscost.arm": arm.name,
+                "syscost.round": round.to_string(),
+                "syscost.try": (attempt + 1).to_string(),
+            },
+            "context": {
+                "arch": "x86_64",
+                "no_kvm": true,
+                "memory": m.memory_mib,
+                "extra_options": extra_options(m),
+            },
+            "actions": [
+                {"deploy": {"to": "tmpfs", "timeout": {"minutes": 10}, "images": images}},
+                {"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"seconds": boot_s}}},
+                {"test": {"timeout": {"seconds": boot_s}, "monitors": [{
+                    "name": "syscost",
+                    "start": console::BEGIN,
+                    "end": console::END,
+                    "pattern": CASE_PATTERN,
+                    "fixupdict": {"pass": "pass", "fail": "fail"},
+                }]}},
+            ],
+        });
+        Ok(serde_json::to_string_pretty(&job)?)
+    }
+
+    /// The job of this try: one submitted before (by a run killed since), else a new one.
+    fn submit(&mut self, a: usize, round: u32, attempt: u32) -> Result<u64> {
+        let name = &self.plan.arms[a].name;
+        if let Some(p) = (self.pending.iter())
+            .find(|p| p.open && &p.arm == name && p.round == round && p.attempt == attempt)
+        {
+            eprintln!(
+                "syscost: LAVA job {} was submitted before: waiting for it",
+                p.id
+            );
+            return Ok(p.id);
+        }
+        let id = self.lab.submit(&self.definition(a, round, attempt)?)?;
+        let p = PendingJob {
+            arm: name.clone(),
+            round,
+            attempt,
+            id,
+            open: true,
+        };
+        (self.on_submit)(&p);
+        Ok(id)
+    }
+
+    /// Where job `id` stands: ended, or cancelled after waiting in the queue beyond the
+    /// limit (since `since`), or still under way (`None`).
+    fn poll(&self, id: u64, since: Instant) -> Result<Option<Waited>> {
+        let job = self.lab.job(id)?;
+        if job.finished() {
+            return Ok(Some(Waited::Ended(job)));
+        }
+        if job.queued() && since.elapsed() > self.target.queue_limit {
+            self.lab.cancel(id)?;
+            return Ok(Some(Waited::Queued(job)));
+        }
+        Ok(None)
+    }
+
+    /// Where job `id` ran.
+    fn lab_job(&self, job: &Job) -> LabJob {
+        let worker = (job.actual_device.as_deref()).and_then(|d| self.lab.worker_of(d).ok());
+        LabJob {
+            lab: self.lab.url().to_string(),
+            id: job.id,
+            url: self.lab.job_url(job.id),
+            device: job.actual_device.clone(),
+            worker,
+        }
+    }
+}
+
+enum Waited {
+    Ended(Job),
+    Queued(Job),
+}
+
+impl Boot for LavaBooter<'_> {
+    fn boot(&mut self, a: usize, round: u32, attempt: u32) -> Result<BootRecord> {
+        let mut out = None;
+        let one = Next {
+            arm: a,
+            round,
+            attempt,
+            slot: 0,
+        };
+        self.boot_all(&[one], &mut |b| out = Some(b))?;
+        out.context("the job ended without a record")
+    }
+
+    /// Exact counts do not depend on when or where a boot runs: a round's jobs go at once,
+    /// up to the limit. Timed boots keep the schedule's order, one job at a time.
+    fn in_flight(&self) -> usize {
+        match self.target.machine.emulated_counters {
+            true => self.target.jobs.max(1) as usize,
+            false => 1,
+        }
+    }
+
+    /// One job per try, all submitted, each read back as it ends; a job LAVA ends with an
+    /// infrastructure error (a boot that never ran) is submitted again. Ctrl-C cancels the
+    /// jobs under way.
+    fn boot_all(&mut self, tries: &[Next], done: &mut dyn FnMut(BootRecord)) -> Result<()> {
+        let started = Instant::now();
+        let mut open: Vec<(Next, u64, u32)> = Vec::new();
+        for t in tries {
+            open.push((*t, self.submit(t.arm, t.round, t.attempt)?, 0));
+        }
+        while !open.is_empty() {
+            if let Err(i) = crate::signals::check() {
+                open.iter().for_each(|o| drop(self.lab.cancel(o.1)));
+                return Err(i.into());
+            }
+            let mut still = Vec::new();
+            for (t, id, infra) in open {
+                let Some(waited) = self.poll(id, started)? else {
+                    still.push((t, id, infra));
+                    continue;
+                };
+                self.close(id);
+                let at = (t.round, t.attempt);
+                let (record, never_ran) = self.read(t.arm, at, started, waited)?;
+                if never_ran && infra < INFRA_RETRIES {
+                    eprintln!(
+                        "syscost: LAVA job {id} never ran ({}): submitted again",
+                        record.failure_reason().unwrap_or_default()
+                    );
+                    let again = self.submit(t.arm, t.round, t.attempt)?;
+                    still.push((t, again, infra + 1));
+                    continue;
+                }
+                done(record);
+            }
+            open = still;
+            if !open.is_empty() {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl LavaBooter<'_> {
+    /// Job `id` is read back: not to be waited for again.
+    fn close(&mut self, id: u64) {
+        if let Some(p) = self.pending.iter_mut().find(|p| p.id == id) {
+            p.open = false;
+        }
+        let closed = PendingJob {
+            arm: String::new(),
+            round: 0,
+            attempt: 0,
+            id,
+            open: false,
+        };
+        (self.on_submit)(&closed);
+    }
+
+    /// The record of a job that ended, and whether LAVA calls it an infrastructure error.
+    fn read(
+        &mut self,
+        a: usize,
+        at: (u32, u32),
+        started: Instant,
+        waited: Waited,
+    ) -> Result<(BootRecord, bool)> {
+        let arm = &self.plan.arms[a];
+        let (job, queued) = match waited {
+            Waited::Ended(j) => (j, false),
+            Waited::Queued(j) => (j, true),
+        };
+        let lab_job = self.lab_job(&job);
+        let (ended, never_ran) = match queued {
+            true => (
+                failed(
+                    Failure::TimedOut,
+                    format!(
+                        "LAVA job {} did not leave the queue within {}: cancelled",
+                        job.id,
+                        humantime::format_duration(self.target.queue_limit)
+                    ),
+                    Vec::new(),
+                ),
+                false,
+            ),
+            false => self.ended(&job)?,
+        };
+        let machine = &self.target.machine;
+        let mut record = record_of(ended, arm, at, started, &mut self.symbols[a], machine);
+        // The guest's clock splits the job's whole time (queue, download, boot) meaninglessly.
+        record.split = None;
+        record.job = Some(lab_job);
+        Ok((record, never_ran))
+    }
+
+    /// How a finished job's boot ended, from its log and results, and whether LAVA calls its
+    /// failure the infrastructure's.
+    fn ended(&self, job: &Job) -> Result<(Ended, bool)> {
+        let log = self.lab.log(job.id)?;
+        let lines = lava::console_lines(&log);
+        let tail = tail_of(&lines, 12);
+        let rebuilt = console::rebuild(lines.iter().map(String::as_str));
+        if let Ok(bytes) = &rebuilt {
+            let frames = guest::unframe_all(bytes);
+            let plugin = self.plugin.as_ref().map(|_| lines.join("\n"));
+            if let Some(e) = qemu::sent_back(frames, plugin.as_deref(), Vec::new(), &tail) {
+                return Ok((e, false));
+            }
+        }
+        let tests = self.lab.tests(job.id)?;
+        let words = format!(
+            "LAVA job {} ended {}: {}",
+            job.id,
+            job.health,
+            lava::failure_words(job, &tests)
+        );
+        if let Some(panic) = qemu::kernel_panic(&lines.join("\n")) {
+            let why = format!("the kernel panicked: {panic} ({words})");
+            return Ok((failed(Failure::Panicked, why, tail), false));
+        }
+        let why = match (job.health.as_str(), rebuilt) {
+            ("Complete", Err(d)) => format!("LAVA job {}: {d}", job.id),
+            _ => words,
+        };
+        let never_ran = lava::never_ran(job, &tests, &lines);
+        Ok((failed(Failure::NoResult, why, tail), never_ran))
+    }
+}
+
+fn failed(failure: Failure, reason: String, console: Vec<String>) -> Ended {
+    Ended::Failed {
+        reason,
+        console,
+        failure,
+    }
+}
+
+/// The last `n` lines of a console.
+fn tail_of(lines: &[String], n: usize) -> Vec<String> {
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
+/// QEMU's options the job adds to the device type's own (`-nographic`, a network card and
+/// `-m` from its template): the CPU, the vCPUs, -icount, and no reboot (a panic ends QEMU).
+fn extra_options(m: &qemu::Machine) -> Vec<String> {
+    let mut o = vec![
+        "-accel tcg".to_string(),
+        "-cpu max".into(),
+        format!("-smp {}", m.cpus),
+        "-no-reboot".into(),
+    ];
+    if let Some(shift) = m.icount {
+        o.push(format!("-icount shift={shift},sleep=off"));
+    }
+    o
+}
+
+/// A boot's figures as LAVA test cases: each figure of its result, the value a campaign takes
+/// of it (the median over its runs or samples). Given to the guest's init, which sends them.
+pub fn cases(result: &[u8]) -> Vec<Case> {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(result) else {
+        return Vec::new();
+    };
+    let Ok(decoded) = Decoded::of("this boot", &value) else {
+        return Vec::new();
+    };
+    (decoded.view.metrics.iter())
+        .filter(|m| !m.values.is_empty())
+        .map(|m| Case {
+            name: m.name.clone(),
+            value: crate::stats::median(&m.values),
+            unit: m.unit.clone(),
+        })
+        .collect()
+}
+
+impl BootRecord {
+    /// Why it failed, if it did.
+    pub fn failure_reason(&self) -> Option<String> {
+        match &self.outcome {
+            Outcome::Failed { reason, .. } => Some(reason.clone()),
+            Outcome::Measured { .. } => None,
+        }
+    }
+}
