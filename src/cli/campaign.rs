@@ -220,10 +220,12 @@ impl CampaignArgs {
             }
         });
         let saved = saved.into_inner();
+        let files = lava_files(dir, &saved.id);
         let mut c = match ran {
             Ok(c) => c,
             Err(e) if saved.boots.is_empty() && saved.jobs.is_empty() => {
                 let _ = std::fs::remove_file(&path);
+                let _ = std::fs::remove_dir_all(&files);
                 return Err(with_flag(e));
             }
             Err(e) => {
@@ -234,6 +236,7 @@ impl CampaignArgs {
         c.id = saved.id.clone();
         show(&c, self.shared.format, &self.shared.output)?;
         let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir_all(&files);
         if !c.complete {
             let failed = c.figures.iter().map(|f| f.failed_boots).sum();
             return Err(Incomplete(failed).into());
@@ -390,6 +393,7 @@ fn lava_run<'a>(
     };
     Ok(LavaRun {
         lab: Lab::new(&t.lab, Some(token))?,
+        files: lava_files(dir, &saved.borrow().id),
         tag,
         pending,
         on_submit: Box::new(move |job: &PendingJob| {
@@ -590,6 +594,7 @@ fn abort(k: &KeptOne) -> Result<()> {
     };
     refuse_running(&s, "abort")?;
     cancel_jobs(&s)?;
+    let _ = std::fs::remove_dir_all(lava_files(&dir, &s.id));
     std::fs::remove_file(s.path(&dir))
         .with_context(|| format!("cannot remove {}", s.path(&dir).display()))?;
     println!(
@@ -598,6 +603,11 @@ fn abort(k: &KeptOne) -> Result<()> {
         s.boots.len()
     );
     Ok(())
+}
+
+/// Where a LAVA campaign keeps the files a lab on this machine fetches, beside its state.
+fn lava_files(dir: &Path, id: &str) -> std::path::PathBuf {
+    dir.join(format!("{id}.files"))
 }
 
 /// Cancel in LAVA the jobs a killed LAVA campaign left submitted.

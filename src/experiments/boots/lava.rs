@@ -30,29 +30,39 @@ struct Artifact {
 }
 
 impl Artifact {
-    /// `file`, as the lab reaches it: a file:// URL, or a copy in the served directory.
-    fn of(file: &Path, served: Option<&Served>) -> Result<Artifact> {
+    /// `file`, as the lab reaches it: a copy named by its content in the served directory at
+    /// its URL, or with `keep` (a lab on this machine) a copy in `keep` by a file:// URL
+    /// (`keep: None`: the file where it is, for a kernel).
+    fn of(file: &Path, served: Option<&Served>, keep: Option<&Path>) -> Result<Artifact> {
         let bytes =
             std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
         let sha256 = crate::core::sha256_hex(&bytes);
         let name = file
             .file_name()
             .map_or("file".into(), |n| n.to_string_lossy());
-        let url = match served {
-            None => {
-                let abs = std::fs::canonicalize(file)?;
-                format!("file://{}", abs.display())
+        // Named by content: arms and campaigns that share a file share its copy.
+        let named = format!("{}-{name}", &sha256[..16]);
+        let copy = |dir: &Path| -> Result<()> {
+            let to = dir.join(&named);
+            if !to.exists() {
+                crate::core::write_atomic(&to, &bytes)
+                    .with_context(|| format!("cannot put {name} in {}", dir.display()))?;
             }
-            Some(s) => {
-                // Named by content: arms and campaigns that share a file share its copy.
-                let named = format!("{}-{name}", &sha256[..16]);
-                let to = s.dir.join(&named);
-                if !to.exists() {
-                    crate::core::write_atomic(&to, &bytes)
-                        .with_context(|| format!("cannot put {} in {}", name, s.dir.display()))?;
-                }
+            Ok(())
+        };
+        let url = match (served, keep) {
+            (Some(s), _) => {
+                copy(&s.dir)?;
                 format!("{}/{named}", s.url.trim_end_matches('/'))
             }
+            (None, Some(dir)) => {
+                copy(dir)?;
+                format!(
+                    "file://{}",
+                    std::fs::canonicalize(dir.join(&named))?.display()
+                )
+            }
+            (None, None) => format!("file://{}", std::fs::canonicalize(file)?.display()),
         };
         Ok(Artifact { url, sha256 })
     }
@@ -87,6 +97,10 @@ pub struct LavaBooter<'p> {
 pub struct LavaRun<'a> {
     pub lab: Lab,
     pub tag: String,
+    /// Where the initramfs and the plugin stay while the run lasts, for a lab on this
+    /// machine to fetch by file:// URLs (a killed run's jobs still fetch them): the caller
+    /// removes it at the run's end.
+    pub files: std::path::PathBuf,
     pub pending: Vec<PendingJob>,
     pub on_submit: Box<dyn FnMut(&PendingJob) + 'a>,
 }
@@ -112,6 +126,7 @@ impl<'p> LavaBooter<'p> {
         rules: &[(String, String)],
     ) -> Result<LavaBooter<'p>> {
         let lab = run.lab;
+        let files = run.files;
         let version = lab.check()?;
         let devices = lab.devices(&target.device_type)?;
         eprintln!(
@@ -129,17 +144,21 @@ impl<'p> LavaBooter<'p> {
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
         let served = target.files.as_ref();
-        let initrd = Artifact::of(&build_initramfs(plan, rules, dir.path())?, served)?;
+        crate::experiments::boots::kept::make_dir(&files)?;
+        let keep = Some(files.as_path());
+        let initrd = Artifact::of(&build_initramfs(plan, rules, dir.path())?, served, keep)?;
         let plugin = match target.machine.emulated_counters {
             true => {
                 let p = dir.path().join("tcg_count.so");
                 std::fs::write(&p, crate::counters::emulated::PLUGIN)?;
-                Some(Artifact::of(&p, served)?)
+                Some(Artifact::of(&p, served, keep)?)
             }
             false => None,
         };
         let kernels = (plan.arms.iter())
-            .map(|a| Artifact::of(&a.kernel, served).with_context(|| format!("arm {}", a.name)))
+            .map(|a| {
+                Artifact::of(&a.kernel, served, None).with_context(|| format!("arm {}", a.name))
+            })
             .collect::<Result<Vec<_>>>()?;
         let booter = LavaBooter {
             plan,
@@ -187,6 +206,9 @@ impl<'p> LavaBooter<'p> {
                 "job": {"seconds": boot_s + 600},
                 "action": {"seconds": boot_s + 300},
                 "queue": {"seconds": self.target.queue_limit.as_secs().max(1)},
+                // The console may be silent for the whole boot and measurement (a quiet
+                // kernel, the settle): LAVA's default would end the job.
+                "connection": {"seconds": boot_s},
             },
             "metadata": {
                 "syscost.run": self.tag,

@@ -1,0 +1,361 @@
+//! End-to-end: campaigns booted as jobs of a real LAVA lab (Debian's lava-server and
+//! lava-dispatcher 2023.01, started by scripts/lava-lab in a scratch directory: its own
+//! PostgreSQL, server, scheduler, publisher and a worker with two qemu devices). The same
+//! Debian kernels as the QEMU campaign tests, under TCG with syscost's plugin.
+//! scripts/test.sh installs LAVA; without it (or root, or the kernels) the test says so and
+//! skips.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const LAB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/lava-lab");
+
+const MEASURE: &[&str] = &[
+    "run",
+    "syscall",
+    "--runs",
+    "2",
+    "--samples",
+    "3",
+    "--sample-time",
+    "20ms",
+];
+
+/// A lab started in a directory of its own, removed (every process stopped) when dropped.
+struct Lab {
+    dir: PathBuf,
+    url: String,
+    token: String,
+}
+
+impl Lab {
+    fn start(dir: &Path) -> Lab {
+        let out = Command::new(LAB).arg("start").arg(dir).output().unwrap();
+        let mut lab = Lab {
+            dir: dir.to_path_buf(),
+            url: String::new(),
+            token: String::new(),
+        };
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join(f))
+                .unwrap()
+                .trim()
+                .to_string()
+        };
+        (lab.url, lab.token) = (read("url"), read("token"));
+        lab
+    }
+
+    fn lab(&self, args: &[&str]) {
+        let out = Command::new(LAB).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// GET of the API's `path` with the lab's token, as JSON.
+    fn get(&self, path: &str) -> Value {
+        let out = Command::new("curl")
+            .args(["-sf", "-H"])
+            .arg(format!("Authorization: Token {}", self.token))
+            .arg(format!("{}api/v0.2/{path}", self.url))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "GET {path}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// How many jobs the lab has been given.
+    fn jobs(&self) -> u64 {
+        self.get("jobs/?limit=1")["count"].as_u64().unwrap()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = Command::new(LAB).arg("remove").arg(&self.dir).status();
+    }
+}
+
+fn available() -> Option<Vec<PathBuf>> {
+    if !is_root() || !Path::new("/usr/bin/lava-server").exists() || !has_curl() {
+        println!(
+            "skipped: LAVA's tests need root, lava-server and curl (scripts/test.sh installs them)"
+        );
+        return None;
+    }
+    kernels_in("boot", 2)
+}
+
+fn has_curl() -> bool {
+    Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `syscost campaign ARGS -- MEASURE` through `lab` with `token`, state and work files in `tmp`.
+fn campaign(tmp: &Path, lab: &Lab, token: &str, args: &[String]) -> Command {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("syscost"));
+    c.env("SYSCOST_HISTORY", tmp.join("history.sqlite"))
+        .env("TMPDIR", tmp)
+        .env("XDG_STATE_HOME", tmp)
+        .env("SYSCOST_LAVA_TOKEN", token)
+        .args(["campaign", "--via", "lava", "--lava-url", &lab.url])
+        .args(args)
+        .arg("--")
+        .args(MEASURE);
+    c
+}
+
+fn arms(k: &Path) -> Vec<String> {
+    let k = k.display();
+    [
+        "--arm",
+        &format!("off={k}"),
+        "--arm",
+        &format!("on={k}"),
+        "--append",
+        "on=audit=1",
+        "--emulated-counters",
+        "--icount",
+        "0",
+        "--boots",
+        "2",
+        "--seed",
+        "3",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The state file of the one campaign kept in `tmp`, once it exists.
+fn state(tmp: &Path) -> Option<(PathBuf, Value)> {
+    let dir = tmp.join("syscost/campaigns");
+    let f = (std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "json"))?;
+    Some((
+        f.clone(),
+        serde_json::from_str(&std::fs::read_to_string(f).ok()?).ok()?,
+    ))
+}
+
+fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !ready() {
+        assert!(t.elapsed() < limit, "waited {limit:?} for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn finish(child: Child) -> (bool, String) {
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Each boot's instructions per call (its runs' median), by arm.
+fn counts(c: &Value) -> Vec<(String, f64)> {
+    c["boots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            assert_eq!(b["outcome"], "measured", "{b}");
+            (
+                b["arm"].as_str().unwrap().to_string(),
+                median(metric(&b["result"], "instructions (emulated)")),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
+    let Some(k) = available() else { return };
+    let _s = shared(); // exact counts only: beside other guests
+    let tmp = scratch();
+    let lab = Lab::start(&tmp.path().join("lab"));
+    let k = &k[1];
+
+    // Refused before any job, the token never shown.
+    let bad = "wrong-secret-4711";
+    let out = campaign(tmp.path(), &lab, bad, &arms(k)).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("refused the token"),
+        "{err}"
+    );
+    assert!(!err.contains(bad) && !String::from_utf8_lossy(&out.stdout).contains(bad));
+    let mut other = arms(k);
+    other.extend(["--lava-device-type", "nope"].map(String::from));
+    let out = campaign(tmp.path(), &lab, &lab.token, &other)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("has no device type nope"),
+        "{err}"
+    );
+    assert_eq!(lab.jobs(), 0, "no job submitted");
+    assert!(
+        state(tmp.path()).is_none(),
+        "a refused campaign keeps no state"
+    );
+
+    // The same campaign booted directly in QEMU, beside the LAVA one.
+    let direct_tmp = scratch();
+    let direct_out = direct_tmp.path().join("direct.json");
+    let mut direct = Command::new(assert_cmd::cargo::cargo_bin("syscost"));
+    direct
+        .env("SYSCOST_HISTORY", direct_tmp.path().join("h.sqlite"))
+        .env("TMPDIR", direct_tmp.path())
+        .env("XDG_STATE_HOME", direct_tmp.path())
+        .args(["campaign", "--accel", "tcg", "-o"])
+        .arg(&direct_out)
+        .args(arms(k))
+        .arg("--")
+        .args(MEASURE);
+    let direct = direct.stderr(Stdio::piped()).spawn().unwrap();
+
+    // Killed once both first jobs are submitted; resumed, it waits for those two, and the
+    // server stopped and started again meanwhile is waited for.
+    let out_file = tmp.path().join("lava.json");
+    let mut args = arms(k);
+    args.extend(["--lava-jobs", "2", "-o"].map(String::from));
+    args.push(out_file.display().to_string());
+    let mut first = campaign(tmp.path(), &lab, &lab.token, &args)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let jobs_of = |s: &Value| s["jobs"].as_array().map_or(0, Vec::len);
+    wait_for("two submitted jobs", Duration::from_secs(120), || {
+        state(tmp.path()).is_some_and(|(_, s)| jobs_of(&s) == 2)
+    });
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let (file, saved) = state(tmp.path()).unwrap();
+    let id = saved["id"].as_str().unwrap().to_string();
+    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("syscost"));
+    resume
+        .env("SYSCOST_HISTORY", tmp.path().join("history.sqlite"))
+        .env("TMPDIR", tmp.path())
+        .env("XDG_STATE_HOME", tmp.path())
+        .env("SYSCOST_LAVA_TOKEN", &lab.token)
+        .args(["campaign", "resume", &id]);
+    let resume = resume
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    lab.lab(&["stop", lab.dir.to_str().unwrap(), "web"]);
+    std::thread::sleep(Duration::from_secs(5));
+    lab.lab(&["start", lab.dir.to_str().unwrap()]);
+    let (ok, err) = finish(resume);
+    assert!(ok, "{err}");
+    assert_eq!(
+        err.matches("was submitted before: waiting for it").count(),
+        2,
+        "{err}"
+    );
+    assert!(!file.exists(), "the state is removed at the end");
+    assert!(
+        !file.with_extension("files").exists(),
+        "and the files the lab fetched"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let boots = c["boots"].as_array().unwrap();
+    assert_eq!(boots.len(), 4, "{err}");
+    assert_eq!(lab.jobs(), 4, "no job submitted twice: {err}");
+    let mut ids: Vec<u64> = boots
+        .iter()
+        .map(|b| b["job"]["id"].as_u64().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4);
+    for b in boots {
+        let j = &b["job"];
+        assert!(j["url"].as_str().unwrap().starts_with(&lab.url), "{j}");
+        assert!(j["device"].as_str().unwrap().starts_with("qemu-"), "{j}");
+        assert_eq!(j["worker"], "lab");
+        // Its figures are LAVA test cases too.
+        let tests = lab.get(&format!("jobs/{}/tests/?limit=100", j["id"]));
+        let time = tests["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "time");
+        let shown: f64 = time.unwrap()["measurement"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mine = median(metric(&b["result"], "time"));
+        assert!((shown - mine).abs() <= 1e-6 * mine, "{shown} vs {mine}");
+    }
+    assert!(!String::from_utf8_lossy(&std::fs::read(&out_file).unwrap()).contains(&lab.token));
+
+    // Per boot, the counts of the direct campaign within 0.1%.
+    let (ok, err) = finish(direct);
+    assert!(ok, "{err}");
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(&direct_out).unwrap()).unwrap();
+    let direct = counts(&d);
+    for (arm, n) in counts(&c) {
+        for (_, m) in direct.iter().filter(|(a, _)| *a == arm) {
+            assert!((n - m).abs() <= 1e-3 * m, "{arm}: {n} via LAVA, {m} direct");
+        }
+    }
+    let of = |arm: &str| {
+        counts(&c)
+            .iter()
+            .filter(|(a, _)| a == arm)
+            .map(|x| x.1)
+            .fold(0.0, f64::max)
+    };
+    assert!(
+        of("on") > of("off") * 1.1,
+        "audit on costs instructions: {:?}",
+        counts(&c)
+    );
+
+    // A kernel that cannot boot: a failed boot, in the kernel's and LAVA's words.
+    let panics = [
+        "--arm",
+        &format!("x={}", k.display()),
+        "--append",
+        "x=rdinit=/nope",
+        "--boots",
+        "1",
+        "--no-verdict",
+        "--retries",
+        "0",
+        "--emulated-counters",
+    ]
+    .map(String::from);
+    let out = campaign(tmp.path(), &lab, &lab.token, &panics)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the kernel panicked: VFS: Unable to mount root fs"),
+        "{err}"
+    );
+    assert!(err.contains("LAVA job 5 ended Incomplete"), "{err}");
+}
