@@ -8,7 +8,7 @@
 # itself never calls auditctl); python3-venv and
 # KernelCI's kcidb-io schema package in target/kcidb-venv, which validates `syscost export
 # kcidb`; qemu-system-x86 and two Debian kernel images, for the campaign tests, and seven 6.12 images
-# and git for the bisection tests), then runs every
+# and git for the bisection tests; Debian's LAVA for the LAVA tests), then runs every
 # test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +63,14 @@ if [ "$(ls "$bisect"/boot/vmlinuz-* 2>/dev/null | wc -l)" -lt 7 ]; then
 			echo "note: $pkg could not be fetched; the bisection tests say so" >&2
 		fi
 	done
+fi
+# Debian's LAVA 2023.01 (lava-server, lava-dispatcher: nothing is started at install) for the
+# LAVA tests, which start a lab of their own with scripts/lava-lab in a scratch directory.
+if [ ! -x /usr/bin/lava-server ] || ! command -v lava-worker >/dev/null; then
+	if [ "$(id -u)" = 0 ]; then
+		apt-get update -qq
+		scripts/lava-lab install || echo "note: LAVA could not be installed; the LAVA tests say so" >&2
+	fi
 fi
 # git, for the bisection's git mode test.
 if ! command -v git >/dev/null && [ "$(id -u)" = 0 ]; then
