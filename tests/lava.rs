@@ -35,7 +35,12 @@ struct Lab {
 
 impl Lab {
     fn start(dir: &Path) -> Lab {
-        let out = Command::new(LAB).arg("start").arg(dir).output().unwrap();
+        let out = Command::new(LAB)
+            .arg("start")
+            .arg(dir)
+            .args(["--devices", "3"])
+            .output()
+            .unwrap();
         let mut lab = Lab {
             dir: dir.to_path_buf(),
             url: String::new(),
@@ -178,7 +183,7 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     let _s = shared(); // exact counts only: beside other guests
     let tmp = scratch();
     let lab = Lab::start(&tmp.path().join("lab"));
-    let k = &k[1];
+    let (k_old, k) = (&k[0], &k[1]);
 
     // Refused before any job, the token never shown.
     let bad = "wrong-secret-4711";
@@ -205,6 +210,65 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         "a refused campaign keeps no state"
     );
 
+    // A bisection through the lab (beside the campaigns: the lab has three devices) names
+    // the build that turned audit on.
+    let builds = tmp.path().join("builds.list");
+    let old = k_old.display();
+    std::fs::write(
+        &builds,
+        format!("b0={old} audit=0\nb1={old} audit=1\nb2={old} audit=1\n"),
+    )
+    .unwrap();
+    let bisection = Command::new(assert_cmd::cargo::cargo_bin("syscost"))
+        .env("TMPDIR", tmp.path())
+        .env("XDG_STATE_HOME", tmp.path().join("bisect"))
+        .env("SYSCOST_LAVA_TOKEN", &lab.token)
+        .args([
+            "bisect",
+            "--via",
+            "lava",
+            "--lava-url",
+            &lab.url,
+            "--builds",
+        ])
+        .arg(&builds)
+        .args([
+            "--emulated-counters",
+            "--retries",
+            "0",
+            "--seed",
+            "3",
+            "--no-history",
+            "-o",
+        ])
+        .arg(tmp.path().join("bisect.json"))
+        .arg("--")
+        .args(MEASURE)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A kernel that cannot boot: a failed boot, in the kernel's and LAVA's words.
+    let panics = [
+        "--arm",
+        &format!("x={}", k.display()),
+        "--append",
+        "x=rdinit=/nope",
+        "--boots",
+        "1",
+        "--no-verdict",
+        "--retries",
+        "0",
+        "--emulated-counters",
+    ]
+    .map(String::from);
+    let panic_tmp = scratch();
+    let panicking = campaign(panic_tmp.path(), &lab, &lab.token, &panics)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
     // The same campaign booted directly in QEMU, beside the LAVA one.
     let direct_tmp = scratch();
     let direct_out = direct_tmp.path().join("direct.json");
@@ -218,7 +282,11 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         .args(arms(k))
         .arg("--")
         .args(MEASURE);
-    let direct = direct.stderr(Stdio::piped()).spawn().unwrap();
+    let direct = direct
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
 
     // Killed once both first jobs are submitted; resumed, it waits for those two, and the
     // server stopped and started again meanwhile is waited for.
@@ -269,7 +337,18 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     let boots = c["boots"].as_array().unwrap();
     assert_eq!(boots.len(), 4, "{err}");
-    assert_eq!(lab.jobs(), 4, "no job submitted twice: {err}");
+    let mine = (lab.get("jobs/?limit=500")["results"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .filter(|j| {
+        j["description"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&format!("campaign {id}:"))
+    })
+    .count();
+    assert_eq!(mine, 4, "no job submitted twice: {err}");
     let mut ids: Vec<u64> = boots
         .iter()
         .map(|b| b["job"]["id"].as_u64().unwrap())
@@ -322,28 +401,46 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         counts(&c)
     );
 
-    // A kernel that cannot boot: a failed boot, in the kernel's and LAVA's words.
-    let panics = [
-        "--arm",
-        &format!("x={}", k.display()),
-        "--append",
-        "x=rdinit=/nope",
-        "--boots",
-        "1",
-        "--no-verdict",
-        "--retries",
-        "0",
-        "--emulated-counters",
-    ]
-    .map(String::from);
-    let out = campaign(tmp.path(), &lab, &lab.token, &panics)
+    // The report links each boot to its job.
+    let page = tmp.path().join("report.html");
+    let out = syscost()
+        .arg("report")
+        .arg("-o")
+        .arg(&page)
+        .arg(&out_file)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html.matches(&format!("<a href=\"{}scheduler/job/", lab.url))
+            .count(),
+        4
+    );
+
+    let (ok, err) = finish(bisection);
+    assert!(ok, "{err}");
+    let b: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("bisect.json")).unwrap())
+            .unwrap();
+    assert_eq!(b["found"]["first_bad"], "b1", "{}", b["found"]);
+    assert!(
+        b["boots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["job"]["id"].is_u64())
+    );
+
+    let (ok, err) = finish(panicking);
+    assert!(!ok, "{err}");
     assert!(
         err.contains("the kernel panicked: VFS: Unable to mount root fs"),
         "{err}"
     );
-    assert!(err.contains("LAVA job 5 ended Incomplete"), "{err}");
+    assert!(err.contains(" ended Incomplete: "), "{err}");
 }

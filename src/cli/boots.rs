@@ -369,6 +369,14 @@ impl LavaOpts {
     }
 }
 
+/// A LAVA boot's tags: the lab, its job, the device and the worker it ran on.
+pub(super) fn lab_tags(j: &crate::boot::lava::LabJob) -> Vec<String> {
+    let mut t = vec![format!("lab={}", j.lab), format!("lava-job={}", j.url)];
+    t.extend(j.device.iter().map(|d| format!("device={d}")));
+    t.extend(j.worker.iter().map(|w| format!("worker={w}")));
+    t
+}
+
 /// `--alpha` is a probability.
 pub(super) fn check_alpha(alpha: f64) -> Result<()> {
     if !(alpha > 0.0 && alpha < 1.0) {

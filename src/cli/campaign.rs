@@ -2,7 +2,7 @@
 //! record every boot's result in the history, and say whether it was complete.
 
 use super::args::HistoryOpts;
-use super::boots::{BootsOpts, Via, boot_line, check_alpha, record_tagged};
+use super::boots::{BootsOpts, Via, boot_line, check_alpha, lab_tags, record_tagged};
 use super::*;
 use crate::boot::lava::{Lab, Token};
 use crate::counters::emulated::is_emulated;
@@ -108,9 +108,10 @@ pub struct CampaignArgs {
     /// measured (its figures over its boots, no comparison).
     #[arg(long = "arm", value_name = "NAME=KERNEL", required = true)]
     pub arms: Vec<String>,
-    /// Where each boot happens: qemu (a virtual machine per boot) or kexec (this machine,
+    /// Where each boot happens: qemu (a virtual machine per boot), kexec (this machine,
     /// rebooted into each arm; the plan is kept in /var/lib/syscost/campaign and a systemd
-    /// unit resumes it after each boot).
+    /// unit resumes it after each boot) or lava (a job per boot on a LAVA lab's qemu
+    /// devices: --lava-url, a token in SYSCOST_LAVA_TOKEN or --lava-token-file).
     #[arg(long, value_enum, default_value_t = Via::Qemu)]
     pub via: Via,
     /// Confirm that --via kexec may reboot this machine, once per boot and once at the end
@@ -370,14 +371,6 @@ fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str, via: &str, accel: &
     record_tagged(b, keep, tags);
 }
 
-/// A LAVA boot's tags: the lab, its job, the device and the worker it ran on.
-fn lab_tags(j: &crate::boot::lava::LabJob) -> Vec<String> {
-    let mut t = vec![format!("lab={}", j.lab), format!("lava-job={}", j.url)];
-    t.extend(j.device.iter().map(|d| format!("device={d}")));
-    t.extend(j.worker.iter().map(|w| format!("worker={w}")));
-    t
-}
-
 /// What a LAVA campaign's boots need besides the plan: the lab with its token (read from the
 /// environment or the token file, never kept), the jobs a killed run submitted, and each new
 /// job kept in the state as it is submitted.
@@ -517,7 +510,7 @@ fn status(k: &KeptDir) -> Result<()> {
     let dir = k.dir()?;
     let all = saved::list(&dir)?;
     if all.is_empty() {
-        println!("no QEMU campaign kept in {}", dir.display());
+        println!("no QEMU or LAVA campaign kept in {}", dir.display());
     }
     for s in &all {
         let measured = s.boots.iter().filter(|b| b.result().is_some()).count();
@@ -535,6 +528,14 @@ fn status(k: &KeptDir) -> Result<()> {
             s.boots.len(),
             s.boots.last().map_or("none".into(), boot_line)
         );
+        if !s.jobs.is_empty() {
+            let ids: Vec<String> = s.jobs.iter().map(|j| j.id.to_string()).collect();
+            println!(
+                "  LAVA jobs submitted, not yet read back: {} (a resume waits for them, an \
+                 abort cancels them)",
+                ids.join(", ")
+            );
+        }
     }
     if all.iter().any(|s| !s.running()) {
         println!(

@@ -241,11 +241,14 @@ impl Render for Bisection {
             format!(" {}", self.headline()),
             format!(
                 " Bisection {} of {} builds by {} per operation, measured by `syscost {}` in \
-                 each boot (QEMU, {}), seed {}",
+                 each boot ({}, {}), seed {}",
                 self.id,
                 self.builds.len(),
                 self.metric,
                 self.measure.join(" "),
+                self.lab
+                    .as_ref()
+                    .map_or("QEMU".into(), |l| format!("a LAVA job on {l}")),
                 self.machine.as_ref().map_or("?", |m| m.accel.name()),
                 self.seed
             ),

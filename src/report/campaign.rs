@@ -223,6 +223,31 @@ impl Campaign {
         format!(" Counters per operation per arm, the median over its boots{pmu}")
     }
 
+    /// A LAVA campaign's boots, each with the job it ran as: where to read its log in the
+    /// lab, the device and the worker.
+    pub fn jobs_grid(&self) -> Option<Grid> {
+        let mut g = Grid::new(&["arm", "round", "try", "outcome", "device", "worker", "job"])
+            .right([1, 2])
+            .title(" LAVA jobs, one per boot");
+        for b in &self.boots {
+            let Some(j) = &b.job else { continue };
+            let outcome = match b.outcome {
+                Outcome::Measured { .. } => "measured",
+                Outcome::Failed { .. } => "failed",
+            };
+            g.row([
+                b.arm.clone().into(),
+                Cell::Int(b.round as i64),
+                Cell::Int(b.attempt as i64 + 1),
+                outcome.into(),
+                j.device.clone().unwrap_or_default().into(),
+                j.worker.clone().unwrap_or_default().into(),
+                j.url.clone().into(),
+            ]);
+        }
+        (!g.rows.is_empty()).then_some(g)
+    }
+
     /// The boots that failed, each with its reason and the console's last line.
     pub fn failures_grid(&self) -> Option<Grid> {
         let mut g = Grid::new(&["arm", "round", "try", "reason"])
@@ -479,6 +504,7 @@ impl Render for Campaign {
             out.extend(c.ranking_grid());
         }
         out.extend(self.failures_grid());
+        out.extend(self.jobs_grid());
         out
     }
 
@@ -494,6 +520,7 @@ impl Render for Campaign {
             _ => return super::format::render(format, &self.preamble(), &self.grids()),
         }
         grids.extend(self.failures_grid());
+        grids.extend(self.jobs_grid());
         super::format::render(format, &self.preamble(), &grids)
     }
 }
@@ -568,6 +595,9 @@ impl ResultKind for Campaign {
         }
         if let Some(f) = self.failures_grid() {
             s.table(&f);
+        }
+        if let Some(j) = self.jobs_grid() {
+            s.table(&j);
         }
     }
 

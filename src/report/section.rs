@@ -37,7 +37,7 @@ pub fn table(g: &Grid) -> String {
                 } else {
                     ""
                 },
-                esc(c)
+                cell_html(c)
             ));
         }
         s.push_str("</tr>");
@@ -52,6 +52,16 @@ pub fn table(g: &Grid) -> String {
         s.push_str("</ul>");
     }
     s
+}
+
+/// A cell's text as HTML: a URL (a LAVA job's page) as a link to it.
+fn cell_html(c: &str) -> String {
+    let url = (c.starts_with("https://") || c.starts_with("http://"))
+        && !c.contains(|x: char| x.is_whitespace() || x == '"' || x == '<');
+    match url {
+        true => format!("<a href=\"{}\">{}</a>", esc(c), esc(c)),
+        false => esc(c),
+    }
 }
 
 /// One result's section of the page, as its kind fills it.

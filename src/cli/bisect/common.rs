@@ -2,15 +2,38 @@
 //! a bisection's result is shown and its boots recorded: shared by the list mode and the git
 //! steps.
 
+use crate::boot::lava::{Lab, Token};
 use crate::cli::boots::{BootsOpts, Via, check_alpha, record_tagged};
 use crate::cli::*;
 use crate::counters::emulated::is_emulated;
 use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
-use crate::experiments::boots::{Arm, BootRecord};
+use crate::experiments::boots::{Arm, Backend, BootRecord, LavaRun};
+use std::path::Path;
+
+/// Where a bisection's boots happen (a kexec bisection would reboot this machine per step).
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+pub enum BisectVia {
+    Qemu,
+    Lava,
+}
+
+impl BisectVia {
+    fn via(self) -> Via {
+        match self {
+            BisectVia::Qemu => Via::Qemu,
+            BisectVia::Lava => Via::Lava,
+        }
+    }
+}
 
 /// What every bisection takes: how it boots, what it measures, how sure it must be.
 #[derive(Args, Debug, Clone)]
 pub struct Common {
+    /// Where each boot happens: qemu (a virtual machine per boot, here) or lava (a job per
+    /// boot on a LAVA lab's qemu devices: --lava-url and a token; a build's exact counts
+    /// come back alike from any of them).
+    #[arg(long, value_enum, default_value_t = BisectVia::Qemu)]
+    pub via: BisectVia,
     #[command(flatten)]
     pub shared: BootsOpts,
     /// The chance that the bisection names a wrong build, at most, shared over its steps
@@ -36,7 +59,7 @@ impl Common {
             anyhow::anyhow!("--error-bound must be between 0 and 1 (exclusive), e.g. 0.05")
         })?;
         let options = self.shared.options(self.error_bound, seed);
-        let boot = self.shared.plan(Via::Qemu, builds, seed)?;
+        let boot = self.shared.plan(self.via.via(), builds, seed)?;
         let metric = self.shared.metric();
         Ok(BisectPlan {
             boot,
@@ -58,6 +81,23 @@ pub(super) fn metric_refused(e: &anyhow::Error) -> Option<anyhow::Error> {
         .then(|| anyhow::anyhow!("{e}: give --metric one of those"))
 }
 
+/// The lab of a LAVA bisection, with `files` (removed by the caller) for the files a lab on
+/// this machine fetches; `None` for a QEMU one. A bisection keeps no submitted job: a resumed
+/// one submits its unfinished boot again.
+pub(super) fn lava_for<'a>(plan: &BisectPlan, files: &Path) -> Result<Option<LavaRun<'a>>> {
+    let Backend::Lava(t) = &plan.boot.backend else {
+        return Ok(None);
+    };
+    let token = Token::read(t.token_file.as_deref())?;
+    Ok(Some(LavaRun {
+        lab: Lab::new(&t.lab, Some(token))?,
+        tag: format!("bisect {}", plan.id),
+        files: files.to_path_buf(),
+        pending: Vec::new(),
+        on_submit: Box::new(|_| {}),
+    }))
+}
+
 /// Show the bisection and write it to -o.
 pub(super) fn finish(b: &Bisection, c: &Common) -> Result<()> {
     show(b, c.shared.format, &c.shared.output)
@@ -77,10 +117,25 @@ pub(super) fn record_boot(b: &BootRecord, c: &Common, id: &str) {
         format!("bisect={id}"),
         format!("build={}", b.arm),
         format!("round={}", b.round),
-        "via=qemu".into(),
-        format!("accel={}", c.shared.guest.accel.name()),
+        format!(
+            "via={}",
+            if c.via == BisectVia::Lava {
+                "lava"
+            } else {
+                "qemu"
+            }
+        ),
+        format!(
+            "accel={}",
+            if c.via == BisectVia::Lava {
+                "tcg"
+            } else {
+                c.shared.guest.accel.name()
+            }
+        ),
     ];
-    record_tagged(b, &c.shared.keep, tags);
+    let lab = b.job.iter().flat_map(crate::cli::boots::lab_tags);
+    record_tagged(b, &c.shared.keep, tags.into_iter().chain(lab));
 }
 
 /// One line per boot as it ends.

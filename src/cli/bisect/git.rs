@@ -3,7 +3,7 @@
 //! runs the user's --build in the user's tree, and boots the image it leaves.
 
 use super::common::{
-    Common, boot_line, ends_equal, finish, metric_refused, record_boot, step_status,
+    Common, boot_line, ends_equal, finish, lava_for, metric_refused, record_boot, step_status,
 };
 use crate::cli::*;
 use crate::experiments::bisect::{self, Bisection, Found, Step, decide::Class};
@@ -165,7 +165,9 @@ impl StepArgs {
             eprintln!("syscost: {}", boot_line(b));
             record_boot(b, &self.common, &state.id);
         };
-        bisect::run(&plan, state.end_boots.clone(), &mut on_boot)
+        let files = crate::boot::workdir()?;
+        let lava = lava_for(&plan, files.path())?;
+        bisect::run(&plan, state.end_boots.clone(), lava, &mut on_boot)
             .map_err(|e| metric_refused(&e).unwrap_or(e))
     }
 }

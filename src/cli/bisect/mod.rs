@@ -13,7 +13,7 @@ use crate::experiments::bisect::{self, BisectPlan, builds};
 use crate::experiments::boots::kept;
 use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context;
-use common::{Common, boot_line, ends_equal, finish, metric_refused, record_boot};
+use common::{Common, boot_line, ends_equal, finish, lava_for, metric_refused, record_boot};
 pub use git::{GitArgs, StepArgs, StepStatus};
 use serde::Deserialize;
 use std::path::Path;
@@ -177,7 +177,9 @@ impl BisectArgs {
                 eprintln!("syscost: warning: {e:#}");
             }
         };
-        let b = bisect::run(&plan, replay, &mut on_boot).map_err(|e| refused(e, state))?;
+        let files = crate::boot::workdir()?;
+        let lava = lava_for(&plan, files.path())?;
+        let b = bisect::run(&plan, replay, lava, &mut on_boot).map_err(|e| refused(e, state))?;
         finish(&b, c)?;
         let _ = std::fs::remove_file(state);
         ends_equal(&b)

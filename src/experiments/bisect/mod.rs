@@ -6,7 +6,7 @@
 //! Student's t decides at the step's share of the error bound. A build that is not a kernel
 //! or does not boot is skipped and stepped around, as `git bisect skip` does.
 //!
-//! The boots run in QEMU through the [`Booter`] campaigns use, each build's boot in a round
+//! The boots run in QEMU through the [`Booter`] campaigns use (or as LAVA jobs), each build's boot in a round
 //! tried as the boot schedule tries every slot ([`schedule::boot_slot`]); every boot is
 //! handed to the caller as it ends (to record and to save), and boots saved before (an
 //! interrupted bisection's, or a `git bisect run` step's ends) are taken instead of booted
@@ -19,7 +19,10 @@ pub mod search;
 use crate::compare;
 use crate::core::{Envelope, Kind};
 use crate::experiments::boots::schedule;
-use crate::experiments::boots::{Arm, BootPlan, BootRecord, Booter, checks, plan};
+use crate::experiments::boots::schedule::Boot;
+use crate::experiments::boots::{
+    Arm, Backend, BootPlan, BootRecord, Booter, LavaBooter, LavaRun, checks, plan,
+};
 use crate::stats::Interval;
 use crate::stats::exact;
 use anyhow::{Result, bail};
@@ -110,6 +113,9 @@ pub struct Bisection {
     pub created_unix: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<crate::boot::qemu::Machine>,
+    /// The LAVA server the boots ran on, when they were LAVA jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<crate::environment::Environment>,
     pub builds: Vec<Arm>,
@@ -152,7 +158,7 @@ pub type OnBoot<'a> = dyn FnMut(&BootRecord, &[BootRecord]) + 'a;
 /// Boots builds by index, taking saved boots first, and reads each boot's figure.
 struct Boots<'p, 'a> {
     plan: &'p BisectPlan,
-    booter: Booter<'p>,
+    booter: Box<dyn Boot + 'p>,
     saved: Vec<BootRecord>,
     boots: Vec<BootRecord>,
     unit: String,
@@ -178,7 +184,7 @@ impl Boots<'_, '_> {
         let before = self.boots.len();
         let (slot, retries) = ((i, name.as_str()), self.plan.boot.retries);
         schedule::boot_slot(
-            &mut self.booter,
+            self.booter.as_mut(),
             slot,
             round,
             retries,
@@ -240,16 +246,36 @@ fn end_word(good: bool) -> &'static str {
     if good { "good" } else { "bad" }
 }
 
+/// What boots the builds: QEMU here, or LAVA jobs (`lava`: the lab and the token).
+fn booter<'p>(
+    plan: &'p BootPlan,
+    rules: &[(String, String)],
+    lava: Option<LavaRun<'p>>,
+) -> Result<Box<dyn Boot + 'p>> {
+    Ok(match (&plan.backend, lava) {
+        (Backend::Lava(target), Some(run)) => {
+            Box::new(LavaBooter::start(plan, target, run, rules)?)
+        }
+        (Backend::Lava(_), None) => bail!("a LAVA bisection needs its lab and token"),
+        _ => Box::new(Booter::start(plan, rules)?),
+    })
+}
+
 /// Run a bisection: the ends, then the steps; `saved`: boots saved before, taken instead of
-/// booting their builds again in their rounds.
-pub fn run(plan: &BisectPlan, saved: Vec<BootRecord>, on_boot: &mut OnBoot) -> Result<Bisection> {
+/// booting their builds again in their rounds; `lava`: the lab of a LAVA bisection.
+pub fn run<'p>(
+    plan: &'p BisectPlan,
+    saved: Vec<BootRecord>,
+    lava: Option<LavaRun<'p>>,
+    on_boot: &mut OnBoot,
+) -> Result<Bisection> {
     if plan.good >= plan.bad || plan.bad >= plan.boot.arms.len() {
         bail!("the good end must come before the bad end in the builds' order");
     }
     let (skip, rules) = skipped_builds(plan)?;
     let mut boots = Boots {
         plan,
-        booter: Booter::start(&plan.boot, &rules)?,
+        booter: booter(&plan.boot, &rules, lava)?,
         saved,
         boots: Vec::new(),
         unit: String::new(),
@@ -484,6 +510,10 @@ fn finish(
         id: plan.id.clone(),
         created_unix,
         machine: plan.boot.backend.machine().cloned(),
+        lab: match &plan.boot.backend {
+            Backend::Lava(t) => Some(t.lab.clone()),
+            _ => None,
+        },
         host: Some(crate::environment::Environment::collect()),
         builds: plan.boot.arms.clone(),
         good: plan.good,

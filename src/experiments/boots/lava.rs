@@ -326,7 +326,11 @@ impl Boot for LavaBooter<'_> {
         }
         while !open.is_empty() {
             if let Err(i) = crate::signals::check() {
-                open.iter().for_each(|o| drop(self.lab.cancel(o.1)));
+                // Cancelled, they are no job a resume should wait for.
+                for (_, id, _) in &open {
+                    let _ = self.lab.cancel(*id);
+                    self.close(*id);
+                }
                 return Err(i.into());
             }
             let mut still = Vec::new();

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A boot's cost through a LAVA lab on this machine against the same boot directly in QEMU, in
+# one run, interleaved (direct, lava, lava, direct, ...): N pairs of a one-arm, one-boot
+# campaign of the newest kernel in target/kernels/boot, measured by `run syscall` with exact
+# counts. Prints each command's wall time, the medians and their ratio.
+#
+#   bench/lava_boot.sh [N] [LAB_DIR]   N pairs (default 5); LAB_DIR: a lab started by
+#                                      scripts/lava-lab (default: one started here and removed)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-5}
+lab=${2:-}
+cargo build --release -q
+bin=target/release/syscost
+kernel=$(ls target/kernels/boot/vmlinuz-* | sort -V | tail -1)
+scratch=$(mktemp -d /srv/syscost-lava-bench.XXXXXX 2>/dev/null || mktemp -d)
+own=0
+if [ -z "$lab" ]; then
+	lab=$scratch/lab
+	scripts/lava-lab start "$lab" --devices 1 >/dev/null
+	own=1
+fi
+trap '[ "$own" = 1 ] && scripts/lava-lab remove "$lab"; rm -rf "$scratch"' EXIT
+export XDG_STATE_HOME=$scratch SYSCOST_LAVA_TOKEN
+SYSCOST_LAVA_TOKEN=$(cat "$lab/token")
+common=(--arm "k=$kernel" --boots 1 --no-verdict --no-history --emulated-counters --retries 0)
+measure=(-- run syscall --runs 1 --samples 3 --sample-time 20ms)
+
+one() {
+	local t0 t1
+	t0=$(date +%s.%N)
+	case $1 in
+		direct) "$bin" campaign --accel tcg "${common[@]}" "${measure[@]}" >/dev/null 2>&1 ;;
+		lava) "$bin" campaign --via lava --lava-url "$(cat "$lab/url")" "${common[@]}" "${measure[@]}" >/dev/null 2>&1 ;;
+	esac
+	t1=$(date +%s.%N)
+	echo "$1 $(echo "$t1 - $t0" | bc)"
+}
+
+results=$scratch/times
+for i in $(seq 1 "$n"); do
+	if [ $((i % 2)) = 1 ]; then one direct; one lava; else one lava; one direct; fi
+done | tee "$results"
+python3 - "$results" <<'EOF'
+import statistics, sys
+t = {}
+for line in open(sys.argv[1]):
+    k, v = line.split()
+    t.setdefault(k, []).append(float(v))
+d, l = statistics.median(t["direct"]), statistics.median(t["lava"])
+print(f"median direct {d:.1f} s, via LAVA {l:.1f} s: x{l / d:.2f}, +{l - d:.1f} s per boot")
+EOF
