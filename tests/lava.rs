@@ -204,6 +204,22 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         !out.status.success() && err.contains("has no device type nope"),
         "{err}"
     );
+    let out = syscost()
+        .args([
+            "campaign",
+            "--lava-url",
+            &lab.url,
+            "--arm",
+            &format!("a={}", k.display()),
+        ])
+        .args(["--", "run", "syscall"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("give --via lava too"),
+        "{err}"
+    );
     assert_eq!(lab.jobs(), 0, "no job submitted");
     assert!(
         state(tmp.path()).is_none(),

@@ -101,6 +101,11 @@ impl BootsOpts {
     /// counting on more than one vCPU, and a measuring command that would fail in every boot.
     pub(super) fn plan(&self, via: Via, arms: Vec<Arm>, seed: u64) -> Result<BootPlan> {
         let (guest, measure) = (&self.guest, &self.measure);
+        if via != Via::Lava && (self.lava.lava_url.is_some() || self.lava.lava_files.is_some()) {
+            anyhow::bail!(
+                "--lava-url and --lava-files are for boots on a LAVA lab: give --via lava too"
+            );
+        }
         guest.check(via, measure)?;
         let vcpus = (via != Via::Kexec).then(|| guest.guest_cpus(via));
         let (needs, rules) = check_measure(measure, vcpus)?;
