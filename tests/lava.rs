@@ -99,14 +99,20 @@ fn available() -> Option<Vec<PathBuf>> {
     kernels_in("boot", 2)
 }
 
-/// `syscost campaign ARGS -- MEASURE` through `lab` with `token`, state and work files in `tmp`.
-fn campaign(tmp: &Path, lab: &Lab, token: &str, args: &[String]) -> Command {
+/// syscost with its history, work files and state in `tmp`, and `token` for the lab.
+fn syscost_in(tmp: &Path, token: &str) -> Command {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin("syscost"));
     c.env("SYSCOST_HISTORY", tmp.join("history.sqlite"))
         .env("TMPDIR", tmp)
         .env("XDG_STATE_HOME", tmp)
-        .env("SYSCOST_LAVA_TOKEN", token)
-        .args(["campaign", "--via", "lava", "--lava-url", &lab.url])
+        .env("SYSCOST_LAVA_TOKEN", token);
+    c
+}
+
+/// `syscost campaign ARGS -- MEASURE` through `lab` with `token`, state and work files in `tmp`.
+fn campaign(tmp: &Path, lab: &Lab, token: &str, args: &[String]) -> Command {
+    let mut c = syscost_in(tmp, token);
+    c.args(["campaign", "--via", "lava", "--lava-url", &lab.url])
         .args(args)
         .arg("--")
         .args(MEASURE);
@@ -235,10 +241,8 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         format!("b0={old} audit=0\nb1={old} audit=1\nb2={old} audit=1\n"),
     )
     .unwrap();
-    let bisection = Command::new(assert_cmd::cargo::cargo_bin("syscost"))
-        .env("TMPDIR", tmp.path())
-        .env("XDG_STATE_HOME", tmp.path().join("bisect"))
-        .env("SYSCOST_LAVA_TOKEN", &lab.token)
+    let bisect_tmp = scratch();
+    let bisection = syscost_in(bisect_tmp.path(), &lab.token)
         .args([
             "bisect",
             "--via",
@@ -288,11 +292,8 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     // The same campaign booted directly in QEMU, beside the LAVA one.
     let direct_tmp = scratch();
     let direct_out = direct_tmp.path().join("direct.json");
-    let mut direct = Command::new(assert_cmd::cargo::cargo_bin("syscost"));
+    let mut direct = syscost_in(direct_tmp.path(), "");
     direct
-        .env("SYSCOST_HISTORY", direct_tmp.path().join("h.sqlite"))
-        .env("TMPDIR", direct_tmp.path())
-        .env("XDG_STATE_HOME", direct_tmp.path())
         .args(["campaign", "--accel", "tcg", "-o"])
         .arg(&direct_out)
         .args(arms(k))
@@ -322,13 +323,8 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     first.wait().unwrap();
     let (file, saved) = state(tmp.path()).unwrap();
     let id = saved["id"].as_str().unwrap().to_string();
-    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("syscost"));
-    resume
-        .env("SYSCOST_HISTORY", tmp.path().join("history.sqlite"))
-        .env("TMPDIR", tmp.path())
-        .env("XDG_STATE_HOME", tmp.path())
-        .env("SYSCOST_LAVA_TOKEN", &lab.token)
-        .args(["campaign", "resume", &id]);
+    let mut resume = syscost_in(tmp.path(), &lab.token);
+    resume.args(["campaign", "resume", &id]);
     let resume = resume
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -58,7 +58,7 @@ impl std::fmt::Debug for Token {
 pub struct Lab {
     /// The server's URL, ending in `/`, without any user or password.
     url: String,
-    token: Option<Token>,
+    token: Token,
     agent: ureq::Agent,
     /// How long a server that does not answer is waited for (restarted, say) before the
     /// request fails.
@@ -126,36 +126,25 @@ pub fn shown_url(url: &str) -> Result<String> {
         .with_context(|| {
             format!(
                 "--lava-url {}: give an http:// or https:// URL",
-                masked(url)
+                crate::core::redact_url(url)
             )
         })?;
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
     let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
     if host.is_empty() {
-        bail!("--lava-url {}: the URL names no server", masked(url));
+        bail!(
+            "--lava-url {}: the URL names no server",
+            crate::core::redact_url(url)
+        );
     }
     let path = path.trim_end_matches('/');
     let sep = if path.is_empty() { "" } else { "/" };
     Ok(format!("{scheme}://{host}/{path}{sep}"))
 }
 
-/// `url` with any password replaced by `***`.
-fn masked(url: &str) -> String {
-    match url.split_once("://") {
-        Some((s, rest)) => match rest.split_once('@') {
-            Some((user, host)) if !user.contains('/') => {
-                let user = user.split_once(':').map_or(user, |(u, _)| u);
-                format!("{s}://{user}:***@{host}")
-            }
-            _ => url.to_string(),
-        },
-        None => url.to_string(),
-    }
-}
-
 impl Lab {
     /// The lab at `url` (its password, if any, is dropped: the token authenticates).
-    pub fn new(url: &str, token: Option<Token>) -> Result<Lab> {
+    pub fn new(url: &str, token: Token) -> Result<Lab> {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(60)))
@@ -229,22 +218,13 @@ impl Lab {
     }
 
     fn once(&self, url: &str, body: Option<&str>) -> Result<(u16, String)> {
-        let auth = self.token.as_ref().map(|t| format!("Token {}", t.0));
+        let auth = format!("Token {}", self.token.0);
         let mut resp = match body {
-            None => {
-                let mut r = self.agent.get(url);
-                if let Some(a) = &auth {
-                    r = r.header("Authorization", a);
-                }
-                r.call()
-            }
-            Some(b) => {
-                let mut r = self.agent.post(url).content_type("application/json");
-                if let Some(a) = &auth {
-                    r = r.header("Authorization", a);
-                }
-                r.send(b)
-            }
+            None => self.agent.get(url).header("Authorization", &auth).call(),
+            Some(b) => (self.agent.post(url))
+                .header("Authorization", &auth)
+                .content_type("application/json")
+                .send(b),
         }?;
         let status = resp.status().as_u16();
         let text = resp
@@ -293,9 +273,6 @@ impl Lab {
         let v: Version = self
             .get("system/version/")
             .with_context(|| format!("{} is not a LAVA server that answers", self.url))?;
-        if self.token.is_none() {
-            bail!("no LAVA token: set SYSCOST_LAVA_TOKEN or give --lava-token-file FILE");
-        }
         // Any request with a token the server does not know is refused (401).
         let _: serde_json::Value = self.get("jobs/?limit=1")?;
         Ok(v.version)
@@ -506,7 +483,7 @@ mod unit {
         assert!(!e.contains("s3cret") && e.contains("me:***@x"), "{e}");
         let t = Token::new(" abc123\n").unwrap();
         assert_eq!(format!("{t:?}"), "***");
-        let lab = Lab::new("http://u:pw@127.0.0.1:1/", Some(t)).unwrap();
+        let lab = Lab::new("http://u:pw@127.0.0.1:1/", t).unwrap();
         let shown = format!("{lab:?}");
         assert!(
             !shown.contains("abc123") && !shown.contains("pw"),

@@ -524,7 +524,7 @@ pub(super) fn parse_resolution(s: &str) -> Result<f64, String> {
 pub(super) fn shown_words(words: &[String]) -> String {
     words
         .iter()
-        .map(|w| crate::core::printable(&crate::history::postgres::redact(w)))
+        .map(|w| crate::core::printable(&crate::core::redact_url(w)))
         .collect::<Vec<_>>()
         .join(" ")
 }

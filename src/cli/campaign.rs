@@ -8,7 +8,7 @@ use crate::boot::lava::{Lab, Token};
 use crate::counters::emulated::is_emulated;
 use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
 use crate::experiments::boots::kept;
-use crate::experiments::boots::{Arm, Backend, BootRecord, LavaRun, LavaTarget, PendingJob};
+use crate::experiments::boots::{Arm, Backend, BootRecord, JobEvent, LavaRun, LavaTarget};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::saved::{self, Saved};
 use crate::experiments::campaign::{self, CampaignPlan};
@@ -385,15 +385,15 @@ fn lava_run<'a>(
         (format!("campaign {}", s.id), s.jobs.clone())
     };
     Ok(LavaRun {
-        lab: Lab::new(&t.lab, Some(token))?,
+        lab: Lab::new(&t.lab, token)?,
         files: lava_files(dir, &saved.borrow().id),
         tag,
         pending,
-        on_submit: Box::new(move |job: &PendingJob| {
+        on_job: Box::new(move |event: JobEvent| {
             let mut s = saved.borrow_mut();
-            s.jobs.retain(|j| j.id != job.id);
-            if job.open {
-                s.jobs.push(job.clone());
+            match event {
+                JobEvent::Submitted(job) => s.jobs.push(job.clone()),
+                JobEvent::Ended(id) => s.jobs.retain(|j| j.id != id),
             }
             if let Err(e) = s.save(dir) {
                 eprintln!("syscost: warning: {e:#}");
@@ -619,7 +619,7 @@ fn cancel_jobs(s: &Saved) -> Result<()> {
     if s.jobs.is_empty() {
         return Ok(());
     }
-    let lab = Lab::new(&t.lab, Some(Token::read(t.token_file.as_deref())?))?;
+    let lab = Lab::new(&t.lab, Token::read(t.token_file.as_deref())?)?;
     for j in &s.jobs {
         lab.cancel(j.id)
             .with_context(|| format!("cannot cancel LAVA job {} ({})", j.id, lab.job_url(j.id)))?;

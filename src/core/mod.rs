@@ -19,6 +19,36 @@ pub use envelope::{Envelope, Kind, SCHEMA, ToolInfo, VERSION, now_unix};
 pub use files::{check_writable, sha256_hex, write_atomic};
 pub use num::{fmt_num, fmt_p, plural};
 
+/// `url` with any password replaced by `***`: in the authority (`user:secret@`) and in a
+/// `password=` parameter.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    // The authority follows `scheme:` and its slashes (`postgres://`, or a mistyped `x:/`).
+    if let Some(scheme_end) = out.find(':').filter(|&i| out[i + 1..].starts_with('/')) {
+        let rest = scheme_end + 1 + out[scheme_end + 1..].len()
+            - out[scheme_end + 1..].trim_start_matches('/').len();
+        let authority_end = out[rest..]
+            .find(['/', '?'])
+            .map(|i| rest + i)
+            .unwrap_or(out.len());
+        if let Some(at) = out[rest..authority_end].rfind('@').map(|i| rest + i)
+            && let Some(colon) = out[rest..at].find(':').map(|i| rest + i)
+        {
+            out.replace_range(colon + 1..at, "***");
+        }
+    }
+    let lower = out.to_ascii_lowercase();
+    if let Some(p) = lower.find("password=") {
+        let start = p + "password=".len();
+        let end = out[start..]
+            .find('&')
+            .map(|i| start + i)
+            .unwrap_or(out.len());
+        out.replace_range(start..end, "***");
+    }
+    out
+}
+
 /// Text from a user's file or a damaged result on one line and harmless to a terminal: every
 /// control character (a newline, an escape that would start a terminal sequence) is shown
 /// escaped, as `\n` or `\u{1b}`.
@@ -45,4 +75,25 @@ pub fn proc_stat_field(path: &str, n: usize) -> Option<u64> {
         .nth(n.checked_sub(3)?)?
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(
+            redact_url("postgres://lab:s3cr:et@db.example:5432/syscost"),
+            "postgres://lab:***@db.example:5432/syscost"
+        );
+        assert_eq!(
+            redact_url("postgresql:///syscost?host=/run/postgresql&password=hunter2&user=x"),
+            "postgresql:///syscost?host=/run/postgresql&password=***&user=x"
+        );
+        assert_eq!(
+            redact_url("postgres://lab@db/syscost"),
+            "postgres://lab@db/syscost"
+        );
+    }
 }

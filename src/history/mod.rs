@@ -70,7 +70,7 @@ impl std::str::FromStr for Location {
                 "'{}' is a URL syscost cannot use ({scheme}:): a history is a SQLite file path, \
                  or a PostgreSQL URL written postgres://USER@HOST/DB or \
                  postgresql:///DB?host=/run/postgresql (the scheme in lower case, with //)",
-                postgres::redact(s)
+                crate::core::redact_url(s)
             ));
         }
         Ok(Location::Sqlite(PathBuf::from(s)))
@@ -81,7 +81,7 @@ impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         match self {
             Location::Sqlite(p) => write!(f, "{}", p.display()),
-            Location::Postgres(url) => write!(f, "{}", postgres::redact(url)),
+            Location::Postgres(url) => write!(f, "{}", crate::core::redact_url(url)),
         }
     }
 }

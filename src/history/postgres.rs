@@ -37,42 +37,12 @@ pub struct Pg {
     shown: String,
 }
 
-/// `url` with any password replaced by `***`: in the authority (`user:secret@`) and in a
-/// `password=` parameter.
-pub fn redact(url: &str) -> String {
-    let mut out = url.to_string();
-    // The authority follows `scheme:` and its slashes (`postgres://`, or a mistyped `x:/`).
-    if let Some(scheme_end) = out.find(':').filter(|&i| out[i + 1..].starts_with('/')) {
-        let rest = scheme_end + 1 + out[scheme_end + 1..].len()
-            - out[scheme_end + 1..].trim_start_matches('/').len();
-        let authority_end = out[rest..]
-            .find(['/', '?'])
-            .map(|i| rest + i)
-            .unwrap_or(out.len());
-        if let Some(at) = out[rest..authority_end].rfind('@').map(|i| rest + i)
-            && let Some(colon) = out[rest..at].find(':').map(|i| rest + i)
-        {
-            out.replace_range(colon + 1..at, "***");
-        }
-    }
-    let lower = out.to_ascii_lowercase();
-    if let Some(p) = lower.find("password=") {
-        let start = p + "password=".len();
-        let end = out[start..]
-            .find('&')
-            .map(|i| start + i)
-            .unwrap_or(out.len());
-        out.replace_range(start..end, "***");
-    }
-    out
-}
-
 /// The advisory lock under which a store is created (two first users at once create it once).
 const CREATE_LOCK: i64 = 0x0073_7973_636f_7374; // "syscost" in ASCII
 
 impl Pg {
     pub fn open(url: &str) -> Result<Pg> {
-        let shown = redact(url);
+        let shown = crate::core::redact_url(url);
         let mut config: postgres::Config = url.parse().map_err(|e| {
             anyhow::anyhow!(
                 "history {shown}: not a PostgreSQL URL ({e}); e.g. \
@@ -289,26 +259,5 @@ impl Pg {
         }
         tx.commit()?;
         Ok(n)
-    }
-}
-
-#[cfg(test)]
-mod unit {
-    use super::*;
-
-    #[test]
-    fn passwords_are_masked() {
-        assert_eq!(
-            redact("postgres://lab:s3cr:et@db.example:5432/syscost"),
-            "postgres://lab:***@db.example:5432/syscost"
-        );
-        assert_eq!(
-            redact("postgresql:///syscost?host=/run/postgresql&password=hunter2&user=x"),
-            "postgresql:///syscost?host=/run/postgresql&password=***&user=x"
-        );
-        assert_eq!(
-            redact("postgres://lab@db/syscost"),
-            "postgres://lab@db/syscost"
-        );
     }
 }

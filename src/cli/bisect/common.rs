@@ -90,11 +90,11 @@ pub(super) fn lava_for<'a>(plan: &BisectPlan, files: &Path) -> Result<Option<Lav
     };
     let token = Token::read(t.token_file.as_deref())?;
     Ok(Some(LavaRun {
-        lab: Lab::new(&t.lab, Some(token))?,
+        lab: Lab::new(&t.lab, token)?,
         tag: format!("bisect {}", plan.id),
         files: files.to_path_buf(),
         pending: Vec::new(),
-        on_submit: Box::new(|_| {}),
+        on_job: Box::new(|_| {}),
     }))
 }
 
@@ -113,26 +113,16 @@ pub(super) fn ends_equal(b: &Bisection) -> Result<()> {
 
 /// A boot in the history, tagged with the bisection, the build, its round and how it booted.
 pub(super) fn record_boot(b: &BootRecord, c: &Common, id: &str) {
+    let (via, accel) = match c.via {
+        BisectVia::Lava => ("lava", "tcg"),
+        BisectVia::Qemu => ("qemu", c.shared.guest.accel.name()),
+    };
     let tags = [
         format!("bisect={id}"),
         format!("build={}", b.arm),
         format!("round={}", b.round),
-        format!(
-            "via={}",
-            if c.via == BisectVia::Lava {
-                "lava"
-            } else {
-                "qemu"
-            }
-        ),
-        format!(
-            "accel={}",
-            if c.via == BisectVia::Lava {
-                "tcg"
-            } else {
-                c.shared.guest.accel.name()
-            }
-        ),
+        format!("via={via}"),
+        format!("accel={accel}"),
     ];
     let lab = b.job.iter().flat_map(crate::cli::boots::lab_tags);
     record_tagged(b, &c.shared.keep, tags.into_iter().chain(lab));

@@ -7,7 +7,7 @@
 
 use super::plan::{BootPlan, LavaTarget, Served};
 use super::qemu::{build_initramfs, kernel_command_line, record_of};
-use super::record::{BootRecord, Decoded, Outcome};
+use super::record::{BootRecord, Decoded};
 use super::schedule::{Boot, Next};
 use crate::boot::console::{self, CASE_PATTERN, Case};
 use crate::boot::guest;
@@ -80,13 +80,12 @@ pub struct LavaBooter<'p> {
     lab: Lab,
     /// Names the jobs: the campaign or bisection.
     tag: String,
-    _dir: tempfile::TempDir,
     initrd: Artifact,
     plugin: Option<Artifact>,
     kernels: Vec<Artifact>,
     symbols: Vec<Option<super::emulated::ArmSymbols>>,
-    /// Told of each job as it is submitted (`open`) and as it is read back (not `open`).
-    on_submit: Box<dyn FnMut(&PendingJob) + 'p>,
+    /// Told of each job as it is submitted and as it ends.
+    on_job: Box<dyn FnMut(JobEvent) + 'p>,
     /// Jobs submitted before (by a run killed since): waited for, never submitted again.
     pending: Vec<PendingJob>,
 }
@@ -102,7 +101,15 @@ pub struct LavaRun<'a> {
     /// removes it at the run's end.
     pub files: std::path::PathBuf,
     pub pending: Vec<PendingJob>,
-    pub on_submit: Box<dyn FnMut(&PendingJob) + 'a>,
+    pub on_job: Box<dyn FnMut(JobEvent) + 'a>,
+}
+
+/// What a run hears of its jobs, to keep those a resume must wait for.
+pub enum JobEvent<'a> {
+    /// Submitted for a try.
+    Submitted(&'a PendingJob),
+    /// Read back, or cancelled: nothing to wait for.
+    Ended(u64),
 }
 
 /// A job submitted for a try, not yet read back.
@@ -112,8 +119,6 @@ pub struct PendingJob {
     pub round: u32,
     pub attempt: u32,
     pub id: u64,
-    /// `false` once the job has been read back (or given up).
-    pub open: bool,
 }
 
 impl<'p> LavaBooter<'p> {
@@ -139,12 +144,12 @@ impl<'p> LavaBooter<'p> {
             std::fs::create_dir_all(&s.dir)
                 .with_context(|| format!("--lava-files: cannot create {}", s.dir.display()))?;
         }
+        // Built here, then put where the lab fetches them.
         let dir = crate::boot::workdir()?;
-        // The lab's worker reads the directory (as its own user, on this machine).
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
         let served = target.files.as_ref();
-        crate::experiments::boots::kept::make_dir(&files)?;
+        if served.is_none() {
+            crate::experiments::boots::kept::make_dir(&files)?;
+        }
         let keep = Some(files.as_path());
         let initrd = Artifact::of(&build_initramfs(plan, rules, dir.path())?, served, keep)?;
         let plugin = match target.machine.emulated_counters {
@@ -165,12 +170,11 @@ impl<'p> LavaBooter<'p> {
             target,
             lab,
             tag: run.tag,
-            _dir: dir,
             initrd,
             plugin,
             kernels,
             symbols: plan.arms.iter().map(|_| None).collect(),
-            on_submit: run.on_submit,
+            on_job: run.on_job,
             pending: run.pending,
         };
         let first = booter.definition(0, 1, 0)?;
@@ -241,7 +245,7 @@ impl<'p> LavaBooter<'p> {
     fn submit(&mut self, a: usize, round: u32, attempt: u32) -> Result<u64> {
         let name = &self.plan.arms[a].name;
         if let Some(p) = (self.pending.iter())
-            .find(|p| p.open && &p.arm == name && p.round == round && p.attempt == attempt)
+            .find(|p| &p.arm == name && p.round == round && p.attempt == attempt)
         {
             eprintln!(
                 "syscost: LAVA job {} was submitted before: waiting for it",
@@ -255,9 +259,8 @@ impl<'p> LavaBooter<'p> {
             round,
             attempt,
             id,
-            open: true,
         };
-        (self.on_submit)(&p);
+        (self.on_job)(JobEvent::Submitted(&p));
         Ok(id)
     }
 
@@ -363,19 +366,10 @@ impl Boot for LavaBooter<'_> {
 }
 
 impl LavaBooter<'_> {
-    /// Job `id` is read back: not to be waited for again.
+    /// Job `id` is read back (or cancelled): not to be waited for again.
     fn close(&mut self, id: u64) {
-        if let Some(p) = self.pending.iter_mut().find(|p| p.id == id) {
-            p.open = false;
-        }
-        let closed = PendingJob {
-            arm: String::new(),
-            round: 0,
-            attempt: 0,
-            id,
-            open: false,
-        };
-        (self.on_submit)(&closed);
+        self.pending.retain(|p| p.id != id);
+        (self.on_job)(JobEvent::Ended(id));
     }
 
     /// The record of a job that ended, and whether LAVA calls it an infrastructure error.
@@ -421,11 +415,13 @@ impl LavaBooter<'_> {
         let log = self.lab.log(job.id)?;
         let lines = lava::console_lines(&log);
         let tail = tail_of(&lines, 12);
+        let text = lines.join("\n");
         let rebuilt = console::rebuild(lines.iter().map(String::as_str));
         if let Ok(bytes) = &rebuilt {
             let frames = guest::unframe_all(bytes);
-            let plugin = self.plugin.as_ref().map(|_| lines.join("\n"));
-            if let Some(e) = qemu::sent_back(frames, plugin.as_deref(), Vec::new(), &tail) {
+            // The plugin's lines are QEMU's own log, on the same console.
+            let plugin = self.plugin.as_ref().map(|_| text.as_str());
+            if let Some(e) = qemu::sent_back(frames, plugin, Vec::new(), &tail) {
                 return Ok((e, false));
             }
         }
@@ -436,7 +432,7 @@ impl LavaBooter<'_> {
             job.health,
             lava::failure_words(job, &tests)
         );
-        if let Some(panic) = qemu::kernel_panic(&lines.join("\n")) {
+        if let Some(panic) = qemu::kernel_panic(&text) {
             let why = format!("the kernel panicked: {panic} ({words})");
             return Ok((failed(Failure::Panicked, why, tail), false));
         }
@@ -494,14 +490,4 @@ pub fn cases(result: &[u8]) -> Vec<Case> {
             unit: m.unit.clone(),
         })
         .collect()
-}
-
-impl BootRecord {
-    /// Why it failed, if it did.
-    pub fn failure_reason(&self) -> Option<String> {
-        match &self.outcome {
-            Outcome::Failed { reason, .. } => Some(reason.clone()),
-            Outcome::Measured { .. } => None,
-        }
-    }
 }

@@ -14,7 +14,7 @@ pub mod qemu;
 pub mod record;
 pub mod schedule;
 
-pub use lava::{LavaBooter, LavaRun, PendingJob};
+pub use lava::{JobEvent, LavaBooter, LavaRun, PendingJob};
 pub use plan::{Arm, Backend, BootPlan, LavaTarget, Needed, Served};
 pub use qemu::{ArmEntry, Booter};
 pub use record::{BootRecord, BootSplit, Outcome};

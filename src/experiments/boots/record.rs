@@ -152,6 +152,14 @@ impl BootRecord {
         self.result().map(|r| Decoded::of(&self.name(), r))
     }
 
+    /// Why it failed, if it did.
+    pub fn failure_reason(&self) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Failed { reason, .. } => Some(reason),
+            Outcome::Measured { .. } => None,
+        }
+    }
+
     /// How messages name it: `ARM round N`.
     fn name(&self) -> String {
         format!("{} round {}", self.arm, self.round)
