@@ -81,6 +81,43 @@ pub fn lines(bytes: &[u8], cases: &[Case]) -> Vec<String> {
     out
 }
 
+/// The most characters written at once while a lab must still see a line in them.
+///
+/// LAVA 2023.01 reads a console up to 4,092 characters at a time and searches only the last
+/// 4,000 characters of each read for the monitor's marks (pexpect's `searchwindowsize`): a
+/// mark followed by more than 4,000 characters in the same read is never seen. Written all at
+/// once, the start mark came first in a read of 4,092 whenever the lab's reader woke after the
+/// whole result had arrived (a busy worker): the job then waited for it until its timeout and
+/// LAVA kept no test case. So the start mark goes alone, and the cases in short writes, each
+/// followed by a pause in which the reader takes them; the chunks, which no mark is sought
+/// in, and the end mark (the last thing written: the end of its read) go at once.
+const BURST: usize = 2048;
+
+/// `lines` as the writes that send them, each with the pause after it (see [`BURST`]).
+pub fn writes(lines: &[String]) -> Vec<(String, std::time::Duration)> {
+    use std::time::Duration;
+    let mut out: Vec<(String, Duration)> = Vec::new();
+    let mut rest = String::new();
+    for l in lines {
+        if l == BEGIN {
+            out.push((format!("\n{BEGIN}\n"), Duration::from_secs(1)));
+        } else if l.starts_with(CASE) {
+            match out.last_mut() {
+                Some((w, _)) if w.starts_with(CASE) && w.len() + l.len() < BURST => {
+                    w.push_str(l);
+                    w.push('\n');
+                }
+                _ => out.push((format!("{l}\n"), Duration::from_millis(500))),
+            }
+        } else {
+            rest.push_str(l);
+            rest.push('\n');
+        }
+    }
+    out.push((rest, Duration::ZERO));
+    out
+}
+
 /// Why the bytes could not be rebuilt from a console's lines.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum Damaged {
@@ -144,6 +181,34 @@ pub fn rebuild<'a>(lines: impl IntoIterator<Item = &'a str>) -> Result<Vec<u8>, 
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    #[test]
+    fn marks_and_cases_go_in_short_writes_that_a_lab_searches_whole() {
+        let cases: Vec<Case> = (0..60)
+            .map(|i| Case {
+                name: format!("figure-{i}"),
+                value: 1234.5678 * f64::from(i),
+                unit: "ns/call".into(),
+            })
+            .collect();
+        let lines = lines(&sample(), &cases);
+        let writes = writes(&lines);
+        let sent: String = writes.iter().map(|w| w.0.as_str()).collect();
+        assert_eq!(
+            sent,
+            format!("\n{}\n", lines.join("\n")),
+            "every line, in order"
+        );
+        assert_eq!(writes[0].0, format!("\n{BEGIN}\n"), "the start mark alone");
+        let with_cases: Vec<_> = writes.iter().filter(|w| w.0.contains(CASE)).collect();
+        assert!(with_cases.len() > 1, "60 cases take more than one write");
+        for (w, pause) in writes.iter().take(writes.len() - 1) {
+            // Under the 4,000 characters a lab's reader searches, and time for it to read.
+            assert!(w.len() <= BURST && !pause.is_zero(), "{}", w.len());
+        }
+        let last = &writes.last().unwrap().0;
+        assert!(last.starts_with(CHUNK) && last.ends_with(&format!("{END}\n")));
+    }
 
     fn sample() -> Vec<u8> {
         // Every byte value, quotes and newlines among them, over several lines.

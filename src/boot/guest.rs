@@ -479,15 +479,14 @@ fn send_on_console(frames: &[Sent], cases: Cases) -> Result<()> {
         .write(true)
         .open("/dev/console")
         .context("cannot open /dev/console")?;
-    let mut text = String::from("\n");
-    for l in super::console::lines(&bytes, &figures) {
-        text.push_str(&l);
-        text.push('\n');
+    let lines = super::console::lines(&bytes, &figures);
+    for (text, pause) in super::console::writes(&lines) {
+        console.write_all(text.as_bytes())?;
+        console.flush()?;
+        // SAFETY: the descriptor is open.
+        unsafe { libc::tcdrain(console.as_raw_fd()) };
+        std::thread::sleep(pause);
     }
-    console.write_all(text.as_bytes())?;
-    console.flush()?;
-    // SAFETY: the descriptor is open.
-    unsafe { libc::tcdrain(console.as_raw_fd()) };
     Ok(())
 }
 
