@@ -65,8 +65,10 @@ if [ "$(ls "$bisect"/boot/vmlinuz-* 2>/dev/null | wc -l)" -lt 7 ]; then
 	done
 fi
 # Debian's LAVA 2023.01 (lava-server, lava-dispatcher: nothing is started at install) for the
-# LAVA tests, which start a lab of their own with scripts/lava-lab in a scratch directory.
-if [ ! -x /usr/bin/lava-server ] || ! command -v lava-worker >/dev/null; then
+# LAVA tests, which start a lab of their own with scripts/lava-lab in a scratch directory, and
+# what its x86 board needs (tftpd-hpa's directory, telnet, QEMU's iPXE).
+if [ ! -x /usr/bin/lava-server ] || ! command -v lava-worker >/dev/null \
+	|| [ ! -e /usr/sbin/in.tftpd ] || ! command -v telnet >/dev/null; then
 	if [ "$(id -u)" = 0 ]; then
 		apt-get update -qq
 		scripts/lava-lab install || echo "note: LAVA could not be installed; the LAVA tests say so" >&2
