@@ -53,6 +53,38 @@ impl std::fmt::Debug for Token {
     }
 }
 
+/// A device of a lab: its name, its health (Good, Unknown, Bad, Maintenance, Looping) and
+/// its tags (a job with tags runs only on a device that has them all).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Device {
+    pub hostname: String,
+    pub health: String,
+    pub tags: Vec<String>,
+}
+
+/// How a lab boots a job's device: the boot method of its device type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum BootMethod {
+    /// A `qemu` device type: the kernel under TCG on the worker, with syscost's plugin when
+    /// it counts.
+    #[default]
+    Qemu,
+    /// An x86 board (LAVA's `x86` device type and its kind) that starts from the network by
+    /// iPXE: the kernel and initramfs by TFTP, the initramfs as it is; time and the board's
+    /// hardware counters.
+    Ipxe,
+}
+
+impl BootMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            BootMethod::Qemu => "qemu",
+            BootMethod::Ipxe => "ipxe",
+        }
+    }
+}
+
 /// A LAVA server, and the token syscost's requests carry.
 #[derive(Debug)]
 pub struct Lab {
@@ -235,6 +267,24 @@ impl Lab {
         Ok((status, text))
     }
 
+    /// Check, from this machine, that `url` serves a file of `len` bytes (a HEAD request,
+    /// without the token: the lab's workers fetch it so).
+    pub fn check_served(&self, url: &str, len: u64) -> Result<()> {
+        let shown = crate::core::redact_url(url);
+        let resp =
+            (self.agent.head(url).call()).with_context(|| format!("{shown} does not answer"))?;
+        let status = resp.status().as_u16();
+        if status != 200 {
+            bail!("{shown} answered {status}");
+        }
+        let served = (resp.headers().get("content-length"))
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        match served {
+            Some(n) if n != len => bail!("{shown} serves {n} bytes, not the file's {len}"),
+            _ => Ok(()),
+        }
+    }
+
     /// A GET of `path` that must answer 200, as JSON.
     fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T> {
         let (status, text) = self.request(path, None)?;
@@ -278,17 +328,24 @@ impl Lab {
         Ok(v.version)
     }
 
-    /// The devices of `device_type` that can take jobs (not retired), by name; refused when
-    /// the server has no such type or no such device.
-    pub fn devices(&self, device_type: &str) -> Result<Vec<String>> {
+    /// The devices of `device_type` that can take jobs (not retired), with their tags' names;
+    /// refused when the server has no such type or no such device.
+    pub fn devices(&self, device_type: &str) -> Result<Vec<Device>> {
         #[derive(Deserialize)]
-        struct Page {
-            results: Vec<Device>,
+        struct Page<T> {
+            results: Vec<T>,
         }
         #[derive(Deserialize)]
-        struct Device {
+        struct Listed {
             hostname: String,
             health: String,
+            #[serde(default)]
+            tags: Vec<u64>,
+        }
+        #[derive(Deserialize)]
+        struct Tag {
+            id: u64,
+            name: String,
         }
         let (status, text) = self.request(&format!("devicetypes/{device_type}/"), None)?;
         if status == 404 {
@@ -298,18 +355,30 @@ impl Lab {
             );
         }
         self.ok("devicetypes/", status, &text)?;
-        let page: Page = self.get(&format!("devices/?device_type={device_type}&limit=500"))?;
-        let names: Vec<String> = (page.results.into_iter())
+        let page: Page<Listed> =
+            self.get(&format!("devices/?device_type={device_type}&limit=500"))?;
+        let tags: Page<Tag> = self.get("tags/?limit=10000")?;
+        let name = |id: &u64| {
+            tags.results
+                .iter()
+                .find(|t| t.id == *id)
+                .map(|t| t.name.clone())
+        };
+        let devices: Vec<Device> = (page.results.into_iter())
             .filter(|d| d.health != "Retired")
-            .map(|d| d.hostname)
+            .map(|d| Device {
+                tags: d.tags.iter().filter_map(name).collect(),
+                hostname: d.hostname,
+                health: d.health,
+            })
             .collect();
-        if names.is_empty() {
+        if devices.is_empty() {
             bail!(
                 "the LAVA server {} has no device of type {device_type} that takes jobs",
                 self.url
             );
         }
-        Ok(names)
+        Ok(devices)
     }
 
     /// Refuse a job definition the server's validate endpoint refuses (it answers 200 with

@@ -5,6 +5,7 @@
 use super::args::{HistoryOpts, parse_cpus, parse_duration, parse_resolution};
 use super::*;
 use crate::audit::rules_file::OnError;
+use crate::boot::lava::BootMethod;
 use crate::boot::qemu::{Accel, Failure, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
 use crate::counters::emulated::{CacheModel, Count, Part};
@@ -21,7 +22,8 @@ pub enum Via {
     Qemu,
     /// This machine, rebooted into each arm by kexec (bare metal); needs --yes.
     Kexec,
-    /// A LAVA lab: a job per boot on its qemu devices, under tcg (--lava-url and a token).
+    /// A LAVA lab: a job per boot on its qemu devices under tcg, or on its x86 boards
+    /// (--lava-boot ipxe); --lava-url and a token.
     Lava,
 }
 
@@ -101,18 +103,25 @@ impl BootsOpts {
     /// counting on more than one vCPU, and a measuring command that would fail in every boot.
     pub(super) fn plan(&self, via: Via, arms: Vec<Arm>, seed: u64) -> Result<BootPlan> {
         let (guest, measure) = (&self.guest, &self.measure);
-        if via != Via::Lava && (self.lava.lava_url.is_some() || self.lava.lava_files.is_some()) {
+        let l = &self.lava;
+        if via != Via::Lava
+            && (l.lava_url.is_some() || l.lava_files.is_some() || l.lava_device.is_some())
+        {
             anyhow::bail!(
-                "--lava-url and --lava-files are for boots on a LAVA lab: give --via lava too"
+                "--lava-url, --lava-files and --lava-device are for boots on a LAVA lab: give \
+                 --via lava too"
             );
         }
         guest.check(via, measure)?;
+        if via == Via::Lava && self.lava.lava_boot == BootMethod::Ipxe {
+            guest.check_board()?;
+        }
         let vcpus = (via != Via::Kexec).then(|| guest.guest_cpus(via));
         let (needs, rules) = check_measure(measure, vcpus)?;
         let backend = match via {
             Via::Qemu => Backend::Qemu(guest.machine(via)),
             Via::Kexec => Backend::Kexec,
-            Via::Lava => Backend::Lava(self.lava.target(guest.machine(via))?),
+            Via::Lava => Backend::Lava(Box::new(self.lava.target(guest.machine(via))?)),
         };
         Ok(BootPlan {
             arms,
@@ -283,6 +292,19 @@ impl GuestOpts {
         Ok(())
     }
 
+    /// A board runs no emulator: nothing counts instructions, nor runs its clock on them.
+    fn check_board(&self) -> Result<()> {
+        if self.emulated() || self.icount.is_some() {
+            anyhow::bail!(
+                "--lava-boot ipxe boots a board, which runs no emulator: exact counts \
+                 (--emulated-counters, --cache-model, --emulated-profile) and --icount need \
+                 LAVA's qemu devices (--lava-boot qemu); a board gives time and its own \
+                 hardware counters"
+            );
+        }
+        Ok(())
+    }
+
     fn machine(&self, via: Via) -> Machine {
         let timeout = self.boot_timeout.unwrap_or(match self.accel(via) {
             Accel::Kvm => Duration::from_secs(60),
@@ -311,11 +333,23 @@ pub struct LavaOpts {
     /// authenticates.
     #[arg(long, value_name = "URL")]
     pub lava_url: Option<String>,
-    /// With --via lava: the device type every job asks for; its devices take the jobs as
-    /// they free up. A qemu type: each job boots the arm's kernel under tcg there, with
-    /// syscost's plugin when it counts.
+    /// With --via lava: the device type every job asks for. A qemu type: each job boots the
+    /// arm's kernel under tcg there, with syscost's plugin when it counts (exact counts: on
+    /// any device of the type as it frees up).
     #[arg(long, default_value = "qemu", value_name = "TYPE")]
     pub lava_device_type: String,
+    /// With --via lava: how the type's devices boot: qemu (a QEMU device type), or ipxe (an
+    /// x86 board, LAVA's x86 type and its kind: the kernel and the initramfs by TFTP, started
+    /// by iPXE with the board's console; time and the board's own hardware counters, no
+    /// emulated ones).
+    #[arg(long, value_enum, default_value_t = BootMethod::Qemu, value_name = "METHOD")]
+    pub lava_boot: BootMethod,
+    /// With --via lava: every job on this device of the type [default: for timed boots, the
+    /// first device in good health with a tag of its own, as LAVA reaches one device only by
+    /// a tag (an arm compared across devices would measure the devices); exact counts on
+    /// any]. Kept for a resume.
+    #[arg(long, value_name = "NAME")]
+    pub lava_device: Option<String>,
     /// With --via lava: a file holding the server's API token [default: the environment's
     /// SYSCOST_LAVA_TOKEN]. Read when the campaign starts and when it resumes; never
     /// printed, nor kept in results, history or state.
@@ -363,6 +397,9 @@ impl LavaOpts {
         Ok(LavaTarget {
             lab: crate::boot::lava::shown_url(url)?,
             device_type: self.lava_device_type.clone(),
+            boot: self.lava_boot,
+            device: self.lava_device.clone(),
+            pin: None,
             token_file: (self.lava_token_file.as_ref())
                 .map(std::path::absolute)
                 .transpose()?,
@@ -372,6 +409,42 @@ impl LavaOpts {
             jobs: self.lava_jobs,
         })
     }
+}
+
+/// A LAVA campaign's or bisection's lab with its token (read from the environment or the
+/// token file, never kept), the device its jobs stay on chosen (`pin::place`); `None` for
+/// other campaigns.
+pub(super) fn lava_lab(backend: &mut Backend) -> Result<Option<crate::boot::lava::Lab>> {
+    let Backend::Lava(t) = backend else {
+        return Ok(None);
+    };
+    let lab = crate::boot::lava::Lab::new(
+        &t.lab,
+        crate::boot::lava::Token::read(t.token_file.as_deref())?,
+    )?;
+    crate::experiments::boots::pin::place(t, &lab)?;
+    Ok(Some(lab))
+}
+
+/// Cancel in LAVA the `jobs` a killed LAVA campaign or bisection left submitted.
+pub(super) fn cancel_jobs(
+    backend: Option<&Backend>,
+    jobs: &[crate::experiments::boots::PendingJob],
+) -> Result<()> {
+    let Some(Backend::Lava(t)) = backend else {
+        return Ok(());
+    };
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let token = crate::boot::lava::Token::read(t.token_file.as_deref())?;
+    let lab = crate::boot::lava::Lab::new(&t.lab, token)?;
+    for j in jobs {
+        lab.cancel(j.id)
+            .with_context(|| format!("cannot cancel LAVA job {} ({})", j.id, lab.job_url(j.id)))?;
+        println!("LAVA job {} cancelled ({})", j.id, lab.job_url(j.id));
+    }
+    Ok(())
 }
 
 /// A LAVA boot's tags: the lab, its job, the device and the worker it ran on.

@@ -2,13 +2,15 @@
 //! record every boot's result in the history, and say whether it was complete.
 
 use super::args::HistoryOpts;
-use super::boots::{BootsOpts, Via, boot_line, check_alpha, lab_tags, record_tagged};
+use super::boots::{
+    BootsOpts, Via, boot_line, cancel_jobs, check_alpha, lab_tags, lava_lab, record_tagged,
+};
 use super::*;
-use crate::boot::lava::{Lab, Token};
+use crate::boot::lava::Lab;
 use crate::counters::emulated::is_emulated;
 use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
 use crate::experiments::boots::kept;
-use crate::experiments::boots::{Arm, Backend, BootRecord, JobEvent, LavaRun, LavaTarget};
+use crate::experiments::boots::{Arm, BootRecord, JobEvent, LavaRun};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::saved::{self, Saved};
 use crate::experiments::campaign::{self, CampaignPlan};
@@ -180,12 +182,13 @@ impl CampaignArgs {
     /// Run (or go on with) the QEMU campaign `saved`: each boot, as it ends, in the history and
     /// in its state file in `dir`; the state is removed once the campaign is shown and written.
     fn run_qemu(&self, dir: &Path, mut saved: Saved) -> Result<()> {
-        let plan = match saved.plan.take() {
+        let mut plan = match saved.plan.take() {
             Some(kept) => kept,
             None => self.plan(saved.seed)?,
         };
-        saved.plan = Some(plan.clone());
         let rules = checks::check(&plan.boot).map_err(with_flag)?;
+        let lab = lava_lab(&mut plan.boot.backend)?;
+        saved.plan = Some(plan.clone());
         // Refused before the first boot when the boots cannot be kept; a plan refused above
         // leaves no directory behind.
         kept::check_dir(dir, "--state DIR")?;
@@ -207,10 +210,7 @@ impl CampaignArgs {
         let via = plan.boot.backend.name();
         let kept = saved.boots.clone();
         let saved = std::cell::RefCell::new(saved);
-        let lava = match &plan.boot.backend {
-            Backend::Lava(t) => Some(lava_run(t, &saved, dir)?),
-            _ => None,
-        };
+        let lava = lab.map(|lab| lava_run(lab, &saved, dir));
         let ran = campaign::run(&plan, &rules, &kept, lava, &mut |b| {
             eprintln!("syscost: {}", boot_line(b));
             let mut saved = saved.borrow_mut();
@@ -371,21 +371,15 @@ fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str, via: &str, accel: &
     record_tagged(b, keep, tags);
 }
 
-/// What a LAVA campaign's boots need besides the plan: the lab with its token (read from the
-/// environment or the token file, never kept), the jobs a killed run submitted, and each new
-/// job kept in the state as it is submitted.
-fn lava_run<'a>(
-    t: &LavaTarget,
-    saved: &'a std::cell::RefCell<Saved>,
-    dir: &'a Path,
-) -> Result<LavaRun<'a>> {
-    let token = Token::read(t.token_file.as_deref())?;
+/// What a LAVA campaign's boots need besides the plan: the lab, the jobs a killed run
+/// submitted, and each new job kept in the state as it is submitted.
+fn lava_run<'a>(lab: Lab, saved: &'a std::cell::RefCell<Saved>, dir: &'a Path) -> LavaRun<'a> {
     let (tag, pending) = {
         let s = saved.borrow();
         (format!("campaign {}", s.id), s.jobs.clone())
     };
-    Ok(LavaRun {
-        lab: Lab::new(&t.lab, token)?,
+    LavaRun {
+        lab,
         files: lava_files(dir, &saved.borrow().id),
         tag,
         pending,
@@ -399,7 +393,7 @@ fn lava_run<'a>(
                 eprintln!("syscost: warning: {e:#}");
             }
         }),
-    })
+    }
 }
 
 fn step_line(step: &Step) -> String {
@@ -594,7 +588,7 @@ fn abort(k: &KeptOne) -> Result<()> {
         return Ok(());
     };
     refuse_running(&s, "abort")?;
-    cancel_jobs(&s)?;
+    cancel_jobs(s.plan.as_ref().map(|p| &p.boot.backend), &s.jobs)?;
     let _ = std::fs::remove_dir_all(lava_files(&dir, &s.id));
     std::fs::remove_file(s.path(&dir))
         .with_context(|| format!("cannot remove {}", s.path(&dir).display()))?;
@@ -609,23 +603,6 @@ fn abort(k: &KeptOne) -> Result<()> {
 /// Where a LAVA campaign keeps the files a lab on this machine fetches, beside its state.
 fn lava_files(dir: &Path, id: &str) -> std::path::PathBuf {
     dir.join(format!("{id}.files"))
-}
-
-/// Cancel in LAVA the jobs a killed LAVA campaign left submitted.
-fn cancel_jobs(s: &Saved) -> Result<()> {
-    let Some(Backend::Lava(t)) = s.plan.as_ref().map(|p| &p.boot.backend) else {
-        return Ok(());
-    };
-    if s.jobs.is_empty() {
-        return Ok(());
-    }
-    let lab = Lab::new(&t.lab, Token::read(t.token_file.as_deref())?)?;
-    for j in &s.jobs {
-        lab.cancel(j.id)
-            .with_context(|| format!("cannot cancel LAVA job {} ({})", j.id, lab.job_url(j.id)))?;
-        println!("LAVA job {} cancelled ({})", j.id, lab.job_url(j.id));
-    }
-    Ok(())
 }
 
 fn abort_kexec() -> Result<()> {

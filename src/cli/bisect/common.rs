@@ -2,13 +2,11 @@
 //! a bisection's result is shown and its boots recorded: shared by the list mode and the git
 //! steps.
 
-use crate::boot::lava::{Lab, Token};
 use crate::cli::boots::{BootsOpts, Via, check_alpha, record_tagged};
 use crate::cli::*;
 use crate::counters::emulated::is_emulated;
 use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
-use crate::experiments::boots::{Arm, Backend, BootRecord, LavaRun};
-use std::path::Path;
+use crate::experiments::boots::{Arm, BootRecord};
 
 /// Where a bisection's boots happen (a kexec bisection would reboot this machine per step).
 #[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
@@ -30,8 +28,8 @@ impl BisectVia {
 #[derive(Args, Debug, Clone)]
 pub struct Common {
     /// Where each boot happens: qemu (a virtual machine per boot, here) or lava (a job per
-    /// boot on a LAVA lab's qemu devices: --lava-url and a token; a build's exact counts
-    /// come back alike from any of them).
+    /// boot on a LAVA lab's qemu devices, whose exact counts come back alike from any of
+    /// them, or on one of its x86 boards with --lava-boot ipxe; --lava-url and a token).
     #[arg(long, value_enum, default_value_t = BisectVia::Qemu)]
     pub via: BisectVia,
     #[command(flatten)]
@@ -79,23 +77,6 @@ impl Common {
 pub(super) fn metric_refused(e: &anyhow::Error) -> Option<anyhow::Error> {
     e.is::<crate::experiments::bisect::NoSuchFigure>()
         .then(|| anyhow::anyhow!("{e}: give --metric one of those"))
-}
-
-/// The lab of a LAVA bisection, with `files` (removed by the caller) for the files a lab on
-/// this machine fetches; `None` for a QEMU one. A bisection keeps no submitted job: a resumed
-/// one submits its unfinished boot again.
-pub(super) fn lava_for<'a>(plan: &BisectPlan, files: &Path) -> Result<Option<LavaRun<'a>>> {
-    let Backend::Lava(t) = &plan.boot.backend else {
-        return Ok(None);
-    };
-    let token = Token::read(t.token_file.as_deref())?;
-    Ok(Some(LavaRun {
-        lab: Lab::new(&t.lab, token)?,
-        tag: format!("bisect {}", plan.id),
-        files: files.to_path_buf(),
-        pending: Vec::new(),
-        on_job: Box::new(|_| {}),
-    }))
 }
 
 /// Show the bisection and write it to -o.

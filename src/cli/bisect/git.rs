@@ -3,11 +3,12 @@
 //! runs the user's --build in the user's tree, and boots the image it leaves.
 
 use super::common::{
-    Common, boot_line, ends_equal, finish, lava_for, metric_refused, record_boot, step_status,
+    Common, boot_line, ends_equal, finish, metric_refused, record_boot, step_status,
 };
+use crate::cli::boots::lava_lab;
 use crate::cli::*;
 use crate::experiments::bisect::{self, Bisection, Found, Step, decide::Class};
-use crate::experiments::boots::{Arm, BootRecord};
+use crate::experiments::boots::{Arm, BootRecord, LavaRun};
 use anyhow::Context;
 use serde::Deserialize;
 use std::path::Path;
@@ -161,12 +162,20 @@ impl StepArgs {
         ];
         let mut plan = self.common.plan(builds, 0, 2, state.seed)?;
         plan.id = state.id.clone();
+        let lab = lava_lab(&mut plan.boot.backend)?;
         let mut on_boot = |b: &BootRecord, _: &[BootRecord]| {
             eprintln!("syscost: {}", boot_line(b));
             record_boot(b, &self.common, &state.id);
         };
         let files = crate::boot::workdir()?;
-        let lava = lava_for(&plan, files.path())?;
+        // One step a process: no state to keep its jobs in (a killed step is tried again).
+        let lava = lab.map(|lab| LavaRun {
+            lab,
+            tag: format!("bisect {}", plan.id),
+            files: files.path().to_path_buf(),
+            pending: Vec::new(),
+            on_job: Box::new(|_| {}),
+        });
         bisect::run(&plan, state.end_boots.clone(), lava, &mut on_boot)
             .map_err(|e| metric_refused(&e).unwrap_or(e))
     }

@@ -7,15 +7,18 @@
 mod common;
 mod git;
 
+use crate::boot::lava::Lab;
+use crate::cli::boots::{cancel_jobs, lava_lab};
 use crate::cli::campaign::name_value;
 use crate::cli::*;
 use crate::experiments::bisect::{self, BisectPlan, builds};
 use crate::experiments::boots::kept;
-use crate::experiments::boots::{Arm, BootRecord};
+use crate::experiments::boots::{Arm, BootRecord, JobEvent, LavaRun, PendingJob};
 use anyhow::Context;
-use common::{Common, boot_line, ends_equal, finish, lava_for, metric_refused, record_boot};
+use common::{Common, boot_line, ends_equal, finish, metric_refused, record_boot};
 pub use git::{GitArgs, StepArgs, StepStatus};
 use serde::Deserialize;
+use std::cell::RefCell;
 use std::path::Path;
 
 pub(super) const BISECT_EXAMPLES: &str = "Examples:
@@ -105,6 +108,43 @@ struct State {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     plan: Option<BisectPlan>,
     boots: Vec<BootRecord>,
+    /// A LAVA bisection's jobs submitted and not yet read back: a resume waits for them
+    /// instead of submitting them again; an abort cancels them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    jobs: Vec<PendingJob>,
+}
+
+/// Where a LAVA bisection keeps the files a lab on this machine fetches, beside its state.
+fn files_of(state: &Path) -> PathBuf {
+    state.with_extension("files")
+}
+
+/// What a LAVA bisection's boots need besides the plan: its `lab` (from [`lava_lab`]), with
+/// `files` for the files a lab on this machine fetches, the jobs a killed run submitted, and
+/// each new job kept in `saved` (at `state`) as it is submitted; `None` for a QEMU one.
+fn lava_for<'a>(
+    lab: Option<Lab>,
+    plan: &BisectPlan,
+    files: &Path,
+    saved: &'a RefCell<State>,
+    state: &'a Path,
+) -> Option<LavaRun<'a>> {
+    Some(LavaRun {
+        lab: lab?,
+        tag: format!("bisect {}", plan.id),
+        files: files.to_path_buf(),
+        pending: saved.borrow().jobs.clone(),
+        on_job: Box::new(move |event: JobEvent| {
+            let mut s = saved.borrow_mut();
+            match event {
+                JobEvent::Submitted(job) => s.jobs.push(job.clone()),
+                JobEvent::Ended(id) => s.jobs.retain(|j| j.id != id),
+            }
+            if let Err(e) = save_state(state, &s) {
+                eprintln!("syscost: warning: {e:#}");
+            }
+        }),
+    })
 }
 
 impl BisectArgs {
@@ -134,24 +174,27 @@ impl BisectArgs {
             .shared
             .seed
             .unwrap_or_else(crate::core::now_unix);
-        self.start(&state, (args, seed, None), Vec::new())
+        self.start(&state, (args, seed, None), Vec::new(), Vec::new())
     }
 
-    /// Run (or go on with) the bisection, saving every boot in `state`; remove it at the end.
+    /// Run (or go on with) the bisection, saving every boot in `state` (and a LAVA one's jobs
+    /// as they are submitted, `jobs`: those a killed run left); remove it at the end.
     fn start(
         &self,
         state: &Path,
         (args, seed, kept): (Vec<String>, u64, Option<BisectPlan>),
         replay: Vec<BootRecord>,
+        jobs: Vec<PendingJob>,
     ) -> Result<()> {
         let c = &self.common;
         if let Some(o) = &c.shared.output {
             crate::core::check_writable(o)?;
         }
-        let plan = match kept {
+        let mut plan = match kept {
             Some(p) => p,
             None => self.plan(seed)?,
         };
+        let lab = lava_lab(&mut plan.boot.backend)?;
         // A bisection whose boots cannot be kept is refused before its first boot.
         let dir = state.parent().filter(|d| !d.as_os_str().is_empty());
         kept::check_dir(dir.unwrap_or(Path::new(".")), "--state FILE")?;
@@ -162,26 +205,35 @@ impl BisectArgs {
             plan.metric,
             state.display()
         );
-        let mut saved = State {
+        let saved = RefCell::new(State {
             id: plan.id.clone(),
             seed,
             args,
             plan: Some(plan.clone()),
             boots: Vec::new(),
-        };
+            jobs,
+        });
         let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
             eprintln!("syscost: {}", boot_line(b));
+            let mut saved = saved.borrow_mut();
             record_boot(b, c, &saved.id);
             saved.boots = all.to_vec();
             if let Err(e) = save_state(state, &saved) {
                 eprintln!("syscost: warning: {e:#}");
             }
         };
-        let files = crate::boot::workdir()?;
-        let lava = lava_for(&plan, files.path())?;
-        let b = bisect::run(&plan, replay, lava, &mut on_boot).map_err(|e| refused(e, state))?;
+        // Beside the state: a killed bisection's jobs still fetch them.
+        let files = files_of(state);
+        let lava = lava_for(lab, &plan, &files, &saved, state);
+        let ran = bisect::run(&plan, replay, lava, &mut on_boot);
+        if ran.is_err() && !state.exists() {
+            // Nothing kept to resume: nothing for its jobs either.
+            let _ = std::fs::remove_dir_all(&files);
+        }
+        let b = ran.map_err(|e| refused(e, state))?;
         finish(&b, c)?;
         let _ = std::fs::remove_file(state);
+        let _ = std::fs::remove_dir_all(&files);
         ends_equal(&b)
     }
 
@@ -231,6 +283,7 @@ fn refused(e: anyhow::Error, state: &Path) -> anyhow::Error {
         return e;
     };
     let _ = std::fs::remove_file(state);
+    let _ = std::fs::remove_dir_all(files_of(state));
     anyhow::anyhow!("{said} (nothing of this bisection is kept)")
 }
 
@@ -281,6 +334,15 @@ fn status(path: &Path) -> Result<()> {
         s.boots.len(),
         s.boots.last().map_or("none".into(), boot_line)
     );
+    for j in &s.jobs {
+        outln!(
+            "LAVA job {} submitted for {} (round {}, try {}): a resume waits for it",
+            j.id,
+            j.arm,
+            j.round,
+            j.attempt + 1
+        );
+    }
     outln!("`syscost bisect resume` goes on from them; `syscost bisect abort` drops them");
     Ok(())
 }
@@ -304,12 +366,14 @@ fn resume(path: &Path) -> Result<()> {
         s.id,
         s.boots.len()
     );
-    args.start(path, (s.args, s.seed, s.plan), s.boots)
+    args.start(path, (s.args, s.seed, s.plan), s.boots, s.jobs)
 }
 
 fn abort(path: &Path) -> Result<()> {
     match load_state(path)? {
         Some(s) => {
+            cancel_jobs(s.plan.as_ref().map(|p| &p.boot.backend), &s.jobs)?;
+            let _ = std::fs::remove_dir_all(files_of(path));
             std::fs::remove_file(path)?;
             outln!(
                 "bisection {} dropped ({} boot(s) stay in the history)",

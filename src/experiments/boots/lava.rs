@@ -1,17 +1,19 @@
 //! Boots as LAVA jobs: each try at an arm is one job on a lab's `qemu` devices, the guest
 //! syscost's own initramfs under TCG (with syscost's plugin when it counts, so exact counts
-//! come back alike from any worker). The guest sends its result as lines on the console
+//! come back alike from any worker), or on an x86 board that starts the same kernel and
+//! initramfs from the network by iPXE (timed, every job on one device: [`super::pin`]). The guest
+//! sends its result as lines on the console
 //! (`boot::console`), the only thing of a boot a lab keeps; syscost rebuilds it from the job's
 //! log, with the plugin's counts (QEMU's own log, on the same console), into the same
 //! [`BootRecord`] a QEMU boot on this machine gives, with the job it ran as.
 
 use super::plan::{BootPlan, LavaTarget, Served};
-use super::qemu::{build_initramfs, kernel_command_line, record_of};
+use super::qemu::{build_initramfs, guest_args, kernel_command_line, record_of};
 use super::record::{BootRecord, Decoded};
 use super::schedule::{Boot, Next};
 use crate::boot::console::{self, CASE_PATTERN, Case};
 use crate::boot::guest;
-use crate::boot::lava::{self, Job, Lab, LabJob};
+use crate::boot::lava::{self, BootMethod, Job, Lab, LabJob};
 use crate::boot::qemu::{self, Ended, Failure};
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -27,6 +29,7 @@ const INFRA_RETRIES: u32 = 3;
 struct Artifact {
     url: String,
     sha256: String,
+    len: u64,
 }
 
 impl Artifact {
@@ -64,7 +67,11 @@ impl Artifact {
             }
             (None, None) => format!("file://{}", std::fs::canonicalize(file)?.display()),
         };
-        Ok(Artifact { url, sha256 })
+        Ok(Artifact {
+            url,
+            sha256,
+            len: bytes.len() as u64,
+        })
     }
 
     fn image(&self, arg: &str) -> serde_json::Value {
@@ -134,8 +141,12 @@ impl<'p> LavaBooter<'p> {
         let files = run.files;
         let version = lab.check()?;
         let devices = lab.devices(&target.device_type)?;
+        let on = match &target.pin {
+            Some(p) => format!("every job on {}", p.device),
+            None => "jobs on any of them".into(),
+        };
         eprintln!(
-            "syscost: LAVA {version} at {}: {} device(s) of type {}",
+            "syscost: LAVA {version} at {}: {} device(s) of type {}, {on}",
             lab.url(),
             devices.len(),
             target.device_type
@@ -177,31 +188,42 @@ impl<'p> LavaBooter<'p> {
             on_job: run.on_job,
             pending: run.pending,
         };
+        if let Some(s) = served {
+            booter.check_served(s)?;
+        }
         let first = booter.definition(0, 1, 0)?;
         booter.lab.validate(&first)?;
         Ok(booter)
+    }
+
+    /// Every file a job fetches must be served at its URL: refused before any job otherwise.
+    fn check_served(&self, s: &Served) -> Result<()> {
+        let all = (self.kernels.iter())
+            .chain([&self.initrd])
+            .chain(&self.plugin);
+        for a in all {
+            self.lab.check_served(&a.url, a.len).with_context(|| {
+                format!(
+                    "--lava-files: the lab would not get the files put in {}: the web server \
+                     must serve that directory at {}",
+                    s.dir.display(),
+                    crate::core::redact_url(&s.url)
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// The job of one try at arm `a`, as the text submitted (JSON, which YAML reads).
     fn definition(&self, a: usize, round: u32, attempt: u32) -> Result<String> {
         let (plan, m) = (self.plan, &self.target.machine);
         let arm = &plan.arms[a];
-        let mut images = serde_json::Map::new();
-        let append = kernel_command_line(arm, m.emulated_profile && self.symbols[a].is_none());
-        images.insert(
-            "kernel".into(),
-            self.kernels[a].image(&format!("-kernel {{kernel}} -append \"{append}\"")),
-        );
-        images.insert("initrd".into(), self.initrd.image("-initrd {initrd}"));
-        if let Some(p) = &self.plugin {
-            let arg = qemu::plugin_arg(m, Path::new("{plugin}"));
-            images.insert(
-                "plugin".into(),
-                p.image(&format!("-plugin {arg} -d plugin")),
-            );
-        }
         let boot_s = m.timeout.as_secs().max(60);
-        let job = json!({
+        let (context, deploy_boot) = match self.target.boot {
+            BootMethod::Qemu => self.on_qemu(a, boot_s),
+            BootMethod::Ipxe => self.on_board(a, boot_s),
+        };
+        let mut job = json!({
             "device_type": self.target.device_type,
             "job_name": format!("syscost {}: {} round {round} try {}", self.tag, arm.name, attempt + 1),
             "visibility": "public",
@@ -220,15 +242,10 @@ impl<'p> LavaBooter<'p> {
                 "syscost.round": round.to_string(),
                 "syscost.try": (attempt + 1).to_string(),
             },
-            "context": {
-                "arch": "x86_64",
-                "no_kvm": true,
-                "memory": m.memory_mib,
-                "extra_options": extra_options(m),
-            },
+            "context": context,
             "actions": [
-                {"deploy": {"to": "tmpfs", "timeout": {"minutes": 10}, "images": images}},
-                {"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"seconds": boot_s}}},
+                deploy_boot[0],
+                deploy_boot[1],
                 {"test": {"timeout": {"seconds": boot_s}, "monitors": [{
                     "name": "syscost",
                     "start": console::BEGIN,
@@ -238,7 +255,63 @@ impl<'p> LavaBooter<'p> {
                 }]}},
             ],
         });
+        if let Some(tag) = self.target.pin.as_ref().and_then(|p| p.tag.as_ref()) {
+            job["tags"] = json!([tag]);
+        }
         Ok(serde_json::to_string_pretty(&job)?)
+    }
+
+    /// A job's context and its deploy and boot actions on a `qemu` device: the kernel, the
+    /// initramfs and the plugin as QEMU's own options.
+    fn on_qemu(&self, a: usize, boot_s: u64) -> (serde_json::Value, [serde_json::Value; 2]) {
+        let m = &self.target.machine;
+        let mut images = serde_json::Map::new();
+        let append = kernel_command_line(
+            &self.plan.arms[a],
+            m.emulated_profile && self.symbols[a].is_none(),
+        );
+        images.insert(
+            "kernel".into(),
+            self.kernels[a].image(&format!("-kernel {{kernel}} -append \"{append}\"")),
+        );
+        images.insert("initrd".into(), self.initrd.image("-initrd {initrd}"));
+        if let Some(p) = &self.plugin {
+            let arg = qemu::plugin_arg(m, Path::new("{plugin}"));
+            images.insert(
+                "plugin".into(),
+                p.image(&format!("-plugin {arg} -d plugin")),
+            );
+        }
+        let context = json!({
+            "arch": "x86_64",
+            "no_kvm": true,
+            "memory": m.memory_mib,
+            "extra_options": extra_options(m),
+        });
+        let actions = [
+            json!({"deploy": {"to": "tmpfs", "timeout": {"minutes": 10}, "images": images}}),
+            json!({"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"seconds": boot_s}}}),
+        ];
+        (context, actions)
+    }
+
+    /// A job's context and its deploy and boot actions on an x86 board: the kernel and the
+    /// initramfs by TFTP (the initramfs as it is: LAVA adds nothing to it), booted by iPXE
+    /// with the board's own console and network arguments, and the guest's after them.
+    fn on_board(&self, a: usize, boot_s: u64) -> (serde_json::Value, [serde_json::Value; 2]) {
+        let file = |x: &Artifact| json!({"url": x.url, "sha256sum": x.sha256});
+        let mut ramdisk = file(&self.initrd);
+        ramdisk["install_overlay"] = json!(false);
+        ramdisk["install_modules"] = json!(false);
+        let kernel = file(&self.kernels[a]);
+        let context = json!({"extra_kernel_args": guest_args(&self.plan.arms[a], false)});
+        let actions = [
+            json!({"deploy": {"to": "tftp", "timeout": {"minutes": 10},
+                "kernel": kernel, "ramdisk": ramdisk}}),
+            json!({"boot": {"method": "ipxe", "commands": "ramdisk",
+                "timeout": {"seconds": boot_s}}}),
+        ];
+        (context, actions)
     }
 
     /// The job of this try: one submitted before (by a run killed since), else a new one.
@@ -399,7 +472,10 @@ impl LavaBooter<'_> {
                 ),
                 false,
             ),
-            false => self.ended(&job)?,
+            false => match self.elsewhere(&job) {
+                Some(why) => (failed(Failure::NoResult, why, Vec::new()), false),
+                None => self.ended(&job)?,
+            },
         };
         let machine = &self.target.machine;
         let mut record = record_of(ended, arm, at, started, &mut self.symbols[a], machine);
@@ -407,6 +483,20 @@ impl LavaBooter<'_> {
         record.split = None;
         record.job = Some(lab_job);
         Ok((record, never_ran))
+    }
+
+    /// Why job's figures cannot be taken when it ran on another device than the one this
+    /// run's jobs stay on (a type of one device, untagged, that gained another).
+    fn elsewhere(&self, job: &Job) -> Option<String> {
+        let pin = self.target.pin.as_ref()?;
+        let ran = job.actual_device.as_deref()?;
+        (ran != pin.device).then(|| {
+            format!(
+                "LAVA job {} ran on {ran}, not on {}, where this run's jobs stay: its figures \
+                 are left out",
+                job.id, pin.device
+            )
+        })
     }
 
     /// How a finished job's boot ended, from its log and results, and whether LAVA calls its

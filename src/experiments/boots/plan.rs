@@ -28,17 +28,27 @@ pub enum Backend {
     /// This machine, rebooted into each arm by kexec.
     Kexec,
     /// A LAVA job per boot, on a lab's devices of one type.
-    Lava(LavaTarget),
+    Lava(Box<LavaTarget>),
 }
 
-/// Where a LAVA campaign's boots run: a lab's devices of one type, each boot a QEMU there as
-/// `machine` says (TCG, syscost's plugin when it counts), and how the lab gets the files.
+/// Where a LAVA campaign's boots run: a lab's devices of one type, booted as `boot` says
+/// (a QEMU there as `machine` says, TCG with syscost's plugin when it counts; or a board by
+/// iPXE), and how the lab gets the files.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LavaTarget {
     /// The server's URL, without any password (the token is never kept: it is read again
     /// from the environment or `token_file` when a campaign resumes).
     pub lab: String,
     pub device_type: String,
+    #[serde(default)]
+    pub boot: crate::boot::lava::BootMethod,
+    /// The device asked for: every job on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The one device every job runs on, chosen before the first job (timed boots, or
+    /// `device` asked for) and kept for a resume; `None`: any device of the type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<Pin>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
     pub machine: Machine,
@@ -51,6 +61,15 @@ pub struct LavaTarget {
     /// Jobs under way at once when the boots count exactly (timed boots go one at a time).
     #[serde(default = "one")]
     pub jobs: u32,
+}
+
+/// The device a run's jobs stay on, and the tag that takes them there (LAVA 2023.01 sends a
+/// job to a device only through tags): one of its own, or none when the type has one device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pin {
+    pub device: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
 }
 
 fn one() -> u32 {
@@ -73,11 +92,12 @@ impl Backend {
         }
     }
 
+    /// The QEMU machine each boot is: none for kexec, nor for a LAVA board.
     pub fn machine(&self) -> Option<&Machine> {
         match self {
             Backend::Qemu(m) => Some(m),
-            Backend::Lava(t) => Some(&t.machine),
-            Backend::Kexec => None,
+            Backend::Lava(t) if t.boot == crate::boot::lava::BootMethod::Qemu => Some(&t.machine),
+            Backend::Lava(_) | Backend::Kexec => None,
         }
     }
 }

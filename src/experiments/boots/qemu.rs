@@ -79,13 +79,18 @@ pub(super) fn build_initramfs(
 
 /// What a boot of `arm` is told on its command line; `kallsyms`: to send its kernel's symbols.
 pub(super) fn kernel_command_line(arm: &Arm, kallsyms: bool) -> String {
+    format!("console=ttyS0 {}", guest_args(arm, kallsyms))
+}
+
+/// The command line but the console, which a board's boot loader gives as the board has it.
+pub(super) fn guest_args(arm: &Arm, kallsyms: bool) -> String {
     let send = if kallsyms {
         format!(" {KALLSYMS_PARAM}=1")
     } else {
         String::new()
     };
     format!(
-        "console=ttyS0 panic=-1 quiet {ARM_PARAM}={}{send} {}",
+        "panic=-1 quiet {ARM_PARAM}={}{send} {}",
         arm.name, arm.append
     )
     .trim()

@@ -49,6 +49,10 @@ pub fn analyse(
         created_unix,
         via: plan.boot.backend.name().into(),
         machine: plan.boot.backend.machine().cloned(),
+        lava: match &plan.boot.backend {
+            crate::experiments::boots::Backend::Lava(t) => Some((**t).clone()),
+            _ => None,
+        },
         host: Some(crate::environment::Environment::collect()),
         arms: plan.boot.arms.clone(),
         entries: Vec::new(),

@@ -123,9 +123,13 @@ pub struct Campaign {
     pub id: String,
     pub created_unix: u64,
     pub via: String,
-    /// The virtual machine of QEMU boots; none for kexec.
+    /// The virtual machine of QEMU boots; none for kexec or a LAVA board.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<Machine>,
+    /// Where LAVA jobs ran: the lab, the device type, how it boots, and the one device every
+    /// job stayed on (`pin`), when the boots were LAVA jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lava: Option<crate::experiments::boots::LavaTarget>,
     /// The machine syscost ran the campaign on (for QEMU boots, the host of the guests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<crate::environment::Environment>,
