@@ -1,7 +1,8 @@
 //! End-to-end: campaigns booted as jobs of a real LAVA lab (Debian's lava-server and
 //! lava-dispatcher 2023.01, started by scripts/lava-lab in a scratch directory: its own
-//! PostgreSQL, server, scheduler, publisher and a worker with two qemu devices). The same
-//! Debian kernels as the QEMU campaign tests, under TCG with syscost's plugin.
+//! PostgreSQL, server, scheduler, publisher and a worker with three qemu devices and an x86
+//! board, a QEMU that starts from the network by iPXE). The same Debian kernels as the QEMU
+//! campaign tests, under TCG with syscost's plugin, and timed on the board.
 //! scripts/test.sh installs LAVA; without it (or root, or the kernels) the test says so and
 //! skips.
 
@@ -38,7 +39,7 @@ impl Lab {
         let out = Command::new(LAB)
             .arg("start")
             .arg(dir)
-            .args(["--devices", "3"])
+            .args(["--devices", "3", "--boards", "1"])
             .output()
             .unwrap();
         let mut lab = Lab {
@@ -226,11 +227,75 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         !out.status.success() && err.contains("give --via lava too"),
         "{err}"
     );
+    let mut board = arms(k);
+    board.extend(["--lava-device-type", "x86", "--lava-boot", "ipxe"].map(String::from));
+    let out = campaign(tmp.path(), &lab, &lab.token, &board)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--lava-boot ipxe boots a board"),
+        "exact counts on a board: {err}"
+    );
+    let mut nosuch = arms(k);
+    nosuch.extend(["--lava-device", "qemu-09"].map(String::from));
+    let out = campaign(tmp.path(), &lab, &lab.token, &nosuch)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("--lava-device qemu-09: the lab has no such qemu device"),
+        "{err}"
+    );
+    let mut unserved = arms(k);
+    let files = format!(
+        "{}=http://127.0.0.1:9/syscost",
+        tmp.path().join("www").display()
+    );
+    unserved.extend(["--lava-files".to_string(), files]);
+    let out = campaign(tmp.path(), &lab, &lab.token, &unserved)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--lava-files: the lab would not get the files"),
+        "{err}"
+    );
     assert_eq!(lab.jobs(), 0, "no job submitted");
     assert!(
         state(tmp.path()).is_none(),
         "a refused campaign keeps no state"
     );
+
+    // Timed boots on the board: every job on it, by its tag.
+    let board_tmp = scratch();
+    let board_out = board_tmp.path().join("board.json");
+    let timed = [
+        "--arm",
+        &format!("off={}", k.display()),
+        "--arm",
+        &format!("on={}", k.display()),
+        "--append",
+        "on=audit=1",
+        "--boots",
+        "1",
+        "--no-verdict",
+        "--boot-timeout",
+        "300s",
+        "--lava-device-type",
+        "x86",
+        "--lava-boot",
+        "ipxe",
+        "-o",
+        board_out.to_str().unwrap(),
+    ]
+    .map(String::from);
+    let timed = campaign(board_tmp.path(), &lab, &lab.token, &timed)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
 
     // A bisection through the lab (beside the campaigns: the lab has three devices) names
     // the build that turned audit on.
@@ -264,6 +329,29 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         .arg(tmp.path().join("bisect.json"))
         .arg("--")
         .args(MEASURE)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its first job is submitted; resumed, it waits for that job.
+    let bisect_state = bisect_tmp.path().join("syscost/bisect.json");
+    let jobs_in = |f: &Path| -> usize {
+        std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|s| s["jobs"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    wait_for(
+        "the bisection's first job",
+        Duration::from_secs(120),
+        || jobs_in(&bisect_state) > 0,
+    );
+    let mut bisection = bisection;
+    bisection.kill().unwrap();
+    bisection.wait().unwrap();
+    let bisection = syscost_in(bisect_tmp.path(), &lab.token)
+        .args(["bisect", "resume"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -436,6 +524,13 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
 
     let (ok, err) = finish(bisection);
     assert!(ok, "{err}");
+    assert_eq!(
+        err.matches("was submitted before: waiting for it").count(),
+        1,
+        "the resumed bisection waits for the job its killed run submitted: {err}"
+    );
+    let bisect_state = bisect_tmp.path().join("syscost/bisect.json");
+    assert!(!bisect_state.exists() && !bisect_state.with_extension("files").exists());
     let b: Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("bisect.json")).unwrap())
             .unwrap();
@@ -455,4 +550,32 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         "{err}"
     );
     assert!(err.contains(" ended Incomplete: "), "{err}");
+
+    let (ok, err) = finish(timed);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("every job on LAVA device board-01 (its tag board-01)"),
+        "{err}"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&board_out).unwrap()).unwrap();
+    let pin = &c["lava"]["pin"];
+    assert_eq!(pin["device"], "board-01", "{pin}");
+    assert_eq!(c["lava"]["boot"], "ipxe");
+    assert!(c["machine"].is_null(), "a board is no QEMU of syscost's");
+    let boots = c["boots"].as_array().unwrap();
+    let measured = boots.iter().filter(|b| b["outcome"] == "measured");
+    assert_eq!(measured.count(), 2, "one per arm: {err}");
+    for b in boots {
+        assert_eq!(b["job"]["device"], "board-01", "{b}");
+    }
+    for b in boots.iter().filter(|b| b["outcome"] == "measured") {
+        assert!(median(metric(&b["result"], "time")) > 0.0);
+        let job = lab.get(&format!("jobs/{}/", b["job"]["id"]));
+        assert_eq!(job["tags"].as_array().map(Vec::len), Some(1), "{job}");
+        let definition = job["definition"].as_str().unwrap();
+        assert!(
+            definition.contains("ipxe") && definition.contains("tftp"),
+            "{definition}"
+        );
+    }
 }
