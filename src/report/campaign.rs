@@ -277,10 +277,9 @@ impl Campaign {
     }
 
     fn where_booted(&self) -> String {
-        match &self.machine {
-            Some(m) => format!(
-                "in {} ({}, {} vCPU{}, {} MiB{})",
-                self.via,
+        let vm = self.machine.as_ref().map(|m| {
+            format!(
+                "({}, {} vCPU{}, {} MiB{})",
                 m.accel.name(),
                 m.cpus,
                 m.host_cpus
@@ -289,8 +288,20 @@ impl Campaign {
                     .unwrap_or_default(),
                 m.memory_mib,
                 self.entry_words()
+            )
+        });
+        match (&self.lava, vm) {
+            (Some(l), vm) => format!(
+                "as LAVA jobs at {} on its {} devices{}{}",
+                l.lab,
+                l.device_type,
+                vm.map(|v| format!(" {v}")).unwrap_or_default(),
+                (l.pin.as_ref())
+                    .map(|p| format!(", every job on {}", p.device))
+                    .unwrap_or_default()
             ),
-            None => format!("on this machine, rebooted into each arm by {}", self.via),
+            (None, Some(vm)) => format!("in {} {vm}", self.via),
+            (None, None) => format!("on this machine, rebooted into each arm by {}", self.via),
         }
     }
 
