@@ -20,6 +20,11 @@ use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// The kernel's words as it panics, and as it reboots after the panic (a board's boots run
+/// with panic=1: with -1 the kernel reboots at once, saying nothing more).
+const PANIC: &str = "Kernel panic - not syncing";
+const REBOOTING: &str = "Rebooting in [0-9]+ seconds";
+
 /// Jobs that end in an infrastructure error (the boot never ran) are submitted again, up to
 /// this many times per try.
 const INFRA_RETRIES: u32 = 3;
@@ -223,6 +228,16 @@ impl<'p> LavaBooter<'p> {
             BootMethod::Qemu => self.on_qemu(a, boot_s),
             BootMethod::Ipxe => self.on_board(a, boot_s),
         };
+        let (start, end) = match self.target.boot {
+            BootMethod::Qemu => (console::BEGIN.to_string(), console::END.to_string()),
+            // A board whose kernel panics starts its boot loader again and never powers off:
+            // the panic's own lines end the monitor, not its timeout (a qemu device's QEMU
+            // ends with the panic).
+            BootMethod::Ipxe => (
+                format!("{}|{PANIC}", console::BEGIN),
+                format!("{}|{REBOOTING}", console::END),
+            ),
+        };
         let mut job = json!({
             "device_type": self.target.device_type,
             "job_name": format!("syscost {}: {} round {round} try {}", self.tag, arm.name, attempt + 1),
@@ -248,8 +263,8 @@ impl<'p> LavaBooter<'p> {
                 deploy_boot[1],
                 {"test": {"timeout": {"seconds": boot_s}, "monitors": [{
                     "name": "syscost",
-                    "start": console::BEGIN,
-                    "end": console::END,
+                    "start": start,
+                    "end": end,
                     "pattern": CASE_PATTERN,
                     "fixupdict": {"pass": "pass", "fail": "fail"},
                 }]}},
@@ -304,7 +319,9 @@ impl<'p> LavaBooter<'p> {
         ramdisk["install_overlay"] = json!(false);
         ramdisk["install_modules"] = json!(false);
         let kernel = file(&self.kernels[a]);
-        let context = json!({"extra_kernel_args": guest_args(&self.plan.arms[a], false)});
+        // panic=1: the kernel says it reboots, which ends the job's monitor (see PANIC).
+        let args = guest_args(&self.plan.arms[a], false, 1);
+        let context = json!({ "extra_kernel_args": args });
         let actions = [
             json!({"deploy": {"to": "tftp", "timeout": {"minutes": 10},
                 "kernel": kernel, "ramdisk": ramdisk}}),
@@ -516,12 +533,16 @@ impl LavaBooter<'_> {
             }
         }
         let tests = self.lab.tests(job.id)?;
-        let words = format!(
-            "LAVA job {} ended {}: {}",
-            job.id,
-            job.health,
-            lava::failure_words(job, &tests)
-        );
+        let words = match job.health.as_str() {
+            // A board's monitor ended at the panic: the job is LAVA's success.
+            "Complete" => format!("LAVA job {}", job.id),
+            _ => format!(
+                "LAVA job {} ended {}: {}",
+                job.id,
+                job.health,
+                lava::failure_words(job, &tests)
+            ),
+        };
         if let Some(panic) = qemu::kernel_panic(&text) {
             let why = format!("the kernel panicked: {panic} ({words})");
             return Ok((failed(Failure::Panicked, why, tail), false));

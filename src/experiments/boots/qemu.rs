@@ -78,19 +78,21 @@ pub(super) fn build_initramfs(
 }
 
 /// What a boot of `arm` is told on its command line; `kallsyms`: to send its kernel's symbols.
+/// A panic ends the boot at once (QEMU runs with -no-reboot).
 pub(super) fn kernel_command_line(arm: &Arm, kallsyms: bool) -> String {
-    format!("console=ttyS0 {}", guest_args(arm, kallsyms))
+    format!("console=ttyS0 {}", guest_args(arm, kallsyms, -1))
 }
 
-/// The command line but the console, which a board's boot loader gives as the board has it.
-pub(super) fn guest_args(arm: &Arm, kallsyms: bool) -> String {
+/// The command line but the console, which a board's boot loader gives as the board has it;
+/// `panic`: the kernel's panic= (seconds before it reboots; -1: at once, saying nothing).
+pub(super) fn guest_args(arm: &Arm, kallsyms: bool, panic: i32) -> String {
     let send = if kallsyms {
         format!(" {KALLSYMS_PARAM}=1")
     } else {
         String::new()
     };
     format!(
-        "panic=-1 quiet {ARM_PARAM}={}{send} {}",
+        "panic={panic} quiet {ARM_PARAM}={}{send} {}",
         arm.name, arm.append
     )
     .trim()
