@@ -602,3 +602,128 @@ pub fn cases(result: &[u8]) -> Vec<Case> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+    use crate::boot::qemu::{Accel, KernelEntry, Machine};
+    use crate::experiments::boots::plan::{Arm, Backend, Pin};
+    use serde_json::Value;
+
+    fn target(boot: BootMethod, pin: Option<Pin>) -> LavaTarget {
+        let machine = Machine {
+            accel: Accel::Tcg,
+            cpus: 1,
+            memory_mib: 1024,
+            timeout: Duration::from_secs(180),
+            host_cpus: None,
+            entry: KernelEntry::Pvh,
+            emulated_counters: false,
+            cache_model: None,
+            emulated_profile: false,
+            icount: None,
+        };
+        LavaTarget {
+            lab: "http://lab.example/".into(),
+            device_type: "x86".into(),
+            boot,
+            device: None,
+            pin,
+            token_file: None,
+            machine,
+            files: None,
+            queue_limit: Duration::from_secs(60),
+            jobs: 1,
+        }
+    }
+
+    /// The job of arm 0's first try, as LAVA would read it.
+    fn job(t: &LavaTarget) -> Value {
+        let plan = BootPlan {
+            arms: vec![Arm {
+                name: "on".into(),
+                kernel: "/k".into(),
+                append: "audit=1".into(),
+                rules: None,
+                initrd: None,
+            }],
+            seed: 1,
+            measure: vec!["run".into(), "syscall".into()],
+            backend: Backend::Lava(Box::new(t.clone())),
+            retries: 0,
+            guest_files: Vec::new(),
+            needs: Vec::new(),
+            settle: None,
+            rules_errors: crate::audit::rules_file::OnError::Stop,
+        };
+        let file = |url: &str| Artifact {
+            url: url.into(),
+            sha256: "ab".repeat(32),
+            len: 1,
+        };
+        let booter = LavaBooter {
+            plan: &plan,
+            target: t,
+            lab: Lab::new(&t.lab, lava::Token::new("secret").unwrap()).unwrap(),
+            tag: "campaign 1".into(),
+            initrd: file("file:///i.cpio"),
+            plugin: None,
+            kernels: vec![file("file:///k")],
+            symbols: vec![None],
+            on_job: Box::new(|_| {}),
+            pending: Vec::new(),
+        };
+        serde_json::from_str(&booter.definition(0, 1, 0).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_board_job_takes_the_files_by_tftp_and_ends_at_a_panic() {
+        let pin = Pin {
+            device: "pc-1".into(),
+            tag: Some("pc-1".into()),
+        };
+        let j = job(&target(BootMethod::Ipxe, Some(pin)));
+        assert_eq!(
+            j["tags"],
+            serde_json::json!(["pc-1"]),
+            "stays on its device"
+        );
+        let deploy = &j["actions"][0]["deploy"];
+        assert_eq!(deploy["to"], "tftp");
+        assert_eq!(
+            deploy["ramdisk"]["install_overlay"], false,
+            "the initramfs as it is"
+        );
+        assert_eq!(deploy["kernel"]["sha256sum"], "ab".repeat(32));
+        assert_eq!(j["actions"][1]["boot"]["method"], "ipxe");
+        let args = j["context"]["extra_kernel_args"].as_str().unwrap();
+        assert!(
+            args.contains("panic=1 ") && args.ends_with("syscost.arm=on audit=1"),
+            "{args}"
+        );
+        assert!(
+            !args.contains("console="),
+            "the board's console is the board's"
+        );
+        let monitor = &j["actions"][2]["test"]["monitors"][0];
+        let start = regex_lite::Regex::new(monitor["start"].as_str().unwrap()).unwrap();
+        let end = regex_lite::Regex::new(monitor["end"].as_str().unwrap()).unwrap();
+        assert!(start.is_match(console::BEGIN) && end.is_match(console::END));
+        assert!(start.is_match("[ 5.8] Kernel panic - not syncing: VFS: Unable to mount root"));
+        assert!(end.is_match("[ 5.9] Rebooting in 1 seconds.."));
+        assert!(!end.is_match("SYSCOST-CASE pass time 12.5 ns/call;"));
+    }
+
+    #[test]
+    fn a_qemu_job_boots_tmpfs_images_and_goes_to_any_device() {
+        let j = job(&target(BootMethod::Qemu, None));
+        assert!(j.get("tags").is_none());
+        let images = &j["actions"][0]["deploy"]["images"];
+        let arg = images["kernel"]["image_arg"].as_str().unwrap();
+        assert!(arg.contains("console=ttyS0 panic=-1 "), "{arg}");
+        assert_eq!(j["actions"][1]["boot"]["method"], "qemu");
+        let monitor = &j["actions"][2]["test"]["monitors"][0];
+        assert_eq!(monitor["start"], console::BEGIN);
+        assert_eq!(monitor["end"], console::END);
+    }
+}
