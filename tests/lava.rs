@@ -201,16 +201,17 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         "{err}"
     );
     assert!(!err.contains(bad) && !String::from_utf8_lossy(&out.stdout).contains(bad));
-    let mut other = arms(k);
-    other.extend(["--lava-device-type", "nope"].map(String::from));
-    let out = campaign(tmp.path(), &lab, &lab.token, &other)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("has no device type nope"),
-        "{err}"
-    );
+    // The exact-count campaign with `more`, refused in words that say `why`.
+    let refused = |more: &[&str], why: &str| {
+        let mut args = arms(k);
+        args.extend(more.iter().map(|m| m.to_string()));
+        let out = campaign(tmp.path(), &lab, &lab.token, &args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(why), "{err}");
+    };
+    refused(&["--lava-device-type", "nope"], "has no device type nope");
     let out = syscost()
         .args([
             "campaign",
@@ -227,40 +228,22 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         !out.status.success() && err.contains("give --via lava too"),
         "{err}"
     );
-    let mut board = arms(k);
-    board.extend(["--lava-device-type", "x86", "--lava-boot", "ipxe"].map(String::from));
-    let out = campaign(tmp.path(), &lab, &lab.token, &board)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("--lava-boot ipxe boots a board"),
-        "exact counts on a board: {err}"
+    // Exact counts on a board.
+    refused(
+        &["--lava-device-type", "x86", "--lava-boot", "ipxe"],
+        "--lava-boot ipxe boots a board",
     );
-    let mut nosuch = arms(k);
-    nosuch.extend(["--lava-device", "qemu-09"].map(String::from));
-    let out = campaign(tmp.path(), &lab, &lab.token, &nosuch)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success()
-            && err.contains("--lava-device qemu-09: the lab has no such qemu device"),
-        "{err}"
+    refused(
+        &["--lava-device", "qemu-09"],
+        "--lava-device qemu-09: the lab has no such qemu device",
     );
-    let mut unserved = arms(k);
     let files = format!(
         "{}=http://127.0.0.1:9/syscost",
         tmp.path().join("www").display()
     );
-    unserved.extend(["--lava-files".to_string(), files]);
-    let out = campaign(tmp.path(), &lab, &lab.token, &unserved)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("--lava-files: the lab would not get the files"),
-        "{err}"
+    refused(
+        &["--lava-files", &files],
+        "--lava-files: the lab would not get the files",
     );
     assert_eq!(lab.jobs(), 0, "no job submitted");
     assert!(

@@ -76,15 +76,6 @@ pub enum BootMethod {
     Ipxe,
 }
 
-impl BootMethod {
-    pub fn name(self) -> &'static str {
-        match self {
-            BootMethod::Qemu => "qemu",
-            BootMethod::Ipxe => "ipxe",
-        }
-    }
-}
-
 /// A LAVA server, and the token syscost's requests carry.
 #[derive(Debug)]
 pub struct Lab {

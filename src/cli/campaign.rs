@@ -385,10 +385,7 @@ fn lava_run<'a>(lab: Lab, saved: &'a std::cell::RefCell<Saved>, dir: &'a Path) -
         pending,
         on_job: Box::new(move |event: JobEvent| {
             let mut s = saved.borrow_mut();
-            match event {
-                JobEvent::Submitted(job) => s.jobs.push(job.clone()),
-                JobEvent::Ended(id) => s.jobs.retain(|j| j.id != id),
-            }
+            event.apply(&mut s.jobs);
             if let Err(e) = s.save(dir) {
                 eprintln!("syscost: warning: {e:#}");
             }

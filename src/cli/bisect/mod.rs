@@ -136,10 +136,7 @@ fn lava_for<'a>(
         pending: saved.borrow().jobs.clone(),
         on_job: Box::new(move |event: JobEvent| {
             let mut s = saved.borrow_mut();
-            match event {
-                JobEvent::Submitted(job) => s.jobs.push(job.clone()),
-                JobEvent::Ended(id) => s.jobs.retain(|j| j.id != id),
-            }
+            event.apply(&mut s.jobs);
             if let Err(e) = save_state(state, &s) {
                 eprintln!("syscost: warning: {e:#}");
             }

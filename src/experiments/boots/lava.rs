@@ -25,6 +25,10 @@ use std::time::{Duration, Instant};
 const PANIC: &str = "Kernel panic - not syncing";
 const REBOOTING: &str = "Rebooting in [0-9]+ seconds";
 
+/// What differs between a `qemu` device's job and a board's: the context, the deploy and
+/// boot actions, and the monitor's start and end.
+type JobParts = (serde_json::Value, [serde_json::Value; 2], (String, String));
+
 /// Jobs that end in an infrastructure error (the boot never ran) are submitted again, up to
 /// this many times per try.
 const INFRA_RETRIES: u32 = 3;
@@ -122,6 +126,16 @@ pub enum JobEvent<'a> {
     Submitted(&'a PendingJob),
     /// Read back, or cancelled: nothing to wait for.
     Ended(u64),
+}
+
+impl JobEvent<'_> {
+    /// The jobs a resume must wait for, after this event.
+    pub fn apply(&self, jobs: &mut Vec<PendingJob>) {
+        match self {
+            JobEvent::Submitted(job) => jobs.push((*job).clone()),
+            JobEvent::Ended(id) => jobs.retain(|j| j.id != *id),
+        }
+    }
 }
 
 /// A job submitted for a try, not yet read back.
@@ -224,19 +238,9 @@ impl<'p> LavaBooter<'p> {
         let (plan, m) = (self.plan, &self.target.machine);
         let arm = &plan.arms[a];
         let boot_s = m.timeout.as_secs().max(60);
-        let (context, deploy_boot) = match self.target.boot {
+        let (context, deploy_boot, (start, end)) = match self.target.boot {
             BootMethod::Qemu => self.on_qemu(a, boot_s),
             BootMethod::Ipxe => self.on_board(a, boot_s),
-        };
-        let (start, end) = match self.target.boot {
-            BootMethod::Qemu => (console::BEGIN.to_string(), console::END.to_string()),
-            // A board whose kernel panics starts its boot loader again and never powers off:
-            // the panic's own lines end the monitor, not its timeout (a qemu device's QEMU
-            // ends with the panic).
-            BootMethod::Ipxe => (
-                format!("{}|{PANIC}", console::BEGIN),
-                format!("{}|{REBOOTING}", console::END),
-            ),
         };
         let mut job = json!({
             "device_type": self.target.device_type,
@@ -276,9 +280,9 @@ impl<'p> LavaBooter<'p> {
         Ok(serde_json::to_string_pretty(&job)?)
     }
 
-    /// A job's context and its deploy and boot actions on a `qemu` device: the kernel, the
-    /// initramfs and the plugin as QEMU's own options.
-    fn on_qemu(&self, a: usize, boot_s: u64) -> (serde_json::Value, [serde_json::Value; 2]) {
+    /// A job's context, its deploy and boot actions and its monitor's start and end on a
+    /// `qemu` device: the kernel, the initramfs and the plugin as QEMU's own options.
+    fn on_qemu(&self, a: usize, boot_s: u64) -> JobParts {
         let m = &self.target.machine;
         let mut images = serde_json::Map::new();
         let append = kernel_command_line(
@@ -307,13 +311,15 @@ impl<'p> LavaBooter<'p> {
             json!({"deploy": {"to": "tmpfs", "timeout": {"minutes": 10}, "images": images}}),
             json!({"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"seconds": boot_s}}}),
         ];
-        (context, actions)
+        // A panic ends QEMU (-no-reboot), and the job with it.
+        let marks = (console::BEGIN.to_string(), console::END.to_string());
+        (context, actions, marks)
     }
 
-    /// A job's context and its deploy and boot actions on an x86 board: the kernel and the
-    /// initramfs by TFTP (the initramfs as it is: LAVA adds nothing to it), booted by iPXE
-    /// with the board's own console and network arguments, and the guest's after them.
-    fn on_board(&self, a: usize, boot_s: u64) -> (serde_json::Value, [serde_json::Value; 2]) {
+    /// A job's parts on an x86 board: the kernel and the initramfs by TFTP (the initramfs as
+    /// it is: LAVA adds nothing to it), booted by iPXE with the board's own console and
+    /// network arguments, and the guest's after them.
+    fn on_board(&self, a: usize, boot_s: u64) -> JobParts {
         let file = |x: &Artifact| json!({"url": x.url, "sha256sum": x.sha256});
         let mut ramdisk = file(&self.initrd);
         ramdisk["install_overlay"] = json!(false);
@@ -328,7 +334,13 @@ impl<'p> LavaBooter<'p> {
             json!({"boot": {"method": "ipxe", "commands": "ramdisk",
                 "timeout": {"seconds": boot_s}}}),
         ];
-        (context, actions)
+        // A board whose kernel panics starts its boot loader again and never powers off: the
+        // panic's own lines end the monitor, not its timeout.
+        let marks = (
+            format!("{}|{PANIC}", console::BEGIN),
+            format!("{}|{REBOOTING}", console::END),
+        );
+        (context, actions, marks)
     }
 
     /// The job of this try: one submitted before (by a run killed since), else a new one.
