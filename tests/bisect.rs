@@ -185,6 +185,18 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("first bad build b1:"), "{text}");
     assert!(text.contains("Last good build: b0"), "{text}");
+    // Each build with rules that measured says how many the kernel took, with audit on.
+    let audit: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with(" Audit rules, build b"))
+        .collect();
+    assert!(!audit.is_empty(), "{text}");
+    for l in &audit {
+        assert!(
+            l.contains(": 40 rule(s) of ") && l.ends_with("audit on (on at boot)"),
+            "{l}"
+        );
+    }
     // Only the steps booted again: at most ceil(log2 7) + 2 builds beyond the ends.
     let booted = err.lines().filter(|l| l.contains(": measured (")).count();
     assert!(

@@ -7,6 +7,7 @@ use super::AuditSocket;
 use super::rules::with_key;
 use super::rules_file::{Line, Op, RuleSet, setting_note};
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 /// Where rules are loaded: a host (syscost tags each rule with a key of its own, deletes only
 /// rules it added and changes no setting) or a campaign's guest (rules as given, settings
@@ -23,6 +24,63 @@ pub struct Loaded {
     pub rules: Vec<(usize, Vec<u8>, Vec<u8>)>,
     /// What was not done, and why.
     pub notes: Vec<String>,
+}
+
+/// The audit state a boot measured its arm's rules under: rules are walked only while audit
+/// is on, so a table of a boot with rules says which it was. Kept in the boot's result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArmAudit {
+    /// The rules file, as named in messages.
+    pub source: String,
+    /// The rules the kernel took.
+    pub rules: usize,
+    /// audit's enabled flag at boot, before the rules were set up (0 off, 1 on, 2 locked).
+    pub at_boot: u32,
+    /// The flag while the boot measured.
+    pub measured: u32,
+}
+
+impl ArmAudit {
+    /// Whether syscost turned audit on for the measurement (the boot had it off, and the
+    /// rules file has no `-e`).
+    pub fn enabled_by_syscost(&self) -> bool {
+        self.at_boot == 0 && self.measured != 0
+    }
+
+    /// `3 rule(s) of prod.rules, audit on (off at boot: enabled by syscost)`.
+    pub fn describe(&self) -> String {
+        let state = match (self.at_boot, self.measured) {
+            (0, 0) => "audit off (the file's -e 0): its rules were never walked",
+            (_, 0) => {
+                "audit off (the file's -e 0, though it was on at boot): its rules were \
+                       never walked"
+            }
+            (0, _) => "audit on (off at boot: turned on for the measurement)",
+            _ => "audit on (on at boot)",
+        };
+        format!("{} rule(s) of {}, {state}", self.rules, self.source)
+    }
+}
+
+/// In a boot that measures under `set` (loaded already): turn audit on when it is off and the
+/// file does not say otherwise (`-e`), as `run --audit-rules` does on a host, so the rules are
+/// walked; `at_boot` is the flag before anything was set up, `loaded` what the load took.
+pub fn switch_on_for(
+    sock: &mut AuditSocket,
+    set: &RuleSet,
+    loaded: &Loaded,
+    at_boot: u32,
+) -> Result<ArmAudit> {
+    let now = sock.status_message()?.enabled;
+    if set.enable().is_none() && now == 0 {
+        sock.set_enabled(1)?;
+    }
+    Ok(ArmAudit {
+        source: set.source.clone(),
+        rules: loaded.rules.len(),
+        at_boot,
+        measured: sock.status_message()?.enabled,
+    })
 }
 
 /// Load `set` through `sock`. A rule the kernel refuses stops the load (the set's `on_error`

@@ -311,6 +311,18 @@ pub(super) fn with_warning(bytes: Vec<u8>, warning: &str) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or(bytes)
 }
 
+/// A result with `field` set to `value` (a result that is not a JSON object is sent as it is).
+pub(super) fn with_field(bytes: Vec<u8>, field: &str, value: serde_json::Value) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return bytes;
+    };
+    match v.as_object_mut() {
+        Some(o) => o.insert(field.to_string(), value),
+        None => return bytes,
+    };
+    serde_json::to_vec(&v).unwrap_or(bytes)
+}
+
 /// The init is a kexec campaign's boot hook: resume it (the resume reboots into the next arm,
 /// so it returns only after the last boot), then send back what the plan names.
 fn resume_kexec_campaign(plan: &GuestPlan) -> Result<Vec<u8>> {

@@ -18,6 +18,7 @@ pub mod qemu;
 pub mod qmp;
 pub mod settle;
 
+use crate::audit::load::ArmAudit;
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -120,24 +121,39 @@ struct ArmRules {
     sock: crate::audit::AuditSocket,
     set: crate::audit::rules_file::RuleSet,
     loaded: crate::audit::load::Loaded,
+    /// The audit state measured under, once set up.
+    audit: Option<ArmAudit>,
 }
 
+/// Where a boot's result holds the audit state its arm's rules were measured under.
+pub const ARM_AUDIT_FIELD: &str = "arm_audit";
+
 impl ArmRules {
+    /// The rules loaded and audit turned on for them when it is off and the file has no
+    /// `-e` (a rule is walked only with audit on; a kexec boot's flag is put back on drop).
     fn set_up(json: &str, what: &str) -> Result<ArmRules> {
         let set = serde_json::from_str(json).with_context(|| format!("the rules of {what}"))?;
         let mut me = ArmRules {
             sock: crate::audit::AuditSocket::open()?,
             set,
             loaded: Default::default(),
+            audit: None,
         };
+        let at_boot = me.sock.status_message()?.enabled;
         let target = crate::audit::load::Target::Guest;
         crate::audit::load::load(&mut me.sock, &mut me.set, target, &mut me.loaded)?;
+        let audit = crate::audit::load::switch_on_for(&mut me.sock, &me.set, &me.loaded, at_boot);
+        me.audit = Some(audit?);
         Ok(me)
     }
 
-    /// The result with a warning for each line left out here or on the host, and a note for
-    /// each setting not applied.
+    /// The result with the audit state it was measured under, a warning for each line left
+    /// out here or on the host, and a note for each setting not applied.
     fn noted(&self, result: Vec<u8>) -> Vec<u8> {
+        let result = match &self.audit {
+            Some(a) => guest::with_field(result, ARM_AUDIT_FIELD, serde_json::json!(a)),
+            None => result,
+        };
         let refused = self.set.refused.iter().map(|r| {
             format!(
                 "audit rules, {} line {}: left out: {}",
@@ -159,6 +175,9 @@ impl Drop for ArmRules {
     fn drop(&mut self) {
         for (_, _, r) in &self.loaded.rules {
             let _ = self.sock.del_rule(r);
+        }
+        if let Some(a) = self.audit.as_ref().filter(|a| a.enabled_by_syscost()) {
+            let _ = self.sock.set_enabled(a.at_boot);
         }
     }
 }

@@ -266,6 +266,7 @@ impl Render for Bisection {
             );
         }
         lines.extend(self.shape_line());
+        lines.extend(super::campaign::audit_lines(&self.boots, "build"));
         if !skipped.is_empty() {
             lines.push(format!(
                 " Skipped (not a kernel, or did not boot): {}",

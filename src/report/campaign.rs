@@ -9,7 +9,7 @@ use super::kind::{Entry, ResultKind};
 use super::section::{Section, compare_section};
 use crate::core::Kind;
 use crate::counters::emulated::Geometry;
-use crate::experiments::boots::{BootSplit, Outcome};
+use crate::experiments::boots::{BootRecord, BootSplit, Outcome};
 use crate::experiments::campaign::{Campaign, CounterFigure};
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
@@ -436,6 +436,21 @@ impl Campaign {
     }
 }
 
+/// A line per arm (or build) with audit rules: how many the kernel took and whether audit
+/// was on while it measured (rules are walked only with audit on).
+pub(super) fn audit_lines(boots: &[BootRecord], what: &str) -> Vec<String> {
+    crate::experiments::boots::record::audit_by_arm(boots)
+        .into_iter()
+        .map(|(arm, states)| {
+            let said: Vec<String> = states.iter().map(|a| a.describe()).collect();
+            format!(
+                " Audit rules, {what} {arm}: {}",
+                said.join("; in other boots: ")
+            )
+        })
+        .collect()
+}
+
 /// A counter's median, or its status with the number of its reason among `notes`.
 fn counter_cell(c: Option<&CounterFigure>, notes: &mut Vec<String>) -> Cell {
     let Some(c) = c else {
@@ -491,6 +506,7 @@ impl Render for Campaign {
         lines.extend(self.accel_line());
         lines.extend(self.pinning_line());
         lines.extend(self.time_line());
+        lines.extend(audit_lines(&self.boots, "arm"));
         if !self.complete {
             lines.push(" INCOMPLETE: some boots failed (see the failed boots below)".into());
         }

@@ -89,7 +89,8 @@ fn unzipped(gz: &[u8]) -> Option<String> {
     Some(text)
 }
 
-/// `result` read as a `T`, joined by `join`, and written back.
+/// `result` read as a `T`, joined by `join`, and written back, with the fields `T` does not
+/// know kept as they were (what the boot added: the audit state of its arm's rules).
 fn joined_as<T: serde::de::DeserializeOwned + serde::Serialize>(
     result: &serde_json::Value,
     windows: &[Window],
@@ -97,7 +98,13 @@ fn joined_as<T: serde::de::DeserializeOwned + serde::Serialize>(
 ) -> Result<serde_json::Value, String> {
     let mut r: T = serde_json::from_value(result.clone()).map_err(|e| e.to_string())?;
     join(&mut r, windows)?;
-    Ok(serde_json::to_value(&r).expect("results serialise"))
+    let mut out = serde_json::to_value(&r).expect("results serialise");
+    if let (Some(o), Some(before)) = (out.as_object_mut(), result.as_object()) {
+        for (k, v) in before {
+            o.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// The counts every window has (the plugin counts the same in all of them).
@@ -447,6 +454,28 @@ mod unit {
             }
         }
         out
+    }
+
+    /// What a boot added to its result beside the run (its arm's audit state) survives the
+    /// join, which reads the result as a run and writes it back.
+    #[test]
+    fn the_join_keeps_the_fields_a_run_does_not_know() {
+        let r = fixed_result();
+        let mut v = serde_json::to_value(&r).unwrap();
+        let audit =
+            serde_json::json!({"source": "a.rules", "rules": 3, "at_boot": 0, "measured": 1});
+        v["arm_audit"] = audit.clone();
+        join(&mut v, &windows_of(&r, 305), None);
+        let names = v["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].clone());
+        assert!(
+            names.clone().any(|n| n == "instructions (emulated)"),
+            "joined"
+        );
+        assert_eq!(v["arm_audit"], audit);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! history and in a campaign's or a bisection's state), and the one way to ask a boot for a
 //! figure.
 
+use crate::audit::load::ArmAudit;
 use crate::boot::guest::GuestClock;
 use crate::boot::qemu::{Failure, Pinned};
 use crate::core::Kind;
@@ -209,6 +210,31 @@ impl Decoded {
             }
         }
     }
+}
+
+/// Per arm with rules, in the order of its first boot, each different audit state its
+/// measured boots ran under (one, unless a boot differed): what a table says of them.
+pub fn audit_by_arm(boots: &[BootRecord]) -> Vec<(String, Vec<ArmAudit>)> {
+    let mut out: Vec<(String, Vec<ArmAudit>)> = Vec::new();
+    for b in boots {
+        let Some(a) = b
+            .result()
+            .and_then(|r| field_of::<ArmAudit>(r, crate::boot::ARM_AUDIT_FIELD))
+        else {
+            continue;
+        };
+        let at = match out.iter().position(|(arm, _)| *arm == b.arm) {
+            Some(i) => i,
+            None => {
+                out.push((b.arm.clone(), Vec::new()));
+                out.len() - 1
+            }
+        };
+        if !out[at].1.contains(&a) {
+            out[at].1.push(a);
+        }
+    }
+    out
 }
 
 /// A result's `field` read as a `T`, when it has one that reads so.
