@@ -660,7 +660,73 @@ fn input_that_can_only_fail_in_the_guest_is_refused_on_the_host() {
     )
     .unwrap();
     let long_append = format!("b=quiet {}", "x".repeat(2100));
+    let watch = tmp.path().join("watch.rules");
+    std::fs::write(
+        &watch,
+        "-a always,exit -F arch=b64 -S getppid -k p\n-w /etc/hostname -p wa -k h\n",
+    )
+    .unwrap();
+    let tree = tmp.path().join("tree.rules");
+    std::fs::write(&tree, "-a always,exit -F dir=/var/log -F perm=w -k logs\n").unwrap();
+    let fine = tmp.path().join("fine.rules");
+    std::fs::write(&fine, "-a always,exit -F arch=b64 -S getppid -k p\n").unwrap();
+    let rules_b = |f: &Path| vec!["--audit-rules".to_string(), format!("b={}", f.display())];
     let cases: Vec<(Vec<String>, Vec<&str>, &str)> = vec![
+        // An arm with rules booted with audit=0: the kernel takes no rule, nothing is measured.
+        (
+            [
+                two.clone(),
+                rules_b(&fine),
+                vec!["--append".into(), "b=quiet audit=0".into()],
+            ]
+            .concat(),
+            MEASURE.to_vec(),
+            "--append b: audit=0 on its command line turns audit off for the whole boot",
+        ),
+        (
+            [
+                two.clone(),
+                rules_b(&fine),
+                vec!["--append".into(), "b=audit=OFF".into()],
+            ]
+            .concat(),
+            MEASURE.to_vec(),
+            "audit=OFF on its command line turns audit off",
+        ),
+        // A watch whose parent the guest lacks, and a dir= tree it lacks, would fail the boot.
+        (
+            [two.clone(), rules_b(&watch)].concat(),
+            MEASURE.to_vec(),
+            "line 2: the guest has no /etc (a watch's parent directory)",
+        ),
+        (
+            [two.clone(), rules_b(&tree)].concat(),
+            MEASURE.to_vec(),
+            "line 1: the guest has no /var/log (a dir= directory)",
+        ),
+        // Output options after -- reach the guest's syscost, whose output nobody reads.
+        (
+            two.clone(),
+            [MEASURE, &["--format", "lkml"]].concat(),
+            "--format after -- goes to the syscost each boot runs, whose output nobody reads: \
+             give campaign's own --format before --",
+        ),
+        (
+            two.clone(),
+            [MEASURE, &["--json"]].concat(),
+            "--json after -- goes to the syscost each boot runs",
+        ),
+        (
+            two.clone(),
+            [MEASURE, &["-o", "x.json"]].concat(),
+            "-o after -- goes to the syscost each boot runs",
+        ),
+        // The campaign's own option given after --.
+        (
+            two.clone(),
+            [MEASURE, &["--boots", "6"]].concat(),
+            "--boots is campaign's own option: put it before --",
+        ),
         (
             two.clone(),
             vec!["run", "syscall", "--bogus"],
@@ -811,7 +877,7 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
     for (n, _) in &arms[..3] {
         args.extend(["--append".into(), format!("{n}=audit=0")]);
     }
-    args.extend(["--append".into(), "rules=audit=1".into()]);
+    // No audit=1: the guest turns audit on for the arm's rules, as `run --audit-rules` does.
     args.extend(["--audit-rules".into(), format!("rules={}", rules.display())]);
     args.extend(["--emulated-counters".into(), "-o".into()]);
     args.push(out_file.display().to_string());
@@ -854,6 +920,27 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
     let d = delta("rules", kernel);
     assert_eq!(d["decision"], "higher", "{d}");
     assert!(d["delta_pct"].as_f64().unwrap() > 100.0, "{d}");
+    // The boot had audit off (no audit=1): the guest turned it on, and the table says so.
+    let said = text
+        .lines()
+        .find(|l| l.starts_with(" Audit rules, arm rules: 40 rule(s) of "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        said.ends_with("forty.rules, audit on (off at boot: turned on for the measurement)"),
+        "{said}"
+    );
+    assert!(!text.contains("Audit rules, arm base"), "{text}");
+    for b in c["boots"].as_array().unwrap() {
+        let audit = &b["result"]["arm_audit"];
+        match b["arm"].as_str() {
+            Some("rules") => assert_eq!(
+                (&audit["rules"], &audit["at_boot"], &audit["measured"]),
+                (&Value::from(40), &Value::from(0), &Value::from(1)),
+                "{audit}"
+            ),
+            _ => assert!(audit.is_null(), "{audit}"),
+        }
+    }
     let d = delta("newer", kernel);
     assert!(
         ["higher", "lower"].contains(&d["decision"].as_str().unwrap()),

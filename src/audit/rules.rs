@@ -41,9 +41,9 @@ const STRING_FIELDS: &[u32] = &[
     20,
     21,
     22,
-    23,  // AUDIT_OBJ_USER .. AUDIT_OBJ_LEV_HIGH
-    105, // AUDIT_WATCH
-    107, // AUDIT_DIR
+    23, // AUDIT_OBJ_USER .. AUDIT_OBJ_LEV_HIGH
+    FIELD_WATCH,
+    FIELD_DIR,
     112, // AUDIT_EXE
     FIELD_FILTERKEY,
 ];
@@ -149,6 +149,35 @@ impl Rule {
             })
             .collect()
     }
+}
+
+/// Field types naming a path: a watch (`-w PATH`, `-F path=`: its parent directory must
+/// exist) and a directory tree (`-F dir=`: the directory itself must exist).
+pub const FIELD_WATCH: u32 = 105;
+pub const FIELD_DIR: u32 = 107;
+
+/// The paths a rule names, (field type, path), in field order: what must exist where the
+/// rule is loaded.
+pub fn paths(bytes: &[u8]) -> Vec<(u32, String)> {
+    let Some(rule) = Rule::decode(bytes) else {
+        return Vec::new();
+    };
+    let buf = &rule.bytes[HEADER_LEN..];
+    let mut at = 0usize;
+    let mut out = Vec::new();
+    for (ty, _, len) in rule.fields() {
+        if !STRING_FIELDS.contains(&ty) {
+            continue;
+        }
+        let len = len as usize;
+        if let Some(s) = buf.get(at..at + len)
+            && matches!(ty, FIELD_WATCH | FIELD_DIR)
+        {
+            out.push((ty, String::from_utf8_lossy(s).into_owned()));
+        }
+        at += len;
+    }
+    out
 }
 
 /// `bytes` with `key` added as one more key (after the user's, which stay), or as the rule's
@@ -304,6 +333,32 @@ mod unit {
         assert_eq!(r.action, ACTION_ALWAYS);
         assert_eq!(r.key.as_deref(), Some("syscost-1-2-3"));
         assert_eq!(r.bytes, b);
+    }
+
+    /// A rule with its string fields' bytes in `buf`: `numeric` gives each field and the
+    /// length of its string (see `encode`), `key` comes last.
+    fn with_strings(numeric: &[(u32, u32)], buf: &str) -> Vec<u8> {
+        let mut r = encode(FILTER_EXIT, ACTION_ALWAYS, &[], numeric, "k");
+        r.truncate(HEADER_LEN);
+        let at = (HEADER_WORDS - 1) * 4;
+        r[at..at + 4].copy_from_slice(&(buf.len() as u32 + 1).to_ne_bytes());
+        r.extend_from_slice(buf.as_bytes());
+        r.push(b'k');
+        r
+    }
+
+    /// The paths a rule names are read from its string fields, beside the others (an exe
+    /// before, the key after).
+    #[test]
+    fn a_rule_s_watched_paths_and_directories_are_read_back() {
+        let watch = with_strings(&[(FIELD_WATCH, 13)], "/etc/hostname");
+        assert_eq!(paths(&watch), [(FIELD_WATCH, "/etc/hostname".to_string())]);
+        let dir = with_strings(
+            &[(112, 9), (FIELD_DIR, 8), (FIELD_PID, 4)],
+            "/bin/true/var/log",
+        );
+        assert_eq!(paths(&dir), [(FIELD_DIR, "/var/log".to_string())]);
+        assert!(paths(&encode(FILTER_EXIT, ACTION_ALWAYS, &[39], &[], "k")).is_empty());
     }
 
     #[test]

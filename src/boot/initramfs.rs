@@ -84,18 +84,75 @@ pub fn guest_path(host: &Path) -> Result<PathBuf> {
     std::path::absolute(host).with_context(|| format!("cannot resolve {}", host.display()))
 }
 
-/// Write the archive with `exe` as `/init` to `out`.
-pub fn build(exe: &Path, contents: &Contents, out: &Path) -> Result<()> {
-    let mut entries: Vec<(String, u32, Vec<u8>)> = Vec::new();
-    let read = |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
-    entries.push(("init".into(), EXECUTABLE, read(exe)?));
+/// The host files the archive copies (their guest paths are the same): `exe`'s libraries,
+/// the extra files and theirs.
+fn host_files(exe: &Path, extra: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = shared_libraries(exe)?;
-    for f in &contents.files {
+    for f in extra {
         files.push(guest_path(f)?);
         files.extend(shared_libraries(f)?);
     }
     files.sort();
     files.dedup();
+    Ok(files)
+}
+
+/// The directories standing at the root of every guest: the archive's own, and the mount
+/// points the init fills ([`super::guest::MOUNTS`]).
+const STANDARD_DIRS: [&str; 5] = ["dev", "proc", "sys", "tmp", "run"];
+
+/// The directories a guest booted from the archive has before its measurement starts: what
+/// a rule that names a path needs to find there.
+pub struct Tree {
+    dirs: BTreeSet<PathBuf>,
+}
+
+impl Tree {
+    /// The tree of the archive [`build`] makes of `exe` and `contents`.
+    pub fn of(exe: &Path, contents: &Contents) -> Result<Tree> {
+        let files = host_files(exe, &contents.files)?;
+        let names = files
+            .iter()
+            .map(|f| f.to_string_lossy().trim_start_matches('/').to_string())
+            .chain(
+                contents
+                    .named
+                    .iter()
+                    .map(|(n, _)| n.trim_start_matches('/').into()),
+            )
+            .chain(["init".to_string()])
+            .collect::<Vec<_>>();
+        let dirs = parents(names.iter().map(String::as_str))
+            .into_iter()
+            .chain(STANDARD_DIRS.map(String::from))
+            .map(|d| Path::new("/").join(d))
+            .chain([PathBuf::from("/")])
+            .collect();
+        Ok(Tree { dirs })
+    }
+
+    /// Whether `dir` is a directory there: one of the archive's, or any path under /proc,
+    /// /sys or /dev (the kernel's own file systems, not known here; /tmp and /run start empty).
+    pub fn has_dir(&self, dir: &Path) -> bool {
+        let kernel_fs = ["/proc", "/sys", "/dev"].iter().any(|m| dir.starts_with(m));
+        kernel_fs || self.dirs.contains(&normal(dir))
+    }
+}
+
+/// `p` without `.` parts and a trailing `/` (the kernel resolves them; `..` is kept, and then
+/// found in no tree).
+fn normal(p: &Path) -> PathBuf {
+    p.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
+}
+
+/// Write the archive with `exe` as `/init` to `out`.
+pub fn build(exe: &Path, contents: &Contents, out: &Path) -> Result<()> {
+    let mut entries: Vec<(String, u32, Vec<u8>)> = Vec::new();
+    let read = |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
+    entries.push(("init".into(), EXECUTABLE, read(exe)?));
+    let files = host_files(exe, &contents.files)?;
     for f in &files {
         let name = f.to_string_lossy().trim_start_matches('/').to_string();
         entries.push((name, EXECUTABLE, read(f)?));
@@ -111,7 +168,7 @@ pub fn build(exe: &Path, contents: &Contents, out: &Path) -> Result<()> {
     let file =
         std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut w = std::io::BufWriter::new(file);
-    let standard = ["dev", "proc", "sys", "tmp", "run"].map(String::from);
+    let standard = STANDARD_DIRS.map(String::from);
     let all_dirs = dirs.iter().chain(standard.iter()).collect::<BTreeSet<_>>();
     for (ino, d) in all_dirs.iter().enumerate() {
         w = cpio::NewcBuilder::new(d)
@@ -198,5 +255,31 @@ mod unit {
         // Directories come before the files in them.
         let pos = |n: &str| names.iter().position(|x| x == n).unwrap();
         assert!(pos("campaign") < pos("campaign/plan.json"));
+    }
+
+    #[test]
+    fn the_guest_tree_has_the_archive_s_directories_and_the_kernel_s_file_systems() {
+        let exe = std::env::current_exe().unwrap();
+        let contents = Contents {
+            files: Vec::new(),
+            named: vec![("/campaign/rules/a.json".into(), b"{}".to_vec())],
+        };
+        let tree = Tree::of(&exe, &contents).unwrap();
+        for there in [
+            "/",
+            "/campaign",
+            "/campaign/rules/",
+            "/tmp",
+            "/proc/sys/kernel",
+            "/dev",
+        ] {
+            assert!(tree.has_dir(Path::new(there)), "{there}");
+        }
+        let libc = shared_libraries(&exe).unwrap();
+        let libc = libc.iter().find(|p| p.ends_with("libc.so.6")).unwrap();
+        assert!(tree.has_dir(libc.parent().unwrap()), "{}", libc.display());
+        for not in ["/etc", "/var/log", "/tmp/a", "/campaign/../etc"] {
+            assert!(!tree.has_dir(Path::new(not)), "{not}");
+        }
     }
 }

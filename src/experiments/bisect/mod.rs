@@ -214,6 +214,7 @@ type Checked = (Vec<Option<String>>, Vec<(String, String)>);
 /// Check each build: one that cannot boot is skipped, with why; an end that cannot is refused.
 fn skipped_builds(plan: &BisectPlan) -> Result<Checked> {
     checks::check_setup(&plan.boot)?;
+    let tree = checks::guest_tree(&plan.boot)?;
     let mut skip = Vec::new();
     let mut rules = Vec::new();
     for (i, a) in plan.boot.arms.iter().enumerate() {
@@ -223,7 +224,7 @@ fn skipped_builds(plan: &BisectPlan) -> Result<Checked> {
                 a.name
             );
         }
-        match checks::check_arm(a, plan.boot.rules_errors) {
+        match checks::check_arm(a, plan.boot.rules_errors, tree.as_ref()) {
             Ok(r) => {
                 rules.extend(r.map(|r| (a.name.clone(), r)));
                 skip.push(None);

@@ -47,13 +47,14 @@ pub fn check(plan: &BootPlan) -> Result<Vec<(String, String)>> {
         bail!("give --arm NAME=KERNEL: one arm measures a kernel, two or more compare them");
     }
     check_setup(plan)?;
+    let tree = guest_tree(plan)?;
     let mut rules = Vec::new();
     for (i, a) in plan.arms.iter().enumerate() {
         if plan.arms[..i].iter().any(|b| b.name == a.name) {
             let why = "the name is given twice".to_string();
             return Err(problem(&a.name, ArmPart::Name, why).into());
         }
-        if let Some(text) = check_arm(a, plan.rules_errors)? {
+        if let Some(text) = check_arm(a, plan.rules_errors, tree.as_ref())? {
             rules.push((a.name.clone(), text));
         }
     }
@@ -73,12 +74,30 @@ pub fn check_setup(plan: &BootPlan) -> Result<()> {
     Ok(())
 }
 
+/// The directories syscost's initramfs gives a guest, when an arm has rules that may name
+/// paths and the boots start from that initramfs (not kexec's, which boot this machine's
+/// own root file system).
+pub fn guest_tree(plan: &BootPlan) -> Result<Option<initramfs::Tree>> {
+    if matches!(plan.backend, Backend::Kexec) || plan.arms.iter().all(|a| a.rules.is_none()) {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
+    let contents = initramfs::Contents {
+        files: plan.guest_files.clone(),
+        named: vec![(crate::boot::guest::PLAN_PATH.into(), Vec::new())],
+    };
+    Ok(Some(initramfs::Tree::of(&exe, &contents)?))
+}
+
 /// One arm: its name, its kernel (a bzImage whose command line holds what syscost adds), its
-/// initramfs and its rules file. Returns its rules, read here (by auditctl's library, which
-/// the guest lacks) as the JSON the guest is sent; what is wrong is an [`ArmProblem`].
+/// initramfs and its rules file: what the kernel must find for each rule that names a path
+/// (in `tree`, the guest's directories, when it boots syscost's initramfs), and audit not
+/// turned off for the boot. Returns its rules, read here (by auditctl's library, which the
+/// guest lacks) as the JSON the guest is sent; what is wrong is an [`ArmProblem`].
 pub fn check_arm(
     a: &Arm,
     on_error: crate::audit::rules_file::OnError,
+    tree: Option<&initramfs::Tree>,
 ) -> Result<Option<String>, ArmProblem> {
     check_name(&a.name)?;
     check_command_line(a)?;
@@ -94,9 +113,64 @@ pub fn check_arm(
     // No flag: the command adds the option (or line) that named the file.
     let set = crate::audit::rules_file::read(r, "", on_error)
         .map_err(|e| problem(&a.name, ArmPart::Rules, format!("{e:#}").trim().into()))?;
+    check_audit_on(a)?;
+    if let Some(t) = tree {
+        check_paths(&set, t).map_err(|e| problem(&a.name, ArmPart::Rules, format!("{e:#}")))?;
+    }
     Ok(Some(
         serde_json::to_string(&set).expect("a rule set is JSON"),
     ))
+}
+
+/// An arm with rules must not boot with `audit=0` (or `off`): the kernel then has no audit
+/// for the whole boot, takes no rule, and the arm would measure nothing of them.
+fn check_audit_on(a: &Arm) -> Result<(), ArmProblem> {
+    let last = a
+        .append
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("audit="))
+        .next_back();
+    match last {
+        Some(v) if v == "0" || v.eq_ignore_ascii_case("off") => {
+            let why = format!(
+                "audit={v} on its command line turns audit off for the whole boot, so its audit \
+                 rules could not be loaded and would measure nothing: drop audit={v} (syscost \
+                 turns audit on for the measurement when the boot has it off), or drop the \
+                 arm's rules"
+            );
+            Err(problem(&a.name, ArmPart::CommandLine, why))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Each rule that names a path finds it in the guest: a watch its parent directory, a `dir=`
+/// the directory itself (the kernel refuses either, ENOENT, and the boot would be lost). With
+/// `-i` or --audit-rules-errors continue, the guest's kernel leaves the rule out and the
+/// boot's result says so.
+fn check_paths(set: &crate::audit::rules_file::RuleSet, tree: &initramfs::Tree) -> Result<()> {
+    use crate::audit::rules::{FIELD_WATCH, paths};
+    for (line, bytes) in set.rules() {
+        for (field, path) in paths(bytes) {
+            let p = std::path::Path::new(&path);
+            let (dir, what) = match field {
+                FIELD_WATCH => (p.parent().unwrap_or(p), "a watch's parent directory"),
+                _ => (p, "a dir= directory"),
+            };
+            if !tree.has_dir(dir) {
+                let reason = format!(
+                    "the guest has no {} ({what}): a guest holds syscost's initramfs (/init, \
+                     its libraries, --guest-file files), the kernel's /proc, /sys and /dev, and \
+                     an empty /tmp and /run; watch a path there, or give a file in {} with \
+                     --guest-file",
+                    dir.display(),
+                    dir.display()
+                );
+                set.clone().refuse(line, reason)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Each file the measuring command opens must be in the guest's initramfs: syscost itself
