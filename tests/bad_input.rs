@@ -293,6 +293,44 @@ fn malformed_modifiers_and_ignored_ab_options_are_refused() {
         ],
         &["put it before --"],
     );
+    // ab's own option after --, where the variants' shared run options go.
+    fails_with(
+        &[
+            "ab",
+            "--variant",
+            "syscall",
+            "--variant",
+            "syscall",
+            "--",
+            "--cpu",
+            "1",
+            "--save",
+            "abdir",
+        ],
+        &["--save is ab's own option: put it before --"],
+    );
+}
+
+/// `bisect git` runs in a kernel tree: elsewhere it says so, not that a revision is unknown.
+#[test]
+fn bisect_git_outside_a_git_tree_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = syscost()
+        .current_dir(dir.path())
+        .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
+        .args([
+            "bisect", "git", "--good", "v6.11", "--bad", "v6.12", "--build", "true",
+        ])
+        .args(["--image", "bzImage", "--", "run", "syscall"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is not in a git tree: run bisect git in the kernel tree"),
+        "{err}"
+    );
+    assert!(!err.contains("not a commit"), "{err}");
 }
 
 #[test]

@@ -70,6 +70,9 @@ fn variant_arms(
         };
         let words = before_the_command(own, shared);
         let line = VariantLine::try_parse_from(&words).map_err(|e| {
+            if let Some(hint) = super::args::owner_hint(&e, &["ab"]) {
+                return anyhow::anyhow!("{hint} (the options after -- go to every variant)");
+            }
             anyhow::anyhow!(
                 "--variant '{v}' (with the shared options {:?}) is not a valid `syscost run`: {}",
                 shared,

@@ -296,7 +296,8 @@ pub struct RunArgs {
     /// its -e says; -e 2 as -e 1: syscost never locks audit), each tagged with a key of
     /// syscost's beside yours, and removed afterwards on every exit path (after a SIGKILL, by
     /// the next syscost that sets audit up, or `syscost audit cleanup`). Its other settings
-    /// (-D, -b, -f, -r) are left as found. In `ab`, give it to a variant: the variants then alternate
+    /// (-D, -b, -f, -r) are left as found on a host (a campaign's guest applies them: see
+    /// campaign --audit-rules). In `ab`, give it to a variant: the variants then alternate
     /// run by run. In `audit sweep`, the file's rules are the steps.
     #[arg(long, value_name = "FILE")]
     pub audit_rules: Option<PathBuf>,
@@ -527,6 +528,54 @@ pub(super) fn shown_words(words: &[String]) -> String {
         .map(|w| crate::core::printable(&crate::core::redact_url(w)))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// When `e` (the words after a command's `--` refused by the parser) names an option that is
+/// the command's own, where it belongs: `--save is ab's own option: put it before --`.
+/// `path`: the command's subcommand names, e.g. `["ab"]`.
+pub(super) fn owner_hint(e: &clap::Error, path: &[&str]) -> Option<String> {
+    use clap::CommandFactory;
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let word = arg.split('=').next().unwrap_or(arg);
+    let mut cmd = Cli::command();
+    for name in path {
+        cmd = cmd.find_subcommand(name)?.clone();
+    }
+    let owns = cmd.get_arguments().any(|a| match word.strip_prefix("--") {
+        Some(long) => a.get_long() == Some(long),
+        None => word.len() == 2 && a.get_short() == word.chars().nth(1),
+    });
+    owns.then(|| {
+        format!(
+            "{word} is {}'s own option: put it before --",
+            path.join(" ")
+        )
+    })
+}
+
+/// The output options (`--format`, `--json`, `-o`) the syscost command `words` gives: in a
+/// boot its output is read by nobody.
+pub(super) fn output_options_given(words: &[String]) -> Vec<&'static str> {
+    use clap::CommandFactory;
+    let argv = std::iter::once("syscost".to_string()).chain(words.iter().cloned());
+    let Ok(top) = Cli::command().try_get_matches_from(argv) else {
+        return Vec::new();
+    };
+    let mut m = &top;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    [("format", "--format"), ("json", "--json"), ("output", "-o")]
+        .into_iter()
+        .filter(|(id, _)| {
+            m.ids().any(|i| i.as_str() == *id)
+                && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .map(|(_, flag)| flag)
+        .collect()
 }
 
 #[cfg(test)]

@@ -101,7 +101,14 @@ impl BootsOpts {
     /// What every boot of `arms` shares, booted `via` QEMU or kexec, after refusing what the
     /// boots could not do: counting without TCG, counting a command that times no batches,
     /// counting on more than one vCPU, and a measuring command that would fail in every boot.
-    pub(super) fn plan(&self, via: Via, arms: Vec<Arm>, seed: u64) -> Result<BootPlan> {
+    /// `owner`: the command, `campaign` or `bisect`, as its errors name it.
+    pub(super) fn plan(
+        &self,
+        owner: &str,
+        via: Via,
+        arms: Vec<Arm>,
+        seed: u64,
+    ) -> Result<BootPlan> {
         let (guest, measure) = (&self.guest, &self.measure);
         let l = &self.lava;
         if via != Via::Lava
@@ -117,7 +124,7 @@ impl BootsOpts {
             guest.check_board()?;
         }
         let vcpus = (via != Via::Kexec).then(|| guest.guest_cpus(via));
-        let (needs, rules) = check_measure(measure, vcpus)?;
+        let (needs, rules) = check_measure(owner, measure, vcpus)?;
         let backend = match via {
             Via::Qemu => Backend::Qemu(guest.machine(via)),
             Via::Kexec => Backend::Kexec,
@@ -495,6 +502,7 @@ fn guest_files(given: &[PathBuf], rules: Option<PathBuf>) -> Result<Vec<PathBuf>
 /// rules file it reads (`--audit-rules`), and the
 /// files it needs in the guest (a probe's target and program).
 fn check_measure(
+    owner: &str,
     words: &[String],
     guest_cpus: Option<u32>,
 ) -> Result<(Vec<Needed>, Option<PathBuf>)> {
@@ -502,6 +510,9 @@ fn check_measure(
     let first = crate::core::printable(words.first().map_or("run", String::as_str));
     let parse = |words: Vec<String>| {
         Cli::try_parse_from(std::iter::once("syscost".to_string()).chain(words)).map_err(|e| {
+            if let Some(hint) = super::args::owner_hint(&e, &[owner]) {
+                return anyhow::anyhow!("{hint} (what follows -- is the command each boot runs)");
+            }
             let text = e.render().to_string();
             let why = text
                 .lines()
@@ -516,8 +527,15 @@ fn check_measure(
             )
         })
     };
+    let parsed = parse(words.to_vec())?;
+    if let Some(flag) = super::args::output_options_given(words).first() {
+        anyhow::bail!(
+            "{flag} after -- goes to the syscost each boot runs, whose output nobody reads: give \
+             {owner}'s own {flag} before -- for what {owner} shows and writes"
+        );
+    }
     let mut needs = Vec::new();
-    let (cpus, rules) = match parse(words.to_vec())?.command {
+    let (cpus, rules) = match parsed.command {
         Command::Run(r) => {
             let args = r.into_parts()?.1;
             (args.cpu, args.audit_rules)

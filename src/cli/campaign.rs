@@ -128,8 +128,12 @@ pub struct CampaignArgs {
     #[arg(long = "append", value_name = "NAME=ARGS")]
     pub appends: Vec<String>,
     /// Audit rules set up in an arm's guest before measuring: NAME=FILE, any file `auditctl
-    /// -R` reads (read here by auditctl's own library, libaudit; its -e, -f, -b and -r apply
-    /// in the guest, -e 2 as -e 1).
+    /// -R` reads (read here by auditctl's own library, libaudit). In a guest the file is the
+    /// whole audit state: its -D, -e, -f, -b and -r apply (-e 2 as -e 1) and audit is turned on
+    /// for the measurement when the boot has it off and the file has no -e; audit=0 on the
+    /// arm's command line, or a watch of a path the guest lacks, is refused before booting.
+    /// (On a host, `run --audit-rules` changes no setting but the enabled flag.) The tables say
+    /// whether audit was on.
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
     pub rules: Vec<String>,
     /// Rounds; each boots every arm once [default: the fewest whose paired test can reach
@@ -250,7 +254,7 @@ impl CampaignArgs {
         let arms = self.arm_specs()?;
         let rounds = self.boots(arms.len())?;
         let options = self.shared.options(self.alpha, seed);
-        let boot = self.shared.plan(self.via, arms, seed)?;
+        let boot = self.shared.plan("campaign", self.via, arms, seed)?;
         Ok(CampaignPlan {
             boot,
             rounds,

@@ -57,7 +57,7 @@ impl Common {
             anyhow::anyhow!("--error-bound must be between 0 and 1 (exclusive), e.g. 0.05")
         })?;
         let options = self.shared.options(self.error_bound, seed);
-        let boot = self.shared.plan(self.via.via(), builds, seed)?;
+        let boot = self.shared.plan("bisect", self.via.via(), builds, seed)?;
         let metric = self.shared.metric();
         Ok(BisectPlan {
             boot,

@@ -87,7 +87,9 @@ pub struct BisectArgs {
     /// Kernel command-line additions of a build: NAME=ARGS.
     #[arg(long = "append", value_name = "NAME=ARGS")]
     pub appends: Vec<String>,
-    /// Audit rules set up in a build's guest before measuring: NAME=FILE (as campaign's).
+    /// Audit rules set up in a build's guest before measuring: NAME=FILE, as campaign's: its
+    /// settings apply in the guest, audit turned on for the measurement when the boot has it
+    /// off and the file has no -e; audit=0 on the build's line is refused.
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
     pub rules: Vec<String>,
     #[command(flatten)]
