@@ -27,7 +27,10 @@ pub(super) fn decide(est: &mut Estimated, families: &[usize], tested: &[Variant]
         {
             // With 5 rounds the signed-rank test cannot go below p = 0.0625, with 3 runs against
             // 3 Mann-Whitney not below 0.1; Holm multiplies the smallest p by the family's size.
-            (Decision::TooFewUnits, cannot_decide(limit, family, opts))
+            (
+                Decision::TooFewUnits,
+                cannot_decide(limit, family, opts, &tested[0].unit),
+            )
         } else {
             let evidence = Evidence {
                 ci: d.ci_pct,
@@ -94,8 +97,9 @@ fn decide_exact(exact: Exact, metric: &str, unit: &str) -> (Decision, String) {
 }
 
 /// The verdict of a comparison whose test can never reach alpha with its units: how many it
-/// had, the smallest p it could give, and how many it needs.
-fn cannot_decide(limit: Limit, family: usize, opts: &Options) -> String {
+/// had (`unit`: what one is, `run` or `boot`), the smallest p it could give, and how many it
+/// needs.
+fn cannot_decide(limit: Limit, family: usize, opts: &Options, unit: &str) -> String {
     let p = smallest_p(limit.min_p, family);
     let (a, b) = limit.sizes;
     if opts.paired {
@@ -110,8 +114,8 @@ fn cannot_decide(limit: Limit, family: usize, opts: &Options) -> String {
             .find(|&n| min_mann_whitney_p(n, n) * (family as f64) < opts.alpha)
             .unwrap_or(200);
         format!(
-            "cannot decide with {a} and {b} runs: the smallest possible p is {p} > alpha {}; use \
-             {need} or more each",
+            "cannot decide with {a} and {b} {unit}s: the smallest possible p is {p} > alpha {}; \
+             use {need} or more each",
             opts.alpha
         )
     }
@@ -161,7 +165,7 @@ mod unit {
             sizes: (5, 5),
         };
         assert_eq!(
-            cannot_decide(five, 1, &paired),
+            cannot_decide(five, 1, &paired, "run"),
             "cannot decide with 5 rounds: the smallest possible p is 0.0625 > alpha 0.05; use 6 \
              or more"
         );
@@ -169,10 +173,16 @@ mod unit {
             min_p: min_mann_whitney_p(3, 3),
             sizes: (3, 3),
         };
-        let said = cannot_decide(three, 2, &Options::default());
+        let said = cannot_decide(three, 2, &Options::default(), "run");
         assert!(
             said.starts_with("cannot decide with 3 and 3 runs"),
             "{said}"
+        );
+        // Groups of boots (history compare --by kernel) count boots.
+        let boots = cannot_decide(three, 1, &Options::default(), "boot");
+        assert!(
+            boots.starts_with("cannot decide with 3 and 3 boots"),
+            "{boots}"
         );
         assert!(said.contains("after Holm over 2 comparisons"), "{said}");
         assert!(said.ends_with("use 5 or more each"), "{said}");

@@ -245,8 +245,17 @@ fn keyed(
         bail!("no matching result has a {}{hint}", by.name());
     }
     if keyed.len() < 2 {
+        let next = match by {
+            By::Kernel => {
+                "measure another kernel (`syscost campaign --arm NAME=KERNEL ...` boots several \
+                 and records each boot), or group by something that differs: --by host, --by \
+                 boot, --by tag:KEY"
+            }
+            _ => "group by something that differs among them (--by kernel, host, boot or tag:KEY)",
+        };
         bail!(
-            "only one {} among the matching results ({}): a comparison needs two or more groups",
+            "only one {} among the matching results ({}): a comparison needs two or more \
+             groups; {next} (`syscost history list` shows what is stored)",
             by.name(),
             keyed[0].0
         );

@@ -228,10 +228,19 @@ pub fn parse_param(s: &str) -> Result<(String, String)> {
     }
 }
 
+/// The environment a result was measured in: its own, or an audit sweep's first step's (a
+/// sweep's steps are runs, each with the environment it ran in).
+fn environment_of(v: &Value) -> &Value {
+    match &v["environment"] {
+        e if e.is_object() => e,
+        _ => &v["steps"][0]["result"]["environment"],
+    }
+}
+
 /// The parts of a result that comparisons read (see `results::view`): everything but the raw
 /// samples, the counters' descriptions and the full environment.
 pub(crate) fn view_of(v: &Value) -> String {
-    let env = &v["environment"];
+    let env = environment_of(v);
     let mut doc = serde_json::Map::new();
     for k in [
         "schema",
@@ -277,7 +286,7 @@ pub fn digest(json: &str) -> String {
 /// The kernel configuration a result ran under, as 16 hex digits: a hash of its environment's
 /// config and command line (`None` for a result with no environment).
 pub fn config_hash(v: &Value) -> Option<String> {
-    let env = &v["environment"];
+    let env = environment_of(v);
     let config = serde_json::json!([env["config"], env["cmdline"]]);
     (!env.is_null()).then(|| sha256(config.to_string().as_bytes())[..16].into())
 }
@@ -290,7 +299,7 @@ impl Entry {
     /// The columns of a result's JSON as stored (id 0 and no tags until it is).
     pub(crate) fn of(v: &Value) -> Entry {
         let s = |x: &Value| x.as_str().map(String::from);
-        let env = &v["environment"];
+        let env = environment_of(v);
         let primary = v["metrics"]
             .as_array()
             .and_then(|ms| ms.iter().find(|m| m["name"] == "time"));
@@ -541,5 +550,27 @@ mod location {
             );
         }
         assert!("".parse::<Location>().is_err());
+    }
+}
+
+#[cfg(test)]
+mod entries {
+    use super::Entry;
+
+    /// An audit sweep keeps its environment in its steps' results: its entry still names the
+    /// host and the kernel it ran on (a guest's boot included).
+    #[test]
+    fn a_sweep_s_entry_names_its_host_and_kernel() {
+        let env =
+            serde_json::json!({"hostname": "guest", "kernel_release": "6.1.0-56-cloud-amd64"});
+        let sweep = serde_json::json!({
+            "kind": "audit-sweep",
+            "steps": [{"result": {"environment": env}}],
+        });
+        let e = Entry::of(&sweep);
+        assert_eq!(e.host.as_deref(), Some("guest"));
+        assert_eq!(e.kernel.as_deref(), Some("6.1.0-56-cloud-amd64"));
+        let run = serde_json::json!({"kind": "run", "environment": {"hostname": "h"}});
+        assert_eq!(Entry::of(&run).host.as_deref(), Some("h"));
     }
 }

@@ -78,20 +78,28 @@ fn notes(f: &FileSweep, metric: &str, unit: &str, g: &mut Grid) {
         }
     }
     // Emulated counts are exact (but for a timer tick): only timed costs can be noise.
-    let unsure = f
-        .rules
+    let timed: Vec<&RuleCost> = f.rules.iter().filter(|_| metric != EMULATED).collect();
+    let unsure = timed
         .iter()
-        .filter(|_| metric != EMULATED)
         .filter(|r| {
             r.cost_ci(metric)
-                .is_none_or(|(lo, hi)| lo <= 0.0 && hi >= 0.0)
+                .is_some_and(|(lo, hi)| lo <= 0.0 && hi >= 0.0)
         })
         .count();
+    let without = timed.iter().filter(|r| r.cost_ci(metric).is_none()).count();
     if unsure > 0 {
         g.notes.push(format!(
             " {unsure} of {} rules' intervals hold zero: those costs are inconclusive, below \
              this measurement's noise (their order in the ranking is not a finding); more \
              --runs narrow them, and campaign --emulated-counters counts each rule exactly",
+            f.rules.len()
+        ));
+    }
+    if without > 0 {
+        g.notes.push(format!(
+            " {without} of {} rules have no interval (shown as -): too few runs to give one, \
+             so their costs are not findings; give more --runs, or count each rule exactly with \
+             campaign --emulated-counters",
             f.rules.len()
         ));
     }

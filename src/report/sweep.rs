@@ -42,23 +42,7 @@ impl Render for Sweep {
                 self.steps.len()
             ),
             format!(" Baseline: {}", self.baseline),
-            format!(
-                " Rules: the first {} name {} and fail on their pid field; the others name \
-                 rarely used syscalls. None can generate a record.",
-                self.matching,
-                match self.syscalls.len() {
-                    // Results written before sweeps of any workload named one syscall.
-                    0 | 1 => "the benchmarked syscall".to_string(),
-                    _ => format!(
-                        "the workload's syscalls in turn (nr {})",
-                        self.syscalls
-                            .iter()
-                            .map(|n| n.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                }
-            ),
+            self.rules_line(),
         ]
     }
 
@@ -78,6 +62,33 @@ impl Render for Sweep {
 }
 
 impl Sweep {
+    /// What the generated rules name: the first `matching` the benchmarked syscall (or the
+    /// workload's), the others rarely used syscalls.
+    fn rules_line(&self) -> String {
+        let named = match self.syscalls.len() {
+            // Results written before sweeps of any workload named one syscall.
+            0 | 1 => "the benchmarked syscall".to_string(),
+            _ => format!(
+                "the workload's syscalls in turn (nr {})",
+                self.syscalls
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        match self.matching {
+            0 => format!(
+                " Rules: none names {named} (--matching 0); each names a rarely used syscall. \
+                 None can generate a record."
+            ),
+            m => format!(
+                " Rules: the first {m} name {named} and fail on their pid field; the others \
+                 name rarely used syscalls. None can generate a record."
+            ),
+        }
+    }
+
     fn time_unit(&self) -> String {
         self.steps
             .first()

@@ -240,6 +240,17 @@ fn git_dir() -> Result<PathBuf> {
         .context("not in a git tree: give --state FILE")
 }
 
+/// Whether the current directory is in a git work tree (an error: git cannot run).
+fn in_git_tree() -> Result<bool> {
+    let st = Process::new("git")
+        .args(["rev-parse", "--is-inside-work-tree"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .context("cannot run git (Debian: apt-get install git)")?;
+    Ok(st.success())
+}
+
 /// Run git with `args` in the current directory; its trimmed stdout.
 pub(super) fn git(args: &[&str]) -> Result<String> {
     let out = Process::new("git")
@@ -283,6 +294,13 @@ pub struct GitArgs {
 
 impl GitArgs {
     pub(super) fn run(mut self) -> Result<()> {
+        if !in_git_tree()? {
+            let here = std::env::current_dir().map_or("?".into(), |d| d.display().to_string());
+            anyhow::bail!(
+                "{here} is not in a git tree: run bisect git in the kernel tree to bisect (or \
+                 bisect --builds over images built before)"
+            );
+        }
         // The ends as commits: HEAD~6 would name another commit once git bisect moves HEAD.
         for rev in [&mut self.good, &mut self.bad] {
             *rev = git(&[

@@ -29,25 +29,123 @@ fn widest(g: &Grid) -> Vec<Option<&Cell>> {
         .collect()
 }
 
+/// A column's CSV name: a blank header (a table's note marks) is `note`; `±%` (the relative
+/// spread) says what it is in words a program's reader can take.
+fn column_name(h: &str) -> String {
+    match h.trim() {
+        "" => "note".into(),
+        "±%" => "pstdev %".into(),
+        t => t.replace('±', "+-"),
+    }
+}
+
+/// A cell's fields in a column shaped like `shape`: a word in a column of numbers (`<not
+/// supported>`) is an empty field, the word going to the row's status; a note mark (`[1]`)
+/// is the note's text, as CSV carries no notes.
+fn fields(
+    c: &Cell,
+    shape: Option<&Cell>,
+    notes: &[String],
+    status: &mut Vec<String>,
+) -> Vec<String> {
+    let numeric = shape.is_some_and(|s| !matches!(s, Cell::Text(_) | Cell::Missing));
+    let arity = shape.map_or(1, Cell::arity);
+    let mut f = match c {
+        Cell::Text(t) if numeric => {
+            let t = t.trim();
+            if !t.is_empty() && t != "-" {
+                status.push(t.to_string());
+            }
+            Vec::new()
+        }
+        Cell::Text(t) => vec![note_text(t, notes).unwrap_or_else(|| t.clone())],
+        _ => c.plain(),
+    };
+    f.resize(arity.max(f.len()), String::new());
+    f
+}
+
+/// The text of note `[k]` when `mark` is just that mark.
+fn note_text(mark: &str, notes: &[String]) -> Option<String> {
+    let m = mark.trim();
+    let k = m.strip_prefix('[')?.strip_suffix(']')?;
+    k.parse::<usize>().ok()?;
+    notes
+        .iter()
+        .find_map(|n| n.trim().strip_prefix(m).map(|t| t.trim().to_string()))
+}
+
 fn csv(g: &Grid) -> String {
     let shape = widest(g);
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let headers: Vec<String> = g
+    let mut rows = Vec::new();
+    let mut any_status = false;
+    for r in &g.rows {
+        let mut status = Vec::new();
+        let mut row: Vec<String> = Vec::new();
+        for (i, c) in r.iter().enumerate() {
+            row.extend(fields(
+                c,
+                shape.get(i).copied().flatten(),
+                &g.notes,
+                &mut status,
+            ));
+        }
+        any_status |= !status.is_empty();
+        rows.push((row, status.join("; ")));
+    }
+    let mut headers: Vec<String> = g
         .headers
         .iter()
         .zip(&shape)
-        .flat_map(|(h, c)| c.map_or_else(|| vec![h.clone()], |c| c.headers(h)))
+        .flat_map(|(h, c)| {
+            let h = column_name(h);
+            c.map_or_else(|| vec![h.clone()], |c| c.headers(&h))
+        })
         .collect();
+    if any_status {
+        headers.push("status".into());
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&headers).expect("in-memory CSV");
-    for r in &g.rows {
-        let mut fields = Vec::new();
-        for (i, c) in r.iter().enumerate() {
-            let mut f = c.plain();
-            let arity = shape.get(i).copied().flatten().map_or(1, Cell::arity);
-            f.resize(arity.max(f.len()), String::new());
-            fields.extend(f);
+    for (mut row, status) in rows {
+        row.resize(headers.len() - usize::from(any_status), String::new());
+        if any_status {
+            row.push(status);
         }
-        w.write_record(&fields).expect("in-memory CSV");
+        w.write_record(&row).expect("in-memory CSV");
     }
     String::from_utf8(w.into_inner().expect("in-memory CSV")).expect("CSV of UTF-8 text")
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    /// A counter perf cannot count: its numeric cells are empty and its status says why; the
+    /// note mark becomes the note's words; every column is named.
+    #[test]
+    fn words_leave_numeric_columns_for_a_status_and_note_marks_become_their_notes() {
+        let mut g = Grid::new(&["metric", "median", "±%", ""]);
+        g.rows.push(vec![
+            Cell::Text("time (ns/call)".into()),
+            Cell::Num(102.5),
+            Cell::Pct(0.45),
+            Cell::Text(String::new()),
+        ]);
+        g.rows.push(vec![
+            Cell::Text("cycles (/call)".into()),
+            Cell::Text("<not supported>".into()),
+            Cell::Missing,
+            Cell::Text("[1]".into()),
+        ]);
+        g.notes.push(" [1] no hardware PMU on this machine".into());
+        let text = csv(&g);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "metric,median,pstdev %,note,status");
+        assert_eq!(lines[1], "time (ns/call),102.5,0.45,,");
+        assert_eq!(
+            lines[2],
+            "cycles (/call),,,no hardware PMU on this machine,<not supported>"
+        );
+    }
 }

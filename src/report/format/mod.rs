@@ -185,7 +185,7 @@ mod unit {
         let s = render(Format::Csv, &["pre".into()], &[grid()]);
         assert_eq!(
             s,
-            "metric,median,±%\ntime (ns/call),102.13,0.45\n\"a|b, \"\"c\"\"\",12345,1\n"
+            "metric,median,pstdev %\ntime (ns/call),102.13,0.45\n\"a|b, \"\"c\"\"\",12345,1\n"
         );
     }
 
