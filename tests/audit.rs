@@ -128,6 +128,33 @@ fn sweep_measures_and_leaves_audit_exactly_as_found() {
     );
     assert!(sweep["baseline"].as_str().unwrap().contains("never,task"));
     drop(user);
+    // Its table says what its rules name: the first 2 the benchmarked syscall; of a sweep with
+    // --matching 0, that none does (it said "the first 0 name ...").
+    let dir = tempfile::tempdir().unwrap();
+    let shown = |sweep: &Value| {
+        let file = dir.path().join("sweep.json");
+        std::fs::write(&file, sweep.to_string()).unwrap();
+        let out = syscost().arg("show").arg(&file).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let text = shown(&sweep);
+    assert!(
+        text.contains(" Rules: the first 2 name the benchmarked syscall"),
+        "{text}"
+    );
+    let mut none = sweep.clone();
+    none["matching"] = 0.into();
+    let text = shown(&none);
+    assert!(
+        text.contains(" Rules: none names the benchmarked syscall (--matching 0)"),
+        "{text}"
+    );
+    assert!(!text.contains("the first 0"), "{text}");
 }
 
 fn wait_for_rules(pid: u32, min: usize) {

@@ -333,6 +333,30 @@ fn a_sweep_over_the_stig_rules_ranks_each_rule_and_costs_the_set() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("costliest first"), "{text}");
     assert_eq!(text.matches(" left out: ").count(), refused, "{text}");
+    // A rule without an interval (too few runs) is said to have none, never counted among
+    // the intervals that hold zero.
+    let ci = |r: &serde_json::Value| {
+        let d = r["deltas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["metric"] == "time");
+        d.and_then(|d| Some((d["ci_pct"]["lo"].as_f64()?, d["ci_pct"]["hi"].as_f64()?)))
+    };
+    let without = rules.iter().filter(|r| ci(r).is_none()).count();
+    let zero = rules
+        .iter()
+        .filter_map(ci)
+        .filter(|&(lo, hi)| lo <= 0.0 && hi >= 0.0)
+        .count();
+    let n = rules.len();
+    for (count, says) in [
+        (without, "rules have no interval"),
+        (zero, "rules' intervals hold zero"),
+    ] {
+        let line = format!(" {count} of {n} {says}");
+        assert_eq!(text.contains(&line), count > 0, "{line}: {text}");
+    }
 }
 
 #[test]

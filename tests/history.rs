@@ -271,6 +271,21 @@ fn kernels_and_boots(dir: &Path, kernels: &[(&str, f64)], boots: usize) -> Vec<S
     files
 }
 
+/// Groups of boots are compared with boots as the units, and a verdict that cannot be reached
+/// counts boots, not runs.
+#[test]
+fn too_few_boots_are_counted_as_boots() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("history.sqlite");
+    let files = kernels_and_boots(dir.path(), &[("6.1.0", 1.0), ("6.2.0", 1.1)], 2);
+    let mut import = vec!["import"];
+    import.extend(files.iter().map(String::as_str));
+    ok(&store, &import);
+    let text = ok(&store, &["compare", "--by", "kernel"]);
+    assert!(text.contains("cannot decide with 2 and 2 boots"), "{text}");
+    assert!(!text.contains("2 and 2 runs"), "{text}");
+}
+
 #[test]
 fn kernels_are_compared_over_boots_and_trended_in_version_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -406,6 +421,11 @@ fn kernels_are_compared_over_boots_and_trended_in_version_order() {
     refuse(
         &["compare", "--by", "kernel", "--kernel", "6.9.0"],
         "only one kernel",
+    );
+    // One kernel stored: the trend says what would make one.
+    refuse(
+        &["trend", "--kernel", "6.9.0"],
+        "a comparison needs two or more groups; measure another kernel (`syscost campaign",
     );
     refuse(&["compare", "--by", "cpu"], "kernel, host, boot or tag:KEY");
     refuse(
