@@ -1,0 +1,323 @@
+//! End-to-end: the README's examples, as written. Every `syscost` command of a README code
+//! block is either run here, in a scratch directory holding the files it names (on the
+//! Debian kernels scripts/test.sh fetches), or listed below with why it is not (a kernel tree,
+//! a LAVA lab, results of several kernels); a new example must be one or the other. A run may
+//! change a count (`--runs 6` to `--runs 2`) or a path the README names (`/boot/...` to the
+//! fetched kernel) by an exact substitution that fails when the README no longer holds it.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+const README: &str = include_str!("../README.md");
+
+/// Every command of the README's code blocks that starts `syscost` (a `$ ` prompt dropped,
+/// `\` continuations joined, a trailing `# comment` dropped), with its line.
+fn examples() -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let (mut in_block, mut open): (bool, Option<(usize, String)>) = (false, None);
+    for (i, line) in README.lines().enumerate() {
+        if line.starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        let text = line.trim();
+        let text = text.strip_prefix("$ ").unwrap_or(text);
+        let (body, more) = match text.strip_suffix('\\') {
+            Some(b) => (b.trim_end(), true),
+            None => (text, false),
+        };
+        let current = match open.take() {
+            Some((at, so_far)) => Some((at, format!("{so_far} {body}"))),
+            None if in_block && body.starts_with("syscost ") => Some((i + 1, body.to_string())),
+            None => None,
+        };
+        match (current, more) {
+            (Some(c), true) => open = Some(c),
+            (Some((at, c)), false) => out.push((at, without_comment(&c))),
+            (None, _) => {}
+        }
+    }
+    out
+}
+
+/// `cmd` without a trailing `  # comment`.
+fn without_comment(cmd: &str) -> String {
+    match cmd.find("  #") {
+        Some(at) => cmd[..at].trim_end().to_string(),
+        None => cmd.to_string(),
+    }
+}
+
+/// What an example needs to run: the kernels of the bisection tests (7) or of the campaign
+/// tests (2).
+#[derive(Clone, Copy, PartialEq)]
+enum Needs {
+    Host,
+    Audit,
+    Kernels,
+    Builds,
+}
+
+/// An example run here: the README command it starts with, the substitutions applied to it,
+/// what it needs, and what its output must say.
+struct Run {
+    starts: &'static str,
+    subs: &'static [(&'static str, &'static str)],
+    needs: Needs,
+    says: &'static [&'static str],
+}
+
+const RUNS: &[Run] = &[
+    Run {
+        starts: "syscost run syscall --cpu 1 --runs 5",
+        subs: &[("--runs 5", "--runs 3 -o base.json")],
+        needs: Needs::Host,
+        says: &["Per-call statistics for syscall getpid"],
+    },
+    Run {
+        starts: "syscost compare base.json patch1.json patch2.json --format lkml",
+        subs: &[],
+        needs: Needs::Host,
+        says: &["time"],
+    },
+    Run {
+        starts: "syscost run file --op read --copies 1,2 --runs 3 -e none",
+        subs: &[],
+        needs: Needs::Host,
+        says: &["file read (processes) ( 2 cpus):"],
+    },
+    Run {
+        starts: "syscost history import base.json patch.json --tag build=align-32",
+        subs: &[],
+        needs: Needs::Host,
+        says: &[],
+    },
+    Run {
+        starts: "syscost history list --workload syscall --since 2026-11-01",
+        subs: &[],
+        needs: Needs::Host,
+        says: &["syscall getpid (nr 39)", "build=align-32"],
+    },
+    Run {
+        starts: "syscost history --history /var/lib/syscost/history.sqlite list",
+        subs: &[("/var/lib/syscost/history.sqlite", "history.sqlite")],
+        needs: Needs::Host,
+        says: &[],
+    },
+    Run {
+        starts: "syscost audit sweep --rules 0,8,16,24,32,40,48 --cpu 1 --runs 6",
+        subs: &[("0,8,16,24,32,40,48", "0,48"), ("--runs 6", "--runs 2")],
+        needs: Needs::Audit,
+        says: &["Audit sweep of"],
+    },
+    Run {
+        starts: "syscost run syscall --cpu 1 --audit-rules /etc/audit/rules.d/audit.rules",
+        subs: &[],
+        needs: Needs::Audit,
+        says: &["audit rules of /etc/audit/rules.d/audit.rules"],
+    },
+    Run {
+        starts: "syscost ab --variant 'syscall' --variant 'syscall --audit-rules my.rules'",
+        subs: &[("--runs 10", "--runs 6")],
+        needs: Needs::Audit,
+        says: &["time"],
+    },
+    Run {
+        starts: "syscost audit sweep --audit-rules my.rules --cpu 1 --runs 6",
+        subs: &[("--runs 6", "--runs 2")],
+        needs: Needs::Audit,
+        says: &["Audit sweep of", "my.rules"],
+    },
+    Run {
+        starts: "syscost campaign --accel tcg --cache-model skylake-x",
+        subs: &[
+            ("/boot/vmlinuz-6.1.0-56-cloud-amd64", "{6.1}"),
+            ("--runs 3", "--runs 1"),
+        ],
+        needs: Needs::Kernels,
+        says: &[
+            "Audit rules, arm audit1: 3 rule(s) of prod.rules, audit on (on at boot)",
+            "L1d",
+        ],
+    },
+    Run {
+        starts: "syscost bisect --accel tcg --emulated-counters --builds builds.list -- run",
+        subs: &[],
+        needs: Needs::Builds,
+        says: &["first bad build v113:", "Last good build: v111"],
+    },
+];
+
+/// Examples not run here, and why.
+const NOT_RUN: &[(&str, &str)] = &[
+    (
+        "syscost run uprobe --probe uprobe --insn nop --threads 1-2",
+        "tests/uprobe.rs measures the uprobe thread's benchmark",
+    ),
+    (
+        "syscost history trend --workload syscall --param syscall=getpid",
+        "a trend needs results of several kernels (tests/history.rs)",
+    ),
+    (
+        "syscost history --history /var/lib/syscost/history.sqlite compare --by kernel",
+        "a comparison of kernels needs results of several (tests/history.rs)",
+    ),
+    (
+        "syscost campaign --accel tcg --emulated-counters --arm 6.1=vmlinuz-6.1 --guest-file",
+        "an audit sweep over a rules file in each boot (tests/campaign.rs)",
+    ),
+    (
+        "syscost campaign --accel tcg --boots 12 --format lkml --arm base=linux/",
+        "the builds of a kernel tree",
+    ),
+    (
+        "syscost bisect --accel tcg --builds builds.list --good v107 --bad v117",
+        "timed: 9 to 18 boots a step (tests/bisect.rs bisects by time)",
+    ),
+    (
+        "syscost bisect git ",
+        "a kernel tree (tests/bisect.rs makes one of git commits)",
+    ),
+    (
+        "syscost campaign --via lava",
+        "a LAVA lab (tests/lava.rs starts one)",
+    ),
+    (
+        "syscost bisect --via lava",
+        "a LAVA lab (tests/lava.rs starts one)",
+    ),
+];
+
+/// The README's example `syscost` commands are each run here or listed as not run: none can
+/// be added, or changed past its entry, unseen.
+#[test]
+fn every_example_is_run_or_says_why_not() {
+    let all = examples();
+    assert!(all.len() >= 20, "{all:?}");
+    for (line, cmd) in &all {
+        let run = RUNS.iter().filter(|r| cmd.starts_with(r.starts)).count();
+        let not = NOT_RUN.iter().filter(|(s, _)| cmd.starts_with(s)).count();
+        assert_eq!(
+            run + not,
+            1,
+            "README line {line}: `{cmd}` must be run by tests/readme.rs or listed in NOT_RUN"
+        );
+    }
+    for r in RUNS {
+        assert!(
+            all.iter().any(|(_, c)| c.starts_with(r.starts)),
+            "the README no longer has `{}`",
+            r.starts
+        );
+    }
+}
+
+/// The README's example command starting `starts`, with `subs` applied (each must apply).
+fn example(starts: &str, subs: &[(&str, &str)], fill: &dyn Fn(&str) -> String) -> Vec<String> {
+    let (line, cmd) = examples()
+        .into_iter()
+        .find(|(_, c)| c.starts_with(starts))
+        .unwrap_or_else(|| panic!("the README no longer has `{starts}`"));
+    let mut cmd = cmd;
+    for (from, to) in subs {
+        assert!(
+            cmd.contains(from),
+            "README line {line}: `{from}` is gone from `{cmd}`"
+        );
+        cmd = cmd.replace(from, &fill(to));
+    }
+    let words = shlex::split(&cmd).unwrap_or_else(|| panic!("README line {line}: `{cmd}`"));
+    assert_eq!(words[0], "syscost");
+    words[1..].to_vec()
+}
+
+/// The README's builds.list block, its kernels linked in `dir/k/` to the fetched ones in the
+/// same order (the newest seven 6.12 images the archive has).
+fn builds_list(dir: &Path, fetched: &[PathBuf]) {
+    let at = README
+        .find("# builds.list\n")
+        .expect("the README's builds.list");
+    let text = &README[at..at + README[at..].find("```").unwrap()];
+    let named: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().next()?.split_once('=').map(|(_, k)| k))
+        .collect();
+    assert_eq!(named.len(), fetched.len(), "{text}");
+    for (name, kernel) in named.iter().zip(fetched) {
+        let link = dir.join(name);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(kernel, link).unwrap();
+    }
+    std::fs::write(dir.join("builds.list"), text).unwrap();
+}
+
+const RULES: &str = "-a always,exit -F arch=b64 -S getppid -k a\n\
+                     -a always,exit -F arch=b64 -S sethostname -F auid=1000 -k b\n\
+                     -a always,exit -F arch=b64 -S acct -k c\n";
+
+/// The files the examples name, in `dir`.
+fn files(dir: &Path) {
+    std::fs::write(dir.join("my.rules"), RULES).unwrap();
+    std::fs::write(dir.join("prod.rules"), RULES).unwrap();
+}
+
+/// Run each example of `RUNS` that needs `needs`, in order, in one scratch directory.
+fn run_examples(needs: Needs, dir: &Path, fill: &dyn Fn(&str) -> String) {
+    for r in RUNS.iter().filter(|r| r.needs == needs) {
+        let words = example(r.starts, r.subs, fill);
+        let out = syscost()
+            .current_dir(dir)
+            .env("TMPDIR", dir)
+            .env("XDG_STATE_HOME", dir.join("state"))
+            .env("SYSCOST_HISTORY", dir.join("history.sqlite"))
+            .args(&words)
+            .output()
+            .unwrap();
+        let (text, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "syscost {words:?}: {err}");
+        for s in r.says {
+            assert!(text.contains(s), "syscost {words:?}: no `{s}` in {text}");
+        }
+        // The compare and import examples name results the run example wrote.
+        if dir.join("base.json").exists() {
+            for other in ["patch.json", "patch1.json", "patch2.json"] {
+                let _ = std::fs::copy(dir.join("base.json"), dir.join(other));
+            }
+        }
+    }
+}
+
+/// The examples measured on this machine itself, one after another (their times must not
+/// share the machine with other tests).
+#[test]
+fn the_host_examples_run_as_written() {
+    let _s = serial();
+    let tmp = scratch();
+    files(tmp.path());
+    run_examples(Needs::Host, tmp.path(), &|s| s.to_string());
+    if audit_available() {
+        run_examples(Needs::Audit, tmp.path(), &|s| s.to_string());
+    }
+}
+
+/// The campaign and the bisection, booted under TCG with exact counts, on the kernels
+/// scripts/test.sh fetches (the README's 6.1 image is the fetched one).
+#[test]
+fn the_campaign_and_bisection_examples_run_as_written() {
+    let (Some(k), Some(builds)) = (kernels_in("boot", 2), kernels_in("bisect/boot", 7)) else {
+        return;
+    };
+    let _s = shared(); // exact counts
+    let tmp = scratch();
+    files(tmp.path());
+    let old = k[0].display().to_string();
+    run_examples(Needs::Kernels, tmp.path(), &|s| s.replace("{6.1}", &old));
+    builds_list(tmp.path(), &builds);
+    run_examples(Needs::Builds, tmp.path(), &|s| s.to_string());
+}
