@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12: which `ab` design resolves a 2% change on this machine. Each set runs four `ab`s
+# Which `ab` design resolves a 2% change on this machine. Each set runs four `ab`s
 # of the spin workload, interleaved so the machine's drift hits every design alike: an A/A
 # (1000 against 1000 dependent steps per operation) and a constructed +2% (1000 against 1020),
 # each with `--interleave samples` (the runs of a round take turns sample by sample) and

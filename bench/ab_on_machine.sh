@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12's on-machine targets for `syscost ab`: two identical configurations (A/A) must be
+# The on-machine targets for `syscost ab`: two identical configurations (A/A) must be
 # called a change in at most 1 of 20 tries, and a constructed +2% change (the spin workload
 # with 1020 against 1000 dependent steps per operation) in at least 9 of 10, also while a bursty
 # process (50 ms busy every 300 ms) shares the measured CPU. Prints each try's verdict and the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does `syscost audit sweep` agree with an independent measurement? The independent one is
-# what the seeds did by hand: auditctl loads N syscall-exit rules, audit is enabled, and a
+# what the audit investigations did by hand: auditctl loads N syscall-exit rules, audit is enabled, and a
 # bare C getpid loop (bench/getpid_loop.c) is timed; the slope over N is fitted by least
 # squares. Both are run in this one invocation (independent, syscost, independent) and the
 # per-rule slopes compared. Target: within 15%.

@@ -22,7 +22,7 @@ echo "compare 2 files: $(measure compare "$work/r1.json" "$work/r2.json")"
 echo "compare 3 files: $(measure compare "$work/r1.json" "$work/r2.json" "$work/r3.json")"
 echo "merge 3 files:   $(measure merge "$work/r1.json" "$work/r2.json" "$work/r3.json" -o "$work/m.json")"
 echo "correlate 3:     $(measure correlate "$work/r1.json" "$work/r2.json" "$work/r3.json" --x task-clock)"
-# One run of 100,000 samples per file, compared sample by sample (issue 13: under 1 s; the
+# One run of 100,000 samples per file, compared sample by sample (target: under 1 s; the
 # bootstrap of medians used to take 12 s here).
 target/release/syscost run syscall --runs 1 --samples 3 --sample-time 5ms -e task-clock \
 	-o "$work/one.json" > /dev/null 2>&1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A newcomer's first wait: `cargo build --release` of a fresh clone, every dependency built
 # from nothing (the registry's sources fetched first, so the network is not timed), then the
-# five units that took longest by cargo's own --timings. Target (issue 40): 3 minutes or less
+# five units that took longest by cargo's own --timings. Target: 3 minutes or less
 # on the 2-core test machine. The clone is of HEAD; commit what you want timed.
 #
 # Usage: bench/first_build.sh [RUNS]   (default 1; each run a fresh clone and target directory)

@@ -1,4 +1,4 @@
-/* The independent reference for bench/syscall_vs_c.sh: the seeds' raw getpid() loop,
+/* The independent reference for bench/syscall_vs_c.sh: the audit investigations' raw getpid() loop,
  * clock_gettime(CLOCK_MONOTONIC) around N calls of syscall(SYS_getpid), repeated, printing the
  * median ns per call of the samples after one warm-up sample. */
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The history store's speed: import of N real run results (a real result of this machine with
 # N distinct creation times) into a fresh store, then `history list` over them. Targets
-# (issue 14): import at 500 results/s or more; recording adds under 20 ms to a command.
+# (targets): import at 500 results/s or more; recording adds under 20 ms to a command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-500}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The history store at fleet size. One real run result of this machine is stored, then copied
 # by SQL into N rows (distinct digests, times, kernels and boots: what a lab's store holds after
-# months), and the commands are timed over it. Targets (issue 14): `history list` over 100,000
+# months), and the commands are timed over it. Targets (the history's own): `history list` over 100,000
 # results under 200 ms (it shows the newest 1,000 by default; --newest 0 lists all);
 # `history compare` over 10,000 under 1 s.
 #

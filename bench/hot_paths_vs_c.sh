@@ -4,7 +4,7 @@
 # For each operation, in one invocation, alternately (C, syscost, syscost, C, ...: ABBA order,
 # so drift hits both alike) run bench/hot_path_loop.c and the syscost workload with the same CPU,
 # batch size and sample count, counting no events (-e none: the C loop counts none either), then
-# print the median over rounds of the per-round ratio syscost/C. Target (issue 15): within 5%
+# print the median over rounds of the per-round ratio syscost/C. Target: within 5%
 # (0.95-1.05) for read, write, stat, open+close, pipe round trip, fork+exit and page fault.
 #
 # Usage: bench/hot_paths_vs_c.sh [ROUNDS] [CPU] [OPS]   (OPS: a comma-separated subset, e.g. fork,pipe)

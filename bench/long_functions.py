@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Non-test functions of src/ longer than a threshold, longest first (issue 23's measure: none
+"""Non-test functions of src/ longer than a threshold, longest first (the project's measure: none
 over 120 lines, at most 8 over 80). A function's length is from its `fn` line to its closing
 brace; braces inside strings, chars and comments are skipped; `#[cfg(test)]` modules and
 `#[test]` functions are left out.

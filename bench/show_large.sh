@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `syscost show` and `report` of a run result holding many raw samples: a real result of this
 # machine with each run's samples repeated to N (default 333,334 per run, 3 runs: 10^6 samples,
-# about 300 MB with ten events). Targets (issue 13): under 100 MB and 2 s. Both stream the file
+# about 300 MB with ten events). Targets: under 100 MB and 2 s. Both stream the file
 # and skip the raw samples they do not print (show: all; report: all but about 1,000 dots per
 # run). `show --format json` re-emits the whole result and so reads it all. Prints wall time and
 # max RSS.

@@ -6,7 +6,7 @@
 # N times (default 10) with audit off, and N times with audit on and 40 exit rules on other
 # syscalls than getpid (read(2) among them, which the worker's counter reads make), measuring
 # `run syscall --runs 3 --samples 3 --sample-time 50ms`, then prints the windows left out per
-# arm and in all. Target (issue 40): 1% or less. Measured here with N=10 (40 boots, 6.1.0-56
+# arm and in all. Target: 1% or less. Measured here with N=10 (40 boots, 6.1.0-56
 # and 6.12.117): before the guest's measurement took the CPU (src/boot/alone.rs), 503 of 840
 # windows left out (47 and 56 of 210 with audit off, 206 and 194 of 210 with the rules: their
 # records of the worker's own counter reads woke kauditd); after, 0 of 840.

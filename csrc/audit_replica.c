@@ -1,9 +1,9 @@
 /*
  * The audit_filter_syscall() list walk of kernel/auditsc.c, re-created as a measurement kernel
- * (seeds 000/003/004). Compiled by build.rs with the system C compiler at -O2, so its code
+ * (the syscall-latency post and the audit series). Compiled by build.rs with the system C compiler at -O2, so its code
  * generation is a C compiler's, as in the kernel, not Rust's.
  *
- * Layout as in the kernel (pahole in seed 003):
+ * Layout as in the kernel (pahole in the syscall-latency post):
  *   struct audit_entry  { list_head list @0 (16); rcu @16 (16); audit_krule rule @32 (376) }  408 B
  *   struct audit_krule  { ...; u32 mask[64] @16 (256); ... }                                  376 B
  *   struct audit_context{ ...; int major @20; ... }                                            920 B

@@ -1,5 +1,5 @@
 //! End-to-end: `--format lkml` is meant to be pasted into a patch's cover letter, so every line
-//! of every command's lkml output is plain ASCII and fits 80 columns (as seed 004's tables do),
+//! of every command's lkml output is plain ASCII and fits 80 columns (as the audit series' tables do),
 //! with default labels. Each command below runs for real on this machine.
 
 mod common;

@@ -1,6 +1,6 @@
 //! Where the kernel keeps its audit syscall-exit rule entries: the addresses of the `struct
 //! audit_entry` objects on `audit_filter_list[AUDIT_FILTER_EXIT]`, for `syscost cachesets
-//! --addresses` (seed 000 found them with drgn).
+//! --addresses` (the syscall-latency post found them with drgn).
 //!
 //! Reading them needs two things the kernel may withhold: the list head's address
 //! (`audit_filter_list` is a data symbol, in /proc/kallsyms only with CONFIG_KALLSYMS_ALL=y,

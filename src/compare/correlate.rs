@@ -1,4 +1,4 @@
-//! Correlating two per-run (or per-boot) metrics across results, as seed 000 correlated cycles
+//! Correlating two per-run (or per-boot) metrics across results, as the syscall-latency post correlated cycles
 //! with L1d misses and with cacheline-spread.
 
 use crate::core::{Envelope, Kind};

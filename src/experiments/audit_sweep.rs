@@ -1,5 +1,5 @@
 //! `syscost audit sweep`: what audit being on costs each syscall, and what each syscall-exit
-//! rule adds (seeds 000/003/004).
+//! rule adds (the syscall-latency post and the audit series).
 //!
 //! Steps: audit off with a `never,task` rule (the honest baseline: new tasks get no audit
 //! context at all), audit off without it (shows the per-task work a kernel keeps once audit

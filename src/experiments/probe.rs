@@ -1,5 +1,5 @@
 //! `syscost probe --target PATH:SYMBOL -- COMMAND...`: what a uprobe on any program's function
-//! costs a real workload (seed 002's Redis case). COMMAND runs `--runs` times without the probe
+//! costs a real workload (the uprobe thread's Redis case). COMMAND runs `--runs` times without the probe
 //! and `--runs` times with it, interleaved (A B B A ...); its wall time is compared, and the
 //! probe's hits per run and per second are reported.
 

@@ -1,4 +1,4 @@
-//! Thread-count sweeps of a throughput workload (seed 002's tables: total M/s ± stddev and
+//! Thread-count sweeps of a throughput workload (the uprobe thread's tables: total M/s ± stddev and
 //! M/s per CPU, one row per CPU count).
 
 use crate::core::{Envelope, Kind};

@@ -1,6 +1,6 @@
 //! Cache-set layout: which L1 sets objects' cache lines can reach, how crowded they are, the
 //! seed's "cacheline-spread" (the standard deviation of objects per reachable set), and how
-//! likely random placement overflows a set's ways (seed 000/003: 408-byte audit_entry objects
+//! likely random placement overflows a set's ways (the syscall-latency post: 408-byte audit_entry objects
 //! come from kmalloc-512, so their first line reaches only 8 of Skylake-X's 64 L1 sets).
 
 use crate::core::{Envelope, Kind};

@@ -1,4 +1,4 @@
-//! Uprobes through perf_event_open's `uprobe` PMU (seed 002): the probe lives as long as its
+//! Uprobes through perf_event_open's `uprobe` PMU (the uprobe thread): the probe lives as long as its
 //! file descriptor, so nothing is left in tracefs, and it vanishes with the process.
 //!
 //! - [`targets`]: functions whose first instruction is guaranteed (assembly);

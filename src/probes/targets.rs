@@ -6,7 +6,7 @@ use super::elf;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-/// The instruction the probe sits on (seed 002's nop, push and ret cases).
+/// The instruction the probe sits on (the uprobe thread's nop, push and ret cases).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Insn {

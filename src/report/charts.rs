@@ -467,7 +467,7 @@ pub fn sweep_chart(s: &Sweep) -> String {
     )
 }
 
-/// Seed 002's scaling as charts: total and per-CPU throughput against threads.
+/// The uprobe thread's scaling as charts: total and per-CPU throughput against threads.
 pub fn scale_charts(s: &Scale) -> Vec<String> {
     let pts: Vec<(f64, f64)> = s.rows.iter().map(|r| (r.threads as f64, r.mean)).collect();
     let err: Vec<(f64, f64)> = s

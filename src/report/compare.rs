@@ -1,6 +1,6 @@
 //! A comparison (compare, ab, and the deltas inside sweeps and probes): the deltas with their
-//! CIs, p-values and verdicts, seed 004's Min/Mean/Median/Max/pstdev table, the ranking of many
-//! variants (seed 001), the counters side by side, and the profile's differences.
+//! CIs, p-values and verdicts, the audit series' Min/Mean/Median/Max/pstdev table, the ranking of many
+//! variants (the alignment RFC), the counters side by side, and the profile's differences.
 
 use super::Render;
 use super::charts::{compare_chart, profile_diff_chart, ranking_chart};
@@ -121,7 +121,7 @@ impl Comparison {
             .collect()
     }
 
-    /// Seed 004's table for the primary metric: Min, Mean, Median, Max, pstdev per variant.
+    /// The audit series' table for the primary metric: Min, Mean, Median, Max, pstdev per variant.
     pub fn seed_table(&self) -> Grid {
         let unit = self.primary_unit();
         let mut g = Grid::new(&["", "n", "Min", "Mean", "Median", "Max", "pstdev"])
@@ -176,7 +176,7 @@ impl Comparison {
         Some(g)
     }
 
-    /// Seed 001's ranking: variants ordered by the primary metric, with % against the baseline.
+    /// The alignment RFC's ranking: variants ordered by the primary metric, with % against the baseline.
     pub fn ranking_grid(&self) -> Option<Grid> {
         if self.ranking.is_empty() {
             return None;
@@ -199,7 +199,7 @@ impl Comparison {
         Some(g)
     }
 
-    /// Seed 000's perf-stat blocks: every metric per op, each variant in turn.
+    /// The syscall-latency post's perf-stat blocks: every metric per op, each variant in turn.
     pub fn counter_blocks(&self) -> Vec<Grid> {
         self.variants
             .iter()

@@ -1,4 +1,4 @@
-//! A merge across boots: seed 004's Min/Mean/Median/Max/pstdev table, one row per boot and
+//! A merge across boots: the audit series' Min/Mean/Median/Max/pstdev table, one row per boot and
 //! one over boots, and how the variance splits between boots and runs.
 
 use super::Render;
@@ -49,7 +49,7 @@ impl Merged {
         )]
     }
 
-    /// Seed 004's table: one row per boot (over its runs) and one over boots.
+    /// The audit series' table: one row per boot (over its runs) and one over boots.
     pub fn seed_table(&self, primary: &str) -> Grid {
         let mut g = Grid::new(&["", "n", "Min", "Mean", "Median", "Max", "pstdev"]).right(1..=6);
         for grp in &self.groups {

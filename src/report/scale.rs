@@ -1,4 +1,4 @@
-//! A thread-count sweep in seed 002's shape: one line per thread count with the total M/s
+//! A thread-count sweep in the uprobe thread's shape: one line per thread count with the total M/s
 //! ± stddev and M/s per CPU. The lines are the table in every text format.
 
 use super::Render;

@@ -1,5 +1,5 @@
 //! Run validity: a run whose invariant counters moved (instructions per op where counted,
-//! context-switches, cpu-migrations, page-faults per op) was disturbed, as seed 001 checked by
+//! context-switches, cpu-migrations, page-faults per op) was disturbed, as the alignment RFC checked by
 //! eye before trusting its numbers.
 
 use crate::results::Metric;

@@ -1,4 +1,4 @@
-//! Descriptive statistics for a set of measurements: the columns of the seeds' tables
+//! Descriptive statistics for a set of measurements: the columns of the public investigations' tables
 //! (min, mean, median, max, pstdev) plus a 95% confidence interval of the mean.
 //!
 //! Distribution quantiles come from `statrs`; the rest is arithmetic.
@@ -79,11 +79,11 @@ pub struct Summary {
     pub mean: f64,
     pub min: f64,
     pub max: f64,
-    /// Population standard deviation (divides by n), as in the seed 004 table.
+    /// Population standard deviation (divides by n), as in the audit series' table.
     pub pstdev: f64,
     /// Sample standard deviation (divides by n - 1).
     pub stdev: f64,
-    /// `pstdev` as a percentage of the mean (the "+- x%" of seed 004).
+    /// `pstdev` as a percentage of the mean (the "+- x%" of the audit series).
     pub pstdev_pct: f64,
     /// Two-sided 95% confidence interval of the mean (Student's t, n - 1 degrees of freedom);
     /// `None` with fewer than two values.

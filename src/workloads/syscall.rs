@@ -1,4 +1,4 @@
-//! A raw system call in a tight loop: the seeds' `getpid()` benchmark.
+//! A raw system call in a tight loop: the audit investigations' `getpid()` benchmark.
 //!
 //! Calls go through `syscall(2)`, never through a libc wrapper that might cache the answer
 //! (glibc cached getpid() until 2.25), so every operation enters the kernel.

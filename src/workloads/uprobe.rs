@@ -1,4 +1,4 @@
-//! Uprobe and uretprobe trigger throughput (seed 002, like the BPF selftests bench's
+//! Uprobe and uretprobe trigger throughput (the uprobe thread, like the BPF selftests bench's
 //! trig-uprobe-* benchmarks): producers call a target whose first instruction is a nop, a push
 //! or a ret, with a probe on it (or none: the baseline), optionally running a minimal BPF
 //! program; one operation is one call. The probe's own hit count is checked against the number
@@ -89,7 +89,7 @@ Needs CAP_PERFMON (root) or perf_event_paranoid <= 1; --bpf needs CAP_BPF too.";
 }
 
 impl Params {
-    /// Seed 002's name for the case: `uprobe-nop`, `uretprobe-push`, ...
+    /// The uprobe thread's name for the case: `uprobe-nop`, `uretprobe-push`, ...
     pub fn case(&self) -> String {
         let probe = match self.probe {
             ProbeKind::None => "unprobed",

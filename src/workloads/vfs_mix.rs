@@ -1,4 +1,4 @@
-//! Seed 001's "VFS-mix": creat, lstat, lseek 4095, close, open O_RDWR|O_CREAT|O_TRUNC, write one
+//! The alignment RFC's "VFS-mix": creat, lstat, lseek 4095, close, open O_RDWR|O_CREAT|O_TRUNC, write one
 //! byte, mmap 4096 MAP_SHARED, store one byte, munmap, close, unlink, on one file, over and over:
 //! ~1,500 kernel functions per iteration with a tiny data footprint.
 //!

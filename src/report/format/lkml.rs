@@ -37,7 +37,7 @@ pub fn ascii(s: &str) -> String {
     out
 }
 
-/// The width every line fits, as a mail client wraps at and seed 004's tables keep to.
+/// The width every line fits, as a mail client wraps at and the audit series' tables keep to.
 pub const WIDTH: usize = 80;
 
 /// Columns narrower than this are never wrapped to make a table fit.
