@@ -270,7 +270,7 @@ fn locked_audit_is_refused_before_any_change() {
 #[test]
 fn unprivileged_user_is_told_the_capability() {
     if !is_root() {
-        println!("skipped: needs root to switch to an unprivileged user");
+        skip("needs root to switch to an unprivileged user");
         return;
     }
     let out = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))

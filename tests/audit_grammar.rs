@@ -2,6 +2,9 @@
 //! whose libcap-ng registers a fork handler that would break the unit tests of fork workloads
 //! that wipe their heap in the child, so they run here, in a process of their own.
 
+mod common;
+
+use common::skip;
 use syscost::audit::libaudit;
 use syscost::audit::rules::{self, ACTION_NEVER};
 use syscost::audit::rules_file::{OnError, Op, parse};
@@ -9,7 +12,7 @@ use syscost::audit::rules_file::{OnError, Op, parse};
 #[test]
 fn a_field_the_library_knows_is_encoded_with_its_operator() {
     if libaudit::available().is_err() {
-        eprintln!("skipped: libaudit is not on this machine");
+        skip("libaudit is not on this machine (Debian: libaudit1)");
         return;
     }
     let mut b = libaudit::Builder::new().unwrap();
@@ -29,7 +32,7 @@ fn a_field_the_library_knows_is_encoded_with_its_operator() {
 fn have_libaudit() -> bool {
     let ok = libaudit::available().is_ok();
     if !ok {
-        eprintln!("skipped: libaudit is not on this machine");
+        skip("libaudit is not on this machine (Debian: libaudit1)");
     }
     ok
 }
@@ -122,7 +125,7 @@ fn a_line_s_escape_sequence_is_shown_escaped() {
 #[test]
 fn any_line_is_taken_or_refused_never_a_crash() {
     if libaudit::available().is_err() {
-        println!("skipped: libaudit is not on this machine");
+        skip("libaudit is not on this machine (Debian: libaudit1)");
         return;
     }
     let long_key = format!("key={}", "k".repeat(300));

@@ -23,11 +23,11 @@ fn ready() -> bool {
         return false;
     }
     if let Err(e) = syscost::audit::libaudit::available() {
-        println!("skipped: {e:#}");
+        skip(format!("{e:#}"));
         return false;
     }
     if Command::new("auditctl").arg("-v").output().is_err() {
-        println!("skipped: auditctl is not installed (scripts/test.sh installs auditd)");
+        skip("auditctl is not installed (scripts/test.sh installs auditd)");
         return false;
     }
     true
@@ -104,7 +104,7 @@ fn every_rule_file_auditd_ships_loads_as_auditctl_loads_it() {
         return;
     }
     let Ok(dir) = std::fs::read_dir(EXAMPLES) else {
-        println!("skipped: no {EXAMPLES} (auditd's examples)");
+        skip(format!("no {EXAMPLES} (auditd's examples)"));
         return;
     };
     let _s = serial();
@@ -273,7 +273,7 @@ fn a_sweep_over_the_stig_rules_ranks_each_rule_and_costs_the_set() {
     }
     let stig = Path::new(EXAMPLES).join("30-stig.rules");
     if !stig.exists() {
-        println!("skipped: no {}", stig.display());
+        skip(format!("no {} (auditd's examples)", stig.display()));
         return;
     }
     let _s = serial();

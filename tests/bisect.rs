@@ -404,7 +404,7 @@ fn git_works() -> bool {
         .output()
         .is_ok();
     if !works {
-        println!("skipped: needs git (scripts/test.sh installs it)");
+        skip("needs git (scripts/test.sh installs it)");
     }
     works
 }

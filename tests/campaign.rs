@@ -420,7 +420,7 @@ fn an_emulated_audit_sweep_fits_instructions_per_rule() {
 fn an_emulated_sweep_over_a_rules_file_costs_each_rule_exactly() {
     let Some(k) = kernels() else { return };
     if let Err(e) = syscost::audit::libaudit::available() {
-        println!("skipped: {e:#}");
+        skip(format!("{e:#}"));
         return;
     }
     let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
@@ -571,7 +571,7 @@ fn a_probe_in_each_boot_gives_the_arm_its_time_per_hit() {
     // syscost (the guest's /init) measuring getpid; libc is in the initramfs at its path.
     let libc = "/lib/x86_64-linux-gnu/libc.so.6";
     if !Path::new(libc).exists() {
-        println!("skipped: no {libc} here");
+        skip(format!("no {libc} here"));
         return;
     }
     let target = format!("{libc}:syscall");
@@ -1686,7 +1686,7 @@ fn ext4_image(root: &Path, image: &Path, size: &str) -> PathBuf {
 fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() {
     let Some(k) = kernels() else { return };
     if !Path::new("/usr/lib/systemd/systemd").exists() {
-        println!("skipped: systemd is not installed here (its binaries make the guest's init)");
+        skip("systemd is not installed here (its binaries make the guest's init)");
         return;
     }
     let _s = shared(); // it checks what boots, not how fast: beside another guest

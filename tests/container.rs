@@ -32,7 +32,7 @@ fn text(b: &[u8]) -> String {
 fn as_process_1_it_prints_its_version() {
     let out = match as_process_1(&["--version"]) {
         Ok(out) => out,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => return skip(why),
     };
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let want = format!("syscost {}", env!("CARGO_PKG_VERSION"));
@@ -49,7 +49,7 @@ fn as_process_1_it_measures() {
     args.extend(QUICK);
     let out = match as_process_1(&args) {
         Ok(out) => out,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => return skip(why),
     };
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");

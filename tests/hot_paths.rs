@@ -417,7 +417,7 @@ fn figures_a_command_prints_are_captured() {
 
     let libc_so = "/lib/x86_64-linux-gnu/libc.so.6";
     if !is_root() || !Path::new(libc_so).exists() {
-        println!("skipped the probe half: needs root and {libc_so}");
+        skip(format!("the probe half needs root and {libc_so}"));
         return;
     }
     let target = format!("{libc_so}:getpid");
@@ -468,7 +468,7 @@ fn processes_of(uid: u32) -> u64 {
 fn limits_reached_are_named() {
     let _s = serial();
     if Command::new("prlimit").arg("--version").output().is_err() {
-        eprintln!("skipped: prlimit (util-linux) is not installed");
+        skip("prlimit (util-linux) is not installed");
         return;
     }
     let bin = assert_cmd::cargo::cargo_bin!("syscost");
@@ -501,7 +501,7 @@ fn limits_reached_are_named() {
     let err = run("--nofile=8", None, &["file", "--op", "dup-close"]);
     assert!(err.contains("RLIMIT_NOFILE (ulimit -n), is 8"), "{err}");
     if !is_root() {
-        eprintln!("skipped the RLIMIT_NPROC half: it needs root to run as nobody");
+        skip("the RLIMIT_NPROC half needs root to run as nobody");
         return;
     }
     // As nobody (root is exempt from RLIMIT_NPROC): one process more than nobody has leaves

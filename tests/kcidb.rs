@@ -13,9 +13,9 @@ const VENV_PYTHON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/kcidb-ven
 /// Validate with kcidb-io exactly as v5.0 and against its latest schema.
 fn kcidb_io_accepts(report: &Path) -> Option<String> {
     if !Path::new(VENV_PYTHON).exists() {
-        eprintln!(
-            "skipped kcidb-io validation: {VENV_PYTHON} is missing (scripts/test.sh installs it)"
-        );
+        skip(format!(
+            "kcidb-io validation: {VENV_PYTHON} is missing (scripts/test.sh installs it)"
+        ));
         return None;
     }
     let out = std::process::Command::new(VENV_PYTHON)

@@ -165,10 +165,10 @@ fn every_command_writes_lkml_within_80_columns() {
             ];
             assert_mail_ready("probe", &lkml_of("probe", &args));
         } else {
-            println!("skipped probe: no {libc} to put a probe on");
+            skip(format!("the probe needs {libc} to put a probe on"));
         }
     } else {
-        println!("skipped thread sweep and probe: they need root and the uprobe PMU");
+        skip("the thread sweep and the probe need root and the uprobe PMU");
     }
 
     let audit = is_root()
@@ -184,6 +184,6 @@ fn every_command_writes_lkml_within_80_columns() {
         residue.extend(TINY);
         assert_mail_ready("audit residue", &lkml_of("audit residue", &residue));
     } else {
-        println!("skipped audit sweep and residue: they need root and audit");
+        skip("the audit sweep and residue need root and audit");
     }
 }

@@ -99,11 +99,11 @@ fn start_server(bin: &Path, (uid, gid): (u32, u32)) -> Server {
 #[test]
 fn two_hosts_record_into_one_postgresql_store_and_are_compared() {
     let (Some(bin), Some(pg_user)) = (pg_bin(), user("postgres")) else {
-        eprintln!("skipped: PostgreSQL is not installed (scripts/test.sh installs postgresql)");
+        skip("PostgreSQL is not installed (scripts/test.sh installs postgresql)");
         return;
     };
     if !is_root() {
-        eprintln!("skipped: starting a PostgreSQL server as its own user needs root");
+        skip("starting a PostgreSQL server as its own user needs root");
         return;
     }
     let server = start_server(&bin, pg_user);

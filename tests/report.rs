@@ -192,7 +192,7 @@ fn chromium() -> Option<PathBuf> {
 #[test]
 fn headless_chromium_renders_the_page() {
     let Some(browser) = chromium() else {
-        println!("skipped: no Chromium here (scripts/test.sh installs Debian's chromium as root)");
+        skip("no Chromium here (scripts/test.sh installs Debian's chromium as root)");
         return;
     };
     let _s = serial();
@@ -425,7 +425,7 @@ document.body.setAttribute("data-clash", clash.join(" | "));
 #[test]
 fn charts_of_many_variants_fit_and_say_whose_they_are() {
     let Some(browser) = chromium() else {
-        println!("skipped: no Chromium here (scripts/test.sh installs Debian's chromium as root)");
+        skip("no Chromium here (scripts/test.sh installs Debian's chromium as root)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -194,7 +194,7 @@ fn subtracted_overhead_matches_the_raw_samples() {
 #[test]
 fn fifo_policy_is_taken_by_the_worker_only() {
     if !is_root() {
-        println!("skipped: SCHED_FIFO needs root (CAP_SYS_NICE) and this test is not root");
+        skip("SCHED_FIFO needs root (CAP_SYS_NICE) and this test is not root");
         return;
     }
     let _s = serial();
@@ -231,7 +231,7 @@ fn as_nobody() -> std::process::Command {
 #[test]
 fn unprivileged_user_gets_time_and_reasons() {
     if !is_root() {
-        println!("skipped: needs root to switch to an unprivileged user");
+        skip("needs root to switch to an unprivileged user");
         return;
     }
     let _s = serial();
@@ -303,7 +303,7 @@ fn unprivileged_user_gets_time_and_reasons() {
 #[test]
 fn fifo_refused_names_the_capability() {
     if !is_root() {
-        println!("skipped: needs root to switch to an unprivileged user");
+        skip("needs root to switch to an unprivileged user");
         return;
     }
     let out = as_nobody()

@@ -10,11 +10,11 @@ use std::process::Command;
 
 fn uprobes_available() -> bool {
     if !Path::new("/sys/bus/event_source/devices/uprobe/type").exists() {
-        println!("skipped: this kernel has no uprobe PMU");
+        skip("this kernel has no uprobe PMU");
         return false;
     }
     if !is_root() && syscost::counters::perf_event_paranoid().unwrap_or(2) > 1 {
-        println!("skipped: uprobes need root or perf_event_paranoid <= 1");
+        skip("uprobes need root or perf_event_paranoid <= 1");
         return false;
     }
     true
@@ -336,8 +336,8 @@ fn probe_on_a_real_server() {
             .output()
             .is_err()
     {
-        println!(
-            "skipped: redis-server/redis-benchmark are not installed (scripts/test.sh installs them as root)"
+        skip(
+            "redis-server/redis-benchmark are not installed (scripts/test.sh installs them as root)",
         );
         return;
     }

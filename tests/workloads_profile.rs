@@ -223,7 +223,7 @@ fn profiled_getpid_names_the_syscall_path() {
 fn profile_diff_names_audit_as_what_changed() {
     use syscost::audit::session::Session;
     if !is_root() {
-        println!("skipped: loading audit rules needs root (CAP_AUDIT_CONTROL)");
+        skip("loading audit rules needs root (CAP_AUDIT_CONTROL)");
         return;
     }
     let _s = serial();
@@ -252,7 +252,7 @@ fn profile_diff_names_audit_as_what_changed() {
         let mut session = match Session::begin() {
             Ok(s) => s,
             Err(e) => {
-                println!("skipped: no usable audit: {e:#}");
+                skip(format!("no usable audit: {e:#}"));
                 return;
             }
         };

@@ -6,6 +6,22 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
+/// Set by scripts/test.sh (and so in CI): a test whose prerequisite is missing fails, naming
+/// what to install, instead of skipping. A contributor's plain `cargo test` still skips.
+pub const REQUIRE_ENV: &str = "SYSCOST_TEST_REQUIRE_ALL";
+
+/// A test cannot run here for `reason` (a package, a privilege or a kernel feature missing):
+/// it says so and the caller returns; under scripts/test.sh ([`REQUIRE_ENV`]) the test fails.
+pub fn skip(reason: impl std::fmt::Display) {
+    if std::env::var_os(REQUIRE_ENV).is_some() {
+        panic!(
+            "a prerequisite is missing ({REQUIRE_ENV} is set, as scripts/test.sh sets it): \
+             {reason}"
+        );
+    }
+    println!("skipped: {reason}");
+}
+
 /// Tests that measure or change kernel state run one at a time across all test binaries: an
 /// exclusive flock on a file in the build's own temporary directory (nothing in /tmp), held
 /// until the guard drops.
@@ -150,12 +166,12 @@ pub fn relabelled(
 /// Whether audit can be changed here (root, an audit subsystem); prints why not.
 pub fn audit_available() -> bool {
     if !is_root() {
-        println!("skipped: audit control needs root (CAP_AUDIT_CONTROL)");
+        skip("audit control needs root (CAP_AUDIT_CONTROL)");
         return false;
     }
     let status = syscost::audit::AuditSocket::open().and_then(|mut s| s.status());
     if let Err(e) = status {
-        println!("skipped: no usable audit subsystem: {e:#}");
+        skip(format!("no usable audit subsystem: {e:#}"));
         return false;
     }
     true
@@ -201,10 +217,10 @@ pub fn kernels_in(sub: &str, least: usize) -> Option<Vec<std::path::PathBuf>> {
         )
     });
     if k.len() < least || !qemu_available() {
-        println!(
-            "skipped: needs qemu-system-x86_64 and {least} kernels in {} (scripts/test.sh fetches them)",
+        skip(format!(
+            "needs qemu-system-x86_64 and {least} kernels in {} (scripts/test.sh fetches them)",
             dir.display()
-        );
+        ));
         return None;
     }
     Some(k)
