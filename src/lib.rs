@@ -2,7 +2,7 @@
 //! cost on this machine, and is a difference real?
 //!
 //! The crate is built in layers; each imports only from the layers below it (a test,
-//! `tests/layers.rs`, holds the code to this table):
+//! `tests/all/layers.rs`, holds the code to this table):
 //!
 //! 1. [`core`]: CPU lists and affinity, number formatting, atomic file writing, the result
 //!    envelope; it imports nothing of the crate.

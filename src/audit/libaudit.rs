@@ -17,7 +17,8 @@
 //! the child: a process that forks with its heap wiped in the child (the `proc` workload's
 //! MADV_WIPEONFORK batches) must never have loaded it. Only syscost's main process reads
 //! rules files; its workers are fresh processes. For the same reason the tests that load it
-//! live in `tests/audit_grammar.rs`, a process of their own, not among the unit tests.
+//! live among the end-to-end tests (`tests/all/audit_grammar.rs`), whose process forks no
+//! workload itself, not among the unit tests.
 
 use super::rules::HEADER_LEN;
 use anyhow::{Result, anyhow, bail};

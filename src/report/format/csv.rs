@@ -29,14 +29,27 @@ fn widest(g: &Grid) -> Vec<Option<&Cell>> {
         .collect()
 }
 
-/// A column's CSV name: a blank header (a table's note marks) is `note`; `±%` (the relative
-/// spread) says what it is in words a program's reader can take.
-fn column_name(h: &str) -> String {
-    match h.trim() {
-        "" => "note".into(),
+/// Column `i`'s CSV name: a blank header is `note` over a table's note marks and `name` over
+/// the rows' names; `±%` (the relative spread) says what it is in words a program can take.
+fn column_name(g: &Grid, i: usize) -> String {
+    let marks = g.rows.iter().filter_map(|r| r.get(i)).all(|c| match c {
+        Cell::Text(t) => t.trim().is_empty() || is_mark(t),
+        _ => matches!(c, Cell::Missing),
+    });
+    match g.headers[i].trim() {
+        "" if marks => "note".into(),
+        "" => "name".into(),
         "±%" => "pstdev %".into(),
         t => t.replace('±', "+-"),
     }
+}
+
+/// `[k]`: a mark that refers to a table's note.
+fn is_mark(t: &str) -> bool {
+    let t = t.trim();
+    t.strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .is_some_and(|k| k.parse::<usize>().is_ok())
 }
 
 /// A cell's fields in a column shaped like `shape`: a word in a column of numbers (`<not
@@ -68,8 +81,9 @@ fn fields(
 /// The text of note `[k]` when `mark` is just that mark.
 fn note_text(mark: &str, notes: &[String]) -> Option<String> {
     let m = mark.trim();
-    let k = m.strip_prefix('[')?.strip_suffix(']')?;
-    k.parse::<usize>().ok()?;
+    if !is_mark(m) {
+        return None;
+    }
     notes
         .iter()
         .find_map(|n| n.trim().strip_prefix(m).map(|t| t.trim().to_string()))
@@ -93,12 +107,10 @@ fn csv(g: &Grid) -> String {
         any_status |= !status.is_empty();
         rows.push((row, status.join("; ")));
     }
-    let mut headers: Vec<String> = g
-        .headers
-        .iter()
+    let mut headers: Vec<String> = (0..g.headers.len())
         .zip(&shape)
-        .flat_map(|(h, c)| {
-            let h = column_name(h);
+        .flat_map(|(i, c)| {
+            let h = column_name(g, i);
             c.map_or_else(|| vec![h.clone()], |c| c.headers(&h))
         })
         .collect();

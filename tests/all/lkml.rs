@@ -2,9 +2,7 @@
 //! of every command's lkml output is plain ASCII and fits 80 columns (as the audit series' tables do),
 //! with default labels. Each command below runs for real on this machine.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 const WIDTH: usize = 80;

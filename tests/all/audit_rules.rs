@@ -5,9 +5,7 @@
 //! takes the shared serial lock, none locks audit, and settings lines (-D, -e, -b, -f, -r,
 //! --loginuid-immutable) are never given to auditctl here.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -4,9 +4,7 @@
 //! measured in the same test (never an absolute time); bad input is refused clearly, and an
 //! interrupted run leaves neither its partner process nor its file behind.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};

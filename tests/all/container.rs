@@ -4,9 +4,7 @@
 //! the guest's init. `unshare --pid --fork --mount-proc` makes it process 1 as a container
 //! runtime does.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::process::{Command, Output};
 
 /// syscost `args` as process 1 of a new PID namespace, or why it cannot be run here.
@@ -30,6 +28,7 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn as_process_1_it_prints_its_version() {
+    let _s = shared(); // never beside a test that times this machine alone
     let out = match as_process_1(&["--version"]) {
         Ok(out) => out,
         Err(why) => return skip(why),

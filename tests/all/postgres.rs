@@ -3,9 +3,7 @@
 //! socket there only, stopped at the end. Two writers record as two hosts at once, then
 //! `history compare --by host` reads what both wrote; a password is never printed.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -98,6 +96,7 @@ fn start_server(bin: &Path, (uid, gid): (u32, u32)) -> Server {
 
 #[test]
 fn two_hosts_record_into_one_postgresql_store_and_are_compared() {
+    let _s = shared(); // never beside a test that times this machine alone
     let (Some(bin), Some(pg_user)) = (pg_bin(), user("postgres")) else {
         skip("PostgreSQL is not installed (scripts/test.sh installs postgresql)");
         return;

@@ -5,6 +5,7 @@ use assert_cmd::Command;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// Set by scripts/test.sh (and so in CI): a test whose prerequisite is missing fails, naming
 /// what to install, instead of skipping. A contributor's plain `cargo test` still skips.
@@ -22,29 +23,68 @@ pub fn skip(reason: impl std::fmt::Display) {
     println!("skipped: {reason}");
 }
 
-/// Tests that measure or change kernel state run one at a time across all test binaries: an
-/// exclusive flock on a file in the build's own temporary directory (nothing in /tmp), held
-/// until the guard drops.
-pub struct Serial(File);
+/// Every test takes one of two locks, a flock on one file in the build's own temporary
+/// directory (nothing in /tmp): [`serial`], exclusive, for a test that times this machine or
+/// changes its kernel state, which then runs alone; [`shared`] for every other test (guests
+/// whose exact counts the host's load does not move, analyses, refusals), which run beside each
+/// other. The guard holds the lock until it drops, and then appends the test's lock wait and
+/// held time to [`TIMES`] (bench/slowest_tests.sh reads them).
+pub struct Serial {
+    _file: File,
+    kind: &'static str,
+    waited: Duration,
+    since: Instant,
+}
 
 pub fn serial() -> Serial {
-    lock(libc::LOCK_EX)
+    lock(libc::LOCK_EX, "serial")
 }
 
-/// Tests whose figures do not depend on the host's load (instructions counted by QEMU's
-/// emulator, one guest per CPU) run beside each other, but never beside a [`serial`] one: a
-/// shared flock on the same file.
+/// Tests whose figures do not depend on the host's load run beside each other, never beside a
+/// [`serial`] one: a shared flock on the same file.
 pub fn shared() -> Serial {
-    lock(libc::LOCK_SH)
+    lock(libc::LOCK_SH, "shared")
 }
 
-fn lock(how: libc::c_int) -> Serial {
+/// Where each lock's wait and held time is appended: `test<TAB>lock<TAB>waited<TAB>held`,
+/// seconds.
+pub const TIMES: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/syscost-e2e-times.tsv");
+
+fn lock(how: libc::c_int, kind: &'static str) -> Serial {
     let f = File::create(Path::new(env!("CARGO_TARGET_TMPDIR")).join("syscost-e2e-tests.lock"))
         .unwrap();
+    let asked = Instant::now();
     // SAFETY: flock on a file we own.
     let rc = unsafe { libc::flock(f.as_raw_fd(), how) };
     assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
-    Serial(f)
+    Serial {
+        _file: f,
+        kind,
+        waited: asked.elapsed(),
+        since: Instant::now(),
+    }
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        use std::io::Write as _;
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        let line = format!(
+            "{test}\t{}\t{:.1}\t{:.1}\n",
+            self.kind,
+            self.waited.as_secs_f64(),
+            self.since.elapsed().as_secs_f64()
+        );
+        // One short write to a file opened for appending: lines of tests ending together
+        // do not interleave.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(TIMES)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
 }
 
 /// The history store measuring commands record to in tests: the build's own temporary

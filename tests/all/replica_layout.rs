@@ -1,9 +1,7 @@
 //! End-to-end: `syscost cachesets`, the audit replica's generated code, its crowding effect,
 //! and correlating its runs' cacheline-spread with time.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -102,6 +100,7 @@ fn branch_after_mask_test(body: &[String]) -> String {
 // keeps the baseline's branch layout for `unlikely` alone.
 #[test]
 fn generated_code_differs_as_the_seed_says() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = functions();
     assert!(reloads_major_in_loop(body(&f, "filter_baseline")));
     assert!(reloads_major_in_loop(body(&f, "replica_filter_nonstatic")));
@@ -235,6 +234,7 @@ fn replica_runs_correlate_spread_with_time() {
 
 #[test]
 fn cachesets_reproduces_the_seed_and_refuses_bad_input() {
+    let _s = shared(); // never beside a test that times this machine alone
     let a = json_of(&[
         "cachesets",
         "--objects",

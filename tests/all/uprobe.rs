@@ -1,9 +1,7 @@
 //! End-to-end: real uprobes on this machine (uprobe PMU), ELF offsets against binutils, and a
 //! probe on a real server.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -238,6 +236,7 @@ fn expected_offset(file: &Path, symbol: &str, dynamic: bool) -> u64 {
 
 #[test]
 fn elf_offsets_agree_with_binutils() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("t.c");
     std::fs::write(

@@ -2,9 +2,7 @@
 //! report that KernelCI's own schema package (kcidb-io, installed by scripts/test.sh into
 //! target/kcidb-venv) accepts; bad origins and results with nothing to export are refused.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 
@@ -41,6 +39,7 @@ fn kcidb_io_accepts(report: &Path) -> Option<String> {
 
 #[test]
 fn results_export_as_a_kcidb_report_that_kcidb_io_accepts() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.sqlite");
     let mut files = Vec::new();

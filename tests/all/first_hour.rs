@@ -1,8 +1,7 @@
 //! What a new user meets in the first hour: a closed pipe, a mistyped history URL, huge counts,
 //! defaults that must be able to decide. Each test failed before its fix.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -28,6 +27,7 @@ fn with_closed_stdout(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn a_closed_stdout_ends_every_command_quietly() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("h.sqlite");
     let run = dir.path().join("run.json");
@@ -80,6 +80,7 @@ fn a_measurement_into_a_closed_stdout_is_still_written_and_recorded() {
 
 #[test]
 fn a_mistyped_history_url_is_refused_without_its_password_and_creates_nothing() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     for url in [
         "POSTGRES://user:s3cretPW@127.0.0.1:1/db",
@@ -125,6 +126,7 @@ fn a_mistyped_history_url_is_refused_without_its_password_and_creates_nothing() 
 
 #[test]
 fn reading_a_history_that_does_not_exist_says_so_and_creates_nothing() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("typo/h.sqlite");
     let m = missing.to_str().unwrap();
@@ -145,6 +147,7 @@ fn reading_a_history_that_does_not_exist_says_so_and_creates_nothing() {
 
 #[test]
 fn huge_counts_and_endless_batches_are_refused_with_their_limit() {
+    let _s = shared(); // never beside a test that times this machine alone
     for (flag, value, says) in [
         (
             "--samples",
@@ -205,6 +208,7 @@ fn ab_at_its_default_rounds_decides() {
 
 #[test]
 fn round_counts_that_can_never_decide_are_refused_before_measuring() {
+    let _s = shared(); // never beside a test that times this machine alone
     let two = [
         "ab",
         "--variant",
@@ -236,6 +240,7 @@ fn round_counts_that_can_never_decide_are_refused_before_measuring() {
 
 #[test]
 fn ab_refuses_an_unpaired_test_rather_than_replacing_it() {
+    let _s = shared(); // never beside a test that times this machine alone
     let mut args = vec![
         "ab",
         "--variant",
@@ -255,6 +260,7 @@ fn ab_refuses_an_unpaired_test_rather_than_replacing_it() {
 
 #[test]
 fn a_comparison_with_too_few_units_says_how_many_it_needs() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let base = quick_run();
     let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
@@ -308,6 +314,7 @@ fn ab_gives_an_exec_variant_s_command_only_its_own_arguments() {
 
 #[test]
 fn history_says_what_it_did_with_every_file_id_and_tag() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("h.sqlite");
     let h = |args: &[&str]| {
@@ -416,6 +423,7 @@ fn helps(words: &mut Vec<String>, out: &mut Vec<(String, String)>) {
 /// investigations instead ("seed" is said only of the bootstrap's and the Monte Carlo's).
 #[test]
 fn help_and_readme_name_public_sources_not_seeds() {
+    let _s = shared(); // never beside a test that times this machine alone
     let mut all = Vec::new();
     helps(&mut Vec::new(), &mut all);
     assert!(all.len() > 30, "only {} help pages", all.len());
@@ -453,6 +461,7 @@ fn help_and_readme_name_public_sources_not_seeds() {
 
 #[test]
 fn man_pages_come_one_per_command() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let out = syscost()
         .args(["man", "--dir"])
@@ -474,6 +483,7 @@ fn man_pages_come_one_per_command() {
 
 #[test]
 fn small_things_a_new_user_meets() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let base = quick_run();
     let write = |name: &str, v: &serde_json::Value| {
@@ -570,6 +580,7 @@ fn run_until_takes_the_floor_unless_the_samples_are_chosen() {
 /// look neither up.
 #[test]
 fn sources_name_public_investigations_not_private_names() {
+    let _s = shared(); // never beside a test that times this machine alone
     fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             let p = e.path();

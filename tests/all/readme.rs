@@ -5,12 +5,10 @@
 //! change a count (`--runs 6` to `--runs 2`) or a path the README names (`/boot/...` to the
 //! fetched kernel) by an exact substitution that fails when the README no longer holds it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
-const README: &str = include_str!("../README.md");
+const README: &str = include_str!("../../README.md");
 
 /// Every command of the README's code blocks that starts `syscost` (a `$ ` prompt dropped,
 /// `\` continuations joined, a trailing `# comment` dropped), with its line.
@@ -154,19 +152,19 @@ const RUNS: &[Run] = &[
 const NOT_RUN: &[(&str, &str)] = &[
     (
         "syscost run uprobe --probe uprobe --insn nop --threads 1-2",
-        "tests/uprobe.rs measures the uprobe thread's benchmark",
+        "tests/all/uprobe.rs measures the uprobe thread's benchmark",
     ),
     (
         "syscost history trend --workload syscall --param syscall=getpid",
-        "a trend needs results of several kernels (tests/history.rs)",
+        "a trend needs results of several kernels (tests/all/history.rs)",
     ),
     (
         "syscost history --history /var/lib/syscost/history.sqlite compare --by kernel",
-        "a comparison of kernels needs results of several (tests/history.rs)",
+        "a comparison of kernels needs results of several (tests/all/history.rs)",
     ),
     (
         "syscost campaign --accel tcg --emulated-counters --arm 6.1=vmlinuz-6.1 --guest-file",
-        "an audit sweep over a rules file in each boot (tests/campaign.rs)",
+        "an audit sweep over a rules file in each boot (tests/all/campaign.rs)",
     ),
     (
         "syscost campaign --accel tcg --boots 12 --format lkml --arm base=linux/",
@@ -174,19 +172,19 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
     (
         "syscost bisect --accel tcg --builds builds.list --good v107 --bad v117",
-        "timed: 9 to 18 boots a step (tests/bisect.rs bisects by time)",
+        "timed: 9 to 18 boots a step (tests/all/bisect.rs bisects by time)",
     ),
     (
         "syscost bisect git ",
-        "a kernel tree (tests/bisect.rs makes one of git commits)",
+        "a kernel tree (tests/all/bisect.rs makes one of git commits)",
     ),
     (
         "syscost campaign --via lava",
-        "a LAVA lab (tests/lava.rs starts one)",
+        "a LAVA lab (tests/all/lava.rs starts one)",
     ),
     (
         "syscost bisect --via lava",
-        "a LAVA lab (tests/lava.rs starts one)",
+        "a LAVA lab (tests/all/lava.rs starts one)",
     ),
 ];
 
@@ -194,6 +192,7 @@ const NOT_RUN: &[(&str, &str)] = &[
 /// be added, or changed past its entry, unseen.
 #[test]
 fn every_example_is_run_or_says_why_not() {
+    let _s = shared(); // never beside a test that times this machine alone
     let all = examples();
     assert!(all.len() >= 20, "{all:?}");
     for (line, cmd) in &all {
@@ -202,7 +201,7 @@ fn every_example_is_run_or_says_why_not() {
         assert_eq!(
             run + not,
             1,
-            "README line {line}: `{cmd}` must be run by tests/readme.rs or listed in NOT_RUN"
+            "README line {line}: `{cmd}` must be run by tests/all/readme.rs or listed in NOT_RUN"
         );
     }
     for r in RUNS {

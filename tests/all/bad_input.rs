@@ -1,9 +1,7 @@
 //! End-to-end: every bad input gets one clear message and a non-zero exit, before anything is
 //! measured or written.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 fn fails_with(args: &[&str], needles: &[&str]) {
@@ -19,6 +17,7 @@ fn fails_with(args: &[&str], needles: &[&str]) {
 
 #[test]
 fn unknown_syscall() {
+    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "--syscall", "nosuch"],
         &["unknown or unsupported system call 'nosuch'", "getpid"],
@@ -27,6 +26,7 @@ fn unknown_syscall() {
 
 #[test]
 fn unknown_event_and_modifier() {
+    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "-e", "cyclez"],
         &["unknown event 'cyclez'"],
@@ -40,6 +40,7 @@ fn unknown_event_and_modifier() {
 
 #[test]
 fn bad_cpu_lists() {
+    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "--cpu", "x"],
         &["'x' is not a CPU number"],
@@ -56,6 +57,7 @@ fn bad_cpu_lists() {
 
 #[test]
 fn bad_counts_and_durations() {
+    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "--runs", "0"],
         &["--runs must be at least 1"],
@@ -78,6 +80,7 @@ fn bad_counts_and_durations() {
 
 #[test]
 fn unwritable_output_is_refused_before_measuring() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no/such/dir/r.json");
     let start = std::time::Instant::now();
@@ -104,6 +107,7 @@ fn unwritable_output_is_refused_before_measuring() {
 
 #[test]
 fn help_teaches() {
+    let _s = shared(); // never beside a test that times this machine alone
     syscost()
         .args(["run", "syscall", "--help"])
         .assert()
@@ -115,6 +119,7 @@ fn help_teaches() {
 
 #[test]
 fn event_list_is_printed() {
+    let _s = shared(); // never beside a test that times this machine alone
     syscost()
         .args(["run", "syscall", "--list-events"])
         .assert()
@@ -125,6 +130,7 @@ fn event_list_is_printed() {
 
 #[test]
 fn bad_adaptive_runs() {
+    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "--until", "0%"],
         &["between 0% and 100%"],
@@ -141,6 +147,7 @@ fn bad_adaptive_runs() {
 
 #[test]
 fn time_base_and_metric_do_not_mix() {
+    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &[
             "compare", "a.json", "b.json", "--time", "cpu", "--metric", "cycles",
@@ -152,6 +159,7 @@ fn time_base_and_metric_do_not_mix() {
 // Inputs that panicked (exit 101) or aborted: each now gets one message and a non-zero exit.
 #[test]
 fn sizes_beyond_any_real_run_or_cache_are_refused_by_their_limit() {
+    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "--sample-time", "18446744073709551615s"],
         &["longer than a day"],
@@ -226,6 +234,7 @@ fn sizes_beyond_any_real_run_or_cache_are_refused_by_their_limit() {
 
 #[test]
 fn damaged_results_are_refused_not_panicked_on() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, v: serde_json::Value| {
         let p = dir.path().join(name);
@@ -265,6 +274,7 @@ fn damaged_results_are_refused_not_panicked_on() {
 
 #[test]
 fn malformed_modifiers_and_ignored_ab_options_are_refused() {
+    let _s = shared(); // never beside a test that times this machine alone
     fails_with(&["run", "syscall", "-e", "cycles:"], &["nothing after ':'"]);
     fails_with(
         &["run", "syscall", "-e", "cycles:uuuu"],
@@ -314,6 +324,7 @@ fn malformed_modifiers_and_ignored_ab_options_are_refused() {
 /// `bisect git` runs in a kernel tree: elsewhere it says so, not that a revision is unknown.
 #[test]
 fn bisect_git_outside_a_git_tree_says_so() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let out = syscost()
         .current_dir(dir.path())
@@ -335,6 +346,7 @@ fn bisect_git_outside_a_git_tree_says_so() {
 
 #[test]
 fn completions_and_man_page_come_from_the_command_line() {
+    let _s = shared(); // never beside a test that times this machine alone
     for shell in ["bash", "zsh", "fish"] {
         let out = syscost().args(["completions", shell]).output().unwrap();
         assert!(out.status.success());
@@ -359,6 +371,7 @@ fn completions_and_man_page_come_from_the_command_line() {
 // its turn, stops with it (no worker is left: the command returns at all).
 #[test]
 fn a_variant_failing_in_a_paced_round_stops_the_round() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let ok = format!("file --op stat --dir {}", dir.path().display());
     fails_with(

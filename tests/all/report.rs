@@ -2,9 +2,7 @@
 //! has a title and axis labels with units, headless Chromium renders it, and bad inputs are
 //! refused.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -332,6 +330,7 @@ fn svg_charts_and_bad_inputs() {
 /// sample, and the page draws about a thousand dots per run and says how many of how many.
 #[test]
 fn results_of_many_samples_are_streamed_and_thinned() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small.json");
     let out = syscost()
@@ -424,6 +423,7 @@ document.body.setAttribute("data-clash", clash.join(" | "));
 /// the change chart draws its intervals, the header names both kernels and a warning its file.
 #[test]
 fn charts_of_many_variants_fit_and_say_whose_they_are() {
+    let _s = shared(); // never beside a test that times this machine alone
     let Some(browser) = chromium() else {
         skip("no Chromium here (scripts/test.sh installs Debian's chromium as root)");
         return;

@@ -3,6 +3,7 @@
 //! is the one in `src/lib.rs` and the README's layout section; a new top-level module must be
 //! placed in it here.
 
+use crate::common::shared;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -86,6 +87,7 @@ fn crate_paths(text: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn every_import_points_down_the_layer_table() {
+    let _s = shared(); // never beside a test that times this machine alone
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);
@@ -99,7 +101,7 @@ fn every_import_points_down_the_layer_table() {
         };
         let Some(lf) = layer_of(&from) else {
             problems.push(format!(
-                "{}: module '{from}' is in no layer: place it in LAYERS (tests/layers.rs), \
+                "{}: module '{from}' is in no layer: place it in LAYERS (tests/all/layers.rs), \
                  src/lib.rs and the README",
                 f.display()
             ));
@@ -162,6 +164,7 @@ fn every_import_points_down_the_layer_table() {
 
 #[test]
 fn the_checker_sees_imports_in_every_form() {
+    let _s = shared(); // never beside a test that times this machine alone
     let code = "use crate::core::fmt_num;\n\
                 use crate::{results::Metric, stats};\n\
                 // crate::cli in a comment\n\
@@ -187,6 +190,7 @@ fn names_in(text: &str, open: &str) -> BTreeSet<String> {
 /// modules in the same layers.
 #[test]
 fn the_readme_and_lib_rs_name_the_layers_this_test_checks() {
+    let _s = shared(); // never beside a test that times this machine alone
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let readme = &readme[readme
@@ -250,6 +254,7 @@ fn sibling_uses(file: &Path) -> BTreeSet<String> {
 /// stats' significance tests).
 #[test]
 fn no_file_imports_itself_through_its_siblings() {
+    let _s = shared(); // never beside a test that times this machine alone
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);

@@ -5,9 +5,7 @@
 //! `SYSCOST_FUZZ_CASES=200000 cargo test --release --test fuzz` for a longer run, as the README
 //! says). Seeded, so a failure names the case that reproduces it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -231,6 +229,7 @@ fn result_files_of_every_kind_never_panic() {
 
 #[test]
 fn text_parsers_never_panic() {
+    let _s = shared(); // never beside a test that times this machine alone
     let mut rng = rand_pcg::Pcg64::seed_from_u64(99);
     let alphabet: Vec<char> = "0123456789,-:{}=uk xabcdefsetwayline%.\n\t#"
         .chars()

@@ -1,9 +1,7 @@
 //! End-to-end: compare, merge, correlate and ab through the real binary: fixed inputs in every
 //! output format (snapshots), real results from this machine, and every bad input.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -106,6 +104,7 @@ fn scrub(s: &str, dir: &Path) -> String {
 
 #[test]
 fn compare_in_every_format() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     for format in ["table", "csv", "markdown", "lkml"] {
@@ -147,6 +146,7 @@ fn compare_in_every_format() {
 
 #[test]
 fn verdicts_a_a_and_shifted() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let out = stdout_of(&["compare", p(&f.base), p(&f.same), "--format", "csv"]);
     let time_row = out.lines().find(|l| l.starts_with("time")).unwrap();
@@ -167,6 +167,7 @@ fn verdicts_a_a_and_shifted() {
 
 #[test]
 fn merge_and_compare_merged() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let merged = dir.join("merged.json");
@@ -209,6 +210,7 @@ fn merge_and_compare_merged() {
 
 #[test]
 fn correlate_two_metrics() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let out = stdout_of(&[
@@ -248,6 +250,7 @@ fn fails(args: &[&str], needles: &[&str]) {
 
 #[test]
 fn bad_files_are_refused_by_name() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let write = |name: &str, text: &str| {
@@ -487,6 +490,7 @@ fn turns(a: &Value, b: &Value, round: usize) -> String {
 // are refused, naming the file and the metric.
 #[test]
 fn summaries_are_recomputed_and_damaged_metrics_refused() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let mut stale: Value =
@@ -514,6 +518,7 @@ fn summaries_are_recomputed_and_damaged_metrics_refused() {
 // Pooling files whose means differ correlates the files; --within correlates the runs.
 #[test]
 fn correlate_warns_of_pooled_files_and_correlates_within() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let args = [
         "correlate",
@@ -540,6 +545,7 @@ fn correlate_warns_of_pooled_files_and_correlates_within() {
 // input is left as it was.
 #[test]
 fn an_output_that_is_an_input_is_refused() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let before = std::fs::read(&f.base).unwrap();
     for cmd in [
@@ -556,6 +562,7 @@ fn an_output_that_is_an_input_is_refused() {
 // around 1e200 panicked on its degrees of freedom.
 #[test]
 fn extreme_values_get_a_message_not_a_panic() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&f.base).unwrap()).unwrap();
@@ -590,6 +597,7 @@ fn extreme_values_get_a_message_not_a_panic() {
 // ..., cycles"); merge suggested "--force to compare them".
 #[test]
 fn messages_say_what_is_really_wrong() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     fails(
         &["compare", p(&f.base), p(&f.same), "--metric", "cycles"],
@@ -606,6 +614,7 @@ fn messages_say_what_is_really_wrong() {
 // A merge of many results of one boot printed a warning for every pair of them.
 #[test]
 fn merge_summarises_results_of_one_boot() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let copies: Vec<PathBuf> = (0..12)
@@ -638,6 +647,7 @@ fn merge_summarises_results_of_one_boot() {
 // A kernel CI job gates on a comparison: --fail-on exits 3 after printing everything.
 #[test]
 fn fail_on_gates_with_status_3() {
+    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let status = |args: &[&str]| {
         let out = syscost().args(args).output().unwrap();

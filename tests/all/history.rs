@@ -2,9 +2,7 @@
 //! and formats, show renders a stored result, export writes it back byte for byte, delete
 //! removes it, and stores that are not syscost's are refused without being touched.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 fn history(store: &Path, args: &[&str]) -> std::process::Output {
@@ -29,6 +27,7 @@ fn ok(store: &Path, args: &[&str]) -> String {
 
 #[test]
 fn results_are_kept_listed_shown_exported_and_deleted() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("h/history.sqlite");
     let run = dir.path().join("run.json");
@@ -144,6 +143,7 @@ fn results_are_kept_listed_shown_exported_and_deleted() {
 
 #[test]
 fn stores_that_are_not_syscost_s_are_refused_untouched() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("notes.txt");
     std::fs::write(
@@ -188,6 +188,7 @@ fn stores_that_are_not_syscost_s_are_refused_untouched() {
 /// measurement; a bad tag is refused before anything is measured.
 #[test]
 fn measuring_commands_record_their_results() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("h.sqlite");
     let quick = [
@@ -275,6 +276,7 @@ fn kernels_and_boots(dir: &Path, kernels: &[(&str, f64)], boots: usize) -> Vec<S
 /// counts boots, not runs.
 #[test]
 fn too_few_boots_are_counted_as_boots() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.sqlite");
     let files = kernels_and_boots(dir.path(), &[("6.1.0", 1.0), ("6.2.0", 1.1)], 2);
@@ -288,6 +290,7 @@ fn too_few_boots_are_counted_as_boots() {
 
 #[test]
 fn kernels_are_compared_over_boots_and_trended_in_version_order() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.sqlite");
     // Stored out of version order; 6.9 is 10% slower than the rest.
@@ -458,6 +461,7 @@ fn kernels_are_compared_over_boots_and_trended_in_version_order() {
 /// recording leaves a store that opens with every result it had committed.
 #[test]
 fn concurrent_writers_lose_nothing_and_a_killed_one_loses_only_itself() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.sqlite");
     let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/example");
@@ -541,6 +545,7 @@ fn concurrent_writers_lose_nothing_and_a_killed_one_loses_only_itself() {
 
 #[test]
 fn emulated_results_are_not_compared_with_others_unless_asked() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.sqlite");
     let files = kernels_and_boots(dir.path(), &[("6.1.0", 1.0), ("6.12.0", 1.0)], 3);

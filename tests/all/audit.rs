@@ -1,9 +1,7 @@
 //! End-to-end: the audit sweep on this kernel, and the machine's audit state afterwards.
 //! These change kernel state: each takes the shared serial lock, and none locks audit.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -269,6 +267,7 @@ fn locked_audit_is_refused_before_any_change() {
 
 #[test]
 fn unprivileged_user_is_told_the_capability() {
+    let _s = shared(); // never beside a test that times this machine alone
     if !is_root() {
         skip("needs root to switch to an unprivileged user");
         return;
@@ -288,6 +287,7 @@ fn unprivileged_user_is_told_the_capability() {
 
 #[test]
 fn bad_sweep_arguments() {
+    let _s = shared(); // never beside a test that times this machine alone
     for (args, needle) in [
         (vec!["--rules", "16,8"], "strictly increasing"),
         (vec!["--rules", "-1"], "not a rule count"),
@@ -355,6 +355,7 @@ fn residue_measures_without_enabling_audit() {
 
 #[test]
 fn env_reports_audit_and_residue_fields() {
+    let _s = shared(); // never beside a test that times this machine alone
     if !audit_available() {
         return;
     }
@@ -374,6 +375,7 @@ fn env_reports_audit_and_residue_fields() {
 /// reads.
 #[test]
 fn rule_addresses_are_dumped_or_the_missing_settings_named() {
+    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("rules.txt");
     let out = syscost()

@@ -1,9 +1,7 @@
 //! End-to-end: SIGINT and SIGTERM stop a run cleanly: the worker is stopped, syscost exits with
 //! 128 + the signal, and neither a result nor a temporary file is left behind.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -181,6 +179,7 @@ fn sigkill_of_a_paced_ab_stops_both_workers() {
 /// long cachesets Monte Carlo ignored Ctrl-C for minutes): they now exit within a second.
 #[test]
 fn analysis_commands_stop_within_a_second() {
+    let _s = shared(); // never beside a test that times this machine alone
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
             .env("SYSCOST_HISTORY", TEST_HISTORY)

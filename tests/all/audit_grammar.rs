@@ -2,15 +2,14 @@
 //! whose libcap-ng registers a fork handler that would break the unit tests of fork workloads
 //! that wipe their heap in the child, so they run here, in a process of their own.
 
-mod common;
-
-use common::skip;
+use crate::common::{shared, skip};
 use syscost::audit::libaudit;
 use syscost::audit::rules::{self, ACTION_NEVER};
 use syscost::audit::rules_file::{OnError, Op, parse};
 
 #[test]
 fn a_field_the_library_knows_is_encoded_with_its_operator() {
+    let _s = shared(); // never beside a test that times this machine alone
     if libaudit::available().is_err() {
         skip("libaudit is not on this machine (Debian: libaudit1)");
         return;
@@ -39,6 +38,7 @@ fn have_libaudit() -> bool {
 
 #[test]
 fn settings_and_rules_are_told_apart() {
+    let _s = shared(); // never beside a test that times this machine alone
     if !have_libaudit() {
         return;
     }
@@ -62,6 +62,7 @@ fn settings_and_rules_are_told_apart() {
 
 #[test]
 fn lines_auditctl_refuses_are_refused_with_their_number() {
+    let _s = shared(); // never beside a test that times this machine alone
     if !have_libaudit() {
         return;
     }
@@ -88,6 +89,7 @@ fn lines_auditctl_refuses_are_refused_with_their_number() {
 
 #[test]
 fn a_rule_written_twice_is_refused_with_both_lines_or_left_out() {
+    let _s = shared(); // never beside a test that times this machine alone
     if !have_libaudit() {
         return;
     }
@@ -109,6 +111,7 @@ fn a_rule_written_twice_is_refused_with_both_lines_or_left_out() {
 
 #[test]
 fn a_line_s_escape_sequence_is_shown_escaped() {
+    let _s = shared(); // never beside a test that times this machine alone
     if !have_libaudit() {
         return;
     }
@@ -124,6 +127,7 @@ fn a_line_s_escape_sequence_is_shown_escaped() {
 /// reason, never a crash.
 #[test]
 fn any_line_is_taken_or_refused_never_a_crash() {
+    let _s = shared(); // never beside a test that times this machine alone
     if libaudit::available().is_err() {
         skip("libaudit is not on this machine (Debian: libaudit1)");
         return;

@@ -1,8 +1,6 @@
 //! End-to-end: the vfs-mix, exec and vdso workloads, and `--profile` with its diff in compare.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -97,6 +95,7 @@ fn vfs_mix_cleans_up_after_sigint() {
 
 #[test]
 fn vfs_mix_names_the_problem_with_its_directory() {
+    let _s = shared(); // never beside a test that times this machine alone
     let out = syscost()
         .args([
             "run",

@@ -1,12 +1,11 @@
 //! End-to-end: `syscost env` reports what makes results comparable.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]
 fn text_names_every_field() {
+    let _s = shared(); // never beside a test that times this machine alone
     let out = syscost().arg("env").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
@@ -35,6 +34,7 @@ fn text_names_every_field() {
 
 #[test]
 fn json_matches_the_machine() {
+    let _s = shared(); // never beside a test that times this machine alone
     let out = syscost().args(["env", "--json"]).output().unwrap();
     assert!(out.status.success());
     let env: Value = serde_json::from_slice(&out.stdout).unwrap();
