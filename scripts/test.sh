@@ -94,4 +94,5 @@ fi
 # Here a test whose prerequisite is missing fails, naming it, instead of skipping: a package
 # this script failed to install cannot leave CI green with its tests never run.
 export SYSCOST_TEST_REQUIRE_ALL=1
-cargo test --release
+# Arguments are cargo test's: `scripts/test.sh lava::` runs the LAVA tests alone.
+cargo test --release "$@"

@@ -2,8 +2,9 @@
 //! block is either run here, in a scratch directory holding the files it names (on the
 //! Debian kernels scripts/test.sh fetches), or listed below with why it is not (a kernel tree,
 //! a LAVA lab, results of several kernels); a new example must be one or the other. A run may
-//! change a count (`--runs 6` to `--runs 2`) or a path the README names (`/boot/...` to the
-//! fetched kernel) by an exact substitution that fails when the README no longer holds it.
+//! change a count (`--runs 6` to `--runs 2`, shorter samples) or a path the README names
+//! (`/boot/...` to the fetched kernel) by an exact substitution that fails when the README no
+//! longer holds it: the examples' words are checked, not their figures.
 
 use crate::common::*;
 use std::path::{Path, PathBuf};
@@ -70,7 +71,10 @@ struct Run {
 const RUNS: &[Run] = &[
     Run {
         starts: "syscost run syscall --cpu 1 --runs 5",
-        subs: &[("--runs 5", "--runs 3 -o base.json")],
+        subs: &[(
+            "--runs 5",
+            "--runs 3 --samples 3 --sample-time 20ms -o base.json",
+        )],
         needs: Needs::Host,
         says: &["Per-call statistics for syscall getpid"],
     },
@@ -82,7 +86,7 @@ const RUNS: &[Run] = &[
     },
     Run {
         starts: "syscost run file --op read --copies 1,2 --runs 3 -e none",
-        subs: &[],
+        subs: &[("--runs 3", "--runs 2 --samples 3 --sample-time 20ms")],
         needs: Needs::Host,
         says: &["file read (processes) ( 2 cpus):"],
     },
@@ -106,25 +110,31 @@ const RUNS: &[Run] = &[
     },
     Run {
         starts: "syscost audit sweep --rules 0,8,16,24,32,40,48 --cpu 1 --runs 6",
-        subs: &[("0,8,16,24,32,40,48", "0,48"), ("--runs 6", "--runs 2")],
+        subs: &[
+            ("0,8,16,24,32,40,48", "0,48"),
+            ("--runs 6", "--runs 2 --samples 3 --sample-time 20ms"),
+        ],
         needs: Needs::Audit,
         says: &["Audit sweep of"],
     },
     Run {
         starts: "syscost run syscall --cpu 1 --audit-rules /etc/audit/rules.d/audit.rules",
-        subs: &[],
+        subs: &[(
+            "audit.rules",
+            "audit.rules --runs 2 --samples 3 --sample-time 20ms",
+        )],
         needs: Needs::Audit,
         says: &["audit rules of /etc/audit/rules.d/audit.rules"],
     },
     Run {
         starts: "syscost ab --variant 'syscall' --variant 'syscall --audit-rules my.rules'",
-        subs: &[("--runs 10", "--runs 6")],
+        subs: &[("--runs 10", "--runs 6 --samples 3 --sample-time 10ms")],
         needs: Needs::Audit,
         says: &["time"],
     },
     Run {
         starts: "syscost audit sweep --audit-rules my.rules --cpu 1 --runs 6",
-        subs: &[("--runs 6", "--runs 2")],
+        subs: &[("--runs 6", "--runs 2 --samples 3 --sample-time 20ms")],
         needs: Needs::Audit,
         says: &["Audit sweep of", "my.rules"],
     },

@@ -132,7 +132,7 @@ fn the_probed_loop_is_slower_than_the_unprobed_one() {
 }
 
 #[test]
-fn thread_sweep_prints_the_seed_table() {
+fn thread_sweep_prints_the_uprobe_thread_s_table() {
     if !uprobes_available() {
         return;
     }
