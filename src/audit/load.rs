@@ -41,13 +41,13 @@ pub struct ArmAudit {
 }
 
 impl ArmAudit {
-    /// Whether syscost turned audit on for the measurement (the boot had it off, and the
-    /// rules file has no `-e`).
+    /// Whether audit was turned on for the measurement (off at boot, on while measuring: by
+    /// syscost, or by the file's own `-e 1`), and so is put back when the rules go.
     pub fn enabled_by_syscost(&self) -> bool {
         self.at_boot == 0 && self.measured != 0
     }
 
-    /// `3 rule(s) of prod.rules, audit on (off at boot: enabled by syscost)`.
+    /// `3 rule(s) of prod.rules, audit on (off at boot: turned on for the measurement)`.
     pub fn describe(&self) -> String {
         let state = match (self.at_boot, self.measured) {
             (0, 0) => "audit off (the file's -e 0): its rules were never walked",

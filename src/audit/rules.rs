@@ -87,30 +87,15 @@ impl Rule {
         if bytes.len() < HEADER_LEN {
             return None;
         }
-        let list = word(bytes, 0)? & 0x07;
-        let action = word(bytes, 1)?;
-        let count = (word(bytes, 2)? as usize).min(MAX_FIELDS);
         let buflen = word(bytes, HEADER_WORDS - 1)? as usize;
-        let fields = 3 + BITMASK_WORDS;
-        let values = fields + MAX_FIELDS;
-        let buf = bytes.get(HEADER_LEN..HEADER_LEN + buflen)?;
-        let mut off = 0usize;
-        let mut key = None;
-        for i in 0..count {
-            let f = word(bytes, fields + i)?;
-            if STRING_FIELDS.contains(&f) {
-                let len = word(bytes, values + i)? as usize;
-                let s = buf.get(off..off + len)?;
-                if f == FIELD_FILTERKEY {
-                    key = Some(String::from_utf8_lossy(s).into_owned());
-                }
-                off += len;
-            }
-        }
+        let key = strings(bytes)?
+            .into_iter()
+            .find(|(f, _)| *f == FIELD_FILTERKEY)
+            .map(|(_, s)| String::from_utf8_lossy(s).into_owned());
         Some(Rule {
             bytes: bytes[..HEADER_LEN + buflen].to_vec(),
-            list,
-            action,
+            list: word(bytes, 0)? & 0x07,
+            action: word(bytes, 1)?,
             key,
         })
     }
@@ -156,28 +141,34 @@ impl Rule {
 pub const FIELD_WATCH: u32 = 105;
 pub const FIELD_DIR: u32 = 107;
 
+/// A rule's string fields, (field type, its bytes in `buf`), in field order; `None` when the
+/// rule is shorter than its header says.
+fn strings(bytes: &[u8]) -> Option<Vec<(u32, &[u8])>> {
+    let count = (word(bytes, 2)? as usize).min(MAX_FIELDS);
+    let buflen = word(bytes, HEADER_WORDS - 1)? as usize;
+    let buf = bytes.get(HEADER_LEN..HEADER_LEN + buflen)?;
+    let mut off = 0usize;
+    let mut out = Vec::new();
+    for i in 0..count {
+        let f = word(bytes, FIELDS_AT + i)?;
+        if STRING_FIELDS.contains(&f) {
+            let len = word(bytes, VALUES_AT + i)? as usize;
+            out.push((f, buf.get(off..off + len)?));
+            off += len;
+        }
+    }
+    Some(out)
+}
+
 /// The paths a rule names, (field type, path), in field order: what must exist where the
 /// rule is loaded.
 pub fn paths(bytes: &[u8]) -> Vec<(u32, String)> {
-    let Some(rule) = Rule::decode(bytes) else {
-        return Vec::new();
-    };
-    let buf = &rule.bytes[HEADER_LEN..];
-    let mut at = 0usize;
-    let mut out = Vec::new();
-    for (ty, _, len) in rule.fields() {
-        if !STRING_FIELDS.contains(&ty) {
-            continue;
-        }
-        let len = len as usize;
-        if let Some(s) = buf.get(at..at + len)
-            && matches!(ty, FIELD_WATCH | FIELD_DIR)
-        {
-            out.push((ty, String::from_utf8_lossy(s).into_owned()));
-        }
-        at += len;
-    }
-    out
+    strings(bytes)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(f, _)| matches!(*f, FIELD_WATCH | FIELD_DIR))
+        .map(|(f, s)| (f, String::from_utf8_lossy(s).into_owned()))
+        .collect()
 }
 
 /// `bytes` with `key` added as one more key (after the user's, which stay), or as the rule's

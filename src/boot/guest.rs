@@ -301,26 +301,30 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
 
 /// A result with `warning` added to its warnings (a result without any is sent as it is).
 pub(super) fn with_warning(bytes: Vec<u8>, warning: &str) -> Vec<u8> {
-    let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-        return bytes;
-    };
-    match v.get_mut("warnings").and_then(|w| w.as_array_mut()) {
-        Some(w) => w.push(warning.into()),
-        None => return bytes,
-    }
-    serde_json::to_vec(&v).unwrap_or(bytes)
+    edited(bytes, |v| {
+        v.get_mut("warnings")?.as_array_mut()?.push(warning.into());
+        Some(())
+    })
 }
 
 /// A result with `field` set to `value` (a result that is not a JSON object is sent as it is).
 pub(super) fn with_field(bytes: Vec<u8>, field: &str, value: serde_json::Value) -> Vec<u8> {
+    edited(bytes, |v| {
+        v.as_object_mut()?.insert(field.to_string(), value);
+        Some(())
+    })
+}
+
+/// The result JSON in `bytes` as `edit` changes it; unchanged when it is not JSON or `edit`
+/// finds nothing to change (`None`).
+fn edited(bytes: Vec<u8>, edit: impl FnOnce(&mut serde_json::Value) -> Option<()>) -> Vec<u8> {
     let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         return bytes;
     };
-    match v.as_object_mut() {
-        Some(o) => o.insert(field.to_string(), value),
-        None => return bytes,
-    };
-    serde_json::to_vec(&v).unwrap_or(bytes)
+    match edit(&mut v) {
+        Some(()) => serde_json::to_vec(&v).unwrap_or(bytes),
+        None => bytes,
+    }
 }
 
 /// The init is a kexec campaign's boot hook: resume it (the resume reboots into the next arm,

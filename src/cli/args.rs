@@ -556,15 +556,10 @@ pub(super) fn owner_hint(e: &clap::Error, path: &[&str]) -> Option<String> {
     })
 }
 
-/// The output options (`--format`, `--json`, `-o`) the syscost command `words` gives: in a
-/// boot its output is read by nobody.
-pub(super) fn output_options_given(words: &[String]) -> Vec<&'static str> {
-    use clap::CommandFactory;
-    let argv = std::iter::once("syscost".to_string()).chain(words.iter().cloned());
-    let Ok(top) = Cli::command().try_get_matches_from(argv) else {
-        return Vec::new();
-    };
-    let mut m = &top;
+/// The output options (`--format`, `--json`, `-o`) a parsed syscost command gives: in a boot
+/// its output is read by nobody.
+pub(super) fn output_options_given(top: &clap::ArgMatches) -> Vec<&'static str> {
+    let mut m = top;
     while let Some((_, sub)) = m.subcommand() {
         m = sub;
     }

@@ -509,7 +509,12 @@ fn check_measure(
     let said = format!("`syscost {}`", crate::core::printable(&words.join(" ")));
     let first = crate::core::printable(words.first().map_or("run", String::as_str));
     let parse = |words: Vec<String>| {
-        Cli::try_parse_from(std::iter::once("syscost".to_string()).chain(words)).map_err(|e| {
+        use clap::{CommandFactory, FromArgMatches};
+        let argv = std::iter::once("syscost".to_string()).chain(words);
+        let parsed = Cli::command()
+            .try_get_matches_from(argv)
+            .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+        parsed.map_err(|e| {
             if let Some(hint) = super::args::owner_hint(&e, &[owner]) {
                 return anyhow::anyhow!("{hint} (what follows -- is the command each boot runs)");
             }
@@ -527,8 +532,8 @@ fn check_measure(
             )
         })
     };
-    let parsed = parse(words.to_vec())?;
-    if let Some(flag) = super::args::output_options_given(words).first() {
+    let (parsed, matches) = parse(words.to_vec())?;
+    if let Some(flag) = super::args::output_options_given(&matches).first() {
         anyhow::bail!(
             "{flag} after -- goes to the syscost each boot runs, whose output nobody reads: give \
              {owner}'s own {flag} before -- for what {owner} shows and writes"
