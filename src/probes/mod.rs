@@ -4,7 +4,7 @@
 //! - [`targets`]: functions whose first instruction is guaranteed (assembly);
 //! - [`elf`]: the file offset of any ELF symbol, where a uprobe is placed;
 //! - [`Uprobe`]: the perf event, counting hits, optionally with a minimal BPF program attached
-//!   (how the seed's numbers were taken).
+//!   (how the 2024 uprobe thread's numbers were taken).
 //!
 //! perf-event2's own uprobe event type could not be opened as released (trial note in the
 //! issue), so the event is a small type of our own; the BPF program (return 0, counting its
@@ -250,7 +250,7 @@ pub mod bpf {
     }
 
     /// A kprobe-type program (what uprobes run) that adds one to its CPU's slot of `map` and
-    /// returns 0, like the seed's minimal program, plus the count that checks the hits.
+    /// returns 0, like the 2024 uprobe thread's minimal program, plus the count that checks the hits.
     pub fn load_counting_return_zero(map: &OwnedFd) -> Result<OwnedFd> {
         let fd = map.as_raw_fd();
         let prog: Vec<[u8; 8]> = vec![
