@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The slowest end-to-end tests of the last run, with their seconds and lock waits: every test
-# takes the shared or the serial lock of tests/all/common.rs, whose guard appends
-# `test<TAB>lock<TAB>waited<TAB>held` to target/tmp/syscost-e2e-times.tsv as it drops.
+# The slowest end-to-end tests of the last run, with their seconds and lock waits: the harness
+# of tests/all (common.rs) appends `test<TAB>lock<TAB>waited<TAB>held<TAB>started` to
+# target/tmp/syscost-e2e-times.tsv as each test ends.
 #   bench/slowest_tests.sh [N]          the N slowest (15) of the runs logged so far
 #   bench/slowest_tests.sh --run [N]    a fresh log: scripts/test.sh, timed, then the table
 set -euo pipefail

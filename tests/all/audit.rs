@@ -1,5 +1,5 @@
 //! End-to-end: the audit sweep on this kernel, and the machine's audit state afterwards.
-//! These change kernel state: each takes the shared serial lock, and none locks audit.
+//! These change kernel state: each is registered serial (it runs alone), and none locks audit.
 
 use crate::common::*;
 use serde_json::Value;
@@ -8,6 +8,20 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use syscost::audit::{AuditSocket, rules};
+
+crate::tests! {
+    Serial sweep_measures_and_leaves_audit_exactly_as_found,
+    Serial sigkill_leaves_keyed_rules_that_the_next_command_removes,
+    Serial sigint_mid_sweep_cleans_up,
+    Serial sigterm_mid_sweep_cleans_up,
+    Serial locked_audit_is_refused_before_any_change,
+    Shared unprivileged_user_is_told_the_capability,
+    Shared bad_sweep_arguments,
+    Serial residue_measures_without_enabling_audit,
+    Shared env_reports_audit_and_residue_fields,
+    Shared rule_addresses_are_dumped_or_the_missing_settings_named,
+    Serial sweep_of_any_workload,
+}
 
 /// Everything that identifies the audit state: enabled flag and every rule's bytes, in order.
 fn snapshot() -> (u32, Vec<Vec<u8>>) {
@@ -70,12 +84,10 @@ impl Drop for UserRule {
     }
 }
 
-#[test]
 fn sweep_measures_and_leaves_audit_exactly_as_found() {
     if !audit_available() {
         return;
     }
-    let _s = serial();
     let user = UserRule::add();
     let before = snapshot();
     assert!(before.1.contains(&user.0));
@@ -195,12 +207,10 @@ fn long_sweep() -> Command {
     c
 }
 
-#[test]
 fn sigkill_leaves_keyed_rules_that_the_next_command_removes() {
     if !audit_available() {
         return;
     }
-    let _s = serial();
     let before = snapshot();
     let mut child = long_sweep().spawn().unwrap();
     wait_for_rules(child.id(), 8);
@@ -221,7 +231,6 @@ fn interrupted_cleanly(sig: i32) {
     if !audit_available() {
         return;
     }
-    let _s = serial();
     let before = snapshot();
     let mut child = long_sweep().spawn().unwrap();
     wait_for_rules(child.id(), 8);
@@ -234,22 +243,18 @@ fn interrupted_cleanly(sig: i32) {
     assert_eq!(before, snapshot());
 }
 
-#[test]
 fn sigint_mid_sweep_cleans_up() {
     interrupted_cleanly(libc::SIGINT);
 }
 
-#[test]
 fn sigterm_mid_sweep_cleans_up() {
     interrupted_cleanly(libc::SIGTERM);
 }
 
-#[test]
 fn locked_audit_is_refused_before_any_change() {
     if !audit_available() {
         return;
     }
-    let _s = serial();
     let before = snapshot();
     let out = syscost()
         .args(SWEEP)
@@ -265,9 +270,7 @@ fn locked_audit_is_refused_before_any_change() {
     assert_eq!(before, snapshot());
 }
 
-#[test]
 fn unprivileged_user_is_told_the_capability() {
-    let _s = shared(); // never beside a test that times this machine alone
     if !is_root() {
         skip("needs root to switch to an unprivileged user");
         return;
@@ -285,9 +288,7 @@ fn unprivileged_user_is_told_the_capability() {
     assert!(err.contains("CAP_AUDIT_CONTROL"), "{err}");
 }
 
-#[test]
 fn bad_sweep_arguments() {
-    let _s = shared(); // never beside a test that times this machine alone
     for (args, needle) in [
         (vec!["--rules", "16,8"], "strictly increasing"),
         (vec!["--rules", "-1"], "not a rule count"),
@@ -308,12 +309,10 @@ fn bad_sweep_arguments() {
     }
 }
 
-#[test]
 fn residue_measures_without_enabling_audit() {
     if !audit_available() {
         return;
     }
-    let _s = serial();
     let before = snapshot();
     let out = syscost()
         .args([
@@ -353,9 +352,7 @@ fn residue_measures_without_enabling_audit() {
     assert_eq!(before, snapshot());
 }
 
-#[test]
 fn env_reports_audit_and_residue_fields() {
-    let _s = shared(); // never beside a test that times this machine alone
     if !audit_available() {
         return;
     }
@@ -373,9 +370,7 @@ fn env_reports_audit_and_residue_fields() {
 /// message naming each missing setting and no output file; and a dump in its format (recorded
 /// from a kernel that had CONFIG_KALLSYMS_ALL and /proc/kcore) is what `cachesets --addresses`
 /// reads.
-#[test]
 fn rule_addresses_are_dumped_or_the_missing_settings_named() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("rules.txt");
     let out = syscost()
@@ -433,12 +428,10 @@ fn rule_addresses_are_dumped_or_the_missing_settings_named() {
 /// `audit sweep --workload`: any workload is swept, its matching rules name that workload's
 /// syscalls, audit is left as found, and run options inside --workload or --matching for a
 /// workload that cannot name its syscalls are refused.
-#[test]
 fn sweep_of_any_workload() {
     if !audit_available() {
         return;
     }
-    let _s = serial();
     let before = snapshot();
     let r = json_of(&[
         "audit",

@@ -2,14 +2,21 @@
 //! whose libcap-ng registers a fork handler that would break the unit tests of fork workloads
 //! that wipe their heap in the child, so they run here, in a process of their own.
 
-use crate::common::{shared, skip};
+use crate::common::skip;
 use syscost::audit::libaudit;
 use syscost::audit::rules::{self, ACTION_NEVER};
 use syscost::audit::rules_file::{OnError, Op, parse};
 
-#[test]
+crate::tests! {
+    Shared a_field_the_library_knows_is_encoded_with_its_operator,
+    Shared settings_and_rules_are_told_apart,
+    Shared lines_auditctl_refuses_are_refused_with_their_number,
+    Shared a_rule_written_twice_is_refused_with_both_lines_or_left_out,
+    Shared a_line_s_escape_sequence_is_shown_escaped,
+    Shared any_line_is_taken_or_refused_never_a_crash,
+}
+
 fn a_field_the_library_knows_is_encoded_with_its_operator() {
-    let _s = shared(); // never beside a test that times this machine alone
     if libaudit::available().is_err() {
         skip("libaudit is not on this machine (Debian: libaudit1)");
         return;
@@ -36,9 +43,7 @@ fn have_libaudit() -> bool {
     ok
 }
 
-#[test]
 fn settings_and_rules_are_told_apart() {
-    let _s = shared(); // never beside a test that times this machine alone
     if !have_libaudit() {
         return;
     }
@@ -60,9 +65,7 @@ fn settings_and_rules_are_told_apart() {
     assert!(second.names_syscall(39) && !second.names_syscall(40));
 }
 
-#[test]
 fn lines_auditctl_refuses_are_refused_with_their_number() {
-    let _s = shared(); // never beside a test that times this machine alone
     if !have_libaudit() {
         return;
     }
@@ -87,9 +90,7 @@ fn lines_auditctl_refuses_are_refused_with_their_number() {
     }
 }
 
-#[test]
 fn a_rule_written_twice_is_refused_with_both_lines_or_left_out() {
-    let _s = shared(); // never beside a test that times this machine alone
     if !have_libaudit() {
         return;
     }
@@ -109,9 +110,7 @@ fn a_rule_written_twice_is_refused_with_both_lines_or_left_out() {
     assert_eq!(parse(two, "r", OnError::Stop).unwrap().rules().count(), 2);
 }
 
-#[test]
 fn a_line_s_escape_sequence_is_shown_escaped() {
-    let _s = shared(); // never beside a test that times this machine alone
     if !have_libaudit() {
         return;
     }
@@ -125,9 +124,7 @@ fn a_line_s_escape_sequence_is_shown_escaped() {
 /// Lines of auditctl's words in any order, some absurdly long, read with errors gone past:
 /// libaudit is fed them in this process, and every line is either taken or refused with a
 /// reason, never a crash.
-#[test]
 fn any_line_is_taken_or_refused_never_a_crash() {
-    let _s = shared(); // never beside a test that times this machine alone
     if libaudit::available().is_err() {
         skip("libaudit is not on this machine (Debian: libaudit1)");
         return;

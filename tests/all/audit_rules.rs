@@ -2,7 +2,7 @@
 //! through syscost into the same kernel list as through `auditctl -R`; each field kind and
 //! operator round-trips through the kernel to the line auditctl lists; a SIGKILLed run leaves
 //! rules that the next command removes, the user's untouched. These change kernel state: each
-//! takes the shared serial lock, none locks audit, and settings lines (-D, -e, -b, -f, -r,
+//! is registered serial (it runs alone), none locks audit, and settings lines (-D, -e, -b, -f, -r,
 //! --loginuid-immutable) are never given to auditctl here.
 
 use crate::common::*;
@@ -12,6 +12,14 @@ use std::time::{Duration, Instant};
 use syscost::audit::rules_file::{self, OnError};
 use syscost::audit::session::Session;
 use syscost::audit::{AuditSocket, rules};
+
+crate::tests! {
+    Serial every_rule_file_auditd_ships_loads_as_auditctl_loads_it,
+    Serial a_rule_of_each_field_kind_and_operator_lists_back_as_its_line,
+    Serial sigkill_during_a_run_with_a_rules_file_leaves_rules_the_next_run_removes,
+    Serial a_sweep_over_the_stig_rules_ranks_each_rule_and_costs_the_set,
+    Serial a_file_deletes_only_rules_it_added_itself,
+}
 
 const EXAMPLES: &str = "/usr/share/doc/auditd/examples/rules";
 
@@ -96,7 +104,6 @@ fn through_syscost(text: &str, name: &str) -> (Vec<Vec<u8>>, usize) {
     (ours, set.refused.len())
 }
 
-#[test]
 fn every_rule_file_auditd_ships_loads_as_auditctl_loads_it() {
     if !ready() {
         return;
@@ -105,7 +112,6 @@ fn every_rule_file_auditd_ships_loads_as_auditctl_loads_it() {
         skip(format!("no {EXAMPLES} (auditd's examples)"));
         return;
     };
-    let _s = serial();
     let tmp = tempfile::tempdir().unwrap();
     let mut files: Vec<PathBuf> = dir.flatten().map(|e| e.path()).collect();
     files.sort();
@@ -151,12 +157,10 @@ const LINES: &[&str] = &[
     "-a always,exit -F arch=b64 -S openat -F pers=0 -F a2!=0x5 -F a3>0x9 -F saddr_fam=2",
 ];
 
-#[test]
 fn a_rule_of_each_field_kind_and_operator_lists_back_as_its_line() {
     if !ready() {
         return;
     }
-    let _s = serial();
     let text: String = LINES.iter().map(|l| format!("{l}\n")).collect();
     let mut set = rules_file::parse(&text, "lines", OnError::Stop).unwrap();
     let mut session = Session::begin().unwrap();
@@ -189,12 +193,10 @@ fn syscost_rules(pid: Option<u32>) -> usize {
         .count()
 }
 
-#[test]
 fn sigkill_during_a_run_with_a_rules_file_leaves_rules_the_next_run_removes() {
     if !ready() {
         return;
     }
-    let _s = serial();
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("mine.rules");
     std::fs::write(
@@ -264,7 +266,6 @@ fn sigkill_during_a_run_with_a_rules_file_leaves_rules_the_next_run_removes() {
     );
 }
 
-#[test]
 fn a_sweep_over_the_stig_rules_ranks_each_rule_and_costs_the_set() {
     if !ready() {
         return;
@@ -274,7 +275,6 @@ fn a_sweep_over_the_stig_rules_ranks_each_rule_and_costs_the_set() {
         skip(format!("no {} (auditd's examples)", stig.display()));
         return;
     }
-    let _s = serial();
     let before = listed();
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("sweep.json");
@@ -357,12 +357,10 @@ fn a_sweep_over_the_stig_rules_ranks_each_rule_and_costs_the_set() {
     }
 }
 
-#[test]
 fn a_file_deletes_only_rules_it_added_itself() {
     if !ready() {
         return;
     }
-    let _s = serial();
     let before = listed();
     // The user's own watch, which the file's -W names: it must stay.
     let watch = ["/etc/hostname", "-p", "wa", "-k", "user-own"];

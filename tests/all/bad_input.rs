@@ -4,6 +4,24 @@
 use crate::common::*;
 use predicates::prelude::*;
 
+crate::tests! {
+    Shared unknown_syscall,
+    Shared unknown_event_and_modifier,
+    Shared bad_cpu_lists,
+    Shared bad_counts_and_durations,
+    Shared unwritable_output_is_refused_before_measuring,
+    Shared help_teaches,
+    Shared event_list_is_printed,
+    Shared bad_adaptive_runs,
+    Shared time_base_and_metric_do_not_mix,
+    Shared sizes_beyond_any_real_run_or_cache_are_refused_by_their_limit,
+    Shared damaged_results_are_refused_not_panicked_on,
+    Shared malformed_modifiers_and_ignored_ab_options_are_refused,
+    Shared bisect_git_outside_a_git_tree_says_so,
+    Shared completions_and_man_page_come_from_the_command_line,
+    Shared a_variant_failing_in_a_paced_round_stops_the_round,
+}
+
 fn fails_with(args: &[&str], needles: &[&str]) {
     let out = syscost().args(args).output().unwrap();
     assert!(!out.status.success(), "{args:?} should fail");
@@ -15,18 +33,14 @@ fn fails_with(args: &[&str], needles: &[&str]) {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-#[test]
 fn unknown_syscall() {
-    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "--syscall", "nosuch"],
         &["unknown or unsupported system call 'nosuch'", "getpid"],
     );
 }
 
-#[test]
 fn unknown_event_and_modifier() {
-    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "-e", "cyclez"],
         &["unknown event 'cyclez'"],
@@ -38,9 +52,7 @@ fn unknown_event_and_modifier() {
     fails_with(&["run", "syscall", "-e", "{cycles"], &["unbalanced"]);
 }
 
-#[test]
 fn bad_cpu_lists() {
-    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "--cpu", "x"],
         &["'x' is not a CPU number"],
@@ -55,9 +67,7 @@ fn bad_cpu_lists() {
     );
 }
 
-#[test]
 fn bad_counts_and_durations() {
-    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "--runs", "0"],
         &["--runs must be at least 1"],
@@ -78,9 +88,7 @@ fn bad_counts_and_durations() {
     );
 }
 
-#[test]
 fn unwritable_output_is_refused_before_measuring() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no/such/dir/r.json");
     let start = std::time::Instant::now();
@@ -105,9 +113,7 @@ fn unwritable_output_is_refused_before_measuring() {
     );
 }
 
-#[test]
 fn help_teaches() {
-    let _s = shared(); // never beside a test that times this machine alone
     syscost()
         .args(["run", "syscall", "--help"])
         .assert()
@@ -117,9 +123,7 @@ fn help_teaches() {
         .stdout(predicate::str::contains("perf's syntax"));
 }
 
-#[test]
 fn event_list_is_printed() {
-    let _s = shared(); // never beside a test that times this machine alone
     syscost()
         .args(["run", "syscall", "--list-events"])
         .assert()
@@ -128,9 +132,7 @@ fn event_list_is_printed() {
         .stdout(predicate::str::contains("task-clock"));
 }
 
-#[test]
 fn bad_adaptive_runs() {
-    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "--until", "0%"],
         &["between 0% and 100%"],
@@ -145,9 +147,7 @@ fn bad_adaptive_runs() {
     );
 }
 
-#[test]
 fn time_base_and_metric_do_not_mix() {
-    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &[
             "compare", "a.json", "b.json", "--time", "cpu", "--metric", "cycles",
@@ -157,9 +157,7 @@ fn time_base_and_metric_do_not_mix() {
 }
 
 // Inputs that panicked (exit 101) or aborted: each now gets one message and a non-zero exit.
-#[test]
 fn sizes_beyond_any_real_run_or_cache_are_refused_by_their_limit() {
-    let _s = shared(); // never beside a test that times this machine alone
     fails_with(
         &["run", "syscall", "--sample-time", "18446744073709551615s"],
         &["longer than a day"],
@@ -232,9 +230,7 @@ fn sizes_beyond_any_real_run_or_cache_are_refused_by_their_limit() {
     );
 }
 
-#[test]
 fn damaged_results_are_refused_not_panicked_on() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, v: serde_json::Value| {
         let p = dir.path().join(name);
@@ -272,9 +268,7 @@ fn damaged_results_are_refused_not_panicked_on() {
     assert!(!out.exists());
 }
 
-#[test]
 fn malformed_modifiers_and_ignored_ab_options_are_refused() {
-    let _s = shared(); // never beside a test that times this machine alone
     fails_with(&["run", "syscall", "-e", "cycles:"], &["nothing after ':'"]);
     fails_with(
         &["run", "syscall", "-e", "cycles:uuuu"],
@@ -322,9 +316,7 @@ fn malformed_modifiers_and_ignored_ab_options_are_refused() {
 }
 
 /// `bisect git` runs in a kernel tree: elsewhere it says so, not that a revision is unknown.
-#[test]
 fn bisect_git_outside_a_git_tree_says_so() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let out = syscost()
         .current_dir(dir.path())
@@ -344,9 +336,7 @@ fn bisect_git_outside_a_git_tree_says_so() {
     assert!(!err.contains("not a commit"), "{err}");
 }
 
-#[test]
 fn completions_and_man_page_come_from_the_command_line() {
-    let _s = shared(); // never beside a test that times this machine alone
     for shell in ["bash", "zsh", "fish"] {
         let out = syscost().args(["completions", shell]).output().unwrap();
         assert!(out.status.success());
@@ -369,9 +359,7 @@ fn completions_and_man_page_come_from_the_command_line() {
 // A variant that cannot set up in a paced round (with --ops, nothing is calibrated first):
 // one clear message naming what failed, and the other run of the round, already waiting for
 // its turn, stops with it (no worker is left: the command returns at all).
-#[test]
 fn a_variant_failing_in_a_paced_round_stops_the_round() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let ok = format!("file --op stat --dir {}", dir.path().display());
     fails_with(

@@ -13,6 +13,17 @@ use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+crate::tests! {
+    // longest first (see main.rs)
+    // exact counts: another guest on the other CPU moves them well within the resolution
+    Shared builds_that_cannot_boot_are_skipped_and_the_answer_still_found,
+    Shared emulated_counts_name_the_first_bad_build_and_resume_after_a_kill,
+    Shared bisect_git_builds_the_ends_and_finds_the_middle_commit,
+    Shared git_bisect_run_with_the_step_command_ends_on_the_right_commit,
+    Shared ends_that_do_not_differ_stop_before_any_step,
+    Serial time_alone_finds_the_build_or_says_the_step_was_undecided,
+}
+
 /// Seven builds: Debian's 6.1 cloud kernel, seven times.
 fn kernels() -> Option<Vec<PathBuf>> {
     kernels_in("boot", 2).map(|k| vec![k[0].clone(); 7])
@@ -115,10 +126,8 @@ fn words(v: &[&str]) -> Vec<String> {
 /// k at the start: the first build after the good end is the first bad one (audit=1 and 40
 /// rules from it on). One boot per build decides; a SIGKILL after the ends leaves a state that
 /// `bisect resume` finishes without booting the ends again, and nothing behind.
-#[test]
 fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let (file, names) = list(tmp.path(), &k, 1);
     let rules = forty_rules(tmp.path());
@@ -219,10 +228,8 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
 /// A file that is not a kernel and a build whose command line cannot finish (its init does
 /// not exist) where the search looks first: both are skipped, stepped around, and the first
 /// bad build is still found.
-#[test]
 fn builds_that_cannot_boot_are_skipped_and_the_answer_still_found() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let not_kernel = tmp.path().join("vmlinuz-broken");
     std::fs::write(&not_kernel, b"not a kernel").unwrap();
@@ -263,10 +270,8 @@ fn builds_that_cannot_boot_are_skipped_and_the_answer_still_found() {
 }
 
 /// Ends that do not differ stop the bisection before any step.
-#[test]
 fn ends_that_do_not_differ_stop_before_any_step() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     // The same kernel and settings at every build.
     let (file, _) = list(tmp.path(), &[k[0].clone(), k[0].clone(), k[0].clone()], 99);
@@ -315,10 +320,8 @@ fn ends_that_do_not_differ_stop_before_any_step() {
 /// guarantees whichever way the noise falls: a build found only with p below its bar (and it
 /// is b1, where audit and the rules start), an undecided step said as a range, ends called
 /// equal only when their own test's p is above theirs, after every round.
-#[test]
 fn time_alone_finds_the_build_or_says_the_step_was_undecided() {
     let Some(k) = kernels() else { return };
-    let _s = serial();
     let tmp = scratch();
     let (file, names) = list(tmp.path(), &k[..3], 1);
     let rules = forty_rules(tmp.path());
@@ -420,13 +423,11 @@ const BUILD: &str = "mkdir -p out && cp \"$(cat image)\" out/bzImage";
 /// command copies it) and carry the tree's audit rules: `git bisect run syscost bisect step`
 /// ends on the commit that added the rules, the last one (k at the end). Four commits: two
 /// between the ends, so the steps that keep the ends' boots are more than one.
-#[test]
 fn git_bisect_run_with_the_step_command_ends_on_the_right_commit() {
     let Some(k) = kernels() else { return };
     if !git_works() {
         return;
     }
-    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let rules = std::fs::read_to_string(forty_rules(tmp.path())).unwrap();
     let k = &k[..4];
@@ -502,13 +503,11 @@ fn git_bisect_run_with_the_step_command_ends_on_the_right_commit() {
 
 /// `bisect git` builds the ends itself, drives git bisect with its own step, and leaves the
 /// tree as it was: the commit in the middle that added the rules (k in the middle, of four).
-#[test]
 fn bisect_git_builds_the_ends_and_finds_the_middle_commit() {
     let Some(k) = kernels() else { return };
     if !git_works() {
         return;
     }
-    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let (repo, commits) = repository(tmp.path(), &k[..4], 2);
     let out_file = tmp.path().join("bisect.json");

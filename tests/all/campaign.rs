@@ -9,6 +9,32 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+crate::tests! {
+    // longest first (see main.rs)
+    // it checks what boots, not how fast: beside another guest
+    Shared a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing,
+    // exact counts: another guest on the other CPU moves them well within the resolution
+    Shared emulated_counters_decide_with_two_boots_per_arm,
+    Shared an_emulated_sweep_over_a_rules_file_costs_each_rule_exactly,
+    // it checks hits and emulated counts, no time: beside another guest
+    Shared a_probe_in_each_boot_gives_the_arm_its_time_per_hit,
+    Shared a_kexec_boot_that_does_not_come_up_falls_back_and_is_recorded,
+    // QEMU takes both CPUs: no measurement beside it
+    Serial audit_rules_make_getpid_slower_with_boots_as_units,
+    Shared the_cache_model_sees_the_replica_s_crowded_set,
+    // it checks how boots fail, no figure: beside another guest
+    Shared boots_that_cannot_finish_are_recorded_and_the_campaign_goes_on,
+    // it checks what is kept and booted, not how fast: beside another guest
+    Shared a_killed_campaign_keeps_its_boots_and_resume_boots_only_what_it_lacks,
+    Serial an_audit_sweep_in_each_boot_gives_the_arm_its_cost_per_rule,
+    Shared an_emulated_audit_sweep_fits_instructions_per_rule,
+    // it checks what is left, not how fast: beside another guest
+    Shared ctrl_c_mid_boot_stops_qemu_and_leaves_nothing,
+    Shared input_that_can_only_fail_in_the_guest_is_refused_on_the_host,
+    Shared a_file_that_is_not_a_kernel_is_refused_before_any_boot,
+    Shared a_kexec_campaign_on_this_host_needs_yes_and_status_says_none_is_running,
+}
+
 /// The unpacked Debian kernels, oldest first.
 fn kernels() -> Option<Vec<PathBuf>> {
     kernels_in("boot", 2)
@@ -205,10 +231,8 @@ fn check_split(boot: &Value) {
 /// Three rounds at alpha 0.3 (the signed-rank test's smallest p with 3 pairs is 0.25) decide
 /// as the default's six at 0.05 do, in half the boots; the default itself is checked without
 /// booting (`--boots 3` refused, naming 6).
-#[test]
 fn audit_rules_make_getpid_slower_with_boots_as_units() {
     let Some(k) = kernels() else { return };
-    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
     let tmp = scratch();
     let rules_file = forty_rules(tmp.path());
     let mut args = [arm("audit0", &k[0]), arm("audit1", &k[0])].concat();
@@ -319,10 +343,8 @@ fn check_profile(c: &Value, text: &str, out_file: &Path, base: usize, rules: usi
 /// An audit sweep in a guest counting emulated instructions: every step's runs get their
 /// counts, and the sweep's fit of kernel instructions per getpid against the rule count is a
 /// line (the exit rules are walked one by one on every syscall).
-#[test]
 fn an_emulated_audit_sweep_fits_instructions_per_rule() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let out_file = tmp.path().join("c.json");
     let args = [
@@ -376,14 +398,12 @@ fn an_emulated_audit_sweep_fits_instructions_per_rule() {
 /// A sweep over a user's rules file in a guest counting emulated instructions: each rule's
 /// exact cost per getpid, by how the kernel walks it (auditd's 70-einval every-syscall rule, a
 /// rule naming getpid whose fields fail, two naming other syscalls, a watch).
-#[test]
 fn an_emulated_sweep_over_a_rules_file_costs_each_rule_exactly() {
     let Some(k) = kernels() else { return };
     if let Err(e) = syscost::audit::libaudit::available() {
         skip(format!("{e:#}"));
         return;
     }
-    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let rules = tmp.path().join("mix.rules");
     std::fs::write(
@@ -495,10 +515,8 @@ fn one_boot_each(tmp: &Path, k: &[PathBuf], extra: &[&str], measure: &[&str]) ->
     c
 }
 
-#[test]
 fn an_audit_sweep_in_each_boot_gives_the_arm_its_cost_per_rule() {
     let Some(k) = kernels() else { return };
-    let _s = serial(); // QEMU takes both CPUs: no measurement beside it
     let tmp = scratch();
     let sweep =
         "audit sweep --rules 0,16 --no-residue-step --runs 2 --samples 2 --sample-time 10ms";
@@ -522,10 +540,8 @@ fn an_audit_sweep_in_each_boot_gives_the_arm_its_cost_per_rule() {
     }
 }
 
-#[test]
 fn a_probe_in_each_boot_gives_the_arm_its_time_per_hit() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // it checks hits and emulated counts, no time: beside another guest
     let tmp = scratch();
     // libc's syscall(), which syscost's own syscall loop calls: the probed command is
     // syscost (the guest's /init) measuring getpid; libc is in the initramfs at its path.
@@ -566,9 +582,7 @@ fn a_probe_in_each_boot_gives_the_arm_its_time_per_hit() {
     }
 }
 
-#[test]
 fn a_file_that_is_not_a_kernel_is_refused_before_any_boot() {
-    let _s = shared(); // never beside a test that times this machine alone
     let Some(k) = kernels() else { return };
     // Nothing boots: no lock, as the other refusals.
     let tmp = scratch();
@@ -609,9 +623,7 @@ fn a_file_that_is_not_a_kernel_is_refused_before_any_boot() {
 
 /// What a new user types wrong, each refused in well under a boot's time with one message
 /// that says what to do, and nothing started: no QEMU, no work directory.
-#[test]
 fn input_that_can_only_fail_in_the_guest_is_refused_on_the_host() {
-    let _s = shared(); // never beside a test that times this machine alone
     let Some(k) = kernels() else { return };
     let tmp = scratch();
     let two = [arm("a", &k[0]), arm("b", &k[1])].concat();
@@ -817,10 +829,8 @@ fn forty_rules(dir: &Path) -> PathBuf {
 /// Debian's 6.12 runs fewer kernel instructions per getpid than its 6.1 (2% here), and a second
 /// arm of the same kernel is equivalent; time, with two rounds, stays undecided and says so.
 /// One kernel alone is measured with one arm; asked for under KVM, it is refused.
-#[test]
 fn emulated_counters_decide_with_two_boots_per_arm() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let out_file = tmp.path().join("c.json");
     let measure = [
@@ -1052,10 +1062,8 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
 /// measurement asks for offline) fails the same way in every boot: it is tried once, not
 /// retried, stopped with one warning, and the others go on; with fewer than two arms left the
 /// campaign stops; a boot that outlives its timeout is stopped.
-#[test]
 fn boots_that_cannot_finish_are_recorded_and_the_campaign_goes_on() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // it checks how boots fail, no figure: beside another guest
     let tmp = scratch();
     let out_file = tmp.path().join("c.json");
     let measure = [
@@ -1204,10 +1212,8 @@ fn qemus_of(tmp: &Path) -> Vec<u32> {
         .collect()
 }
 
-#[test]
 fn ctrl_c_mid_boot_stops_qemu_and_leaves_nothing() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // it checks what is left, not how fast: beside another guest
     let tmp = scratch();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
         .env("TMPDIR", tmp.path())
@@ -1266,10 +1272,8 @@ fn history_of(history: &Path, id: &str) -> Vec<String> {
 /// campaign SIGKILLed after its third boot keeps those boots, in the history and in its
 /// state; `campaign status` says it was interrupted; `campaign resume` boots only the fourth
 /// and writes what an uninterrupted campaign writes, under the same id; nothing is left.
-#[test]
 fn a_killed_campaign_keeps_its_boots_and_resume_boots_only_what_it_lacks() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // it checks what is kept and booted, not how fast: beside another guest
     let tmp = scratch();
     let (state, out_file) = (tmp.path().join("state"), tmp.path().join("c.json"));
     // The guest's one vCPU (one per --host-cpus CPU, by default) pinned to the last host CPU
@@ -1474,10 +1478,8 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
-#[test]
 fn a_kexec_boot_that_does_not_come_up_falls_back_and_is_recorded() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // it checks what boots, not how fast: beside another guest
     let tmp = scratch();
     // The "bad" arm panics (no init); the guest then reboots from QEMU's own kernel, as a
     // machine's firmware boots its default entry, and the hook records the failure.
@@ -1500,9 +1502,7 @@ fn a_kexec_boot_that_does_not_come_up_falls_back_and_is_recorded() {
     assert_eq!(old[0]["outcome"], "measured", "{}", old[0]);
 }
 
-#[test]
 fn a_kexec_campaign_on_this_host_needs_yes_and_status_says_none_is_running() {
-    let _s = shared(); // never beside a test that times this machine alone
     // Never with --yes here: this machine is not rebooted by a test.
     let k = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     let arm = format!("a={}", k.display());
@@ -1667,14 +1667,12 @@ fn ext4_image(root: &Path, image: &Path, size: &str) -> PathBuf {
     image.to_path_buf()
 }
 
-#[test]
 fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() {
     let Some(k) = kernels() else { return };
     if !Path::new("/usr/lib/systemd/systemd").exists() {
         skip("systemd is not installed here (its binaries make the guest's init)");
         return;
     }
-    let _s = shared(); // it checks what boots, not how fast: beside another guest
     let tmp = scratch();
     // No initramfs: the kernel mounts the NVMe root (driver and ext4 built in) and runs
     // systemd; each kexec boot keeps this command line, so the same root and init.
@@ -1758,10 +1756,8 @@ fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() 
 /// The audit replica's walk over 32 rule entries crowded into one L1d set misses in that set on
 /// every walk under syscost's L1d model, and the set it misses in is the one the replica says
 /// it crowded; packed (as evenly over the sets as kmalloc-512 allows) it barely misses.
-#[test]
 fn the_cache_model_sees_the_replica_s_crowded_set() {
     let Some(k) = kernels() else { return };
-    let _s = shared(); // exact counts: another guest on the other CPU moves them well within the resolution
     let tmp = scratch();
     let walk = |placement: &str| -> Value {
         let out_file = tmp.path().join(format!("{placement}.json"));

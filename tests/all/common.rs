@@ -23,57 +23,125 @@ pub fn skip(reason: impl std::fmt::Display) {
     println!("skipped: {reason}");
 }
 
-/// Every test takes one of two locks, a flock on one file in the build's own temporary
-/// directory (nothing in /tmp): [`serial`], exclusive, for a test that times this machine or
-/// changes its kernel state, which then runs alone; [`shared`] for every other test (guests
-/// whose exact counts the host's load does not move, analyses, refusals), which run beside each
-/// other. The guard holds the lock until it drops, and then appends the test's lock wait and
-/// held time to [`TIMES`] (bench/slowest_tests.sh reads them).
-pub struct Serial {
+/// How a test shares this machine: [`Lock::Serial`] for one that times this machine or changes
+/// its kernel state, which runs alone; [`Lock::Shared`] for every other (guests whose exact
+/// counts the host's load does not move, analyses, refusals), which run beside each other.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Lock {
+    Serial,
+    Shared,
+}
+
+/// One end-to-end test: its name (`area::function`), how it shares the machine, its body.
+pub struct Test {
+    pub name: String,
+    pub lock: Lock,
+    pub body: fn(),
+}
+
+/// A module's tests, each with its [`Lock`] (`Serial name` or `Shared name`), in the order
+/// the shared phase should start them (longest first: see [`run`]).
+#[macro_export]
+macro_rules! tests {
+    ($($lock:ident $name:ident),* $(,)?) => {
+        pub fn tests() -> Vec<$crate::common::Test> {
+            let area = module_path!().rsplit("::").next().unwrap_or("?");
+            vec![$($crate::common::Test {
+                name: format!("{area}::{}", stringify!($name)),
+                lock: $crate::common::Lock::$lock,
+                body: $name,
+            }),*]
+        }
+    };
+}
+
+/// Runs `tests` as libtest would (its arguments: filters, --skip, --list, --exact,
+/// --test-threads), in two phases: every serial test alone, one after another, then the shared
+/// ones beside each other on --test-threads threads (default: one per CPU), started in the
+/// order given. libtest's own harness starts tests in name order on a fixed number of threads,
+/// so a serial test picked up beside a long guest test held a thread idle for the whole of it
+/// (549 s of a 957 s run here); libtest-mimic lets the order and the phases be chosen.
+pub fn run(args: libtest_mimic::Arguments, tests: Vec<Test>) -> std::process::ExitCode {
+    let (serial, shared): (Vec<Test>, Vec<Test>) =
+        tests.into_iter().partition(|t| t.lock == Lock::Serial);
+    let alone = libtest_mimic::Arguments {
+        test_threads: Some(1),
+        ..args.clone()
+    };
+    let first = libtest_mimic::run(&alone, trials(serial));
+    let second = libtest_mimic::run(&args, trials(shared));
+    if first.has_failed() || second.has_failed() {
+        std::process::ExitCode::from(101)
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}
+
+fn trials(tests: Vec<Test>) -> Vec<libtest_mimic::Trial> {
+    let trial = |t: Test| {
+        let name = t.name.clone();
+        libtest_mimic::Trial::test(t.name, move || {
+            let _held = hold(t.lock, &name);
+            (t.body)();
+            Ok(())
+        })
+    };
+    tests.into_iter().map(trial).collect()
+}
+
+/// A flock on one file in the build's own temporary directory (nothing in /tmp), exclusive
+/// for a serial test, shared for the others: so two test processes at once (two terminals)
+/// still keep a serial test alone. Held until the guard drops, which appends the test's lock
+/// wait and held time to [`TIMES`] (bench/slowest_tests.sh reads them).
+struct Held {
     _file: File,
-    kind: &'static str,
+    test: String,
+    lock: Lock,
     waited: Duration,
     since: Instant,
 }
 
-pub fn serial() -> Serial {
-    lock(libc::LOCK_EX, "serial")
-}
-
-/// Tests whose figures do not depend on the host's load run beside each other, never beside a
-/// [`serial`] one: a shared flock on the same file.
-pub fn shared() -> Serial {
-    lock(libc::LOCK_SH, "shared")
-}
-
-/// Where each lock's wait and held time is appended: `test<TAB>lock<TAB>waited<TAB>held`,
-/// seconds.
+/// Where each test's lock wait and held time is appended:
+/// `test<TAB>lock<TAB>waited<TAB>held<TAB>started`, seconds (started: since the Unix epoch).
 pub const TIMES: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/syscost-e2e-times.tsv");
 
-fn lock(how: libc::c_int, kind: &'static str) -> Serial {
+fn hold(lock: Lock, test: &str) -> Held {
     let f = File::create(Path::new(env!("CARGO_TARGET_TMPDIR")).join("syscost-e2e-tests.lock"))
         .unwrap();
+    let how = match lock {
+        Lock::Serial => libc::LOCK_EX,
+        Lock::Shared => libc::LOCK_SH,
+    };
     let asked = Instant::now();
     // SAFETY: flock on a file we own.
     let rc = unsafe { libc::flock(f.as_raw_fd(), how) };
     assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
-    Serial {
+    Held {
         _file: f,
-        kind,
+        test: test.to_string(),
+        lock,
         waited: asked.elapsed(),
         since: Instant::now(),
     }
 }
 
-impl Drop for Serial {
+impl Drop for Held {
     fn drop(&mut self) {
         use std::io::Write as _;
-        let test = std::thread::current().name().unwrap_or("?").to_string();
+        let kind = match self.lock {
+            Lock::Serial => "serial",
+            Lock::Shared => "shared",
+        };
+        let started = std::time::SystemTime::now() - self.since.elapsed();
         let line = format!(
-            "{test}\t{}\t{:.1}\t{:.1}\n",
-            self.kind,
+            "{}\t{kind}\t{:.1}\t{:.1}\t{:.1}\n",
+            self.test,
             self.waited.as_secs_f64(),
-            self.since.elapsed().as_secs_f64()
+            self.since.elapsed().as_secs_f64(),
+            started
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64()
         );
         // One short write to a file opened for appending: lines of tests ending together
         // do not interleave.

@@ -5,6 +5,23 @@ use crate::common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
+crate::tests! {
+    Shared compare_in_every_format,
+    Shared verdicts_a_a_and_shifted,
+    Shared merge_and_compare_merged,
+    Shared correlate_two_metrics,
+    Shared bad_files_are_refused_by_name,
+    Serial real_results_compare_merge_correlate,
+    Serial ab_interleaves_and_calls_a_real_difference,
+    Shared summaries_are_recomputed_and_damaged_metrics_refused,
+    Shared correlate_warns_of_pooled_files_and_correlates_within,
+    Shared an_output_that_is_an_input_is_refused,
+    Shared extreme_values_get_a_message_not_a_panic,
+    Shared messages_say_what_is_really_wrong,
+    Shared merge_summarises_results_of_one_boot,
+    Shared fail_on_gates_with_status_3,
+}
+
 /// A minimal `run` result with the given per-run times, context switches and spread.
 fn fixture(dir: &Path, name: &str, syscall: &str, times: &[f64], boot: &str) -> PathBuf {
     let n = times.len();
@@ -102,9 +119,7 @@ fn scrub(s: &str, dir: &Path) -> String {
     s.replace(&format!("{}/", dir.display()), "")
 }
 
-#[test]
 fn compare_in_every_format() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     for format in ["table", "csv", "markdown", "lkml"] {
@@ -144,9 +159,7 @@ fn compare_in_every_format() {
     );
 }
 
-#[test]
 fn verdicts_a_a_and_shifted() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let out = stdout_of(&["compare", p(&f.base), p(&f.same), "--format", "csv"]);
     let time_row = out.lines().find(|l| l.starts_with("time")).unwrap();
@@ -165,9 +178,7 @@ fn verdicts_a_a_and_shifted() {
     assert!(w.contains("Welch"));
 }
 
-#[test]
 fn merge_and_compare_merged() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let merged = dir.join("merged.json");
@@ -208,9 +219,7 @@ fn merge_and_compare_merged() {
     );
 }
 
-#[test]
 fn correlate_two_metrics() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let out = stdout_of(&[
@@ -248,9 +257,7 @@ fn fails(args: &[&str], needles: &[&str]) {
     assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
 }
 
-#[test]
 fn bad_files_are_refused_by_name() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let write = |name: &str, text: &str| {
@@ -314,9 +321,7 @@ fn bad_files_are_refused_by_name() {
     );
 }
 
-#[test]
 fn real_results_compare_merge_correlate() {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
     for (i, sc) in ["getpid", "getpid", "getpid"].iter().enumerate() {
@@ -385,9 +390,7 @@ fn real_results_compare_merge_correlate() {
     assert!(lk.is_ascii() && lk.contains("time (ns/call)"));
 }
 
-#[test]
 fn ab_interleaves_and_calls_a_real_difference() {
-    let _s = serial();
     let cpu = a_cpu();
     let dir = tempfile::tempdir().unwrap();
     let out = syscost()
@@ -488,9 +491,7 @@ fn turns(a: &Value, b: &Value, round: usize) -> String {
 // A stored summary is never trusted: one edited to say the median is twice what the values say
 // printed "+99.9%" beside an interval of [+2.6, +3.4]. And values that do not match their units
 // are refused, naming the file and the metric.
-#[test]
 fn summaries_are_recomputed_and_damaged_metrics_refused() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let mut stale: Value =
@@ -516,9 +517,7 @@ fn summaries_are_recomputed_and_damaged_metrics_refused() {
 }
 
 // Pooling files whose means differ correlates the files; --within correlates the runs.
-#[test]
 fn correlate_warns_of_pooled_files_and_correlates_within() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let args = [
         "correlate",
@@ -543,9 +542,7 @@ fn correlate_warns_of_pooled_files_and_correlates_within() {
 
 // `-o` naming an input replaced a run result with the comparison; it is refused, and the
 // input is left as it was.
-#[test]
 fn an_output_that_is_an_input_is_refused() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let before = std::fs::read(&f.base).unwrap();
     for cmd in [
@@ -560,9 +557,7 @@ fn an_output_that_is_an_input_is_refused() {
 
 // A value of 1.797e308 made statrs panic inside correlate (XOutOfRange); Welch with values
 // around 1e200 panicked on its degrees of freedom.
-#[test]
 fn extreme_values_get_a_message_not_a_panic() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&f.base).unwrap()).unwrap();
@@ -595,9 +590,7 @@ fn extreme_values_get_a_message_not_a_panic() {
 
 // A metric present without values was reported as missing ("has no metric 'cycles'; it has:
 // ..., cycles"); merge suggested "--force to compare them".
-#[test]
 fn messages_say_what_is_really_wrong() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     fails(
         &["compare", p(&f.base), p(&f.same), "--metric", "cycles"],
@@ -612,9 +605,7 @@ fn messages_say_what_is_really_wrong() {
 }
 
 // A merge of many results of one boot printed a warning for every pair of them.
-#[test]
 fn merge_summarises_results_of_one_boot() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let dir = f.base.parent().unwrap().to_path_buf();
     let copies: Vec<PathBuf> = (0..12)
@@ -645,9 +636,7 @@ fn merge_summarises_results_of_one_boot() {
 }
 
 // A kernel CI job gates on a comparison: --fail-on exits 3 after printing everything.
-#[test]
 fn fail_on_gates_with_status_3() {
-    let _s = shared(); // never beside a test that times this machine alone
     let f = fixtures();
     let status = |args: &[&str]| {
         let out = syscost().args(args).output().unwrap();

@@ -7,6 +7,11 @@
 use crate::common::*;
 use std::process::{Command, Output};
 
+crate::tests! {
+    Shared as_process_1_it_prints_its_version,
+    Serial as_process_1_it_measures,
+}
+
 /// syscost `args` as process 1 of a new PID namespace, or why it cannot be run here.
 fn as_process_1(args: &[&str]) -> Result<Output, String> {
     if !is_root() {
@@ -26,9 +31,7 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-#[test]
 fn as_process_1_it_prints_its_version() {
-    let _s = shared(); // never beside a test that times this machine alone
     let out = match as_process_1(&["--version"]) {
         Ok(out) => out,
         Err(why) => return skip(why),
@@ -38,9 +41,7 @@ fn as_process_1_it_prints_its_version() {
     assert!(text(&out.stdout).contains(&want), "{}", text(&out.stdout));
 }
 
-#[test]
 fn as_process_1_it_measures() {
-    let _s = serial();
     let dir = scratch();
     let file = dir.path().join("run.json");
     let f = file.to_str().unwrap();

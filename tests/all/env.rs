@@ -3,9 +3,12 @@
 use crate::common::*;
 use serde_json::Value;
 
-#[test]
+crate::tests! {
+    Shared text_names_every_field,
+    Shared json_matches_the_machine,
+}
+
 fn text_names_every_field() {
-    let _s = shared(); // never beside a test that times this machine alone
     let out = syscost().arg("env").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
@@ -32,9 +35,7 @@ fn text_names_every_field() {
     }
 }
 
-#[test]
 fn json_matches_the_machine() {
-    let _s = shared(); // never beside a test that times this machine alone
     let out = syscost().args(["env", "--json"]).output().unwrap();
     assert!(out.status.success());
     let env: Value = serde_json::from_slice(&out.stdout).unwrap();

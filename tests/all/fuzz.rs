@@ -13,6 +13,12 @@ use syscost::report::format::Format;
 use syscost::report::html;
 use syscost::report::loaded::{self, Loaded};
 
+crate::tests! {
+    // its runs make results to parse, whose figures nothing reads: beside the others
+    Shared result_files_of_every_kind_never_panic,
+    Shared text_parsers_never_panic,
+}
+
 fn cases() -> usize {
     std::env::var("SYSCOST_FUZZ_CASES")
         .ok()
@@ -169,9 +175,7 @@ fn seeds(dir: &std::path::Path) -> Vec<(String, String)> {
         .collect()
 }
 
-#[test]
 fn result_files_of_every_kind_never_panic() {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let (mut inputs, mut accepted) = (0, 0);
     for (si, (name, text)) in seeds(dir.path()).into_iter().enumerate() {
@@ -227,9 +231,7 @@ fn result_files_of_every_kind_never_panic() {
     assert!(accepted * 10 > inputs, "{accepted} of {inputs} accepted");
 }
 
-#[test]
 fn text_parsers_never_panic() {
-    let _s = shared(); // never beside a test that times this machine alone
     let mut rng = rand_pcg::Pcg64::seed_from_u64(99);
     let alphabet: Vec<char> = "0123456789,-:{}=uk xabcdefsetwayline%.\n\t#"
         .chars()

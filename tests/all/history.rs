@@ -5,6 +5,16 @@
 use crate::common::*;
 use std::path::Path;
 
+crate::tests! {
+    Shared results_are_kept_listed_shown_exported_and_deleted,
+    Shared stores_that_are_not_syscost_s_are_refused_untouched,
+    Shared measuring_commands_record_their_results,
+    Shared too_few_boots_are_counted_as_boots,
+    Shared kernels_are_compared_over_boots_and_trended_in_version_order,
+    Shared concurrent_writers_lose_nothing_and_a_killed_one_loses_only_itself,
+    Shared emulated_results_are_not_compared_with_others_unless_asked,
+}
+
 fn history(store: &Path, args: &[&str]) -> std::process::Output {
     syscost()
         .arg("history")
@@ -25,9 +35,7 @@ fn ok(store: &Path, args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
-#[test]
 fn results_are_kept_listed_shown_exported_and_deleted() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("h/history.sqlite");
     let run = dir.path().join("run.json");
@@ -141,9 +149,7 @@ fn results_are_kept_listed_shown_exported_and_deleted() {
     assert_eq!(left.as_array().unwrap().len(), 2);
 }
 
-#[test]
 fn stores_that_are_not_syscost_s_are_refused_untouched() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("notes.txt");
     std::fs::write(
@@ -186,9 +192,7 @@ fn stores_that_are_not_syscost_s_are_refused_untouched() {
 /// Measuring commands record their result by default (here into a store of the test's own),
 /// with tags; --no-history skips it; a store that cannot be written costs a warning, never the
 /// measurement; a bad tag is refused before anything is measured.
-#[test]
 fn measuring_commands_record_their_results() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("h.sqlite");
     let quick = [
@@ -274,9 +278,7 @@ fn kernels_and_boots(dir: &Path, kernels: &[(&str, f64)], boots: usize) -> Vec<S
 
 /// Groups of boots are compared with boots as the units, and a verdict that cannot be reached
 /// counts boots, not runs.
-#[test]
 fn too_few_boots_are_counted_as_boots() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.sqlite");
     let files = kernels_and_boots(dir.path(), &[("6.1.0", 1.0), ("6.2.0", 1.1)], 2);
@@ -288,9 +290,7 @@ fn too_few_boots_are_counted_as_boots() {
     assert!(!text.contains("2 and 2 runs"), "{text}");
 }
 
-#[test]
 fn kernels_are_compared_over_boots_and_trended_in_version_order() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.sqlite");
     // Stored out of version order; 6.9 is 10% slower than the rest.
@@ -459,9 +459,7 @@ fn kernels_are_compared_over_boots_and_trended_in_version_order() {
 
 /// Two processes recording at once lose nothing (WAL and a busy timeout), and one killed while
 /// recording leaves a store that opens with every result it had committed.
-#[test]
 fn concurrent_writers_lose_nothing_and_a_killed_one_loses_only_itself() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.sqlite");
     let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/example");
@@ -543,9 +541,7 @@ fn concurrent_writers_lose_nothing_and_a_killed_one_loses_only_itself() {
     ok(&store, &["import", sets[2][149].to_str().unwrap()]);
 }
 
-#[test]
 fn emulated_results_are_not_compared_with_others_unless_asked() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.sqlite");
     let files = kernels_and_boots(dir.path(), &[("6.1.0", 1.0), ("6.12.0", 1.0)], 3);

@@ -10,6 +10,18 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+crate::tests! {
+    Serial file_calls_run_and_rank_plausibly,
+    Serial exec_targets_that_cannot_run_are_refused,
+    Serial ipc_round_trips_switch_and_cost_more_than_a_syscall,
+    Serial processes_are_created_and_reaped,
+    Serial page_faults_are_counted_one_per_op,
+    Serial an_interrupted_round_trip_leaves_no_partner,
+    Serial copies_scale_like_will_it_scale,
+    Serial figures_a_command_prints_are_captured,
+    Serial limits_reached_are_named,
+}
+
 const TINY: &[&str] = &[
     "--runs",
     "3",
@@ -37,9 +49,7 @@ fn per_op(r: &Value, name: &str) -> f64 {
     median(metric(r, name))
 }
 
-#[test]
 fn file_calls_run_and_rank_plausibly() {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let t = |op: &str| per_op(&run("file", &["--op", op, "--dir", d]), "time");
@@ -71,9 +81,7 @@ fn file_calls_run_and_rank_plausibly() {
 }
 
 /// An exec target that is missing or not executable is refused with the errno.
-#[test]
 fn exec_targets_that_cannot_run_are_refused() {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("not-executable");
     std::fs::write(&plain, "#!/bin/sh\nexit 0\n").unwrap();
@@ -98,9 +106,7 @@ fn exec_targets_that_cannot_run_are_refused() {
     assert!(err.contains("No such file"), "{err}");
 }
 
-#[test]
 fn ipc_round_trips_switch_and_cost_more_than_a_syscall() {
-    let _s = serial();
     let write = per_op(&run("file", &["--op", "write"]), "time");
     // Round trips are timed uncounted unless -e asks (counting adds to every switch), and
     // the run says which was done.
@@ -165,9 +171,7 @@ fn ipc_round_trips_switch_and_cost_more_than_a_syscall() {
     );
 }
 
-#[test]
 fn processes_are_created_and_reaped() {
-    let _s = serial();
     let forked = run("proc", &["--op", "fork"]);
     let fork = per_op(&forked, "time");
     // The worker's heap is kept out of the children, and the run says how much is copied.
@@ -193,9 +197,7 @@ fn processes_are_created_and_reaped() {
     }
 }
 
-#[test]
 fn page_faults_are_counted_one_per_op() {
-    let _s = serial();
     let anon = run("mem", &["--op", "fault-anon"]);
     let pf = per_op(&anon, "page-faults");
     assert!(
@@ -224,9 +226,7 @@ fn page_faults_are_counted_one_per_op() {
 
 /// SIGINT mid-run: the pipe's echo partner (the worker's child) is gone, and so is the file a
 /// file workload made.
-#[test]
 fn an_interrupted_round_trip_leaves_no_partner() {
-    let _s = serial();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
         .env("SYSCOST_HISTORY", TEST_HISTORY)
         .args([
@@ -275,9 +275,7 @@ fn an_interrupted_round_trip_leaves_no_partner() {
 /// `--copies` as will-it-scale: the sweep's table has one row per count, more copies do more
 /// operations per second on this 2-CPU machine, threads work as processes do, and the counts
 /// are checked.
-#[test]
 fn copies_scale_like_will_it_scale() {
-    let _s = serial();
     let cpus = syscost::core::cpus::allowed_cpus().unwrap();
     if cpus.len() < 2 {
         println!("skipped: one CPU, nothing to scale over");
@@ -354,9 +352,7 @@ fn copies_scale_like_will_it_scale() {
 
 /// `--capture NAME=REGEX`: a figure the command prints becomes a per-run metric of `run exec`
 /// and both arms of `probe`; a regex that matches nothing fails the run with the output's tail.
-#[test]
 fn figures_a_command_prints_are_captured() {
-    let _s = serial();
     let r = json_of(&[
         "run",
         "exec",
@@ -462,9 +458,7 @@ fn processes_of(uid: u32) -> u64 {
 
 /// A limit hit, by syscost itself or by the workload, is named with its value and what to
 /// raise, and nothing panics (a failed signal thread used to).
-#[test]
 fn limits_reached_are_named() {
-    let _s = serial();
     if Command::new("prlimit").arg("--version").output().is_err() {
         skip("prlimit (util-linux) is not installed");
         return;

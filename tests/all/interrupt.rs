@@ -5,6 +5,15 @@ use crate::common::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+crate::tests! {
+    Serial sigint_stops_cleanly,
+    Serial sigterm_stops_cleanly,
+    Serial a_signal_stops_both_runs_of_a_paced_round,
+    Serial sigkill_of_syscost_stops_its_worker,
+    Serial sigkill_of_a_paced_ab_stops_both_workers,
+    Shared analysis_commands_stop_within_a_second,
+}
+
 /// The pids of syscost `pid`'s workers once `n` are alive (within 20 s).
 fn workers_of(pid: u32, n: usize) -> Vec<i32> {
     let children = format!("/proc/{pid}/task/{pid}/children");
@@ -37,7 +46,6 @@ fn interrupt_with(sig: i32) {
 /// Start syscost with `args` (and `-o FILE`), wait until `workers` workers are alive, signal
 /// syscost alone with `sig`, and check that it stopped cleanly: its workers gone, no result.
 fn interrupt(args: &[&str], sig: i32, workers: usize) {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     // -o among the command's own options: before `--`, if any.
@@ -85,19 +93,16 @@ fn interrupt(args: &[&str], sig: i32, workers: usize) {
     }
 }
 
-#[test]
 fn sigint_stops_cleanly() {
     interrupt_with(libc::SIGINT);
 }
 
-#[test]
 fn sigterm_stops_cleanly() {
     interrupt_with(libc::SIGTERM);
 }
 
 // `ab` keeps the two runs of a round alive together (they take turns sample by sample): a
 // signal stops both, the one measuring and the one waiting for its turn.
-#[test]
 fn a_signal_stops_both_runs_of_a_paced_round() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         interrupt(
@@ -120,9 +125,7 @@ fn a_signal_stops_both_runs_of_a_paced_round() {
     }
 }
 
-#[test]
 fn sigkill_of_syscost_stops_its_worker() {
-    let _s = serial();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
         .env("SYSCOST_HISTORY", TEST_HISTORY)
         .args(["run", "syscall", "--runs", "50", "--ops", "200000"])
@@ -146,9 +149,7 @@ fn sigkill_of_syscost_stops_its_worker() {
 
 // SIGKILL of `ab` mid-round: the worker that was measuring gets its parent-death signal, the
 // one waiting for its turn sees its pipe close; neither outlives syscost.
-#[test]
 fn sigkill_of_a_paced_ab_stops_both_workers() {
-    let _s = serial();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
         .args([
             "ab",
@@ -177,9 +178,7 @@ fn sigkill_of_a_paced_ab_stops_both_workers() {
 
 /// Commands that change nothing on the machine stopped only when their computation ended (a
 /// long cachesets Monte Carlo ignored Ctrl-C for minutes): they now exit within a second.
-#[test]
 fn analysis_commands_stop_within_a_second() {
-    let _s = shared(); // never beside a test that times this machine alone
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
             .env("SYSCOST_HISTORY", TEST_HISTORY)

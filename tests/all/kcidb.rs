@@ -6,6 +6,10 @@ use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 
+crate::tests! {
+    Shared results_export_as_a_kcidb_report_that_kcidb_io_accepts,
+}
+
 const VENV_PYTHON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/kcidb-venv/bin/python");
 
 /// Validate with kcidb-io exactly as v5.0 and against its latest schema.
@@ -37,9 +41,7 @@ fn kcidb_io_accepts(report: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-#[test]
 fn results_export_as_a_kcidb_report_that_kcidb_io_accepts() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.sqlite");
     let mut files = Vec::new();

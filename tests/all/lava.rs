@@ -12,6 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+crate::tests! {
+    // exact counts only: beside other guests
+    Shared campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots,
+}
+
 const LAB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/lava-lab");
 
 const MEASURE: &[&str] = &[
@@ -192,10 +197,8 @@ fn counts(c: &Value) -> Vec<(String, f64)> {
         .collect()
 }
 
-#[test]
 fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     let Some(k) = available() else { return };
-    let _s = shared(); // exact counts only: beside other guests
     let tmp = scratch();
     let lab = Lab::start(&tmp.path().join("lab"));
     // Debian's 6.1 for every job: it boots in about half the time 6.12 takes under TCG.

@@ -3,9 +3,15 @@
 //! is the one in `src/lib.rs` and the README's layout section; a new top-level module must be
 //! placed in it here.
 
-use crate::common::shared;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+crate::tests! {
+    Shared every_import_points_down_the_layer_table,
+    Shared the_checker_sees_imports_in_every_form,
+    Shared the_readme_and_lib_rs_name_the_layers_this_test_checks,
+    Shared no_file_imports_itself_through_its_siblings,
+}
 
 /// Bottom first. Modules of one layer may not use each other.
 const LAYERS: &[&[&str]] = &[
@@ -85,9 +91,7 @@ fn crate_paths(text: &str) -> Vec<(usize, String)> {
     out
 }
 
-#[test]
 fn every_import_points_down_the_layer_table() {
-    let _s = shared(); // never beside a test that times this machine alone
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);
@@ -162,9 +166,7 @@ fn every_import_points_down_the_layer_table() {
     assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
 }
 
-#[test]
 fn the_checker_sees_imports_in_every_form() {
-    let _s = shared(); // never beside a test that times this machine alone
     let code = "use crate::core::fmt_num;\n\
                 use crate::{results::Metric, stats};\n\
                 // crate::cli in a comment\n\
@@ -188,9 +190,7 @@ fn names_in(text: &str, open: &str) -> BTreeSet<String> {
 
 /// The README's layout table and lib.rs's layer list say what this test checks: the same
 /// modules in the same layers.
-#[test]
 fn the_readme_and_lib_rs_name_the_layers_this_test_checks() {
-    let _s = shared(); // never beside a test that times this machine alone
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let readme = &readme[readme
@@ -252,9 +252,7 @@ fn sibling_uses(file: &Path) -> BTreeSet<String> {
 /// Inside a folder, files import each other without a loop: a trait lives where its
 /// implementations import it, and a registry where it imports them (report's result kinds,
 /// stats' significance tests).
-#[test]
 fn no_file_imports_itself_through_its_siblings() {
-    let _s = shared(); // never beside a test that times this machine alone
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);

@@ -5,6 +5,10 @@
 use crate::common::*;
 use std::path::{Path, PathBuf};
 
+crate::tests! {
+    Serial every_command_writes_lkml_within_80_columns,
+}
+
 const WIDTH: usize = 80;
 
 const TINY: &[&str] = &[
@@ -66,9 +70,7 @@ fn run_result(dir: &Path, name: &str, workload: &[&str]) -> PathBuf {
     f
 }
 
-#[test]
 fn every_command_writes_lkml_within_80_columns() {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let p = |f: &PathBuf| f.to_str().unwrap().to_string();
 

@@ -1,9 +1,10 @@
 //! The end-to-end tests, one binary: each module tests one area with the real binary against
-//! this machine's real kernel features. One binary is built and linked once (24 were, each
-//! linking the whole crate), and its tests share one process: those that boot guests run beside
-//! each other under the shared lock of [`common`], those that time this machine alone under its
-//! exclusive lock. scripts/test.sh installs what they need and sets `SYSCOST_TEST_REQUIRE_ALL`,
-//! under which a missing prerequisite fails instead of skipping.
+//! this machine's real kernel features, and registers its tests with `tests!`, each `Serial`
+//! (it times this machine or changes its kernel state) or `Shared`. One binary is built and
+//! linked once (24 were, each linking the whole crate), and its harness ([`common::run`]) runs
+//! the serial tests alone, one after another, then the shared ones (guests counting exactly,
+//! analyses, refusals) beside each other, longest first. scripts/test.sh installs what they need and sets
+//! `SYSCOST_TEST_REQUIRE_ALL`, under which a missing prerequisite fails instead of skipping.
 
 mod common;
 
@@ -32,3 +33,41 @@ mod report;
 mod run_syscall;
 mod uprobe;
 mod workloads_profile;
+
+/// Every test, each area's in its registry's order. The shared phase starts them in this order
+/// on its threads, so the areas that boot guests for minutes come first (the LAVA lab's test
+/// alone takes about 3 minutes): started last, one of them would end the run alone on one
+/// thread while the other idled.
+fn main() -> std::process::ExitCode {
+    let tests = [
+        lava::tests(),
+        readme::tests(),
+        campaign::tests(),
+        bisect::tests(),
+        audit::tests(),
+        audit_grammar::tests(),
+        audit_rules::tests(),
+        bad_input::tests(),
+        compare_cli::tests(),
+        container::tests(),
+        env::tests(),
+        first_hour::tests(),
+        fuzz::tests(),
+        history::tests(),
+        hot_paths::tests(),
+        interrupt::tests(),
+        kcidb::tests(),
+        layers::tests(),
+        lkml::tests(),
+        postgres::tests(),
+        replica_layout::tests(),
+        report::tests(),
+        run_syscall::tests(),
+        uprobe::tests(),
+        workloads_profile::tests(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    common::run(libtest_mimic::Arguments::from_args(), tests)
+}

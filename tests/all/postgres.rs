@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+crate::tests! {
+    Shared two_hosts_record_into_one_postgresql_store_and_are_compared,
+}
+
 /// Debian's PostgreSQL programs, the newest version installed.
 fn pg_bin() -> Option<PathBuf> {
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
@@ -94,9 +98,7 @@ fn start_server(bin: &Path, (uid, gid): (u32, u32)) -> Server {
     server
 }
 
-#[test]
 fn two_hosts_record_into_one_postgresql_store_and_are_compared() {
-    let _s = shared(); // never beside a test that times this machine alone
     let (Some(bin), Some(pg_user)) = (pg_bin(), user("postgres")) else {
         skip("PostgreSQL is not installed (scripts/test.sh installs postgresql)");
         return;

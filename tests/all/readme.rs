@@ -9,6 +9,14 @@
 use crate::common::*;
 use std::path::{Path, PathBuf};
 
+crate::tests! {
+    // longest first (see main.rs)
+    // exact counts
+    Shared the_campaign_and_bisection_examples_run_as_written,
+    Serial the_host_examples_run_as_written,
+    Shared every_example_is_run_or_says_why_not,
+}
+
 const README: &str = include_str!("../../README.md");
 
 /// Every command of the README's code blocks that starts `syscost` (a `$ ` prompt dropped,
@@ -142,7 +150,8 @@ const RUNS: &[Run] = &[
         starts: "syscost campaign --accel tcg --cache-model skylake-x",
         subs: &[
             ("/boot/vmlinuz-6.1.0-56-cloud-amd64", "{6.1}"),
-            ("--runs 3", "--runs 1"),
+            // Exact counts per call do not depend on how long a sample lasts: short ones.
+            ("--runs 3", "--runs 1 --samples 2 --sample-time 20ms"),
         ],
         needs: Needs::Kernels,
         says: &[
@@ -152,7 +161,7 @@ const RUNS: &[Run] = &[
     },
     Run {
         starts: "syscost bisect --accel tcg --emulated-counters --builds builds.list -- run",
-        subs: &[],
+        subs: &[("--runs 1", "--runs 1 --samples 2 --sample-time 20ms")],
         needs: Needs::Builds,
         says: &["first bad build v113:", "Last good build: v111"],
     },
@@ -200,9 +209,7 @@ const NOT_RUN: &[(&str, &str)] = &[
 
 /// The README's example `syscost` commands are each run here or listed as not run: none can
 /// be added, or changed past its entry, unseen.
-#[test]
 fn every_example_is_run_or_says_why_not() {
-    let _s = shared(); // never beside a test that times this machine alone
     let all = examples();
     assert!(all.len() >= 20, "{all:?}");
     for (line, cmd) in &all {
@@ -304,9 +311,7 @@ fn run_examples(needs: Needs, dir: &Path, fill: &dyn Fn(&str) -> String) {
 
 /// The examples measured on this machine itself, one after another (their times must not
 /// share the machine with other tests).
-#[test]
 fn the_host_examples_run_as_written() {
-    let _s = serial();
     let tmp = scratch();
     files(tmp.path());
     run_examples(Needs::Host, tmp.path(), &|s| s.to_string());
@@ -317,12 +322,10 @@ fn the_host_examples_run_as_written() {
 
 /// The campaign and the bisection, booted under TCG with exact counts, on the kernels
 /// scripts/test.sh fetches (the README's 6.1 image is the fetched one).
-#[test]
 fn the_campaign_and_bisection_examples_run_as_written() {
     let (Some(k), Some(builds)) = (kernels_in("boot", 2), kernels_in("bisect/boot", 7)) else {
         return;
     };
-    let _s = shared(); // exact counts
     let tmp = scratch();
     files(tmp.path());
     let old = k[0].display().to_string();

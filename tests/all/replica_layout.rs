@@ -5,6 +5,14 @@ use crate::common::*;
 use serde_json::Value;
 use std::collections::HashMap;
 
+crate::tests! {
+    Shared generated_code_differs_as_the_series_says,
+    Serial crowded_placement_is_slower_than_packed,
+    Serial replica_runs_correlate_spread_with_time,
+    Shared cachesets_reproduces_the_post_and_refuses_bad_input,
+    Serial replica_runs_record_their_pages_and_slabs,
+}
+
 /// The assembly of csrc/audit_replica.c as build.rs compiles it, split into functions.
 fn functions() -> HashMap<String, Vec<String>> {
     let out = std::process::Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
@@ -89,7 +97,7 @@ fn branch_after_mask_test(body: &[String]) -> String {
         .unwrap()
 }
 
-// What the seed's patches change in the generated code, and what this test checks:
+// What the 2022 audit syscall-exit series' patches change in the generated code, and what this test checks:
 // - baseline (and nonstatic, unlikely): ctx->major is loaded again in every iteration, since
 //   the loop calls an opaque function that might write *ctx;
 // - cached-major and all-three: loaded once before the loop;
@@ -98,9 +106,7 @@ fn branch_after_mask_test(body: &[String]) -> String {
 // Not reproducible in user space: patch 3's `cmp $imm32, %reg` exit test needs the kernel's
 // non-PIC code model; in a PIE binary the list head is in a register either way. And GCC 12
 // keeps the baseline's branch layout for `unlikely` alone.
-#[test]
-fn generated_code_differs_as_the_seed_says() {
-    let _s = shared(); // never beside a test that times this machine alone
+fn generated_code_differs_as_the_series_says() {
     let f = functions();
     assert!(reloads_major_in_loop(body(&f, "filter_baseline")));
     assert!(reloads_major_in_loop(body(&f, "replica_filter_nonstatic")));
@@ -113,9 +119,7 @@ fn generated_code_differs_as_the_seed_says() {
     );
 }
 
-#[test]
 fn crowded_placement_is_slower_than_packed() {
-    let _s = serial();
     let ways = syscost::layout::Geometry::l1d()
         .map(|g| g.ways)
         .unwrap_or(8);
@@ -175,9 +179,7 @@ fn crowded_placement_is_slower_than_packed() {
     assert!(spreads[1] > spreads[0] + 5.0, "{spreads:?}");
 }
 
-#[test]
 fn replica_runs_correlate_spread_with_time() {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("replica.json");
     let out = syscost()
@@ -232,9 +234,7 @@ fn replica_runs_correlate_spread_with_time() {
     assert!((-1.0..=1.0).contains(&r));
 }
 
-#[test]
-fn cachesets_reproduces_the_seed_and_refuses_bad_input() {
-    let _s = shared(); // never beside a test that times this machine alone
+fn cachesets_reproduces_the_post_and_refuses_bad_input() {
     let a = json_of(&[
         "cachesets",
         "--objects",
@@ -309,9 +309,7 @@ fn cachesets_reproduces_the_seed_and_refuses_bad_input() {
 }
 
 /// The replica's default is slab placement on huge pages, and each run records what it got.
-#[test]
 fn replica_runs_record_their_pages_and_slabs() {
-    let _s = serial();
     for pages in ["huge", "4k"] {
         let r = json_of(&[
             "run",

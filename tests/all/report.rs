@@ -6,6 +6,14 @@ use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+crate::tests! {
+    Serial page_parses_and_every_chart_is_labelled,
+    Serial headless_chromium_renders_the_page,
+    Serial svg_charts_and_bad_inputs,
+    Shared results_of_many_samples_are_streamed_and_thinned,
+    Shared charts_of_many_variants_fit_and_say_whose_they_are,
+}
+
 /// Real results of several kinds, made once per test binary.
 fn results(dir: &Path) -> Vec<PathBuf> {
     let q = [
@@ -116,9 +124,7 @@ fn report(files: &[PathBuf], out: &Path) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-#[test]
 fn page_parses_and_every_chart_is_labelled() {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let files = results(dir.path());
     let page = dir.path().join("report.html");
@@ -187,13 +193,11 @@ fn chromium() -> Option<PathBuf> {
         })
 }
 
-#[test]
 fn headless_chromium_renders_the_page() {
     let Some(browser) = chromium() else {
         skip("no Chromium here (scripts/test.sh installs Debian's chromium as root)");
         return;
     };
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let files = results(dir.path());
     let page = dir.path().join("report.html");
@@ -271,9 +275,7 @@ fn headless_chromium_renders_the_page() {
     println!("screenshot: {}", shot.display());
 }
 
-#[test]
 fn svg_charts_and_bad_inputs() {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let files = results(dir.path());
     let svg = dir.path().join("c.svg");
@@ -328,9 +330,7 @@ fn svg_charts_and_bad_inputs() {
 /// A run result of many raw samples (here 12 MB, streamed rather than read whole): `show`
 /// prints what it prints for the same runs with few samples, `show --format json` keeps every
 /// sample, and the page draws about a thousand dots per run and says how many of how many.
-#[test]
 fn results_of_many_samples_are_streamed_and_thinned() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small.json");
     let out = syscost()
@@ -421,9 +421,7 @@ document.body.setAttribute("data-clash", clash.join(" | "));
 /// A report of comparisons of 2, 3 and 8 variants with long labels, and runs of two kernels
 /// one of which warns: laid out by Chromium at 1280 px, nothing overlaps or scrolls sideways,
 /// the change chart draws its intervals, the header names both kernels and a warning its file.
-#[test]
 fn charts_of_many_variants_fit_and_say_whose_they_are() {
-    let _s = shared(); // never beside a test that times this machine alone
     let Some(browser) = chromium() else {
         skip("no Chromium here (scripts/test.sh installs Debian's chromium as root)");
         return;

@@ -5,6 +5,18 @@ use predicates::prelude::*;
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 
+crate::tests! {
+    Serial three_runs_with_consistent_software_counters,
+    Serial unsupported_hardware_events_are_labelled_not_zero,
+    Serial result_file_is_written_whole_and_alone,
+    Serial subtracted_overhead_matches_the_raw_samples,
+    Serial fifo_policy_is_taken_by_the_worker_only,
+    Serial unprivileged_user_gets_time_and_reasons,
+    Shared fifo_refused_names_the_capability,
+    Serial adaptive_runs_say_why_they_stopped,
+    Serial the_estimator_is_recorded_and_used,
+}
+
 fn run_json(args: &[&str]) -> Value {
     let out = syscost()
         .args(["run", "syscall", "--json"])
@@ -24,9 +36,7 @@ fn run_json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
 }
 
-#[test]
 fn three_runs_with_consistent_software_counters() {
-    let _s = serial();
     let cpu = a_cpu();
     let r = run_json(&["--cpu", &cpu, "--runs", "3"]);
     assert_eq!(r["schema"], "syscost-result");
@@ -108,9 +118,7 @@ fn three_runs_with_consistent_software_counters() {
     }
 }
 
-#[test]
 fn unsupported_hardware_events_are_labelled_not_zero() {
-    let _s = serial();
     let out = syscost()
         .args([
             "run",
@@ -137,9 +145,7 @@ fn unsupported_hardware_events_are_labelled_not_zero() {
     }
 }
 
-#[test]
 fn result_file_is_written_whole_and_alone() {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("getppid.json");
     syscost()
@@ -163,9 +169,7 @@ fn result_file_is_written_whole_and_alone() {
     );
 }
 
-#[test]
 fn subtracted_overhead_matches_the_raw_samples() {
-    let _s = serial();
     // The pooled mean (perf stat's figure); the default, each run's median sample, is checked
     // against the same samples in results::metrics.
     let r = run_json(&["--runs", "2", "--subtract-overhead", "--estimator", "mean"]);
@@ -189,13 +193,11 @@ fn subtracted_overhead_matches_the_raw_samples() {
     assert_eq!(oh[0]["name"], "time");
 }
 
-#[test]
 fn fifo_policy_is_taken_by_the_worker_only() {
     if !is_root() {
         skip("SCHED_FIFO needs root (CAP_SYS_NICE) and this test is not root");
         return;
     }
-    let _s = serial();
     let cpu = a_cpu();
     let r = run_json(&["--cpu", &cpu, "--runs", "2", "--fifo", "10"]);
     for run in r["runs"].as_array().unwrap() {
@@ -226,13 +228,11 @@ fn as_nobody() -> std::process::Command {
     c
 }
 
-#[test]
 fn unprivileged_user_gets_time_and_reasons() {
     if !is_root() {
         skip("needs root to switch to an unprivileged user");
         return;
     }
-    let _s = serial();
     let out = as_nobody().args(NOBODY_RUN).output().unwrap();
     assert!(
         out.status.success(),
@@ -298,9 +298,7 @@ fn unprivileged_user_gets_time_and_reasons() {
     }
 }
 
-#[test]
 fn fifo_refused_names_the_capability() {
-    let _s = shared(); // never beside a test that times this machine alone
     if !is_root() {
         skip("needs root to switch to an unprivileged user");
         return;
@@ -320,9 +318,7 @@ fn fifo_refused_names_the_capability() {
     assert_eq!(err.trim().lines().count(), 1, "one clear message: {err}");
 }
 
-#[test]
 fn adaptive_runs_say_why_they_stopped() {
-    let _s = serial();
     let r = json_of(&[
         "run",
         "syscall",
@@ -350,9 +346,7 @@ fn adaptive_runs_say_why_they_stopped() {
     );
 }
 
-#[test]
 fn the_estimator_is_recorded_and_used() {
-    let _s = serial();
     let r = json_of(&[
         "run",
         "syscall",

@@ -6,6 +6,16 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
+crate::tests! {
+    Serial every_probe_kind_counts_every_call,
+    Serial bpf_attaches_and_still_counts,
+    Serial the_probed_loop_is_slower_than_the_unprobed_one,
+    Serial thread_sweep_prints_the_uprobe_thread_s_table,
+    Serial probes_leave_nothing_in_tracefs,
+    Shared elf_offsets_agree_with_binutils,
+    Serial probe_on_a_real_server,
+}
+
 fn uprobes_available() -> bool {
     if !Path::new("/sys/bus/event_source/devices/uprobe/type").exists() {
         skip("this kernel has no uprobe PMU");
@@ -27,12 +37,10 @@ fn values(r: &Value, name: &str) -> Vec<f64> {
         .collect()
 }
 
-#[test]
 fn every_probe_kind_counts_every_call() {
     if !uprobes_available() {
         return;
     }
-    let _s = serial();
     let cpu = a_cpu();
     for probe in ["uprobe", "uretprobe"] {
         for insn in ["nop", "push", "ret"] {
@@ -68,12 +76,10 @@ fn every_probe_kind_counts_every_call() {
     }
 }
 
-#[test]
 fn bpf_attaches_and_still_counts() {
     if !uprobes_available() {
         return;
     }
-    let _s = serial();
     let r = json_of(&[
         "run",
         "uprobe",
@@ -96,12 +102,10 @@ fn bpf_attaches_and_still_counts() {
     assert_eq!(values(&r, "calls"), values(&r, "probe-hits"));
 }
 
-#[test]
 fn the_probed_loop_is_slower_than_the_unprobed_one() {
     if !uprobes_available() {
         return;
     }
-    let _s = serial();
     let cpu = a_cpu();
     let c = json_of(&[
         "ab",
@@ -131,12 +135,10 @@ fn the_probed_loop_is_slower_than_the_unprobed_one() {
     );
 }
 
-#[test]
 fn thread_sweep_prints_the_uprobe_thread_s_table() {
     if !uprobes_available() {
         return;
     }
-    let _s = serial();
     let out = syscost()
         .args([
             "run",
@@ -175,12 +177,10 @@ fn thread_sweep_prints_the_uprobe_thread_s_table() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--oversubscribe"));
 }
 
-#[test]
 fn probes_leave_nothing_in_tracefs() {
     if !uprobes_available() {
         return;
     }
-    let _s = serial();
     json_of(&[
         "run",
         "uprobe",
@@ -234,9 +234,7 @@ fn expected_offset(file: &Path, symbol: &str, dynamic: bool) -> u64 {
     panic!("no LOAD segment holds {symbol}");
 }
 
-#[test]
 fn elf_offsets_agree_with_binutils() {
-    let _s = shared(); // never beside a test that times this machine alone
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("t.c");
     std::fs::write(
@@ -323,7 +321,6 @@ fn elf_offsets_agree_with_binutils() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bpf needs a probe"));
 }
 
-#[test]
 fn probe_on_a_real_server() {
     if !uprobes_available() {
         return;
@@ -340,7 +337,6 @@ fn probe_on_a_real_server() {
         );
         return;
     }
-    let _s = serial();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/redis_bench.sh");
     let r = json_of(&[
         "probe",

@@ -5,6 +5,16 @@ use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+crate::tests! {
+    Serial vfs_mix_on_a_temp_dir_and_on_dev_shm_leaves_nothing,
+    Serial vfs_mix_cleans_up_after_sigint,
+    Shared vfs_mix_names_the_problem_with_its_directory,
+    Serial exec_normalises_by_the_user_s_operation_count,
+    Serial profiled_getpid_names_the_syscall_path,
+    Serial profile_diff_names_audit_as_what_changed,
+    Serial the_vdso_answers_without_entering_the_kernel,
+}
+
 fn syscost_entries(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()
@@ -14,9 +24,7 @@ fn syscost_entries(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
 fn vfs_mix_on_a_temp_dir_and_on_dev_shm_leaves_nothing() {
-    let _s = serial();
     let tmp = std::env::temp_dir();
     let before = syscost_entries(&tmp);
     let r = json_of(&[
@@ -66,9 +74,7 @@ fn vfs_mix_on_a_temp_dir_and_on_dev_shm_leaves_nothing() {
     }
 }
 
-#[test]
 fn vfs_mix_cleans_up_after_sigint() {
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
         .env("SYSCOST_HISTORY", TEST_HISTORY)
@@ -93,9 +99,7 @@ fn vfs_mix_cleans_up_after_sigint() {
     );
 }
 
-#[test]
 fn vfs_mix_names_the_problem_with_its_directory() {
-    let _s = shared(); // never beside a test that times this machine alone
     let out = syscost()
         .args([
             "run",
@@ -129,9 +133,7 @@ fn vfs_mix_names_the_problem_with_its_directory() {
     }
 }
 
-#[test]
 fn exec_normalises_by_the_user_s_operation_count() {
-    let _s = serial();
     // A shell loop of 2,000 fork+exec of /bin/true against one of 200: per operation they
     // cost the same, so the per-op times agree within a generous ratio while totals differ 10x.
     let run = |n: u32| {
@@ -178,9 +180,7 @@ fn exec_normalises_by_the_user_s_operation_count() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("exec needs --ops"));
 }
 
-#[test]
 fn profiled_getpid_names_the_syscall_path() {
-    let _s = serial();
     let r = json_of(&[
         "run",
         "syscall",
@@ -218,14 +218,12 @@ fn profiled_getpid_names_the_syscall_path() {
     assert!(names.contains(&"syscall"), "libc's syscall(): {names:?}");
 }
 
-#[test]
 fn profile_diff_names_audit_as_what_changed() {
     use syscost::audit::session::Session;
     if !is_root() {
         skip("loading audit rules needs root (CAP_AUDIT_CONTROL)");
         return;
     }
-    let _s = serial();
     let dir = tempfile::tempdir().unwrap();
     let off = dir.path().join("off.json");
     let on = dir.path().join("on.json");
@@ -309,9 +307,7 @@ fn profile_diff_names_audit_as_what_changed() {
     assert!(String::from_utf8_lossy(&text.stdout).contains("What changed in the profile"));
 }
 
-#[test]
 fn the_vdso_answers_without_entering_the_kernel() {
-    let _s = serial();
     let cpu = a_cpu();
     let c = json_of(&[
         "ab",
