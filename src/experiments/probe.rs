@@ -172,6 +172,18 @@ impl Probes {
 }
 
 /// One run of the command: its wall seconds, and the figures captured from its output.
+/// What a failed command said last on its stderr (its last 3 lines), to follow its status.
+fn said(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let last = &lines[lines.len().saturating_sub(3)..];
+    if last.is_empty() {
+        String::new()
+    } else {
+        format!(" (it said: {})", last.join(" / "))
+    }
+}
+
 /// `mark`: the run's position, when its window is marked for the emulator's counting (the
 /// command itself is not told to mark its own).
 fn run_once(
@@ -203,7 +215,12 @@ fn run_once(
     let s = t.elapsed().as_secs_f64();
     crate::signals::check()?;
     if !out.status.success() {
-        bail!("`{}` failed: {}", cmd.join(" "), out.status);
+        bail!(
+            "`{}` failed: {}{}",
+            cmd.join(" "),
+            out.status,
+            said(&out.stderr)
+        );
     }
     let captured = if captor.is_empty() {
         Vec::new()
@@ -357,5 +374,20 @@ mod emulated_unit {
             "a run the probe never hit"
         );
         assert_eq!(counts.per_hit(&[1, 2]), None, "a hit count per probed run");
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::said;
+
+    #[test]
+    fn a_failed_command_s_last_words_follow_its_status() {
+        assert_eq!(said(b""), "");
+        assert_eq!(said(b"\n  \n"), "");
+        assert_eq!(
+            said(b"a\nb\n\nc\nsyscost: error: no sample\n"),
+            " (it said: b / c / syscost: error: no sample)"
+        );
     }
 }
