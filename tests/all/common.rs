@@ -55,15 +55,23 @@ macro_rules! tests {
     };
 }
 
-/// Runs `tests` as libtest would (its arguments: filters, --skip, --list, --exact,
-/// --test-threads), in two phases: every serial test alone, one after another, then the shared
-/// ones beside each other on --test-threads threads (default: one per CPU), started in the
-/// order given. libtest's own harness starts tests in name order on a fixed number of threads,
+/// Runs `tests` as libtest would, with its arguments from the command line (filters, --skip,
+/// --list, --exact, --test-threads), in two phases: every serial test alone, one after
+/// another, then the shared ones beside each other on --test-threads threads (default: one per
+/// CPU), started in the order given. libtest's own harness starts tests in name order on a fixed number of threads,
 /// so a serial test picked up beside a long guest test held a thread idle for the whole of it
 /// (549 s of a 957 s run here); libtest-mimic lets the order and the phases be chosen.
-pub fn run(args: libtest_mimic::Arguments, tests: Vec<Test>) -> std::process::ExitCode {
+pub fn run(tests: Vec<Test>) -> std::process::ExitCode {
+    let (args, filters) = arguments(std::env::args().skip(1));
+    let chosen = |t: &Test| {
+        filters.is_empty()
+            || filters.iter().any(|f| match args.exact {
+                true => t.name == *f,
+                false => t.name.contains(f.as_str()),
+            })
+    };
     let (serial, shared): (Vec<Test>, Vec<Test>) =
-        tests.into_iter().partition(|t| t.lock == Lock::Serial);
+        (tests.into_iter().filter(chosen)).partition(|t| t.lock == Lock::Serial);
     let alone = libtest_mimic::Arguments {
         test_threads: Some(1),
         ..args.clone()
@@ -75,6 +83,33 @@ pub fn run(args: libtest_mimic::Arguments, tests: Vec<Test>) -> std::process::Ex
     } else {
         std::process::ExitCode::SUCCESS
     }
+}
+
+/// libtest's arguments, and its filters apart: libtest takes any number of them (a test runs
+/// when its name holds one), libtest-mimic one.
+fn arguments(words: impl Iterator<Item = String>) -> (libtest_mimic::Arguments, Vec<String>) {
+    const TAKE_A_VALUE: &[&str] = &[
+        "--test-threads",
+        "--logfile",
+        "--skip",
+        "--color",
+        "--format",
+        "-Z",
+    ];
+    let (mut options, mut filters) = (vec!["all".to_string()], Vec::new());
+    let mut words = words;
+    while let Some(w) = words.next() {
+        if !w.starts_with('-') {
+            filters.push(w);
+            continue;
+        }
+        let valued = TAKE_A_VALUE.contains(&w.as_str());
+        options.push(w);
+        if valued && let Some(v) = words.next() {
+            options.push(v);
+        }
+    }
+    (libtest_mimic::Arguments::from_iter(options), filters)
 }
 
 fn trials(tests: Vec<Test>) -> Vec<libtest_mimic::Trial> {

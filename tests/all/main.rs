@@ -69,5 +69,5 @@ fn main() -> std::process::ExitCode {
     .into_iter()
     .flatten()
     .collect();
-    common::run(libtest_mimic::Arguments::from_args(), tests)
+    common::run(tests)
 }
