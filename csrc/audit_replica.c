@@ -10,7 +10,8 @@
  * The walk touches the first cache line of each entry: list.next @0 and the mask word
  * @48 + 4 * (major / 32) (@52 for getpid, 39), and ctx->major's line unless it is cached.
  *
- * One function per variant, each matching one of the 2022 audit syscall-exit series' patches:
+ * One function per variant, each matching one of the 2022 audit syscall-exit series'
+ * patches:
  *   baseline      static, called only with &replica_list: GCC const-propagates the list head,
  *                 so the loop's exit test compares against an immediate address (cmp $imm) and
  *                 reloads ctx->major every iteration (alias analysis cannot keep it).

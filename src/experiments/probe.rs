@@ -171,7 +171,6 @@ impl Probes {
     }
 }
 
-/// One run of the command: its wall seconds, and the figures captured from its output.
 /// What a failed command said last on its stderr (its last 3 lines), to follow its status.
 fn said(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
@@ -184,6 +183,7 @@ fn said(stderr: &[u8]) -> String {
     }
 }
 
+/// One run of the command: its wall seconds, and the figures captured from its output.
 /// `mark`: the run's position, when its window is marked for the emulator's counting (the
 /// command itself is not told to mark its own).
 fn run_once(

@@ -1,7 +1,8 @@
 //! Cache-set layout: which L1 sets objects' cache lines can reach, how crowded they are, the
-//! syscall-latency post's "cacheline-spread" (the standard deviation of objects per reachable set), and how
-//! likely random placement overflows a set's ways (the syscall-latency post: 408-byte audit_entry objects
-//! come from kmalloc-512, so their first line reaches only 8 of Skylake-X's 64 L1 sets).
+//! syscall-latency post's "cacheline-spread" (the standard deviation of objects per reachable
+//! set), and how likely random placement overflows a set's ways (the post: 408-byte
+//! audit_entry objects come from kmalloc-512, so their first line reaches only 8 of
+//! Skylake-X's 64 L1 sets).
 
 use crate::core::{Envelope, Kind};
 use crate::stats::pstdev;
@@ -136,8 +137,8 @@ pub fn populations(g: &Geometry, addrs: &[u64], lines: u64) -> Vec<u64> {
     pop
 }
 
-/// The syscall-latency post's cacheline-spread: the (population) standard deviation of the populations of
-/// the reachable sets; 0 for a perfectly even layout.
+/// The syscall-latency post's cacheline-spread: the (population) standard deviation of the
+/// populations of the reachable sets; 0 for a perfectly even layout.
 pub fn spread(pop: &[u64], reachable: &[u64]) -> f64 {
     let v: Vec<f64> = reachable.iter().map(|&s| pop[s as usize] as f64).collect();
     if v.is_empty() { 0.0 } else { pstdev(&v) }

@@ -250,7 +250,8 @@ pub mod bpf {
     }
 
     /// A kprobe-type program (what uprobes run) that adds one to its CPU's slot of `map` and
-    /// returns 0, like the 2024 uprobe thread's minimal program, plus the count that checks the hits.
+    /// returns 0, like the 2024 uprobe thread's minimal program, plus the count that checks
+    /// the hits.
     pub fn load_counting_return_zero(map: &OwnedFd) -> Result<OwnedFd> {
         let fd = map.as_raw_fd();
         let prog: Vec<[u8; 8]> = vec![

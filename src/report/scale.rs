@@ -14,7 +14,8 @@ impl Render for Scale {
         Vec::new()
     }
 
-    /// The 2024 uprobe thread's shape (the BPF selftests' bench output): `uprobe-nop ( 1 cpus):    3.565 ± 0.004M/s  (  3.565M/s/cpu)`.
+    /// The 2024 uprobe thread's shape (the BPF selftests' bench output):
+    /// `uprobe-nop ( 1 cpus):    3.565 ± 0.004M/s  (  3.565M/s/cpu)`.
     fn text(&self, format: Format) -> String {
         let ascii = format.layout().for_mail();
         let pm = if ascii { "+-" } else { "±" };

@@ -1,7 +1,7 @@
 //! The audit_filter_syscall() list walk (csrc/audit_replica.c) over R rule entries placed in
-//! memory like the slab allocator would place them, or crowded into few cache sets: the syscall-latency
-//! post's cache-set effect, reproduced on any CPU without rebooting a hundred times. One operation is
-//! one walk of the whole list; each run (a fresh worker) gets a fresh placement, like a fresh
+//! memory like the slab allocator would place them, or crowded into few cache sets: the
+//! syscall-latency post's cache-set effect, reproduced on any CPU without rebooting a hundred
+//! times. One operation is one walk of the whole list; each run (a fresh worker) gets a fresh placement, like a fresh
 //! boot, and records its cacheline-spread.
 
 use super::{Spec, Workload};
@@ -30,7 +30,8 @@ pub const CONTEXT_ALIGN: usize = 1024;
 const MAJOR_OFFSET: usize = 20;
 const SERIAL_LO_OFFSET: usize = 12;
 
-/// Which compiled walk to time: the baseline or one of the 2022 audit syscall-exit series' patches.
+/// Which compiled walk to time: the baseline or one of the 2022 audit syscall-exit series'
+/// patches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Variant {
@@ -804,8 +805,8 @@ impl Replica {
         pop.iter().position(|&p| p == most).unwrap_or(0)
     }
 
-    /// The syscall-latency post's cacheline-spread of this placement on this machine's L1, and the largest
-    /// number of entry lines in one set.
+    /// The syscall-latency post's cacheline-spread of this placement on this machine's L1, and
+    /// the largest number of entry lines in one set.
     pub fn spread(&self) -> (f64, u64) {
         let g = &self.geometry;
         let pop = layout::populations(g, &self.addresses(), 1);

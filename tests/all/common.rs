@@ -58,9 +58,10 @@ macro_rules! tests {
 /// Runs `tests` as libtest would, with its arguments from the command line (filters, --skip,
 /// --list, --exact, --test-threads), in two phases: every serial test alone, one after
 /// another, then the shared ones beside each other on --test-threads threads (default: one per
-/// CPU), started in the order given. libtest's own harness starts tests in name order on a fixed number of threads,
-/// so a serial test picked up beside a long guest test held a thread idle for the whole of it
-/// (549 s of a 957 s run here); libtest-mimic lets the order and the phases be chosen.
+/// CPU), started in the order given. libtest's own harness starts tests in name order on a
+/// fixed number of threads, so a serial test picked up beside a long guest test held a thread
+/// idle for the whole of it (549 s of a 957 s run here); libtest-mimic lets the order and the
+/// phases be chosen.
 pub fn run(tests: Vec<Test>) -> std::process::ExitCode {
     let (args, filters) = arguments(std::env::args().skip(1));
     let chosen = |t: &Test| {
@@ -87,7 +88,7 @@ pub fn run(tests: Vec<Test>) -> std::process::ExitCode {
 
 /// libtest's arguments, and its filters apart: libtest takes any number of them (a test runs
 /// when its name holds one), libtest-mimic one.
-fn arguments(words: impl Iterator<Item = String>) -> (libtest_mimic::Arguments, Vec<String>) {
+fn arguments(mut words: impl Iterator<Item = String>) -> (libtest_mimic::Arguments, Vec<String>) {
     const TAKE_A_VALUE: &[&str] = &[
         "--test-threads",
         "--logfile",
@@ -97,7 +98,6 @@ fn arguments(words: impl Iterator<Item = String>) -> (libtest_mimic::Arguments, 
         "-Z",
     ];
     let (mut options, mut filters) = (vec!["all".to_string()], Vec::new());
-    let mut words = words;
     while let Some(w) = words.next() {
         if !w.starts_with('-') {
             filters.push(w);

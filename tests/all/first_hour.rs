@@ -597,7 +597,8 @@ fn sources_name_public_investigations_not_private_names() {
         };
         numbered(&format!("{seed} 00"), "")
             || numbered(&format!("{seed}s 00"), "")
-            // an investigation's possessive or a test named after one; the shuffle's random seed is none
+            // an investigation's possessive, or a test named after one (never the shuffle's
+            // random seed)
             || numbered(&format!("{seed}'s"), "")
             || numbered(&format!("the {seed} says"), "")
             || numbered(&format!("_{seed}_"), "")

@@ -3,8 +3,9 @@
 //! (it times this machine or changes its kernel state) or `Shared`. One binary is built and
 //! linked once (24 were, each linking the whole crate), and its harness ([`common::run`]) runs
 //! the serial tests alone, one after another, then the shared ones (guests counting exactly,
-//! analyses, refusals) beside each other, longest first. scripts/test.sh installs what they need and sets
-//! `SYSCOST_TEST_REQUIRE_ALL`, under which a missing prerequisite fails instead of skipping.
+//! analyses, refusals) beside each other, longest first. scripts/test.sh installs what they
+//! need and sets `SYSCOST_TEST_REQUIRE_ALL`, under which a missing prerequisite fails instead
+//! of skipping.
 
 mod common;
 

@@ -97,7 +97,8 @@ fn branch_after_mask_test(body: &[String]) -> String {
         .unwrap()
 }
 
-// What the 2022 audit syscall-exit series' patches change in the generated code, and what this test checks:
+// What the 2022 audit syscall-exit series' patches change in the generated code, and what
+// this test checks:
 // - baseline (and nonstatic, unlikely): ctx->major is loaded again in every iteration, since
 //   the loop calls an opaque function that might write *ctx;
 // - cached-major and all-three: loaded once before the loop;
