@@ -2,8 +2,8 @@
  * guest executes in windows a guest program marks: a load whose address names the window,
  * followed by `nopl 0x5c05c001(%rax)` (begin) or `nopl 0x5c05c002(%rax)` (end).
  *
- * Counted, user and kernel apart (by the address half of each instruction): instructions and
- * conditional branches (inline adds, always); with the argument `l1d=SETS:WAYS:LINE` (and
+ * Counted, user and kernel apart (by the address half of each instruction): instructions,
+ * conditional branches and all branches (inline adds, always); with the argument `l1d=SETS:WAYS:LINE` (and
  * `l1i=...`), memory loads and stores and the misses of a set-associative LRU model of L1d and
  * L1i, per set too (callbacks that act only inside a window: the models see the windows'
  * accesses alone, each window starting from the state the last one left). The L1 models are
@@ -18,8 +18,8 @@
  * window), for syscost to name from the guest's kallsyms.
  *
  * Each end prints to QEMU's plugin log (-d plugin -D FILE):
- *   W NAME INSN_U INSN_K BR_U BR_K [LD_U LD_K ST_U ST_K LDM_U LDM_K STM_U STM_K IM_U IM_K
- *                                   [L2M_U L2M_K]]
+ *   W NAME INSN_U INSN_K BR_U BR_K BRA_U BRA_K [LD_U LD_K ST_U ST_K LDM_U LDM_K STM_U STM_K
+ *                                               IM_U IM_K [L2M_U L2M_K]]
  *   D NAME MISSES_OF_SET_0 ... (L1d)   I NAME MISSES_OF_SET_0 ... (L1i)   (with the models)
  *   B NAME ADDR:INSNS ...   (with blocks=1; hexadecimal, a block's address may repeat when it
  *                            was translated again)
@@ -82,7 +82,7 @@ void qemu_plugin_outs(const char *);
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
 /* What is counted, per privilege (0 user, 1 kernel). One vCPU: no per-vCPU slots. */
-enum { INSN, BR, LD, ST, LDM, STM, IM, L2M, KINDS };
+enum { INSN, BR, BRA, LD, ST, LDM, STM, IM, L2M, KINDS };
 static uint64_t count[KINDS][2], at[KINDS][2];
 static uint64_t window;
 static bool in_window;
@@ -240,8 +240,8 @@ static void marked(unsigned int vcpu, void *kind)
 		print_blocks();
 }
 
-/* A conditional branch: Jcc (70-7f, 0f 80-8f), LOOP/LOOPcc/JrCXZ (e0-e3), after prefixes. */
-static bool conditional(const unsigned char *d, size_t n)
+/* Where the opcode of an instruction starts: after its legacy prefixes and a REX prefix. */
+static size_t opcode_at(const unsigned char *d, size_t n)
 {
 	size_t i = 0;
 	static const unsigned char PREFIX[] = {0x26, 0x2e, 0x36, 0x3e, 0x64,
@@ -250,11 +250,42 @@ static bool conditional(const unsigned char *d, size_t n)
 		i++;
 	if (i < n && (d[i] & 0xf0) == 0x40)
 		i++;
+	return i;
+}
+
+/* A conditional branch: Jcc (70-7f, 0f 80-8f), LOOP/LOOPcc/JrCXZ (e0-e3), after prefixes. */
+static bool conditional(const unsigned char *d, size_t n)
+{
+	size_t i = opcode_at(d, n);
 	if (i >= n)
 		return false;
 	if ((d[i] & 0xf0) == 0x70 || (d[i] >= 0xe0 && d[i] <= 0xe3))
 		return true;
 	return d[i] == 0x0f && i + 1 < n && (d[i + 1] & 0xf0) == 0x80;
+}
+
+/* Any branch, as perf's `branches` counts them on Intel (BR_INST_RETIRED.ALL_BRANCHES): the
+ * conditional ones, JMP and CALL (direct e8 e9 eb, far 9a ea, indirect ff /2 to /5), RET
+ * (c2 c3 ca cb), IRET (cf), INT3/INT/INTO (cc cd ce), SYSCALL, SYSRET, SYSENTER and SYSEXIT
+ * (0f 05, 0f 07, 0f 34, 0f 35). */
+static bool branch(const unsigned char *d, size_t n)
+{
+	size_t i = opcode_at(d, n);
+	if (i >= n)
+		return false;
+	if (conditional(d, n))
+		return true;
+	unsigned char op = d[i];
+	if (op == 0xe8 || op == 0xe9 || op == 0xeb || op == 0x9a || op == 0xea)
+		return true;
+	if (op == 0xc2 || op == 0xc3 || op == 0xca || op == 0xcb || (op >= 0xcc && op <= 0xcf))
+		return true;
+	if (op == 0xff && i + 1 < n) {
+		unsigned reg = (d[i + 1] >> 3) & 7;
+		return reg >= 2 && reg <= 5;
+	}
+	return op == 0x0f && i + 1 < n &&
+	       (d[i + 1] == 0x05 || d[i + 1] == 0x07 || d[i + 1] == 0x34 || d[i + 1] == 0x35);
 }
 
 /* nopl 0x5c05c0KK(%rax): 0f 1f 80 KK c0 05 5c, KK = 01 begin, 02 end. */
@@ -306,6 +337,9 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		if (conditional(d, size))
 			qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
 								   &count[BR][kernel], 1);
+		if (branch(d, size))
+			qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
+								   &count[BRA][kernel], 1);
 		if (modelled)
 			qemu_plugin_register_vcpu_mem_cb(in, accessed, QEMU_PLUGIN_CB_NO_REGS,
 							 QEMU_PLUGIN_MEM_RW,

@@ -172,7 +172,8 @@ pub struct GuestOpts {
     /// boots as a bzImage, and the result says why.
     #[arg(long, value_enum, default_value_t = KernelEntry::Pvh)]
     pub entry: KernelEntry,
-    /// Count the guest's instructions and conditional branches, user and kernel apart, in
+    /// Count the guest's instructions, conditional branches and all branches (calls, jumps and
+    /// returns too, as perf's `branches`), user and kernel apart, in
     /// every batch the measurement times, with syscost's own QEMU plugin (tcg only): each
     /// boot's run result (or each step of an audit sweep, whose fits then give instructions
     /// per rule; or a probe, each run of its command a window: instructions per hit) gains

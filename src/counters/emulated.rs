@@ -1,6 +1,6 @@
 //! Counting without a PMU, under QEMU's emulator: syscost's TCG plugin (csrc/tcg_count.c,
-//! built by build.rs and carried in this binary) counts the guest's instructions and
-//! conditional branches, and with its L1 models loads, stores and misses, user and kernel
+//! built by build.rs and carried in this binary) counts the guest's instructions, conditional
+//! branches and all branches, and with its L1 models loads, stores and misses, user and kernel
 //! apart, in windows the measured program marks. Here: the marks a measured batch
 //! leaves (a one-byte load whose address names the window, then a `nopl` no processor acts
 //! on: outside the emulator they cost two instructions), and the windows the plugin reports.
@@ -213,12 +213,14 @@ fn host_l2() -> Option<Geometry> {
 }
 
 /// What the plugin counts in a window, each in user space and in the kernel apart, in the
-/// order of its log's `W` lines: the first two always, the rest with the cache models.
+/// order of its log's `W` lines: the first three always, the rest with the cache models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Count {
     Instructions,
     /// Jcc, LOOP and JrCXZ, taken or not.
     ConditionalBranches,
+    /// Every branch: conditional, jumps, calls, returns and far transfers (perf's `branches`).
+    Branches,
     Loads,
     Stores,
     L1dLoadMisses,
@@ -229,9 +231,10 @@ pub enum Count {
 }
 
 impl Count {
-    pub const ALL: [Count; 8] = [
+    pub const ALL: [Count; 9] = [
         Count::Instructions,
         Count::ConditionalBranches,
+        Count::Branches,
         Count::Loads,
         Count::Stores,
         Count::L1dLoadMisses,
@@ -246,6 +249,7 @@ impl Count {
         match self {
             Count::Instructions => "instructions",
             Count::ConditionalBranches => "conditional-branches",
+            Count::Branches => "branches",
             Count::Loads => "L1-dcache-loads",
             Count::Stores => "L1-dcache-stores",
             Count::L1dLoadMisses => "L1-dcache-load-misses",
@@ -265,11 +269,12 @@ impl Count {
         )
     }
 
-    /// What a window's count of this becomes: user, kernel, and for instructions the two
-    /// together (`instructions (emulated)`: the audit series' instructions per getpid).
+    /// What a window's count of this becomes: user, kernel, and for instructions and all
+    /// branches the two together (`instructions (emulated)`: the audit series' instructions
+    /// per getpid, as perf counts them without :u or :k).
     pub fn parts(self) -> &'static [Part] {
         match self {
-            Count::Instructions => &[Part::User, Part::Kernel, Part::All],
+            Count::Instructions | Count::Branches => &[Part::User, Part::Kernel, Part::All],
             _ => &[Part::User, Part::Kernel],
         }
     }
@@ -389,13 +394,15 @@ mod unit {
 
     #[test]
     fn windows_are_read_in_order_and_other_lines_skipped() {
-        let log = "W 4a62d0 1600002 30551400 2 3\nsome QEMU line\nW 4a62d1 1600002 30539600 \
-                   1 2 3 4 5 6 7 8 9 10 11 12\nD 4a62d1 0 5 1\nI 4a62d1 7 0 0\nW x\nD 4a62d1 9";
+        let log = "W 4a62d0 1600002 30551400 2 3 4 5\nsome QEMU line\nW 4a62d1 1600002 \
+                   30539600 1 2 3 4 5 6 7 8 9 10 11 12 13 14\nD 4a62d1 0 5 1\nI 4a62d1 7 0 0\nW \
+                   x\nD 4a62d1 9";
         let w = windows(log);
         assert_eq!(w.len(), 2);
         assert_eq!(w[0].count(Count::Instructions), Some([1600002, 30551400]));
         assert_eq!(w[0].count(Count::Loads), None, "counted without the models");
-        assert_eq!(w[1].count(Count::L1iMisses), Some([11, 12]));
+        assert_eq!(w[0].count(Count::Branches), Some([4, 5]));
+        assert_eq!(w[1].count(Count::L1iMisses), Some([13, 14]));
         assert_eq!(w[1].l1d_sets, [0, 5, 1]);
         assert_eq!(w[1].l1i_sets, [7, 0, 0]);
         assert!(w[0].l1d_sets.is_empty());

@@ -443,7 +443,11 @@ mod unit {
             for (k, s) in run.batches().enumerate() {
                 out.push(Window {
                     name: 0x1000 * (run.index as u64 + 1) + k as u64,
-                    counts: vec![[16 * s.ops, kernel * s.ops], [2 * s.ops, 40 * s.ops]],
+                    counts: vec![
+                        [16 * s.ops, kernel * s.ops],
+                        [2 * s.ops, 40 * s.ops],
+                        [3 * s.ops, 60 * s.ops],
+                    ],
                     l1d_sets: vec![0, 3 * s.ops, s.ops],
                     l1i_sets: vec![s.ops, 0, 0],
                     blocks: vec![
@@ -490,10 +494,16 @@ mod unit {
         assert_eq!(median("instructions:k (emulated)"), 305.0);
         assert_eq!(median("instructions (emulated)"), 321.0, "user and kernel");
         assert_eq!(median("conditional-branches:k (emulated)"), 40.0);
+        assert_eq!(
+            median("branches:k (emulated)"),
+            60.0,
+            "all branches, after the Jcc"
+        );
+        assert_eq!(median("branches (emulated)"), 63.0, "user and kernel");
         for name in ["instructions:k (emulated)", "instructions (emulated)"] {
             assert_eq!(metric(name).kind, crate::results::MetricKind::Emulated);
         }
-        assert_eq!(joined.events.len(), r.events.len() + 5);
+        assert_eq!(joined.events.len(), r.events.len() + 8);
         let sets = joined.emulated_sets.unwrap();
         assert_eq!(
             (sets.l1d, sets.l1i),
