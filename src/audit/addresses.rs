@@ -198,6 +198,43 @@ pub fn exit_rule_addresses() -> Result<Vec<u64>> {
     walk_list(&mut kcore, head)
 }
 
+/// Where a boot's exit-rule entries were when it measured, as its result records them (the
+/// syscall-latency post's placement, read from inside each guest).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Placement {
+    /// Each entry's address, hexadecimal (`0xffff...`: beyond a double's exact integers), in
+    /// list order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<String>,
+    /// Why they could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+}
+
+impl Placement {
+    /// The entries on this kernel now, or why they cannot be read.
+    pub fn here() -> Placement {
+        match exit_rule_addresses() {
+            Ok(a) => Placement {
+                addresses: a.iter().map(|x| format!("{x:#x}")).collect(),
+                unreadable: None,
+            },
+            Err(e) => Placement {
+                addresses: Vec::new(),
+                unreadable: Some(format!("{e:#}")),
+            },
+        }
+    }
+
+    /// The addresses as numbers (any that do not parse left out).
+    pub fn addresses(&self) -> Vec<u64> {
+        self.addresses
+            .iter()
+            .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;

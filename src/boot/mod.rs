@@ -123,14 +123,20 @@ struct ArmRules {
     loaded: crate::audit::load::Loaded,
     /// The audit state measured under, once set up.
     audit: Option<ArmAudit>,
+    /// Where the exit rules' entries are in this boot.
+    placement: crate::audit::addresses::Placement,
 }
 
 /// Where a boot's result holds the audit state its arm's rules were measured under.
 pub const ARM_AUDIT_FIELD: &str = "arm_audit";
 
+/// Where a boot's result holds where its exit rules' entries were in memory.
+pub const ENTRIES_FIELD: &str = "audit_entries";
+
 impl ArmRules {
     /// The rules loaded and audit turned on for them when it is off and the file has no
-    /// `-e` (a rule is walked only with audit on; a kexec boot's flag is put back on drop).
+    /// `-e` (a rule is walked only with audit on; a kexec boot's flag is put back on drop),
+    /// and where their exit-list entries landed (read as `cachesets --addresses` reads them).
     fn set_up(json: &str, what: &str) -> Result<ArmRules> {
         let set = serde_json::from_str(json).with_context(|| format!("the rules of {what}"))?;
         let mut me = ArmRules {
@@ -138,12 +144,14 @@ impl ArmRules {
             set,
             loaded: Default::default(),
             audit: None,
+            placement: Default::default(),
         };
         let at_boot = me.sock.status_message()?.enabled;
         let target = crate::audit::load::Target::Guest;
         crate::audit::load::load(&mut me.sock, &mut me.set, target, &mut me.loaded)?;
         let audit = crate::audit::load::switch_on_for(&mut me.sock, &me.set, &me.loaded, at_boot);
         me.audit = Some(audit?);
+        me.placement = crate::audit::addresses::Placement::here();
         Ok(me)
     }
 
@@ -154,6 +162,7 @@ impl ArmRules {
             Some(a) => guest::with_field(result, ARM_AUDIT_FIELD, serde_json::json!(a)),
             None => result,
         };
+        let result = guest::with_field(result, ENTRIES_FIELD, serde_json::json!(self.placement));
         let refused = self.set.refused.iter().map(|r| {
             format!(
                 "audit rules, {} line {}: left out: {}",
