@@ -362,6 +362,24 @@ impl CampaignArgs {
     }
 }
 
+/// Run the QEMU campaign `command` (campaign's own words, as a user would type them after
+/// `syscost`) to its end, for a command that builds on one (`reproduce`): checked as the
+/// command line is, its boots neither kept for a resume nor recorded in the history.
+pub(super) fn run_for(
+    command: &[String],
+    progress: &mut dyn FnMut(&BootRecord),
+) -> Result<campaign::Campaign> {
+    let words = std::iter::once("syscost").chain(command.iter().map(String::as_str));
+    let Command::Campaign(args) = Cli::try_parse_from(words)?.command else {
+        anyhow::bail!("not a campaign: {command:?}");
+    };
+    let plan = args.plan(args.shared.seed.unwrap_or_else(crate::core::now_unix))?;
+    let rules = checks::check(&plan.boot).map_err(with_flag)?;
+    let mut c = campaign::run(&plan, &rules, &[], None, progress)?;
+    c.id = format!("{}-{}", crate::core::now_unix(), plan.boot.seed);
+    Ok(c)
+}
+
 /// A boot's result in the history, tagged with its campaign, arm, round and how it booted.
 fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str, via: &str, accel: &str) {
     let mut tags = vec![

@@ -25,6 +25,7 @@ mod export;
 mod history;
 mod progress;
 mod reading;
+mod reproduce;
 mod run;
 
 use ab::*;
@@ -141,6 +142,11 @@ pub enum Command {
     /// QEMU and classified with boots as units and a stated error rate.
     #[command(after_help = bisect::BISECT_EXAMPLES)]
     Bisect(Box<bisect::BisectArgs>),
+    /// Repeat a public investigation in one command: boot what it needs under QEMU, measure,
+    /// and print its published tables beside syscost's figures, cell by cell, each classed
+    /// and with the reason it differs.
+    #[command(after_help = reproduce::REPRODUCE_EXAMPLES)]
+    Reproduce(Box<reproduce::ReproduceArgs>),
     /// One self-contained HTML page (inline SVG, no JavaScript) charting any syscost results:
     /// runs, comparisons, merges, audit sweeps, thread scaling, correlations, cache sets,
     /// probes and trends.
@@ -304,6 +310,7 @@ fn dispatch(cmd: Command) -> Result<()> {
         Command::Probe(p) => p.run(),
         Command::Campaign(c) => c.run(),
         Command::Bisect(b) => b.run(),
+        Command::Reproduce(r) => r.run(),
         Command::Cachesets(args) => cachesets(args),
         Command::Show(s) => s.run(),
         Command::Env(e) => e.run(),

@@ -39,11 +39,13 @@ pub enum Kind {
     Campaign,
     /// `syscost bisect`: the first build in order where a figure changed.
     Bisection,
+    /// `syscost reproduce`: a public investigation's tables beside syscost's figures.
+    Reproduction,
 }
 
 impl Kind {
     /// Every kind, in the order `--help` lists them.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Run,
         Kind::Compare,
         Kind::Merged,
@@ -55,6 +57,7 @@ impl Kind {
         Kind::Trend,
         Kind::Campaign,
         Kind::Bisection,
+        Kind::Reproduction,
     ];
 
     /// The name written in the `kind` field.
@@ -71,6 +74,7 @@ impl Kind {
             Kind::Trend => "trend",
             Kind::Campaign => "campaign",
             Kind::Bisection => "bisection",
+            Kind::Reproduction => "reproduction",
         }
     }
 

@@ -15,7 +15,9 @@
 //!   and `history trend`;
 //! - [`probe`]: a uprobe on any program's function while a command runs (the uprobe thread's
 //!   Redis case);
-//! - [`scale`]: a throughput workload over thread counts (the uprobe thread's tables).
+//! - [`scale`]: a throughput workload over thread counts (the uprobe thread's tables);
+//! - [`reproduce`]: a public investigation repeated by a campaign, its tables cell by cell
+//!   beside syscost's figures.
 
 pub mod ab;
 pub mod audit_sweep;
@@ -24,5 +26,6 @@ pub mod boots;
 pub mod campaign;
 pub mod grouped;
 pub mod probe;
+pub mod reproduce;
 pub mod rule_costs;
 pub mod scale;

@@ -24,6 +24,7 @@ pub const REGISTRY: &[Entry] = &[
     super::trend::ENTRY,
     super::campaign::ENTRY,
     super::bisect::ENTRY,
+    super::reproduce::ENTRY,
 ];
 
 /// The chart names `--svg` takes, in the registry's order.

@@ -19,6 +19,7 @@ pub mod kind;
 pub mod loaded;
 pub mod merge;
 pub mod probe;
+pub mod reproduce;
 pub mod rule_costs;
 pub mod run;
 pub mod scale;

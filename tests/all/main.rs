@@ -31,6 +31,7 @@ mod postgres;
 mod readme;
 mod replica_layout;
 mod report;
+mod reproduce;
 mod run_syscall;
 mod uprobe;
 mod workloads_profile;
@@ -44,6 +45,7 @@ fn main() -> std::process::ExitCode {
         lava::tests(),
         readme::tests(),
         campaign::tests(),
+        reproduce::tests(),
         bisect::tests(),
         audit::tests(),
         audit_grammar::tests(),

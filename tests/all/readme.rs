@@ -202,6 +202,10 @@ const NOT_RUN: &[(&str, &str)] = &[
         "a LAVA lab (tests/all/lava.rs starts one)",
     ),
     (
+        "syscost reproduce audit-series --kernels target/kernels/boot",
+        "tests/all/reproduce.rs runs it on the fetched kernels, one boot per arm",
+    ),
+    (
         "syscost bisect --via lava",
         "a LAVA lab (tests/all/lava.rs starts one)",
     ),

@@ -1,0 +1,187 @@
+//! `syscost reproduce`: parse, run the investigation's campaign, show its tables beside the
+//! paper's, and write them (JSON and a report page) to -o DIR.
+
+use super::boots::boot_line;
+use super::campaign::name_value;
+use super::*;
+use crate::experiments::reproduce::{self, Investigation};
+use anyhow::Context as _;
+use std::path::Path;
+
+pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
+  syscost reproduce --list
+      each investigation: what it repeats, what it needs and what it costs
+  syscost reproduce audit-series --kernels target/kernels/boot -o audit-series
+      the 2022 audit syscall-exit series: Debian's 6.1 at audit=0 and at audit=1 with 42 exit
+      rules of the series' shape, 2 boots each under TCG with the Skylake-X cache model; the
+      series' four tables beside syscost's figures, cell by cell, in audit-series/
+Every cell is classed: exact (emulated instructions, branches, loads), modelled (the cache
+model of the paper's CPU), ratio (time under TCG: between columns only) or not reproducible
+here (cycles, branch misses, another machine's time), each with its reason. Boots are not
+kept in the history; the campaign command it ran is printed, to run again or change.";
+
+#[derive(Args, Debug)]
+pub struct ReproduceArgs {
+    /// The investigation: audit-series, syscall-latency, alignment-rfc or uprobe-thread.
+    #[arg(value_name = "NAME", required_unless_present = "list")]
+    pub name: Option<String>,
+    /// List the investigations: what each repeats, needs and costs, and whether it runs yet.
+    #[arg(long, conflicts_with = "name")]
+    pub list: bool,
+    /// The directory holding Debian kernel images (vmlinuz-VERSION): each arm boots the
+    /// newest of its series there.
+    #[arg(long, value_name = "DIR", default_value = "/boot")]
+    pub kernels: PathBuf,
+    /// An arm's kernel instead of the one --kernels finds: NAME=KERNEL (a bzImage).
+    #[arg(long = "arm", value_name = "NAME=KERNEL")]
+    pub arms: Vec<String>,
+    /// Boots per arm: two let exact counts show their boot-to-boot range (1 for a quick look).
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub boots: u32,
+    /// Runs of the measurement in each boot (each a fresh worker process).
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// Samples of each run [default: run's].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub samples: Option<u32>,
+    /// Each sample's length, e.g. 50ms [default: run's].
+    #[arg(long, value_name = "DURATION")]
+    pub sample_time: Option<String>,
+    /// The order of the boots is seeded by this number [default: from the clock].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write NAME.json (the paper's cells, syscost's, and the campaign with every boot),
+    /// NAME.html (its report page) and the rule set it loaded into DIR.
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+}
+
+impl ReproduceArgs {
+    pub(super) fn run(self) -> Result<()> {
+        let Some(name) = self.name.as_deref().filter(|_| !self.list) else {
+            return list();
+        };
+        let inv = reproduce::named(name).map_err(anyhow::Error::msg)?;
+        let paper = inv.paper().map_err(anyhow::Error::msg)?;
+        let mut given = Vec::new();
+        for a in &self.arms {
+            let (n, k) = name_value("--arm", a)?;
+            if !inv.arms.iter().any(|x| x.name == n) {
+                let names: Vec<&str> = inv.arms.iter().map(|x| x.name).collect();
+                anyhow::bail!("--arm {n}: {name} has the arms {}", names.join(", "));
+            }
+            given.push((n.to_string(), PathBuf::from(k)));
+        }
+        let kernels = inv
+            .kernels(&self.kernels, &given)
+            .map_err(anyhow::Error::msg)?;
+        let scratch = crate::boot::workdir()?;
+        let rules_dir = match &self.output {
+            Some(d) => {
+                std::fs::create_dir_all(d)
+                    .with_context(|| format!("cannot create -o {}", d.display()))?;
+                d.clone()
+            }
+            None => scratch.path().to_path_buf(),
+        };
+        for (file, text) in inv.rules {
+            crate::core::write_atomic(&rules_dir.join(file), text.as_bytes())?;
+        }
+        let command = self.campaign_command(inv, &kernels, &rules_dir);
+        eprintln!("syscost: reproducing {}: {}", paper.title, shown(&command));
+        let started = std::time::Instant::now();
+        let c = campaign::run_for(&command, &mut |b| eprintln!("syscost: {}", boot_line(b)))?;
+        let l1d = inv.l1d().map_err(anyhow::Error::msg)?;
+        let r = reproduce::compare(&paper, c, l1d, command, started.elapsed().as_secs_f64());
+        self.write(inv, &r)?;
+        if self.format == Format::Json {
+            out(format!("{}\n", json::to_json(&r)))
+        } else {
+            out(r.text(self.format))
+        }
+    }
+
+    /// The campaign that repeats `inv`: its arms on `kernels`, its rules from `rules_dir`.
+    fn campaign_command(
+        &self,
+        inv: &Investigation,
+        kernels: &[PathBuf],
+        rules: &Path,
+    ) -> Vec<String> {
+        let mut c: Vec<String> = [
+            "campaign",
+            "--accel",
+            "tcg",
+            "--cache-model",
+            inv.cache_model,
+        ]
+        .map(String::from)
+        .to_vec();
+        c.extend(["--boots".into(), self.boots.to_string()]);
+        if self.boots < 2 {
+            c.push("--no-verdict".into());
+        }
+        if let Some(s) = self.seed {
+            c.extend(["--seed".into(), s.to_string()]);
+        }
+        for (a, k) in inv.arms.iter().zip(kernels) {
+            c.extend(["--arm".into(), format!("{}={}", a.name, k.display())]);
+            if !a.append.is_empty() {
+                c.extend(["--append".into(), format!("{}={}", a.name, a.append)]);
+            }
+            if let Some(r) = a.rules {
+                let file = rules.join(r);
+                c.extend([
+                    "--audit-rules".into(),
+                    format!("{}={}", a.name, file.display()),
+                ]);
+            }
+        }
+        c.push("--".into());
+        c.extend(inv.measure.iter().map(|s| s.to_string()));
+        c.extend(["--runs".into(), self.runs.to_string()]);
+        if let Some(n) = self.samples {
+            c.extend(["--samples".into(), n.to_string()]);
+        }
+        if let Some(t) = &self.sample_time {
+            c.extend(["--sample-time".into(), t.clone()]);
+        }
+        c
+    }
+
+    fn write(&self, inv: &Investigation, r: &reproduce::Reproduction) -> Result<()> {
+        let Some(dir) = &self.output else {
+            return Ok(());
+        };
+        let json = json::to_json(r);
+        write_file(
+            &dir.join(format!("{}.json", inv.name)),
+            format!("{json}\n").as_bytes(),
+        )?;
+        let loaded = report::loaded::parse(inv.name, &json)
+            .map_err(|e| anyhow::anyhow!("the reproduction does not read back: {e}"))?;
+        let page = report::html::page(&[(format!("{}.json", inv.name), loaded)]);
+        write_file(&dir.join(format!("{}.html", inv.name)), page.as_bytes())
+    }
+}
+
+/// `syscost` and the words of `command`, quoted for a shell.
+fn shown(command: &[String]) -> String {
+    let words = std::iter::once("syscost").chain(command.iter().map(String::as_str));
+    shlex::try_join(words).unwrap_or_default()
+}
+
+/// `reproduce --list`.
+fn list() -> Result<()> {
+    let mut g = report::format::Grid::new(&["investigation", "repeats", "needs", "runs"]);
+    for i in reproduce::ALL {
+        let runs = i
+            .missing
+            .map_or("yes".to_string(), |m| format!("not yet: {m}"));
+        g.row([i.name, i.about, i.needs, &runs]);
+    }
+    out(report::format::render(Format::Table, &[], &[g]))
+}

@@ -1,0 +1,447 @@
+//! `syscost reproduce`: a public investigation repeated in one command. Each investigation
+//! is its paper's tables as data ([`paper`], `papers/NAME.json`), the campaign that repeats
+//! what can be repeated under QEMU's emulator (its arms, the shipped rule set of the paper's
+//! shape, the measuring command, the cache model of the paper's CPU), and the comparison of
+//! every cell: the paper's figure beside syscost's, their ratio, the cell's class and why it
+//! differs ([`agreement`] says when two agree).
+
+pub mod agreement;
+pub mod paper;
+pub mod placement;
+
+use crate::core::{Envelope, Kind};
+use crate::experiments::campaign::Campaign;
+use agreement::ClassSummary;
+use paper::{Class, Paper, PaperCell, Table};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A kernel series an arm boots: the newest image of it found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Series {
+    /// Debian 12's 6.1 (linux-image-6.1.0-N-cloud-amd64 or -amd64).
+    Linux61,
+}
+
+impl Series {
+    fn prefix(self) -> &'static str {
+        match self {
+            Series::Linux61 => "vmlinuz-6.1.",
+        }
+    }
+
+    /// How to get an image of it.
+    fn how_to_get(self) -> &'static str {
+        match self {
+            Series::Linux61 => {
+                "apt-get download linux-image-6.1.0-56-cloud-amd64 (any 6.1.0-N), then \
+                 dpkg-deb -x linux-image-*.deb DIR and give --kernels DIR/boot \
+                 (scripts/test.sh fetches one into target/kernels/boot)"
+            }
+        }
+    }
+}
+
+/// One arm of an investigation's campaign.
+#[derive(Clone, Debug)]
+pub struct ArmSpec {
+    pub name: &'static str,
+    pub series: Series,
+    /// Added to the kernel's command line.
+    pub append: &'static str,
+    /// The shipped rule set the arm's guest loads (a key of [`Investigation::rules`]).
+    pub rules: Option<&'static str>,
+}
+
+/// An investigation syscost repeats.
+#[derive(Debug)]
+pub struct Investigation {
+    pub name: &'static str,
+    /// What it asks, in a line.
+    pub about: &'static str,
+    /// Its tables (`papers/NAME.json`); `None` while syscost cannot repeat it yet.
+    paper: Option<&'static str>,
+    pub arms: &'static [ArmSpec],
+    /// Rule sets of the paper's shape shipped with it: (file name, text).
+    pub rules: &'static [(&'static str, &'static str)],
+    /// The cache model of the paper's CPU.
+    pub cache_model: &'static str,
+    /// The syscost command measured in every boot, before the options `reproduce` adds.
+    pub measure: &'static [&'static str],
+    /// What it needs and costs, for `reproduce --list`.
+    pub needs: &'static str,
+    /// Why it cannot run yet, when it cannot.
+    pub missing: Option<&'static str>,
+}
+
+const AUDIT_SERIES_ARMS: &[ArmSpec] = &[
+    ArmSpec {
+        name: "audit0",
+        series: Series::Linux61,
+        append: "audit=0",
+        rules: None,
+    },
+    ArmSpec {
+        name: "audit1",
+        series: Series::Linux61,
+        append: "audit=1",
+        rules: Some("audit-series.rules"),
+    },
+];
+
+/// Every investigation, in the order `--list` shows them.
+pub const ALL: &[Investigation] = &[
+    Investigation {
+        name: "audit-series",
+        about: "the 2022 audit syscall-exit series: what 42 exit rules add to a getpid()",
+        paper: Some(include_str!("../../../papers/audit-series.json")),
+        arms: AUDIT_SERIES_ARMS,
+        rules: &[(
+            "audit-series.rules",
+            include_str!("../../../papers/audit-series.rules"),
+        )],
+        cache_model: "skylake-x",
+        measure: &["run", "syscall"],
+        needs: "a Debian 6.1 kernel image; QEMU (TCG); 2 arms (audit=0, audit=1 with 42 rules) \
+                x 2 boots, about 10 s a boot here",
+        missing: None,
+    },
+    Investigation {
+        name: "syscall-latency",
+        about: "the syscall-latency post (2023): 37 audit rules, L1d misses and the crowded sets",
+        paper: None,
+        arms: &[],
+        rules: &[],
+        cache_model: "skylake-x",
+        measure: &["run", "syscall"],
+        needs: "Debian 6.1 and 6.12 kernel images; QEMU (TCG)",
+        missing: Some(
+            "its tables are not transcribed yet, and the rule entries' cacheline spread needs \
+             their addresses read inside each guest",
+        ),
+    },
+    Investigation {
+        name: "alignment-rfc",
+        about: "the 2015 function-alignment RFC: a VFS-mix loop over 11 kernel builds",
+        paper: None,
+        arms: &[],
+        rules: &[],
+        cache_model: "skylake-x",
+        measure: &["run", "vfs-mix"],
+        needs: "alignment variants of one kernel, built by you (syscost builds no kernels)",
+        missing: Some(
+            "its tables are not transcribed yet, and it needs kernel builds that differ only \
+             in their function alignment",
+        ),
+    },
+    Investigation {
+        name: "uprobe-thread",
+        about: "the 2024 uprobe thread: uprobe and uretprobe throughput on nop, push and ret",
+        paper: None,
+        arms: &[],
+        rules: &[],
+        cache_model: "skylake-x",
+        measure: &["probe"],
+        needs: "Debian 6.1 and 6.12 kernel images; QEMU (TCG)",
+        missing: Some(
+            "its tables are not transcribed yet, and it needs a measuring command per arm \
+             (nop, push and ret)",
+        ),
+    },
+];
+
+impl Investigation {
+    /// The L1d of its cache model, as the placement tables count sets.
+    pub fn l1d(&self) -> Result<crate::layout::Geometry, String> {
+        let g = crate::counters::emulated::CacheModel::parse(self.cache_model)?.l1d;
+        Ok(crate::layout::Geometry {
+            sets: g.sets.into(),
+            ways: g.ways.into(),
+            line: g.line.into(),
+        })
+    }
+}
+
+/// The investigation named `name`.
+pub fn named(name: &str) -> Result<&'static Investigation, String> {
+    ALL.iter().find(|i| i.name == name).ok_or_else(|| {
+        let names: Vec<&str> = ALL.iter().map(|i| i.name).collect();
+        format!(
+            "no investigation named {name:?}: syscost reproduces {} (reproduce --list says \
+             what each needs)",
+            names.join(", ")
+        )
+    })
+}
+
+impl Investigation {
+    /// Its paper, or why it cannot be repeated yet.
+    pub fn paper(&self) -> Result<Paper, String> {
+        match (self.paper, self.missing) {
+            (Some(json), None) => Paper::parse(json),
+            (_, why) => Err(format!(
+                "{} cannot be reproduced yet: {}",
+                self.name,
+                why.unwrap_or("no tables")
+            )),
+        }
+    }
+
+    /// Each arm's kernel: the newest image of its series in `dir`, unless `given` names one.
+    pub fn kernels(&self, dir: &Path, given: &[(String, PathBuf)]) -> Result<Vec<PathBuf>, String> {
+        self.arms
+            .iter()
+            .map(|a| match given.iter().find(|(n, _)| n == a.name) {
+                Some((_, k)) => Ok(k.clone()),
+                None => newest(dir, a.series).ok_or_else(|| {
+                    format!(
+                        "{}'s arm {} boots a {} image, and {} has none: {}",
+                        self.name,
+                        a.name,
+                        a.series
+                            .prefix()
+                            .trim_end_matches('.')
+                            .trim_start_matches("vmlinuz-"),
+                        dir.display(),
+                        a.series.how_to_get()
+                    )
+                }),
+            })
+            .collect()
+    }
+}
+
+/// The newest `vmlinuz-` image of `series` in `dir`, by version (6.1.0-56 after 6.1.0-9).
+fn newest(dir: &Path, series: Series) -> Option<PathBuf> {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(series.prefix()))
+        .collect();
+    found.sort_by(|a, b| crate::experiments::bisect::builds::version_order(a, b));
+    found.pop().map(|n| dir.join(n))
+}
+
+/// One cell: the paper's figure beside syscost's.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Row {
+    pub table: String,
+    pub row: String,
+    pub column: String,
+    /// As printed.
+    pub written: String,
+    pub unit: String,
+    /// The paper's figure per operation (a ratio's: over its `over` column).
+    pub paper: f64,
+    /// syscost's: the median over the arm's boots of each boot's figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ours: Option<f64>,
+    /// The lowest and highest boot's figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boots_range: Option<(f64, f64)>,
+    /// syscost's over the paper's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    pub class: Class,
+    pub why: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agrees: Option<bool>,
+}
+
+/// The result of `syscost reproduce` (kind `reproduction`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Reproduction {
+    #[serde(flatten)]
+    pub envelope: Envelope,
+    pub investigation: String,
+    pub title: String,
+    pub document: String,
+    pub question: String,
+    /// Each table's caption, source, conditions and scale, by id.
+    pub tables: Vec<TableInfo>,
+    /// The campaign command it ran, for a reader to run again or change.
+    pub campaign_command: Vec<String>,
+    pub rows: Vec<Row>,
+    pub summary: Vec<ClassSummary>,
+    /// Where each boot with rules put their entries, beside its modelled misses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placements: Vec<placement::ArmPlacement>,
+    pub seconds: f64,
+    pub campaign: Campaign,
+}
+
+/// A table's heading and conditions.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TableInfo {
+    pub id: String,
+    pub caption: String,
+    pub source: String,
+    pub conditions: String,
+    pub scale: String,
+}
+
+/// The modelled L1d misses, user and kernel, as the placement table sets them beside.
+const L1D_MISSES: [&str; 2] = [
+    "L1-dcache-load-misses:u (emulated)",
+    "L1-dcache-load-misses:k (emulated)",
+];
+
+/// The paper's cells beside the campaign's figures, and where each boot's rule entries were
+/// in an L1d of `l1d`.
+pub fn compare(
+    p: &Paper,
+    c: Campaign,
+    l1d: crate::layout::Geometry,
+    campaign_command: Vec<String>,
+    seconds: f64,
+) -> Reproduction {
+    let rows: Vec<Row> = p.cells().map(|(t, cell)| row(p, t, cell, &c)).collect();
+    let arms: Vec<&str> = c.arms.iter().map(|a| a.name.as_str()).collect();
+    let misses = L1D_MISSES.map(String::from);
+    let placements = placement::placements(&c.boots, &arms, l1d, &misses);
+    let classes: Vec<(Class, Option<bool>)> = rows.iter().map(|r| (r.class, r.agrees)).collect();
+    Reproduction {
+        envelope: Envelope::new(Kind::Reproduction),
+        investigation: p.name.clone(),
+        title: p.title.clone(),
+        document: p.document.clone(),
+        question: p.question.clone(),
+        tables: p
+            .tables
+            .iter()
+            .map(|t| TableInfo {
+                id: t.id.clone(),
+                caption: t.caption.clone(),
+                source: t.source.clone(),
+                conditions: t.conditions.clone(),
+                scale: t.scale.clone(),
+            })
+            .collect(),
+        campaign_command,
+        summary: agreement::summarise(&classes),
+        rows,
+        placements,
+        seconds,
+        campaign: c,
+    }
+}
+
+fn row(p: &Paper, t: &Table, cell: &PaperCell, c: &Campaign) -> Row {
+    let per_boot = |arm: &str| measured(c, arm, &cell.metrics);
+    let over = cell.over.as_ref().and_then(|o| t.cell(&cell.row, o));
+    let mut paper = t.value(cell);
+    let mut ours_boots = cell.arm.as_deref().map(per_boot).unwrap_or_default();
+    if let Some(o) = over {
+        paper /= t.value(o);
+        let base = o.arm.as_deref().map(per_boot).unwrap_or_default();
+        let base = (!base.is_empty()).then(|| crate::stats::median(&base));
+        ours_boots = match base {
+            Some(b) if b > 0.0 => ours_boots.iter().map(|v| v / b).collect(),
+            _ => Vec::new(),
+        };
+    }
+    // The denominator of a ratio row is not compared: its figure is time of another machine.
+    if cell.class == Class::Ratio && over.is_none() {
+        ours_boots.clear();
+    }
+    let ours = (!ours_boots.is_empty()).then(|| crate::stats::median(&ours_boots));
+    let slack = agreement::rounding(&cell.written) * if over.is_some() { 0.0 } else { t.factor };
+    Row {
+        table: t.id.clone(),
+        row: cell.row.clone(),
+        column: cell.column.clone(),
+        written: cell.written.clone(),
+        unit: cell.unit.clone(),
+        paper,
+        ours,
+        boots_range: range(&ours_boots),
+        ratio: ours.filter(|_| paper != 0.0).map(|o| o / paper),
+        class: cell.class,
+        why: p.reasons.get(&cell.why).cloned().unwrap_or_default(),
+        agrees: ours.and_then(|o| agreement::agrees(cell.class, paper, o, slack)),
+    }
+}
+
+/// An arm's figure for `metrics` added together, per measured boot in round order (a boot
+/// lacking one of them is left out).
+fn measured(c: &Campaign, arm: &str, metrics: &[String]) -> Vec<f64> {
+    c.boots
+        .iter()
+        .filter(|b| b.arm == arm)
+        .filter_map(|b| {
+            metrics
+                .iter()
+                .map(|m| b.figure(m).ok().map(|(v, _)| v))
+                .sum()
+        })
+        .collect()
+}
+
+fn range(xs: &[f64]) -> Option<(f64, f64)> {
+    let lo = xs.iter().copied().reduce(f64::min)?;
+    let hi = xs.iter().copied().reduce(f64::max)?;
+    Some((lo, hi))
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn every_cell_of_every_paper_has_a_source_a_class_and_a_reason() {
+        for i in ALL.iter().filter(|i| i.missing.is_none()) {
+            let p = i.paper().unwrap();
+            assert!(p.cells().count() > 0, "{}", i.name);
+            for (t, c) in p.cells() {
+                assert!(!t.source.is_empty() && !t.conditions.is_empty(), "{}", t.id);
+                assert!(!p.reasons[&c.why].is_empty());
+                assert!(t.value(c).is_finite(), "{} {}", c.row, c.column);
+                if let Some(arm) = &c.arm {
+                    assert!(i.arms.iter().any(|a| a.name == arm), "{arm} is an arm");
+                }
+            }
+            for a in i.arms {
+                if let Some(r) = a.rules {
+                    assert!(i.rules.iter().any(|(n, _)| *n == r), "{r} is shipped");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_audit_series_rules_have_its_shape() {
+        let (_, text) = named("audit-series").unwrap().rules[0];
+        let exit: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("-a always,exit"))
+            .collect();
+        assert_eq!(exit.len(), 42, "42 exit rules");
+        let getpid = exit.iter().filter(|l| l.contains(" -S getpid ")).count();
+        assert_eq!(getpid, 5, "5 of which reach the field filter for getpid");
+    }
+
+    #[test]
+    fn a_missing_kernel_says_how_to_get_one_and_the_newest_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let i = named("audit-series").unwrap();
+        let e = i.kernels(dir.path(), &[]).unwrap_err();
+        assert!(e.contains("apt-get download linux-image-6.1.0-"), "{e}");
+        for v in [
+            "6.1.0-9-amd64",
+            "6.1.0-56-cloud-amd64",
+            "6.12.117+deb12-amd64",
+        ] {
+            std::fs::write(dir.path().join(format!("vmlinuz-{v}")), "").unwrap();
+        }
+        let k = i.kernels(dir.path(), &[]).unwrap();
+        assert!(k[0].ends_with("vmlinuz-6.1.0-56-cloud-amd64"), "{k:?}");
+        let given = [("audit1".to_string(), PathBuf::from("/x/bzImage"))];
+        assert_eq!(
+            i.kernels(dir.path(), &given).unwrap()[1],
+            Path::new("/x/bzImage")
+        );
+        assert!(named("nope").unwrap_err().contains("audit-series"));
+        assert!(named("alignment-rfc").unwrap().paper().is_err());
+    }
+}

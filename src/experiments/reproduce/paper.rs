@@ -1,0 +1,175 @@
+//! A public investigation's published figures as data (`papers/NAME.json`): every cell of its
+//! tables as written, with where it is in the document, its unit and scale, the conditions it
+//! was measured under, and how syscost can repeat it: its class and the reason in words.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One investigation's document and tables.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Paper {
+    pub name: String,
+    pub title: String,
+    pub document: String,
+    pub question: String,
+    /// Why a cell differs or cannot be repeated, by key; each cell names one.
+    pub reasons: BTreeMap<String, String>,
+    pub tables: Vec<Table>,
+}
+
+/// One table of the document.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Table {
+    pub id: String,
+    /// The table's own heading, as printed.
+    pub caption: String,
+    /// Where it is in the document.
+    pub source: String,
+    /// The CPU, kernel, rules and boots it was measured with.
+    pub conditions: String,
+    /// What one written figure is (a total over 10^7 calls, a figure per call).
+    pub scale: String,
+    /// What a written figure is multiplied by to be per operation, as syscost counts.
+    pub factor: f64,
+    pub cells: Vec<PaperCell>,
+}
+
+/// One published figure.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaperCell {
+    pub row: String,
+    pub column: String,
+    /// Exactly as printed (`4,174,224,305`, `~6.6*`, `(+- 1.45%)`).
+    pub written: String,
+    pub unit: String,
+    pub class: Class,
+    /// A key of [`Paper::reasons`].
+    pub why: String,
+    /// syscost's figures that repeat it, added together (user and kernel parts): none when
+    /// it cannot be repeated here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<String>,
+    /// The campaign arm measured for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
+    /// For a ratio: the column of the same row it is divided by (the paper's and syscost's
+    /// figure alike).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<String>,
+}
+
+/// How a published figure can be repeated under emulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    /// An exact count of the emulated CPU (instructions, branches, loads).
+    Exact,
+    /// A count of the cache model of the paper's CPU.
+    Modelled,
+    /// Time under TCG: only a ratio between arms compares.
+    Ratio,
+    /// Nothing here measures it (cycles, branch misses, another machine's time).
+    NotReproducible,
+}
+
+impl Class {
+    pub const ALL: [Class; 4] = [
+        Class::Exact,
+        Class::Modelled,
+        Class::Ratio,
+        Class::NotReproducible,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Exact => "exact",
+            Class::Modelled => "modelled",
+            Class::Ratio => "ratio",
+            Class::NotReproducible => "not reproducible",
+        }
+    }
+}
+
+impl Paper {
+    /// The paper in `json`, checked: every cell's reason exists, every repeatable cell says
+    /// what measures it, every ratio's column exists in its row.
+    pub fn parse(json: &str) -> Result<Paper, String> {
+        let p: Paper = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        for t in &p.tables {
+            for c in &t.cells {
+                p.check(t, c)
+                    .map_err(|e| format!("{} {}: {} / {}: {e}", p.name, t.id, c.row, c.column))?;
+            }
+        }
+        Ok(p)
+    }
+
+    fn check(&self, t: &Table, c: &PaperCell) -> Result<(), String> {
+        if !self.reasons.contains_key(&c.why) {
+            return Err(format!("no reason named {}", c.why));
+        }
+        written_value(&c.written)?;
+        let repeated = c.class != Class::NotReproducible;
+        if repeated != (c.arm.is_some() && !c.metrics.is_empty()) {
+            return Err("a repeatable cell needs an arm and metrics, and only it".into());
+        }
+        if let Some(o) = &c.over
+            && (c.class != Class::Ratio || t.cell(&c.row, o).is_none())
+        {
+            return Err(format!(
+                "over {o}: no such column in this row, or not a ratio"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every cell, with its table.
+    pub fn cells(&self) -> impl Iterator<Item = (&Table, &PaperCell)> {
+        self.tables
+            .iter()
+            .flat_map(|t| t.cells.iter().map(move |c| (t, c)))
+    }
+}
+
+impl Table {
+    pub fn cell(&self, row: &str, column: &str) -> Option<&PaperCell> {
+        self.cells
+            .iter()
+            .find(|c| c.row == row && c.column == column)
+    }
+
+    /// A cell's figure per operation: as written, times the table's factor.
+    pub fn value(&self, c: &PaperCell) -> f64 {
+        written_value(&c.written).unwrap_or(f64::NAN) * self.factor
+    }
+}
+
+/// The number a figure is written as: thousands separators, a `~`, a footnote's `*`, and a
+/// spread's `(+- 1.45%)` dropped.
+pub fn written_value(w: &str) -> Result<f64, String> {
+    let digits: String = w
+        .chars()
+        .filter(|c| !matches!(c, ',' | '~' | '*' | '(' | ')' | '%' | ' '))
+        .collect();
+    digits
+        .trim_start_matches("+-")
+        .parse::<f64>()
+        .map_err(|_| format!("{w:?} is not a figure"))
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn figures_are_read_as_printed() {
+        assert_eq!(written_value("4,174,224,305"), Ok(4174224305.0));
+        assert_eq!(written_value("~6.6*"), Ok(6.6));
+        assert_eq!(written_value("~0"), Ok(0.0));
+        assert_eq!(written_value("(+- 1.45%)"), Ok(1.45));
+        assert!(written_value("n/a").is_err());
+    }
+}

@@ -1,0 +1,147 @@
+//! Where each boot put its audit exit rules' entries, and whether the modelled misses follow:
+//! the syscall-latency post's cacheline-spread (the standard deviation of the entries' first
+//! lines over the L1d sets they can reach) per boot, beside the boot's modelled L1d misses,
+//! and their correlation over an arm's boots.
+
+use crate::audit::addresses::Placement;
+use crate::experiments::boots::BootRecord;
+use crate::layout::{self, Geometry};
+use crate::stats::correlation::{Correlation, correlate};
+use serde::{Deserialize, Serialize};
+
+/// One boot's placement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BootPlacement {
+    pub round: u32,
+    pub entries: usize,
+    /// The sets an entry's first line can reach (its slab alignment's).
+    pub reachable: usize,
+    pub spread: f64,
+    /// The entries in the most crowded set.
+    pub peak: u64,
+    /// The most crowded sets, (set, entries), most first.
+    pub crowded: Vec<(u64, u64)>,
+    /// The boot's modelled L1d load misses per operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misses: Option<f64>,
+}
+
+/// An arm's boots' placements.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ArmPlacement {
+    pub arm: String,
+    pub boots: Vec<BootPlacement>,
+    /// Misses against spread over the boots (3 or more, spread not constant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation: Option<Correlation>,
+    /// Misses against the most crowded set's entries over the boots: a set overflows its
+    /// ways whatever the others hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_correlation: Option<Correlation>,
+    /// Why a boot's entries could not be read, if one's could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+}
+
+/// Each arm's placements, from its boots' results (`audit_entries`, which a boot with rules
+/// records), with `misses` (metrics added together) per boot, in an L1d of `geometry`.
+pub fn placements(
+    boots: &[BootRecord],
+    arms: &[&str],
+    geometry: Geometry,
+    misses: &[String],
+) -> Vec<ArmPlacement> {
+    arms.iter()
+        .filter_map(|arm| {
+            let mine: Vec<&BootRecord> = boots.iter().filter(|b| b.arm == *arm).collect();
+            let read: Vec<(&BootRecord, Placement)> = mine
+                .iter()
+                .filter_map(|b| Some((*b, placement_of(b)?)))
+                .collect();
+            if read.is_empty() {
+                return None;
+            }
+            let unreadable = read.iter().find_map(|(_, p)| p.unreadable.clone());
+            let boots: Vec<BootPlacement> = read
+                .iter()
+                .filter(|(_, p)| !p.addresses.is_empty())
+                .map(|(b, p)| of_boot(b, p, geometry, misses))
+                .collect();
+            let against = |x: fn(&BootPlacement) -> f64| {
+                let (x, y): (Vec<f64>, Vec<f64>) =
+                    boots.iter().filter_map(|b| Some((x(b), b.misses?))).unzip();
+                correlate(&x, &y)
+            };
+            Some(ArmPlacement {
+                arm: arm.to_string(),
+                correlation: against(|b| b.spread),
+                peak_correlation: against(|b| b.peak as f64),
+                boots,
+                unreadable,
+            })
+        })
+        .collect()
+}
+
+fn placement_of(b: &BootRecord) -> Option<Placement> {
+    let v = b.result()?.get(crate::boot::ENTRIES_FIELD)?;
+    serde_json::from_value(v.clone()).ok()
+}
+
+fn of_boot(b: &BootRecord, p: &Placement, g: Geometry, misses: &[String]) -> BootPlacement {
+    let addrs = p.addresses();
+    let reachable = layout::reachable_sets(&g, alignment(&addrs));
+    let pop = layout::populations(&g, &addrs, 1);
+    let mut crowded: Vec<(u64, u64)> = reachable.iter().map(|&s| (s, pop[s as usize])).collect();
+    crowded.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    crowded.truncate(3);
+    BootPlacement {
+        round: b.round,
+        entries: addrs.len(),
+        reachable: reachable.len(),
+        spread: layout::spread(&pop, &reachable),
+        peak: crowded.first().map_or(0, |c| c.1),
+        crowded,
+        misses: misses
+            .iter()
+            .map(|m| b.figure(m).ok().map(|(v, _)| v))
+            .sum(),
+    }
+}
+
+/// The alignment every address shares, up to a page: a slab's objects sit at multiples of it.
+fn alignment(addrs: &[u64]) -> u64 {
+    let zeros = addrs.iter().map(|a| a.trailing_zeros()).min().unwrap_or(0);
+    1 << zeros.min(12)
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn entries_of_a_512_byte_slab_reach_8_sets_and_their_spread_is_the_post_s() {
+        let g = Geometry {
+            sets: 64,
+            ways: 8,
+            line: 64,
+        };
+        // 16 entries: 4 in set 0, 2 in each of sets 8 ... 56 but one (set 56 gets none).
+        let base = 0xffff_8880_0a00_0000u64;
+        let mut addrs: Vec<u64> = (0..4).map(|k| base + k * 4096).collect();
+        for s in 1..7u64 {
+            addrs.extend((0..2).map(|k| base + s * 512 + k * 4096));
+        }
+        assert_eq!(alignment(&addrs), 512);
+        let reachable = layout::reachable_sets(&g, alignment(&addrs));
+        assert_eq!(reachable, [0, 8, 16, 24, 32, 40, 48, 56]);
+        let pop = layout::populations(&g, &addrs, 1);
+        let want = crate::stats::pstdev(&[4.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 0.0]);
+        assert_eq!(layout::spread(&pop, &reachable), want);
+        let p = Placement {
+            addresses: addrs.iter().map(|a| format!("{a:#x}")).collect(),
+            unreadable: None,
+        };
+        assert_eq!(p.addresses(), addrs, "hexadecimal round trip");
+    }
+}

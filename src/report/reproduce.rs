@@ -1,0 +1,233 @@
+//! A reproduction as text and as a section of the page: what it repeated and how, one table
+//! per table of the paper (its cells beside syscost's, their ratio, class and reason), the
+//! reasons in words under each table, and how many cells of each class agree.
+
+use super::Render;
+use super::format::{Cell, Format, Grid};
+use super::kind::{Entry, ResultKind};
+use super::section::Section;
+use crate::core::Kind;
+use crate::core::num::fmt_num;
+use crate::experiments::reproduce::paper::{Class, written_value};
+use crate::experiments::reproduce::placement::ArmPlacement;
+use crate::experiments::reproduce::{Reproduction, Row};
+use crate::stats::correlation::Correlation;
+
+impl Reproduction {
+    /// How many cells of each class agree, in a line.
+    pub fn agreement_line(&self) -> String {
+        let parts: Vec<String> = self
+            .summary
+            .iter()
+            .map(|s| match s.tolerance {
+                Some(t) => format!(
+                    "{}: {} of {} measured cells agree within {:.0}% ({} cells)",
+                    s.class.name(),
+                    s.agree,
+                    s.measured,
+                    t * 100.0,
+                    s.cells
+                ),
+                None => format!("{}: {} cells", s.class.name(), s.cells),
+            })
+            .collect();
+        format!("Agreement: {}", parts.join("; "))
+    }
+
+    fn table_grid(&self, id: &str) -> Grid {
+        let info = self.tables.iter().find(|t| t.id == id);
+        let mut g = Grid::new(&[
+            "row", "column", "paper", "syscost", "boots", "ratio", "class", "why", "agrees",
+        ])
+        .right([2, 3, 4, 5]);
+        if let Some(t) = info {
+            g = g.title(format!("{} ({}; {})", t.caption, t.source, t.scale));
+            g.notes.push(format!("measured on: {}", t.conditions));
+        }
+        let mut reasons: Vec<&str> = Vec::new();
+        for r in self.rows.iter().filter(|r| r.table == id) {
+            if !reasons.contains(&r.why.as_str()) {
+                reasons.push(&r.why);
+            }
+            let mark = reasons.iter().position(|w| *w == r.why).unwrap_or(0) + 1;
+            g.row(cells(r, mark));
+        }
+        for (i, w) in reasons.iter().enumerate() {
+            g.notes.push(format!("[{}] {w}", i + 1));
+        }
+        g
+    }
+}
+
+impl Reproduction {
+    /// Each boot's rule entries over the L1d sets they can reach, beside its misses.
+    fn placement_grid(&self) -> Option<Grid> {
+        if self.placements.is_empty() {
+            return None;
+        }
+        let mut g = Grid::new(&[
+            "arm",
+            "round",
+            "entries",
+            "sets",
+            "spread",
+            "most crowded (set: entries)",
+            "L1d misses/call",
+        ])
+        .right([2, 3, 4, 6])
+        .title(
+            "Where each boot put the rule entries (the syscall-latency post's cacheline-spread: \
+             the standard deviation of the entries' first lines over the sets they can reach)",
+        );
+        for a in &self.placements {
+            for b in &a.boots {
+                let crowded: Vec<String> =
+                    b.crowded.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+                g.row([
+                    Cell::Text(a.arm.clone()),
+                    Cell::Int(b.round.into()),
+                    Cell::Int(b.entries as i64),
+                    Cell::Int(b.reachable as i64),
+                    Cell::Num(b.spread),
+                    Cell::Text(crowded.join(", ")),
+                    b.misses.map_or(Cell::Missing, Cell::Num),
+                ]);
+            }
+            g.notes.push(placement_note(a));
+        }
+        Some(g)
+    }
+}
+
+/// What an arm's boots say of misses against placement.
+fn placement_note(a: &ArmPlacement) -> String {
+    let r = |what: &str, c: &Correlation| {
+        format!(
+            "against {what}: Pearson r {:.2} (p {})",
+            c.pearson_r,
+            crate::core::num::fmt_p(c.pearson_p)
+        )
+    };
+    match (&a.correlation, &a.peak_correlation, &a.unreadable) {
+        (_, _, Some(why)) => format!("{}: entries not read in some boots: {why}", a.arm),
+        (None, None, None) => format!(
+            "{}: {} boot(s): misses against placement need 3 or more boots whose placement \
+             differs",
+            a.arm,
+            a.boots.len()
+        ),
+        (spread, peak, None) => {
+            let parts: Vec<String> = [
+                spread.as_ref().map(|c| r("spread", c)),
+                peak.as_ref().map(|c| r("the most crowded set", c)),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            format!(
+                "{}: misses over {} boots {}",
+                a.arm,
+                a.boots.len(),
+                parts.join("; ")
+            )
+        }
+    }
+}
+
+fn cells(r: &Row, mark: usize) -> Vec<Cell> {
+    // As printed when that is the figure compared; else the figure, then what was printed.
+    let printed = written_value(&r.written).is_ok_and(|w| w == r.paper);
+    let paper = match (r.class, r.ours) {
+        (_, _) if printed => Cell::shown(r.paper, r.written.clone()),
+        (Class::Ratio, Some(_)) => {
+            Cell::shown(r.paper, format!("x{} ({})", fmt_num(r.paper), r.written))
+        }
+        _ => Cell::shown(r.paper, format!("{} ({})", fmt_num(r.paper), r.written)),
+    };
+    let ours = match (r.class, r.ours) {
+        (Class::Ratio, Some(v)) => Cell::shown(v, format!("x{}", fmt_num(v))),
+        (_, Some(v)) => Cell::Num(v),
+        (_, None) => Cell::Missing,
+    };
+    vec![
+        Cell::Text(r.row.clone()),
+        Cell::Text(r.column.clone()),
+        paper,
+        ours,
+        Cell::interval(r.boots_range),
+        r.ratio
+            .map_or(Cell::Missing, |v| Cell::shown(v, format!("x{v:.2}"))),
+        Cell::Text(r.class.name().into()),
+        Cell::Text(format!("[{mark}]")),
+        Cell::Text(match r.agrees {
+            Some(true) => "yes".into(),
+            Some(false) => "no".into(),
+            None => "-".into(),
+        }),
+    ]
+}
+
+impl Render for Reproduction {
+    fn preamble(&self) -> Vec<String> {
+        let boots: usize = self.campaign.figures.iter().map(|f| f.good_boots).sum();
+        vec![
+            format!("Reproduced: {} ({})", self.title, self.document),
+            format!("Asked: {}", self.question),
+            format!(
+                "Ran: syscost {} ({boots} boots, {:.0} s)",
+                shlex::try_join(self.campaign_command.iter().map(String::as_str))
+                    .unwrap_or_default(),
+                self.seconds
+            ),
+            "syscost: the median over the arm's boots of each boot's median run; boots: the \
+             lowest and highest boot; ratio: syscost over the paper"
+                .into(),
+            self.agreement_line(),
+        ]
+    }
+
+    /// The paper's tables, then the campaign's modelled sets (where the misses are) and its
+    /// failed boots, if any.
+    fn grids(&self) -> Vec<Grid> {
+        let mut out: Vec<Grid> = self.tables.iter().map(|t| self.table_grid(&t.id)).collect();
+        out.extend(self.placement_grid());
+        out.extend(self.campaign.sets_grid());
+        out.extend(self.campaign.failures_grid());
+        out
+    }
+}
+
+impl ResultKind for Reproduction {
+    fn kind(&self) -> Kind {
+        Kind::Reproduction
+    }
+
+    fn title(&self) -> String {
+        format!("Reproduction of {}", self.title)
+    }
+
+    fn text(&self, format: Format) -> String {
+        Render::text(self, format)
+    }
+
+    fn section(&self, s: &mut Section) {
+        for line in self.preamble() {
+            s.meta(&line);
+        }
+        for g in self.grids() {
+            s.table(&g);
+        }
+        s.warn(&self.campaign.warnings);
+    }
+
+    fn environment(&self) -> Option<&crate::environment::Environment> {
+        self.campaign.host.as_ref()
+    }
+
+    fn chart(&self, _name: &str) -> Option<anyhow::Result<String>> {
+        None
+    }
+}
+
+/// A reproduction: the paper's tables beside syscost's figures.
+pub const ENTRY: Entry = Entry::of::<Reproduction>(Kind::Reproduction, &[]);
