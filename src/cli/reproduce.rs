@@ -15,6 +15,9 @@ pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
       the 2022 audit syscall-exit series: Debian's 6.1 at audit=0 and at audit=1 with 42 exit
       rules of the series' shape, 2 boots each under TCG with the Skylake-X cache model; the
       series' four tables beside syscost's figures, cell by cell, in audit-series/
+  syscost reproduce syscall-latency --kernels target/kernels/boot --boots 4
+      the syscall-latency post: Debian's 6.1 and 6.12 (for UEK5 and UEK6) with 37 rules of
+      its shape; each boot's entries' cacheline-spread and crowded sets beside its misses
 Every cell is classed: exact (emulated instructions, branches, loads), modelled (the cache
 model of the paper's CPU), ratio (time under TCG: between columns only) or not reproducible
 here (cycles, branch misses, another machine's time), each with its reason. Boots are not

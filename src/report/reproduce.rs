@@ -73,6 +73,7 @@ impl Reproduction {
             "spread",
             "most crowded (set: entries)",
             "L1d misses/call",
+            "most missed set: misses/call, entries",
         ])
         .right([2, 3, 4, 6])
         .title(
@@ -91,6 +92,14 @@ impl Reproduction {
                     Cell::Num(b.spread),
                     Cell::Text(crowded.join(", ")),
                     b.misses.map_or(Cell::Missing, Cell::Num),
+                    b.most_missed.map_or(Cell::Missing, |m| {
+                        Cell::Text(format!(
+                            "{}: {}, {} entries",
+                            m.set,
+                            crate::core::num::fmt_num(m.misses),
+                            m.entries
+                        ))
+                    }),
                 ]);
             }
             g.notes.push(placement_note(a));

@@ -206,6 +206,10 @@ const NOT_RUN: &[(&str, &str)] = &[
         "tests/all/reproduce.rs runs it on the fetched kernels, one boot per arm",
     ),
     (
+        "syscost reproduce syscall-latency --kernels target/kernels/boot",
+        "8 boots; tests/all/reproduce.rs runs the audit series, the same command on one kernel",
+    ),
+    (
         "syscost bisect --via lava",
         "a LAVA lab (tests/all/lava.rs starts one)",
     ),

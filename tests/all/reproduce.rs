@@ -126,9 +126,24 @@ fn the_audit_series_is_reproduced_cell_by_cell_under_tcg() {
     assert_eq!(boot["reachable"], 8, "{boot}");
     let spread = boot["spread"].as_f64().unwrap();
     assert!((0.0..42.0).contains(&spread), "{boot}");
-    assert!(boot["peak"].as_u64().unwrap() >= 6, "42 over 8 sets: {boot}");
+    assert!(
+        boot["peak"].as_u64().unwrap() >= 6,
+        "42 over 8 sets: {boot}"
+    );
     assert!(boot["misses"].as_f64().is_some(), "{boot}");
-    assert!(text.contains("Where each boot put the rule entries"), "{text}");
+    let most = &boot["most_missed"];
+    assert!(
+        most["set"].as_u64().unwrap() < 64,
+        "the boot's most missed set: {boot}"
+    );
+    assert!(
+        most["entries"].as_u64().is_some(),
+        "and the entries in it: {boot}"
+    );
+    assert!(
+        text.contains("Where each boot put the rule entries"),
+        "{text}"
+    );
     let summary = r["summary"].as_array().unwrap();
     let total: u64 = summary.iter().map(|s| s["cells"].as_u64().unwrap()).sum();
     assert_eq!(total as usize, cells);

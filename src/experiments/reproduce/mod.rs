@@ -21,12 +21,15 @@ use std::path::{Path, PathBuf};
 pub enum Series {
     /// Debian 12's 6.1 (linux-image-6.1.0-N-cloud-amd64 or -amd64).
     Linux61,
+    /// Debian 12's backported 6.12 (linux-image-6.12.N+deb12-cloud-amd64 or -amd64).
+    Linux612,
 }
 
 impl Series {
     fn prefix(self) -> &'static str {
         match self {
             Series::Linux61 => "vmlinuz-6.1.",
+            Series::Linux612 => "vmlinuz-6.12.",
         }
     }
 
@@ -35,6 +38,11 @@ impl Series {
         match self {
             Series::Linux61 => {
                 "apt-get download linux-image-6.1.0-56-cloud-amd64 (any 6.1.0-N), then \
+                 dpkg-deb -x linux-image-*.deb DIR and give --kernels DIR/boot \
+                 (scripts/test.sh fetches one into target/kernels/boot)"
+            }
+            Series::Linux612 => {
+                "apt-get download linux-image-6.12.117+deb12-cloud-amd64 (any 6.12.N), then \
                  dpkg-deb -x linux-image-*.deb DIR and give --kernels DIR/boot \
                  (scripts/test.sh fetches one into target/kernels/boot)"
             }
@@ -89,6 +97,21 @@ const AUDIT_SERIES_ARMS: &[ArmSpec] = &[
     },
 ];
 
+const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
+    ArmSpec {
+        name: "old",
+        series: Series::Linux61,
+        append: "audit=1",
+        rules: Some("syscall-latency.rules"),
+    },
+    ArmSpec {
+        name: "new",
+        series: Series::Linux612,
+        append: "audit=1",
+        rules: Some("syscall-latency.rules"),
+    },
+];
+
 /// Every investigation, in the order `--list` shows them.
 pub const ALL: &[Investigation] = &[
     Investigation {
@@ -103,22 +126,23 @@ pub const ALL: &[Investigation] = &[
         cache_model: "skylake-x",
         measure: &["run", "syscall"],
         needs: "a Debian 6.1 kernel image; QEMU (TCG); 2 arms (audit=0, audit=1 with 42 rules) \
-                x 2 boots, about 10 s a boot here",
+                x 2 boots, about 30 s a boot here",
         missing: None,
     },
     Investigation {
         name: "syscall-latency",
         about: "the syscall-latency post (2023): 37 audit rules, L1d misses and the crowded sets",
-        paper: None,
-        arms: &[],
-        rules: &[],
+        paper: Some(include_str!("../../../papers/syscall-latency.json")),
+        arms: SYSCALL_LATENCY_ARMS,
+        rules: &[(
+            "syscall-latency.rules",
+            include_str!("../../../papers/syscall-latency.rules"),
+        )],
         cache_model: "skylake-x",
         measure: &["run", "syscall"],
-        needs: "Debian 6.1 and 6.12 kernel images; QEMU (TCG)",
-        missing: Some(
-            "its tables are not transcribed yet, and the rule entries' cacheline spread needs \
-             their addresses read inside each guest",
-        ),
+        needs: "Debian 6.1 and 6.12 kernel images (for UEK5 and UEK6); QEMU (TCG); 2 arms \
+                x 2 boots, about 30 s a boot here",
+        missing: None,
     },
     Investigation {
         name: "alignment-rfc",
@@ -296,10 +320,17 @@ pub fn compare(
     campaign_command: Vec<String>,
     seconds: f64,
 ) -> Reproduction {
-    let rows: Vec<Row> = p.cells().map(|(t, cell)| row(p, t, cell, &c)).collect();
     let arms: Vec<&str> = c.arms.iter().map(|a| a.name.as_str()).collect();
     let misses = L1D_MISSES.map(String::from);
     let placements = placement::placements(&c.boots, &arms, l1d, &misses);
+    let figures = Figures {
+        campaign: &c,
+        placements: &placements,
+    };
+    let rows: Vec<Row> = p
+        .cells()
+        .map(|(t, cell)| row(p, t, cell, &figures))
+        .collect();
     let classes: Vec<(Class, Option<bool>)> = rows.iter().map(|r| (r.class, r.agrees)).collect();
     Reproduction {
         envelope: Envelope::new(Kind::Reproduction),
@@ -327,8 +358,39 @@ pub fn compare(
     }
 }
 
-fn row(p: &Paper, t: &Table, cell: &PaperCell, c: &Campaign) -> Row {
-    let per_boot = |arm: &str| measured(c, arm, &cell.metrics);
+/// What a cell's figure is read from: the campaign's boots, and where their entries were.
+struct Figures<'a> {
+    campaign: &'a Campaign,
+    placements: &'a [placement::ArmPlacement],
+}
+
+/// The figure a placement gives a cell: the syscall-latency post's cacheline-spread.
+pub const SPREAD: &str = "cacheline-spread";
+
+impl Figures<'_> {
+    /// An arm's figure for `metrics` added together, per measured boot in round order (a boot
+    /// lacking one of them is left out).
+    fn per_boot(&self, arm: &str, metrics: &[String]) -> Vec<f64> {
+        if metrics == [SPREAD] {
+            let placed = self.placements.iter().find(|p| p.arm == arm);
+            return placed.map_or(Vec::new(), |p| p.boots.iter().map(|b| b.spread).collect());
+        }
+        self.campaign
+            .boots
+            .iter()
+            .filter(|b| b.arm == arm)
+            .filter_map(|b| {
+                metrics
+                    .iter()
+                    .map(|m| b.figure(m).ok().map(|(v, _)| v))
+                    .sum()
+            })
+            .collect()
+    }
+}
+
+fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
+    let per_boot = |arm: &str| f.per_boot(arm, &cell.metrics);
     let over = cell.over.as_ref().and_then(|o| t.cell(&cell.row, o));
     let mut paper = t.value(cell);
     let mut ours_boots = cell.arm.as_deref().map(per_boot).unwrap_or_default();
@@ -363,21 +425,6 @@ fn row(p: &Paper, t: &Table, cell: &PaperCell, c: &Campaign) -> Row {
     }
 }
 
-/// An arm's figure for `metrics` added together, per measured boot in round order (a boot
-/// lacking one of them is left out).
-fn measured(c: &Campaign, arm: &str, metrics: &[String]) -> Vec<f64> {
-    c.boots
-        .iter()
-        .filter(|b| b.arm == arm)
-        .filter_map(|b| {
-            metrics
-                .iter()
-                .map(|m| b.figure(m).ok().map(|(v, _)| v))
-                .sum()
-        })
-        .collect()
-}
-
 fn range(xs: &[f64]) -> Option<(f64, f64)> {
     let lo = xs.iter().copied().reduce(f64::min)?;
     let hi = xs.iter().copied().reduce(f64::max)?;
@@ -410,15 +457,20 @@ mod unit {
     }
 
     #[test]
-    fn the_audit_series_rules_have_its_shape() {
-        let (_, text) = named("audit-series").unwrap().rules[0];
-        let exit: Vec<&str> = text
-            .lines()
-            .filter(|l| l.starts_with("-a always,exit"))
-            .collect();
-        assert_eq!(exit.len(), 42, "42 exit rules");
-        let getpid = exit.iter().filter(|l| l.contains(" -S getpid ")).count();
-        assert_eq!(getpid, 5, "5 of which reach the field filter for getpid");
+    fn the_shipped_rules_have_the_papers_shapes() {
+        for (name, total) in [("audit-series", 42), ("syscall-latency", 37)] {
+            let (_, text) = named(name).unwrap().rules[0];
+            let exit: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("-a always,exit"))
+                .collect();
+            assert_eq!(exit.len(), total, "{name}: {total} exit rules");
+            let getpid = exit.iter().filter(|l| l.contains(" -S getpid ")).count();
+            assert_eq!(
+                getpid, 5,
+                "{name}: 5 of which reach the field filter for getpid"
+            );
+        }
     }
 
     #[test]

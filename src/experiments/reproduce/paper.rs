@@ -147,10 +147,11 @@ impl Table {
     }
 }
 
-/// The number a figure is written as: thousands separators, a `~`, a footnote's `*`, and a
-/// spread's `(+- 1.45%)` dropped.
+/// The number a figure is written as: thousands separators, a `~`, a footnote's `*`, a
+/// spread's `(+- 1.45%)` and a unit after it (`191ns`) dropped.
 pub fn written_value(w: &str) -> Result<f64, String> {
     let digits: String = w
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
         .chars()
         .filter(|c| !matches!(c, ',' | '~' | '*' | '(' | ')' | '%' | ' '))
         .collect();
@@ -170,6 +171,8 @@ mod unit {
         assert_eq!(written_value("~6.6*"), Ok(6.6));
         assert_eq!(written_value("~0"), Ok(0.0));
         assert_eq!(written_value("(+- 1.45%)"), Ok(1.45));
+        assert_eq!(written_value("(  +- 70.71% )"), Ok(70.71));
+        assert_eq!(written_value("217ns"), Ok(217.0));
         assert!(written_value("n/a").is_err());
     }
 }

@@ -6,6 +6,7 @@
 use crate::audit::addresses::Placement;
 use crate::experiments::boots::BootRecord;
 use crate::layout::{self, Geometry};
+use crate::results::sets::EmulatedSets;
 use crate::stats::correlation::{Correlation, correlate};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,18 @@ pub struct BootPlacement {
     /// The boot's modelled L1d load misses per operation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub misses: Option<f64>,
+    /// The L1d set that missed most in this boot, its misses per operation, and the entries
+    /// in it: whether the misses are where the entries crowd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub most_missed: Option<MostMissed>,
+}
+
+/// A boot's most missed L1d set.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MostMissed {
+    pub set: u64,
+    pub misses: f64,
+    pub entries: u64,
 }
 
 /// An arm's boots' placements.
@@ -106,7 +119,19 @@ fn of_boot(b: &BootRecord, p: &Placement, g: Geometry, misses: &[String]) -> Boo
             .iter()
             .map(|m| b.figure(m).ok().map(|(v, _)| v))
             .sum(),
+        most_missed: most_missed(b, &pop),
     }
+}
+
+/// The set of `b`'s modelled L1d that missed most, with the entries `pop` puts there.
+fn most_missed(b: &BootRecord, pop: &[u64]) -> Option<MostMissed> {
+    let sets = b.decoded()?.ok()?.sets?;
+    let (set, misses) = *EmulatedSets::crowded(&sets.l1d, 1).first()?;
+    Some(MostMissed {
+        set: set as u64,
+        misses,
+        entries: pop.get(set).copied().unwrap_or(0),
+    })
 }
 
 /// The alignment every address shares, up to a page: a slab's objects sit at multiples of it.
