@@ -177,14 +177,21 @@ fn shown(command: &[String]) -> String {
     shlex::try_join(words).unwrap_or_default()
 }
 
-/// `reproduce --list`.
+/// `reproduce --list`: each investigation, what it repeats, needs, and whether it runs yet.
 fn list() -> Result<()> {
-    let mut g = report::format::Grid::new(&["investigation", "repeats", "needs", "runs"]);
+    let width = reproduce::ALL
+        .iter()
+        .map(|i| i.name.len())
+        .max()
+        .unwrap_or(0)
+        + 2;
     for i in reproduce::ALL {
         let runs = i
             .missing
             .map_or("yes".to_string(), |m| format!("not yet: {m}"));
-        g.row([i.name, i.about, i.needs, &runs]);
+        outln!("{:width$}{}", i.name, i.about);
+        outln!("{:width$}needs: {}", "", i.needs);
+        outln!("{:width$}runs: {runs}", "");
     }
-    out(report::format::render(Format::Table, &[], &[g]))
+    Ok(())
 }

@@ -111,7 +111,8 @@ impl Campaign {
             .right([2])
             .title(format!(
                 " Modelled L1 misses per operation by set ({} model: L1d {}, L1i {}{}; each \
-                 set's median over the boots)",
+                 boot's windows pooled, i.e. the mean of its runs, then each set's median over \
+                 the boots)",
                 model.name,
                 geometry_words(model.l1d),
                 geometry_words(model.l1i),

@@ -73,12 +73,14 @@ impl Reproduction {
             "spread",
             "most crowded (set: entries)",
             "L1d misses/call",
+            "its runs",
             "most missed set: misses/call, entries",
         ])
         .right([2, 3, 4, 6])
         .title(
             "Where each boot put the rule entries (the syscall-latency post's cacheline-spread: \
-             the standard deviation of the entries' first lines over the sets they can reach)",
+             the standard deviation of the entries' first lines over the sets they can reach), \
+             and its modelled L1d misses: the median of its runs, then each run's",
         );
         for a in &self.placements {
             for b in &a.boots {
@@ -92,6 +94,13 @@ impl Reproduction {
                     Cell::Num(b.spread),
                     Cell::Text(crowded.join(", ")),
                     b.misses.map_or(Cell::Missing, Cell::Num),
+                    Cell::Text(
+                        b.run_misses
+                            .iter()
+                            .map(|v| fmt_num(*v))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    ),
                     b.most_missed.map_or(Cell::Missing, |m| {
                         Cell::Text(format!(
                             "{}: {}, {} entries",

@@ -22,9 +22,13 @@ pub struct BootPlacement {
     pub peak: u64,
     /// The most crowded sets, (set, entries), most first.
     pub crowded: Vec<(u64, u64)>,
-    /// The boot's modelled L1d load misses per operation.
+    /// The boot's modelled L1d load misses per operation: the median of its runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub misses: Option<f64>,
+    /// Each run's (a fresh worker process each, the boot's entries unchanged: what differs is
+    /// where the process's own objects are).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run_misses: Vec<f64>,
     /// The L1d set that missed most in this boot, its misses per operation, and the entries
     /// in it: whether the misses are where the entries crowd.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,7 +124,24 @@ fn of_boot(b: &BootRecord, p: &Placement, g: Geometry, misses: &[String]) -> Boo
             .map(|m| b.figure(m).ok().map(|(v, _)| v))
             .sum(),
         most_missed: most_missed(b, &pop),
+        run_misses: per_run(b, misses),
     }
+}
+
+/// `metrics` added together in each run of `b`, in run order; empty when a run lacks one.
+fn per_run(b: &BootRecord, metrics: &[String]) -> Vec<f64> {
+    let Some(Ok(d)) = b.decoded() else {
+        return Vec::new();
+    };
+    let runs: Vec<&Vec<f64>> = metrics
+        .iter()
+        .filter_map(|m| d.view.metric(m).map(|x| &x.values))
+        .collect();
+    let n = runs.first().map_or(0, |r| r.len());
+    if runs.len() != metrics.len() || runs.iter().any(|r| r.len() != n) {
+        return Vec::new();
+    }
+    (0..n).map(|i| runs.iter().map(|r| r[i]).sum()).collect()
 }
 
 /// The set of `b`'s modelled L1d that missed most, with the entries `pop` puts there.
