@@ -127,6 +127,9 @@ impl ReproduceArgs {
         if self.boots < 2 {
             c.push("--no-verdict".into());
         }
+        if inv.profile {
+            c.push("--emulated-profile".into());
+        }
         if let Some(s) = self.seed {
             c.extend(["--seed".into(), s.to_string()]);
         }

@@ -207,7 +207,7 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
     (
         "syscost reproduce syscall-latency --kernels target/kernels/boot",
-        "8 boots; tests/all/reproduce.rs runs the audit series, the same command on one kernel",
+        "20 boots; tests/all/reproduce.rs runs the audit series, the same command on one kernel",
     ),
     (
         "syscost bisect --via lava",

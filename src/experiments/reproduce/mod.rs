@@ -74,6 +74,8 @@ pub struct Investigation {
     pub rules: &'static [(&'static str, &'static str)],
     /// The cache model of the paper's CPU.
     pub cache_model: &'static str,
+    /// Whether its cells need the kernel's instructions by function (`--emulated-profile`).
+    pub profile: bool,
     /// The syscost command measured in every boot, before the options `reproduce` adds.
     pub measure: &'static [&'static str],
     /// What it needs and costs, for `reproduce --list`.
@@ -124,6 +126,7 @@ pub const ALL: &[Investigation] = &[
             include_str!("../../../papers/audit-series.rules"),
         )],
         cache_model: "skylake-x",
+        profile: false,
         measure: &["run", "syscall"],
         needs: "a Debian 6.1 kernel image; QEMU (TCG); 2 arms (audit=0, audit=1 with 42 rules) \
                 x 2 boots, about 30 s a boot here",
@@ -139,9 +142,10 @@ pub const ALL: &[Investigation] = &[
             include_str!("../../../papers/syscall-latency.rules"),
         )],
         cache_model: "skylake-x",
+        profile: true,
         measure: &["run", "syscall"],
         needs: "Debian 6.1 and 6.12 kernel images (for UEK5 and UEK6); QEMU (TCG); 2 arms \
-                x 2 boots, about 30 s a boot here",
+                x 2 boots with the per-function profile, about 30 s a boot here",
         missing: None,
     },
     Investigation {
@@ -151,6 +155,7 @@ pub const ALL: &[Investigation] = &[
         arms: &[],
         rules: &[],
         cache_model: "skylake-x",
+        profile: false,
         measure: &["run", "vfs-mix"],
         needs: "alignment variants of one kernel, built by you (syscost builds no kernels)",
         missing: Some(
@@ -165,6 +170,7 @@ pub const ALL: &[Investigation] = &[
         arms: &[],
         rules: &[],
         cache_model: "skylake-x",
+        profile: false,
         measure: &["probe"],
         needs: "Debian 6.1 and 6.12 kernel images; QEMU (TCG)",
         missing: Some(
@@ -367,6 +373,10 @@ struct Figures<'a> {
 /// The figure a placement gives a cell: the syscall-latency post's cacheline-spread.
 pub const SPREAD: &str = "cacheline-spread";
 
+/// The figure the per-function profile gives a cell: the kernel instructions per operation of
+/// the functions whose name says audit (the syscall-latency post's audit-only share).
+pub const AUDIT_FUNCTIONS: &str = "audit functions' instructions";
+
 impl Figures<'_> {
     /// An arm's figure for `metrics` added together, per measured boot in round order (a boot
     /// lacking one of them is left out).
@@ -375,10 +385,11 @@ impl Figures<'_> {
             let placed = self.placements.iter().find(|p| p.arm == arm);
             return placed.map_or(Vec::new(), |p| p.boots.iter().map(|b| b.spread).collect());
         }
-        self.campaign
-            .boots
-            .iter()
-            .filter(|b| b.arm == arm)
+        let boots = self.campaign.boots.iter().filter(|b| b.arm == arm);
+        if metrics == [AUDIT_FUNCTIONS] {
+            return boots.filter_map(audit_functions).collect();
+        }
+        boots
             .filter_map(|b| {
                 metrics
                     .iter()
@@ -387,6 +398,18 @@ impl Figures<'_> {
             })
             .collect()
     }
+}
+
+/// A boot's kernel instructions per operation in functions named audit-something.
+fn audit_functions(b: &crate::experiments::boots::BootRecord) -> Option<f64> {
+    let f = b.decoded()?.ok()?.functions?;
+    Some(
+        f.functions
+            .iter()
+            .filter(|x| x.name.contains("audit"))
+            .map(|x| x.per_op)
+            .sum(),
+    )
 }
 
 fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
