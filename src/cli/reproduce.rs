@@ -81,14 +81,18 @@ impl ReproduceArgs {
         let kernels = inv
             .kernels(&self.kernels, &given)
             .map_err(anyhow::Error::msg)?;
-        let scratch = crate::boot::workdir()?;
+        // Without -o, the rules go to a directory of this process's, removed when it ends.
+        let scratch;
         let rules_dir = match &self.output {
             Some(d) => {
                 std::fs::create_dir_all(d)
                     .with_context(|| format!("cannot create -o {}", d.display()))?;
                 d.clone()
             }
-            None => scratch.path().to_path_buf(),
+            None => {
+                scratch = crate::boot::workdir()?;
+                scratch.path().to_path_buf()
+            }
         };
         for (file, text) in inv.rules {
             crate::core::write_atomic(&rules_dir.join(file), text.as_bytes())?;
@@ -190,7 +194,7 @@ fn list() -> Result<()> {
         + 2;
     for i in reproduce::ALL {
         let runs = i
-            .missing
+            .missing()
             .map_or("yes".to_string(), |m| format!("not yet: {m}"));
         outln!("{:width$}{}", i.name, i.about);
         outln!("{:width$}needs: {}", "", i.needs);

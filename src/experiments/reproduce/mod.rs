@@ -10,6 +10,8 @@ pub mod paper;
 pub mod placement;
 
 use crate::core::{Envelope, Kind};
+use crate::experiments::boots::BootRecord;
+use crate::experiments::boots::record::Decoded;
 use crate::experiments::campaign::Campaign;
 use agreement::ClassSummary;
 use paper::{Class, Paper, PaperCell, Table};
@@ -34,19 +36,15 @@ impl Series {
     }
 
     /// How to get an image of it.
-    fn how_to_get(self) -> &'static str {
-        match self {
-            Series::Linux61 => {
-                "apt-get download linux-image-6.1.0-56-cloud-amd64 (any 6.1.0-N), then \
-                 dpkg-deb -x linux-image-*.deb DIR and give --kernels DIR/boot \
-                 (scripts/test.sh fetches one into target/kernels/boot)"
-            }
-            Series::Linux612 => {
-                "apt-get download linux-image-6.12.117+deb12-cloud-amd64 (any 6.12.N), then \
-                 dpkg-deb -x linux-image-*.deb DIR and give --kernels DIR/boot \
-                 (scripts/test.sh fetches one into target/kernels/boot)"
-            }
-        }
+    fn how_to_get(self) -> String {
+        let (package, any) = match self {
+            Series::Linux61 => ("linux-image-6.1.0-56-cloud-amd64", "6.1.0-N"),
+            Series::Linux612 => ("linux-image-6.12.117+deb12-cloud-amd64", "6.12.N"),
+        };
+        format!(
+            "apt-get download {package} (any {any}), then dpkg-deb -x linux-image-*.deb DIR and \
+             give --kernels DIR/boot (scripts/test.sh fetches one into target/kernels/boot)"
+        )
     }
 }
 
@@ -67,8 +65,8 @@ pub struct Investigation {
     pub name: &'static str,
     /// What it asks, in a line.
     pub about: &'static str,
-    /// Its tables (`papers/NAME.json`); `None` while syscost cannot repeat it yet.
-    paper: Option<&'static str>,
+    /// Its tables, or why syscost cannot repeat it yet.
+    pub tables: Tables,
     pub arms: &'static [ArmSpec],
     /// Rule sets of the paper's shape shipped with it: (file name, text).
     pub rules: &'static [(&'static str, &'static str)],
@@ -80,8 +78,14 @@ pub struct Investigation {
     pub measure: &'static [&'static str],
     /// What it needs and costs, for `reproduce --list`.
     pub needs: &'static str,
-    /// Why it cannot run yet, when it cannot.
-    pub missing: Option<&'static str>,
+}
+
+/// An investigation's tables as data, or why it cannot be repeated yet.
+#[derive(Debug)]
+pub enum Tables {
+    /// `papers/NAME.json`.
+    Json(&'static str),
+    Missing(&'static str),
 }
 
 const AUDIT_SERIES_ARMS: &[ArmSpec] = &[
@@ -119,7 +123,7 @@ pub const ALL: &[Investigation] = &[
     Investigation {
         name: "audit-series",
         about: "the 2022 audit syscall-exit series: what 42 exit rules add to a getpid()",
-        paper: Some(include_str!("../../../papers/audit-series.json")),
+        tables: Tables::Json(include_str!("../../../papers/audit-series.json")),
         arms: AUDIT_SERIES_ARMS,
         rules: &[(
             "audit-series.rules",
@@ -130,12 +134,11 @@ pub const ALL: &[Investigation] = &[
         measure: &["run", "syscall"],
         needs: "a Debian 6.1 kernel image; QEMU (TCG); 2 arms (audit=0, audit=1 with 42 rules) \
                 x 2 boots, about 30 s a boot here",
-        missing: None,
     },
     Investigation {
         name: "syscall-latency",
         about: "the syscall-latency post (2023): 37 audit rules, L1d misses and the crowded sets",
-        paper: Some(include_str!("../../../papers/syscall-latency.json")),
+        tables: Tables::Json(include_str!("../../../papers/syscall-latency.json")),
         arms: SYSCALL_LATENCY_ARMS,
         rules: &[(
             "syscall-latency.rules",
@@ -146,19 +149,17 @@ pub const ALL: &[Investigation] = &[
         measure: &["run", "syscall"],
         needs: "Debian 6.1 and 6.12 kernel images (for UEK5 and UEK6); QEMU (TCG); 2 arms \
                 x 2 boots with the per-function profile, about 30 s a boot here",
-        missing: None,
     },
     Investigation {
         name: "alignment-rfc",
         about: "the 2015 function-alignment RFC: a VFS-mix loop over 11 kernel builds",
-        paper: None,
         arms: &[],
         rules: &[],
         cache_model: "skylake-x",
         profile: false,
         measure: &["run", "vfs-mix"],
         needs: "alignment variants of one kernel, built by you (syscost builds no kernels)",
-        missing: Some(
+        tables: Tables::Missing(
             "its tables are not transcribed yet, and it needs kernel builds that differ only \
              in their function alignment",
         ),
@@ -166,31 +167,18 @@ pub const ALL: &[Investigation] = &[
     Investigation {
         name: "uprobe-thread",
         about: "the 2024 uprobe thread: uprobe and uretprobe throughput on nop, push and ret",
-        paper: None,
         arms: &[],
         rules: &[],
         cache_model: "skylake-x",
         profile: false,
         measure: &["probe"],
         needs: "Debian 6.1 and 6.12 kernel images; QEMU (TCG)",
-        missing: Some(
+        tables: Tables::Missing(
             "its tables are not transcribed yet, and it needs a measuring command per arm \
              (nop, push and ret)",
         ),
     },
 ];
-
-impl Investigation {
-    /// The L1d of its cache model, as the placement tables count sets.
-    pub fn l1d(&self) -> Result<crate::layout::Geometry, String> {
-        let g = crate::counters::emulated::CacheModel::parse(self.cache_model)?.l1d;
-        Ok(crate::layout::Geometry {
-            sets: g.sets.into(),
-            ways: g.ways.into(),
-            line: g.line.into(),
-        })
-    }
-}
 
 /// The investigation named `name`.
 pub fn named(name: &str) -> Result<&'static Investigation, String> {
@@ -207,14 +195,28 @@ pub fn named(name: &str) -> Result<&'static Investigation, String> {
 impl Investigation {
     /// Its paper, or why it cannot be repeated yet.
     pub fn paper(&self) -> Result<Paper, String> {
-        match (self.paper, self.missing) {
-            (Some(json), None) => Paper::parse(json),
-            (_, why) => Err(format!(
-                "{} cannot be reproduced yet: {}",
-                self.name,
-                why.unwrap_or("no tables")
-            )),
+        match self.tables {
+            Tables::Json(json) => Paper::parse(json),
+            Tables::Missing(why) => Err(format!("{} cannot be reproduced yet: {why}", self.name)),
         }
+    }
+
+    /// Why it cannot be repeated yet, if it cannot.
+    pub fn missing(&self) -> Option<&'static str> {
+        match self.tables {
+            Tables::Json(_) => None,
+            Tables::Missing(why) => Some(why),
+        }
+    }
+
+    /// The L1d of its cache model, as the placement tables count sets.
+    pub fn l1d(&self) -> Result<crate::layout::Geometry, String> {
+        let g = crate::counters::emulated::CacheModel::parse(self.cache_model)?.l1d;
+        Ok(crate::layout::Geometry {
+            sets: g.sets.into(),
+            ways: g.ways.into(),
+            line: g.line.into(),
+        })
     }
 
     /// Each arm's kernel: the newest image of its series in `dir`, unless `given` names one.
@@ -328,9 +330,15 @@ pub fn compare(
 ) -> Reproduction {
     let arms: Vec<&str> = c.arms.iter().map(|a| a.name.as_str()).collect();
     let misses = L1D_MISSES.map(String::from);
-    let placements = placement::placements(&c.boots, &arms, l1d, &misses);
+    // Each measured boot's result decoded once, for every cell and the placements.
+    let decoded: Vec<Measured> = c
+        .boots
+        .iter()
+        .filter_map(|b| Some((b, b.decoded()?.ok()?)))
+        .collect();
+    let placements = placement::placements(&decoded, &arms, l1d, &misses);
     let figures = Figures {
-        campaign: &c,
+        boots: &decoded,
         placements: &placements,
     };
     let rows: Vec<Row> = p
@@ -364,9 +372,13 @@ pub fn compare(
     }
 }
 
-/// What a cell's figure is read from: the campaign's boots, and where their entries were.
+/// A measured boot and its result, decoded.
+pub type Measured<'a> = (&'a BootRecord, Decoded);
+
+/// What a cell's figure is read from: the campaign's measured boots, and where their entries
+/// were.
 struct Figures<'a> {
-    campaign: &'a Campaign,
+    boots: &'a [Measured<'a>],
     placements: &'a [placement::ArmPlacement],
 }
 
@@ -385,24 +397,25 @@ impl Figures<'_> {
             let placed = self.placements.iter().find(|p| p.arm == arm);
             return placed.map_or(Vec::new(), |p| p.boots.iter().map(|b| b.spread).collect());
         }
-        let boots = self.campaign.boots.iter().filter(|b| b.arm == arm);
+        let boots = self.boots.iter().filter(|(b, _)| b.arm == arm);
         if metrics == [AUDIT_FUNCTIONS] {
-            return boots.filter_map(audit_functions).collect();
+            return boots.filter_map(|(_, d)| audit_functions(d)).collect();
         }
-        boots
-            .filter_map(|b| {
-                metrics
-                    .iter()
-                    .map(|m| b.figure(m).ok().map(|(v, _)| v))
-                    .sum()
-            })
-            .collect()
+        boots.filter_map(|(_, d)| sum_of(d, metrics)).collect()
     }
 }
 
+/// `metrics` of a boot added together; `None` when it lacks one.
+pub fn sum_of(d: &Decoded, metrics: &[String]) -> Option<f64> {
+    metrics
+        .iter()
+        .map(|m| d.figure(m).ok().map(|(v, _)| v))
+        .sum()
+}
+
 /// A boot's kernel instructions per operation in functions named audit-something.
-fn audit_functions(b: &crate::experiments::boots::BootRecord) -> Option<f64> {
-    let f = b.decoded()?.ok()?.functions?;
+fn audit_functions(d: &Decoded) -> Option<f64> {
+    let f = d.functions.as_ref()?;
     Some(
         f.functions
             .iter()
@@ -460,7 +473,7 @@ mod unit {
 
     #[test]
     fn every_cell_of_every_paper_has_a_source_a_class_and_a_reason() {
-        for i in ALL.iter().filter(|i| i.missing.is_none()) {
+        for i in ALL.iter().filter(|i| i.missing().is_none()) {
             let p = i.paper().unwrap();
             assert!(p.cells().count() > 0, "{}", i.name);
             for (t, c) in p.cells() {

@@ -3,8 +3,10 @@
 //! lines over the L1d sets they can reach) per boot, beside the boot's modelled L1d misses,
 //! and their correlation over an arm's boots.
 
+use super::{Measured, sum_of};
 use crate::audit::addresses::Placement;
 use crate::experiments::boots::BootRecord;
+use crate::experiments::boots::record::Decoded;
 use crate::layout::{self, Geometry};
 use crate::results::sets::EmulatedSets;
 use crate::stats::correlation::{Correlation, correlate};
@@ -63,17 +65,17 @@ pub struct ArmPlacement {
 /// Each arm's placements, from its boots' results (`audit_entries`, which a boot with rules
 /// records), with `misses` (metrics added together) per boot, in an L1d of `geometry`.
 pub fn placements(
-    boots: &[BootRecord],
+    boots: &[Measured],
     arms: &[&str],
     geometry: Geometry,
     misses: &[String],
 ) -> Vec<ArmPlacement> {
     arms.iter()
         .filter_map(|arm| {
-            let mine: Vec<&BootRecord> = boots.iter().filter(|b| b.arm == *arm).collect();
-            let read: Vec<(&BootRecord, Placement)> = mine
+            let read: Vec<(&Measured, Placement)> = boots
                 .iter()
-                .filter_map(|b| Some((*b, placement_of(b)?)))
+                .filter(|(b, _)| b.arm == *arm)
+                .filter_map(|m| Some((m, placement_of(m.0)?)))
                 .collect();
             if read.is_empty() {
                 return None;
@@ -82,7 +84,7 @@ pub fn placements(
             let boots: Vec<BootPlacement> = read
                 .iter()
                 .filter(|(_, p)| !p.addresses.is_empty())
-                .map(|(b, p)| of_boot(b, p, geometry, misses))
+                .map(|(m, p)| of_boot(m, p, geometry, misses))
                 .collect();
             let against = |x: fn(&BootPlacement) -> f64| {
                 let (x, y): (Vec<f64>, Vec<f64>) =
@@ -105,7 +107,7 @@ fn placement_of(b: &BootRecord) -> Option<Placement> {
     serde_json::from_value(v.clone()).ok()
 }
 
-fn of_boot(b: &BootRecord, p: &Placement, g: Geometry, misses: &[String]) -> BootPlacement {
+fn of_boot((b, d): &Measured, p: &Placement, g: Geometry, misses: &[String]) -> BootPlacement {
     let addrs = p.addresses();
     let reachable = layout::reachable_sets(&g, alignment(&addrs));
     let pop = layout::populations(&g, &addrs, 1);
@@ -119,20 +121,14 @@ fn of_boot(b: &BootRecord, p: &Placement, g: Geometry, misses: &[String]) -> Boo
         spread: layout::spread(&pop, &reachable),
         peak: crowded.first().map_or(0, |c| c.1),
         crowded,
-        misses: misses
-            .iter()
-            .map(|m| b.figure(m).ok().map(|(v, _)| v))
-            .sum(),
-        most_missed: most_missed(b, &pop),
-        run_misses: per_run(b, misses),
+        misses: sum_of(d, misses),
+        most_missed: most_missed(d, &pop),
+        run_misses: per_run(d, misses),
     }
 }
 
-/// `metrics` added together in each run of `b`, in run order; empty when a run lacks one.
-fn per_run(b: &BootRecord, metrics: &[String]) -> Vec<f64> {
-    let Some(Ok(d)) = b.decoded() else {
-        return Vec::new();
-    };
+/// `metrics` added together in each run of a boot, in run order; empty when a run lacks one.
+fn per_run(d: &Decoded, metrics: &[String]) -> Vec<f64> {
     let runs: Vec<&Vec<f64>> = metrics
         .iter()
         .filter_map(|m| d.view.metric(m).map(|x| &x.values))
@@ -144,9 +140,9 @@ fn per_run(b: &BootRecord, metrics: &[String]) -> Vec<f64> {
     (0..n).map(|i| runs.iter().map(|r| r[i]).sum()).collect()
 }
 
-/// The set of `b`'s modelled L1d that missed most, with the entries `pop` puts there.
-fn most_missed(b: &BootRecord, pop: &[u64]) -> Option<MostMissed> {
-    let sets = b.decoded()?.ok()?.sets?;
+/// The set of a boot's modelled L1d that missed most, with the entries `pop` puts there.
+fn most_missed(d: &Decoded, pop: &[u64]) -> Option<MostMissed> {
+    let sets = d.sets.as_ref()?;
     let (set, misses) = *EmulatedSets::crowded(&sets.l1d, 1).first()?;
     Some(MostMissed {
         set: set as u64,
