@@ -209,6 +209,9 @@ pub struct Placement {
     /// Why they could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+    /// How their slab was aged before they were allocated (none: a fresh boot's slab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aged: Option<super::age::Aged>,
 }
 
 impl Placement {
@@ -218,10 +221,12 @@ impl Placement {
             Ok(a) => Placement {
                 addresses: a.iter().map(|x| format!("{x:#x}")).collect(),
                 unreadable: None,
+                aged: None,
             },
             Err(e) => Placement {
                 addresses: Vec::new(),
                 unreadable: Some(format!("{e:#}")),
+                aged: None,
             },
         }
     }

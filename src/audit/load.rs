@@ -9,12 +9,20 @@ use super::rules_file::{Line, Op, RuleSet, setting_note};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+/// Work done once in a guest before its first rule is added (an aged slab's fillers).
+pub type BeforeRules<'a> = dyn FnMut(&mut AuditSocket) -> Result<()> + 'a;
+
 /// Where rules are loaded: a host (syscost tags each rule with a key of its own, deletes only
 /// rules it added and changes no setting) or a campaign's guest (rules as given, settings
-/// applied: the machine is thrown away after the boot).
+/// applied: the machine is thrown away after the boot). A guest's `before_rules` runs once,
+/// before the first rule is added (after the file's `-D` and settings before it).
 pub enum Target<'a> {
-    Host { tag: &'a mut dyn FnMut() -> String },
-    Guest,
+    Host {
+        tag: &'a mut dyn FnMut() -> String,
+    },
+    Guest {
+        before_rules: Option<&'a mut BeforeRules<'a>>,
+    },
 }
 
 /// The rules now in the kernel from one file.
@@ -102,6 +110,11 @@ pub fn load(
         }
         match &line.op {
             Op::Add(rule) => {
+                if let Target::Guest { before_rules } = &mut target
+                    && let Some(hook) = before_rules.take()
+                {
+                    hook(sock)?;
+                }
                 let bytes = match &mut target {
                     Target::Host { tag } => match with_key(rule, &tag()) {
                         Ok(b) => b,
@@ -110,7 +123,7 @@ pub fn load(
                             continue;
                         }
                     },
-                    Target::Guest => rule.clone(),
+                    Target::Guest { .. } => rule.clone(),
                 };
                 match sock.add_rule(&bytes) {
                     Ok(()) => added.rules.push((line.number, rule.clone(), bytes)),

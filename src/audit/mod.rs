@@ -5,6 +5,7 @@
 //! [`rules`] (see there why).
 
 pub mod addresses;
+pub mod age;
 pub mod libaudit;
 pub mod load;
 pub mod rules;

@@ -31,6 +31,12 @@ const CHANNEL: &str = "/dev/ttyS1";
 pub struct GuestPlan {
     pub measure: Vec<String>,
     pub rules: BTreeMap<String, String>,
+    /// Arms measured by their own command instead of `measure`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub arm_measure: BTreeMap<String, Vec<String>>,
+    /// Arms whose rules load into an aged slab, with the objects it is aged with.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub aged: BTreeMap<String, usize>,
     /// The file sent back, when the measuring command writes it itself (its own `-o`);
     /// otherwise `-o` is added to the command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -261,7 +267,12 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
     if state.exists() {
         return Ok((resume_kexec_campaign(&plan)?, None));
     }
-    let rules = param(&cmdline, ARM_PARAM)
+    let arm = param(&cmdline, ARM_PARAM);
+    let aged = arm.and_then(|a| plan.aged.get(a)).copied();
+    let words = arm
+        .and_then(|a| plan.arm_measure.get(a))
+        .unwrap_or(&plan.measure);
+    let rules = arm
         .and_then(|arm| plan.rules.get(arm))
         .map(|path| Ok::<_, std::io::Error>((std::fs::read_to_string(path)?, path.clone())))
         .transpose()?;
@@ -281,11 +292,12 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
     clock.measure_from = boottime();
     let result = match &plan.result {
         None => super::measure_here(
-            &plan.measure,
+            words,
             rules.as_ref().map(|(t, p)| (t.as_str(), p.as_str())),
+            aged,
             plan.mark,
         ),
-        Some(path) => run_here(&plan.measure).and_then(|()| {
+        Some(path) => run_here(words).and_then(|()| {
             std::fs::read(path).with_context(|| format!("the measurement wrote no {path}"))
         }),
     };

@@ -66,9 +66,16 @@ pub fn remove_leftovers(dir: &Path) -> usize {
 /// `words` as a child of this binary with its result in a temporary file and its history
 /// entry thrown away (the campaign records it, tagged), remove the rules, return the result.
 /// `mark`: its workers mark their batches for syscost's TCG plugin.
-pub fn measure_here(words: &[String], rules: Option<(&str, &str)>, mark: bool) -> Result<Vec<u8>> {
+/// `aged`: the slab the rules' entries come from is aged first with that many objects (see
+/// [`crate::audit::age`]).
+pub fn measure_here(
+    words: &[String],
+    rules: Option<(&str, &str)>,
+    aged: Option<usize>,
+    mark: bool,
+) -> Result<Vec<u8>> {
     let _rules = rules
-        .map(|(json, what)| ArmRules::set_up(json, what))
+        .map(|(json, what)| ArmRules::set_up(json, what, aged))
         .transpose()?;
     let backlog = mark.then(alone::audit_backlog_unlimited).flatten();
     let result = measure_child(words, mark)?;
@@ -125,6 +132,8 @@ struct ArmRules {
     audit: Option<ArmAudit>,
     /// Where the exit rules' entries are in this boot.
     placement: crate::audit::addresses::Placement,
+    /// The fillers of an aged slab, until they are deleted.
+    fillers: crate::audit::age::Fillers,
 }
 
 /// Where a boot's result holds the audit state its arm's rules were measured under.
@@ -137,7 +146,8 @@ impl ArmRules {
     /// The rules loaded and audit turned on for them when it is off and the file has no
     /// `-e` (a rule is walked only with audit on; a kexec boot's flag is put back on drop),
     /// and where their exit-list entries landed (read as `cachesets --addresses` reads them).
-    fn set_up(json: &str, what: &str) -> Result<ArmRules> {
+    /// `aged`: the entries' slab is aged with that many objects before the first rule.
+    fn set_up(json: &str, what: &str, aged: Option<usize>) -> Result<ArmRules> {
         let set = serde_json::from_str(json).with_context(|| format!("the rules of {what}"))?;
         let mut me = ArmRules {
             sock: crate::audit::AuditSocket::open()?,
@@ -145,13 +155,28 @@ impl ArmRules {
             loaded: Default::default(),
             audit: None,
             placement: Default::default(),
+            fillers: Default::default(),
         };
         let at_boot = me.sock.status_message()?.enabled;
-        let target = crate::audit::load::Target::Guest;
-        crate::audit::load::load(&mut me.sock, &mut me.set, target, &mut me.loaded)?;
+        let mut fillers = None;
+        let mut age = |sock: &mut crate::audit::AuditSocket| {
+            let seed = rand::random::<u64>();
+            fillers = Some(crate::audit::age::age(sock, aged.unwrap_or(0), seed)?);
+            Ok(())
+        };
+        let target = crate::audit::load::Target::Guest {
+            before_rules: aged.map(|_| &mut age as &mut crate::audit::load::BeforeRules<'_>),
+        };
+        let loaded = crate::audit::load::load(&mut me.sock, &mut me.set, target, &mut me.loaded);
+        me.fillers = fillers.unwrap_or_default();
+        loaded?;
+        me.fillers.delete(&mut me.sock)?;
+        me.placement = crate::audit::addresses::Placement::here();
+        if aged.is_some() {
+            me.placement.aged = Some(me.fillers.aged(&me.placement.addresses()));
+        }
         let audit = crate::audit::load::switch_on_for(&mut me.sock, &me.set, &me.loaded, at_boot);
         me.audit = Some(audit?);
-        me.placement = crate::audit::addresses::Placement::here();
         Ok(me)
     }
 
@@ -182,6 +207,7 @@ impl ArmRules {
 
 impl Drop for ArmRules {
     fn drop(&mut self) {
+        self.fillers.forget(&mut self.sock);
         for (_, _, r) in &self.loaded.rules {
             let _ = self.sock.del_rule(r);
         }

@@ -143,6 +143,8 @@ impl BootsOpts {
                 .or(guest.emulated().then_some(Duration::from_secs(30)))
                 .filter(|d| !d.is_zero()),
             rules_errors: self.audit_rules_errors,
+            aged_slab: Default::default(),
+            arm_measure: Default::default(),
         })
     }
 }
@@ -488,6 +490,39 @@ pub(super) fn record_tagged(
 
 /// What the guest is given beside --guest-file: a rules file the measuring command reads
 /// (its `--audit-rules`), and libaudit, which reads it, with its libraries.
+impl BootsOpts {
+    /// `NAME=COMMAND` pairs (`--arm-command`): each command split as a shell would, checked
+    /// as the common one is, and set as its arm's in `plan` with what it needs in the guest.
+    pub(super) fn arm_commands(
+        &self,
+        owner: &str,
+        via: Via,
+        given: &[String],
+        plan: &mut BootPlan,
+    ) -> Result<()> {
+        let vcpus = (via != Via::Kexec).then(|| self.guest.guest_cpus(via));
+        for g in given {
+            let (name, command) = super::campaign::name_value("--arm-command", g)?;
+            if !plan.arms.iter().any(|a| a.name == name) {
+                anyhow::bail!("--arm-command {name}=...: no --arm is named {name}");
+            }
+            let words = shlex::split(command).filter(|w| !w.is_empty()).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--arm-command {name}: cannot split {command:?} into words as a shell                      would (an unclosed quote?)"
+                )
+            })?;
+            self.guest.check(via, &words)?;
+            let (needs, rules) = check_measure(owner, &words, vcpus)?;
+            plan.needs.extend(needs);
+            plan.guest_files.extend(guest_files(&[], rules)?);
+            plan.arm_measure.insert(name.to_string(), words);
+        }
+        plan.guest_files.sort();
+        plan.guest_files.dedup();
+        Ok(())
+    }
+}
+
 fn guest_files(given: &[PathBuf], rules: Option<PathBuf>) -> Result<Vec<PathBuf>> {
     let mut files = given.to_vec();
     if let Some(r) = rules {

@@ -136,6 +136,21 @@ pub struct CampaignArgs {
     /// whether audit was on.
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
     pub rules: Vec<String>,
+    /// Load an arm's audit rules into an aged slab: NAME=OBJECTS. A fresh guest's slab gives a
+    /// burst of rule entries whole kmalloc-512 slabs, so they spread evenly over the L1d sets
+    /// an object can start in; a machine's slabs after uptime are full of holes, which new
+    /// entries fill (the syscall-latency post's crowded sets). The guest adds OBJECTS filler
+    /// exit rules after the file's -D, deletes a random half of them (order drawn from a seed
+    /// in the boot's result), loads the rules into the holes, then deletes the other fillers:
+    /// only the file's rules are walked while measuring. 1024 is a good start.
+    #[arg(long = "aged-slab", value_name = "NAME=OBJECTS")]
+    pub aged_slab: Vec<String>,
+    /// An arm measured by its own command instead of the one after --: NAME='COMMAND', split
+    /// as a shell would, e.g. ret='run uprobe --insn ret --threads 1-2' (the uprobe thread's
+    /// nop, push and ret, each an arm of one kernel). Checked as the common command is; the
+    /// arms are compared by the figures their results share.
+    #[arg(long = "arm-command", value_name = "NAME=COMMAND")]
+    pub arm_commands: Vec<String>,
     /// Rounds; each boots every arm once [default: the fewest whose paired test can reach
     /// --alpha: 6 for two arms, 7 for three; 3 for one arm; 2 with --emulated-counters, whose
     /// exact counts decide with two boots per arm while time stays undecided]. Fewer are
@@ -254,7 +269,10 @@ impl CampaignArgs {
         let arms = self.arm_specs()?;
         let rounds = self.boots(arms.len())?;
         let options = self.shared.options(self.alpha, seed);
-        let boot = self.shared.plan("campaign", self.via, arms, seed)?;
+        let mut boot = self.shared.plan("campaign", self.via, arms, seed)?;
+        boot.aged_slab = self.aged_slab()?;
+        self.shared
+            .arm_commands("campaign", self.via, &self.arm_commands, &mut boot)?;
         Ok(CampaignPlan {
             boot,
             rounds,
@@ -322,6 +340,19 @@ impl CampaignArgs {
             arm_named(&mut arms, "--audit-rules", name)?.rules = Some(file.into());
         }
         Ok(arms)
+    }
+
+    /// --aged-slab: objects by arm name (checked against the arms with the plan).
+    fn aged_slab(&self) -> Result<std::collections::BTreeMap<String, usize>> {
+        let mut out = std::collections::BTreeMap::new();
+        for a in &self.aged_slab {
+            let (name, objects) = name_value("--aged-slab", a)?;
+            let n = objects.parse().map_err(|_| {
+                anyhow::anyhow!("--aged-slab {a}: OBJECTS must be a whole number, e.g. {name}=1024")
+            })?;
+            out.insert(name.to_string(), n);
+        }
+        Ok(out)
     }
 
     /// Check, save the plan, install the boot hook, load the first arm and reboot into it.
@@ -659,6 +690,7 @@ fn with_flag(e: anyhow::Error) -> anyhow::Error {
         ArmPart::CommandLine => "--append",
         ArmPart::Initrd => "--initrd",
         ArmPart::Rules => "--audit-rules",
+        ArmPart::AgedSlab => "--aged-slab",
     };
     anyhow::anyhow!("{flag} {p}")
 }

@@ -17,6 +17,11 @@ pub struct Row {
     pub runs: usize,
 }
 
+/// A sweep's figure `name` at `threads` threads, as a campaign's boot of it names it.
+pub fn threads_metric(name: &str, threads: u32) -> String {
+    format!("{name} ({threads} threads)")
+}
+
 /// A `--threads LIST` sweep.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scale {
@@ -43,6 +48,28 @@ impl Scale {
             |r| Some(r.options.copies),
             "total-throughput",
         )
+    }
+
+    /// Every thread count's figures as one boot's: the first count's under their own names,
+    /// then each count's as `NAME (N threads)` (a campaign's boot of a sweep).
+    pub fn per_boot_metrics(&self) -> Vec<crate::results::Metric> {
+        let counted = self
+            .results
+            .iter()
+            .filter_map(|r| Some((r.workload.threads()?, r)));
+        let mut out = Vec::new();
+        for (i, (t, r)) in counted.enumerate() {
+            for m in &r.metrics {
+                if i == 0 {
+                    out.push(m.clone());
+                }
+                out.push(crate::results::Metric {
+                    name: threads_metric(&m.name, t),
+                    ..m.clone()
+                });
+            }
+        }
+        out
     }
 
     fn of(
@@ -72,5 +99,27 @@ impl Scale {
             rows,
             results,
         }
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn a_boot_of_a_sweep_names_each_thread_count_s_figures() {
+        let text = include_str!("testdata/uprobe-scale.json");
+        let s: Scale = serde_json::from_str(text).unwrap();
+        let m = s.per_boot_metrics();
+        let value = |name: &str| {
+            let found = m.iter().find(|x| x.name == name);
+            found.unwrap_or_else(|| panic!("no {name}")).values.clone()
+        };
+        assert_eq!(value("throughput"), value("throughput (1 threads)"));
+        assert_ne!(
+            value("throughput (1 threads)"),
+            value("throughput (2 threads)")
+        );
+        assert_eq!(threads_metric("time", 2), "time (2 threads)");
     }
 }

@@ -504,6 +504,12 @@ impl Render for Campaign {
                 order.join(" | ")
             ),
         ];
+        for (arm, words) in &self.arm_measure {
+            lines.push(format!(
+                " Arm {arm} is measured by `syscost {}`",
+                words.join(" ")
+            ));
+        }
         lines.extend(self.accel_line());
         lines.extend(self.pinning_line());
         lines.extend(self.time_line());

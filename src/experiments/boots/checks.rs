@@ -17,6 +17,8 @@ pub enum ArmPart {
     CommandLine,
     Initrd,
     Rules,
+    /// The aged slab its rules load into.
+    AgedSlab,
 }
 
 /// What is wrong with one arm, in the arm's own words: it cannot be booted as given.
@@ -58,7 +60,31 @@ pub fn check(plan: &BootPlan) -> Result<Vec<(String, String)>> {
             rules.push((a.name.clone(), text));
         }
     }
+    check_aged(plan)?;
     Ok(rules)
+}
+
+/// An aged slab is for an arm with rules, in a guest syscost boots from its own initramfs (a
+/// kexec boot's slab is as its own boot made it), with fillers the kernel can hold.
+fn check_aged(plan: &BootPlan) -> Result<(), ArmProblem> {
+    use crate::audit::age::MAX_OBJECTS;
+    for (name, &objects) in &plan.aged_slab {
+        let why = match plan.arms.iter().find(|a| &a.name == name) {
+            _ if !(2..=MAX_OBJECTS).contains(&objects) => {
+                format!("{objects} objects: give 2 to {MAX_OBJECTS}")
+            }
+            None => "no arm has this name".to_string(),
+            Some(a) if a.rules.is_none() => {
+                "the arm has no audit rules to load into the aged slab".to_string()
+            }
+            Some(_) if matches!(plan.backend, Backend::Kexec) => {
+                "a kexec boot runs this machine's own init, which ages no slab".to_string()
+            }
+            Some(_) => continue,
+        };
+        return Err(problem(name, ArmPart::AgedSlab, why));
+    }
+    Ok(())
 }
 
 /// What every boot shares: a measuring command, and guest files that are regular files, fit
@@ -308,4 +334,39 @@ fn check_guest_files(files: &[PathBuf], memory_mib: u32) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn an_aged_slab_needs_an_arm_with_rules_in_a_guest() {
+        let arm = |name: &str, rules: bool| Arm {
+            name: name.into(),
+            kernel: "/k".into(),
+            append: String::new(),
+            rules: rules.then(|| "/r".into()),
+            initrd: None,
+        };
+        let plan = |aged: &[(&str, usize)]| BootPlan {
+            arms: vec![arm("a", false), arm("b", true)],
+            seed: 1,
+            measure: vec!["run".into()],
+            backend: Backend::Kexec,
+            retries: 0,
+            guest_files: Vec::new(),
+            needs: Vec::new(),
+            settle: None,
+            rules_errors: Default::default(),
+            aged_slab: aged.iter().map(|(n, o)| (n.to_string(), *o)).collect(),
+            arm_measure: Default::default(),
+        };
+        let why = |aged: &[(&str, usize)]| check_aged(&plan(aged)).unwrap_err().why;
+        assert!(why(&[("b", 1)]).contains("give 2 to"));
+        assert!(why(&[("c", 256)]).contains("no arm"));
+        assert!(why(&[("a", 256)]).contains("no audit rules"));
+        assert!(why(&[("b", 256)]).contains("kexec"));
+        assert_eq!(check_aged(&plan(&[])).err().map(|e| e.why), None);
+    }
 }

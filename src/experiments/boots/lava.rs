@@ -667,6 +667,8 @@ mod unit {
             needs: Vec::new(),
             settle: None,
             rules_errors: crate::audit::rules_file::OnError::Stop,
+            aged_slab: Default::default(),
+            arm_measure: Default::default(),
         };
         let file = |url: &str| Artifact {
             url: url.into(),

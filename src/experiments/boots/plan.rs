@@ -124,6 +124,20 @@ pub struct BootPlan {
     /// What a rules file's line that cannot be set up does: stop before anything boots (or,
     /// in the guest, fail the arm's boot), or be left out with a warning.
     pub rules_errors: crate::audit::rules_file::OnError,
+    /// Arms whose rules load into an aged slab, with the objects it is aged with (see
+    /// [`crate::audit::age`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub aged_slab: std::collections::BTreeMap<String, usize>,
+    /// Arms measured by their own command instead of `measure`, by name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub arm_measure: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl BootPlan {
+    /// The command a boot of `arm` measures with.
+    pub fn measure_of(&self, arm: &str) -> &[String] {
+        self.arm_measure.get(arm).unwrap_or(&self.measure)
+    }
 }
 
 /// A file the measuring command needs in the guest, and what in the command names it.

@@ -58,6 +58,8 @@ pub(super) fn build_initramfs(
         settle_s: plan.settle.map(|d| d.as_secs_f64()),
         kallsyms: plan.backend.machine().is_some_and(|m| m.emulated_profile),
         console: matches!(plan.backend, Backend::Lava(_)),
+        aged: plan.aged_slab.clone(),
+        arm_measure: plan.arm_measure.clone(),
         ..GuestPlan::default()
     };
     let mut named = Vec::new();

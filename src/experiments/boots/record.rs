@@ -139,6 +139,21 @@ impl std::fmt::Display for BootSplit {
 }
 
 impl BootRecord {
+    /// The first try of `arm`'s boot in round 1, ended as `outcome`, one second long.
+    #[cfg(test)]
+    pub fn of(arm: &str, outcome: Outcome) -> BootRecord {
+        BootRecord {
+            arm: arm.into(),
+            round: 1,
+            attempt: 0,
+            seconds: 1.0,
+            split: None,
+            pinned: Vec::new(),
+            job: None,
+            outcome,
+        }
+    }
+
     /// Its result as the guest sent it (with its emulated counts joined), if it measured.
     pub fn result(&self) -> Option<&serde_json::Value> {
         match &self.outcome {
@@ -285,6 +300,19 @@ fn view_of(name: &str, result: &serde_json::Value) -> Result<ResultView, String>
                 p.per_boot_metrics(),
             ))
         }
+        Some(Ok(Kind::Scale)) => {
+            let s: crate::experiments::scale::Scale =
+                serde_json::from_value(result.clone()).map_err(|e| e.to_string())?;
+            let first = s.results.first().ok_or("a sweep without results")?;
+            Ok(ResultView::of_figures(
+                name,
+                Kind::Scale,
+                first.created_unix,
+                RecordedWorkload::Foreign(serde_json::json!({ "sweep": s.case })),
+                env(result.pointer("/results/0/environment")),
+                s.per_boot_metrics(),
+            ))
+        }
         _ => ResultView::from_text(name, &result.to_string()).map_err(|e| e.to_string()),
     }
 }
@@ -323,16 +351,7 @@ mod unit {
     /// whether the guest reported it) still read as the kind they meant.
     #[test]
     fn a_failure_reads_back_as_its_kind_and_old_records_as_theirs() {
-        let boot = |outcome: Outcome| BootRecord {
-            arm: "a".into(),
-            round: 1,
-            attempt: 0,
-            seconds: 1.0,
-            split: None,
-            pinned: Vec::new(),
-            job: None,
-            outcome,
-        };
+        let boot = |outcome: Outcome| BootRecord::of("a", outcome);
         let back = |text: &str| match serde_json::from_str::<BootRecord>(text).unwrap().outcome {
             Outcome::Failed { failure, .. } => failure,
             Outcome::Measured { .. } => panic!("{text}"),

@@ -57,6 +57,7 @@ pub fn analyse(
         arms: plan.boot.arms.clone(),
         entries: Vec::new(),
         measure: plan.boot.measure.clone(),
+        arm_measure: plan.boot.arm_measure.clone(),
         seed: plan.boot.seed,
         order,
         boots,

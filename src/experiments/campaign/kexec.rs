@@ -406,7 +406,7 @@ fn this_boot(st: &mut State, p: &Pending) -> BootRecord {
             .rules
             .get(&arm.name)
             .map(|t| (t.as_str(), arm.name.as_str()));
-        crate::boot::measure_here(&st.plan.boot.measure, rules, false)
+        crate::boot::measure_here(st.plan.boot.measure_of(&arm.name), rules, None, false)
     });
     let outcome = match measured.and_then(|bytes| Ok(serde_json::from_slice(&bytes)?)) {
         Ok(result) => Outcome::Measured { result },
@@ -503,6 +503,8 @@ mod unit {
             needs: Vec::new(),
             settle: None,
             rules_errors: crate::audit::rules_file::OnError::Continue,
+            aged_slab: Default::default(),
+            arm_measure: Default::default(),
         };
         let plan = CampaignPlan {
             boot,
@@ -568,6 +570,8 @@ mod unit {
             needs: Vec::new(),
             settle: None,
             rules_errors: Default::default(),
+            aged_slab: Default::default(),
+            arm_measure: Default::default(),
         };
         State {
             id: "9-1".into(),

@@ -138,6 +138,9 @@ pub struct Campaign {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<ArmEntry>,
     pub measure: Vec<String>,
+    /// Arms measured by their own command instead of `measure`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub arm_measure: std::collections::BTreeMap<String, Vec<String>>,
     pub seed: u64,
     /// Per round, the arms in the order they were booted.
     pub order: Vec<Vec<String>>,
