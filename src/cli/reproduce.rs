@@ -17,7 +17,11 @@ pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
       series' four tables beside syscost's figures, cell by cell, in audit-series/
   syscost reproduce syscall-latency --kernels target/kernels/boot --boots 4
       the syscall-latency post: Debian's 6.1 and 6.12 (for UEK5 and UEK6) with 37 rules of
-      its shape; each boot's entries' cacheline-spread and crowded sets beside its misses
+      its shape loaded into an aged slab, and a fresh boot of each beside them; each boot's
+      entries' cacheline-spread and crowded sets beside its misses
+  syscost reproduce uprobe-thread --kernels target/kernels/boot
+      the 2024 uprobe thread: uprobe and uretprobe on a nop and a ret, each an arm of
+      Debian's 6.12 on 2 vCPUs sweeping 1 and 2 threads; its x86-64 table as ratios
 Every cell is classed: exact (emulated instructions, branches, loads), modelled (the cache
 model of the paper's CPU), ratio (time under TCG: between columns only) or not reproducible
 here (cycles, branch misses, another machine's time), each with its reason. Boots are not
@@ -118,17 +122,20 @@ impl ReproduceArgs {
         kernels: &[PathBuf],
         rules: &Path,
     ) -> Vec<String> {
-        let mut c: Vec<String> = [
-            "campaign",
-            "--accel",
-            "tcg",
-            "--cache-model",
-            inv.cache_model,
-        ]
-        .map(String::from)
-        .to_vec();
+        let mut c: Vec<String> = ["campaign", "--accel", "tcg"].map(String::from).to_vec();
+        if inv.counts {
+            c.extend(["--cache-model".into(), inv.cache_model.into()]);
+        }
+        if let Some(n) = inv.guest_cpus {
+            c.extend(["--guest-cpus".into(), n.to_string()]);
+        }
+        if let Some(n) = inv.retries {
+            c.extend(["--retries".into(), n.to_string()]);
+        }
         c.extend(["--boots".into(), self.boots.to_string()]);
-        if self.boots < 2 {
+        // Timed arms need more rounds to be told apart than a reproduction boots: its
+        // cells compare with the paper, not the arms with each other.
+        if self.boots < 2 || !inv.counts {
             c.push("--no-verdict".into());
         }
         if inv.profile {
@@ -149,9 +156,24 @@ impl ReproduceArgs {
                     format!("{}={}", a.name, file.display()),
                 ]);
             }
+            if let Some(n) = a.aged {
+                c.extend(["--aged-slab".into(), format!("{}={n}", a.name)]);
+            }
+            if let Some(words) = a.measure {
+                let words: Vec<&str> = words.split_whitespace().collect();
+                let words = shlex::try_join(self.measuring(&words).iter().map(String::as_str));
+                let words = words.unwrap_or_default();
+                c.extend(["--arm-command".into(), format!("{}={words}", a.name)]);
+            }
         }
         c.push("--".into());
-        c.extend(inv.measure.iter().map(|s| s.to_string()));
+        c.extend(self.measuring(inv.measure));
+        c
+    }
+
+    /// A measuring command with this reproduction's runs, samples and sample time.
+    fn measuring(&self, words: &[&str]) -> Vec<String> {
+        let mut c: Vec<String> = words.iter().map(|s| s.to_string()).collect();
         c.extend(["--runs".into(), self.runs.to_string()]);
         if let Some(n) = self.samples {
             c.extend(["--samples".into(), n.to_string()]);

@@ -68,6 +68,7 @@ impl Reproduction {
         let mut g = Grid::new(&[
             "arm",
             "round",
+            "slab",
             "entries",
             "sets",
             "spread",
@@ -76,11 +77,13 @@ impl Reproduction {
             "its runs",
             "most missed set: misses/call, entries",
         ])
-        .right([2, 3, 4, 6])
+        .right([3, 4, 5, 7])
         .title(
             "Where each boot put the rule entries (the syscall-latency post's cacheline-spread: \
              the standard deviation of the entries' first lines over the sets they can reach), \
-             and its modelled L1d misses: the median of its runs, then each run's",
+             in a fresh slab or an aged one (filler objects allocated, half freed in a seeded \
+             order, the entries loaded into the holes), and its modelled L1d misses: the median \
+             of its runs, then each run's",
         );
         for a in &self.placements {
             for b in &a.boots {
@@ -89,6 +92,7 @@ impl Reproduction {
                 g.row([
                     Cell::Text(a.arm.clone()),
                     Cell::Int(b.round.into()),
+                    Cell::Text(slab(b.aged.as_ref())),
                     Cell::Int(b.entries as i64),
                     Cell::Int(b.reachable as i64),
                     Cell::Num(b.spread),
@@ -113,7 +117,46 @@ impl Reproduction {
             }
             g.notes.push(placement_note(a));
         }
+        for k in &self.kernel_placements {
+            let r = |what: &str, c: &Correlation| {
+                format!(
+                    "against {what}: Pearson r {:.2} (p {})",
+                    c.pearson_r,
+                    crate::core::num::fmt_p(c.pearson_p)
+                )
+            };
+            let parts: Vec<String> = [
+                k.correlation.as_ref().map(|c| r("spread", c)),
+                k.peak_correlation
+                    .as_ref()
+                    .map(|c| r("the most crowded set", c)),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !parts.is_empty() {
+                g.notes.push(format!(
+                    "{} and {} pooled ({}): misses {}",
+                    k.arms[..k.arms.len() - 1].join(", "),
+                    k.arms[k.arms.len() - 1],
+                    k.kernel,
+                    parts.join("; ")
+                ));
+            }
+        }
         Some(g)
+    }
+}
+
+/// How a boot's slab was before its entries loaded: fresh, or aged with N objects (half freed
+/// in a seeded order) and how many entries took a freed slot.
+fn slab(aged: Option<&crate::audit::age::Aged>) -> String {
+    let Some(a) = aged else {
+        return "fresh".into();
+    };
+    match a.reused {
+        Some(r) => format!("aged {}: {r} in freed slots", a.objects),
+        None => format!("aged {}", a.objects),
     }
 }
 

@@ -207,7 +207,11 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
     (
         "syscost reproduce syscall-latency --kernels target/kernels/boot",
-        "20 boots; tests/all/reproduce.rs runs the audit series, the same command on one kernel",
+        "24 boots; tests/all/reproduce.rs runs the audit series, the same command on one kernel",
+    ),
+    (
+        "syscost reproduce uprobe-thread --kernels target/kernels/boot",
+        "8 boots on 2 vCPUs; tests/all/campaign.rs boots its arms' own commands on one",
     ),
     (
         "syscost bisect --via lava",

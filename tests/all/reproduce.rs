@@ -181,6 +181,11 @@ fn investigations_that_cannot_run_are_refused_before_booting() {
         "apt-get download linux-image-6.1.0-",
     );
     assert!(e.contains("arm audit0"), "{e}");
+    let e = refused(
+        &["reproduce", "uprobe-thread", "--kernels", &empty, "-o", o],
+        "apt-get download linux-image-6.12.",
+    );
+    assert!(e.contains("arm uprobe-nop"), "{e}");
     refused(
         &[
             "reproduce",

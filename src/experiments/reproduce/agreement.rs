@@ -21,7 +21,7 @@ pub fn tolerance(class: Class) -> Option<f64> {
 /// Half a unit of the last digit `written` prints (`2.39`: 0.005; `~0`: 0.5): a figure within
 /// it of the paper's cannot be told apart from it.
 pub fn rounding(written: &str) -> f64 {
-    let number: String = written
+    let number: String = super::paper::figure_text(written)
         .chars()
         .filter(|c| c.is_ascii_digit() || *c == '.')
         .collect();

@@ -57,7 +57,16 @@ pub struct ArmSpec {
     pub append: &'static str,
     /// The shipped rule set the arm's guest loads (a key of [`Investigation::rules`]).
     pub rules: Option<&'static str>,
+    /// The rules load into a slab aged with this many objects (`campaign --aged-slab`).
+    pub aged: Option<usize>,
+    /// The arm's own measuring command instead of the investigation's, words separated by
+    /// spaces (`campaign --arm-command`).
+    pub measure: Option<&'static str>,
 }
+
+/// The objects an aged arm's slab is aged with: 16 kmalloc-512 slabs' worth, half freed,
+/// leaves 128 holes for 37 or 42 entries.
+pub const AGED_OBJECTS: usize = 256;
 
 /// An investigation syscost repeats.
 #[derive(Debug)]
@@ -70,8 +79,14 @@ pub struct Investigation {
     pub arms: &'static [ArmSpec],
     /// Rule sets of the paper's shape shipped with it: (file name, text).
     pub rules: &'static [(&'static str, &'static str)],
-    /// The cache model of the paper's CPU.
+    /// The cache model of the paper's CPU (its L1d geometry places the rule entries).
     pub cache_model: &'static str,
+    /// Whether the boots count with syscost's plugin and the cache model (on one vCPU).
+    pub counts: bool,
+    /// vCPUs of each guest, when not the one counting needs.
+    pub guest_cpus: Option<u32>,
+    /// Tries after a failed boot, when not the campaign's default (1).
+    pub retries: Option<u32>,
     /// Whether its cells need the kernel's instructions by function (`--emulated-profile`).
     pub profile: bool,
     /// The syscost command measured in every boot, before the options `reproduce` adds.
@@ -94,29 +109,87 @@ const AUDIT_SERIES_ARMS: &[ArmSpec] = &[
         series: Series::Linux61,
         append: "audit=0",
         rules: None,
+        aged: None,
+        measure: None,
     },
     ArmSpec {
         name: "audit1",
         series: Series::Linux61,
         append: "audit=1",
         rules: Some("audit-series.rules"),
+        aged: None,
+        measure: None,
     },
 ];
 
+/// The post's machines had run for a while: its kernels' arms load their rules into an aged
+/// slab, and a fresh boot's of each kernel stands beside them in the placement table.
 const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
     ArmSpec {
         name: "old",
         series: Series::Linux61,
         append: "audit=1",
         rules: Some("syscall-latency.rules"),
+        aged: Some(AGED_OBJECTS),
+        measure: None,
     },
     ArmSpec {
         name: "new",
         series: Series::Linux612,
         append: "audit=1",
         rules: Some("syscall-latency.rules"),
+        aged: Some(AGED_OBJECTS),
+        measure: None,
+    },
+    ArmSpec {
+        name: "old-fresh",
+        series: Series::Linux61,
+        append: "audit=1",
+        rules: Some("syscall-latency.rules"),
+        aged: None,
+        measure: None,
+    },
+    ArmSpec {
+        name: "new-fresh",
+        series: Series::Linux612,
+        append: "audit=1",
+        rules: Some("syscall-latency.rules"),
+        aged: None,
+        measure: None,
     },
 ];
+
+/// One arm per line of the thread's x86-64 table: a probe kind on an instruction, each sweeping
+/// 1 and 2 threads on Debian's 6.12.
+const UPROBE_THREAD_ARMS: &[ArmSpec] = &[
+    uprobe_arm(
+        "uprobe-nop",
+        "run uprobe --probe uprobe --insn nop --threads 1-2",
+    ),
+    uprobe_arm(
+        "uretprobe-nop",
+        "run uprobe --probe uretprobe --insn nop --threads 1-2",
+    ),
+    uprobe_arm(
+        "uprobe-ret",
+        "run uprobe --probe uprobe --insn ret --threads 1-2",
+    ),
+    uprobe_arm(
+        "uretprobe-ret",
+        "run uprobe --probe uretprobe --insn ret --threads 1-2",
+    ),
+];
+
+const fn uprobe_arm(name: &'static str, measure: &'static str) -> ArmSpec {
+    ArmSpec {
+        name,
+        series: Series::Linux612,
+        append: "",
+        rules: None,
+        aged: None,
+        measure: Some(measure),
+    }
+}
 
 /// Every investigation, in the order `--list` shows them.
 pub const ALL: &[Investigation] = &[
@@ -130,6 +203,9 @@ pub const ALL: &[Investigation] = &[
             include_str!("../../../papers/audit-series.rules"),
         )],
         cache_model: "skylake-x",
+        counts: true,
+        guest_cpus: None,
+        retries: None,
         profile: false,
         measure: &["run", "syscall"],
         needs: "a Debian 6.1 kernel image; QEMU (TCG); 2 arms (audit=0, audit=1 with 42 rules) \
@@ -145,10 +221,14 @@ pub const ALL: &[Investigation] = &[
             include_str!("../../../papers/syscall-latency.rules"),
         )],
         cache_model: "skylake-x",
+        counts: true,
+        guest_cpus: None,
+        retries: None,
         profile: true,
         measure: &["run", "syscall"],
-        needs: "Debian 6.1 and 6.12 kernel images (for UEK5 and UEK6); QEMU (TCG); 2 arms \
-                x 2 boots with the per-function profile, about 30 s a boot here",
+        needs: "Debian 6.1 and 6.12 kernel images (for UEK5 and UEK6); QEMU (TCG); 4 arms \
+                (each kernel with an aged slab and a fresh one) x 2 boots with the per-function \
+                profile, about 35 s a boot here",
     },
     Investigation {
         name: "alignment-rfc",
@@ -156,6 +236,9 @@ pub const ALL: &[Investigation] = &[
         arms: &[],
         rules: &[],
         cache_model: "skylake-x",
+        counts: true,
+        guest_cpus: None,
+        retries: None,
         profile: false,
         measure: &["run", "vfs-mix"],
         needs: "alignment variants of one kernel, built by you (syscost builds no kernels)",
@@ -166,17 +249,21 @@ pub const ALL: &[Investigation] = &[
     },
     Investigation {
         name: "uprobe-thread",
-        about: "the 2024 uprobe thread: uprobe and uretprobe throughput on nop, push and ret",
-        arms: &[],
+        about: "the 2024 uprobe thread: uprobe and uretprobe throughput on nop and ret, 1 and 2 CPUs",
+        tables: Tables::Json(include_str!("../../../papers/uprobe-thread.json")),
+        arms: UPROBE_THREAD_ARMS,
         rules: &[],
         cache_model: "skylake-x",
+        counts: false,
+        guest_cpus: Some(2),
+        // Debian's 6.12 on 2 vCPUs under TCG panics on a breakpoint in __schedule ("Oops:
+        // int3", a text patch racing the other vCPU) in 1 to 4 boots of 10 here.
+        retries: Some(3),
         profile: false,
-        measure: &["probe"],
-        needs: "Debian 6.1 and 6.12 kernel images; QEMU (TCG)",
-        tables: Tables::Missing(
-            "its tables are not transcribed yet, and it needs a measuring command per arm \
-             (nop, push and ret)",
-        ),
+        measure: &["run", "uprobe"],
+        needs: "a Debian 6.12 kernel image; QEMU (TCG, 2 vCPUs); 4 arms (uprobe and uretprobe \
+                on nop and ret, each sweeping 1 and 2 threads) x 2 boots, about 30 s a boot \
+                here, and up to 3 retries of a boot that panics (1 to 4 in 10 do on 2 vCPUs)",
     },
 ];
 
@@ -299,6 +386,9 @@ pub struct Reproduction {
     /// Where each boot with rules put their entries, beside its modelled misses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placements: Vec<placement::ArmPlacement>,
+    /// The placements of the arms that boot one kernel, pooled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_placements: Vec<placement::KernelPlacement>,
     pub seconds: f64,
     pub campaign: Campaign,
 }
@@ -337,6 +427,10 @@ pub fn compare(
         .filter_map(|b| Some((b, b.decoded()?.ok()?)))
         .collect();
     let placements = placement::placements(&decoded, &arms, l1d, &misses);
+    let kernel_placements = placement::by_kernel(&placements, |arm| {
+        let a = c.arms.iter().find(|a| a.name == arm)?;
+        Some(a.kernel.file_name()?.to_string_lossy().into_owned())
+    });
     let figures = Figures {
         boots: &decoded,
         placements: &placements,
@@ -367,6 +461,7 @@ pub fn compare(
         summary: agreement::summarise(&classes),
         rows,
         placements,
+        kernel_placements,
         seconds,
         campaign: c,
     }
@@ -427,12 +522,15 @@ fn audit_functions(d: &Decoded) -> Option<f64> {
 
 fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
     let per_boot = |arm: &str| f.per_boot(arm, &cell.metrics);
-    let over = cell.over.as_ref().and_then(|o| t.cell(&cell.row, o));
+    let over = cell
+        .denominator()
+        .and_then(|(row, column)| t.cell(row, column));
     let mut paper = t.value(cell);
     let mut ours_boots = cell.arm.as_deref().map(per_boot).unwrap_or_default();
     if let Some(o) = over {
         paper /= t.value(o);
-        let base = o.arm.as_deref().map(per_boot).unwrap_or_default();
+        let base = o.arm.as_deref().map(|a| f.per_boot(a, &o.metrics));
+        let base = base.unwrap_or_default();
         let base = (!base.is_empty()).then(|| crate::stats::median(&base));
         ours_boots = match base {
             Some(b) if b > 0.0 => ours_boots.iter().map(|v| v / b).collect(),
@@ -490,6 +588,88 @@ mod unit {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_uprobe_thread_s_x86_table_is_whole_and_its_ratios_name_their_denominators() {
+        let i = named("uprobe-thread").unwrap();
+        let p = i.paper().unwrap();
+        assert_eq!(
+            p.cells().count(),
+            192,
+            "80 lines of 2, 12 of 2, 8 Redis lines"
+        );
+        let t = &p.tables[0];
+        assert_eq!(t.cells.len(), 160);
+        for a in i.arms {
+            for n in [1, 2] {
+                let c = t.cell(&format!("{} ({n} cpus)", a.name), "M/s").unwrap();
+                assert_eq!(c.arm.as_deref(), Some(a.name));
+            }
+        }
+        let c = t.cell("uretprobe-nop (1 cpus)", "M/s").unwrap();
+        let (row, column) = c.denominator().unwrap();
+        assert_eq!((row, column), ("uprobe-nop (1 cpus)", "M/s"));
+        let base = t.cell(row, column).unwrap();
+        assert_eq!(t.value(c) / t.value(base), 1.987 / 3.565);
+        assert_eq!(base.denominator(), None);
+    }
+
+    /// A boot of `arm` whose result has the figures `metrics` (name, value).
+    fn boot(arm: &str, metrics: &[(&str, f64)]) -> (BootRecord, Decoded) {
+        use crate::results::{Metric, MetricKind};
+        let record = BootRecord::of(
+            arm,
+            crate::experiments::boots::Outcome::Measured {
+                result: serde_json::json!({}),
+            },
+        );
+        let figures = metrics
+            .iter()
+            .map(|(n, v)| Metric::of_values(*n, "M/s", MetricKind::Workload, "run", vec![*v], None))
+            .collect();
+        let view = crate::results::view::ResultView::of_figures(
+            arm,
+            Kind::Scale,
+            0,
+            crate::workloads::RecordedWorkload::Foreign(serde_json::json!({})),
+            Default::default(),
+            figures,
+        );
+        let decoded = Decoded {
+            view,
+            sets: None,
+            functions: None,
+        };
+        (record, decoded)
+    }
+
+    #[test]
+    fn a_ratio_over_another_row_divides_by_that_row_s_figure() {
+        let i = named("uprobe-thread").unwrap();
+        let p = i.paper().unwrap();
+        let t = &p.tables[0];
+        let nop = boot("uprobe-nop", &[("throughput (1 threads)", 0.2)]);
+        let ret = boot(
+            "uretprobe-nop",
+            &[
+                ("throughput (1 threads)", 0.05),
+                ("throughput (2 threads)", 0.08),
+            ],
+        );
+        let boots = [(&nop.0, nop.1.clone()), (&ret.0, ret.1.clone())];
+        let f = Figures {
+            boots: &boots,
+            placements: &[],
+        };
+        let ours = |r: &str, c: &str| row(&p, t, t.cell(r, c).unwrap(), &f).ours.unwrap();
+        // Over uprobe-nop's one-CPU figure, and over its own.
+        assert!((ours("uretprobe-nop (1 cpus)", "M/s") - 0.25).abs() < 1e-12);
+        assert!((ours("uretprobe-nop (2 cpus)", "M/s") - 1.6).abs() < 1e-12);
+        assert_eq!(
+            row(&p, t, t.cell("uprobe-nop (1 cpus)", "M/s").unwrap(), &f).ours,
+            None
+        );
     }
 
     #[test]

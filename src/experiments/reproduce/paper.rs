@@ -55,10 +55,25 @@ pub struct PaperCell {
     /// The campaign arm measured for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arm: Option<String>,
-    /// For a ratio: the column of the same row it is divided by (the paper's and syscost's
-    /// figure alike).
+    /// For a ratio: the column it is divided by (the paper's and syscost's figure alike), in
+    /// its own row or `over_row`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_row: Option<String>,
+}
+
+impl PaperCell {
+    /// For a ratio, the (row, column) of the cell it is divided by.
+    pub fn denominator(&self) -> Option<(&str, &str)> {
+        if self.over.is_none() && self.over_row.is_none() {
+            return None;
+        }
+        Some((
+            self.over_row.as_deref().unwrap_or(&self.row),
+            self.over.as_deref().unwrap_or(&self.column),
+        ))
+    }
 }
 
 /// How a published figure can be repeated under emulation.
@@ -116,11 +131,11 @@ impl Paper {
         if repeated != (c.arm.is_some() && !c.metrics.is_empty()) {
             return Err("a repeatable cell needs an arm and metrics, and only it".into());
         }
-        if let Some(o) = &c.over
-            && (c.class != Class::Ratio || t.cell(&c.row, o).is_none())
+        if let Some((row, column)) = c.denominator()
+            && (c.class != Class::Ratio || t.cell(row, column).is_none())
         {
             return Err(format!(
-                "over {o}: no such column in this row, or not a ratio"
+                "over {row} / {column}: no such cell in this table, or not a ratio"
             ));
         }
         Ok(())
@@ -147,11 +162,17 @@ impl Table {
     }
 }
 
+/// The figure of a written cell: what comes before a `±` spread (`3.565 ± 0.004M/s`).
+pub fn figure_text(w: &str) -> &str {
+    w.split('±').next().unwrap_or(w).trim()
+}
+
 /// The number a figure is written as: thousands separators, a `~`, a footnote's `*`, a
-/// spread's `(+- 1.45%)` and a unit after it (`191ns`) dropped.
+/// spread's `(+- 1.45%)` or `± 0.004`, and a unit after it (`191ns`, `M/s/cpu`) dropped.
 pub fn written_value(w: &str) -> Result<f64, String> {
-    let digits: String = w
-        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+    let digits: String = figure_text(w)
+        .trim_end_matches(')')
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '/')
         .chars()
         .filter(|c| !matches!(c, ',' | '~' | '*' | '(' | ')' | '%' | ' '))
         .collect();
@@ -173,6 +194,9 @@ mod unit {
         assert_eq!(written_value("(+- 1.45%)"), Ok(1.45));
         assert_eq!(written_value("(  +- 70.71% )"), Ok(70.71));
         assert_eq!(written_value("217ns"), Ok(217.0));
+        assert_eq!(written_value("3.565 ± 0.004M/s"), Ok(3.565));
+        assert_eq!(written_value("( 2.802M/s/cpu)"), Ok(2.802));
+        assert_eq!(written_value("(0.371M/prod)"), Ok(0.371));
         assert!(written_value("n/a").is_err());
     }
 }

@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BootPlacement {
     pub round: u32,
+    /// How the entries' slab was aged before they loaded (none: a fresh boot's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aged: Option<crate::audit::age::Aged>,
     pub entries: usize,
     /// The sets an entry's first line can reach (its slab alignment's).
     pub reachable: usize,
@@ -102,6 +105,54 @@ pub fn placements(
         .collect()
 }
 
+/// The boots of the arms that boot one kernel (a fresh and an aged slab's), pooled: whether
+/// misses follow the entries' placement across both.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KernelPlacement {
+    pub kernel: String,
+    pub arms: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation: Option<Correlation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_correlation: Option<Correlation>,
+}
+
+/// `placed` pooled by kernel (`kernel_of` an arm's), for kernels booted by two or more arms.
+pub fn by_kernel(
+    placed: &[ArmPlacement],
+    kernel_of: impl Fn(&str) -> Option<String>,
+) -> Vec<KernelPlacement> {
+    let mut out: Vec<KernelPlacement> = Vec::new();
+    for a in placed {
+        let Some(k) = kernel_of(&a.arm) else { continue };
+        match out.iter_mut().find(|p| p.kernel == k) {
+            Some(p) => p.arms.push(a.arm.clone()),
+            None => out.push(KernelPlacement {
+                kernel: k,
+                arms: vec![a.arm.clone()],
+                correlation: None,
+                peak_correlation: None,
+            }),
+        }
+    }
+    out.retain(|p| p.arms.len() > 1);
+    for p in &mut out {
+        let boots: Vec<&BootPlacement> = placed
+            .iter()
+            .filter(|a| p.arms.contains(&a.arm))
+            .flat_map(|a| &a.boots)
+            .collect();
+        let against = |x: fn(&BootPlacement) -> f64| {
+            let (x, y): (Vec<f64>, Vec<f64>) =
+                boots.iter().filter_map(|b| Some((x(b), b.misses?))).unzip();
+            correlate(&x, &y)
+        };
+        p.correlation = against(|b| b.spread);
+        p.peak_correlation = against(|b| b.peak as f64);
+    }
+    out
+}
+
 fn placement_of(b: &BootRecord) -> Option<Placement> {
     let v = b.result()?.get(crate::boot::ENTRIES_FIELD)?;
     serde_json::from_value(v.clone()).ok()
@@ -116,6 +167,7 @@ fn of_boot((b, d): &Measured, p: &Placement, g: Geometry, misses: &[String]) -> 
     crowded.truncate(3);
     BootPlacement {
         round: b.round,
+        aged: p.aged.clone(),
         entries: addrs.len(),
         reachable: reachable.len(),
         spread: layout::spread(&pop, &reachable),
@@ -183,6 +235,7 @@ mod unit {
         let p = Placement {
             addresses: addrs.iter().map(|a| format!("{a:#x}")).collect(),
             unreadable: None,
+            aged: None,
         };
         assert_eq!(p.addresses(), addrs, "hexadecimal round trip");
     }
