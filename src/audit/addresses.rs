@@ -211,7 +211,7 @@ pub struct Placement {
     pub unreadable: Option<String>,
     /// How their slab was aged before they were allocated (none: a fresh boot's slab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub aged: Option<super::age::Aged>,
+    pub aged: Option<Aged>,
 }
 
 impl Placement {
@@ -238,6 +238,20 @@ impl Placement {
             .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
             .collect()
     }
+}
+
+/// What an ageing of the entries' slab did (the age module's), kept in the boot's result
+/// beside the entries' placement.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Aged {
+    /// Filler entries allocated.
+    pub objects: usize,
+    /// Of them, freed before the rules loaded, in an order drawn from `seed`.
+    pub freed: usize,
+    pub seed: u64,
+    /// The freed fillers' addresses could be read, each rule entry placed in one of their slots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused: Option<usize>,
 }
 
 #[cfg(test)]

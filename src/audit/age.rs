@@ -13,11 +13,11 @@
 //! kept in the boot's result ([`Aged`]), with how many entries took a freed filler's slot.
 
 use super::AuditSocket;
+pub use super::addresses::Aged;
 use super::rules::{self, ACTION_ALWAYS, FIELD_ARCH, FIELD_PID, FILTER_EXIT};
 use anyhow::{Context, Result};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
-use serde::{Deserialize, Serialize};
 
 /// The system call filler rules name: nothing syscost measures calls it.
 const FILLER_SYSCALL: u32 = libc::SYS_acct as u32;
@@ -28,19 +28,6 @@ const FILLER_KEY: &str = "syscost-aged-slab";
 const RCU_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 /// The most fillers asked for (each is a rule the kernel walks while the rest are added).
 pub const MAX_OBJECTS: usize = 65_536;
-
-/// What an ageing did, kept in the boot's result beside the entries' placement.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Aged {
-    /// Filler entries allocated.
-    pub objects: usize,
-    /// Of them, freed before the rules loaded, in an order drawn from `seed`.
-    pub freed: usize,
-    pub seed: u64,
-    /// The freed fillers' addresses could be read, each rule entry placed in one of their slots.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reused: Option<usize>,
-}
 
 /// The fillers still in the kernel while the rules load.
 #[derive(Debug, Default)]

@@ -491,18 +491,18 @@ pub(super) fn record_tagged(
 /// What the guest is given beside --guest-file: a rules file the measuring command reads
 /// (its `--audit-rules`), and libaudit, which reads it, with its libraries.
 impl BootsOpts {
-    /// `NAME=COMMAND` pairs (`--arm-command`): each command split as a shell would, checked
-    /// as the common one is, and set as its arm's in `plan` with what it needs in the guest.
+    /// Arms' own commands, (arm, command) (`--arm-command`): each split as a shell would,
+    /// checked as the common one is, and set as its arm's in `plan` with what it needs in the
+    /// guest.
     pub(super) fn arm_commands(
         &self,
         owner: &str,
         via: Via,
-        given: &[String],
+        given: &[(&str, &str)],
         plan: &mut BootPlan,
     ) -> Result<()> {
         let vcpus = (via != Via::Kexec).then(|| self.guest.guest_cpus(via));
-        for g in given {
-            let (name, command) = super::campaign::name_value("--arm-command", g)?;
+        for &(name, command) in given {
             if !plan.arms.iter().any(|a| a.name == name) {
                 anyhow::bail!("--arm-command {name}=...: no --arm is named {name}");
             }

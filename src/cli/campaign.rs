@@ -140,8 +140,8 @@ pub struct CampaignArgs {
     /// burst of rule entries whole kmalloc-512 slabs, so they spread evenly over the L1d sets
     /// an object can start in; a machine's slabs after uptime are full of holes, which new
     /// entries fill (the syscall-latency post's crowded sets). The guest adds OBJECTS filler
-    /// exit rules after the file's -D, deletes a random half of them (order drawn from a seed
-    /// in the boot's result), loads the rules into the holes, then deletes the other fillers:
+    /// exit rules after the file's -D, deletes a random half of them (in a seeded order the
+    /// boot's result keeps), loads the rules into the holes, then deletes the other fillers:
     /// only the file's rules are walked while measuring. 1024 is a good start.
     #[arg(long = "aged-slab", value_name = "NAME=OBJECTS")]
     pub aged_slab: Vec<String>,
@@ -271,8 +271,13 @@ impl CampaignArgs {
         let options = self.shared.options(self.alpha, seed);
         let mut boot = self.shared.plan("campaign", self.via, arms, seed)?;
         boot.aged_slab = self.aged_slab()?;
+        let commands = self
+            .arm_commands
+            .iter()
+            .map(|c| name_value("--arm-command", c))
+            .collect::<Result<Vec<_>>>()?;
         self.shared
-            .arm_commands("campaign", self.via, &self.arm_commands, &mut boot)?;
+            .arm_commands("campaign", self.via, &commands, &mut boot)?;
         Ok(CampaignPlan {
             boot,
             rounds,

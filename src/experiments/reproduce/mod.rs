@@ -257,7 +257,8 @@ pub const ALL: &[Investigation] = &[
         counts: false,
         guest_cpus: Some(2),
         // Debian's 6.12 on 2 vCPUs under TCG panics on a breakpoint in __schedule ("Oops:
-        // int3", a text patch racing the other vCPU) in 1 to 4 boots of 10 here.
+        // int3"; a text patch racing the other vCPU, likely, not confirmed) in 1 to 4 boots
+        // of 10 here.
         retries: Some(3),
         profile: false,
         measure: &["run", "uprobe"],
