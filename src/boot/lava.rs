@@ -76,6 +76,66 @@ pub enum BootMethod {
     Ipxe,
 }
 
+/// Where a job stands in the lab's queue: LAVA's high, medium or low, or a number from 0 to
+/// 100 (low is 0, medium 50, high 100). Shared labs rank their own work by it: KernelCI
+/// spreads its jobs over 20 to 80 of a lab's range, and LKFT's lab caps submitters at 25.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobPriority {
+    #[default]
+    Low,
+    Medium,
+    High,
+    Level(u8),
+}
+
+impl JobPriority {
+    /// `low`, `medium`, `high` or 0 to 100.
+    pub fn parse(s: &str) -> Result<JobPriority, String> {
+        match s {
+            "low" => Ok(JobPriority::Low),
+            "medium" => Ok(JobPriority::Medium),
+            "high" => Ok(JobPriority::High),
+            n => match n.parse::<u8>() {
+                Ok(v) if v <= 100 => Ok(JobPriority::Level(v)),
+                _ => Err(format!(
+                    "{n:?}: give low, medium, high or a number from 0 to 100"
+                )),
+            },
+        }
+    }
+
+    /// As a job definition says it.
+    pub fn json(self) -> serde_json::Value {
+        match self {
+            JobPriority::Low => "low".into(),
+            JobPriority::Medium => "medium".into(),
+            JobPriority::High => "high".into(),
+            JobPriority::Level(v) => v.into(),
+        }
+    }
+}
+
+/// Who may see a job and its results in the lab.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobVisibility {
+    /// Anyone who can read the lab, as KernelCI's and LKFT's jobs are.
+    #[default]
+    Public,
+    /// The user the token belongs to alone.
+    Personal,
+}
+
+impl JobVisibility {
+    pub fn name(self) -> &'static str {
+        match self {
+            JobVisibility::Public => "public",
+            JobVisibility::Personal => "personal",
+        }
+    }
+}
+
 /// A LAVA server, and the token syscost's requests carry.
 #[derive(Debug)]
 pub struct Lab {

@@ -380,6 +380,16 @@ pub struct LavaOpts {
     /// boots go one job at a time, in the schedule's order.
     #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub lava_jobs: u32,
+    /// With --via lava: where the jobs stand in the lab's queue: low, medium, high, or a
+    /// number from 0 (low) to 100 (high). Low by default, so a shared lab's own work goes
+    /// first (KernelCI ranks its jobs from 20 to 80 of a lab's range; LKFT's lab caps
+    /// submitters at 25).
+    #[arg(long, default_value = "low", value_name = "LEVEL", value_parser = crate::boot::lava::JobPriority::parse)]
+    pub lava_priority: crate::boot::lava::JobPriority,
+    /// With --via lava: who may see the jobs and their results in the lab: public (anyone
+    /// who can read it) or personal (the token's user alone).
+    #[arg(long, value_enum, default_value_t = crate::boot::lava::JobVisibility::Public, value_name = "WHO")]
+    pub lava_visibility: crate::boot::lava::JobVisibility,
 }
 
 impl LavaOpts {
@@ -417,6 +427,8 @@ impl LavaOpts {
             files,
             queue_limit: self.lava_queue_limit,
             jobs: self.lava_jobs,
+            priority: self.lava_priority,
+            visibility: self.lava_visibility,
         })
     }
 }

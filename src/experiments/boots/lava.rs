@@ -245,8 +245,8 @@ impl<'p> LavaBooter<'p> {
         let mut job = json!({
             "device_type": self.target.device_type,
             "job_name": format!("syscost {}: {} round {round} try {}", self.tag, arm.name, attempt + 1),
-            "visibility": "public",
-            "priority": "medium",
+            "visibility": self.target.visibility.name(),
+            "priority": self.target.priority.json(),
             "timeouts": {
                 "job": {"seconds": boot_s + 600},
                 "action": {"seconds": boot_s + 300},
@@ -646,6 +646,28 @@ mod unit {
             files: None,
             queue_limit: Duration::from_secs(60),
             jobs: 1,
+            priority: Default::default(),
+            visibility: Default::default(),
+        }
+    }
+
+    #[test]
+    fn jobs_ask_for_a_low_priority_unless_told() {
+        let mut t = target(BootMethod::Qemu, None);
+        let j = job(&t);
+        assert_eq!(
+            (&j["priority"], &j["visibility"]),
+            (&"low".into(), &"public".into())
+        );
+        t.priority = crate::boot::lava::JobPriority::parse("25").unwrap();
+        t.visibility = crate::boot::lava::JobVisibility::Personal;
+        let j = job(&t);
+        assert_eq!(
+            (&j["priority"], &j["visibility"]),
+            (&25.into(), &"personal".into())
+        );
+        for bad in ["101", "urgent", "-1"] {
+            assert!(crate::boot::lava::JobPriority::parse(bad).is_err(), "{bad}");
         }
     }
 

@@ -61,6 +61,11 @@ pub struct LavaTarget {
     /// Jobs under way at once when the boots count exactly (timed boots go one at a time).
     #[serde(default = "one")]
     pub jobs: u32,
+    /// Where the jobs stand in the lab's queue (a plan kept before this existed: low).
+    #[serde(default)]
+    pub priority: crate::boot::lava::JobPriority,
+    #[serde(default)]
+    pub visibility: crate::boot::lava::JobVisibility,
 }
 
 /// The device a run's jobs stay on, and the tag that takes them there (LAVA 2023.01 sends a
