@@ -249,8 +249,10 @@ pub const ALL: &[Investigation] = &[
         tables: Tables::Waiting {
             json: include_str!("../../../papers/alignment-rfc.json"),
             why: "its tables are transcribed (162 cells), but it needs 11 kernel builds that \
-                  differ only in their function alignment (-Os, -falign-functions=1 to 512), \
-                  which syscost does not make and no script here builds yet",
+                  differ only in their function alignment (-Os, -falign-functions=1 to 512): \
+                  bench/alignment_builds.sh builds them from linux-source-6.1 (7 minutes each \
+                  here), and reproduce does not take them yet; compare two with syscost \
+                  campaign --arm a16=... --arm a64=... -- run vfs-mix",
         },
     },
     Investigation {
