@@ -159,9 +159,9 @@ impl ArmRules {
         };
         let at_boot = me.sock.status_message()?.enabled;
         let mut fillers = None;
+        let objects = aged.unwrap_or_default();
         let mut age = |sock: &mut crate::audit::AuditSocket| {
-            let seed = rand::random::<u64>();
-            fillers = Some(crate::audit::age::age(sock, aged.unwrap_or(0), seed)?);
+            fillers = Some(crate::audit::age::age(sock, objects, rand::random())?);
             Ok(())
         };
         let target = crate::audit::load::Target::Guest {

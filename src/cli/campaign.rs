@@ -142,7 +142,8 @@ pub struct CampaignArgs {
     /// entries fill (the syscall-latency post's crowded sets). The guest adds OBJECTS filler
     /// exit rules after the file's -D, deletes a random half of them (in a seeded order the
     /// boot's result keeps), loads the rules into the holes, then deletes the other fillers:
-    /// only the file's rules are walked while measuring. 1024 is a good start.
+    /// only the file's rules are walked while measuring. 256 (what reproduce syscall-latency
+    /// uses) leaves 128 holes for a few dozen rules.
     #[arg(long = "aged-slab", value_name = "NAME=OBJECTS")]
     pub aged_slab: Vec<String>,
     /// An arm measured by its own command instead of the one after --: NAME='COMMAND', split

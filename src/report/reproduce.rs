@@ -118,29 +118,13 @@ impl Reproduction {
             g.notes.push(placement_note(a));
         }
         for k in &self.kernel_placements {
-            let r = |what: &str, c: &Correlation| {
-                format!(
-                    "against {what}: Pearson r {:.2} (p {})",
-                    c.pearson_r,
-                    crate::core::num::fmt_p(c.pearson_p)
-                )
-            };
-            let parts: Vec<String> = [
-                k.correlation.as_ref().map(|c| r("spread", c)),
-                k.peak_correlation
-                    .as_ref()
-                    .map(|c| r("the most crowded set", c)),
-            ]
-            .into_iter()
-            .flatten()
-            .collect();
-            if !parts.is_empty() {
+            let said = correlations_said(&k.correlation, &k.peak_correlation);
+            if !said.is_empty() {
                 g.notes.push(format!(
-                    "{} and {} pooled ({}): misses {}",
+                    "{} and {} pooled ({}): misses {said}",
                     k.arms[..k.arms.len() - 1].join(", "),
                     k.arms[k.arms.len() - 1],
                     k.kernel,
-                    parts.join("; ")
                 ));
             }
         }
@@ -162,13 +146,6 @@ fn slab(aged: Option<&crate::audit::age::Aged>) -> String {
 
 /// What an arm's boots say of misses against placement.
 fn placement_note(a: &ArmPlacement) -> String {
-    let r = |what: &str, c: &Correlation| {
-        format!(
-            "against {what}: Pearson r {:.2} (p {})",
-            c.pearson_r,
-            crate::core::num::fmt_p(c.pearson_p)
-        )
-    };
     match (&a.correlation, &a.peak_correlation, &a.unreadable) {
         (_, _, Some(why)) => format!("{}: entries not read in some boots: {why}", a.arm),
         (None, None, None) => format!(
@@ -177,22 +154,33 @@ fn placement_note(a: &ArmPlacement) -> String {
             a.arm,
             a.boots.len()
         ),
-        (spread, peak, None) => {
-            let parts: Vec<String> = [
-                spread.as_ref().map(|c| r("spread", c)),
-                peak.as_ref().map(|c| r("the most crowded set", c)),
-            ]
-            .into_iter()
-            .flatten()
-            .collect();
-            format!(
-                "{}: misses over {} boots {}",
-                a.arm,
-                a.boots.len(),
-                parts.join("; ")
-            )
-        }
+        (spread, peak, None) => format!(
+            "{}: misses over {} boots {}",
+            a.arm,
+            a.boots.len(),
+            correlations_said(spread, peak)
+        ),
     }
+}
+
+/// Misses against spread and against the most crowded set, as a note says them (empty
+/// when neither could be computed).
+fn correlations_said(spread: &Option<Correlation>, peak: &Option<Correlation>) -> String {
+    let r = |what: &str, c: &Correlation| {
+        format!(
+            "against {what}: Pearson r {:.2} (p {})",
+            c.pearson_r,
+            crate::core::num::fmt_p(c.pearson_p)
+        )
+    };
+    let parts: Vec<String> = [
+        spread.as_ref().map(|c| r("spread", c)),
+        peak.as_ref().map(|c| r("the most crowded set", c)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    parts.join("; ")
 }
 
 fn cells(r: &Row, mark: usize) -> Vec<Cell> {

@@ -89,15 +89,11 @@ pub fn placements(
                 .filter(|(_, p)| !p.addresses.is_empty())
                 .map(|(m, p)| of_boot(m, p, geometry, misses))
                 .collect();
-            let against = |x: fn(&BootPlacement) -> f64| {
-                let (x, y): (Vec<f64>, Vec<f64>) =
-                    boots.iter().filter_map(|b| Some((x(b), b.misses?))).unzip();
-                correlate(&x, &y)
-            };
+            let (correlation, peak_correlation) = misses_against_placement(&boots);
             Some(ArmPlacement {
                 arm: arm.to_string(),
-                correlation: against(|b| b.spread),
-                peak_correlation: against(|b| b.peak as f64),
+                correlation,
+                peak_correlation,
                 boots,
                 unreadable,
             })
@@ -137,20 +133,25 @@ pub fn by_kernel(
     }
     out.retain(|p| p.arms.len() > 1);
     for p in &mut out {
-        let boots: Vec<&BootPlacement> = placed
+        let boots: Vec<BootPlacement> = placed
             .iter()
             .filter(|a| p.arms.contains(&a.arm))
-            .flat_map(|a| &a.boots)
+            .flat_map(|a| a.boots.iter().cloned())
             .collect();
-        let against = |x: fn(&BootPlacement) -> f64| {
-            let (x, y): (Vec<f64>, Vec<f64>) =
-                boots.iter().filter_map(|b| Some((x(b), b.misses?))).unzip();
-            correlate(&x, &y)
-        };
-        p.correlation = against(|b| b.spread);
-        p.peak_correlation = against(|b| b.peak as f64);
+        (p.correlation, p.peak_correlation) = misses_against_placement(&boots);
     }
     out
+}
+
+/// The boots' misses against their entries' spread, and against the most crowded set's
+/// entries (3 or more boots with misses, placement not constant).
+fn misses_against_placement(boots: &[BootPlacement]) -> (Option<Correlation>, Option<Correlation>) {
+    let against = |x: fn(&BootPlacement) -> f64| {
+        let (x, y): (Vec<f64>, Vec<f64>) =
+            boots.iter().filter_map(|b| Some((x(b), b.misses?))).unzip();
+        correlate(&x, &y)
+    };
+    (against(|b| b.spread), against(|b| b.peak as f64))
 }
 
 fn placement_of(b: &BootRecord) -> Option<Placement> {
