@@ -41,6 +41,7 @@ pub fn take_the_cpu() -> Vec<String> {
         ));
     }
     warnings.extend(fair_server_off());
+    warnings.extend(crng_ready());
     let param = libc::sched_param {
         sched_priority: PRIORITY,
     };
@@ -55,6 +56,23 @@ pub fn take_the_cpu() -> Vec<String> {
         .into_iter()
         .map(|w| format!("emulated counts: {w}: other tasks may run in more windows"))
         .collect()
+}
+
+/// Wait, still at SCHED_OTHER, for the kernel's random number generator to be seeded. On a
+/// kernel that does not trust the CPU's RDRAND (a small build without RANDOM_TRUST_CPU), the
+/// first read of /dev/urandom (the worker's, for its hash maps) generates entropy from timer
+/// jitter, calling schedule() between ticks: at SCHED_FIFO 99 the reader is picked again at
+/// once, RCU's kthread starves ("rcu_sched kthread starved") and the measurement never ends.
+/// getrandom(2) without flags blocks until the generator is ready, running that same jitter
+/// loop while the kernel's threads can still run.
+fn crng_ready() -> Option<String> {
+    let mut byte = [0u8; 1];
+    // SAFETY: one byte into a live buffer.
+    let n = unsafe { libc::getrandom(byte.as_mut_ptr().cast(), 1, 0) };
+    (n != 1).then(|| {
+        let e = std::io::Error::last_os_error();
+        format!("the random number generator may not be seeded (getrandom: {e})")
+    })
 }
 
 /// The audit backlog made unlimited, after the arm's rules and settings are in: every syscall
