@@ -214,6 +214,90 @@ fn lz4_legacy(s: &[u8], size: usize) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// A kernel's sections in size(1)'s Berkeley totals: what the 2015 alignment RFC printed per
+/// build, and what a function alignment changes (its text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Sizes {
+    /// Allocated sections that are code or read-only.
+    pub text: u64,
+    /// Allocated, writable sections with contents.
+    pub data: u64,
+    /// Allocated, writable sections without (NOBITS).
+    pub bss: u64,
+    /// Of the text, the linker's padding: runs of int3 (0xcc) of 4 KiB or more in code. Since
+    /// page-table isolation (4.15) an x86-64 kernel's entry code starts and ends on a 2 MiB
+    /// boundary inside .text, so size(1)'s text moves in 2 MiB steps: the 16- and 64-byte
+    /// builds of linux-source-6.1 print the same text. No function pads itself by that much.
+    pub padding: u64,
+}
+
+impl Sizes {
+    /// size(1)'s `dec`: the three added.
+    pub fn total(&self) -> u64 {
+        self.text + self.data + self.bss
+    }
+
+    /// The text without the linker's padding: what the functions and their alignment take.
+    pub fn code(&self) -> u64 {
+        self.text - self.padding
+    }
+}
+
+/// Runs of int3 of at least this many bytes are the linker's padding, not a function's.
+const PADDING_RUN: usize = 4096;
+
+/// The bytes of `code` in runs of int3 (0xcc) of [`PADDING_RUN`] or more.
+fn int3_padding(code: &[u8]) -> u64 {
+    code.split(|&b| b != 0xcc)
+        .map(<[u8]>::len)
+        .filter(|&n| n >= PADDING_RUN)
+        .sum::<usize>() as u64
+}
+
+/// The section sizes of the vmlinux inside the bzImage at `path` (its section headers survive
+/// the build's `objcopy -S`: size(1) of the vmlinux taken out prints the build's own line).
+pub fn sizes(path: &Path) -> Result<Sizes> {
+    let image = std::fs::read(path)
+        .with_context(|| format!("cannot read the kernel {}", path.display()))?;
+    let vmlinux = vmlinux(&image).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    elf_sizes(&vmlinux).map_err(|e| anyhow::anyhow!("{}'s vmlinux: {e}", path.display()))
+}
+
+/// Berkeley totals of a 64-bit ELF, as binutils' size.c sums them: an allocated section is
+/// text when it is code or not writable, else data when it has contents, else bss. Written
+/// here: `object` reads the section headers, and nothing in a crate sums them this way.
+pub fn elf_sizes(elf: &[u8]) -> Result<Sizes, String> {
+    use object::elf::{SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS};
+    use object::read::elf::{ElfFile64, SectionHeader};
+    let file = ElfFile64::<object::Endianness>::parse(elf).map_err(|e| e.to_string())?;
+    let e = file.endian();
+    let mut s = Sizes {
+        text: 0,
+        data: 0,
+        bss: 0,
+        padding: 0,
+    };
+    for h in file.elf_section_table().iter() {
+        let flags = h.sh_flags(e).0;
+        if flags & SHF_ALLOC.0 == 0 {
+            continue;
+        }
+        let size = h.sh_size(e);
+        if flags & SHF_EXECINSTR.0 != 0 || flags & SHF_WRITE.0 == 0 {
+            s.text += size;
+            if flags & SHF_EXECINSTR.0 != 0 && h.sh_type(e) != SHT_NOBITS {
+                let bytes = h.data(e, elf).map_err(|e| e.to_string())?;
+                s.padding += int3_padding(bytes);
+            }
+        } else if h.sh_type(e) != SHT_NOBITS {
+            s.data += size;
+        } else {
+            s.bss += size;
+        }
+    }
+    Ok(s)
+}
+
 /// Whether an ELF kernel carries the PVH entry note.
 fn has_pvh_entry(elf: &[u8]) -> bool {
     use object::read::elf::{ElfFile64, ProgramHeader};
@@ -292,6 +376,40 @@ mod unit {
                 .contains("its image says 7")
         );
         assert!(!has_pvh_entry(&kernel), "not an ELF: no PVH entry");
+    }
+
+    #[test]
+    fn section_sizes_are_size_1_s() {
+        // This test's own executable, against binutils' size(1) on it.
+        let exe = std::env::current_exe().unwrap();
+        let ours = elf_sizes(&std::fs::read(&exe).unwrap()).unwrap();
+        let out = std::process::Command::new("size").arg(&exe).output();
+        let out = out.expect("size(1) from binutils (gcc's dependency)");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().nth(1).expect("size(1) prints a line");
+        let said: Vec<u64> = line
+            .split_whitespace()
+            .take(4)
+            .map(|w| w.parse().unwrap())
+            .collect();
+        assert_eq!(
+            vec![ours.text, ours.data, ours.bss, ours.total()],
+            said,
+            "{line}"
+        );
+        assert!(elf_sizes(b"not an elf").is_err());
+    }
+
+    #[test]
+    fn only_long_runs_of_int3_are_padding() {
+        let mut code = vec![0x90u8; 100];
+        code.extend([0xcc; 63]); // a function's own alignment
+        code.push(0xc3);
+        code.extend([0xcc; 5000]); // the linker's, before a 2 MiB boundary
+        code.push(0x55);
+        code.extend([0xcc; 4096]);
+        assert_eq!(int3_padding(&code), 9096);
+        assert_eq!(int3_padding(&[]), 0);
     }
 
     #[test]
