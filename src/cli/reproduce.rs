@@ -4,7 +4,7 @@
 use super::boots::boot_line;
 use super::campaign::name_value;
 use super::*;
-use crate::experiments::reproduce::{self, Investigation};
+use crate::experiments::reproduce::{self, ArmSpec, Investigation};
 use anyhow::Context as _;
 use std::path::Path;
 
@@ -19,6 +19,10 @@ pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
       the syscall-latency post: Debian's 6.1 and 6.12 (for UEK5 and UEK6) with 37 rules of
       its shape loaded into an aged slab, and a fresh boot of each beside them; each boot's
       entries' cacheline-spread and crowded sets beside its misses
+  bench/alignment_builds.sh 16 64 && syscost reproduce alignment-rfc --kernels target/alignment/boot
+      the 2015 function-alignment RFC: each build of linux-source-6.1 found there is an arm
+      (vmlinuz-align-16 is needed), the VFS-mix loop under a model of the RFC's Xeon; misses,
+      time and text size as ratios over the 16-byte build, instructions exact
   syscost reproduce uprobe-thread --kernels target/kernels/boot
       the 2024 uprobe thread: uprobe and uretprobe on a nop and a ret, each an arm of
       Debian's 6.12 on 2 vCPUs sweeping 1 and 2 threads; its x86-64 table as ratios
@@ -32,11 +36,12 @@ pub struct ReproduceArgs {
     /// The investigation: audit-series, syscall-latency, alignment-rfc or uprobe-thread.
     #[arg(value_name = "NAME", required_unless_present = "list")]
     pub name: Option<String>,
-    /// List the investigations: what each repeats, needs and costs, and whether it runs yet.
+    /// List the investigations: what each repeats, needs and costs.
     #[arg(long, conflicts_with = "name")]
     pub list: bool,
-    /// The directory holding Debian kernel images (vmlinuz-VERSION): each arm boots the
-    /// newest of its series there.
+    /// The directory holding the kernels: Debian's images (vmlinuz-VERSION), each arm booting
+    /// the newest of its series there, or the builds an investigation compares
+    /// (vmlinuz-align-N from bench/alignment_builds.sh: each one there is an arm).
     #[arg(long, value_name = "DIR", default_value = "/boot")]
     pub kernels: PathBuf,
     /// An arm's kernel instead of the one --kernels finds: NAME=KERNEL (a bzImage).
@@ -119,7 +124,7 @@ impl ReproduceArgs {
     fn campaign_command(
         &self,
         inv: &Investigation,
-        kernels: &[PathBuf],
+        kernels: &[(&ArmSpec, PathBuf)],
         rules: &Path,
     ) -> Vec<String> {
         let mut c: Vec<String> = ["campaign", "--accel", "tcg"].map(String::from).to_vec();
@@ -144,7 +149,7 @@ impl ReproduceArgs {
         if let Some(s) = self.seed {
             c.extend(["--seed".into(), s.to_string()]);
         }
-        for (a, k) in inv.arms.iter().zip(kernels) {
+        for (a, k) in kernels {
             c.extend(["--arm".into(), format!("{}={}", a.name, k.display())]);
             if !a.append.is_empty() {
                 c.extend(["--append".into(), format!("{}={}", a.name, a.append)]);
@@ -206,7 +211,7 @@ fn shown(command: &[String]) -> String {
     shlex::try_join(words).unwrap_or_default()
 }
 
-/// `reproduce --list`: each investigation, what it repeats, needs, and whether it runs yet.
+/// `reproduce --list`: each investigation, what it repeats and what it needs.
 fn list() -> Result<()> {
     let width = reproduce::ALL
         .iter()
@@ -215,12 +220,8 @@ fn list() -> Result<()> {
         .unwrap_or(0)
         + 2;
     for i in reproduce::ALL {
-        let runs = i
-            .missing()
-            .map_or("yes".to_string(), |m| format!("not yet: {m}"));
         outln!("{:width$}{}", i.name, i.about);
         outln!("{:width$}needs: {}", "", i.needs);
-        outln!("{:width$}runs: {runs}", "");
     }
     Ok(())
 }

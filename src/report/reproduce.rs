@@ -219,7 +219,7 @@ fn cells(r: &Row, mark: usize) -> Vec<Cell> {
 impl Render for Reproduction {
     fn preamble(&self) -> Vec<String> {
         let boots: usize = self.campaign.figures.iter().map(|f| f.good_boots).sum();
-        vec![
+        let mut lines = vec![
             format!("Reproduced: {} ({})", self.title, self.document),
             format!("Asked: {}", self.question),
             format!(
@@ -232,7 +232,14 @@ impl Render for Reproduction {
              lowest and highest boot; ratio: syscost over the paper"
                 .into(),
             self.agreement_line(),
-        ]
+        ];
+        if !self.not_booted.is_empty() {
+            lines.push(format!(
+                "Not booted (no kernel found for them): {}; their cells show -",
+                self.not_booted.join(", ")
+            ));
+        }
+        lines
     }
 
     /// The paper's tables, then the campaign's modelled sets (where the misses are) and its

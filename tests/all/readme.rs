@@ -210,6 +210,11 @@ const NOT_RUN: &[(&str, &str)] = &[
         "24 boots; tests/all/reproduce.rs runs the audit series, the same command on one kernel",
     ),
     (
+        "syscost reproduce alignment-rfc --kernels target/alignment/boot",
+        "its builds take 12 minutes each (bench/alignment_builds.sh); tests/all/reproduce.rs \
+         runs the audit series, and its refusal without them",
+    ),
+    (
         "syscost reproduce uprobe-thread --kernels target/kernels/boot",
         "8 boots on 2 vCPUs; tests/all/campaign.rs boots its arms' own commands on one",
     ),

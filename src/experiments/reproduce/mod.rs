@@ -9,6 +9,7 @@ pub mod agreement;
 pub mod paper;
 pub mod placement;
 
+use crate::boot::bzimage::Sizes;
 use crate::core::{Envelope, Kind};
 use crate::experiments::boots::BootRecord;
 use crate::experiments::boots::record::Decoded;
@@ -48,11 +49,21 @@ impl Series {
     }
 }
 
+/// The kernel an arm boots, found in `--kernels DIR`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Image {
+    /// The newest image of a Debian series: the arm cannot be left out.
+    Newest(Series),
+    /// A build of the user's, by file name: an arm whose build is missing is left out, unless
+    /// it is `needed` (the one the others are divided by).
+    Built { file: &'static str, needed: bool },
+}
+
 /// One arm of an investigation's campaign.
 #[derive(Clone, Debug)]
 pub struct ArmSpec {
     pub name: &'static str,
-    pub series: Series,
+    pub image: Image,
     /// Added to the kernel's command line.
     pub append: &'static str,
     /// The shipped rule set the arm's guest loads (a key of [`Investigation::rules`]).
@@ -74,8 +85,8 @@ pub struct Investigation {
     pub name: &'static str,
     /// What it asks, in a line.
     pub about: &'static str,
-    /// Its tables, or why syscost cannot repeat it yet.
-    pub tables: Tables,
+    /// Its tables as data (`papers/NAME.json`).
+    pub tables: &'static str,
     pub arms: &'static [ArmSpec],
     /// Rule sets of the paper's shape shipped with it: (file name, text).
     pub rules: &'static [(&'static str, &'static str)],
@@ -93,24 +104,14 @@ pub struct Investigation {
     pub measure: &'static [&'static str],
     /// What it needs and costs, for `reproduce --list`.
     pub needs: &'static str,
-}
-
-/// An investigation's tables as data (`papers/NAME.json`), and whether syscost can repeat
-/// them yet.
-#[derive(Debug)]
-pub enum Tables {
-    Json(&'static str),
-    /// Transcribed, but what the reproduction boots is not there yet, and why.
-    Waiting {
-        json: &'static str,
-        why: &'static str,
-    },
+    /// How to make the builds its arms boot, when they are builds.
+    pub how_to_build: Option<&'static str>,
 }
 
 const AUDIT_SERIES_ARMS: &[ArmSpec] = &[
     ArmSpec {
         name: "audit0",
-        series: Series::Linux61,
+        image: Image::Newest(Series::Linux61),
         append: "audit=0",
         rules: None,
         aged: None,
@@ -118,7 +119,7 @@ const AUDIT_SERIES_ARMS: &[ArmSpec] = &[
     },
     ArmSpec {
         name: "audit1",
-        series: Series::Linux61,
+        image: Image::Newest(Series::Linux61),
         append: "audit=1",
         rules: Some("audit-series.rules"),
         aged: None,
@@ -131,7 +132,7 @@ const AUDIT_SERIES_ARMS: &[ArmSpec] = &[
 const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
     ArmSpec {
         name: "old",
-        series: Series::Linux61,
+        image: Image::Newest(Series::Linux61),
         append: "audit=1",
         rules: Some("syscall-latency.rules"),
         aged: Some(AGED_OBJECTS),
@@ -139,7 +140,7 @@ const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
     },
     ArmSpec {
         name: "new",
-        series: Series::Linux612,
+        image: Image::Newest(Series::Linux612),
         append: "audit=1",
         rules: Some("syscall-latency.rules"),
         aged: Some(AGED_OBJECTS),
@@ -147,7 +148,7 @@ const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
     },
     ArmSpec {
         name: "old-fresh",
-        series: Series::Linux61,
+        image: Image::Newest(Series::Linux61),
         append: "audit=1",
         rules: Some("syscall-latency.rules"),
         aged: None,
@@ -155,7 +156,7 @@ const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
     },
     ArmSpec {
         name: "new-fresh",
-        series: Series::Linux612,
+        image: Image::Newest(Series::Linux612),
         append: "audit=1",
         rules: Some("syscall-latency.rules"),
         aged: None,
@@ -187,11 +188,52 @@ const UPROBE_THREAD_ARMS: &[ArmSpec] = &[
 const fn uprobe_arm(name: &'static str, measure: &'static str) -> ArmSpec {
     ArmSpec {
         name,
-        series: Series::Linux612,
+        image: Image::Newest(Series::Linux612),
         append: "",
         rules: None,
         aged: None,
         measure: Some(measure),
+    }
+}
+
+/// The RFC's 11 builds, one arm each, as `bench/alignment_builds.sh` names them: -Os, and
+/// -falign-functions=1 to 512. The 16-byte build (the vanilla kernel's alignment) is the one
+/// the others are divided by.
+const ALIGNMENT_RFC_ARMS: &[ArmSpec] = &[
+    build_arm("os", "vmlinuz-align-os"),
+    build_arm("a1", "vmlinuz-align-1"),
+    build_arm("a2", "vmlinuz-align-2"),
+    build_arm("a4", "vmlinuz-align-4"),
+    build_arm("a8", "vmlinuz-align-8"),
+    ArmSpec {
+        image: Image::Built {
+            file: "vmlinuz-align-16",
+            needed: true,
+        },
+        ..build_arm("a16", "")
+    },
+    build_arm("a32", "vmlinuz-align-32"),
+    build_arm("a64", "vmlinuz-align-64"),
+    build_arm("a128", "vmlinuz-align-128"),
+    build_arm("a256", "vmlinuz-align-256"),
+    build_arm("a512", "vmlinuz-align-512"),
+];
+
+const ALIGNMENT_BUILDS: &str = "bench/alignment_builds.sh 16 64 builds the 16- and 64-byte \
+    variants into target/alignment/boot (os 1 2 4 8 32 128 256 512 the others; 12 minutes a \
+    build here), then give --kernels target/alignment/boot";
+
+const fn build_arm(name: &'static str, file: &'static str) -> ArmSpec {
+    ArmSpec {
+        name,
+        image: Image::Built {
+            file,
+            needed: false,
+        },
+        append: "",
+        rules: None,
+        aged: None,
+        measure: None,
     }
 }
 
@@ -200,7 +242,7 @@ pub const ALL: &[Investigation] = &[
     Investigation {
         name: "audit-series",
         about: "the 2022 audit syscall-exit series: what 42 exit rules add to a getpid()",
-        tables: Tables::Json(include_str!("../../../papers/audit-series.json")),
+        tables: include_str!("../../../papers/audit-series.json"),
         arms: AUDIT_SERIES_ARMS,
         rules: &[(
             "audit-series.rules",
@@ -212,13 +254,14 @@ pub const ALL: &[Investigation] = &[
         retries: None,
         profile: false,
         measure: &["run", "syscall"],
+        how_to_build: None,
         needs: "a Debian 6.1 kernel image; QEMU (TCG); 2 arms (audit=0, audit=1 with 42 rules) \
                 x 2 boots, about 30 s a boot here",
     },
     Investigation {
         name: "syscall-latency",
         about: "the syscall-latency post (2023): 37 audit rules, L1d misses and the crowded sets",
-        tables: Tables::Json(include_str!("../../../papers/syscall-latency.json")),
+        tables: include_str!("../../../papers/syscall-latency.json"),
         arms: SYSCALL_LATENCY_ARMS,
         rules: &[(
             "syscall-latency.rules",
@@ -230,6 +273,7 @@ pub const ALL: &[Investigation] = &[
         retries: None,
         profile: true,
         measure: &["run", "syscall"],
+        how_to_build: None,
         needs: "Debian 6.1 and 6.12 kernel images (for UEK5 and UEK6); QEMU (TCG); 4 arms \
                 (each kernel with an aged slab and a fresh one) x 2 boots with the per-function \
                 profile, about 35 s a boot here",
@@ -237,28 +281,26 @@ pub const ALL: &[Investigation] = &[
     Investigation {
         name: "alignment-rfc",
         about: "the 2015 function-alignment RFC: a VFS-mix loop over 11 kernel builds",
-        arms: &[],
+        tables: include_str!("../../../papers/alignment-rfc.json"),
+        arms: ALIGNMENT_RFC_ARMS,
         rules: &[],
-        cache_model: "skylake-x",
+        // The RFC's Xeon E7-4890 v2: L1d and L1i 32 KiB 8-way, L2 256 KiB 8-way.
+        cache_model: "64x8x64,64x8x64,512x8x64",
         counts: true,
         guest_cpus: None,
         retries: None,
         profile: false,
         measure: &["run", "vfs-mix"],
-        needs: "alignment variants of one kernel, built by you (syscost builds no kernels)",
-        tables: Tables::Waiting {
-            json: include_str!("../../../papers/alignment-rfc.json"),
-            why: "its tables are transcribed (162 cells), but it needs 11 kernel builds that \
-                  differ only in their function alignment (-Os, -falign-functions=1 to 512): \
-                  bench/alignment_builds.sh builds them from linux-source-6.1 (7 minutes each \
-                  here), and reproduce does not take them yet; compare two with syscost \
-                  campaign --arm a16=... --arm a64=... -- run vfs-mix",
-        },
+        how_to_build: Some(ALIGNMENT_BUILDS),
+        needs: "builds of Debian's linux-source-6.1 that differ only in their function \
+                alignment, made by bench/alignment_builds.sh (16 and 64 by default, 12 minutes \
+                a build here; the 16-byte one is needed, the others are compared with it); QEMU \
+                (TCG); an arm per build found x 2 boots, about 20 s a boot here",
     },
     Investigation {
         name: "uprobe-thread",
         about: "the 2024 uprobe thread: uprobe and uretprobe throughput on nop and ret, 1 and 2 CPUs",
-        tables: Tables::Json(include_str!("../../../papers/uprobe-thread.json")),
+        tables: include_str!("../../../papers/uprobe-thread.json"),
         arms: UPROBE_THREAD_ARMS,
         rules: &[],
         cache_model: "skylake-x",
@@ -270,6 +312,7 @@ pub const ALL: &[Investigation] = &[
         retries: Some(3),
         profile: false,
         measure: &["run", "uprobe"],
+        how_to_build: None,
         needs: "a Debian 6.12 kernel image; QEMU (TCG, 2 vCPUs); 4 arms (uprobe and uretprobe \
                 on nop and ret, each sweeping 1 and 2 threads) x 2 boots, about 30 s a boot \
                 here, and up to 3 retries of a boot that panics (1 to 4 in 10 do on 2 vCPUs)",
@@ -289,22 +332,9 @@ pub fn named(name: &str) -> Result<&'static Investigation, String> {
 }
 
 impl Investigation {
-    /// Its paper, or why it cannot be repeated yet.
+    /// Its paper, checked.
     pub fn paper(&self) -> Result<Paper, String> {
-        match self.tables {
-            Tables::Json(json) => Paper::parse(json),
-            Tables::Waiting { why, .. } => {
-                Err(format!("{} cannot be reproduced yet: {why}", self.name))
-            }
-        }
-    }
-
-    /// Why it cannot be repeated yet, if it cannot.
-    pub fn missing(&self) -> Option<&'static str> {
-        match self.tables {
-            Tables::Json(_) => None,
-            Tables::Waiting { why, .. } => Some(why),
-        }
+        Paper::parse(self.tables)
     }
 
     /// The L1d of its cache model, as the placement tables count sets.
@@ -317,27 +347,71 @@ impl Investigation {
         })
     }
 
-    /// Each arm's kernel: the newest image of its series in `dir`, unless `given` names one.
-    pub fn kernels(&self, dir: &Path, given: &[(String, PathBuf)]) -> Result<Vec<PathBuf>, String> {
-        self.arms
-            .iter()
-            .map(|a| match given.iter().find(|(n, _)| n == a.name) {
-                Some((_, k)) => Ok(k.clone()),
-                None => newest(dir, a.series).ok_or_else(|| {
-                    format!(
-                        "{}'s arm {} boots a {} image, and {} has none: {}",
-                        self.name,
-                        a.name,
-                        a.series
-                            .prefix()
-                            .trim_end_matches('.')
-                            .trim_start_matches("vmlinuz-"),
-                        dir.display(),
-                        a.series.how_to_get()
-                    )
-                }),
-            })
-            .collect()
+    /// The arms that boot and each one's kernel: the newest image of its series in `dir`, or
+    /// its build there, unless `given` names one. A build that is not there leaves its arm out;
+    /// a needed one, or a series without an image, refuses, saying how to get it.
+    pub fn kernels(
+        &self,
+        dir: &Path,
+        given: &[(String, PathBuf)],
+    ) -> Result<Vec<(&'static ArmSpec, PathBuf)>, String> {
+        let mut chosen = Vec::new();
+        for a in self.arms {
+            if let Some((_, k)) = given.iter().find(|(n, _)| n == a.name) {
+                chosen.push((a, k.clone()));
+                continue;
+            }
+            match a.image {
+                Image::Newest(series) => {
+                    let k = newest(dir, series).ok_or_else(|| self.no_image(a, series, dir))?;
+                    chosen.push((a, k));
+                }
+                Image::Built { file, needed } => {
+                    let k = dir.join(file);
+                    if k.is_file() {
+                        chosen.push((a, k));
+                    } else if needed {
+                        return Err(self.no_build(a, file, dir));
+                    }
+                }
+            }
+        }
+        if chosen.len() < 2 {
+            let builds: Vec<&str> = self.arms.iter().map(|a| a.name).collect();
+            return Err(format!(
+                "{} compares builds, and {} holds only one of {}: {}",
+                self.name,
+                dir.display(),
+                builds.join(", "),
+                self.how_to_build.unwrap_or_default()
+            ));
+        }
+        Ok(chosen)
+    }
+
+    fn no_image(&self, a: &ArmSpec, series: Series, dir: &Path) -> String {
+        format!(
+            "{}'s arm {} boots a {} image, and {} has none: {}",
+            self.name,
+            a.name,
+            series
+                .prefix()
+                .trim_end_matches('.')
+                .trim_start_matches("vmlinuz-"),
+            dir.display(),
+            series.how_to_get()
+        )
+    }
+
+    fn no_build(&self, a: &ArmSpec, file: &str, dir: &Path) -> String {
+        format!(
+            "{}'s arm {} boots the build {file}, which every other build is compared with, and \
+             {} has none: {}",
+            self.name,
+            a.name,
+            dir.display(),
+            self.how_to_build.unwrap_or_default()
+        )
     }
 }
 
@@ -394,6 +468,9 @@ pub struct Reproduction {
     pub campaign_command: Vec<String>,
     pub rows: Vec<Row>,
     pub summary: Vec<ClassSummary>,
+    /// Arms the paper's cells name that the campaign did not boot (builds not made).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_booted: Vec<String>,
     /// Where each boot with rules put their entries, beside its modelled misses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placements: Vec<placement::ArmPlacement>,
@@ -442,15 +519,26 @@ pub fn compare(
         let a = c.arms.iter().find(|a| a.name == arm)?;
         Some(a.kernel.file_name()?.to_string_lossy().into_owned())
     });
+    let sizes = kernel_sizes(&c);
     let figures = Figures {
         boots: &decoded,
         placements: &placements,
+        sizes: &sizes,
     };
     let rows: Vec<Row> = p
         .cells()
         .map(|(t, cell)| row(p, t, cell, &figures))
         .collect();
     let classes: Vec<(Class, Option<bool>)> = rows.iter().map(|r| (r.class, r.agrees)).collect();
+    let mut not_booted: Vec<String> = Vec::new();
+    for (_, cell) in p.cells() {
+        if let Some(a) = &cell.arm
+            && !arms.contains(&a.as_str())
+            && !not_booted.contains(a)
+        {
+            not_booted.push(a.clone());
+        }
+    }
     Reproduction {
         envelope: Envelope::new(Kind::Reproduction),
         investigation: p.name.clone(),
@@ -470,6 +558,7 @@ pub fn compare(
             .collect(),
         campaign_command,
         summary: agreement::summarise(&classes),
+        not_booted,
         rows,
         placements,
         kernel_placements,
@@ -481,11 +570,30 @@ pub fn compare(
 /// A measured boot and its result, decoded.
 pub type Measured<'a> = (&'a BootRecord, Decoded);
 
-/// What a cell's figure is read from: the campaign's measured boots, and where their entries
-/// were.
+/// What a cell's figure is read from: the campaign's measured boots, where their entries
+/// were, and each arm's kernel's sections.
 struct Figures<'a> {
     boots: &'a [Measured<'a>],
     placements: &'a [placement::ArmPlacement],
+    sizes: &'a [(String, Sizes)],
+}
+
+/// The figures a kernel's sections give a cell, as size(1) prints them (text, data, bss, dec),
+/// but text and dec without the linker's padding around the entry code (2 MiB steps in
+/// kernels since 4.15; the RFC's had none).
+pub const KERNEL_SIZES: [&str; 4] = [
+    "kernel text without padding (bytes)",
+    "kernel data (bytes)",
+    "kernel bss (bytes)",
+    "kernel size without padding (bytes)",
+];
+
+/// Each arm's kernel's sections, for those whose vmlinux can be read.
+fn kernel_sizes(c: &Campaign) -> Vec<(String, Sizes)> {
+    c.arms
+        .iter()
+        .filter_map(|a| Some((a.name.clone(), crate::boot::bzimage::sizes(&a.kernel).ok()?)))
+        .collect()
 }
 
 /// The figure a placement gives a cell: the syscall-latency post's cacheline-spread.
@@ -502,6 +610,12 @@ impl Figures<'_> {
         if metrics == [SPREAD] {
             let placed = self.placements.iter().find(|p| p.arm == arm);
             return placed.map_or(Vec::new(), |p| p.boots.iter().map(|b| b.spread).collect());
+        }
+        if let Some(i) = KERNEL_SIZES.iter().position(|k| metrics == [*k]) {
+            let sizes = self.sizes.iter().find(|(a, _)| a == arm);
+            return sizes.map_or(Vec::new(), |(_, s)| {
+                vec![[s.code(), s.data, s.bss, s.total() - s.padding][i] as f64]
+            });
         }
         let boots = self.boots.iter().filter(|(b, _)| b.arm == arm);
         if metrics == [AUDIT_FUNCTIONS] {
@@ -582,7 +696,7 @@ mod unit {
 
     #[test]
     fn every_cell_of_every_paper_has_a_source_a_class_and_a_reason() {
-        for i in ALL.iter().filter(|i| i.missing().is_none()) {
+        for i in ALL {
             let p = i.paper().unwrap();
             assert!(p.cells().count() > 0, "{}", i.name);
             for (t, c) in p.cells() {
@@ -602,11 +716,8 @@ mod unit {
     }
 
     #[test]
-    fn the_alignment_rfc_s_tables_are_whole_though_it_cannot_run_yet() {
-        let Tables::Waiting { json, .. } = named("alignment-rfc").unwrap().tables else {
-            panic!("the alignment RFC runs: test its cells with the others");
-        };
-        let p = Paper::parse(json).unwrap();
+    fn the_alignment_rfc_s_tables_are_whole_and_divide_by_the_vanilla_build() {
+        let p = named("alignment-rfc").unwrap().paper().unwrap();
         assert_eq!(p.cells().count(), 162);
         let t = p.tables.iter().find(|t| t.id == "intel-misses").unwrap();
         let vanilla = "falign-functions=_16-bytes";
@@ -698,6 +809,7 @@ mod unit {
         let f = Figures {
             boots: &boots,
             placements: &[],
+            sizes: &[],
         };
         let ours = |r: &str, c: &str| row(&p, t, t.cell(r, c).unwrap(), &f).ours.unwrap();
         // Over uprobe-nop's one-CPU figure, and over its own.
@@ -740,13 +852,34 @@ mod unit {
             std::fs::write(dir.path().join(format!("vmlinuz-{v}")), "").unwrap();
         }
         let k = i.kernels(dir.path(), &[]).unwrap();
-        assert!(k[0].ends_with("vmlinuz-6.1.0-56-cloud-amd64"), "{k:?}");
+        assert!(k[0].1.ends_with("vmlinuz-6.1.0-56-cloud-amd64"), "{k:?}");
         let given = [("audit1".to_string(), PathBuf::from("/x/bzImage"))];
         assert_eq!(
-            i.kernels(dir.path(), &given).unwrap()[1],
+            i.kernels(dir.path(), &given).unwrap()[1].1,
             Path::new("/x/bzImage")
         );
         assert!(named("nope").unwrap_err().contains("audit-series"));
-        assert!(named("alignment-rfc").unwrap().paper().is_err());
+    }
+
+    #[test]
+    fn builds_boot_when_found_and_the_vanilla_one_is_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        let i = named("alignment-rfc").unwrap();
+        let e = i.kernels(dir.path(), &[]).unwrap_err();
+        assert!(
+            e.contains("arm a16 boots the build vmlinuz-align-16"),
+            "{e}"
+        );
+        assert!(e.contains("bench/alignment_builds.sh 16 64"), "{e}");
+        std::fs::write(dir.path().join("vmlinuz-align-16"), "").unwrap();
+        let e = i.kernels(dir.path(), &[]).unwrap_err();
+        assert!(e.contains("holds only one of os, a1"), "{e}");
+        std::fs::write(dir.path().join("vmlinuz-align-64"), "").unwrap();
+        std::fs::write(dir.path().join("vmlinuz-align-1"), "").unwrap();
+        let k = i.kernels(dir.path(), &[]).unwrap();
+        let arms: Vec<&str> = k.iter().map(|(a, _)| a.name).collect();
+        assert_eq!(arms, ["a1", "a16", "a64"], "in the RFC's order");
+        let given = [("a512".to_string(), PathBuf::from("/x/bzImage"))];
+        assert_eq!(i.kernels(dir.path(), &given).unwrap().len(), 4);
     }
 }

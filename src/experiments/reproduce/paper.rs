@@ -156,9 +156,11 @@ impl Table {
             .find(|c| c.row == row && c.column == column)
     }
 
-    /// A cell's figure per operation: as written, times the table's factor.
+    /// A cell's figure per operation: as written, times the table's factor; a spread in
+    /// percent (perf's `( +-  0.07% )`) as written, being per operation already.
     pub fn value(&self, c: &PaperCell) -> f64 {
-        written_value(&c.written).unwrap_or(f64::NAN) * self.factor
+        let factor = if c.unit == "%" { 1.0 } else { self.factor };
+        written_value(&c.written).unwrap_or(f64::NAN) * factor
     }
 }
 
