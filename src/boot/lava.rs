@@ -365,18 +365,37 @@ impl Lab {
         }
     }
 
-    /// Check the server answers, is a LAVA server, and takes the token; its version.
-    pub fn check(&self) -> Result<String> {
+    /// Check the server answers, is a LAVA server, and takes the token: its version, and the
+    /// user the token is (`system/whoami/`, which any user may ask; a lab may refuse a user
+    /// the list of jobs, so that is no test of the token). A server older than whoami is
+    /// asked for a job instead, and its user is not known.
+    pub fn check(&self) -> Result<Server> {
         #[derive(Deserialize)]
         struct Version {
             version: String,
         }
+        #[derive(Deserialize)]
+        struct Whoami {
+            user: String,
+        }
         let v: Version = self
             .get("system/version/")
             .with_context(|| format!("{} is not a LAVA server that answers", self.url))?;
-        // Any request with a token the server does not know is refused (401).
-        let _: serde_json::Value = self.get("jobs/?limit=1")?;
-        Ok(v.version)
+        // A token the server does not know is refused (401) on any request.
+        let (status, text) = self.request("system/whoami/", None)?;
+        let user = if status == 404 {
+            let _: serde_json::Value = self.get("jobs/?limit=1")?;
+            None
+        } else {
+            self.ok("system/whoami/", status, &text)?;
+            let w: Whoami = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not the JSON LAVA answers", self.url))?;
+            Some(w.user).filter(|u| !u.is_empty())
+        };
+        Ok(Server {
+            version: v.version,
+            user,
+        })
     }
 
     /// The devices of `device_type` that can take jobs (not retired), with their tags' names;
@@ -515,6 +534,23 @@ impl Lab {
             200..=299 | 404 => Ok(()),
             _ => self.ok(&path, status, &text),
         }
+    }
+}
+
+/// What a LAVA server says of itself and of the token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Server {
+    pub version: String,
+    /// The user the token is, when the server has `system/whoami/`.
+    pub user: Option<String>,
+}
+
+impl Server {
+    /// `, submitting as USER`, or nothing when the server did not say.
+    pub fn as_whom(&self) -> String {
+        self.user
+            .as_ref()
+            .map_or(String::new(), |u| format!(", submitting as {u}"))
     }
 }
 

@@ -419,6 +419,8 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     lab.lab(&["start", lab.dir.to_str().unwrap()]);
     let (ok, err) = finish(resume);
     assert!(ok, "{err}");
+    // The token's user, as the lab's system/whoami/ names it (scripts/lava-lab's admin).
+    assert!(err.contains(", submitting as admin:"), "{err}");
     assert_eq!(
         err.matches("was submitted before: waiting for it").count(),
         2,

@@ -158,15 +158,17 @@ impl<'p> LavaBooter<'p> {
     ) -> Result<LavaBooter<'p>> {
         let lab = run.lab;
         let files = run.files;
-        let version = lab.check()?;
+        let server = lab.check()?;
         let devices = lab.devices(&target.device_type)?;
         let on = match &target.pin {
             Some(p) => format!("every job on {}", p.device),
             None => "jobs on any of them".into(),
         };
         eprintln!(
-            "syscost: LAVA {version} at {}: {} device(s) of type {}, {on}",
+            "syscost: LAVA {} at {}{}: {} device(s) of type {}, {on}",
+            server.version,
             lab.url(),
+            server.as_whom(),
             devices.len(),
             target.device_type
         );
