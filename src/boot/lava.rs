@@ -53,13 +53,43 @@ impl std::fmt::Debug for Token {
     }
 }
 
-/// A device of a lab: its name, its health (Good, Unknown, Bad, Maintenance, Looping) and
-/// its tags (a job with tags runs only on a device that has them all).
+/// A device of a lab: its name, its health and its tags (a job with tags runs only on a
+/// device that has them all).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Device {
     pub hostname: String,
-    pub health: String,
+    pub health: Health,
     pub tags: Vec<String>,
+}
+
+/// A device's health, as LAVA's REST API names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum Health {
+    /// Not checked since it was added or put back: the scheduler runs its health check first.
+    Unknown,
+    Good,
+    /// Its health check failed: no job is scheduled on it.
+    Bad,
+    /// Taken out by an admin: no job is scheduled on it.
+    Maintenance,
+    /// Running health checks over and over: no other job is scheduled on it.
+    Looping,
+    /// Gone for good.
+    Retired,
+}
+
+impl Health {
+    /// Whether the scheduler sends jobs to it: a job for a device that does not waits in the
+    /// queue until the run's queue limit.
+    pub fn takes_jobs(self) -> bool {
+        matches!(self, Health::Good | Health::Unknown)
+    }
+}
+
+impl std::fmt::Display for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
 }
 
 /// How a lab boots a job's device: the boot method of its device type.
@@ -408,7 +438,7 @@ impl Lab {
         #[derive(Deserialize)]
         struct Listed {
             hostname: String,
-            health: String,
+            health: Health,
             #[serde(default)]
             tags: Vec<u64>,
         }
@@ -435,7 +465,7 @@ impl Lab {
                 .map(|t| t.name.clone())
         };
         let devices: Vec<Device> = (page.results.into_iter())
-            .filter(|d| d.health != "Retired")
+            .filter(|d| d.health != Health::Retired)
             .map(|d| Device {
                 tags: d.tags.iter().filter_map(name).collect(),
                 hostname: d.hostname,
@@ -449,6 +479,16 @@ impl Lab {
             );
         }
         Ok(devices)
+    }
+
+    /// The health of device `hostname` now.
+    pub fn health(&self, hostname: &str) -> Result<Health> {
+        #[derive(Deserialize)]
+        struct One {
+            health: Health,
+        }
+        let d: One = self.get(&format!("devices/{hostname}/"))?;
+        Ok(d.health)
     }
 
     /// Refuse a job definition the server's validate endpoint refuses (it answers 200 with

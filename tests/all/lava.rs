@@ -83,6 +83,17 @@ impl Lab {
         serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap()
     }
 
+    /// Set device `name`'s health, as the lab's admin (the token's user) can.
+    fn set_health(&self, name: &str, health: &str) {
+        let body = serde_json::json!({"health": health, "reason": "syscost's test"});
+        ureq::post(format!("{}api/v0.2/devices/{name}/set_health/", self.url))
+            .header("Authorization", format!("Token {}", self.token))
+            .content_type("application/json")
+            .send(body.to_string())
+            .unwrap();
+        assert_eq!(self.get(&format!("devices/{name}/"))["health"], health);
+    }
+
     /// How many jobs the lab has been given.
     fn jobs(&self) -> u64 {
         self.get("jobs/?limit=1")["count"].as_u64().unwrap()
@@ -249,6 +260,13 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         &["--lava-device", "qemu-09"],
         "--lava-device qemu-09: the lab has no such qemu device",
     );
+    // A device the lab schedules nothing on is refused, not waited for.
+    lab.set_health("qemu-03", "Maintenance");
+    refused(
+        &["--lava-device", "qemu-03"],
+        "LAVA device qemu-03 is in Maintenance health",
+    );
+    lab.set_health("qemu-03", "Good");
     let files = format!(
         "{}=http://127.0.0.1:9/syscost",
         tmp.path().join("www").display()

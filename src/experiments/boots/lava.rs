@@ -357,6 +357,15 @@ impl<'p> LavaBooter<'p> {
             );
             return Ok(p.id);
         }
+        // A pinned run's device is checked before each job: taken out of service since the
+        // last one, it would keep the job queued until the limit.
+        if let Some(pin) = &self.target.pin {
+            let health = self.lab.health(&pin.device)?;
+            let what = "this run's jobs stay on it";
+            if let Some(e) = super::pin::unhealthy(&pin.device, health, what) {
+                return Err(e);
+            }
+        }
         let id = self.lab.submit(&self.definition(a, round, attempt)?)?;
         let p = PendingJob {
             arm: name.clone(),

@@ -3,7 +3,7 @@
 //! alone has.
 
 use super::plan::{LavaTarget, Pin};
-use crate::boot::lava::{Device, Lab};
+use crate::boot::lava::{Device, Health, Lab};
 use anyhow::{Context, Result, bail};
 
 /// Choose, before the first job, the one device a run's jobs stay on: the one asked for, or
@@ -22,7 +22,7 @@ pub fn place(target: &mut LavaTarget, lab: &Lab) -> Result<()> {
     if let Some(pin) = &target.pin {
         let there = devices.iter().find(|d| d.hostname == pin.device);
         let tagged = |d: &&Device| pin.tag.as_ref().is_none_or(|t| d.tags.contains(t));
-        if there.filter(tagged).is_none() {
+        let Some(d) = there.filter(tagged) else {
             bail!(
                 "this run's jobs stay on LAVA device {}{}, which the lab no longer has as a {ty}                  device with that tag: its boots cannot go on elsewhere (abort it, and start                  again)",
                 pin.device,
@@ -30,8 +30,9 @@ pub fn place(target: &mut LavaTarget, lab: &Lab) -> Result<()> {
                     .as_ref()
                     .map_or(String::new(), |t| format!(" (tag {t})"))
             );
-        }
-        return Ok(());
+        };
+        let e = unhealthy(&d.hostname, d.health, "this run's jobs stay on it");
+        return e.map_or(Ok(()), Err);
     }
     let pin = pin_of(&devices, target.device.as_deref(), ty)?;
     eprintln!(
@@ -81,6 +82,9 @@ fn pin_of(devices: &[Device], wanted: Option<&str>, ty: &str) -> Result<Pin> {
                 names()
             )
         })?;
+        if let Some(e) = unhealthy(name, d.health, &format!("--lava-device {name}")) {
+            return Err(e);
+        }
         return pin(d).with_context(|| {
             format!(
                 "--lava-device {name}: LAVA sends a job to one device only by a tag that device \
@@ -91,19 +95,36 @@ fn pin_of(devices: &[Device], wanted: Option<&str>, ty: &str) -> Result<Pin> {
     }
     let mut sorted: Vec<&Device> = devices.iter().collect();
     sorted.sort_by(|a, b| a.hostname.cmp(&b.hostname));
-    (sorted.iter().filter(|d| d.health == "Good"))
-        .chain(sorted.iter())
+    let good = |h: Health| h == Health::Good;
+    (sorted.iter().filter(|d| good(d.health)))
+        .chain(
+            sorted
+                .iter()
+                .filter(|d| !good(d.health) && d.health.takes_jobs()),
+        )
         .find_map(|d| pin(d))
         .with_context(|| {
             format!(
                 "timed boots must stay on one device (an arm compared across devices would \
                  measure the devices), and LAVA sends a job to one device only by a tag that \
-                 device alone has: none of the {ty} devices ({}) has one. Give one a tag of its \
-                 own and name it with --lava-device, or count exactly (--emulated-counters), \
-                 which any device may do",
+                 device alone has: none of the {ty} devices ({}) both takes jobs and has one. \
+                 Give one a tag of its own and name it with --lava-device, or count exactly \
+                 (--emulated-counters), which any device may do",
                 names()
             )
         })
+}
+
+/// Why jobs cannot go to device `name` (`what` says who sends them), when its health keeps
+/// the scheduler from it: they would wait in the queue until the queue limit.
+pub fn unhealthy(name: &str, health: Health, what: &str) -> Option<anyhow::Error> {
+    (!health.takes_jobs()).then(|| {
+        anyhow::anyhow!(
+            "{what}: LAVA device {name} is in {health} health, and the lab schedules no job on \
+             it (each would wait out the queue limit): ask the lab's admins to put it back, or \
+             name another device"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -113,7 +134,7 @@ mod unit {
     fn device(name: &str, health: &str, tags: &[&str]) -> Device {
         Device {
             hostname: name.into(),
-            health: health.into(),
+            health: serde_json::from_value(serde_json::json!(health)).unwrap(),
             tags: tags.iter().map(|t| t.to_string()).collect(),
         }
     }
@@ -138,10 +159,10 @@ mod unit {
             pin_of(&lab, None, "x86").unwrap(),
             pin("pc-3", Some("pc-3"))
         );
-        assert_eq!(
-            pin_of(&lab, Some("pc-1"), "x86").unwrap(),
-            pin("pc-1", Some("pc-1")),
-            "a device asked for is taken whatever its health"
+        let e = pin_of(&lab, Some("pc-1"), "x86").unwrap_err().to_string();
+        assert!(
+            e.contains("--lava-device pc-1: LAVA device pc-1 is in Bad health"),
+            "a device asked for is refused when the lab schedules nothing on it: {e}"
         );
         let e = pin_of(&lab, Some("pc-2"), "x86").unwrap_err().to_string();
         assert!(
@@ -161,10 +182,22 @@ mod unit {
         assert_eq!(pin_of(&one, None, "qemu").unwrap(), pin("only", None));
         let two = [device("a", "Good", &["lab"]), device("b", "Good", &["lab"])];
         let e = pin_of(&two, None, "qemu").unwrap_err().to_string();
-        assert!(e.contains("none of the qemu devices (a, b) has one"), "{e}");
+        assert!(
+            e.contains("none of the qemu devices (a, b) both takes jobs and has one"),
+            "{e}"
+        );
         assert!(e.contains("--lava-device"), "{e}");
         // Only unhealthy devices with tags of their own: the first of them, by name.
         let bad = [device("y", "Bad", &["y"]), device("x", "Unknown", &["x"])];
         assert_eq!(pin_of(&bad, None, "x86").unwrap(), pin("x", Some("x")));
+        // None that takes jobs: refused, not waited for.
+        let out = [
+            device("y", "Bad", &["y"]),
+            device("x", "Maintenance", &["x"]),
+        ];
+        assert!(pin_of(&out, None, "x86").is_err());
+        let e = unhealthy("x", out[1].health, "w").unwrap().to_string();
+        assert!(e.contains("LAVA device x is in Maintenance health"), "{e}");
+        assert!(unhealthy("x", bad[1].health, "w").is_none());
     }
 }
