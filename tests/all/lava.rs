@@ -94,6 +94,15 @@ impl Lab {
         assert_eq!(self.get(&format!("devices/{name}/"))["health"], health);
     }
 
+    /// The API requests the lab's web server answered, a line each (its access log).
+    fn requests(&self) -> Vec<String> {
+        let log = std::fs::read_to_string(self.dir.join("log/access.log")).unwrap();
+        log.lines()
+            .filter(|l| l.contains("/api/v0.2/"))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// How many jobs the lab has been given.
     fn jobs(&self) -> u64 {
         self.get("jobs/?limit=1")["count"].as_u64().unwrap()
@@ -568,6 +577,16 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
 
     let (ok, err) = finish(timed);
     assert!(ok, "{err}");
+    // Every open job is polled in one request a tick, never one by one.
+    let requests = lab.requests();
+    let single = regex_lite::Regex::new(r"GET /api/v0\.2/jobs/\d+/ ").unwrap();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.contains("/api/v0.2/jobs/?id__in="))
+    );
+    let one_by_one: Vec<&String> = requests.iter().filter(|r| single.is_match(r)).collect();
+    assert!(one_by_one.is_empty(), "{one_by_one:?}");
     assert!(
         err.contains("every job on LAVA device board-01 (its tag board-01)"),
         "{err}"
@@ -593,4 +612,6 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
             "{definition}"
         );
     }
+    // The pattern above sees this test's own requests for one job: it could have failed.
+    assert!(lab.requests().iter().any(|r| single.is_match(r)));
 }

@@ -377,10 +377,10 @@ impl<'p> LavaBooter<'p> {
         Ok(id)
     }
 
-    /// Where job `id` stands: ended, or cancelled after waiting in the queue beyond the
-    /// limit (since `since`), or still under way (`None`).
-    fn poll(&self, id: u64, since: Instant) -> Result<Option<Waited>> {
-        let job = self.lab.job(id)?;
+    /// Where `job` stands: ended, or cancelled after waiting in the queue beyond the limit
+    /// (since `since`), or still under way (`None`).
+    fn waited(&self, job: Job, since: Instant) -> Result<Option<Waited>> {
+        let id = job.id;
         if job.finished() {
             return Ok(Some(Waited::Ended(job)));
         }
@@ -449,9 +449,16 @@ impl Boot for LavaBooter<'_> {
                 }
                 return Err(i.into());
             }
+            let ids: Vec<u64> = open.iter().map(|(_, id, _)| *id).collect();
+            let mut jobs = self.lab.jobs(&ids)?;
             let mut still = Vec::new();
             for (t, id, infra) in open {
-                let Some(waited) = self.poll(id, started)? else {
+                // One the list left out is asked for alone, which says why it is missing.
+                let job = match jobs.iter().position(|j| j.id == id) {
+                    Some(i) => jobs.swap_remove(i),
+                    None => self.lab.job(id)?,
+                };
+                let Some(waited) = self.waited(job, started)? else {
                     still.push((t, id, infra));
                     continue;
                 };
