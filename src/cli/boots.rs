@@ -357,7 +357,7 @@ pub struct LavaOpts {
     /// With --via lava: every job on this device of the type [default: for timed boots, the
     /// first device in good health with a tag of its own, as LAVA reaches one device only by
     /// a tag (an arm compared across devices would measure the devices); exact counts on
-    /// any]. Kept for a resume.
+    /// any]. A device in Bad, Maintenance or Looping health is refused. Kept for a resume.
     #[arg(long, value_name = "NAME")]
     pub lava_device: Option<String>,
     /// With --via lava: a file holding the server's API token [default: the environment's
