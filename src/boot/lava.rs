@@ -288,15 +288,18 @@ impl Lab {
 
     /// One request to `path` (under the API), the JSON `body` posted if any: the status and
     /// the body. A server that does not answer is asked again every 2 s within the lab's
-    /// patience (a restarted server is waited for), with `waiting` told once.
+    /// patience (a restarted server is waited for), with `waiting` told once. A server that
+    /// answers 429 (too many requests) is asked again after its Retry-After, within the same
+    /// patience.
     fn request(&self, path: &str, body: Option<&str>) -> Result<(u16, String)> {
         let url = format!("{}api/v0.2/{path}", self.url);
         let started = Instant::now();
         let mut told = false;
         loop {
             match self.once(&url, body) {
-                Ok(r) if r.0 != 502 && r.0 != 503 && r.0 != 504 => return Ok(r),
-                Ok((status, _)) if started.elapsed() > self.patience => {
+                Ok(Answer::Later(after)) => self.wait_to_retry(&url, started, after)?,
+                Ok(Answer::Now(r)) if r.0 != 502 && r.0 != 503 && r.0 != 504 => return Ok(r),
+                Ok(Answer::Now((status, _))) if started.elapsed() > self.patience => {
                     bail!(
                         "{url}: the server answered {status} for {}",
                         self.waited(started)
@@ -326,11 +329,33 @@ impl Lab {
         }
     }
 
+    /// Sleep the `after` a 429 asked for (1 s when it named none), or refuse when that
+    /// would pass the lab's patience.
+    fn wait_to_retry(&self, url: &str, started: Instant, after: Option<Duration>) -> Result<()> {
+        let after = after.unwrap_or(Duration::from_secs(1));
+        if started.elapsed() + after > self.patience {
+            bail!(
+                "{url}: the server answered 429 (too many requests) for {}, and asks to wait \
+                 {} more",
+                self.waited(started),
+                humantime::format_duration(after)
+            );
+        }
+        eprintln!(
+            "note: the LAVA server {} asks for fewer requests (429): waiting {}",
+            self.url,
+            humantime::format_duration(after)
+        );
+        crate::signals::check()?;
+        std::thread::sleep(after);
+        Ok(())
+    }
+
     fn waited(&self, started: Instant) -> String {
         humantime::format_duration(Duration::from_secs(started.elapsed().as_secs())).to_string()
     }
 
-    fn once(&self, url: &str, body: Option<&str>) -> Result<(u16, String)> {
+    fn once(&self, url: &str, body: Option<&str>) -> Result<Answer> {
         let auth = format!("Token {}", self.token.0);
         let mut resp = match body {
             None => self.agent.get(url).header("Authorization", &auth).call(),
@@ -340,12 +365,19 @@ impl Lab {
                 .send(b),
         }?;
         let status = resp.status().as_u16();
+        if status == 429 {
+            // Seconds, as labs' proxies send it (an HTTP date is taken as none given).
+            let after = (resp.headers().get("retry-after"))
+                .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            return Ok(Answer::Later(after));
+        }
         let text = resp
             .body_mut()
             .with_config()
             .limit(1 << 30)
             .read_to_string()?;
-        Ok((status, text))
+        Ok(Answer::Now((status, text)))
     }
 
     /// Check, from this machine, that `url` serves a file of `len` bytes (a HEAD request,
@@ -596,6 +628,13 @@ impl Lab {
     }
 }
 
+/// A server's answer to one request: its status and body, or 429's "later" (after its
+/// Retry-After, if it gave one).
+enum Answer {
+    Now((u16, String)),
+    Later(Option<Duration>),
+}
+
 /// What a LAVA server says of itself and of the token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Server {
@@ -685,6 +724,65 @@ pub fn never_ran(job: &Job, tests: &[TestCase], console: &[String]) -> bool {
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    /// An HTTP server on a port of its own that gives each connection the next of `answers`.
+    fn server(answers: Vec<String>) -> String {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for answer in answers {
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap() > 2 {
+                    line.clear();
+                }
+                conn.write_all(answer.as_bytes()).unwrap();
+            }
+        });
+        url
+    }
+
+    fn answer(status: &str, headers: &str, body: &str) -> String {
+        format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    #[test]
+    fn too_many_requests_waits_its_retry_after_within_the_patience() {
+        let version = r#"{"version": "2023.01"}"#;
+        let url = server(vec![
+            answer("429 Too Many Requests", "Retry-After: 1\r\n", ""),
+            answer("200 OK", "Content-Type: application/json\r\n", version),
+        ]);
+        let lab = Lab::new(&url, Token::new("t").unwrap()).unwrap();
+        let started = Instant::now();
+        let (status, text) = lab.request("system/version/", None).unwrap();
+        assert_eq!((status, text.as_str()), (200, version));
+        assert!(
+            started.elapsed() >= Duration::from_secs(1),
+            "Retry-After kept"
+        );
+
+        let url = server(vec![answer(
+            "429 Too Many Requests",
+            "Retry-After: 3600\r\n",
+            "",
+        )]);
+        let lab = Lab::new(&url, Token::new("t").unwrap()).unwrap();
+        let lab = lab.with_patience(Duration::from_secs(60));
+        let e = lab
+            .request("system/version/", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("answered 429 (too many requests)") && e.contains("1h more"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_url_is_kept_without_its_password_and_the_token_never_shows() {
