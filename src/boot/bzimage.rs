@@ -216,7 +216,7 @@ fn lz4_legacy(s: &[u8], size: usize) -> Result<Vec<u8>, String> {
 
 /// A kernel's sections in size(1)'s Berkeley totals: what the 2015 alignment RFC printed per
 /// build, and what a function alignment changes (its text).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sizes {
     /// Allocated sections that are code or read-only.
     pub text: u64,
@@ -266,7 +266,7 @@ pub fn sizes(path: &Path) -> Result<Sizes> {
 /// Berkeley totals of a 64-bit ELF, as binutils' size.c sums them: an allocated section is
 /// text when it is code or not writable, else data when it has contents, else bss. Written
 /// here: `object` reads the section headers, and nothing in a crate sums them this way.
-pub fn elf_sizes(elf: &[u8]) -> Result<Sizes, String> {
+fn elf_sizes(elf: &[u8]) -> Result<Sizes, String> {
     use object::elf::{SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS};
     use object::read::elf::{ElfFile64, SectionHeader};
     let file = ElfFile64::<object::Endianness>::parse(elf).map_err(|e| e.to_string())?;

@@ -95,13 +95,10 @@ fn pin_of(devices: &[Device], wanted: Option<&str>, ty: &str) -> Result<Pin> {
     }
     let mut sorted: Vec<&Device> = devices.iter().collect();
     sorted.sort_by(|a, b| a.hostname.cmp(&b.hostname));
-    let good = |h: Health| h == Health::Good;
-    (sorted.iter().filter(|d| good(d.health)))
-        .chain(
-            sorted
-                .iter()
-                .filter(|d| !good(d.health) && d.health.takes_jobs()),
-        )
+    // Good devices first, then those not checked yet: the others take no job.
+    [Health::Good, Health::Unknown]
+        .iter()
+        .flat_map(|h| sorted.iter().filter(move |d| d.health == *h))
         .find_map(|d| pin(d))
         .with_context(|| {
             format!(

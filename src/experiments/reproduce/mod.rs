@@ -519,7 +519,7 @@ pub fn compare(
         let a = c.arms.iter().find(|a| a.name == arm)?;
         Some(a.kernel.file_name()?.to_string_lossy().into_owned())
     });
-    let sizes = kernel_sizes(&c);
+    let sizes = kernel_sizes(p, &c);
     let figures = Figures {
         boots: &decoded,
         placements: &placements,
@@ -588,8 +588,16 @@ pub const KERNEL_SIZES: [&str; 4] = [
     "kernel size without padding (bytes)",
 ];
 
-/// Each arm's kernel's sections, for those whose vmlinux can be read.
-fn kernel_sizes(c: &Campaign) -> Vec<(String, Sizes)> {
+/// Each arm's kernel's sections, for those whose vmlinux can be read, when a cell of `p`
+/// compares them (each kernel is decompressed again for it).
+fn kernel_sizes(p: &Paper, c: &Campaign) -> Vec<(String, Sizes)> {
+    let compared = p.cells().any(|(_, cell)| {
+        let m = cell.metrics.as_slice();
+        KERNEL_SIZES.iter().any(|k| m == [*k])
+    });
+    if !compared {
+        return Vec::new();
+    }
     c.arms
         .iter()
         .filter_map(|a| Some((a.name.clone(), crate::boot::bzimage::sizes(&a.kernel).ok()?)))

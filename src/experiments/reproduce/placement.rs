@@ -133,10 +133,10 @@ pub fn by_kernel(
     }
     out.retain(|p| p.arms.len() > 1);
     for p in &mut out {
-        let boots: Vec<BootPlacement> = placed
+        let boots: Vec<&BootPlacement> = placed
             .iter()
             .filter(|a| p.arms.contains(&a.arm))
-            .flat_map(|a| a.boots.iter().cloned())
+            .flat_map(|a| &a.boots)
             .collect();
         (p.correlation, p.peak_correlation) = misses_against_placement(&boots);
     }
@@ -145,10 +145,13 @@ pub fn by_kernel(
 
 /// The boots' misses against their entries' spread, and against the most crowded set's
 /// entries (3 or more boots with misses, placement not constant).
-fn misses_against_placement(boots: &[BootPlacement]) -> (Option<Correlation>, Option<Correlation>) {
+fn misses_against_placement<B: std::borrow::Borrow<BootPlacement>>(
+    boots: &[B],
+) -> (Option<Correlation>, Option<Correlation>) {
     let against = |x: fn(&BootPlacement) -> f64| {
-        let (x, y): (Vec<f64>, Vec<f64>) =
-            boots.iter().filter_map(|b| Some((x(b), b.misses?))).unzip();
+        let (x, y): (Vec<f64>, Vec<f64>) = (boots.iter().map(B::borrow))
+            .filter_map(|b| Some((x(b), b.misses?)))
+            .unzip();
         correlate(&x, &y)
     };
     (against(|b| b.spread), against(|b| b.peak as f64))
