@@ -20,7 +20,8 @@
  * Each end prints to QEMU's plugin log (-d plugin -D FILE):
  *   W NAME INSN_U INSN_K BR_U BR_K BRA_U BRA_K [LD_U LD_K ST_U ST_K LDM_U LDM_K STM_U STM_K
  *                                               IM_U IM_K [L2M_U L2M_K]]
- *   D NAME MISSES_OF_SET_0 ... (L1d)   I NAME MISSES_OF_SET_0 ... (L1i)   (with the models)
+ *   D NAME LOAD_MISSES_OF_SET_0 ... (L1d)   I NAME MISSES_OF_SET_0 ... (L1i)   (with the
+ *                                                                             models)
  *   B NAME ADDR:INSNS ...   (with blocks=1; hexadecimal, a block's address may repeat when it
  *                            was translated again)
  *
@@ -135,8 +136,10 @@ static void print_blocks(void)
 	free(line);
 }
 
-/* Whether the line holding `addr` was in the cache; it is the set's most recent either way. */
-static bool hit(struct cache *c, uint64_t addr)
+/* Whether the line holding `addr` was in the cache; it is the set's most recent either way.
+ * A miss is counted in its set when `tally` (L1d: loads only, so that a window's sets add up
+ * to its load misses, the figure perf's L1-dcache-load-misses names). */
+static bool hit(struct cache *c, uint64_t addr, bool tally)
 {
 	uint64_t line = addr >> c->line_shift;
 	unsigned set = line % c->sets;
@@ -147,7 +150,7 @@ static bool hit(struct cache *c, uint64_t addr)
 	bool found = w < c->ways;
 	if (!found) {
 		w = c->ways - 1;
-		c->misses[set]++;
+		c->misses[set] += tally;
 	}
 	memmove(t + 1, t, w * sizeof *t);
 	t[0] = tag;
@@ -160,12 +163,12 @@ static void accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vad
 		return;
 	int kernel = (uintptr_t)k, store = qemu_plugin_mem_is_store(info);
 	count[store ? ST : LD][kernel]++;
-	if (hit(&l1d, vaddr))
+	if (hit(&l1d, vaddr, !store))
 		return;
 	count[store ? STM : LDM][kernel]++;
 	if (with_l2) {
 		struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, vaddr);
-		if (!hit(&l2, h ? qemu_plugin_hwaddr_phys_addr(h) : vaddr))
+		if (!hit(&l2, h ? qemu_plugin_hwaddr_phys_addr(h) : vaddr, false))
 			count[L2M][kernel]++;
 	}
 }
@@ -184,10 +187,10 @@ static void fetched(unsigned int vcpu, void *u)
 		return;
 	for (unsigned i = 0; i < l->n; i++) {
 		uint64_t addr = l->line[i] << l1i.line_shift;
-		if (hit(&l1i, addr))
+		if (hit(&l1i, addr, true))
 			continue;
 		count[IM][l->kernel]++;
-		if (with_l2 && !hit(&l2, addr))
+		if (with_l2 && !hit(&l2, addr, false))
 			count[L2M][l->kernel]++;
 	}
 }

@@ -316,7 +316,8 @@ impl Part {
 
 /// One window the plugin counted: the address that named it, its counts (in the order of
 /// [`Count::ALL`], as many as the plugin counted), each `[user, kernel]`, and with the cache
-/// models the misses of each L1d and L1i set (user and kernel together), and with the
+/// models the load misses of each L1d set and the misses of each L1i set (user and kernel
+/// together; an L1d set's add up to the window's `L1-dcache-load-misses`), and with the
 /// emulated profile the kernel instructions of each block executed, by its first address.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Window {

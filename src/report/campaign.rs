@@ -110,9 +110,8 @@ impl Campaign {
         let mut g = Grid::new(&["arm", "cache", "misses", "most missed sets (set: misses)"])
             .right([2])
             .title(format!(
-                " Modelled L1 misses per operation by set ({} model: L1d {}, L1i {}{}; each \
-                 boot's windows pooled, i.e. the mean of its runs, then each set's median over \
-                 the boots)",
+                " Modelled L1 misses per operation by set (L1d: loads; {} model: L1d {}, L1i {}{}; the \
+                 median run of the median boot, so the misses are the counters table's figure)",
                 model.name,
                 geometry_words(model.l1d),
                 geometry_words(model.l1i),

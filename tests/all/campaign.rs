@@ -1883,15 +1883,14 @@ fn the_cache_model_sees_the_replica_s_crowded_set() {
         serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap()
     };
     let (crowded, packed) = (walk("sets=1"), walk("packed"));
-    let misses = |c: &Value| -> f64 {
+    let counter = |c: &Value, name: &str| -> f64 {
         let counters = c["figures"][0]["counters"].as_array().unwrap();
-        let m = counters
-            .iter()
-            .find(|x| x["name"] == "L1-dcache-load-misses:u (emulated)");
-        m.unwrap_or_else(|| panic!("no modelled misses: {c}"))["median"]
+        let m = counters.iter().find(|x| x["name"] == name);
+        m.unwrap_or_else(|| panic!("no {name}: {c}"))["median"]
             .as_f64()
             .unwrap()
     };
+    let misses = |c: &Value| counter(c, "L1-dcache-load-misses:u (emulated)");
     let (m_crowded, m_packed) = (misses(&crowded), misses(&packed));
     assert!(
         m_crowded > 16.0 && m_crowded > 10.0 * m_packed,
@@ -1912,6 +1911,13 @@ fn the_cache_model_sees_the_replica_s_crowded_set() {
     assert!(
         sets[most] > 0.99 * all,
         "the misses are the crowded set's: {sets:?}"
+    );
+    // The sets are the median run's load misses: with the 2 runs of one boot, the mean of
+    // both, as the counters' median of 2 runs is.
+    let loads = misses(&crowded) + counter(&crowded, "L1-dcache-load-misses:k (emulated)");
+    assert!(
+        (all - loads).abs() <= 1e-9 * loads,
+        "the sets add up to the counters' load misses: {all} against {loads}"
     );
     // Skylake-X's model has an L2 behind the L1s: the packed walk misses in neither.
     let l2 = |c: &Value| -> f64 {

@@ -3,7 +3,7 @@
 //! events of the result (`instructions:u (emulated)`, `instructions:k (emulated)`, and the
 //! others the plugin counted), with a count in every sample, so every per-op metric,
 //! comparison and table takes them as it takes perf's; with the cache models, the misses by
-//! set of the sample windows become the result's `emulated_sets`. Joined only when the windows
+//! set of each run's sample windows give the result's `emulated_sets` (its median run's). Joined only when the windows
 //! match the batches one to one (their number, and each run's windows named by consecutive
 //! slots); otherwise the result says why and keeps none.
 
@@ -157,7 +157,7 @@ fn joined(
     }
     for (r, j) in results.iter_mut().zip(joins) {
         add_events(r, counts);
-        r.emulated_sets = j.sets.per_op();
+        r.emulated_sets = EmulatedSets::median(&j.sets);
         r.emulated_functions = j.blocks.named(symbols);
         r.warnings.extend(j.blocks.missing(symbols.is_some()));
         r.recompute();
@@ -180,7 +180,8 @@ struct Joined {
     waits: bool,
     crowded: usize,
     windows: usize,
-    sets: SetSums,
+    /// Each run's misses by set per operation, for the runs whose windows modelled caches.
+    sets: Vec<EmulatedSets>,
     blocks: BlockSums,
 }
 
@@ -195,7 +196,7 @@ impl Joined {
             waits: r.workload.waits().is_some(),
             crowded: 0,
             windows: 0,
-            sets: SetSums::default(),
+            sets: Vec::new(),
             blocks: BlockSums::default(),
         }
     }
@@ -218,13 +219,14 @@ impl Joined {
         if let Some(k) = out_of_order(windows.iter().copied()) {
             return Err(format!("run {index}: batch {k}'s window is out of order"));
         }
+        let mut sets = SetSums::default();
         for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
             let alone = alone(k, sample);
             self.crowded += usize::from(!alone);
             self.windows += 1;
             self.blocks.seen |= !w.blocks.is_empty();
             if alone && (warmup..warmup + samples).contains(&k) {
-                self.sets.add(w, sample.ops);
+                sets.add(w, sample.ops);
                 self.blocks.add(w, sample.ops);
             }
             let count = |value| {
@@ -241,6 +243,7 @@ impl Joined {
                 .flat_map(|(c, kind)| kind.parts().iter().map(move |p| count(p.of(*c))));
             sample.counts.extend(values);
         }
+        self.sets.extend(sets.per_op());
         Ok(())
     }
 }

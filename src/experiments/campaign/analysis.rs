@@ -134,19 +134,11 @@ fn figures_of(
     }
 }
 
-/// Each set's median over the boots of its modelled misses per operation, if they have any.
+/// The arm's median boot's modelled misses by set (each boot's its median run's): their sum
+/// is the arm's figure in the counters table.
 fn sets_of(views: &[(u32, Decoded)]) -> Option<EmulatedSets> {
-    let per_boot: Vec<&EmulatedSets> = views.iter().filter_map(|(_, d)| d.sets.as_ref()).collect();
-    let median_of = |pick: fn(&EmulatedSets) -> &Vec<f64>| -> Vec<f64> {
-        let sets = per_boot.iter().map(|s| pick(s).len()).min().unwrap_or(0);
-        (0..sets)
-            .map(|i| crate::stats::median(&per_boot.iter().map(|s| pick(s)[i]).collect::<Vec<_>>()))
-            .collect()
-    };
-    (!per_boot.is_empty()).then(|| EmulatedSets {
-        l1d: median_of(|s| &s.l1d),
-        l1i: median_of(|s| &s.l1i),
-    })
+    let per_boot: Vec<EmulatedSets> = views.iter().filter_map(|(_, d)| d.sets.clone()).collect();
+    EmulatedSets::median(&per_boot)
 }
 
 /// Every metric of the boots' results but `primary` (and the time, when the primary is a

@@ -90,8 +90,8 @@ pub struct ArmFigures {
     /// Its other per-operation metrics (perf counters and their ratios), where measured.
     #[serde(default)]
     pub counters: Vec<CounterFigure>,
-    /// Modelled L1 misses by set per operation, each set's median over the boots
-    /// (`--cache-model`).
+    /// Modelled L1 misses by set per operation (`--cache-model`): for each cache, the median
+    /// boot's, whose own are its median run's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sets: Option<EmulatedSets>,
     /// Kernel instructions per operation by function, each function's median over the boots
