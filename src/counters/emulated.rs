@@ -269,12 +269,15 @@ impl Count {
         )
     }
 
-    /// What a window's count of this becomes: user, kernel, and for instructions and all
-    /// branches the two together (`instructions (emulated)`: the audit series' instructions
-    /// per getpid, as perf counts them without :u or :k).
+    /// What a window's count of this becomes: user, kernel, and for instructions, all
+    /// branches and the L1 load misses the two together (`instructions (emulated)`: the audit
+    /// series' instructions per getpid, as perf counts them without :u or :k;
+    /// `L1-dcache-load-misses (emulated)`: what the misses by set add up to).
     pub fn parts(self) -> &'static [Part] {
         match self {
-            Count::Instructions | Count::Branches => &[Part::User, Part::Kernel, Part::All],
+            Count::Instructions | Count::Branches | Count::L1dLoadMisses | Count::L1iMisses => {
+                &[Part::User, Part::Kernel, Part::All]
+            }
             _ => &[Part::User, Part::Kernel],
         }
     }

@@ -633,12 +633,30 @@ impl Figures<'_> {
     }
 }
 
-/// `metrics` of a boot added together; `None` when it lacks one.
+/// `metrics` of a boot added together: the median over its runs of their sums (user and
+/// kernel parts vary from run to run, and a sum of their medians mixes runs, so it would
+/// disagree with the cache sets' median run); `None` when it lacks one.
 pub fn sum_of(d: &Decoded, metrics: &[String]) -> Option<f64> {
+    let runs = per_run(d, metrics);
+    if !runs.is_empty() {
+        return Some(crate::stats::median(&runs));
+    }
     metrics
         .iter()
         .map(|m| d.figure(m).ok().map(|(v, _)| v))
         .sum()
+}
+
+/// `metrics` added together in each run of a boot, in run order; empty when a run lacks one.
+pub fn per_run(d: &Decoded, metrics: &[String]) -> Vec<f64> {
+    let runs: Vec<&crate::results::Metric> =
+        metrics.iter().filter_map(|m| d.view.metric(m)).collect();
+    let n = runs.first().map_or(0, |r| r.values.len());
+    let same_runs = runs.iter().all(|r| r.units == runs[0].units && r.values.len() == n);
+    if runs.len() != metrics.len() || !same_runs {
+        return Vec::new();
+    }
+    (0..n).map(|i| runs.iter().map(|r| r.values[i]).sum()).collect()
 }
 
 /// A boot's kernel instructions per operation in functions named audit-something.

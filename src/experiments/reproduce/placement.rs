@@ -3,7 +3,7 @@
 //! lines over the L1d sets they can reach) per boot, beside the boot's modelled L1d misses,
 //! and their correlation over an arm's boots.
 
-use super::{Measured, sum_of};
+use super::{Measured, per_run, sum_of};
 use crate::audit::addresses::Placement;
 use crate::experiments::boots::BootRecord;
 use crate::experiments::boots::record::Decoded;
@@ -181,19 +181,6 @@ fn of_boot((b, d): &Measured, p: &Placement, g: Geometry, misses: &[String]) -> 
         most_missed: most_missed(d, &pop),
         run_misses: per_run(d, misses),
     }
-}
-
-/// `metrics` added together in each run of a boot, in run order; empty when a run lacks one.
-fn per_run(d: &Decoded, metrics: &[String]) -> Vec<f64> {
-    let runs: Vec<&Vec<f64>> = metrics
-        .iter()
-        .filter_map(|m| d.view.metric(m).map(|x| &x.values))
-        .collect();
-    let n = runs.first().map_or(0, |r| r.len());
-    if runs.len() != metrics.len() || runs.iter().any(|r| r.len() != n) {
-        return Vec::new();
-    }
-    (0..n).map(|i| runs.iter().map(|r| r[i]).sum()).collect()
 }
 
 /// The set of a boot's modelled L1d that missed most, with the entries `pop` puts there.
