@@ -11,7 +11,8 @@
 # tinyconfig and what syscost's guest uses (a serial console, an uncompressed initramfs, proc,
 # sysfs, devtmpfs, tmpfs, tracefs, netlink for audit, audit itself, perf events, kallsyms with data
 # symbols and /proc/kcore for the rule entries' addresses, ACPI to power off, a PVH entry) and
-# what the RFC's loop runs through on a disk (virtio-blk, ext4). Each variant is built in its own
+# what the RFC's loop runs through on a disk (NVMe, as campaign --guest-disk attaches one, and
+# ext4). Each variant is built in its own
 # output tree, so the source is unpacked once. Prints each build's seconds and size(1) line;
 # the lines are also in target/alignment/sizes.txt.
 set -euo pipefail
@@ -56,7 +57,7 @@ options=(
 	NET UNIX AUDIT AUDITSYSCALL PERF_EVENTS KALLSYMS KALLSYMS_ALL PROC_KCORE FTRACE
 	ENABLE_DEFAULT_TRACERS
 	ACPI HYPERVISOR_GUEST PARAVIRT PVH
-	PCI VIRTIO_MENU VIRTIO VIRTIO_PCI BLK_DEV VIRTIO_BLK BLOCK EXT4_FS
+	PCI BLK_DEV BLOCK NVME_CORE BLK_DEV_NVME EXT4_FS
 )
 mkdir -p "$out/boot"
 for v in "${variants[@]}"; do

@@ -22,6 +22,11 @@ pub const ARM_PARAM: &str = "syscost.arm";
 pub const KALLSYMS_PARAM: &str = "syscost.kallsyms";
 /// The kernel command-line parameter naming a disk to keep state on (see [`mount_disk`]).
 pub const DISK_PARAM: &str = "syscost.disk";
+/// The kernel command-line parameter naming a fresh ext4 disk to measure on, mounted on
+/// [`SCRATCH_DIR`] (`campaign --guest-disk`).
+pub const SCRATCH_PARAM: &str = "syscost.scratch";
+/// Where the guest mounts the disk [`SCRATCH_PARAM`] names.
+pub const SCRATCH_DIR: &str = "/disk";
 /// The result channel: the second serial port.
 const CHANNEL: &str = "/dev/ttyS1";
 
@@ -254,6 +259,9 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
     mount_all()?;
     let cmdline = std::fs::read_to_string("/proc/cmdline")?;
     mount_disk(&cmdline)?;
+    if let Some(dev) = param(&cmdline, SCRATCH_PARAM) {
+        mount_ext4(dev, SCRATCH_DIR)?;
+    }
     let plan: GuestPlan = serde_json::from_slice(&std::fs::read(PLAN_PATH)?)
         .context("the campaign's plan in the initramfs")?;
     if plan.console {
@@ -405,21 +413,12 @@ fn run_here(words: &[String]) -> Result<()> {
 
 /// `syscost.disk=DEV`: a disk holding what must outlive a kexec (a kexec campaign's state and
 /// the kernels it boots), an ext4 file system mounted on /disk whose `boot` and
-/// `var/lib/syscost` are bound on /boot and /var/lib/syscost. Waits for the device: a disk
-/// controller is probed after the init starts.
+/// `var/lib/syscost` are bound on /boot and /var/lib/syscost.
 fn mount_disk(cmdline: &str) -> Result<()> {
     let Some(dev) = param(cmdline, DISK_PARAM) else {
         return Ok(());
     };
-    let waited = std::time::Instant::now();
-    while !Path::new(dev).exists() {
-        if waited.elapsed() > std::time::Duration::from_secs(20) {
-            bail!("{DISK_PARAM}={dev}: no such device after 20 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::fs::create_dir_all("/disk")?;
-    mount(dev, "/disk", "ext4", 0).with_context(|| format!("mount {dev} on /disk"))?;
+    mount_ext4(dev, "/disk")?;
     for (from, to) in [
         ("/disk/boot", "/boot"),
         ("/disk/var/lib/syscost", "/var/lib/syscost"),
@@ -429,6 +428,23 @@ fn mount_disk(cmdline: &str) -> Result<()> {
         mount(from, to, "none", libc::MS_BIND).with_context(|| format!("bind {from} on {to}"))?;
     }
     Ok(())
+}
+
+/// Mount the ext4 file system of `dev` on `dir`, once the device is there: a disk controller
+/// is probed after the init starts.
+fn mount_ext4(dev: &str, dir: &str) -> Result<()> {
+    let waited = std::time::Instant::now();
+    while !Path::new(dev).exists() {
+        if waited.elapsed() > std::time::Duration::from_secs(20) {
+            bail!(
+                "{dev}: no such device after 20 s (does the kernel have its driver built in? \
+                 QEMU attaches it as NVMe)"
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::create_dir_all(dir)?;
+    mount(dev, dir, "ext4", 0).with_context(|| format!("mount {dev} on {dir}"))
 }
 
 /// `name=value` of a kernel command line.

@@ -76,6 +76,10 @@ pub struct Machine {
     /// instructions in every boot (tcg only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icount: Option<u8>,
+    /// A fresh disk of this file system in every boot, mounted on the guest's
+    /// [`super::guest::SCRATCH_DIR`] (`--guest-disk`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_disk: Option<super::disk::GuestDisk>,
 }
 
 /// A vCPU pinned to a host CPU, and how often its thread was seen there while the guest ran.
@@ -576,6 +580,7 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
         cache_model: None,
         emulated_profile: false,
         icount: None,
+        guest_disk: None,
     };
     let empty: PathBuf = dir.join("empty.cpio");
     let _ = std::fs::write(&empty, b"");
@@ -668,6 +673,7 @@ mod unit {
             cache_model: None,
             emulated_profile: true,
             icount: None,
+            guest_disk: None,
         }
     }
 

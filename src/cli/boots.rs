@@ -5,6 +5,7 @@
 use super::args::{HistoryOpts, parse_cpus, parse_duration, parse_resolution};
 use super::*;
 use crate::audit::rules_file::OnError;
+use crate::boot::disk::GuestDisk;
 use crate::boot::lava::BootMethod;
 use crate::boot::qemu::{Accel, Failure, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
@@ -231,6 +232,13 @@ pub struct GuestOpts {
     /// A host file the measurement needs inside the guest, at the same path (repeatable).
     #[arg(long = "guest-file", value_name = "PATH")]
     pub guest_files: Vec<PathBuf>,
+    /// Give each QEMU guest a fresh disk of this file system (256 MiB, made on this machine
+    /// before the boot, attached as NVMe, removed after it), mounted on /disk: measure on it
+    /// with `--dir /disk`, as the 2015 function-alignment RFC ran its VFS-mix loop on ext4
+    /// (the guest's own file systems are tmpfs). The kernel needs NVMe and ext4 built in, as
+    /// Debian's cloud kernels and bench/alignment_builds.sh's builds have [default: none].
+    #[arg(long, value_enum, value_name = "FS")]
+    pub guest_disk: Option<GuestDisk>,
 }
 
 impl GuestOpts {
@@ -259,6 +267,12 @@ impl GuestOpts {
 
     fn check(&self, via: Via, measure: &[String]) -> Result<()> {
         let tcg = via != Via::Kexec && self.accel(via) == Accel::Tcg;
+        if self.guest_disk.is_some() && via != Via::Qemu {
+            anyhow::bail!(
+                "--guest-disk gives a disk to the guests this machine's QEMU boots (--via \
+                 qemu): a LAVA device or a kexec'd machine has its own disks"
+            );
+        }
         if via == Via::Lava && self.host_cpus.is_some() {
             anyhow::bail!(
                 "--host-cpus pins this machine's QEMU: a LAVA job's QEMU runs on its worker"
@@ -331,6 +345,7 @@ impl GuestOpts {
             cache_model: self.cache_model.clone(),
             emulated_profile: self.emulated_profile,
             icount: self.icount,
+            guest_disk: self.guest_disk,
         }
     }
 }

@@ -137,6 +137,12 @@ impl ReproduceArgs {
         if let Some(n) = inv.retries {
             c.extend(["--retries".into(), n.to_string()]);
         }
+        if let Some(fs) = inv
+            .guest_disk
+            .and_then(|d| clap::ValueEnum::to_possible_value(&d))
+        {
+            c.extend(["--guest-disk".into(), fs.get_name().into()]);
+        }
         c.extend(["--boots".into(), self.boots.to_string()]);
         // Timed arms need more rounds to be told apart than a reproduction boots: its
         // cells compare with the paper, not the arms with each other.

@@ -59,6 +59,7 @@ pub(crate) fn fixed_result() -> RunResult {
             overhead: vec![sample(400_000, 0)],
             workload_metrics: Default::default(),
             notes: Vec::new(),
+            waits: false,
         })
         .collect();
     let (m, o) = metrics::analyze(&runs, &events, "call", false);

@@ -573,6 +573,7 @@ mod tests {
             overhead,
             workload_metrics: Default::default(),
             notes: Vec::new(),
+            waits: false,
         }
     }
 

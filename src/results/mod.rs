@@ -93,6 +93,10 @@ pub struct RunRecord {
     /// Facts the workload reported (e.g. the file system measured).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// One operation waited by its nature where this run ran (see
+    /// `Workload::waits_where_it_ran`): its context switches are part of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waits: bool,
 }
 
 impl RunRecord {

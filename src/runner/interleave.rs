@@ -514,6 +514,7 @@ pub(crate) mod unit {
                 overhead: Vec::new(),
                 workload_metrics: Default::default(),
                 notes: Vec::new(),
+                waits: false,
             };
             Ok((run, vec![EventStatus::Counting]))
         }

@@ -369,6 +369,7 @@ fn measure(
         overhead: Vec::with_capacity(overhead_samples as usize),
         workload_metrics: Default::default(),
         notes: Vec::new(),
+        waits: false,
     };
     let mut recorder = if profile {
         Some(crate::profile::Recorder::start(req.workload.inherit())?)
@@ -409,6 +410,7 @@ fn measure(
     w.finish()?;
     run.workload_metrics = w.run_metrics().into_iter().collect();
     run.notes = w.notes();
+    run.waits = w.waits_where_it_ran();
     if let Some(why) = req.workload.counting_perturbs() {
         run.notes.push(if req.events.groups.is_empty() {
             format!(

@@ -81,6 +81,13 @@ pub trait Workload {
         Vec::new()
     }
 
+    /// Whether, where it ran, one operation waits by its nature though the workload's own
+    /// kind does not ([`Spec::waits`]): the VFS-mix loop on a disk file system waits for the
+    /// journal and the block layer. Its context switches are then part of the operation.
+    fn waits_where_it_ran(&self) -> bool {
+        false
+    }
+
     /// After the last timed batch: stop helper threads and check the run (e.g. that a probe
     /// counted every call). An error fails the run. Called before `run_metrics`.
     fn finish(&mut self) -> Result<()> {

@@ -24,6 +24,8 @@ crate::tests! {
     // QEMU takes both CPUs: no measurement beside it
     Serial audit_rules_make_getpid_slower_with_boots_as_units,
     Shared the_cache_model_sees_the_replica_s_crowded_set,
+    // it checks where the loop ran and what was counted, no time: beside another guest
+    Shared a_guest_disk_puts_the_vfs_mix_loop_on_ext4_and_is_gone_after,
     // it checks how boots fail, no figure: beside another guest
     Shared boots_that_cannot_finish_are_recorded_and_the_campaign_goes_on,
     // it checks what is kept and booted, not how fast: beside another guest
@@ -1521,6 +1523,7 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
         cache_model: None,
         emulated_profile: false,
         icount: None,
+        guest_disk: None,
     };
     let started = Instant::now();
     let boot = qemu::Boot {
@@ -1767,6 +1770,7 @@ fn a_kexec_campaign_under_systemd_resumes_through_its_unit_and_leaves_nothing() 
         cache_model: None,
         emulated_profile: false,
         icount: None,
+        guest_disk: None,
     };
     let boot = qemu::Boot {
         kernel: &k[1],
@@ -1931,4 +1935,88 @@ fn the_cache_model_sees_the_replica_s_crowded_set() {
     assert!(l2(&packed) < 0.1, "{}", l2(&packed));
     assert!(l2(&crowded) <= m_crowded, "an L2 miss is an L1 miss first");
     assert!(leftovers(tmp.path()).is_empty());
+}
+
+/// `--guest-disk ext4`: the guest measures on a fresh ext4 disk at /disk (the 2015
+/// alignment RFC's Intel runs were on ext4), the run says the loop waits for it, so the
+/// plugin's windows count with the loop's own context switches in them; the disk goes with
+/// the boot. Refused where the guest is not this machine's QEMU.
+fn a_guest_disk_puts_the_vfs_mix_loop_on_ext4_and_is_gone_after() {
+    let Some(k) = kernels() else { return };
+    let tmp = scratch();
+    let kexec = campaign(
+        tmp.path(),
+        &[
+            arm("a", &k[0]),
+            ["--via", "kexec", "--guest-disk", "ext4"]
+                .map(String::from)
+                .to_vec(),
+        ]
+        .concat(),
+    );
+    let err = String::from_utf8_lossy(&kexec.stderr);
+    assert!(
+        !kexec.status.success()
+            && err.contains("--guest-disk gives a disk to the guests this machine's QEMU boots"),
+        "{err}"
+    );
+    let out_file = tmp.path().join("disk.json");
+    let args = [
+        arm("a", &k[0]),
+        [
+            "--emulated-counters",
+            "--guest-disk",
+            "ext4",
+            "--boots",
+            "1",
+            "-o",
+        ]
+        .map(String::from)
+        .to_vec(),
+        vec![out_file.display().to_string()],
+    ]
+    .concat();
+    let measure = [
+        "run",
+        "vfs-mix",
+        "--dir",
+        "/disk",
+        "--runs",
+        "2",
+        "--samples",
+        "3",
+        "--sample-time",
+        "10ms",
+    ];
+    let out = campaign_measuring(tmp.path(), &args, &measure);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(c["machine"]["guest_disk"], "ext4", "{}", c["machine"]);
+    let r = &c["boots"][0]["result"];
+    let cmdline = r["environment"]["cmdline"].as_str().unwrap_or("");
+    assert!(
+        cmdline.contains("syscost.scratch=/dev/nvme0n1"),
+        "{cmdline}"
+    );
+    for run in r["runs"].as_array().unwrap() {
+        let notes = run["notes"].to_string();
+        assert!(notes.contains("/disk (ext4)"), "{notes}");
+        assert_eq!(
+            run["waits"], true,
+            "the loop waits for ext4's journal: {run}"
+        );
+    }
+    let counted = crate::common::metric(r, "instructions:k (emulated)")["values"].clone();
+    assert_eq!(
+        counted.as_array().map(Vec::len),
+        Some(2),
+        "both runs counted: {}",
+        r["warnings"]
+    );
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
 }

@@ -207,7 +207,7 @@ impl Joined {
         // instructions to it: such a window is left out, by the context switches counted in it.
         let allowed = self
             .switches
-            .map(|i| (i, allowed_switches(run, i, self.waits)));
+            .map(|i| (i, allowed_switches(run, i, self.waits || run.waits)));
         let (index, warmup, samples) = (run.index, run.warmup.len(), run.samples.len());
         let workload_batches = warmup + samples;
         let alone = |k: usize, s: &Sample| {

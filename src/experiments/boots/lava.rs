@@ -652,6 +652,7 @@ mod unit {
             cache_model: None,
             emulated_profile: false,
             icount: None,
+            guest_disk: None,
         };
         LavaTarget {
             lab: "http://lab.example/".into(),

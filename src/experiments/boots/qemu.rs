@@ -6,7 +6,7 @@ use super::plan::{Arm, Backend, BootPlan};
 use super::record::{BootRecord, BootSplit, Outcome};
 use super::schedule::Boot;
 use crate::boot::bzimage::{self, Entry};
-use crate::boot::guest::{ARM_PARAM, GuestPlan, KALLSYMS_PARAM, PLAN_PATH};
+use crate::boot::guest::{ARM_PARAM, GuestPlan, KALLSYMS_PARAM, PLAN_PATH, SCRATCH_PARAM};
 use crate::boot::initramfs::{self, Contents};
 use crate::boot::qemu::{self, Accel, Ended, Failure, KernelEntry, Machine};
 use anyhow::{Context, Result, bail};
@@ -202,14 +202,20 @@ impl Boot for Booter<'_> {
         std::fs::create_dir_all(&bootdir)?;
         let started = Instant::now();
         let kallsyms = machine.emulated_profile && self.symbols[a].is_none();
+        let mut append = kernel_command_line(arm, kallsyms);
+        let disk = bootdir.join("disk.img");
+        if let Some(fs) = machine.guest_disk {
+            fs.make(&disk)?;
+            append.push_str(&format!(" {SCRATCH_PARAM}=/dev/nvme0n1"));
+        }
         let ended = qemu::boot(
             machine,
             &qemu::Boot {
                 kernel: entry.kernel(&arm.kernel),
                 initrd: &self.initrd,
-                append: kernel_command_line(arm, kallsyms),
+                append,
                 dir: &bootdir,
-                disk: None,
+                disk: machine.guest_disk.map(|_| disk.as_path()),
                 firmware_reboot: false,
                 plugin: self.plugin.as_deref(),
             },
