@@ -617,14 +617,28 @@ impl Lab {
         }
     }
 
-    /// Ask the server to cancel a job (a finished one stays as it ended).
+    /// Ask the server to cancel a job (a finished one stays as it ended). A job the server
+    /// does not know has nothing to cancel: LAVA before 2025.10 answers that with 500 (its
+    /// view lets the missing job's exception through), so a 500 is accepted when the job
+    /// itself is then not found, or has finished.
     pub fn cancel(&self, id: u64) -> Result<()> {
         let path = format!("jobs/{id}/cancel/");
         let (status, text) = self.request(&path, None)?;
         match status {
             200..=299 | 404 => Ok(()),
+            500 if self.gone_or_finished(id)? => Ok(()),
             _ => self.ok(&path, status, &text),
         }
+    }
+
+    /// Whether job `id` is unknown to the server, or finished.
+    fn gone_or_finished(&self, id: u64) -> Result<bool> {
+        let (status, text) = self.request(&format!("jobs/{id}/"), None)?;
+        Ok(match status {
+            404 => true,
+            200 => serde_json::from_str::<Job>(&text).is_ok_and(|j| j.finished()),
+            _ => false,
+        })
     }
 }
 
@@ -782,6 +796,28 @@ mod unit {
             e.contains("answered 429 (too many requests)") && e.contains("1h more"),
             "{e}"
         );
+    }
+
+    /// LAVA before 2025.10 answers a cancel of a job it does not know with 500: the job is
+    /// looked up, and only a job that is still there and open keeps the error.
+    #[test]
+    fn a_cancel_answered_500_is_accepted_for_a_job_the_server_does_not_have() {
+        let json = "Content-Type: application/json\r\n";
+        let url = server(vec![
+            answer("500 Internal Server Error", "", "<h1>Server Error (500)</h1>"),
+            answer("404 Not Found", json, r#"{"detail": "Not found."}"#),
+        ]);
+        let lab = Lab::new(&url, Token::new("t").unwrap()).unwrap();
+        lab.cancel(7).unwrap();
+
+        let running = r#"{"id": 8, "state": "Running", "health": "Unknown"}"#;
+        let url = server(vec![
+            answer("500 Internal Server Error", "", "<h1>Server Error (500)</h1>"),
+            answer("200 OK", json, running),
+        ]);
+        let lab = Lab::new(&url, Token::new("t").unwrap()).unwrap();
+        let e = lab.cancel(8).unwrap_err().to_string();
+        assert!(e.contains("500"), "a running job's cancel failed: {e}");
     }
 
     #[test]
