@@ -13,14 +13,16 @@ lab=${2:-}
 cargo build --release -q
 bin=target/release/syscost
 kernel=$(ls target/kernels/boot/vmlinuz-* | sort -V | tail -1)
-scratch=$(mktemp -d /srv/syscost-lava-bench.XXXXXX 2>/dev/null || mktemp -d)
+scratch=$(mktemp -d)
+# mktemp makes it 0700: the lab's PostgreSQL (user postgres) must enter it.
+chmod 755 "$scratch"
 own=0
+trap '[ "$own" = 1 ] && scripts/lava-lab remove "$lab"; rm -rf "$scratch"' EXIT
 if [ -z "$lab" ]; then
 	lab=$scratch/lab
-	scripts/lava-lab start "$lab" --devices 1 >/dev/null
 	own=1
+	scripts/lava-lab start "$lab" --devices 1 >/dev/null
 fi
-trap '[ "$own" = 1 ] && scripts/lava-lab remove "$lab"; rm -rf "$scratch"' EXIT
 export XDG_STATE_HOME=$scratch SYSCOST_LAVA_TOKEN
 SYSCOST_LAVA_TOKEN=$(cat "$lab/token")
 common=(--arm "k=$kernel" --boots 1 --no-verdict --no-history --emulated-counters --retries 0)

@@ -804,7 +804,11 @@ mod unit {
     fn a_cancel_answered_500_is_accepted_for_a_job_the_server_does_not_have() {
         let json = "Content-Type: application/json\r\n";
         let url = server(vec![
-            answer("500 Internal Server Error", "", "<h1>Server Error (500)</h1>"),
+            answer(
+                "500 Internal Server Error",
+                "",
+                "<h1>Server Error (500)</h1>",
+            ),
             answer("404 Not Found", json, r#"{"detail": "Not found."}"#),
         ]);
         let lab = Lab::new(&url, Token::new("t").unwrap()).unwrap();
@@ -812,7 +816,11 @@ mod unit {
 
         let running = r#"{"id": 8, "state": "Running", "health": "Unknown"}"#;
         let url = server(vec![
-            answer("500 Internal Server Error", "", "<h1>Server Error (500)</h1>"),
+            answer(
+                "500 Internal Server Error",
+                "",
+                "<h1>Server Error (500)</h1>",
+            ),
             answer("200 OK", json, running),
         ]);
         let lab = Lab::new(&url, Token::new("t").unwrap()).unwrap();

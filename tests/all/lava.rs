@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 crate::tests! {
     // exact counts only: beside other guests
     Shared campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots,
+    Shared a_lab_in_a_directory_postgres_cannot_enter_is_refused_before_anything_starts,
 }
 
 const LAB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/lava-lab");
@@ -614,4 +615,34 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     }
     // The pattern above sees this test's own requests for one job: it could have failed.
     assert!(lab.requests().iter().any(|r| single.is_match(r)));
+}
+
+/// mktemp(1) makes 0700 directories: a lab inside one would fail at PostgreSQL's initdb (run as
+/// the user postgres). The script says so before it creates or starts anything.
+fn a_lab_in_a_directory_postgres_cannot_enter_is_refused_before_anything_starts() {
+    if available().is_none() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = scratch();
+    let closed = tmp.path().join("closed");
+    std::fs::create_dir(&closed).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = Command::new(LAB)
+        .arg("start")
+        .arg(closed.join("lab"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("the user postgres, who cannot enter")
+            && err.contains(&closed.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&closed).unwrap().count(),
+        0,
+        "nothing made"
+    );
 }
