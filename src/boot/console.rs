@@ -35,29 +35,60 @@ const PER_LINE: usize = 4096;
 /// the measurement is kept as the text it is (without one, LAVA reads it as a float and a
 /// count over 2^53 loses digits), and a fixed end (`;`), so a line still arriving is not
 /// matched short.
-pub const CASE_PATTERN: &str = r"SYSCOST-CASE (?P<result>pass|fail) (?P<test_case_id>[A-Za-z0-9_.:-]+) (?P<measurement>-?[0-9.]+(e[-+]?[0-9]+)?) (?P<units>[A-Za-z/%()-]*);";
+pub const CASE_PATTERN: &str = r"SYSCOST-CASE (?P<result>pass|fail) (?P<test_case_id>[a-z0-9_]+) (?P<measurement>-?[0-9.]+(e[-+]?[0-9]+)?) (?P<units>[A-Za-z0-9/%()_-]*);";
 
 /// One of a boot's figures, as a lab's test case.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Case {
+    /// As LAVA keeps it (see [`lava_name`]).
     pub name: String,
     pub value: f64,
+    /// As LAVA keeps it (see [`lava_unit`]).
     pub unit: String,
 }
 
 impl Case {
-    fn line(&self) -> String {
-        let name: String = (self.name.chars())
-            .map(|c| match c {
-                'A'..='Z' | 'a'..='z' | '0'..='9' | '_' | '.' | ':' | '-' => c,
-                _ => '_',
-            })
-            .collect();
-        let unit: String = (self.unit.chars())
-            .filter(|c| c.is_ascii_alphabetic() || "/%()-".contains(*c))
-            .collect();
-        format!("{CASE} pass {name} {} {unit};", self.value)
+    /// The case of `metric` of arm `arm` measuring `what` (e.g. `syscall getpid`), named and
+    /// with its unit as a lab keeps them.
+    pub fn of(arm: &str, what: &str, metric: &str, value: f64, unit: &str) -> Case {
+        Case {
+            name: lava_name(&format!("{arm} {what} {metric}")),
+            value,
+            unit: lava_unit(unit),
+        }
     }
+
+    fn line(&self) -> String {
+        format!("{CASE} pass {} {} {};", self.name, self.value, self.unit)
+    }
+}
+
+/// The longest test-case name LAVA's pages take (its model's help: 100 characters).
+const NAME_MAX: usize = 100;
+
+/// `words` as LAVA stores a monitor's test-case id (lava_dispatcher's monitor lower-cases it
+/// and turns every run of non-word characters into `_`), without `_` at either end and cut to
+/// 100 characters: sent so, the name LAVA shows is the one syscost sent.
+pub fn lava_name(words: &str) -> String {
+    let mut out = String::new();
+    for c in words.chars().map(|c| c.to_ascii_lowercase()) {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.truncate(NAME_MAX);
+    out.trim_end_matches('_').to_string()
+}
+
+/// A unit as a monitor's pattern takes it whole: spaces become `_` (`CPUs utilized` had
+/// become `CPUsutilized`), other characters outside letters, digits and `/%()_-` go.
+pub fn lava_unit(unit: &str) -> String {
+    (unit.chars())
+        .map(|c| if c.is_whitespace() { '_' } else { c })
+        .filter(|c| c.is_ascii_alphanumeric() || "/%()_-".contains(*c))
+        .collect()
 }
 
 /// The lines a guest writes: the marks, its figures as `cases`, and `bytes` framed.
@@ -185,10 +216,14 @@ mod unit {
     #[test]
     fn marks_and_cases_go_in_short_writes_that_a_lab_searches_whole() {
         let cases: Vec<Case> = (0..60)
-            .map(|i| Case {
-                name: format!("figure-{i}"),
-                value: 1234.5678 * f64::from(i),
-                unit: "ns/call".into(),
+            .map(|i| {
+                Case::of(
+                    "a",
+                    "syscall getpid",
+                    &format!("figure-{i}"),
+                    1234.5678 * f64::from(i),
+                    "ns/call",
+                )
             })
             .collect();
         let lines = lines(&sample(), &cases);
@@ -258,24 +293,41 @@ mod unit {
         assert_eq!(rebuild(all), Ok(Vec::new()));
     }
 
+    /// What LAVA 2023.01's monitor does to a test-case id before storing it.
+    fn as_lava_stores(id: &str) -> String {
+        let re = regex_lite::Regex::new(r"[^A-Za-z0-9_]+").unwrap();
+        re.replace_all(&id.trim().to_lowercase(), "_").into_owned()
+    }
+
     #[test]
-    fn cases_match_the_monitor_pattern_with_exact_digits() {
+    fn cases_match_the_monitor_pattern_with_exact_digits_and_names_lava_keeps() {
         let re = regex_lite::Regex::new(CASE_PATTERN).unwrap();
-        let c = Case {
-            name: "instructions (emulated)".into(),
-            value: 123456789012345678.0,
-            unit: "instr/call".into(),
-        };
+        let c = Case::of(
+            "new-fresh",
+            "syscall getpid",
+            "instructions (emulated)",
+            123456789012345678.0,
+            "instr/call",
+        );
         let line = c.line();
         let m = re.captures(&line).expect(&line);
-        assert_eq!(&m["test_case_id"], "instructions__emulated_");
+        let id = &m["test_case_id"];
+        assert_eq!(id, "new_fresh_syscall_getpid_instructions_emulated");
+        assert_eq!(as_lava_stores(id), id, "LAVA keeps the name as sent");
         assert_eq!(&m["measurement"], "123456789012345680");
         assert_eq!(&m["units"], "instr/call");
-        let small = Case {
-            name: "time".into(),
-            value: 1.5e-7,
-            unit: "s".into(),
-        };
+        let ratio = Case::of("a", "vfs-mix", "CPUs-utilized", 0.99, "CPUs utilized");
+        let line = ratio.line();
+        let m = re.captures(&line).expect(&line);
+        assert_eq!(&m["test_case_id"], "a_vfs_mix_cpus_utilized");
+        assert_eq!(&m["units"], "CPUs_utilized", "a unit keeps its words");
+        let small = Case::of("a", "syscall getpid", "time", 1.5e-7, "s");
         assert!(re.is_match(&small.line()), "{}", small.line());
+        let long = Case::of(&"x".repeat(90), "syscall getpid", "time", 1.0, "s");
+        assert!(
+            long.name.len() <= 100 && !long.name.ends_with('_'),
+            "{}",
+            long.name
+        );
     }
 }

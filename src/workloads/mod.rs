@@ -139,6 +139,11 @@ pub trait Spec {
     }
     /// One line for table headers, e.g. `syscall getpid (nr 39)`.
     fn describe(&self) -> String;
+    /// A few words naming what one operation is, for a lab's test-case names, e.g.
+    /// `syscall getpid` (the workload's name unless its parameters choose the operation).
+    fn case_label(&self) -> String {
+        Self::NAME.into()
+    }
     /// Parts of one operation worth a per-part figure: one walk of the replica is R rules.
     fn parts(&self) -> Option<(&'static str, f64)> {
         None
@@ -217,6 +222,14 @@ macro_rules! workload_spec {
                 match self {
                     $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::NAME,)*
                     WorkloadSpec::Empty => "empty",
+                }
+            }
+
+            /// What one operation is, in a few words (see [`Spec::case_label`]).
+            pub fn case_label(&self) -> String {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p.case_label(),)*
+                    WorkloadSpec::Empty => "empty".into(),
                 }
             }
 

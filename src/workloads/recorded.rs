@@ -21,6 +21,15 @@ impl RecordedWorkload {
         }
     }
 
+    /// What one operation is, in a few words: a known workload's (see `Spec::case_label`),
+    /// else its registry name.
+    pub fn case_label(&self) -> String {
+        match self {
+            RecordedWorkload::Known(w) => w.case_label(),
+            RecordedWorkload::Foreign(_) => self.name().unwrap_or("workload").to_string(),
+        }
+    }
+
     /// The workload's registry name (`syscall`, `exec`), when the file gives one.
     pub fn name(&self) -> Option<&str> {
         match self {

@@ -41,6 +41,10 @@ impl Spec for Params {
             None => format!("syscall {}", self.syscall),
         }
     }
+
+    fn case_label(&self) -> String {
+        format!("syscall {}", self.syscall)
+    }
 }
 
 /// A system call syscost can time: argument-free or with fixed arguments, without side effects

@@ -486,20 +486,22 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         assert!(j["url"].as_str().unwrap().starts_with(&lab.url), "{j}");
         assert!(j["device"].as_str().unwrap().starts_with("qemu-"), "{j}");
         assert_eq!(j["worker"], "lab");
-        // Its figures are LAVA test cases too.
+        // Its figures are LAVA test cases too, named by arm, call and figure as sent.
         let tests = lab.get(&format!("jobs/{}/tests/?limit=100", j["id"]));
-        let time = tests["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == "time");
-        let shown: f64 = time.unwrap()["measurement"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let tests = tests["results"].as_array().unwrap();
+        let case = |figure: &str| {
+            let name = format!("{}_syscall_getpid_{figure}", b["arm"].as_str().unwrap());
+            let t = tests.iter().find(|t| t["name"] == name.as_str());
+            t.unwrap_or_else(|| panic!("no case {name}: {tests:?}"))
+                .clone()
+        };
+        let time = case("time");
+        let shown: f64 = time["measurement"].as_str().unwrap().parse().unwrap();
         let mine = median(metric(&b["result"], "time"));
         assert!((shown - mine).abs() <= 1e-6 * mine, "{shown} vs {mine}");
+        assert_eq!(time["unit"], "ns/call", "{time}");
+        let ratio = case("cpus_utilized");
+        assert_eq!(ratio["unit"], "CPUs_utilized", "{ratio}");
     }
     assert!(!String::from_utf8_lossy(&std::fs::read(&out_file).unwrap()).contains(&lab.token));
 

@@ -615,7 +615,8 @@ fn extra_options(m: &qemu::Machine) -> Vec<String> {
 }
 
 /// A boot's figures as LAVA test cases: each figure of its result, the value a campaign takes
-/// of it (the median over its runs or samples). Given to the guest's init, which sends them.
+/// of it (the median over its runs or samples), named by the arm, the operation and the
+/// figure (`old_syscall_getpid_task_clock`). Given to the guest's init, which sends them.
 pub fn cases(result: &[u8]) -> Vec<Case> {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(result) else {
         return Vec::new();
@@ -623,12 +624,14 @@ pub fn cases(result: &[u8]) -> Vec<Case> {
     let Ok(decoded) = Decoded::of("this boot", &value) else {
         return Vec::new();
     };
+    let cmdline = value["environment"]["cmdline"].as_str().unwrap_or("");
+    let arm = crate::boot::guest::param(cmdline, crate::boot::guest::ARM_PARAM).unwrap_or("");
+    let what = decoded.view.workload.case_label();
     (decoded.view.metrics.iter())
         .filter(|m| !m.values.is_empty())
-        .map(|m| Case {
-            name: m.name.clone(),
-            value: crate::stats::median(&m.values),
-            unit: m.unit.clone(),
+        .map(|m| {
+            let value = crate::stats::median(&m.values);
+            Case::of(arm, &what, &m.name, value, &m.unit)
         })
         .collect()
 }
