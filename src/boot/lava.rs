@@ -556,6 +556,19 @@ impl Lab {
             .context("the server gave the job no id")
     }
 
+    /// How many jobs (everyone's) wait in the queue for a device of type `device_type`: the
+    /// depth KernelCI gates its submissions on.
+    pub fn queued(&self, device_type: &str) -> Result<u64> {
+        #[derive(Deserialize)]
+        struct Count {
+            count: u64,
+        }
+        let c: Count = self.get(&format!(
+            "jobs/?requested_device_type={device_type}&state__in=Submitted,Scheduling&limit=1"
+        ))?;
+        Ok(c.count)
+    }
+
     pub fn job(&self, id: u64) -> Result<Job> {
         self.get(&format!("jobs/{id}/"))
     }

@@ -386,10 +386,15 @@ pub struct LavaOpts {
     /// are, for a lab whose workers run on this machine].
     #[arg(long, value_name = "DIR=URL")]
     pub lava_files: Option<String>,
-    /// With --via lava: a job still waiting for a device after this long is cancelled, and
-    /// is a failed boot.
+    /// With --via lava: a job still waiting for a device this long after its submission is
+    /// cancelled, and is a failed boot.
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = parse_duration)]
     pub lava_queue_limit: Duration,
+    /// With --via lava: submit no job while the lab's queue for the device type already holds
+    /// N jobs (everyone's, waiting for a device), as KernelCI's default does; syscost waits,
+    /// saying so, until the queue is shorter.
+    #[arg(long, default_value_t = 50, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub lava_queue_depth: u32,
     /// With --via lava and --emulated-counters: jobs under way at once, on as many devices
     /// as the lab frees (exact counts do not depend on when or where a boot runs). Timed
     /// boots go one job at a time, in the schedule's order.
@@ -441,6 +446,7 @@ impl LavaOpts {
             machine,
             files,
             queue_limit: self.lava_queue_limit,
+            queue_depth: self.lava_queue_depth,
             jobs: self.lava_jobs,
             priority: self.lava_priority,
             visibility: self.lava_visibility,

@@ -104,6 +104,18 @@ impl Lab {
             .collect()
     }
 
+    /// Submit a job of `definition` (YAML) as the lab's admin; its id.
+    fn submit(&self, definition: &str) -> u64 {
+        let body = serde_json::json!({ "definition": definition });
+        let mut r = ureq::post(format!("{}api/v0.2/jobs/", self.url))
+            .header("Authorization", format!("Token {}", self.token))
+            .content_type("application/json")
+            .send(body.to_string())
+            .unwrap();
+        let v: Value = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+        v["job_ids"][0].as_u64().unwrap()
+    }
+
     /// How many jobs the lab has been given.
     fn jobs(&self) -> u64 {
         self.get("jobs/?limit=1")["count"].as_u64().unwrap()
@@ -290,6 +302,7 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         state(tmp.path()).is_none(),
         "a refused campaign keeps no state"
     );
+    full_queues_are_waited_for(&lab, k);
 
     // Timed boots on the board: every job on it, by its tag.
     let board_tmp = scratch();
@@ -647,4 +660,42 @@ fn a_lab_in_a_directory_postgres_cannot_enter_is_refused_before_anything_starts(
         0,
         "nothing made"
     );
+}
+
+/// With every qemu device in Maintenance, someone else's job waits in the queue; a campaign
+/// allowed a queue of one job (--lava-queue-depth 1) says it waits and submits nothing, until
+/// stopped. The lab is as it was after.
+fn full_queues_are_waited_for(lab: &Lab, k: &Path) {
+    let tmp = scratch();
+    let devices = ["qemu-01", "qemu-02", "qemu-03"];
+    for d in devices {
+        lab.set_health(d, "Maintenance");
+    }
+    let blocker = lab.submit(
+        "device_type: qemu\njob_name: someone else's\nvisibility: public\npriority: low\n\
+         timeouts:\n  job: {minutes: 5}\n  action: {minutes: 1}\ncontext:\n  arch: x86_64\n\
+         actions:\n- boot:\n    method: qemu\n    media: tmpfs\n    timeout: {minutes: 1}\n",
+    );
+    let log = tmp.path().join("stderr");
+    let args = [arms(k), vec!["--lava-queue-depth".into(), "1".into()]].concat();
+    let child = campaign(tmp.path(), lab, &lab.token, &args)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for(
+        "the wait for a shorter queue",
+        Duration::from_secs(60),
+        || said().contains("the lab's queue for qemu devices holds 1 job (--lava-queue-depth 1)"),
+    );
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let (ok, _) = finish(child);
+    assert!(!ok, "stopped: {}", said());
+    assert_eq!(lab.jobs(), 1, "only the other job: {}", said());
+    let gone = lab.get(&format!("jobs/{blocker}/cancel/"));
+    assert!(gone["message"].is_string(), "{gone}");
+    for d in devices {
+        lab.set_health(d, "Good");
+    }
 }

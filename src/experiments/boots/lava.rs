@@ -33,6 +33,9 @@ type JobParts = (serde_json::Value, [serde_json::Value; 2], (String, String));
 /// this many times per try.
 const INFRA_RETRIES: u32 = 3;
 
+/// Seconds between looks at a full queue: a job takes minutes, a look costs the lab a query.
+const QUEUE_POLL_S: u64 = 10;
+
 /// A file the lab fetches: its URL and SHA-256.
 #[derive(Clone, Debug)]
 struct Artifact {
@@ -366,6 +369,7 @@ impl<'p> LavaBooter<'p> {
                 return Err(e);
             }
         }
+        self.wait_for_room()?;
         let id = self.lab.submit(&self.definition(a, round, attempt)?)?;
         let p = PendingJob {
             arm: name.clone(),
@@ -377,8 +381,33 @@ impl<'p> LavaBooter<'p> {
         Ok(id)
     }
 
+    /// Wait while the lab's queue for the device type holds `queue_depth` jobs or more, saying
+    /// so once: a lab's other users keep their place.
+    fn wait_for_room(&self) -> Result<()> {
+        let (kind, depth) = (&self.target.device_type, self.target.queue_depth);
+        let mut told = false;
+        loop {
+            let queued = self.lab.queued(kind)?;
+            if queued < u64::from(depth) {
+                return Ok(());
+            }
+            if !told {
+                let jobs = if queued == 1 { "job" } else { "jobs" };
+                eprintln!(
+                    "syscost: the lab's queue for {kind} devices holds {queued} {jobs} \
+                     (--lava-queue-depth {depth}): waiting for it to shorten before submitting"
+                );
+                told = true;
+            }
+            for _ in 0..QUEUE_POLL_S * 2 {
+                crate::signals::check()?;
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+
     /// Where `job` stands: ended, or cancelled after waiting in the queue beyond the limit
-    /// (since `since`), or still under way (`None`).
+    /// (since `since`, its submission), or still under way (`None`).
     fn waited(&self, job: Job, since: Instant) -> Result<Option<Waited>> {
         let id = job.id;
         if job.finished() {
@@ -436,30 +465,36 @@ impl Boot for LavaBooter<'_> {
     /// jobs under way.
     fn boot_all(&mut self, tries: &[Next], done: &mut dyn FnMut(BootRecord)) -> Result<()> {
         let started = Instant::now();
-        let mut open: Vec<(Next, u64, u32)> = Vec::new();
+        // Each job's own submission times its wait in the queue.
+        let mut open: Vec<(Next, u64, u32, Instant)> = Vec::new();
         for t in tries {
-            open.push((*t, self.submit(t.arm, t.round, t.attempt)?, 0));
+            open.push((
+                *t,
+                self.submit(t.arm, t.round, t.attempt)?,
+                0,
+                Instant::now(),
+            ));
         }
         while !open.is_empty() {
             if let Err(i) = crate::signals::check() {
                 // Cancelled, they are no job a resume should wait for.
-                for (_, id, _) in &open {
+                for (_, id, ..) in &open {
                     let _ = self.lab.cancel(*id);
                     self.close(*id);
                 }
                 return Err(i.into());
             }
-            let ids: Vec<u64> = open.iter().map(|(_, id, _)| *id).collect();
+            let ids: Vec<u64> = open.iter().map(|(_, id, ..)| *id).collect();
             let mut jobs = self.lab.jobs(&ids)?;
             let mut still = Vec::new();
-            for (t, id, infra) in open {
+            for (t, id, infra, submitted) in open {
                 // One the list left out is asked for alone, which says why it is missing.
                 let job = match jobs.iter().position(|j| j.id == id) {
                     Some(i) => jobs.swap_remove(i),
                     None => self.lab.job(id)?,
                 };
-                let Some(waited) = self.waited(job, started)? else {
-                    still.push((t, id, infra));
+                let Some(waited) = self.waited(job, submitted)? else {
+                    still.push((t, id, infra, submitted));
                     continue;
                 };
                 self.close(id);
@@ -471,7 +506,7 @@ impl Boot for LavaBooter<'_> {
                         record.failure_reason().unwrap_or_default()
                     );
                     let again = self.submit(t.arm, t.round, t.attempt)?;
-                    still.push((t, again, infra + 1));
+                    still.push((t, again, infra + 1, Instant::now()));
                     continue;
                 }
                 done(record);
@@ -667,6 +702,7 @@ mod unit {
             machine,
             files: None,
             queue_limit: Duration::from_secs(60),
+            queue_depth: 50,
             jobs: 1,
             priority: Default::default(),
             visibility: Default::default(),

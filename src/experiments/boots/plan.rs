@@ -56,8 +56,13 @@ pub struct LavaTarget {
     /// URL that serves that directory; `None`: file:// URLs (a lab on this machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<Served>,
-    /// A job still waiting for a device after this long is cancelled: a failed boot.
+    /// A job still waiting for a device this long after its submission is cancelled: a
+    /// failed boot.
     pub queue_limit: std::time::Duration,
+    /// No job is submitted while the lab's queue for the device type holds this many
+    /// (a plan kept before this existed: KernelCI's default, 50).
+    #[serde(default = "queue_depth")]
+    pub queue_depth: u32,
     /// Jobs under way at once when the boots count exactly (timed boots go one at a time).
     #[serde(default = "one")]
     pub jobs: u32,
@@ -66,6 +71,11 @@ pub struct LavaTarget {
     pub priority: crate::boot::lava::JobPriority,
     #[serde(default)]
     pub visibility: crate::boot::lava::JobVisibility,
+}
+
+/// KernelCI's default queue depth per device type.
+fn queue_depth() -> u32 {
+    50
 }
 
 /// The device a run's jobs stay on, and the tag that takes them there (LAVA 2023.01 sends a
