@@ -671,6 +671,18 @@ pub struct Server {
 }
 
 impl Server {
+    /// Whether a job may name its device (`device:`), which LAVA takes from 2026.07 on;
+    /// before, only device tags keep a job on one device. A version that does not read as
+    /// YEAR.MONTH takes none.
+    pub fn takes_device_key(&self) -> bool {
+        let mut parts = self.version.split(['.', '+', '-']);
+        let number = |p: Option<&str>| p.and_then(|p| p.parse::<u32>().ok());
+        match (number(parts.next()), number(parts.next())) {
+            (Some(year), Some(month)) => (year, month) >= (2026, 7),
+            _ => false,
+        }
+    }
+
     /// `, submitting as USER`, or nothing when the server did not say.
     pub fn as_whom(&self) -> String {
         self.user
@@ -809,6 +821,20 @@ mod unit {
             e.contains("answered 429 (too many requests)") && e.contains("1h more"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn only_lava_2026_07_and_later_take_a_device_in_a_job() {
+        let takes = |v: &str| {
+            Server {
+                version: v.into(),
+                user: None,
+            }
+            .takes_device_key()
+        };
+        assert!(!takes("2023.01") && !takes("2025.10") && !takes("2026.06"));
+        assert!(takes("2026.07") && takes("2026.08.1") && takes("2027.01+dev"));
+        assert!(!takes("git-abcdef") && !takes(""));
     }
 
     /// LAVA before 2025.10 answers a cancel of a job it does not know with 500: the job is

@@ -7,7 +7,7 @@
 //! log, with the plugin's counts (QEMU's own log, on the same console), into the same
 //! [`BootRecord`] a QEMU boot on this machine gives, with the job it ran as.
 
-use super::plan::{BootPlan, LavaTarget, Served};
+use super::plan::{BootPlan, LavaTarget, Pin, Served};
 use super::qemu::{build_initramfs, guest_args, kernel_command_line, record_of};
 use super::record::{BootRecord, Decoded};
 use super::schedule::{Boot, Next};
@@ -107,6 +107,9 @@ pub struct LavaBooter<'p> {
     on_job: Box<dyn FnMut(JobEvent) + 'p>,
     /// Jobs submitted before (by a run killed since): waited for, never submitted again.
     pending: Vec<PendingJob>,
+    /// The server takes `device:` in a job (LAVA 2026.07 and later): a pinned job names its
+    /// device rather than its tag.
+    device_key: bool,
 }
 
 /// What a LAVA campaign or bisection brings to its boots besides the plan: the lab (with the
@@ -211,6 +214,7 @@ impl<'p> LavaBooter<'p> {
             symbols: plan.arms.iter().map(|_| None).collect(),
             on_job: run.on_job,
             pending: run.pending,
+            device_key: server.takes_device_key(),
         };
         if let Some(s) = served {
             booter.check_served(s)?;
@@ -279,8 +283,10 @@ impl<'p> LavaBooter<'p> {
                 }]}},
             ],
         });
-        if let Some(tag) = self.target.pin.as_ref().and_then(|p| p.tag.as_ref()) {
-            job["tags"] = json!([tag]);
+        match &self.target.pin {
+            Some(pin) if self.device_key => job["device"] = json!(pin.device),
+            Some(Pin { tag: Some(tag), .. }) => job["tags"] = json!([tag]),
+            _ => {}
         }
         Ok(serde_json::to_string_pretty(&job)?)
     }
@@ -731,6 +737,11 @@ mod unit {
 
     /// The job of arm 0's first try, as LAVA would read it.
     fn job(t: &LavaTarget) -> Value {
+        job_on(t, false)
+    }
+
+    /// The job `t`'s first try submits, to a server that takes `device:` or not.
+    fn job_on(t: &LavaTarget, device_key: bool) -> Value {
         let plan = BootPlan {
             arms: vec![Arm {
                 name: "on".into(),
@@ -766,8 +777,30 @@ mod unit {
             symbols: vec![None],
             on_job: Box::new(|_| {}),
             pending: Vec::new(),
+            device_key,
         };
         serde_json::from_str(&booter.definition(0, 1, 0).unwrap()).unwrap()
+    }
+
+    /// LAVA 2023.01 keeps a job on one device by its tag alone; 2026.07 takes the device.
+    #[test]
+    fn a_pinned_job_names_its_device_where_the_server_takes_it_else_its_tag() {
+        let pin = Pin {
+            device: "qemu-02".into(),
+            tag: Some("qemu-02".into()),
+        };
+        let t = target(BootMethod::Qemu, Some(pin));
+        let old = job_on(&t, false);
+        assert_eq!(old["tags"], serde_json::json!(["qemu-02"]));
+        assert!(old.get("device").is_none(), "{old}");
+        let new = job_on(&t, true);
+        assert_eq!(new["device"], "qemu-02");
+        assert!(new.get("tags").is_none(), "{new}");
+        assert!(
+            job_on(&target(BootMethod::Qemu, None), true)
+                .get("device")
+                .is_none()
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The one device a LAVA run's jobs stay on: timed boots compared across devices would
-//! measure the devices, and LAVA 2023.01 sends a job to one device only by a tag that device
-//! alone has.
+//! measure the devices. LAVA 2023.01 sends a job to one device only by a tag that device alone
+//! has; from 2026.07 on a job may name its device (`device:`), and any device can be pinned.
 
 use super::plan::{LavaTarget, Pin};
 use crate::boot::lava::{Device, Health, Lab};
@@ -16,7 +16,7 @@ pub fn place(target: &mut LavaTarget, lab: &Lab) -> Result<()> {
     if target.pin.is_none() && target.device.is_none() && !timed {
         return Ok(());
     }
-    lab.check()?;
+    let by_name = lab.check()?.takes_device_key();
     let devices = lab.devices(&target.device_type)?;
     let ty = &target.device_type;
     if let Some(pin) = &target.pin {
@@ -34,13 +34,14 @@ pub fn place(target: &mut LavaTarget, lab: &Lab) -> Result<()> {
         let e = unhealthy(&d.hostname, d.health, "this run's jobs stay on it");
         return e.map_or(Ok(()), Err);
     }
-    let pin = pin_of(&devices, target.device.as_deref(), ty)?;
+    let pin = pin_of(&devices, target.device.as_deref(), ty, by_name)?;
     eprintln!(
         "syscost: every job on LAVA device {}{}",
         pin.device,
-        match &pin.tag {
-            Some(t) => format!(" (its tag {t})"),
-            None => format!(", the only {ty} device"),
+        match (&pin.tag, by_name) {
+            (_, true) => " (named in each job)".to_string(),
+            (Some(t), false) => format!(" (its tag {t})"),
+            (None, false) => format!(", the only {ty} device"),
         }
     );
     target.pin = Some(pin);
@@ -48,8 +49,9 @@ pub fn place(target: &mut LavaTarget, lab: &Lab) -> Result<()> {
 }
 
 /// The device `wanted` (else the first in good health, by name) with a tag no other device of
-/// the type has; a type of one device needs none.
-fn pin_of(devices: &[Device], wanted: Option<&str>, ty: &str) -> Result<Pin> {
+/// the type has; a type of one device needs none, nor does any device when jobs name their
+/// device (`by_name`).
+fn pin_of(devices: &[Device], wanted: Option<&str>, ty: &str, by_name: bool) -> Result<Pin> {
     let own = |d: &Device| {
         (d.tags.iter())
             .find(|t| {
@@ -59,7 +61,7 @@ fn pin_of(devices: &[Device], wanted: Option<&str>, ty: &str) -> Result<Pin> {
             })
             .cloned()
     };
-    let only = devices.len() == 1;
+    let only = devices.len() == 1 || by_name;
     let pin = |d: &Device| match (own(d), only) {
         (Some(t), _) => Some(Pin {
             device: d.hostname.clone(),
@@ -153,20 +155,29 @@ mod unit {
         ];
         // pc-1 is first by name but in bad health; pc-2's tags are shared.
         assert_eq!(
-            pin_of(&lab, None, "x86").unwrap(),
+            pin_of(&lab, None, "x86", false).unwrap(),
             pin("pc-3", Some("pc-3"))
         );
-        let e = pin_of(&lab, Some("pc-1"), "x86").unwrap_err().to_string();
+        let e = pin_of(&lab, Some("pc-1"), "x86", false)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("--lava-device pc-1: LAVA device pc-1 is in Bad health"),
             "a device asked for is refused when the lab schedules nothing on it: {e}"
         );
-        let e = pin_of(&lab, Some("pc-2"), "x86").unwrap_err().to_string();
+        let e = pin_of(&lab, Some("pc-2"), "x86", false)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("every tag of pc-2 is on another x86 device"),
             "{e}"
         );
-        let e = pin_of(&lab, Some("pc-9"), "x86").unwrap_err().to_string();
+        // LAVA 2026.07 takes the device by name: a device without a tag of its own will do.
+        let p = pin_of(&lab, Some("pc-2"), "x86", true).unwrap();
+        assert_eq!(p.device, "pc-2");
+        let e = pin_of(&lab, Some("pc-9"), "x86", false)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("no such x86 device (it has pc-3, pc-1, pc-2, pc-4)"),
             "{e}"
@@ -176,9 +187,12 @@ mod unit {
     #[test]
     fn a_type_of_one_device_needs_no_tag_and_untagged_devices_are_refused() {
         let one = [device("only", "Good", &[])];
-        assert_eq!(pin_of(&one, None, "qemu").unwrap(), pin("only", None));
+        assert_eq!(
+            pin_of(&one, None, "qemu", false).unwrap(),
+            pin("only", None)
+        );
         let two = [device("a", "Good", &["lab"]), device("b", "Good", &["lab"])];
-        let e = pin_of(&two, None, "qemu").unwrap_err().to_string();
+        let e = pin_of(&two, None, "qemu", false).unwrap_err().to_string();
         assert!(
             e.contains("none of the qemu devices (a, b) both takes jobs and has one"),
             "{e}"
@@ -186,13 +200,16 @@ mod unit {
         assert!(e.contains("--lava-device"), "{e}");
         // Only unhealthy devices with tags of their own: the first of them, by name.
         let bad = [device("y", "Bad", &["y"]), device("x", "Unknown", &["x"])];
-        assert_eq!(pin_of(&bad, None, "x86").unwrap(), pin("x", Some("x")));
+        assert_eq!(
+            pin_of(&bad, None, "x86", false).unwrap(),
+            pin("x", Some("x"))
+        );
         // None that takes jobs: refused, not waited for.
         let out = [
             device("y", "Bad", &["y"]),
             device("x", "Maintenance", &["x"]),
         ];
-        assert!(pin_of(&out, None, "x86").is_err());
+        assert!(pin_of(&out, None, "x86", false).is_err());
         let e = unhealthy("x", out[1].health, "w").unwrap().to_string();
         assert!(e.contains("LAVA device x is in Maintenance health"), "{e}");
         assert!(unhealthy("x", bad[1].health, "w").is_none());
