@@ -303,7 +303,7 @@ pub const ALL: &[Investigation] = &[
         needs: "builds of Debian's linux-source-6.1 that differ only in their function \
                 alignment, made by bench/alignment_builds.sh (16 and 64 by default, 12 minutes \
                 a build here; the 16-byte one is needed, the others are compared with it); QEMU \
-                (TCG); an arm per build found x 2 boots on an ext4 disk, about 30 s a boot \
+                (TCG); an arm per build found x 2 boots on an ext4 disk, about 25 s a boot \
                 here",
     },
     Investigation {
