@@ -515,6 +515,18 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         assert_eq!(time["unit"], "ns/call", "{time}");
         let ratio = case("cpus_utilized");
         assert_eq!(ratio["unit"], "CPUs_utilized", "{ratio}");
+        // The job says which kernel it booted, as the lab's readers look jobs up (LAVA
+        // 2023.01 keeps a job's metadata in its definition: its metadata/ lists none).
+        // (Through the list: the access log must show no single-job request.)
+        let listed = lab.get(&format!("jobs/?id={}", j["id"]));
+        let definition = listed["results"][0]["definition"].as_str().unwrap();
+        let release = b["result"]["environment"]["kernel_release"]
+            .as_str()
+            .unwrap();
+        assert!(
+            (definition.lines()).any(|l| l.contains("kernel.version") && l.contains(release)),
+            "{definition}"
+        );
     }
     assert!(!String::from_utf8_lossy(&std::fs::read(&out_file).unwrap()).contains(&lab.token));
 

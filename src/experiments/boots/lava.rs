@@ -110,6 +110,8 @@ pub struct LavaBooter<'p> {
     /// The server takes `device:` in a job (LAVA 2026.07 and later): a pinned job names its
     /// device rather than its tag.
     device_key: bool,
+    /// Each arm's kernel release, as its bzImage header says, for the jobs' metadata.
+    releases: Vec<Option<String>>,
 }
 
 /// What a LAVA campaign or bisection brings to its boots besides the plan: the lab (with the
@@ -215,6 +217,9 @@ impl<'p> LavaBooter<'p> {
             on_job: run.on_job,
             pending: run.pending,
             device_key: server.takes_device_key(),
+            releases: (plan.arms.iter())
+                .map(|a| crate::boot::bzimage::release(&a.kernel))
+                .collect(),
         };
         if let Some(s) = served {
             booter.check_served(s)?;
@@ -283,6 +288,10 @@ impl<'p> LavaBooter<'p> {
                 }]}},
             ],
         });
+        // What a lab's readers (KernelCI's and LKFT's dashboards) look up a job by.
+        if let Some(release) = &self.releases[a] {
+            job["metadata"]["kernel.version"] = json!(release);
+        }
         match &self.target.pin {
             Some(pin) if self.device_key => job["device"] = json!(pin.device),
             Some(Pin { tag: Some(tag), .. }) => job["tags"] = json!([tag]),
@@ -778,6 +787,7 @@ mod unit {
             on_job: Box::new(|_| {}),
             pending: Vec::new(),
             device_key,
+            releases: vec![Some("6.1.0-56-cloud-amd64".into())],
         };
         serde_json::from_str(&booter.definition(0, 1, 0).unwrap()).unwrap()
     }
@@ -795,6 +805,7 @@ mod unit {
         assert!(old.get("device").is_none(), "{old}");
         let new = job_on(&t, true);
         assert_eq!(new["device"], "qemu-02");
+        assert_eq!(new["metadata"]["kernel.version"], "6.1.0-56-cloud-amd64");
         assert!(new.get("tags").is_none(), "{new}");
         assert!(
             job_on(&target(BootMethod::Qemu, None), true)
