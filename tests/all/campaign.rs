@@ -1944,54 +1944,27 @@ fn the_cache_model_sees_the_replica_s_crowded_set() {
 fn a_guest_disk_puts_the_vfs_mix_loop_on_ext4_and_is_gone_after() {
     let Some(k) = kernels() else { return };
     let tmp = scratch();
-    let kexec = campaign(
-        tmp.path(),
-        &[
+    let with = |flags: &str| {
+        [
             arm("a", &k[0]),
-            ["--via", "kexec", "--guest-disk", "ext4"]
-                .map(String::from)
-                .to_vec(),
+            flags.split(' ').map(String::from).collect(),
         ]
-        .concat(),
-    );
+        .concat()
+    };
+    let kexec = campaign(tmp.path(), &with("--via kexec --guest-disk ext4"));
     let err = String::from_utf8_lossy(&kexec.stderr);
     assert!(
         !kexec.status.success()
             && err.contains("--guest-disk gives a disk to the guests this machine's QEMU boots"),
         "{err}"
     );
-    let out_file = tmp.path().join("disk.json");
-    let args = [
-        arm("a", &k[0]),
-        [
-            "--emulated-counters",
-            "--guest-disk",
-            "ext4",
-            "--boots",
-            "1",
-            "-o",
-        ]
-        .map(String::from)
-        .to_vec(),
-        vec![out_file.display().to_string()],
-    ]
-    .concat();
-    let measure = [
-        "run",
-        "vfs-mix",
-        "--dir",
-        "/disk",
-        "--runs",
-        "2",
-        "--samples",
-        "3",
-        "--sample-time",
-        "10ms",
-    ];
+    let args = with("--emulated-counters --guest-disk ext4 --boots 1 --format json");
+    let measure = "run vfs-mix --dir /disk --runs 2 --samples 3 --sample-time 10ms";
+    let measure: Vec<&str> = measure.split(' ').collect();
     let out = campaign_measuring(tmp.path(), &args, &measure);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c["machine"]["guest_disk"], "ext4", "{}", c["machine"]);
     let r = &c["boots"][0]["result"];
     let cmdline = r["environment"]["cmdline"].as_str().unwrap_or("");

@@ -3,9 +3,9 @@
 //! events of the result (`instructions:u (emulated)`, `instructions:k (emulated)`, and the
 //! others the plugin counted), with a count in every sample, so every per-op metric,
 //! comparison and table takes them as it takes perf's; with the cache models, the misses by
-//! set of each run's sample windows give the result's `emulated_sets` (its median run's). Joined only when the windows
-//! match the batches one to one (their number, and each run's windows named by consecutive
-//! slots); otherwise the result says why and keeps none.
+//! set of each run's sample windows give the result's `emulated_sets` (its median run's).
+//! Joined only when the windows match the batches one to one (their number, and each run's
+//! windows named by consecutive slots); otherwise the result says why and keeps none.
 
 use crate::boot::guest::GuestSymbols;
 use crate::core::Kind;

@@ -61,8 +61,9 @@ fn pin_of(devices: &[Device], wanted: Option<&str>, ty: &str, by_name: bool) -> 
             })
             .cloned()
     };
-    let only = devices.len() == 1 || by_name;
-    let pin = |d: &Device| match (own(d), only) {
+    // A device needs no tag of its own when it is the type's only one or jobs name it.
+    let untagged = devices.len() == 1 || by_name;
+    let pin = |d: &Device| match (own(d), untagged) {
         (Some(t), _) => Some(Pin {
             device: d.hostname.clone(),
             tag: Some(t),

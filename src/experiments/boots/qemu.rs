@@ -203,11 +203,15 @@ impl Boot for Booter<'_> {
         let started = Instant::now();
         let kallsyms = machine.emulated_profile && self.symbols[a].is_none();
         let mut append = kernel_command_line(arm, kallsyms);
-        let disk = bootdir.join("disk.img");
-        if let Some(fs) = machine.guest_disk {
-            fs.make(&disk)?;
-            append.push_str(&format!(" {SCRATCH_PARAM}=/dev/nvme0n1"));
-        }
+        let disk = match machine.guest_disk {
+            Some(fs) => {
+                let image = bootdir.join("disk.img");
+                fs.make(&image)?;
+                append.push_str(&format!(" {SCRATCH_PARAM}=/dev/nvme0n1"));
+                Some(image)
+            }
+            None => None,
+        };
         let ended = qemu::boot(
             machine,
             &qemu::Boot {
@@ -215,7 +219,7 @@ impl Boot for Booter<'_> {
                 initrd: &self.initrd,
                 append,
                 dir: &bootdir,
-                disk: machine.guest_disk.map(|_| disk.as_path()),
+                disk: disk.as_deref(),
                 firmware_reboot: false,
                 plugin: self.plugin.as_deref(),
             },

@@ -137,7 +137,7 @@ fn figures_of(
 /// The arm's median boot's modelled misses by set (each boot's its median run's): their sum
 /// is the arm's figure in the counters table.
 fn sets_of(views: &[(u32, Decoded)]) -> Option<EmulatedSets> {
-    let per_boot: Vec<EmulatedSets> = views.iter().filter_map(|(_, d)| d.sets.clone()).collect();
+    let per_boot: Vec<&EmulatedSets> = views.iter().filter_map(|(_, d)| d.sets.as_ref()).collect();
     EmulatedSets::median(&per_boot)
 }
 

@@ -648,16 +648,11 @@ impl Figures<'_> {
 /// disagree with the cache sets' median run); `None` when it lacks one.
 pub fn sum_of(d: &Decoded, metrics: &[String]) -> Option<f64> {
     let runs = per_run(d, metrics);
-    if !runs.is_empty() {
-        return Some(crate::stats::median(&runs));
-    }
-    metrics
-        .iter()
-        .map(|m| d.figure(m).ok().map(|(v, _)| v))
-        .sum()
+    (!runs.is_empty()).then(|| crate::stats::median(&runs))
 }
 
-/// `metrics` added together in each run of a boot, in run order; empty when a run lacks one.
+/// `metrics` added together in each run of a boot, in run order; empty when a run lacks one
+/// (the metrics must have figures from the same runs).
 pub fn per_run(d: &Decoded, metrics: &[String]) -> Vec<f64> {
     let runs: Vec<&crate::results::Metric> =
         metrics.iter().filter_map(|m| d.view.metric(m)).collect();
