@@ -22,6 +22,8 @@
  *                                               IM_U IM_K [L2M_U L2M_K]]
  *   D NAME LOAD_MISSES_OF_SET_0 ... (L1d)   I NAME MISSES_OF_SET_0 ... (L1i)   (with the
  *                                                                             models)
+ *   L NAME LINE:LOAD_MISSES ...   (with the models; hexadecimal: the L1d lines whose loads
+ *                                  missed most, by virtual address, most first, at most 32)
  *   B NAME ADDR:INSNS ...   (with blocks=1; hexadecimal, a block's address may repeat when it
  *                            was translated again)
  *
@@ -97,6 +99,59 @@ struct cache {
 static struct cache l1d, l1i, l2;
 static bool modelled, with_l2;
 
+/* The L1d lines whose loads missed in the current window, by line number, in an open-addressed
+ * table: which objects a window's misses were in, for syscost to name from the addresses the
+ * guest recorded. A window touching more distinct missing lines than the table holds has the
+ * rest left out of it (its sets still count them). */
+#define MISSED_SLOTS 8192
+#define MISSED_SHOWN 32
+struct missed {
+	uint64_t line, n; /* line + 1 (0: empty) */
+};
+static struct missed missed[MISSED_SLOTS];
+static unsigned n_missed;
+
+static void note_miss(uint64_t line)
+{
+	unsigned i = (unsigned)((line * 0x9e3779b97f4a7c15ull) >> 51) % MISSED_SLOTS;
+	while (missed[i].line && missed[i].line != line + 1)
+		i = (i + 1) % MISSED_SLOTS;
+	if (!missed[i].line) {
+		if (n_missed >= MISSED_SLOTS / 2)
+			return;
+		missed[i].line = line + 1;
+		n_missed++;
+	}
+	missed[i].n++;
+}
+
+static int most_first(const void *a, const void *b)
+{
+	const struct missed *x = a, *y = b;
+	return x->n < y->n ? 1 : x->n > y->n ? -1 : x->line < y->line ? -1 : x->line > y->line;
+}
+
+static void print_missed(void)
+{
+	struct missed *all = malloc((n_missed + 1) * sizeof *all);
+	unsigned n = 0;
+	for (unsigned i = 0; i < MISSED_SLOTS; i++)
+		if (missed[i].line)
+			all[n++] = missed[i];
+	qsort(all, n, sizeof *all, most_first);
+	char *line = malloc(32 + 40 * MISSED_SHOWN), *p = line;
+	p += sprintf(p, "L %llx", (unsigned long long)window);
+	for (unsigned i = 0; i < n && i < MISSED_SHOWN; i++)
+		p += sprintf(p, " %llx:%llx", (unsigned long long)((all[i].line - 1) << l1d.line_shift),
+			     (unsigned long long)all[i].n);
+	strcpy(p, "\n");
+	qemu_plugin_outs(line);
+	free(line);
+	free(all);
+	memset(missed, 0, sizeof missed);
+	n_missed = 0;
+}
+
 /* A kernel block's instructions in the current window (`blocks=1`). The blocks executed in a
  * window are listed as they are first met, and printed and cleared at its end. */
 struct block {
@@ -151,6 +206,8 @@ static bool hit(struct cache *c, uint64_t addr, bool tally)
 	if (!found) {
 		w = c->ways - 1;
 		c->misses[set] += tally;
+		if (tally && c == &l1d)
+			note_miss(line);
 	}
 	memmove(t + 1, t, w * sizeof *t);
 	t[0] = tag;
@@ -223,6 +280,8 @@ static void marked(unsigned int vcpu, void *kind)
 		if (modelled) {
 			memset(l1d.misses, 0, l1d.sets * sizeof *l1d.misses);
 			memset(l1i.misses, 0, l1i.sets * sizeof *l1i.misses);
+			memset(missed, 0, sizeof missed);
+			n_missed = 0;
 		}
 		in_window = true;
 		return;
@@ -238,6 +297,7 @@ static void marked(unsigned int vcpu, void *kind)
 	if (modelled) {
 		print_sets('D', &l1d);
 		print_sets('I', &l1i);
+		print_missed();
 	}
 	if (by_block)
 		print_blocks();

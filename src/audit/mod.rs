@@ -6,8 +6,10 @@
 
 pub mod addresses;
 pub mod age;
+pub mod btf;
 pub mod libaudit;
 pub mod load;
+pub mod own;
 pub mod rules;
 pub mod rules_file;
 pub mod session;

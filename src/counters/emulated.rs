@@ -322,6 +322,8 @@ impl Part {
 /// models the load misses of each L1d set and the misses of each L1i set (user and kernel
 /// together; an L1d set's add up to the window's `L1-dcache-load-misses`), and with the
 /// emulated profile the kernel instructions of each block executed, by its first address.
+/// With the models too, the L1d lines whose loads missed most (by virtual address, most
+/// first, at most 32): whose objects the misses were in.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Window {
     pub name: u64,
@@ -329,6 +331,7 @@ pub struct Window {
     pub l1d_sets: Vec<u64>,
     pub l1i_sets: Vec<u64>,
     pub blocks: Vec<(u64, u64)>,
+    pub missed_lines: Vec<(u64, u64)>,
 }
 
 impl Window {
@@ -340,8 +343,8 @@ impl Window {
 }
 
 /// The windows of a plugin log, in the order they closed: each `W NAME COUNTS...` line, with
-/// the `D NAME MISSES...`, `I NAME MISSES...` and `B NAME ADDR:INSNS...` lines that follow it;
-/// other lines (QEMU's own) are skipped.
+/// the `D NAME MISSES...`, `I NAME MISSES...`, `L NAME LINE:MISSES...` and `B NAME
+/// ADDR:INSNS...` lines that follow it; other lines (QEMU's own) are skipped.
 pub fn windows(log: &str) -> Vec<Window> {
     let mut out: Vec<Window> = Vec::new();
     for l in log.lines() {
@@ -352,13 +355,18 @@ pub fn windows(log: &str) -> Vec<Window> {
         let Ok(name) = u64::from_str_radix(name, 16) else {
             continue;
         };
-        if tag == "B" {
-            if let Some(last) = out
-                .last_mut()
-                .filter(|x| x.name == name && x.blocks.is_empty())
-                && let Some(blocks) = w.map(block).collect::<Option<Vec<_>>>()
+        if tag == "B" || tag == "L" {
+            if let Some(last) = out.last_mut().filter(|x| x.name == name)
+                && let Some(pairs) = w.map(hex_pair).collect::<Option<Vec<_>>>()
             {
-                last.blocks = blocks;
+                let to = if tag == "B" {
+                    &mut last.blocks
+                } else {
+                    &mut last.missed_lines
+                };
+                if to.is_empty() {
+                    *to = pairs;
+                }
             }
             continue;
         }
@@ -383,8 +391,8 @@ pub fn windows(log: &str) -> Vec<Window> {
     out
 }
 
-/// `ADDR:INSNS`, both hexadecimal.
-fn block(pair: &str) -> Option<(u64, u64)> {
+/// `ADDR:N`, both hexadecimal.
+fn hex_pair(pair: &str) -> Option<(u64, u64)> {
     let (a, n) = pair.split_once(':')?;
     Some((
         u64::from_str_radix(a, 16).ok()?,
@@ -414,6 +422,10 @@ mod unit {
         let w = windows(log);
         let want = [(0xffffffff81000010, 31), (0xffffffff81000040, 3)];
         assert_eq!(w[0].blocks, want);
+        let log = "W 7 1 2 3 4\nL 7 ffff888004123440:2a 7ffc10:1\nL 7 1:1\nL 8 2:2";
+        let w = windows(log);
+        assert_eq!(w[0].missed_lines, [(0xffff888004123440, 42), (0x7ffc10, 1)]);
+        assert!(w[0].blocks.is_empty());
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub(crate) fn fixed_result() -> RunResult {
             workload_metrics: Default::default(),
             notes: Vec::new(),
             waits: false,
+            missed_lines: Vec::new(),
+            own_objects: None,
         })
         .collect();
     let (m, o) = metrics::analyze(&runs, &events, "call", false);

@@ -574,6 +574,8 @@ mod tests {
             workload_metrics: Default::default(),
             notes: Vec::new(),
             waits: false,
+            missed_lines: Vec::new(),
+            own_objects: None,
         }
     }
 

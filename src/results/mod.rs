@@ -97,6 +97,14 @@ pub struct RunRecord {
     /// `Workload::waits_where_it_ran`): its context switches are part of it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub waits: bool,
+    /// Under the emulator's cache models: the L1d lines that missed most in its sample
+    /// windows, per operation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missed_lines: Vec<sets::MissedLine>,
+    /// Under the emulator: where the worker's own kernel objects were (its task, audit
+    /// context, credentials and stack), to name the lines that missed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_objects: Option<crate::audit::own::OwnObjects>,
 }
 
 impl RunRecord {

@@ -44,6 +44,33 @@ impl EmulatedSets {
     }
 }
 
+/// An L1d line whose loads missed in a run's sample windows (the emulator's model), and its
+/// misses per operation: whose object the misses were in, once the guest's objects are known.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MissedLine {
+    /// The line's virtual address, hexadecimal (`0xffff...`: beyond a double's exact
+    /// integers).
+    pub line: String,
+    pub per_op: f64,
+}
+
+impl MissedLine {
+    /// As many lines as a run keeps, the most missed (the plugin lists 32 per window).
+    pub const LISTED: usize = 32;
+
+    pub fn new(line: u64, per_op: f64) -> MissedLine {
+        MissedLine {
+            line: format!("{line:#x}"),
+            per_op,
+        }
+    }
+
+    /// The line's address, if it parses.
+    pub fn address(&self) -> Option<u64> {
+        u64::from_str_radix(self.line.trim_start_matches("0x"), 16).ok()
+    }
+}
+
 /// The vector of median total among `all` (not empty), or the mean of the two middle ones.
 fn middle(mut all: Vec<&Vec<f64>>) -> Vec<f64> {
     all.sort_by(|a, b| EmulatedSets::total(a).total_cmp(&EmulatedSets::total(b)));

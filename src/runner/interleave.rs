@@ -515,6 +515,8 @@ pub(crate) mod unit {
                 workload_metrics: Default::default(),
                 notes: Vec::new(),
                 waits: false,
+                missed_lines: Vec::new(),
+                own_objects: None,
             };
             Ok((run, vec![EventStatus::Counting]))
         }

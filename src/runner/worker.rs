@@ -370,6 +370,8 @@ fn measure(
         workload_metrics: Default::default(),
         notes: Vec::new(),
         waits: false,
+        missed_lines: Vec::new(),
+        own_objects: None,
     };
     let mut recorder = if profile {
         Some(crate::profile::Recorder::start(req.workload.inherit())?)
@@ -377,8 +379,12 @@ fn measure(
         None
     };
     counters.enable().context("enabling counters")?;
-    // In a campaign guest counting under the emulator: every batch of the run, in order.
+    // In a campaign guest counting under the emulator: every batch of the run, in order, and
+    // where this process's kernel objects are, to name the lines its windows missed in.
     let mark = emulated::marking() && !profile;
+    if mark {
+        run.own_objects = Some(crate::audit::own::OwnObjects::here());
+    }
     if let Some(p) = pacer.as_mut() {
         p.say(&Reply::Ready)?;
     }

@@ -1922,6 +1922,29 @@ fn the_cache_model_sees_the_replica_s_crowded_set() {
         (all - loads).abs() <= 1e-9 * loads,
         "the sets add up to the counters' load misses: {all} against {loads}"
     );
+    // Each run names the lines that missed most, and the worker read where its own kernel
+    // objects are (kcore, kallsyms and BTF in the guest): the replica's entries are user
+    // memory in the crowded set.
+    let runs = crowded["boots"][0]["result"]["runs"].as_array().unwrap();
+    for r in runs {
+        let lines = r["missed_lines"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"));
+        let top = lines[0]["line"].as_str().unwrap();
+        let top = u64::from_str_radix(top.trim_start_matches("0x"), 16).unwrap();
+        assert!(top < 1 << 47, "a user line: {top:#x}");
+        assert_eq!((top / 64) % 64, most as u64, "{lines:?}");
+        let kinds: Vec<&str> = r["own_objects"]["objects"]
+            .as_array()
+            .unwrap_or_else(|| panic!("the worker's objects were not read: {}", r["own_objects"]))
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert!(
+            kinds.contains(&"task") && kinds.contains(&"kernel_stack"),
+            "{kinds:?}"
+        );
+    }
     // Skylake-X's model has an L2 behind the L1s: the packed walk misses in neither.
     let l2 = |c: &Value| -> f64 {
         let counters = c["figures"][0]["counters"].as_array().unwrap();

@@ -15,7 +15,7 @@ use crate::experiments::audit_sweep::Sweep;
 use crate::experiments::probe::{ProbeCounts, ProbeResult};
 use crate::profile::symbols::Kallsyms;
 use crate::results::functions::EmulatedFunctions;
-use crate::results::sets::EmulatedSets;
+use crate::results::sets::{EmulatedSets, MissedLine};
 use crate::results::{EmulatedWindows, EventRecord, RunRecord, RunResult, Sample};
 use std::collections::HashMap;
 
@@ -243,6 +243,7 @@ impl Joined {
                 .flat_map(|(c, kind)| kind.parts().iter().map(move |p| count(p.of(*c))));
             sample.counts.extend(values);
         }
+        run.missed_lines = sets.lines_per_op();
         self.sets.extend(sets.per_op());
         Ok(())
     }
@@ -347,11 +348,12 @@ fn crowded_warning(switches: Option<usize>, crowded: usize, windows: usize) -> O
     }
 }
 
-/// The sample windows' misses by set, summed, and their operations.
+/// The sample windows' misses by set and by missing L1d line, summed, and their operations.
 #[derive(Default)]
 struct SetSums {
     l1d: Vec<u64>,
     l1i: Vec<u64>,
+    lines: HashMap<u64, u64>,
     ops: u64,
 }
 
@@ -364,7 +366,21 @@ impl SetSums {
             sum.resize(sum.len().max(sets.len()), 0);
             sum.iter_mut().zip(sets).for_each(|(s, m)| *s += m);
         }
+        for (line, n) in &w.missed_lines {
+            *self.lines.entry(*line).or_default() += n;
+        }
         self.ops += ops;
+    }
+
+    /// The lines that missed most over the windows, per operation, most first: as many as
+    /// a window lists.
+    fn lines_per_op(&self) -> Vec<MissedLine> {
+        let mut lines: Vec<(u64, u64)> = self.lines.iter().map(|(l, n)| (*l, *n)).collect();
+        lines.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        lines.truncate(MissedLine::LISTED);
+        (lines.iter())
+            .map(|(l, n)| MissedLine::new(*l, *n as f64 / self.ops as f64))
+            .collect()
     }
 
     fn per_op(self) -> Option<EmulatedSets> {
@@ -453,6 +469,7 @@ mod unit {
                     ],
                     l1d_sets: vec![0, 3 * s.ops, s.ops],
                     l1i_sets: vec![s.ops, 0, 0],
+                    missed_lines: vec![(0xffff888004123440, 3 * s.ops), (0x7f00, s.ops)],
                     blocks: vec![
                         (0xffffffffa1000010, (kernel - 5) * s.ops),
                         (0xffffffffa1000100, 5 * s.ops),
@@ -512,6 +529,16 @@ mod unit {
             (sets.l1d, sets.l1i),
             (vec![0.0, 3.0, 1.0], vec![1.0, 0.0, 0.0])
         );
+        let lines = &joined.runs[0].missed_lines;
+        let want = [
+            MissedLine::new(0xffff888004123440, 3.0),
+            MissedLine::new(0x7f00, 1.0),
+        ];
+        assert_eq!(
+            lines, &want,
+            "a run's missed lines per operation, most first"
+        );
+        assert_eq!(lines[0].address(), Some(0xffff888004123440));
     }
 
     /// The runs of two results (an audit sweep's steps) took turns: their windows are joined
