@@ -8,6 +8,7 @@ use super::kind::{Entry, ResultKind};
 use super::section::Section;
 use crate::core::Kind;
 use crate::core::num::fmt_num;
+use crate::experiments::reproduce::owners::Owner;
 use crate::experiments::reproduce::paper::{Class, written_value};
 use crate::experiments::reproduce::placement::ArmPlacement;
 use crate::experiments::reproduce::{Reproduction, Row};
@@ -132,6 +133,73 @@ impl Reproduction {
     }
 }
 
+impl Reproduction {
+    /// Each run's misses by whose lines they were in: what differs between a boot's runs,
+    /// each a fresh worker process over the same entries.
+    fn owners_grid(&self) -> Option<Grid> {
+        let boots = self
+            .placements
+            .iter()
+            .flat_map(|a| a.boots.iter().map(move |b| (a, b)));
+        let runs: Vec<_> = boots
+            .flat_map(|(a, b)| b.runs.iter().map(move |r| (a, b, r)))
+            .collect();
+        if runs.is_empty() {
+            return None;
+        }
+        // The owners some run's lines were in, in the table's order.
+        let shown: Vec<Owner> = (Owner::ALL.into_iter())
+            .filter(|o| {
+                runs.iter()
+                    .any(|(_, _, r)| r.owners.iter().any(|(x, _)| x == o))
+            })
+            .collect();
+        let mut head = vec!["arm", "round", "run"];
+        head.extend(shown.iter().map(|o| o.label()));
+        head.extend(["task_struct's set", "most missed set: its lines' owners"]);
+        let mut g = Grid::new(&head).right(3..4 + shown.len()).title(
+            "Whose lines each run's modelled L1d misses were in, per call: the rule entries' \
+             (their 512-byte slab slots), the worker's own objects (read in the guest from its \
+             task), the kernel image's static data, other kernel memory or user memory; each \
+             run is a fresh worker process over the boot's entries, and where its task_struct \
+             starts (the set of its first line) places every field the syscall path reads in it",
+        );
+        for (a, b, r) in &runs {
+            let of = |o: &Owner| r.owners.iter().find(|(x, _)| x == o).map(|(_, n)| *n);
+            let mut row = vec![
+                Cell::Text(a.arm.clone()),
+                Cell::Int(b.round.into()),
+                Cell::Int(r.run.into()),
+            ];
+            row.extend(shown.iter().map(|o| of(o).map_or(Cell::Missing, Cell::Num)));
+            row.push(r.task_set.map_or(Cell::Missing, |s| Cell::Int(s as i64)));
+            row.push(Cell::Text(r.top_set.as_ref().map_or(
+                "-".into(),
+                |(set, owners)| {
+                    let said: Vec<String> = owners
+                        .iter()
+                        .map(|(o, n)| format!("{} {}", o.label(), fmt_num(*n)))
+                        .collect();
+                    format!("{set}: {}", said.join(", "))
+                },
+            )));
+            g.row(row);
+        }
+        g.notes.push(
+            "Counted: the 32 lines each run missed most (the emulator lists a window's 32); \
+             misses of other lines are in the run's total only"
+                .into(),
+        );
+        let unread = runs.iter().find_map(|(_, _, r)| r.unreadable.as_ref());
+        if let Some(why) = unread {
+            g.notes.push(format!(
+                "a worker's objects were not read, so its lines count as other kernel: {why}"
+            ));
+        }
+        Some(g)
+    }
+}
+
 /// How a boot's slab was before its entries loaded: fresh, or aged with N objects (half freed
 /// in a seeded order) and how many entries took a freed slot.
 fn slab(aged: Option<&crate::audit::age::Aged>) -> String {
@@ -247,6 +315,7 @@ impl Render for Reproduction {
     fn grids(&self) -> Vec<Grid> {
         let mut out: Vec<Grid> = self.tables.iter().map(|t| self.table_grid(&t.id)).collect();
         out.extend(self.placement_grid());
+        out.extend(self.owners_grid());
         out.extend(self.campaign.sets_grid());
         out.extend(self.campaign.failures_grid());
         out

@@ -6,6 +6,7 @@
 //! differs ([`agreement`] says when two agree).
 
 pub mod agreement;
+pub mod owners;
 pub mod paper;
 pub mod placement;
 

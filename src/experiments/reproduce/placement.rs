@@ -38,6 +38,9 @@ pub struct BootPlacement {
     /// in it: whether the misses are where the entries crowd.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub most_missed: Option<MostMissed>,
+    /// Each run's misses by whose lines they were in (with the emulator's missed lines).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<super::owners::RunOwners>,
 }
 
 /// A boot's most missed L1d set.
@@ -180,6 +183,9 @@ fn of_boot((b, d): &Measured, p: &Placement, g: Geometry, misses: &[String]) -> 
         misses: sum_of(d, misses),
         most_missed: most_missed(d, &pop),
         run_misses: per_run(d, misses),
+        runs: (b.result())
+            .map(|r| super::owners::runs_of(r, &addrs, g))
+            .unwrap_or_default(),
     }
 }
 
