@@ -231,6 +231,13 @@ pub struct LabJob {
     pub worker: Option<String>,
 }
 
+impl LabJob {
+    /// The job's log as plain text (LAVA's `log_file/plain` beside the job's page).
+    pub fn log_url(&self) -> String {
+        format!("{}/log_file/plain", self.url.trim_end_matches('/'))
+    }
+}
+
 /// The server's URL as shown and kept: `user:password@` taken out, a `/` at the end.
 pub fn shown_url(url: &str) -> Result<String> {
     let (scheme, rest) = url

@@ -9,7 +9,8 @@ pub enum ExportCommand {
     /// per kernel release, a build per kernel configuration (a hash of config and command
     /// line), a test per metric (status DONE, its number the median, the interval, runs and
     /// machine in misc and environment). From result files, or else from the history (every
-    /// result the filters match).
+    /// result the filters match). A campaign's file gives each boot that measured a run, with
+    /// its arm and round, and a LAVA boot's job log as the test's log_url.
     #[command(after_help = KCIDB_EXAMPLES)]
     Kcidb {
         /// Result files; without any, the history's results that match the filters.
@@ -33,7 +34,9 @@ const KCIDB_EXAMPLES: &str = "Examples:
   syscost export kcidb --origin mylab --kernel 6.18.0 -o report.json
       every stored run of one kernel; then: kcidb-submit -p PROJECT -t TOPIC < report.json
   syscost export kcidb base.json patched.json --origin mylab
-      two result files, to stdout";
+      two result files, to stdout
+  syscost export kcidb campaign.json --origin mylab -o boots.json
+      a campaign's boots, each LAVA boot with its job's log";
 
 pub(super) fn export_command(cmd: ExportCommand) -> Result<()> {
     match cmd {

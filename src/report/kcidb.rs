@@ -3,7 +3,9 @@
 //! tool (`kcidb-submit`). One checkout per kernel release, one build per kernel configuration
 //! (a hash of the config and command line), one test per metric of each result: status DONE,
 //! its `number` the metric's median in the metric's unit, the machine in its environment, and
-//! the interval, runs and workload in `misc`.
+//! the interval, runs and workload in `misc`. A campaign's boots are results of their own,
+//! each with its arm and round, and a lab's boot with its job's log (`log_url`), lab, device
+//! and worker.
 //!
 //! Written by hand: the document is plain JSON, and the schema (kcidb-io) is Python; the tests
 //! validate the output with it.
@@ -97,6 +99,14 @@ pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Ve
         }
         seen.insert(text, source);
         let v: Value = serde_json::from_str(text)?;
+        if v["kind"] == "campaign" {
+            for (at, boot) in boots_of(source, &v, &mut warnings) {
+                let text = serde_json::to_string(&boot["result"])?;
+                let out = exported(&at, &text, origin, Some(boot))?;
+                absorb(out, &mut checkouts, &mut builds, &mut tests);
+            }
+            continue;
+        }
         if v["kind"] != "run" {
             warnings.push(format!(
                 "{source}: a {} result, not a run: left out (KCIDB tests are per-run figures)",
@@ -104,21 +114,12 @@ pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Ve
             ));
             continue;
         }
-        let (checkout_id, checkout) = checkout(&v, origin);
-        checkouts.entry(checkout_id.clone()).or_insert(checkout);
-        let (build_id, build) = build(&v, &checkout_id, origin);
-        builds.entry(build_id.clone()).or_insert(build);
-        // The figures as every reader of results takes them: summaries recomputed from the
-        // values (a stored summary is not trusted).
-        let view = crate::results::view::ResultView::from_text(source, text)?;
-        let digest = crate::history::digest(text);
-        let run = Run {
-            v: &v,
-            origin,
-            build_id: &build_id,
-            digest: &digest,
-        };
-        tests.extend(view.metrics.iter().filter_map(|m| run.test(m)));
+        absorb(
+            exported(source, text, origin, None)?,
+            &mut checkouts,
+            &mut builds,
+            &mut tests,
+        );
     }
     if tests.is_empty() {
         bail!("no run result with figures to export (KCIDB tests are the metrics of run results)");
@@ -132,6 +133,79 @@ pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Ve
         }),
         warnings,
     ))
+}
+
+/// One run result's checkout, build and tests.
+type Exported = ((String, Value), (String, Value), Vec<Value>);
+
+/// A run result's checkout, build and tests; `boot`: the campaign boot it is the result of.
+fn exported(source: &str, text: &str, origin: &str, boot: Option<&Value>) -> Result<Exported> {
+    let v: Value = serde_json::from_str(text)?;
+    let (checkout_id, checkout) = checkout(&v, origin);
+    let (build_id, build) = build(&v, &checkout_id, origin);
+    // The figures as every reader of results takes them: summaries recomputed from the
+    // values (a stored summary is not trusted).
+    let view = crate::results::view::ResultView::from_text(source, text)?;
+    let digest = crate::history::digest(text);
+    let run = Run {
+        v: &v,
+        origin,
+        build_id: &build_id,
+        digest: &digest,
+    };
+    let mut tests: Vec<Value> = view.metrics.iter().filter_map(|m| run.test(m)).collect();
+    if let Some(b) = boot {
+        tests.iter_mut().for_each(|t| of_boot(t, b));
+    }
+    Ok(((checkout_id, checkout), (build_id, build), tests))
+}
+
+fn absorb(
+    ((cid, c), (bid, b), t): Exported,
+    checkouts: &mut BTreeMap<String, Value>,
+    builds: &mut BTreeMap<String, Value>,
+    tests: &mut Vec<Value>,
+) {
+    checkouts.entry(cid).or_insert(c);
+    builds.entry(bid).or_insert(b);
+    tests.extend(t);
+}
+
+/// A campaign's boots that measured a run, each named by where it is (`FILE, boot 3`); the
+/// others are left out, with a warning each.
+fn boots_of<'a>(
+    source: &str,
+    v: &'a Value,
+    warnings: &mut Vec<String>,
+) -> Vec<(String, &'a Value)> {
+    let boots = v["boots"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut out = Vec::new();
+    for (i, b) in boots.iter().enumerate() {
+        let arm = b["arm"].as_str().unwrap_or("?");
+        let at = format!("{source}, boot {} ({arm} round {})", i + 1, b["round"]);
+        match b["result"]["kind"].as_str() {
+            Some("run") => out.push((at, b)),
+            Some(kind) => warnings.push(format!("{at}: a {kind} result, not a run: left out")),
+            None => warnings.push(format!("{at}: did not measure: left out")),
+        }
+    }
+    out
+}
+
+/// A test of a campaign's boot: its arm and round, and a lab's job (its log as the test's
+/// `log_url`, its lab, device and worker).
+fn of_boot(test: &mut Value, boot: &Value) {
+    test["misc"]["arm"] = boot["arm"].clone();
+    test["misc"]["round"] = boot["round"].clone();
+    let Ok(job) = serde_json::from_value::<crate::boot::lava::LabJob>(boot["job"].clone()) else {
+        return;
+    };
+    test["log_url"] = job.log_url().into();
+    let misc = &mut test["environment"]["misc"];
+    misc["lab"] = job.lab.into();
+    misc["lava_job"] = job.id.into();
+    misc["device"] = job.device.into();
+    misc["worker"] = job.worker.into();
 }
 
 /// A run's checkout: its kernel release from this origin.
@@ -255,5 +329,38 @@ mod unit {
             assert!(check_origin(bad).is_err(), "{bad}");
         }
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00+00:00");
+    }
+
+    /// A campaign's boots: a LAVA boot's tests carry its job's log and device, a boot that
+    /// did not measure is left out with a warning.
+    #[test]
+    fn a_campaign_s_boots_are_results_with_their_jobs() {
+        let run = serde_json::to_value(crate::results::fixture::fixed_result()).unwrap();
+        let job = json!({"lab": "https://lab.example/", "id": 42, "device": "qemu-01",
+                         "url": "https://lab.example/scheduler/job/42", "worker": "w1"});
+        let campaign = json!({"kind": "campaign", "boots": [
+            {"arm": "on", "round": 1, "result": run, "job": job},
+            {"arm": "off", "round": 1, "failure": "panic"},
+        ]});
+        let text = campaign.to_string();
+        let (doc, warnings) = document(&[("c.json".into(), text)], "lab").unwrap();
+        let tests = doc["tests"].as_array().unwrap();
+        assert!(!tests.is_empty());
+        for t in tests {
+            assert_eq!(
+                t["log_url"],
+                "https://lab.example/scheduler/job/42/log_file/plain"
+            );
+            assert_eq!(
+                (&t["misc"]["arm"], &t["misc"]["round"]),
+                (&json!("on"), &json!(1))
+            );
+            assert_eq!(t["environment"]["misc"]["device"], "qemu-01");
+        }
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("boot 2 (off round 1): did not measure"),
+            "{warnings:?}"
+        );
     }
 }

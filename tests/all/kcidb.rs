@@ -13,7 +13,7 @@ crate::tests! {
 const VENV_PYTHON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/kcidb-venv/bin/python");
 
 /// Validate with kcidb-io exactly as v5.0 and against its latest schema.
-fn kcidb_io_accepts(report: &Path) -> Option<String> {
+pub(crate) fn kcidb_io_accepts(report: &Path) -> Option<String> {
     if !Path::new(VENV_PYTHON).exists() {
         skip(format!(
             "kcidb-io validation: {VENV_PYTHON} is missing (scripts/test.sh installs it)"
