@@ -13,6 +13,11 @@
  * the same bits below 2 MiB in the kernel's text (mapped by 2 MiB pages): SETS * LINE must fit
  * in 2 MiB.
  *
+ * With the argument `counts=PATH`, each `W` line is also sent to the Unix socket at PATH (a
+ * QEMU chardev that is the guest's second serial port in a LAVA job): the guest then has its
+ * own counts and can report them as the job's test cases. Sent without waiting (a full socket
+ * drops the line: the guest then lacks that window, never the log).
+ *
  * With the argument `blocks=1`, the kernel instructions of each translated block executed in
  * a window, by the block's first address (a callback per kernel block, acting only inside a
  * window), for syscost to name from the guest's kallsyms.
@@ -41,6 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 typedef uint64_t qemu_plugin_id_t;
 typedef struct {
@@ -98,6 +106,29 @@ struct cache {
 };
 static struct cache l1d, l1i, l2;
 static bool modelled, with_l2;
+
+/* Where the `W` lines go too (`counts=PATH`), connected at the first window's end. */
+static const char *counts_path;
+static int counts_fd = -1;
+static bool counts_failed;
+
+static void send_counts(const char *line)
+{
+	if (!counts_path || counts_failed)
+		return;
+	if (counts_fd < 0) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		strncpy(a.sun_path, counts_path, sizeof a.sun_path - 1);
+		counts_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (counts_fd < 0 || connect(counts_fd, (struct sockaddr *)&a, sizeof a)) {
+			fprintf(stderr, "tcg_count: cannot connect to %s: the guest gets no counts\n",
+				counts_path);
+			counts_failed = true;
+			return;
+		}
+	}
+	(void)!send(counts_fd, line, strlen(line), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
 
 /* The L1d lines whose loads missed in the current window, by line number, in an open-addressed
  * table: which objects a window's misses were in, for syscost to name from the addresses the
@@ -294,6 +325,7 @@ static void marked(unsigned int vcpu, void *kind)
 				      (unsigned long long)(count[k][priv] - at[k][priv]));
 	snprintf(line + n, sizeof line - n, "\n");
 	qemu_plugin_outs(line);
+	send_counts(line);
 	if (modelled) {
 		print_sets('D', &l1d);
 		print_sets('I', &l1i);
@@ -453,6 +485,10 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 		return -1;
 	bool d = false, i = false;
 	for (int a = 0; a < argc; a++) {
+		if (!strncmp(argv[a], "counts=", 7) && argv[a][7]) {
+			counts_path = strdup(argv[a] + 7); /* argv is QEMU's, freed after install */
+			continue;
+		}
 		if (!strcmp(argv[a], "blocks=1")) {
 			by_block = true;
 			continue;

@@ -5,7 +5,9 @@
 //! fails is sent back as the reason instead; a panic of the kernel ends QEMU by itself
 //! (`panic=-1` with `-no-reboot`).
 
+use super::counts_port::CountsPort;
 use super::mount::{mount, unmount};
+use crate::counters::emulated::Window;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -61,6 +63,10 @@ pub struct GuestPlan {
     /// only the console's log (LAVA), instead of on the second serial port.
     #[serde(default)]
     pub console: bool,
+    /// The plugin's counts come in on the second serial port (a LAVA job counting exactly):
+    /// the guest reports them among its test cases.
+    #[serde(default)]
+    pub counts_port: bool,
 }
 
 /// The frames on the channel: the guest's clock, then a result or why there is none.
@@ -219,9 +225,9 @@ fn kernel_cmdline() -> Option<String> {
     c
 }
 
-/// A boot's figures as a lab's test cases, from its result (given by the caller: decoding a
-/// result is a layer above the guest's).
-pub type Cases = fn(&[u8]) -> Vec<super::console::Case>;
+/// A boot's figures as a lab's test cases, from its result and the plugin's windows the guest
+/// received, if any (given by the caller: decoding a result is a layer above the guest's).
+pub type Cases = fn(&[u8], &[crate::counters::emulated::Window]) -> Vec<super::console::Case>;
 
 /// Run as init: measure, send, power off. Never returns.
 pub fn init(cases: Cases) -> ! {
@@ -229,7 +235,8 @@ pub fn init(cases: Cases) -> ! {
         init: boottime(),
         ..GuestClock::default()
     };
-    let (sent, symbols) = match measure(&mut clock) {
+    let mut port = None;
+    let (sent, symbols) = match measure(&mut clock, &mut port) {
         Ok((bytes, symbols)) => (Sent::Result(bytes), symbols),
         Err(e) => (Sent::Failed(format!("{e:#}")), None),
     };
@@ -243,7 +250,8 @@ pub fn init(cases: Cases) -> ! {
     .flatten()
     .collect();
     let console = plan_here().is_some_and(|p| p.console);
-    if let Err(e) = send(&frames, console.then_some(cases)) {
+    let windows = port.map(CountsPort::windows).unwrap_or_default();
+    if let Err(e) = send(&frames, console.then_some((cases, windows))) {
         eprintln!("syscost (guest): cannot send the result: {e:#}");
     }
     // SAFETY: sync and reboot take no pointers; as init this powers the guest off.
@@ -254,8 +262,12 @@ pub fn init(cases: Cases) -> ! {
     std::process::exit(1)
 }
 
-/// The result, and the kernel's symbols when the plan asks for them.
-fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
+/// The result, and the kernel's symbols when the plan asks for them; `port`: the plugin's
+/// counts, read from before the measurement when the plan says they come.
+fn measure(
+    clock: &mut GuestClock,
+    port: &mut Option<CountsPort>,
+) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
     mount_all()?;
     let cmdline = std::fs::read_to_string("/proc/cmdline")?;
     mount_disk(&cmdline)?;
@@ -264,6 +276,9 @@ fn measure(clock: &mut GuestClock) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
     }
     let plan: GuestPlan = serde_json::from_slice(&std::fs::read(PLAN_PATH)?)
         .context("the campaign's plan in the initramfs")?;
+    if plan.counts_port {
+        *port = Some(CountsPort::open()?);
+    }
     if plan.console {
         // The plugin's lines (QEMU's log) share the console in a lab: end the firmware's last
         // line ("Booting from ROM..." has no newline) before the first of them.
@@ -480,24 +495,18 @@ fn plan_here() -> Option<GuestPlan> {
     serde_json::from_slice(&std::fs::read(PLAN_PATH).ok()?).ok()
 }
 
-/// Send `frames` on the second serial port, or with `cases` as lines on the console.
-fn send(frames: &[Sent], cases: Option<Cases>) -> Result<()> {
-    if let Some(cases) = cases {
-        return send_on_console(frames, cases);
+/// Send `frames` on the second serial port, or with `cases` (of the windows received) as
+/// lines on the console.
+fn send(frames: &[Sent], cases: Option<(Cases, Vec<Window>)>) -> Result<()> {
+    if let Some((cases, windows)) = cases {
+        return send_on_console(frames, cases, &windows);
     }
     let mut port = std::fs::OpenOptions::new()
         .write(true)
         .open(CHANNEL)
         .with_context(|| format!("cannot open {CHANNEL}"))?;
     let fd = port.as_raw_fd();
-    // SAFETY: a termios filled by tcgetattr on an open descriptor.
-    unsafe {
-        let mut t: libc::termios = std::mem::zeroed();
-        if libc::tcgetattr(fd, &mut t) == 0 {
-            libc::cfmakeraw(&mut t);
-            libc::tcsetattr(fd, libc::TCSANOW, &t);
-        }
-    }
+    super::counts_port::raw(fd);
     port.write_all(&frames.iter().flat_map(frame).collect::<Vec<u8>>())?;
     port.flush()?;
     // SAFETY: fd is open.
@@ -508,12 +517,12 @@ fn send(frames: &[Sent], cases: Option<Cases>) -> Result<()> {
 /// `frames` as lines on the console, the result's figures first as test cases, with the
 /// kernel's own messages to the console turned off (a line of the kernel's in the middle of
 /// one of these would damage it).
-fn send_on_console(frames: &[Sent], cases: Cases) -> Result<()> {
+fn send_on_console(frames: &[Sent], cases: Cases, windows: &[Window]) -> Result<()> {
     let figures = match frames.iter().find_map(|f| match f {
         Sent::Result(r) => Some(r),
         _ => None,
     }) {
-        Some(r) => cases(r),
+        Some(r) => cases(r, windows),
         None => Vec::new(),
     };
     let bytes: Vec<u8> = frames.iter().flat_map(frame).collect();

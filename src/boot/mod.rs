@@ -8,6 +8,7 @@
 pub mod alone;
 pub mod bzimage;
 pub mod console;
+pub mod counts_port;
 pub mod disk;
 pub mod guest;
 pub mod hook;

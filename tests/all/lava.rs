@@ -515,6 +515,13 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         assert_eq!(time["unit"], "ns/call", "{time}");
         let ratio = case("cpus_utilized");
         assert_eq!(ratio["unit"], "CPUs_utilized", "{ratio}");
+        // The headline too: the plugin's counts reached the guest on its second serial port,
+        // and the figure it reported is the one the campaign joined from the log.
+        let exact = case("instructions_emulated");
+        let shown: f64 = exact["measurement"].as_str().unwrap().parse().unwrap();
+        let mine = median(metric(&b["result"], "instructions (emulated)"));
+        assert!((shown - mine).abs() <= 1e-6 * mine, "{shown} vs {mine}");
+        assert_eq!(exact["unit"], "/call", "{exact}");
         // The job says which kernel it booted, as the lab's readers look jobs up (LAVA
         // 2023.01 keeps a job's metadata in its definition: its metadata/ lists none).
         // (Through the list: the access log must show no single-job request.)
@@ -529,6 +536,7 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         );
     }
     assert!(!String::from_utf8_lossy(&std::fs::read(&out_file).unwrap()).contains(&lab.token));
+    boots_export_to_kcidb_with_their_job_logs(&out_file, boots);
 
     // Per boot, the counts of the direct campaign within 0.1%.
     let (ok, err) = finish(direct);
@@ -642,6 +650,48 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     }
     // The pattern above sees this test's own requests for one job: it could have failed.
     assert!(lab.requests().iter().any(|r| single.is_match(r)));
+}
+
+/// A LAVA campaign's boots as KCIDB tests that kcidb-io accepts, each with its arm and its
+/// job's plain-text log, which the lab serves.
+fn boots_export_to_kcidb_with_their_job_logs(campaign: &Path, boots: &[Value]) {
+    let report = campaign.with_extension("kcidb.json");
+    let out = syscost()
+        .args(["export", "kcidb", "--origin", "syscost_lab", "-o"])
+        .args([&report, campaign])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    crate::kcidb::kcidb_io_accepts(&report);
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let tests = doc["tests"].as_array().unwrap();
+    for b in boots {
+        let log = format!("{}/log_file/plain", b["job"]["url"].as_str().unwrap());
+        let of_boot: Vec<&Value> = tests
+            .iter()
+            .filter(|t| t["log_url"] == log.as_str())
+            .collect();
+        assert!(!of_boot.is_empty(), "no test with {log}: {tests:?}");
+        assert!(
+            of_boot.iter().all(|t| t["misc"]["arm"] == b["arm"]),
+            "{of_boot:?}"
+        );
+        assert_eq!(
+            of_boot[0]["environment"]["misc"]["device"],
+            b["job"]["device"]
+        );
+        let text = ureq::get(&log)
+            .call()
+            .unwrap()
+            .into_body()
+            .read_to_string()
+            .unwrap();
+        assert!(text.contains("SYSCOST-BEGIN"), "{log}: {text}");
+    }
 }
 
 /// mktemp(1) makes 0700 directories: a lab inside one would fail at PostgreSQL's initdb (run as

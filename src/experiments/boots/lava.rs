@@ -15,6 +15,7 @@ use crate::boot::console::{self, CASE_PATTERN, Case};
 use crate::boot::guest;
 use crate::boot::lava::{self, BootMethod, Job, Lab, LabJob};
 use crate::boot::qemu::{self, Ended, Failure};
+use crate::counters::emulated::Window;
 use anyhow::{Context, Result};
 use serde_json::json;
 use std::path::Path;
@@ -314,18 +315,23 @@ impl<'p> LavaBooter<'p> {
             self.kernels[a].image(&format!("-kernel {{kernel}} -append \"{append}\"")),
         );
         images.insert("initrd".into(), self.initrd.image("-initrd {initrd}"));
+        let mut options = extra_options(m);
         if let Some(p) = &self.plugin {
+            // The plugin's counts to the guest's second serial port, through a socket of
+            // this job's own on the worker (QEMU removes it when it ends).
+            let socket = format!("/tmp/syscost-{:016x}.sock", rand::random::<u64>());
             let arg = qemu::plugin_arg(m, Path::new("{plugin}"));
             images.insert(
                 "plugin".into(),
-                p.image(&format!("-plugin {arg} -d plugin")),
+                p.image(&format!("-plugin {arg},counts={socket} -d plugin")),
             );
+            options.extend(counts_port_options(&socket));
         }
         let context = json!({
             "arch": "x86_64",
             "no_kvm": true,
             "memory": m.memory_mib,
-            "extra_options": extra_options(m),
+            "extra_options": options,
         });
         let actions = [
             json!({"deploy": {"to": "tmpfs", "timeout": {"minutes": 10}, "images": images}}),
@@ -664,13 +670,29 @@ fn extra_options(m: &qemu::Machine) -> Vec<String> {
     o
 }
 
+/// QEMU's options that make the socket at `path` the guest's second serial port, the first
+/// staying the console the device type's `-nographic` gives (an explicit `-serial` would
+/// otherwise replace it).
+fn counts_port_options(path: &str) -> [String; 3] {
+    [
+        "-serial mon:stdio".into(),
+        format!("-chardev socket,id=syscost,path={path},server=on,wait=off"),
+        "-serial chardev:syscost".into(),
+    ]
+}
+
 /// A boot's figures as LAVA test cases: each figure of its result, the value a campaign takes
 /// of it (the median over its runs or samples), named by the arm, the operation and the
-/// figure (`old_syscall_getpid_task_clock`). Given to the guest's init, which sends them.
-pub fn cases(result: &[u8]) -> Vec<Case> {
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(result) else {
+/// figure (`old_syscall_getpid_task_clock`), with the plugin's exact counts joined from
+/// `windows` (`old_syscall_getpid_instructions_emulated`: the figure such a campaign compares
+/// by). Given to the guest's init, which sends them.
+pub fn cases(result: &[u8], windows: &[Window]) -> Vec<Case> {
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(result) else {
         return Vec::new();
     };
+    if !windows.is_empty() {
+        super::emulated::join(&mut value, windows, None);
+    }
     let Ok(decoded) = Decoded::of("this boot", &value) else {
         return Vec::new();
     };
@@ -746,11 +768,16 @@ mod unit {
 
     /// The job of arm 0's first try, as LAVA would read it.
     fn job(t: &LavaTarget) -> Value {
-        job_on(t, false)
+        job_with(t, false, false)
     }
 
     /// The job `t`'s first try submits, to a server that takes `device:` or not.
     fn job_on(t: &LavaTarget, device_key: bool) -> Value {
+        job_with(t, device_key, false)
+    }
+
+    /// `plugin`: the job counts exactly.
+    fn job_with(t: &LavaTarget, device_key: bool, plugin: bool) -> Value {
         let plan = BootPlan {
             arms: vec![Arm {
                 name: "on".into(),
@@ -781,7 +808,7 @@ mod unit {
             lab: Lab::new(&t.lab, lava::Token::new("secret").unwrap()).unwrap(),
             tag: "campaign 1".into(),
             initrd: file("file:///i.cpio"),
-            plugin: None,
+            plugin: plugin.then(|| file("file:///tcg_count.so")),
             kernels: vec![file("file:///k")],
             symbols: vec![None],
             on_job: Box::new(|_| {}),
@@ -863,5 +890,38 @@ mod unit {
         let monitor = &j["actions"][2]["test"]["monitors"][0];
         assert_eq!(monitor["start"], console::BEGIN);
         assert_eq!(monitor["end"], console::END);
+        assert!(images.get("plugin").is_none());
+    }
+
+    /// Counting exactly, the plugin sends its counts to a socket of the job's own that is the
+    /// guest's second serial port, the console staying on the first.
+    #[test]
+    fn a_counting_job_gives_the_guest_its_counts_on_its_second_serial_port() {
+        let j = job_with(&target(BootMethod::Qemu, None), false, true);
+        let arg = j["actions"][0]["deploy"]["images"]["plugin"]["image_arg"]
+            .as_str()
+            .unwrap();
+        let socket = arg
+            .split("counts=")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        assert!(
+            socket.starts_with("/tmp/syscost-") && socket.ends_with(".sock"),
+            "{arg}"
+        );
+        let options: Vec<&str> = (j["context"]["extra_options"].as_array().unwrap().iter())
+            .map(|o| o.as_str().unwrap())
+            .collect();
+        let chardev = format!("-chardev socket,id=syscost,path={socket},server=on,wait=off");
+        let at = |o: &str| options.iter().position(|x| *x == o);
+        let (console, counts) = (at("-serial mon:stdio"), at("-serial chardev:syscost"));
+        assert!(
+            console.unwrap() < counts.unwrap(),
+            "the console stays ttyS0: {options:?}"
+        );
+        assert!(at(&chardev).is_some(), "{options:?}");
     }
 }

@@ -58,6 +58,9 @@ pub(super) fn build_initramfs(
         settle_s: plan.settle.map(|d| d.as_secs_f64()),
         kallsyms: plan.backend.machine().is_some_and(|m| m.emulated_profile),
         console: matches!(plan.backend, Backend::Lava(_)),
+        // Exact counts in a lab are on a qemu device only: its job sends them to the guest.
+        counts_port: matches!(plan.backend, Backend::Lava(_))
+            && plan.backend.machine().is_some_and(|m| m.emulated_counters),
         aged: plan.aged_slab.clone(),
         arm_measure: plan.arm_measure.clone(),
         ..GuestPlan::default()
