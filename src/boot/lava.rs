@@ -182,10 +182,8 @@ pub struct Lab {
 #[derive(Clone, Debug, Deserialize)]
 pub struct Job {
     pub id: u64,
-    /// Submitted, Scheduling, Scheduled, Running, Canceling or Finished.
-    pub state: String,
-    /// Unknown, Complete, Incomplete or Canceled.
-    pub health: String,
+    pub state: JobState,
+    pub health: JobHealth,
     #[serde(default)]
     pub actual_device: Option<String>,
     #[serde(default)]
@@ -194,13 +192,94 @@ pub struct Job {
 
 impl Job {
     pub fn finished(&self) -> bool {
-        self.state == "Finished"
+        self.state == JobState::Finished
     }
 
     /// Still waiting for a device.
     pub fn queued(&self) -> bool {
-        matches!(self.state.as_str(), "Submitted" | "Scheduling")
+        matches!(self.state, JobState::Submitted | JobState::Scheduling)
     }
+}
+
+/// Where a job is, as LAVA's API names it (lava_scheduler_app's TestJob.STATE_CHOICES); a
+/// state a later LAVA adds reads as `Other`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum JobState {
+    Submitted,
+    Scheduling,
+    Scheduled,
+    Running,
+    Canceling,
+    Finished,
+    #[serde(other)]
+    Other,
+}
+
+/// How a job ended, as LAVA's API names it (TestJob.HEALTH_CHOICES).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum JobHealth {
+    Unknown,
+    Complete,
+    Incomplete,
+    Canceled,
+    #[serde(other)]
+    Other,
+}
+
+impl std::fmt::Display for JobHealth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            JobHealth::Unknown => "Unknown",
+            JobHealth::Complete => "Complete",
+            JobHealth::Incomplete => "Incomplete",
+            JobHealth::Canceled => "Canceled",
+            JobHealth::Other => "in a health this syscost does not know",
+        })
+    }
+}
+
+/// Whose fault LAVA says a failed job was: its `job` case's `error_type` (lava_common's
+/// exceptions: InfrastructureError, JobError, TestError, LAVABug, ConfigurationError), or
+/// another it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorType {
+    Infrastructure,
+    Job,
+    Test,
+    Bug,
+    Configuration,
+    Other(String),
+}
+
+impl ErrorType {
+    fn of(name: &str) -> ErrorType {
+        match name {
+            "Infrastructure" => ErrorType::Infrastructure,
+            "Job" => ErrorType::Job,
+            "Test" => ErrorType::Test,
+            "Bug" => ErrorType::Bug,
+            "Configuration" => ErrorType::Configuration,
+            other => ErrorType::Other(other.to_string()),
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            ErrorType::Infrastructure => "Infrastructure",
+            ErrorType::Job => "Job",
+            ErrorType::Test => "Test",
+            ErrorType::Bug => "Bug",
+            ErrorType::Configuration => "Configuration",
+            ErrorType::Other(s) => s,
+        }
+    }
+}
+
+/// Why LAVA says a job failed: its error type when its `job` case gives one, and its words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobFailure {
+    pub error_type: Option<ErrorType>,
+    pub words: String,
 }
 
 /// One test case of a job's results.
@@ -736,6 +815,12 @@ pub fn console_lines(log: &str) -> Vec<String> {
 /// LAVA's own words on why a job failed: its `job` case's error type and message, else the
 /// job's failure comment.
 pub fn failure_words(job: &Job, tests: &[TestCase]) -> String {
+    failure(job, tests).words
+}
+
+/// Why a job failed, as LAVA says it: the error type and message of its `job` case, else its
+/// failure comment (no type).
+pub fn failure(job: &Job, tests: &[TestCase]) -> JobFailure {
     // LAVA's own suite ends with a `job` case (the suite is an id in 2023.01's API).
     let case = tests
         .iter()
@@ -747,23 +832,25 @@ pub fn failure_words(job: &Job, tests: &[TestCase]) -> String {
             Some(v.trim_matches(|c| c == '\'' || c == '"').to_string())
         })
     };
-    match (field("error_type"), field("error_msg")) {
-        (Some(t), Some(m)) => format!("{t} error: {m}"),
+    let error_type = field("error_type").map(|t| ErrorType::of(&t));
+    let words = match (&error_type, field("error_msg")) {
+        (Some(t), Some(m)) => format!("{} error: {m}", t.name()),
         (None, Some(m)) => m,
         _ => job
             .failure_comment
             .clone()
             .filter(|c| !c.is_empty())
             .unwrap_or_else(|| format!("the job ended {}", job.health)),
-    }
+    };
+    JobFailure { error_type, words }
 }
 
-/// Whether the job's boot never ran: LAVA calls its failure the infrastructure's and the
-/// console printed nothing (2023.01 calls a guest that ended early "Infrastructure error:
-/// Connection closed" too; its console shows it ran).
+/// Whether the job's boot never ran: LAVA calls its failure the infrastructure's (by its
+/// error type) and the console printed nothing (2023.01 calls a guest that ended early
+/// "Infrastructure error: Connection closed" too; its console shows it ran).
 pub fn never_ran(job: &Job, tests: &[TestCase], console: &[String]) -> bool {
-    job.health == "Incomplete"
-        && failure_words(job, tests).starts_with("Infrastructure")
+    job.health == JobHealth::Incomplete
+        && failure(job, tests).error_type == Some(ErrorType::Infrastructure)
         && console.iter().all(|l| l.trim().is_empty())
 }
 
@@ -911,8 +998,8 @@ mod unit {
     fn lava_own_words_say_why_a_job_failed() {
         let job = Job {
             id: 3,
-            state: "Finished".into(),
-            health: "Incomplete".into(),
+            state: JobState::Finished,
+            health: JobHealth::Incomplete,
             actual_device: None,
             failure_comment: None,
         };
@@ -940,5 +1027,17 @@ mod unit {
             "the guest ran"
         );
         assert_eq!(failure_words(&job, &[]), "the job ended Incomplete");
+        // The type decides, not the words: a message that says "Infrastructure" in a test
+        // error is not the lab's fault, and the type alone is.
+        let worded = [case("error_msg: Infrastructure is fine\nerror_type: Test\n")];
+        assert!(!never_ran(&job, &worded, &[]));
+        let typed = [case("error_msg: 'Connection closed'\nerror_type: Infrastructure\n")];
+        assert_eq!(failure(&job, &typed).error_type, Some(ErrorType::Infrastructure));
+        assert!(never_ran(&job, &typed, &[]));
+        let state: Vec<JobState> =
+            serde_json::from_str(r#"["Scheduling", "Finished", "Paused"]"#).unwrap();
+        assert_eq!(state, [JobState::Scheduling, JobState::Finished, JobState::Other]);
+        let health: JobHealth = serde_json::from_str(r#""Canceled""#).unwrap();
+        assert_eq!(health.to_string(), "Canceled");
     }
 }

@@ -619,9 +619,9 @@ impl LavaBooter<'_> {
             }
         }
         let tests = self.lab.tests(job.id)?;
-        let words = match job.health.as_str() {
+        let words = match job.health {
             // A board's monitor ended at the panic: the job is LAVA's success.
-            "Complete" => format!("LAVA job {}", job.id),
+            lava::JobHealth::Complete => format!("LAVA job {}", job.id),
             _ => format!(
                 "LAVA job {} ended {}: {}",
                 job.id,
@@ -633,8 +633,8 @@ impl LavaBooter<'_> {
             let why = format!("the kernel panicked: {panic} ({words})");
             return Ok((failed(Failure::Panicked, why, tail), false));
         }
-        let why = match (job.health.as_str(), rebuilt) {
-            ("Complete", Err(d)) => format!("LAVA job {}: {d}", job.id),
+        let why = match (job.health, rebuilt) {
+            (lava::JobHealth::Complete, Err(d)) => format!("LAVA job {}: {d}", job.id),
             _ => words,
         };
         let never_ran = lava::never_ran(job, &tests, &lines);
