@@ -317,6 +317,67 @@ impl LabJob {
     }
 }
 
+/// What a campaign asks of a lab once it has checked it: LAVA's REST calls behind a trait, so
+/// the booter's logic (submit, poll, resubmit, cancel, read back) is tested against a
+/// scripted lab as well as the real one (tests/all/lava.rs).
+pub trait LabApi {
+    fn url(&self) -> &str;
+    fn job_url(&self, id: u64) -> String;
+    fn check_served(&self, url: &str, len: u64) -> Result<()>;
+    fn health(&self, hostname: &str) -> Result<Health>;
+    fn validate(&self, definition: &str) -> Result<()>;
+    fn submit(&self, definition: &str) -> Result<u64>;
+    fn queued(&self, device_type: &str) -> Result<u64>;
+    fn job(&self, id: u64) -> Result<Job>;
+    fn jobs(&self, ids: &[u64]) -> Result<Vec<Job>>;
+    fn worker_of(&self, device: &str) -> Result<String>;
+    fn log(&self, id: u64) -> Result<String>;
+    fn tests(&self, id: u64) -> Result<Vec<TestCase>>;
+    fn cancel(&self, id: u64) -> Result<()>;
+}
+
+impl LabApi for Lab {
+    fn url(&self) -> &str {
+        Lab::url(self)
+    }
+    fn job_url(&self, id: u64) -> String {
+        Lab::job_url(self, id)
+    }
+    fn check_served(&self, url: &str, len: u64) -> Result<()> {
+        Lab::check_served(self, url, len)
+    }
+    fn health(&self, hostname: &str) -> Result<Health> {
+        Lab::health(self, hostname)
+    }
+    fn validate(&self, definition: &str) -> Result<()> {
+        Lab::validate(self, definition)
+    }
+    fn submit(&self, definition: &str) -> Result<u64> {
+        Lab::submit(self, definition)
+    }
+    fn queued(&self, device_type: &str) -> Result<u64> {
+        Lab::queued(self, device_type)
+    }
+    fn job(&self, id: u64) -> Result<Job> {
+        Lab::job(self, id)
+    }
+    fn jobs(&self, ids: &[u64]) -> Result<Vec<Job>> {
+        Lab::jobs(self, ids)
+    }
+    fn worker_of(&self, device: &str) -> Result<String> {
+        Lab::worker_of(self, device)
+    }
+    fn log(&self, id: u64) -> Result<String> {
+        Lab::log(self, id)
+    }
+    fn tests(&self, id: u64) -> Result<Vec<TestCase>> {
+        Lab::tests(self, id)
+    }
+    fn cancel(&self, id: u64) -> Result<()> {
+        Lab::cancel(self, id)
+    }
+}
+
 /// The server's URL as shown and kept: `user:password@` taken out, a `/` at the end.
 pub fn shown_url(url: &str) -> Result<String> {
     let (scheme, rest) = url
@@ -1029,14 +1090,24 @@ mod unit {
         assert_eq!(failure_words(&job, &[]), "the job ended Incomplete");
         // The type decides, not the words: a message that says "Infrastructure" in a test
         // error is not the lab's fault, and the type alone is.
-        let worded = [case("error_msg: Infrastructure is fine\nerror_type: Test\n")];
+        let worded = [case(
+            "error_msg: Infrastructure is fine\nerror_type: Test\n",
+        )];
         assert!(!never_ran(&job, &worded, &[]));
-        let typed = [case("error_msg: 'Connection closed'\nerror_type: Infrastructure\n")];
-        assert_eq!(failure(&job, &typed).error_type, Some(ErrorType::Infrastructure));
+        let typed = [case(
+            "error_msg: 'Connection closed'\nerror_type: Infrastructure\n",
+        )];
+        assert_eq!(
+            failure(&job, &typed).error_type,
+            Some(ErrorType::Infrastructure)
+        );
         assert!(never_ran(&job, &typed, &[]));
         let state: Vec<JobState> =
             serde_json::from_str(r#"["Scheduling", "Finished", "Paused"]"#).unwrap();
-        assert_eq!(state, [JobState::Scheduling, JobState::Finished, JobState::Other]);
+        assert_eq!(
+            state,
+            [JobState::Scheduling, JobState::Finished, JobState::Other]
+        );
         let health: JobHealth = serde_json::from_str(r#""Canceled""#).unwrap();
         assert_eq!(health.to_string(), "Canceled");
     }

@@ -97,7 +97,7 @@ impl Artifact {
 pub struct LavaBooter<'p> {
     plan: &'p BootPlan,
     target: &'p LavaTarget,
-    lab: Lab,
+    lab: Box<dyn lava::LabApi + 'p>,
     /// Names the jobs: the campaign or bisection.
     tag: String,
     initrd: Artifact,
@@ -209,7 +209,7 @@ impl<'p> LavaBooter<'p> {
         let booter = LavaBooter {
             plan,
             target,
-            lab,
+            lab: Box::new(lab),
             tag: run.tag,
             initrd,
             plugin,
@@ -778,7 +778,14 @@ mod unit {
 
     /// `plugin`: the job counts exactly.
     fn job_with(t: &LavaTarget, device_key: bool, plugin: bool) -> Value {
-        let plan = BootPlan {
+        let plan = plan_of(t);
+        let lab = Box::new(Lab::new(&t.lab, lava::Token::new("secret").unwrap()).unwrap());
+        let booter = booter(&plan, t, lab, plugin, device_key);
+        serde_json::from_str(&booter.definition(0, 1, 0).unwrap()).unwrap()
+    }
+
+    fn plan_of(t: &LavaTarget) -> BootPlan {
+        BootPlan {
             arms: vec![Arm {
                 name: "on".into(),
                 kernel: "/k".into(),
@@ -796,16 +803,25 @@ mod unit {
             rules_errors: crate::audit::rules_file::OnError::Stop,
             aged_slab: Default::default(),
             arm_measure: Default::default(),
-        };
+        }
+    }
+
+    fn booter<'p>(
+        plan: &'p BootPlan,
+        t: &'p LavaTarget,
+        lab: Box<dyn lava::LabApi + 'p>,
+        plugin: bool,
+        device_key: bool,
+    ) -> LavaBooter<'p> {
         let file = |url: &str| Artifact {
             url: url.into(),
             sha256: "ab".repeat(32),
             len: 1,
         };
-        let booter = LavaBooter {
-            plan: &plan,
+        LavaBooter {
+            plan,
             target: t,
-            lab: Lab::new(&t.lab, lava::Token::new("secret").unwrap()).unwrap(),
+            lab,
             tag: "campaign 1".into(),
             initrd: file("file:///i.cpio"),
             plugin: plugin.then(|| file("file:///tcg_count.so")),
@@ -815,8 +831,7 @@ mod unit {
             pending: Vec::new(),
             device_key,
             releases: vec![Some("6.1.0-56-cloud-amd64".into())],
-        };
-        serde_json::from_str(&booter.definition(0, 1, 0).unwrap()).unwrap()
+        }
     }
 
     /// LAVA 2023.01 keeps a job on one device by its tag alone; 2026.07 takes the device.
@@ -923,5 +938,227 @@ mod unit {
             "the console stays ttyS0: {options:?}"
         );
         assert!(at(&chardev).is_some(), "{options:?}");
+    }
+
+    /// A lab whose jobs follow scripts, one per submission: the states a job goes through (the
+    /// last one stays), its console log and its test cases.
+    struct Scripted {
+        scripts: std::cell::RefCell<std::collections::VecDeque<Script>>,
+        jobs: std::cell::RefCell<std::collections::HashMap<u64, Script>>,
+        seen: std::rc::Rc<std::cell::RefCell<Seen>>,
+    }
+
+    #[derive(Clone)]
+    struct Script {
+        states: Vec<(lava::JobState, lava::JobHealth)>,
+        log: String,
+        tests: Vec<lava::TestCase>,
+    }
+
+    /// What the booter asked of the lab.
+    #[derive(Default)]
+    struct Seen {
+        submitted: Vec<u64>,
+        cancelled: Vec<u64>,
+        polls: usize,
+    }
+
+    impl Scripted {
+        fn new(scripts: Vec<Script>) -> (Scripted, std::rc::Rc<std::cell::RefCell<Seen>>) {
+            let seen = std::rc::Rc::default();
+            let lab = Scripted {
+                scripts: std::cell::RefCell::new(scripts.into()),
+                jobs: Default::default(),
+                seen: std::rc::Rc::clone(&seen),
+            };
+            (lab, seen)
+        }
+    }
+
+    impl lava::LabApi for Scripted {
+        fn url(&self) -> &str {
+            "http://lab.example/"
+        }
+        fn job_url(&self, id: u64) -> String {
+            format!("http://lab.example/scheduler/job/{id}")
+        }
+        fn check_served(&self, _: &str, _: u64) -> Result<()> {
+            Ok(())
+        }
+        fn health(&self, _: &str) -> Result<lava::Health> {
+            Ok(lava::Health::Good)
+        }
+        fn validate(&self, _: &str) -> Result<()> {
+            Ok(())
+        }
+        fn submit(&self, _: &str) -> Result<u64> {
+            let mut seen = self.seen.borrow_mut();
+            let id = seen.submitted.len() as u64 + 1;
+            seen.submitted.push(id);
+            let script = self
+                .scripts
+                .borrow_mut()
+                .pop_front()
+                .expect("a script per job");
+            self.jobs.borrow_mut().insert(id, script);
+            Ok(id)
+        }
+        fn queued(&self, _: &str) -> Result<u64> {
+            Ok(0)
+        }
+        fn job(&self, id: u64) -> Result<Job> {
+            let mut jobs = self.jobs.borrow_mut();
+            let script = jobs.get_mut(&id).expect("a submitted job");
+            let (state, health) = script.states[0];
+            if script.states.len() > 1 {
+                script.states.remove(0);
+            }
+            Ok(Job {
+                id,
+                state,
+                health,
+                actual_device: Some("qemu-01".into()),
+                failure_comment: None,
+            })
+        }
+        fn jobs(&self, ids: &[u64]) -> Result<Vec<Job>> {
+            self.seen.borrow_mut().polls += 1;
+            ids.iter().map(|id| self.job(*id)).collect()
+        }
+        fn worker_of(&self, _: &str) -> Result<String> {
+            Ok("worker-1".into())
+        }
+        fn log(&self, id: u64) -> Result<String> {
+            Ok(self.jobs.borrow()[&id].log.clone())
+        }
+        fn tests(&self, id: u64) -> Result<Vec<lava::TestCase>> {
+            Ok(self.jobs.borrow()[&id].tests.clone())
+        }
+        fn cancel(&self, id: u64) -> Result<()> {
+            self.seen.borrow_mut().cancelled.push(id);
+            Ok(())
+        }
+    }
+
+    /// A console log as LAVA keeps it, of a guest that sent a run's result.
+    fn measured_log() -> String {
+        let result = serde_json::to_vec(&crate::results::fixture::fixed_result()).unwrap();
+        let frames = [
+            guest::Sent::Clock(Default::default()),
+            guest::Sent::Result(result),
+        ];
+        let bytes: Vec<u8> = frames.iter().flat_map(guest::frame).collect();
+        (console::lines(&bytes, &[]).iter())
+            .map(|l| {
+                format!(
+                    "- {{\"dt\": \"2026-11-27T10:00:00\", \"lvl\": \"target\", \"msg\": {}}}\n",
+                    serde_json::json!(l)
+                )
+            })
+            .collect()
+    }
+
+    fn infrastructure_error(log: &str) -> Script {
+        use lava::{JobHealth, JobState};
+        let case = lava::TestCase {
+            name: "job".into(),
+            result: "fail".into(),
+            measurement: None,
+            unit: None,
+            metadata: Some("error_msg: 'Unable to fetch'\nerror_type: Infrastructure\n".into()),
+        };
+        Script {
+            states: vec![
+                (JobState::Running, JobHealth::Unknown),
+                (JobState::Finished, JobHealth::Incomplete),
+            ],
+            log: log.into(),
+            tests: vec![case],
+        }
+    }
+
+    fn complete() -> Script {
+        Script {
+            states: vec![(lava::JobState::Finished, lava::JobHealth::Complete)],
+            log: measured_log(),
+            tests: Vec::new(),
+        }
+    }
+
+    /// A job LAVA ends with an infrastructure error before the guest printed anything is
+    /// submitted again, and the boot is the second job's; the jobs are polled together.
+    #[test]
+    fn a_boot_that_never_ran_is_submitted_again() {
+        let t = target(BootMethod::Qemu, None);
+        let plan = plan_of(&t);
+        let (lab, seen) = Scripted::new(vec![infrastructure_error(""), complete()]);
+        let mut b = booter(&plan, &t, Box::new(lab), false, false);
+        let record = b.boot(0, 1, 0).unwrap();
+        assert!(record.result().is_some(), "{:?}", record.failure_reason());
+        assert_eq!(record.job.as_ref().unwrap().id, 2, "the second job's");
+        assert_eq!(seen.borrow().submitted, [1, 2]);
+        assert!(seen.borrow().cancelled.is_empty());
+    }
+
+    /// The same error after the guest printed is the boot's failure, not submitted again.
+    #[test]
+    fn a_boot_that_ran_and_failed_is_not_submitted_again() {
+        let t = target(BootMethod::Qemu, None);
+        let plan = plan_of(&t);
+        let printed = "- {\"dt\": \"x\", \"lvl\": \"target\", \"msg\": \"Linux version 6.1\"}\n";
+        let (lab, seen) = Scripted::new(vec![infrastructure_error(printed)]);
+        let mut b = booter(&plan, &t, Box::new(lab), false, false);
+        let record = b.boot(0, 1, 0).unwrap();
+        let why = record.failure_reason().unwrap_or_default();
+        assert!(
+            why.contains("Infrastructure error: Unable to fetch"),
+            "{why}"
+        );
+        assert_eq!(seen.borrow().submitted, [1]);
+    }
+
+    /// A job still queued at the queue limit is cancelled and its boot failed.
+    #[test]
+    fn a_job_that_never_leaves_the_queue_is_cancelled() {
+        let mut t = target(BootMethod::Qemu, None);
+        t.queue_limit = Duration::ZERO;
+        let plan = plan_of(&t);
+        let queued = Script {
+            states: vec![(lava::JobState::Submitted, lava::JobHealth::Unknown)],
+            log: String::new(),
+            tests: Vec::new(),
+        };
+        let (lab, seen) = Scripted::new(vec![queued]);
+        let mut b = booter(&plan, &t, Box::new(lab), false, false);
+        let record = b.boot(0, 1, 0).unwrap();
+        let why = record.failure_reason().unwrap_or_default();
+        assert!(why.contains("did not leave the queue"), "{why}");
+        assert_eq!(seen.borrow().cancelled, [1]);
+    }
+
+    /// Jobs under way are polled together, one request a tick, not one each.
+    #[test]
+    fn open_jobs_are_polled_in_one_request() {
+        let t = target(BootMethod::Qemu, None);
+        let plan = plan_of(&t);
+        let mut slow = complete();
+        slow.states
+            .insert(0, (lava::JobState::Running, lava::JobHealth::Unknown));
+        let (lab, seen) = Scripted::new(vec![slow.clone(), slow]);
+        let mut b = booter(&plan, &t, Box::new(lab), false, false);
+        let tries = [1, 2].map(|round| Next {
+            arm: 0,
+            round,
+            attempt: 0,
+            slot: 0,
+        });
+        let mut records = Vec::new();
+        b.boot_all(&tries, &mut |r| records.push(r)).unwrap();
+        assert_eq!(records.len(), 2);
+        assert_eq!(
+            seen.borrow().polls,
+            2,
+            "two ticks, a request each, for two jobs"
+        );
     }
 }
