@@ -30,6 +30,24 @@ pub struct Btf {
     strings: std::ops::Range<usize>,
 }
 
+/// A structure of a BTF blob.
+#[derive(Clone, Copy)]
+pub struct Struct<'a> {
+    btf: &'a Btf,
+    t: Type,
+}
+
+impl Struct<'_> {
+    pub fn size(&self) -> u64 {
+        self.t.size_or_type.into()
+    }
+
+    /// `offsetof` a member in bytes, looking into anonymous structures and unions.
+    pub fn offset_of(&self, member: &str) -> Option<u64> {
+        (self.btf.member_in(self.t, member.as_bytes(), 0)).map(|bits| bits / 8)
+    }
+}
+
 /// One `struct btf_type`, decoded.
 #[derive(Clone, Copy)]
 struct Type {
@@ -102,22 +120,37 @@ impl Btf {
         &rest[..rest.iter().position(|b| *b == 0).unwrap_or(rest.len())]
     }
 
-    /// The first structure named `name` that has members (not a forward declaration).
-    fn structure(&self, name: &str) -> Option<Type> {
-        (1..=self.types.len() as u32)
-            .filter_map(|id| self.ty(id))
-            .find(|t| t.kind == KIND_STRUCT && t.vlen > 0 && self.name(t.name) == name.as_bytes())
+    /// The first structure of each of `names` that has members (not a forward declaration), in
+    /// one pass over the types (a pass is seconds under the emulator).
+    pub fn structures<const N: usize>(&self, names: [&str; N]) -> [Option<Struct<'_>>; N] {
+        let mut out = [None; N];
+        for id in 1..=self.types.len() as u32 {
+            let Some(t) = self.ty(id).filter(|t| t.kind == KIND_STRUCT && t.vlen > 0) else {
+                continue;
+            };
+            let name = self.name(t.name);
+            if let Some(i) = names.iter().position(|n| n.as_bytes() == name)
+                && out[i].is_none()
+            {
+                out[i] = Some(Struct { btf: self, t });
+            }
+            if out.iter().all(Option::is_some) {
+                break;
+            }
+        }
+        out
     }
 
     /// `sizeof(struct NAME)`.
     pub fn size_of(&self, name: &str) -> Option<u64> {
-        self.structure(name).map(|t| t.size_or_type.into())
+        let [s] = self.structures([name]);
+        s.map(|s| s.size())
     }
 
     /// `offsetof(struct NAME, MEMBER)` in bytes, looking into anonymous structures and unions.
     pub fn offset_of(&self, name: &str, member: &str) -> Option<u64> {
-        self.member_in(self.structure(name)?, member.as_bytes(), 0)
-            .map(|bits| bits / 8)
+        let [s] = self.structures([name]);
+        s?.offset_of(member)
     }
 
     fn member_in(&self, t: Type, member: &[u8], base: u64) -> Option<u64> {

@@ -116,27 +116,37 @@ pub struct TaskLayout {
 
 impl TaskLayout {
     pub fn of(btf: &Btf) -> Result<TaskLayout> {
-        let task = |m: &str| {
-            btf.offset_of("task_struct", m)
+        let names = [
+            "task_struct",
+            "audit_context",
+            "cred",
+            "pid",
+            "signal_struct",
+        ];
+        let [task, context, cred, pid, signal] = btf.structures(names);
+        let missing = |s: &str| format!("the kernel's BTF has no struct {s}");
+        let task = task.with_context(|| missing("task_struct"))?;
+        let member = |m: &str| {
+            task.offset_of(m)
                 .with_context(|| format!("the kernel's BTF has no task_struct.{m}"))
         };
-        let size = |s: &str| {
-            btf.size_of(s)
-                .with_context(|| format!("the kernel's BTF has no struct {s}"))
+        let size = |s: Option<super::btf::Struct>, name| {
+            s.map(|s| s.size()).with_context(|| missing(name))
         };
-        let context = btf.offset_of("task_struct", "audit_context");
         Ok(TaskLayout {
-            size: size("task_struct")?,
-            tasks: task("tasks")?,
-            pid: task("pid")?,
-            stack: task("stack")?,
-            cred: task("cred")?,
-            thread_pid: task("thread_pid")?,
-            signal: task("signal")?,
-            audit_context: context.zip(btf.size_of("audit_context")),
-            cred_size: size("cred")?,
-            pid_size: size("pid")?,
-            signal_size: size("signal_struct")?,
+            size: task.size(),
+            tasks: member("tasks")?,
+            pid: member("pid")?,
+            stack: member("stack")?,
+            cred: member("cred")?,
+            thread_pid: member("thread_pid")?,
+            signal: member("signal")?,
+            audit_context: task
+                .offset_of("audit_context")
+                .zip(context.map(|c| c.size())),
+            cred_size: size(cred, "cred")?,
+            pid_size: size(pid, "pid")?,
+            signal_size: size(signal, "signal_struct")?,
         })
     }
 }

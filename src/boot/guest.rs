@@ -52,6 +52,9 @@ pub struct GuestPlan {
     /// (`counters::emulated`).
     #[serde(default)]
     pub mark: bool,
+    /// And record where their kernel objects are (the plugin models the caches).
+    #[serde(default)]
+    pub objects: bool,
     /// Wait up to this many seconds for the boot's own work to end before measuring
     /// (`settle`); `None`: measure at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -319,6 +322,7 @@ fn measure(
             rules.as_ref().map(|(t, p)| (t.as_str(), p.as_str())),
             aged,
             plan.mark,
+            plan.objects,
         ),
         Some(path) => run_here(words).and_then(|()| {
             std::fs::read(path).with_context(|| format!("the measurement wrote no {path}"))

@@ -67,7 +67,8 @@ pub fn remove_leftovers(dir: &Path) -> usize {
 /// host), run syscost's measuring
 /// `words` as a child of this binary with its result in a temporary file and its history
 /// entry thrown away (the campaign records it, tagged), remove the rules, return the result.
-/// `mark`: its workers mark their batches for syscost's TCG plugin.
+/// `mark`: its workers mark their batches for syscost's TCG plugin; `objects`: and record where
+/// their kernel objects are (the plugin models the caches).
 /// `aged`: the slab the rules' entries come from is aged first with that many objects (see
 /// [`crate::audit::age`]).
 pub fn measure_here(
@@ -75,12 +76,13 @@ pub fn measure_here(
     rules: Option<(&str, &str)>,
     aged: Option<usize>,
     mark: bool,
+    objects: bool,
 ) -> Result<Vec<u8>> {
     let _rules = rules
         .map(|(json, what)| ArmRules::set_up(json, what, aged))
         .transpose()?;
     let backlog = mark.then(alone::audit_backlog_unlimited).flatten();
-    let result = measure_child(words, mark)?;
+    let result = measure_child(words, mark, objects)?;
     let result = match backlog {
         Some(w) => guest::with_warning(result, &w),
         None => result,
@@ -92,14 +94,16 @@ pub fn measure_here(
 }
 
 /// The measuring command as a child, its result read back.
-fn measure_child(words: &[String], mark: bool) -> Result<Vec<u8>> {
+fn measure_child(words: &[String], mark: bool, objects: bool) -> Result<Vec<u8>> {
+    use crate::counters::emulated::{MARK_ENV, WITH_OBJECTS};
+    let marked = if objects { WITH_OBJECTS } else { "1" };
     let tmp = tempfile::tempdir().context("cannot create a temporary directory")?;
     let out = tmp.path().join("result.json");
     let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
     let run = std::process::Command::new(exe)
         .args(with_output(words, &out.to_string_lossy()))
         .env("SYSCOST_HISTORY", tmp.path().join("history.sqlite"))
-        .envs(mark.then_some((crate::counters::emulated::MARK_ENV, "1")))
+        .envs(mark.then_some((MARK_ENV, marked)))
         .stdin(std::process::Stdio::null())
         .output()
         .context("cannot start the measurement")?;

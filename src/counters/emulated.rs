@@ -20,6 +20,16 @@ pub fn marking() -> bool {
     std::env::var_os(MARK_ENV).is_some()
 }
 
+/// [`MARK_ENV`]'s value when the plugin models the caches: the workers also record where their
+/// kernel objects are, to name the lines that missed (reading them costs seconds under TCG,
+/// for nothing without the models).
+pub const WITH_OBJECTS: &str = "objects";
+
+/// Whether this process also records where its kernel objects are.
+pub fn naming_objects() -> bool {
+    std::env::var_os(MARK_ENV).is_some_and(|v| v == WITH_OBJECTS)
+}
+
 /// The bytes whose addresses name the windows: batch `k` of a run loads slot `k % SLOTS`.
 const SLOTS: usize = 4096;
 static SLOT: [AtomicU8; SLOTS] = [const { AtomicU8::new(0) }; SLOTS];

@@ -382,7 +382,7 @@ fn measure(
     // In a campaign guest counting under the emulator: every batch of the run, in order, and
     // where this process's kernel objects are, to name the lines its windows missed in.
     let mark = emulated::marking() && !profile;
-    if mark {
+    if mark && emulated::naming_objects() {
         run.own_objects = Some(crate::audit::own::OwnObjects::here());
     }
     if let Some(p) = pacer.as_mut() {

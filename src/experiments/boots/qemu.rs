@@ -55,6 +55,7 @@ pub(super) fn build_initramfs(
     let mut guest = GuestPlan {
         measure: plan.measure.clone(),
         mark: plan.backend.machine().is_some_and(|m| m.emulated_counters),
+        objects: (plan.backend.machine()).is_some_and(|m| m.cache_model.is_some()),
         settle_s: plan.settle.map(|d| d.as_secs_f64()),
         kallsyms: plan.backend.machine().is_some_and(|m| m.emulated_profile),
         console: matches!(plan.backend, Backend::Lava(_)),

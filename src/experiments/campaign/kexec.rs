@@ -406,7 +406,13 @@ fn this_boot(st: &mut State, p: &Pending) -> BootRecord {
             .rules
             .get(&arm.name)
             .map(|t| (t.as_str(), arm.name.as_str()));
-        crate::boot::measure_here(st.plan.boot.measure_of(&arm.name), rules, None, false)
+        crate::boot::measure_here(
+            st.plan.boot.measure_of(&arm.name),
+            rules,
+            None,
+            false,
+            false,
+        )
     });
     let outcome = match measured.and_then(|bytes| Ok(serde_json::from_slice(&bytes)?)) {
         Ok(result) => Outcome::Measured { result },
