@@ -235,7 +235,7 @@ impl Placement {
     pub fn addresses(&self) -> Vec<u64> {
         self.addresses
             .iter()
-            .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+            .filter_map(|a| crate::core::num::parse_hex(a))
             .collect()
     }
 }
@@ -255,12 +255,12 @@ pub struct Aged {
 }
 
 #[cfg(test)]
-mod unit {
+pub(crate) mod unit {
     use super::*;
     use std::collections::HashMap;
 
     /// Memory recorded from a kernel: a map of addresses to the words there.
-    struct Recorded(HashMap<u64, u64>);
+    pub(crate) struct Recorded(pub(crate) HashMap<u64, u64>);
 
     impl KernelMemory for Recorded {
         fn read_u64(&mut self, addr: u64) -> Result<u64> {

@@ -60,10 +60,15 @@ impl KernelObject {
         }
     }
 
+    /// Its address, if it parses.
+    pub fn start(&self) -> Option<u64> {
+        crate::core::num::parse_hex(&self.address)
+    }
+
     /// Whether `addr` is inside it.
     pub fn holds(&self, addr: u64) -> bool {
-        u64::from_str_radix(self.address.trim_start_matches("0x"), 16)
-            .is_ok_and(|a| addr >= a && addr - a < self.size)
+        self.start()
+            .is_some_and(|a| addr >= a && addr - a < self.size)
     }
 }
 
@@ -223,18 +228,8 @@ fn read(pid: u32) -> Result<Vec<KernelObject>> {
 #[cfg(test)]
 mod unit {
     use super::*;
+    use crate::audit::addresses::unit::Recorded;
     use std::collections::HashMap;
-
-    struct Recorded(HashMap<u64, u64>);
-
-    impl KernelMemory for Recorded {
-        fn read_u64(&mut self, addr: u64) -> Result<u64> {
-            self.0
-                .get(&addr)
-                .copied()
-                .with_context(|| format!("{addr:#x} not recorded"))
-        }
-    }
 
     const LAYOUT: TaskLayout = TaskLayout {
         size: 0x2000,

@@ -102,7 +102,7 @@ pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Ve
         if v["kind"] == "campaign" {
             for (at, boot) in boots_of(source, &v, &mut warnings) {
                 let text = serde_json::to_string(&boot["result"])?;
-                let out = exported(&at, &text, origin, Some(boot))?;
+                let out = exported(&at, (&text, &boot["result"]), origin, Some(boot))?;
                 absorb(out, &mut checkouts, &mut builds, &mut tests);
             }
             continue;
@@ -115,7 +115,7 @@ pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Ve
             continue;
         }
         absorb(
-            exported(source, text, origin, None)?,
+            exported(source, (text, &v), origin, None)?,
             &mut checkouts,
             &mut builds,
             &mut tests,
@@ -139,16 +139,21 @@ pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Ve
 type Exported = ((String, Value), (String, Value), Vec<Value>);
 
 /// A run result's checkout, build and tests; `boot`: the campaign boot it is the result of.
-fn exported(source: &str, text: &str, origin: &str, boot: Option<&Value>) -> Result<Exported> {
-    let v: Value = serde_json::from_str(text)?;
-    let (checkout_id, checkout) = checkout(&v, origin);
-    let (build_id, build) = build(&v, &checkout_id, origin);
+/// `result`: its text (digested, and read as every reader reads results) and its JSON.
+fn exported(
+    source: &str,
+    (text, v): (&str, &Value),
+    origin: &str,
+    boot: Option<&Value>,
+) -> Result<Exported> {
+    let (checkout_id, checkout) = checkout(v, origin);
+    let (build_id, build) = build(v, &checkout_id, origin);
     // The figures as every reader of results takes them: summaries recomputed from the
     // values (a stored summary is not trusted).
     let view = crate::results::view::ResultView::from_text(source, text)?;
     let digest = crate::history::digest(text);
     let run = Run {
-        v: &v,
+        v,
         origin,
         build_id: &build_id,
         digest: &digest,

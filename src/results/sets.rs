@@ -67,7 +67,7 @@ impl MissedLine {
 
     /// The line's address, if it parses.
     pub fn address(&self) -> Option<u64> {
-        u64::from_str_radix(self.line.trim_start_matches("0x"), 16).ok()
+        crate::core::num::parse_hex(&self.line)
     }
 }
 

@@ -378,13 +378,14 @@ fn measure(
     } else {
         None
     };
-    counters.enable().context("enabling counters")?;
     // In a campaign guest counting under the emulator: every batch of the run, in order, and
-    // where this process's kernel objects are, to name the lines its windows missed in.
+    // (read before the counters start) where this process's kernel objects are, to name the
+    // lines its windows missed in.
     let mark = emulated::marking() && !profile;
     if mark && emulated::naming_objects() {
         run.own_objects = Some(crate::audit::own::OwnObjects::here());
     }
+    counters.enable().context("enabling counters")?;
     if let Some(p) = pacer.as_mut() {
         p.say(&Reply::Ready)?;
     }

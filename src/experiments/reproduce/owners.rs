@@ -133,7 +133,7 @@ fn owners_of(r: &RunLines, entries: &[u64], g: Geometry) -> RunOwners {
         }),
         task_set: (own.objects.iter())
             .find(|o| o.kind == ObjectKind::Task)
-            .and_then(|o| u64::from_str_radix(o.address.trim_start_matches("0x"), 16).ok())
+            .and_then(|o| o.start())
             .map(set_of),
         unreadable: match &r.own_objects {
             None => Some("the worker did not record its objects".into()),
