@@ -10,6 +10,7 @@ pub mod bzimage;
 pub mod console;
 pub mod counts_port;
 pub mod disk;
+pub mod fetch;
 pub mod guest;
 pub mod hook;
 pub mod initramfs;

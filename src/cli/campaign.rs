@@ -106,10 +106,15 @@ pub struct CampaignArgs {
     #[command(subcommand)]
     pub action: Option<CampaignAction>,
     /// An arm: NAME=KERNEL, a bzImage (a build tree's arch/x86/boot/bzImage, or
-    /// /boot/vmlinuz-VERSION). Two or more are compared, the first the baseline; one alone is
-    /// measured (its figures over its boots, no comparison).
+    /// /boot/vmlinuz-VERSION) or its http(s) URL (fetched once into the campaign's files; a
+    /// LAVA job fetches the same URL, checked by its SHA-256). Two or more are compared, the
+    /// first the baseline; one alone is measured (its figures over its boots, no comparison).
     #[arg(long = "arm", value_name = "NAME=KERNEL", required = true)]
     pub arms: Vec<String>,
+    /// The SHA-256 an arm's kernel URL must have: NAME=HEX, as sha256sum prints it. Checked
+    /// when this machine fetches it, and by the lab's worker for a LAVA job.
+    #[arg(long = "kernel-sha256", value_name = "NAME=HEX")]
+    pub kernel_sha256: Vec<String>,
     /// Where each boot happens: qemu (a virtual machine per boot), kexec (this machine,
     /// rebooted into each arm; the plan is kept in /var/lib/syscost/campaign and a systemd
     /// unit resumes it after each boot) or lava (a job per boot on a LAVA lab's qemu
@@ -206,7 +211,18 @@ impl CampaignArgs {
             Some(kept) => kept,
             None => self.plan(saved.seed)?,
         };
-        let rules = checks::check(&plan.boot).map_err(with_flag)?;
+        let files = lava_files(dir, &saved.id);
+        let checked = (checks::fetch_kernels(&mut plan.boot, &files).map_err(Into::into))
+            .and_then(|_| checks::check(&plan.boot));
+        let rules = match checked {
+            Ok(rules) => rules,
+            Err(e) => {
+                if saved.boots.is_empty() {
+                    let _ = std::fs::remove_dir_all(&files);
+                }
+                return Err(with_flag(e));
+            }
+        };
         let lab = lava_lab(&mut plan.boot.backend)?;
         saved.plan = Some(plan.clone());
         // Refused before the first boot when the boots cannot be kept; a plan refused above
@@ -241,7 +257,6 @@ impl CampaignArgs {
             }
         });
         let saved = saved.into_inner();
-        let files = lava_files(dir, &saved.id);
         let mut c = match ran {
             Ok(c) => c,
             Err(e) if saved.boots.is_empty() && saved.jobs.is_empty() => {
@@ -325,13 +340,36 @@ impl CampaignArgs {
         let mut arms = Vec::new();
         for a in &self.arms {
             let (name, kernel) = name_value("--arm", a)?;
+            let url = (crate::boot::fetch::is_url(kernel))
+                .then(|| crate::boot::fetch::KernelUrl::new(kernel, None))
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("--arm {name}=...: {e:#}"))?;
             arms.push(Arm {
                 name: name.into(),
-                kernel: kernel.into(),
+                // A URL's kernel is fetched into the campaign's files before it is checked.
+                kernel: if url.is_some() {
+                    "".into()
+                } else {
+                    kernel.into()
+                },
                 append: String::new(),
                 rules: None,
                 initrd: None,
+                url,
             });
+        }
+        for s in &self.kernel_sha256 {
+            let (name, hex) = name_value("--kernel-sha256", s)?;
+            let sha = hex
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--kernel-sha256 {name}: {e:#}"))?;
+            match &mut arm_named(&mut arms, "--kernel-sha256", name)?.url {
+                Some(u) => u.sha256 = Some(sha),
+                None => anyhow::bail!(
+                    "--kernel-sha256 {name}: the arm's kernel is a file of this machine; a SHA-256 \
+                     is checked for a kernel given by its URL"
+                ),
+            }
         }
         for i in &self.initrds {
             let (name, file) = name_value("--initrd", i)?;
@@ -656,7 +694,8 @@ fn abort(k: &KeptOne) -> Result<()> {
     Ok(())
 }
 
-/// Where a LAVA campaign keeps the files a lab on this machine fetches, beside its state.
+/// Where a campaign keeps its own files beside its state: its arms' kernels fetched from URLs,
+/// and the files a LAVA lab on this machine fetches.
 fn lava_files(dir: &Path, id: &str) -> std::path::PathBuf {
     dir.join(format!("{id}.files"))
 }

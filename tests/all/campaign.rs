@@ -662,6 +662,55 @@ fn a_file_that_is_not_a_kernel_is_refused_before_any_boot() {
         err.contains("--audit-rules b: /nonexistent.rules: cannot read it"),
         "{err}"
     );
+    // A kernel at a URL: another SHA-256, a missing file or a password in the URL refused
+    // before any boot, the fetched copy not kept; a SHA-256 for a file arm refused.
+    let www = tmp.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    std::fs::copy(&k[0], www.join("bzImage")).unwrap();
+    let web = WebServer::serving(&www);
+    let other = "0".repeat(64);
+    for (url, sha, says) in [
+        ("/bzImage", Some(other.as_str()), "not the 0000"),
+        ("/gone", None, "answered 404"),
+    ] {
+        let mut args = [arm("a", &k[0])].concat();
+        args.extend(["--arm".into(), format!("b={}{url}", web.url)]);
+        if let Some(sha) = sha {
+            args.extend(["--kernel-sha256".into(), format!("b={sha}")]);
+        }
+        let out = campaign(tmp.path(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--arm b: http://") && err.contains(says),
+            "{err}"
+        );
+        assert!(!err.contains("round 1"), "nothing booted: {err}");
+    }
+    let secret = "s3cret-4711";
+    let url = web.url.replace("http://", &format!("http://me:{secret}@"));
+    let args = [
+        arm("a", &k[0]),
+        vec!["--arm".into(), format!("b={url}/bzImage")],
+    ]
+    .concat();
+    let err = String::from_utf8_lossy(&campaign(tmp.path(), &args).stderr).to_string();
+    assert!(
+        err.contains("no user or password") && !err.contains(secret),
+        "{err}"
+    );
+    let args = [
+        arm("a", &k[0]),
+        vec!["--kernel-sha256".into(), format!("a={other}")],
+    ]
+    .concat();
+    let err = String::from_utf8_lossy(&campaign(tmp.path(), &args).stderr).to_string();
+    assert!(
+        err.contains("--kernel-sha256 a: the arm's kernel is a file"),
+        "{err}"
+    );
+    let campaigns = std::fs::read_dir(tmp.path().join("syscost/campaigns"));
+    let kept: Vec<_> = campaigns.into_iter().flatten().flatten().collect();
+    assert!(kept.is_empty(), "a refused campaign kept {kept:?}");
     // Host CPUs for vCPUs: one each, and only CPUs syscost may run on.
     for (cpus, says) in [
         ("0", "names 1 CPU(s) for 2 vCPU(s)"),
@@ -1360,7 +1409,16 @@ fn a_killed_campaign_keeps_its_boots_and_resume_boots_only_what_it_lacks() {
     start.args(["--host-cpus", &pins[0].to_string()]);
     start.arg("-o").arg(&out_file);
     with(&mut start);
-    start.args(arm("a", &k[0])).args(arm("b", &k[1]));
+    // Arm b's kernel where labs keep theirs, at a URL with its SHA-256: fetched once into the
+    // campaign's files, which the resume finds (the server is gone by then).
+    let www = tmp.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    std::fs::copy(&k[1], www.join("bzImage")).unwrap();
+    let sha = sha256_of(&k[1]);
+    let web = WebServer::serving(&www);
+    start.args(arm("a", &k[0]));
+    start.args(["--arm", &format!("b={}/bzImage", web.url)]);
+    start.args(["--kernel-sha256", &format!("b={sha}")]);
     start.arg("--").args(SWITCH_MEASURE);
     let mut child = start
         .stdout(Stdio::null())
@@ -1382,8 +1440,11 @@ fn a_killed_campaign_keeps_its_boots_and_resume_boots_only_what_it_lacks() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
+    drop(web);
     let s = kept_state(&state).unwrap();
     assert_eq!(boots(&Some(s.clone())), 3, "{s}");
+    let b = &s["plan"]["boot"]["arms"][1];
+    assert_eq!(b["url"]["sha256"].as_str(), Some(sha.as_str()), "{b}");
     // The plan itself is kept, so a resume changes no option.
     assert_eq!(
         (&s["plan"]["rounds"], &s["plan"]["boot"]["seed"]),
@@ -1442,6 +1503,11 @@ fn a_killed_campaign_keeps_its_boots_and_resume_boots_only_what_it_lacks() {
     assert!(
         kept_state(&state).is_none(),
         "the state outlived the campaign"
+    );
+    let files: Vec<_> = std::fs::read_dir(&state).unwrap().flatten().collect();
+    assert!(
+        files.is_empty(),
+        "the fetched kernel outlived the campaign: {files:?}"
     );
     assert!(
         leftovers(tmp.path()).is_empty(),

@@ -368,3 +368,51 @@ pub fn kernels_in(sub: &str, least: usize) -> Option<Vec<std::path::PathBuf>> {
     }
     Some(k)
 }
+
+/// A web server (Python's http.server) serving `dir` on this machine, stopped when dropped:
+/// kernels where labs keep them, at http:// URLs.
+pub struct WebServer {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl WebServer {
+    pub fn serving(dir: &std::path::Path) -> WebServer {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("python3")
+            .args(["-u", "-m", "http.server", "--bind", "127.0.0.1", "0"])
+            .current_dir(dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 serves the kernels (scripts/test.sh installs it)");
+        // "Serving HTTP on 127.0.0.1 port 41235 (http://127.0.0.1:41235/) ..."
+        let mut line = String::new();
+        let out = child.stdout.take().unwrap();
+        std::io::BufReader::new(out).read_line(&mut line).unwrap();
+        let url = line
+            .split(['(', ')'])
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("http.server said {line:?}"))
+            .trim_end_matches('/')
+            .to_string();
+        WebServer { child, url }
+    }
+}
+
+impl Drop for WebServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The SHA-256 of `file`, as sha256sum prints it.
+pub fn sha256_of(file: &std::path::Path) -> String {
+    let out = std::process::Command::new("sha256sum")
+        .arg(file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.split_whitespace().next().unwrap().to_string()
+}

@@ -304,12 +304,20 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     );
     full_queues_are_waited_for(&lab, k);
 
-    // Timed boots on the board: every job on it, by its tag.
+    // Timed boots on the board: every job on it, by its tag; arm off's kernel where labs keep
+    // theirs, at a URL with its SHA-256, which the lab's worker fetches and checks.
     let board_tmp = scratch();
     let board_out = board_tmp.path().join("board.json");
+    let www = board_tmp.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    std::fs::copy(k, www.join("bzImage")).unwrap();
+    let web = WebServer::serving(&www);
+    let (kernel_url, sha) = (format!("{}/bzImage", web.url), sha256_of(k));
     let timed = [
         "--arm",
-        &format!("off={}", k.display()),
+        &format!("off={kernel_url}"),
+        "--kernel-sha256",
+        &format!("off={sha}"),
         "--arm",
         &format!("on={}", k.display()),
         "--append",
@@ -647,7 +655,14 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
             definition.contains("ipxe") && definition.contains("tftp"),
             "{definition}"
         );
+        if b["arm"] == "off" {
+            assert!(
+                definition.contains(&kernel_url) && definition.contains(&sha),
+                "{definition}"
+            );
+        }
     }
+    drop(web);
     // The pattern above sees this test's own requests for one job: it could have failed.
     assert!(lab.requests().iter().any(|r| single.is_match(r)));
 }

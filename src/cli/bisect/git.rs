@@ -154,6 +154,7 @@ impl StepArgs {
             append: self.append.clone(),
             rules: rules.clone(),
             initrd: None,
+            url: None,
         };
         let builds = vec![
             arm("good", &self.good_image, &self.good_audit_rules),

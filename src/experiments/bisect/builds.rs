@@ -73,6 +73,7 @@ pub fn from_list(text: &str, base: &Path) -> Result<Vec<Arm>> {
             append: words.collect::<Vec<_>>().join(" "),
             rules: None,
             initrd: None,
+            url: None,
         });
     }
     Ok(out)
@@ -106,6 +107,7 @@ fn from_dir(dir: &Path) -> Result<Vec<Arm>> {
                 append: String::new(),
                 rules: None,
                 initrd: None,
+                url: None,
             })
         })
         .collect()

@@ -56,12 +56,43 @@ pub fn check(plan: &BootPlan) -> Result<Vec<(String, String)>> {
             let why = "the name is given twice".to_string();
             return Err(problem(&a.name, ArmPart::Name, why).into());
         }
+        check_name(&a.name)?;
+        if let (Backend::Kexec, Some(u)) = (&plan.backend, &a.url) {
+            let why = format!(
+                "{}: a kexec boot loads a kernel file of this machine: fetch it first (curl -o) \
+                 and give that file",
+                u.url
+            );
+            return Err(problem(&a.name, ArmPart::Kernel, why).into());
+        }
         if let Some(text) = check_arm(a, plan.rules_errors, tree.as_ref())? {
             rules.push((a.name.clone(), text));
         }
     }
     check_aged(plan)?;
     Ok(rules)
+}
+
+/// Fetch each arm whose kernel is a URL into `dir` (once: a resumed run finds its copy), its
+/// SHA-256 checked when one was given; the arm's `kernel` is then that copy. A kexec boot loads
+/// files of this machine that outlive the run, so [`check`] refuses a URL there.
+pub fn fetch_kernels(plan: &mut BootPlan, dir: &std::path::Path) -> Result<(), ArmProblem> {
+    for a in plan.arms.iter_mut() {
+        let Some(url) = &a.url else { continue };
+        check_name(&a.name)?;
+        let refuse = |why: String| problem(&a.name, ArmPart::Kernel, why);
+        let copy = dir.join(format!("{}.bzImage", a.name));
+        if !copy.exists() {
+            crate::experiments::boots::kept::make_dir(dir).map_err(|e| refuse(format!("{e:#}")))?;
+            let got = url.fetch(&copy).map_err(|e| refuse(format!("{e:#}")))?;
+            eprintln!(
+                "syscost: arm {}: fetched {} (SHA-256 {got})",
+                a.name, url.url
+            );
+        }
+        a.kernel = copy;
+    }
+    Ok(())
 }
 
 /// An aged slab is for an arm with rules, in a guest syscost boots from its own initramfs (a
@@ -348,6 +379,7 @@ mod unit {
             append: String::new(),
             rules: rules.then(|| "/r".into()),
             initrd: None,
+            url: None,
         };
         let plan = |aged: &[(&str, usize)]| BootPlan {
             arms: vec![arm("a", false), arm("b", true)],
@@ -368,5 +400,16 @@ mod unit {
         assert!(why(&[("a", 256)]).contains("no audit rules"));
         assert!(why(&[("b", 256)]).contains("kexec"));
         assert_eq!(check_aged(&plan(&[])).err().map(|e| e.why), None);
+        let mut by_url = plan(&[]);
+        let url = crate::boot::fetch::KernelUrl::new("https://x.org/bzImage", None).unwrap();
+        by_url.arms[0].url = Some(url);
+        let e = check(&by_url).unwrap_err();
+        let e = e.downcast_ref::<ArmProblem>().unwrap();
+        assert_eq!((e.arm.as_str(), e.part), ("a", ArmPart::Kernel));
+        assert!(
+            e.why.contains("a kexec boot loads a kernel file"),
+            "{}",
+            e.why
+        );
     }
 }

@@ -87,6 +87,18 @@ impl Artifact {
         })
     }
 
+    /// A file the lab fetches from `url`, where this machine fetched `copy` from: the job
+    /// carries the SHA-256 of the bytes checked here.
+    fn at(url: &str, copy: &Path) -> Result<Artifact> {
+        let bytes =
+            std::fs::read(copy).with_context(|| format!("cannot read {}", copy.display()))?;
+        Ok(Artifact {
+            url: url.to_string(),
+            sha256: crate::core::sha256_hex(&bytes),
+            len: bytes.len() as u64,
+        })
+    }
+
     fn image(&self, arg: &str) -> serde_json::Value {
         json!({"url": self.url, "sha256sum": self.sha256, "image_arg": arg})
     }
@@ -203,7 +215,11 @@ impl<'p> LavaBooter<'p> {
         };
         let kernels = (plan.arms.iter())
             .map(|a| {
-                Artifact::of(&a.kernel, served, None).with_context(|| format!("arm {}", a.name))
+                match &a.url {
+                    Some(u) => Artifact::at(&u.url, &a.kernel),
+                    None => Artifact::of(&a.kernel, served, None),
+                }
+                .with_context(|| format!("arm {}", a.name))
             })
             .collect::<Result<Vec<_>>>()?;
         let booter = LavaBooter {
@@ -232,7 +248,9 @@ impl<'p> LavaBooter<'p> {
 
     /// Every file a job fetches must be served at its URL: refused before any job otherwise.
     fn check_served(&self, s: &Served) -> Result<()> {
-        let all = (self.kernels.iter())
+        // A kernel at its own URL was fetched from there already.
+        let copied = (self.kernels.iter().zip(&self.plan.arms)).filter(|(_, a)| a.url.is_none());
+        let all = (copied.map(|(k, _)| k))
             .chain([&self.initrd])
             .chain(&self.plugin);
         for a in all {
@@ -792,6 +810,7 @@ mod unit {
                 append: "audit=1".into(),
                 rules: None,
                 initrd: None,
+                url: None,
             }],
             seed: 1,
             measure: vec!["run".into(), "syscall".into()],

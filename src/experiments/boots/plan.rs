@@ -17,6 +17,10 @@ pub struct Arm {
     /// The initramfs a kexec boot of this kernel starts with (QEMU boots get syscost's own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initrd: Option<PathBuf>,
+    /// Where the kernel was fetched from when the arm named a URL (`kernel` is then the run's
+    /// own copy): a lab's jobs fetch it from there too, checked by its SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<crate::boot::fetch::KernelUrl>,
 }
 
 /// Where the boots happen.

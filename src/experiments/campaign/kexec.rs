@@ -565,6 +565,7 @@ mod unit {
             },
             rules: None,
             initrd: None,
+            url: None,
         };
         let boot = BootPlan {
             arms: (0..arms).map(arm).collect(),
