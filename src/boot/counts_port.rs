@@ -5,7 +5,8 @@
 //! the guest cannot read; QEMU 7.2's plugin API cannot write into the guest.)
 //!
 //! The port is read from before the measurement starts, so that the socket behind it never
-//! fills, and taken once it has been quiet for a while after the measurement ended.
+//! fills, and taken once its windows are all of the measurement's (or, when they never are,
+//! once it has been quiet for a while after the measurement ended).
 
 use crate::counters::emulated::{self, Window};
 use anyhow::{Context, Result};
@@ -50,18 +51,36 @@ impl CountsPort {
         Ok(CountsPort { received })
     }
 
-    /// The windows received, once the port has been quiet for [`QUIET`] (or after [`LIMIT`]).
-    pub fn windows(self) -> Vec<Window> {
-        let start = Instant::now();
-        loop {
-            let r = self.received.lock().unwrap_or_else(|e| e.into_inner());
-            let quiet = r.1.elapsed() >= QUIET && start.elapsed() >= QUIET;
-            if quiet || start.elapsed() >= LIMIT {
-                return emulated::windows(&String::from_utf8_lossy(&r.0));
-            }
-            drop(r);
-            std::thread::sleep(Duration::from_millis(100));
+    /// The windows received: as soon as they are `complete` (every batch the measurement
+    /// opened has its window), else once the port has been quiet for [`QUIET`] (or after
+    /// [`LIMIT`]).
+    pub fn windows(self, complete: impl Fn(&[Window]) -> bool) -> Vec<Window> {
+        wait(&self.received, complete)
+    }
+}
+
+/// What [`CountsPort::windows`] waits for, over what the port's reader received.
+fn wait(received: &Received, complete: impl Fn(&[Window]) -> bool) -> Vec<Window> {
+    let start = Instant::now();
+    let mut tried = None;
+    loop {
+        let (bytes, last) = {
+            let r = received.lock().unwrap_or_else(|e| e.into_inner());
+            (r.0.clone(), r.1)
+        };
+        // Whole lines only: a line still arriving could read as a window with a number cut.
+        let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let windows = emulated::windows(&String::from_utf8_lossy(&bytes[..whole]));
+        // Judged again only when more came.
+        if tried != Some(windows.len()) && complete(&windows) {
+            return windows;
         }
+        tried = Some(windows.len());
+        let quiet = last.elapsed() >= QUIET && start.elapsed() >= QUIET;
+        if quiet || start.elapsed() >= LIMIT {
+            return emulated::windows(&String::from_utf8_lossy(&bytes));
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -74,5 +93,55 @@ pub fn raw(fd: i32) {
             libc::cfmakeraw(&mut t);
             libc::tcsetattr(fd, libc::TCSANOW, &t);
         }
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    fn port() -> Received {
+        Arc::new(Mutex::new((Vec::new(), Instant::now())))
+    }
+
+    fn give(r: &Received, bytes: &[u8]) {
+        let mut r = r.lock().unwrap();
+        r.0.extend_from_slice(bytes);
+        r.1 = Instant::now();
+    }
+
+    #[test]
+    fn the_windows_are_taken_once_complete_without_waiting_for_quiet() {
+        let r = port();
+        let (taken, told) = std::sync::mpsc::channel();
+        let writer = {
+            let r = r.clone();
+            std::thread::spawn(move || {
+                give(&r, b"W 1 10 20\n");
+                std::thread::sleep(Duration::from_millis(50));
+                give(&r, b"W 2 11 21\n");
+                // Another window only after the waiter returned, or long after.
+                let _ = told.recv_timeout(Duration::from_secs(10));
+                give(&r, b"W 3 12 22\n");
+            })
+        };
+        let got = wait(&r, |w| w.len() >= 2);
+        taken.send(()).unwrap();
+        writer.join().unwrap();
+        assert_eq!(got.len(), 2, "{got:?}");
+    }
+
+    #[test]
+    fn a_line_still_arriving_is_not_a_window_until_it_ends() {
+        let r = port();
+        give(&r, b"W 1 10 20\nW 2 11 2");
+        let seen = Mutex::new(Vec::new());
+        let got = wait(&r, |w| {
+            seen.lock().unwrap().push(w.len());
+            false
+        });
+        // Judged on the whole line alone; taken whole once quiet.
+        assert_eq!(*seen.lock().unwrap(), vec![1]);
+        assert_eq!(got.len(), 2);
     }
 }

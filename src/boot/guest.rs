@@ -232,8 +232,20 @@ fn kernel_cmdline() -> Option<String> {
 /// received, if any (given by the caller: decoding a result is a layer above the guest's).
 pub type Cases = fn(&[u8], &[crate::counters::emulated::Window]) -> Vec<super::console::Case>;
 
+/// What a guest in a lab reports besides its result, given by the caller (decoding a result is
+/// a layer above the guest's): its figures as test cases, and whether the plugin's windows
+/// received so far are all that its result's batches opened.
+#[derive(Clone, Copy)]
+pub struct LabCases {
+    pub cases: Cases,
+    pub complete: fn(&[u8], &[crate::counters::emulated::Window]) -> bool,
+}
+
+/// The lab's start mark went out before the measurement.
+static BEGUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Run as init: measure, send, power off. Never returns.
-pub fn init(cases: Cases) -> ! {
+pub fn init(lab: LabCases) -> ! {
     let mut clock = GuestClock {
         init: boottime(),
         ..GuestClock::default()
@@ -253,8 +265,13 @@ pub fn init(cases: Cases) -> ! {
     .flatten()
     .collect();
     let console = plan_here().is_some_and(|p| p.console);
-    let windows = port.map(CountsPort::windows).unwrap_or_default();
-    if let Err(e) = send(&frames, console.then_some((cases, windows))) {
+    let result = frames.iter().find_map(|f| match f {
+        Sent::Result(r) => Some(r.as_slice()),
+        _ => None,
+    });
+    let complete = |w: &[Window]| result.is_some_and(|r| (lab.complete)(r, w));
+    let windows = port.map(|p| p.windows(complete)).unwrap_or_default();
+    if let Err(e) = send(&frames, console.then_some((lab.cases, windows))) {
         eprintln!("syscost (guest): cannot send the result: {e:#}");
     }
     // SAFETY: sync and reboot take no pointers; as init this powers the guest off.
@@ -282,12 +299,15 @@ fn measure(
     if plan.counts_port {
         *port = Some(CountsPort::open()?);
     }
-    if plan.console {
-        // The plugin's lines (QEMU's log) share the console in a lab: end the firmware's last
-        // line ("Booting from ROM..." has no newline) before the first of them.
-        if let Ok(mut c) = std::fs::OpenOptions::new().write(true).open("/dev/console") {
-            let _ = c.write_all(b"\n");
-        }
+    if plan.console
+        && let Ok(mut c) = std::fs::OpenOptions::new().write(true).open("/dev/console")
+    {
+        // The plugin's lines (QEMU's log) share the console in a lab, after the firmware's
+        // last line; the lab's monitor starts now (see console::BEGIN_EARLY).
+        BEGUN.store(
+            c.write_all(super::console::BEGIN_EARLY.as_bytes()).is_ok(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
     let state = Path::new(super::hook::STATE_DIR).join(super::hook::STATE_NAME);
     if state.exists() {
@@ -537,7 +557,8 @@ fn send_on_console(frames: &[Sent], cases: Cases, windows: &[Window]) -> Result<
         .open("/dev/console")
         .context("cannot open /dev/console")?;
     let lines = super::console::lines(&bytes, &figures);
-    for (text, pause) in super::console::writes(&lines) {
+    let begun = BEGUN.load(std::sync::atomic::Ordering::Relaxed);
+    for (text, pause) in super::console::writes(&lines, begun) {
         console.write_all(text.as_bytes())?;
         console.flush()?;
         // SAFETY: the descriptor is open.

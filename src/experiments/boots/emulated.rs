@@ -24,27 +24,44 @@ use std::collections::HashMap;
 /// left as they are. `symbols`: the arm's kernel symbols and where this boot's text started,
 /// which name the blocks of an emulated profile.
 pub fn join(result: &mut serde_json::Value, windows: &[Window], symbols: Option<Rebased>) {
-    let joined = match Kind::parse(result.get("kind").and_then(|k| k.as_str()).unwrap_or("")) {
-        Some(Kind::Run) => {
-            joined_as::<RunResult>(result, windows, |r, w| joined(&mut [r], w, symbols))
-        }
-        Some(Kind::AuditSweep) => joined_as::<Sweep>(result, windows, |s, w| {
-            let mut steps: Vec<&mut RunResult> =
-                s.steps.iter_mut().map(|s| &mut s.result).collect();
-            joined(&mut steps, w, symbols)?;
-            s.refigure().map_err(|e| e.to_string())
-        }),
-        Some(Kind::Probe) => joined_as::<ProbeResult>(result, windows, probe_joined),
-        _ => return,
-    };
-    match joined {
-        Ok(v) => *result = v,
-        Err(why) => {
+    match with_windows(result, windows, symbols) {
+        None => {}
+        Some(Ok(v)) => *result = v,
+        Some(Err(why)) => {
             if let Some(w) = result.get_mut("warnings").and_then(|w| w.as_array_mut()) {
                 w.push(format!("no emulated counts: {why}").into());
             }
         }
     }
+}
+
+/// `windows` join `result` (a run, an audit sweep or a probe) one to one: every batch it ran
+/// has its window. A guest that receives the windows as they are counted stops waiting then.
+pub fn joins(result: &serde_json::Value, windows: &[Window]) -> bool {
+    matches!(with_windows(result, windows, None), Some(Ok(_)))
+}
+
+/// `result` with `windows` joined, or why they do not join; `None`: a kind no window joins.
+fn with_windows(
+    result: &serde_json::Value,
+    windows: &[Window],
+    symbols: Option<Rebased>,
+) -> Option<Result<serde_json::Value, String>> {
+    Some(
+        match Kind::parse(result.get("kind").and_then(|k| k.as_str()).unwrap_or("")) {
+            Some(Kind::Run) => {
+                joined_as::<RunResult>(result, windows, |r, w| joined(&mut [r], w, symbols))
+            }
+            Some(Kind::AuditSweep) => joined_as::<Sweep>(result, windows, |s, w| {
+                let mut steps: Vec<&mut RunResult> =
+                    s.steps.iter_mut().map(|s| &mut s.result).collect();
+                joined(&mut steps, w, symbols)?;
+                s.refigure().map_err(|e| e.to_string())
+            }),
+            Some(Kind::Probe) => joined_as::<ProbeResult>(result, windows, probe_joined),
+            _ => return None,
+        },
+    )
 }
 
 /// An arm's kernel symbols: the table one of its boots sent, and where that boot's text
