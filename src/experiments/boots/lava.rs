@@ -11,6 +11,7 @@ use super::plan::{BootPlan, LavaTarget, Pin, Served};
 use super::qemu::{build_initramfs, guest_args, kernel_command_line, record_of};
 use super::record::{BootRecord, Decoded};
 use super::schedule::{Boot, Next};
+use crate::boot::bzimage::Entry;
 use crate::boot::console::{self, CASE_PATTERN, Case};
 use crate::boot::guest;
 use crate::boot::lava::{self, BootMethod, Job, Lab, LabJob};
@@ -104,6 +105,39 @@ impl Artifact {
     }
 }
 
+/// Arm `a`'s kernel as the lab fetches it, and how it starts. On a `qemu` device a kernel of
+/// this machine starts at its PVH entry, as a direct boot's does (its vmlinux, taken out into
+/// `vmlinux` and put where the lab fetches it: no decompression under TCG, about a second of
+/// every job); a kernel at a URL, which the lab fetches from there, starts as its bzImage. A
+/// board's boot loader starts the bzImage.
+fn kernel_of(
+    a: &super::Arm,
+    target: &LavaTarget,
+    vmlinux: &Path,
+    served: Option<&Served>,
+    keep: Option<&Path>,
+) -> Result<(Artifact, Option<Entry>)> {
+    use crate::boot::qemu::KernelEntry;
+    let on_qemu = target.boot == BootMethod::Qemu;
+    if let Some(u) = &a.url {
+        let why = "fetched by the lab from its URL".to_string();
+        return Ok((
+            Artifact::at(&u.url, &a.kernel)?,
+            on_qemu.then_some(Entry::BzImage(why)),
+        ));
+    }
+    let entry = match (on_qemu, target.machine.entry) {
+        (false, _) => return Ok((Artifact::of(&a.kernel, served, None)?, None)),
+        (true, KernelEntry::Bzimage) => Entry::BzImage("--entry bzimage".into()),
+        (true, KernelEntry::Pvh) => crate::boot::bzimage::vmlinux_entry(&a.kernel, vmlinux)?,
+    };
+    let artifact = match &entry {
+        Entry::Pvh(file) => Artifact::of(file, served, keep)?,
+        Entry::BzImage(_) => Artifact::of(&a.kernel, served, None)?,
+    };
+    Ok((artifact, Some(entry)))
+}
+
 /// Boots arms of a plan as LAVA jobs, one at a time, from what every job shares: the
 /// initramfs, the plugin and each arm's kernel, where the lab fetches them.
 pub struct LavaBooter<'p> {
@@ -115,6 +149,8 @@ pub struct LavaBooter<'p> {
     initrd: Artifact,
     plugin: Option<Artifact>,
     kernels: Vec<Artifact>,
+    /// How each arm's kernel starts on a `qemu` device (none on a board).
+    entries: Vec<Option<Entry>>,
     symbols: Vec<Option<super::emulated::ArmSymbols>>,
     /// Told of each job as it is submitted and as it ends.
     on_job: Box<dyn FnMut(JobEvent) + 'p>,
@@ -125,6 +161,8 @@ pub struct LavaBooter<'p> {
     device_key: bool,
     /// Each arm's kernel release, as its bzImage header says, for the jobs' metadata.
     releases: Vec<Option<String>>,
+    /// Whether Ctrl-C (or SIGTERM, SIGHUP) came: [`crate::signals::check`], or a test's own.
+    interrupted: Box<dyn Fn() -> Result<(), crate::signals::Interrupted> + 'p>,
 }
 
 /// What a LAVA campaign or bisection brings to its boots besides the plan: the lab (with the
@@ -213,15 +251,16 @@ impl<'p> LavaBooter<'p> {
             }
             false => None,
         };
-        let kernels = (plan.arms.iter())
-            .map(|a| {
-                match &a.url {
-                    Some(u) => Artifact::at(&u.url, &a.kernel),
-                    None => Artifact::of(&a.kernel, served, None),
-                }
-                .with_context(|| format!("arm {}", a.name))
+        let (kernels, entries): (Vec<Artifact>, Vec<Option<Entry>>) = (plan.arms.iter())
+            .enumerate()
+            .map(|(i, a)| {
+                let vmlinux = dir.path().join(format!("vmlinux-{i}"));
+                kernel_of(a, target, &vmlinux, served, keep)
+                    .with_context(|| format!("arm {}", a.name))
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
         let booter = LavaBooter {
             plan,
             target,
@@ -231,12 +270,14 @@ impl<'p> LavaBooter<'p> {
             plugin,
             kernels,
             symbols: plan.arms.iter().map(|_| None).collect(),
+            entries,
             on_job: run.on_job,
             pending: run.pending,
             device_key: server.takes_device_key(),
             releases: (plan.arms.iter())
                 .map(|a| crate::boot::bzimage::release(&a.kernel))
                 .collect(),
+            interrupted: Box::new(crate::signals::check),
         };
         if let Some(s) = served {
             booter.check_served(s)?;
@@ -244,6 +285,13 @@ impl<'p> LavaBooter<'p> {
         let first = booter.definition(0, 1, 0)?;
         booter.lab.validate(&first)?;
         Ok(booter)
+    }
+
+    /// How each arm's kernel started on the lab's `qemu` devices (none on boards).
+    pub fn entries(&self) -> Vec<super::ArmEntry> {
+        let arms = self.plan.arms.iter().zip(&self.entries);
+        arms.filter_map(|(a, e)| e.as_ref().map(|e| e.of(&a.name)))
+            .collect()
     }
 
     /// Every file a job fetches must be served at its URL: refused before any job otherwise.
@@ -439,7 +487,7 @@ impl<'p> LavaBooter<'p> {
                 told = true;
             }
             for _ in 0..QUEUE_POLL_S * 2 {
-                crate::signals::check()?;
+                (self.interrupted)()?;
                 std::thread::sleep(Duration::from_millis(500));
             }
         }
@@ -515,7 +563,7 @@ impl Boot for LavaBooter<'_> {
             ));
         }
         while !open.is_empty() {
-            if let Err(i) = crate::signals::check() {
+            if let Err(i) = (self.interrupted)() {
                 // Cancelled, they are no job a resume should wait for.
                 for (_, id, ..) in &open {
                     let _ = self.lab.cancel(*id);
@@ -699,11 +747,21 @@ fn counts_port_options(path: &str) -> [String; 3] {
     ]
 }
 
+/// What the guest's init is given to report in a lab: its figures as test cases, and when the
+/// plugin's windows it has received are all of its batches' (it stops waiting for more then).
+pub const LAB_CASES: crate::boot::guest::LabCases = crate::boot::guest::LabCases {
+    cases,
+    complete: |result, windows| {
+        !windows.is_empty()
+            && serde_json::from_slice(result).is_ok_and(|v| super::emulated::joins(&v, windows))
+    },
+};
+
 /// A boot's figures as LAVA test cases: each figure of its result, the value a campaign takes
 /// of it (the median over its runs or samples), named by the arm, the operation and the
 /// figure (`old_syscall_getpid_task_clock`), with the plugin's exact counts joined from
 /// `windows` (`old_syscall_getpid_instructions_emulated`: the figure such a campaign compares
-/// by). Given to the guest's init, which sends them.
+/// by). The guest's init sends them ([`LAB_CASES`]).
 pub fn cases(result: &[u8], windows: &[Window]) -> Vec<Case> {
     let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(result) else {
         return Vec::new();
@@ -846,10 +904,12 @@ mod unit {
             plugin: plugin.then(|| file("file:///tcg_count.so")),
             kernels: vec![file("file:///k")],
             symbols: vec![None],
+            entries: vec![None],
             on_job: Box::new(|_| {}),
             pending: Vec::new(),
             device_key,
             releases: vec![Some("6.1.0-56-cloud-amd64".into())],
+            interrupted: Box::new(|| Ok(())),
         }
     }
 
@@ -1153,6 +1213,52 @@ mod unit {
         let why = record.failure_reason().unwrap_or_default();
         assert!(why.contains("did not leave the queue"), "{why}");
         assert_eq!(seen.borrow().cancelled, [1]);
+    }
+
+    /// Ctrl-C while jobs run cancels every one of them, and none is left for a resume to
+    /// wait for.
+    #[test]
+    fn ctrl_c_cancels_the_jobs_under_way() {
+        let t = target(BootMethod::Qemu, None);
+        let plan = plan_of(&t);
+        let mut running = complete();
+        running.states = vec![(lava::JobState::Running, lava::JobHealth::Unknown)];
+        let (lab, seen) = Scripted::new(vec![running.clone(), running]);
+        let mut b = booter(&plan, &t, Box::new(lab), false, false);
+        let ended = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let events = ended.clone();
+        b.on_job = Box::new(move |e| {
+            if let JobEvent::Ended(id) = e {
+                events.borrow_mut().push(id);
+            }
+        });
+        // The signal comes after the first look at the jobs.
+        let looks = std::rc::Rc::new(std::cell::Cell::new(0));
+        let counted = looks.clone();
+        b.interrupted = Box::new(move || {
+            counted.set(counted.get() + 1);
+            match counted.get() {
+                1 => Ok(()),
+                _ => Err(crate::signals::Interrupted(libc::SIGINT)),
+            }
+        });
+        let tries = [1, 2].map(|round| Next {
+            arm: 0,
+            round,
+            attempt: 0,
+            slot: 0,
+        });
+        let e = b
+            .boot_all(&tries, &mut |_| panic!("no boot ends"))
+            .unwrap_err();
+        assert!(
+            e.downcast_ref::<crate::signals::Interrupted>().is_some(),
+            "{e:#}"
+        );
+        assert_eq!(seen.borrow().submitted, [1, 2]);
+        assert_eq!(seen.borrow().polls, 1, "the jobs were looked at once");
+        assert_eq!(seen.borrow().cancelled, [1, 2]);
+        assert_eq!(*ended.borrow(), [1, 2]);
     }
 
     /// Jobs under way are polled together, one request a tick, not one each.

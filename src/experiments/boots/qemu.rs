@@ -26,14 +26,14 @@ pub struct ArmEntry {
 
 impl Entry {
     /// The file QEMU starts: the vmlinux, or the arm's bzImage.
-    fn kernel<'a>(&'a self, bzimage: &'a Path) -> &'a Path {
+    pub(super) fn kernel<'a>(&'a self, bzimage: &'a Path) -> &'a Path {
         match self {
             Entry::Pvh(vmlinux) => vmlinux,
             Entry::BzImage(_) => bzimage,
         }
     }
 
-    fn of(&self, arm: &str) -> ArmEntry {
+    pub(super) fn of(&self, arm: &str) -> ArmEntry {
         let (entry, why) = match self {
             Entry::Pvh(_) => (KernelEntry::Pvh, None),
             Entry::BzImage(why) => (KernelEntry::Bzimage, Some(why.clone())),

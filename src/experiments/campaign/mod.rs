@@ -197,7 +197,7 @@ pub fn run(
         (Backend::Lava(target), Some(run)) => {
             let mut booter = LavaBooter::start(&plan.boot, target, run, rules)?;
             let (boots, stopped) = schedule.run(&mut booter, kept, progress)?;
-            (boots, stopped, Vec::new())
+            (boots, stopped, booter.entries())
         }
         (Backend::Lava(_), None) => bail!("a LAVA campaign needs its lab and token"),
         _ => {
