@@ -48,10 +48,28 @@ const ONE_ARM_BOOTS: u32 = 3;
 /// The exit status of a campaign that is missing boots.
 pub(super) const INCOMPLETE_STATUS: i32 = 4;
 
-/// A campaign that ran and was shown, but some of whose boots failed.
+/// A campaign that ran and was shown, but some of whose boots failed or were never made (it
+/// stopped first).
 #[derive(Debug, thiserror::Error)]
-#[error("the campaign is incomplete: {0} boot(s) failed (see the failed boots above)")]
-pub struct Incomplete(pub usize);
+#[error("the campaign is incomplete: {}", self.words())]
+pub struct Incomplete {
+    pub failed: usize,
+    pub never: usize,
+}
+
+impl Incomplete {
+    fn words(&self) -> String {
+        let failed = format!(
+            "{} boot(s) failed (see the failed boots above)",
+            self.failed
+        );
+        match (self.failed, self.never) {
+            (_, 0) => failed,
+            (0, n) => format!("{n} boot(s) were never made (the campaign stopped first)"),
+            (_, n) => format!("{failed} and {n} were never made (the campaign stopped first)"),
+        }
+    }
+}
 
 /// What to do with a campaign in progress: the kexec campaign on this machine, or a QEMU
 /// campaign that was interrupted (its boots are kept as each ends).
@@ -275,7 +293,8 @@ impl CampaignArgs {
         let _ = std::fs::remove_dir_all(&files);
         if !c.complete {
             let failed = c.figures.iter().map(|f| f.failed_boots).sum();
-            return Err(Incomplete(failed).into());
+            let never = c.figures.iter().map(|f| f.unbooted).sum();
+            return Err(Incomplete { failed, never }.into());
         }
         Ok(())
     }

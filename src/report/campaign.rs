@@ -49,11 +49,12 @@ fn moved_most<'a>(arms: &[(&str, &'a EmulatedFunctions)], n: usize) -> Vec<&'a s
 impl Campaign {
     /// One row per arm: its boots and the spread of the per-boot values.
     pub fn figures_grid(&self) -> Grid {
-        let mut g = Grid::new(&[
-            "arm", "kernel", "boots", "failed", "min", "mean", "median", "max", "pstdev",
-        ])
-        .right(2..=8)
-        .title(format!(
+        // Rounds never booted only when the campaign stopped before them.
+        let never = self.figures.iter().any(|f| f.unbooted > 0);
+        let mut head = vec!["arm", "kernel", "boots", "failed"];
+        head.extend(never.then_some("never booted"));
+        head.extend(["min", "mean", "median", "max", "pstdev"]);
+        let mut g = Grid::new(&head).right(2..=head.len() - 1).title(format!(
             " {} ({}) per arm, one value per boot ({})",
             self.metric,
             self.unit,
@@ -66,6 +67,9 @@ impl Campaign {
                 Cell::Int(f.good_boots as i64),
                 Cell::Int(f.failed_boots as i64),
             ];
+            if never {
+                row.push(Cell::Int(f.unbooted as i64));
+            }
             match &f.summary {
                 Some(s) => row.extend(super::compare::spread_cells(s)),
                 None => row.extend(std::iter::repeat_n(Cell::Missing, 5)),

@@ -1292,6 +1292,28 @@ fn boots_that_cannot_finish_are_recorded_and_the_campaign_goes_on() {
         "{}",
         c["warnings"]
     );
+    // One boot failed; the rounds never booted are said apart, not counted as failed.
+    let figures = |arm: &str| {
+        let f = c["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["arm"] == arm);
+        let f = f.unwrap();
+        (
+            f["good_boots"].as_u64(),
+            f["failed_boots"].as_u64(),
+            f["unbooted"].as_u64(),
+        )
+    };
+    assert_eq!(figures("off"), (Some(0), Some(1), Some(2)));
+    let (good, failed, never) = figures("ok");
+    assert_eq!((failed, good.unwrap() + never.unwrap()), (Some(0), 3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("1 boot(s) failed (see the failed boots above) and"),
+        "{err}"
+    );
     // A boot that outlives its timeout is stopped.
     let mut args = [arm("a", &k[0]), arm("b", &k[0])].concat();
     args.extend(

@@ -42,7 +42,9 @@ pub fn analyse(
         .map_or(BootFigure::RunMedian, |(_, d)| BootFigure::of(d.view.kind));
     let comparison = compare_arms(plan, &views, &mut warnings)?;
     let created_unix = crate::core::now_unix();
-    let complete = figures.iter().all(|f| f.failed_boots == 0);
+    let complete = figures
+        .iter()
+        .all(|f| f.failed_boots == 0 && f.unbooted == 0);
     Ok(Campaign {
         envelope: Envelope::new(Kind::Campaign),
         id: format!("{created_unix}-{}", plan.boot.seed),
@@ -112,15 +114,13 @@ fn figures_of(
         .collect();
     releases.sort();
     releases.dedup();
-    let good = boots
-        .iter()
-        .filter(|b| b.arm == arm.name && b.result().is_some())
-        .count();
+    let made = BootsMade::of(&arm.name, boots, rounds);
     ArmFigures {
         arm: arm.name.clone(),
         releases,
-        good_boots: good,
-        failed_boots: (rounds as usize).saturating_sub(good),
+        good_boots: made.good,
+        failed_boots: made.failed,
+        unbooted: made.never,
         summary: Summary::of(&values),
         values,
         counters: counters_of(views, metric),
@@ -131,6 +131,32 @@ fn figures_of(
                 .filter_map(|(_, d)| d.functions.clone())
                 .collect::<Vec<_>>(),
         ),
+    }
+}
+
+/// What became of an arm's rounds: booted and measured, booted (every try) and failed, or
+/// never booted (the campaign stopped first).
+#[derive(Debug, PartialEq)]
+struct BootsMade {
+    good: usize,
+    failed: usize,
+    never: usize,
+}
+
+impl BootsMade {
+    fn of(arm: &str, boots: &[BootRecord], rounds: u32) -> BootsMade {
+        use std::collections::BTreeSet;
+        let of_arm = || boots.iter().filter(|b| b.arm == arm);
+        let tried: BTreeSet<u32> = of_arm().map(|b| b.round).collect();
+        let good: BTreeSet<u32> = (of_arm().filter(|b| b.result().is_some()))
+            .map(|b| b.round)
+            .collect();
+        let failed = tried.difference(&good).count();
+        BootsMade {
+            good: good.len(),
+            failed,
+            never: (rounds as usize).saturating_sub(good.len() + failed),
+        }
     }
 }
 
@@ -236,5 +262,69 @@ fn compare_arms(
             warnings.push(format!("no comparison: {e:#}"));
             Ok(None)
         }
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+    use crate::experiments::boots::Outcome;
+
+    fn boot(arm: &str, round: u32, attempt: u32, good: bool) -> BootRecord {
+        let outcome = match good {
+            true => Outcome::Measured {
+                result: serde_json::json!({}),
+            },
+            false => Outcome::failed("no result".into(), Default::default()),
+        };
+        BootRecord {
+            arm: arm.into(),
+            round,
+            attempt,
+            seconds: 1.0,
+            split: None,
+            pinned: Vec::new(),
+            job: None,
+            outcome,
+        }
+    }
+
+    /// A campaign that stopped after b's first boot failed: a made no boot that failed, and
+    /// the rounds nobody booted are not called failed.
+    #[test]
+    fn a_stopped_campaign_counts_the_boots_it_never_made_apart() {
+        let boots = [
+            boot("a", 1, 0, true),
+            boot("b", 1, 0, false),
+            boot("b", 1, 1, false),
+        ];
+        let made = |arm| BootsMade::of(arm, &boots, 6);
+        assert_eq!(
+            made("a"),
+            BootsMade {
+                good: 1,
+                failed: 0,
+                never: 5
+            }
+        );
+        assert_eq!(
+            made("b"),
+            BootsMade {
+                good: 0,
+                failed: 1,
+                never: 5
+            }
+        );
+        // A round measured at its retry is good, not failed.
+        let retried = [boot("a", 1, 0, false), boot("a", 1, 1, true)];
+        let made = BootsMade::of("a", &retried, 1);
+        assert_eq!(
+            made,
+            BootsMade {
+                good: 1,
+                failed: 0,
+                never: 0
+            }
+        );
     }
 }

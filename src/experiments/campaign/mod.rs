@@ -83,7 +83,11 @@ pub struct ArmFigures {
     /// The kernel releases its boots ran (one, unless the image changed).
     pub releases: Vec<String>,
     pub good_boots: usize,
+    /// Rounds whose boot (every try of it) failed.
     pub failed_boots: usize,
+    /// Rounds never booted: the campaign stopped before them.
+    #[serde(default)]
+    pub unbooted: usize,
     /// Per good boot, in round order.
     pub values: Vec<f64>,
     pub summary: Option<Summary>,
