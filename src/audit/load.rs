@@ -178,16 +178,44 @@ fn settle(sock: &mut AuditSocket, op: &Op) -> Result<()> {
 
 /// The kernel's refusal in words a user can act on.
 pub fn kernel_reason(e: &anyhow::Error) -> String {
-    let text = format!("{e:#}");
-    let hint = if text.contains("os error 17") {
-        "the kernel already has this rule"
-    } else if text.contains("os error 2)") {
-        "a path it names does not exist (a dir= directory, or a watch's parent directory)"
-    } else if text.contains("os error 22") {
-        "the kernel finds it invalid (a field this kernel or its security module does not \
-         support on this list?)"
-    } else {
-        "the kernel refused it"
+    let errno = (e.chain())
+        .find_map(|c| c.downcast_ref::<super::KernelRefused>())
+        .and_then(|r| r.error.raw_os_error());
+    let hint = match errno {
+        Some(libc::EEXIST) => "the kernel already has this rule",
+        Some(libc::ENOENT) => {
+            "a path it names does not exist (a dir= directory, or a watch's parent directory)"
+        }
+        Some(libc::EINVAL) => {
+            "the kernel finds it invalid (a field this kernel or its security module does not \
+             support on this list?)"
+        }
+        _ => "the kernel refused it",
     };
-    format!("{hint}: {text}")
+    format!("{hint}: {e:#}")
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    /// The kernel's errno, not the words of its message, says why a rule was refused.
+    #[test]
+    fn a_refusal_is_explained_by_the_kernel_s_errno() {
+        let refused = |errno| {
+            let e: anyhow::Error = super::super::KernelRefused {
+                what: "audit request".into(),
+                error: std::io::Error::from_raw_os_error(errno),
+            }
+            .into();
+            kernel_reason(&e.context("line 3"))
+        };
+        assert!(refused(libc::EEXIST).starts_with("the kernel already has this rule: line 3"));
+        assert!(refused(libc::ENOENT).starts_with("a path it names does not exist"));
+        assert!(refused(libc::EINVAL).starts_with("the kernel finds it invalid"));
+        assert!(refused(libc::EBUSY).starts_with("the kernel refused it"));
+        // Words alone are not an errno.
+        let e = anyhow::anyhow!("os error 17");
+        assert!(kernel_reason(&e).starts_with("the kernel refused it"));
+    }
 }

@@ -293,8 +293,21 @@ fn permission(e: std::io::Error, what: &str) -> anyhow::Error {
         Some(libc::ECONNREFUSED) | Some(libc::EPROTONOSUPPORT) => {
             anyhow::anyhow!("{what}: the kernel has no audit support (CONFIG_AUDIT): {e}")
         }
-        _ => anyhow::anyhow!("{what}: {e}"),
+        _ => KernelRefused {
+            what: what.to_string(),
+            error: e,
+        }
+        .into(),
     }
+}
+
+/// What the kernel answered an audit request with, its errno kept for whoever explains it.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {error}")]
+pub struct KernelRefused {
+    pub what: String,
+    /// Not a `source`: the message already says it.
+    pub error: std::io::Error,
 }
 
 /// Read the audit status; errors are explained (privilege, kernel support).

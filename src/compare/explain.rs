@@ -20,6 +20,10 @@ pub(super) fn comparison(p: Prepared, est: Estimated, ranking: Vec<Rank>) -> Com
             test.name_unpaired().into()
         },
         analysis: analysis(&p.shown, &p.tested, opts) + &exact_analysis(&est, opts),
+        pairing: Some(match opts.paired {
+            true => super::Pairing::Paired,
+            false => super::Pairing::Unpaired,
+        }),
         alpha: opts.alpha,
         noise_threshold_pct: opts.noise_pct,
         bootstrap: BootstrapInfo {

@@ -2,6 +2,7 @@
 //! source stays a group, the boot becomes the unit of replication (its value: the median of its
 //! runs), and the variance is split into within-boot and between-boot parts.
 
+use super::variant::Purpose;
 use super::{Variant, check_comparable};
 use crate::core::{Envelope, Kind};
 use crate::results::Metric;
@@ -117,8 +118,7 @@ pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
         bail!("merge needs at least two results (one per boot)");
     }
     let variants: Vec<Variant> = views.iter().map(Variant::from_view).collect();
-    let mut warnings = check_comparable(&variants, force, false, "merge")?;
-    warnings.retain(|w| !w.contains("min apart"));
+    let mut warnings = check_comparable(&variants, force, false, Purpose::Merge)?;
     let groups: Vec<Group> = views.iter().flat_map(groups_of).collect();
     warnings.extend(shared_boots(&groups));
     let first = &groups[0];

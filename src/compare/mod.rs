@@ -162,6 +162,16 @@ pub struct BootstrapInfo {
     pub confidence: f64,
 }
 
+/// How the two sides' units were compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pairing {
+    /// Round by round: each round's change B/A.
+    Paired,
+    /// As independent samples.
+    Unpaired,
+}
+
 /// A `syscost compare` (or `ab`) result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
@@ -172,6 +182,10 @@ pub struct Comparison {
     /// `paired by round` or `unpaired`, with what was analysed.
     #[serde(default)]
     pub analysis: String,
+    /// Whether the rounds were paired (their CIs then come from the paired test, not the
+    /// bootstrap); `None` in a result written before this was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairing: Option<Pairing>,
     pub alpha: f64,
     pub noise_threshold_pct: f64,
     pub bootstrap: BootstrapInfo,

@@ -2,6 +2,7 @@
 //! with `--drop-perturbed` drop) perturbed units, and keep `--best-of`'s units apart from the
 //! units every test is taken on.
 
+use super::variant::Purpose;
 use super::{Options, Variant, check_comparable};
 use crate::results::validity;
 use crate::stats::registry::TestKind;
@@ -28,7 +29,8 @@ pub(super) fn prepare(mut variants: Vec<Variant>, opts: &Options) -> Result<Prep
              use --test mann-whitney (the default) or welch"
         );
     }
-    let mut warnings = check_comparable(&variants, opts.force, opts.configurations, "compare")?;
+    let mut warnings =
+        check_comparable(&variants, opts.force, opts.configurations, Purpose::Compare)?;
     let mut opts = opts.clone();
     if let Some(why) = auto_time(&variants, &opts) {
         warnings.push(why);

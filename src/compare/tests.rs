@@ -497,3 +497,21 @@ fn ranking_and_best_of() {
     assert!((c.ranking[0].delta_pct + 20.0).abs() < 1e-9);
     assert_eq!(c.variants[2].dropped, vec![3], "the worst run is left out");
 }
+
+/// Results measured an hour apart: a comparison warns that the machine may have drifted; a
+/// merge of one configuration's boots, measured apart by design, does not.
+#[test]
+fn only_a_comparison_warns_of_drift_between_results_measured_apart() {
+    let a = variant("a", &[100.0, 101.0, 99.0]);
+    let mut b = variant("b", &[100.0, 101.0, 99.0]);
+    b.created_unix = a.created_unix + 3600;
+    let (va, vb) = (a.clone(), b.clone());
+    let said = |purpose| check_comparable(&[va.clone(), vb.clone()], false, false, purpose);
+    let compared = said(variant::Purpose::Compare).unwrap();
+    assert!(
+        compared.iter().any(|w| w.contains("60 min apart")),
+        "{compared:?}"
+    );
+    let merged = said(variant::Purpose::Merge).unwrap();
+    assert!(merged.iter().all(|w| !w.contains("apart")), "{merged:?}");
+}

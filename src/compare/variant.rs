@@ -152,13 +152,31 @@ fn workload_diff(base: &Variant, v: &Variant) -> String {
     keys.join(", ")
 }
 
+/// What results are checked for: compared against each other, or merged as boots of one
+/// configuration (measured apart in time by design: no warning of drift between them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    Compare,
+    Merge,
+}
+
+impl Purpose {
+    fn verb(self) -> &'static str {
+        match self {
+            Purpose::Compare => "compare",
+            Purpose::Merge => "merge",
+        }
+    }
+}
+
 /// Refuse variants that do not measure the same thing, naming what differs.
 pub fn check_comparable(
     variants: &[Variant],
     force: bool,
     configurations: bool,
-    verb: &str,
+    purpose: Purpose,
 ) -> Result<Vec<String>> {
+    let verb = purpose.verb();
     let mut warnings = Vec::new();
     let Some(base) = variants.first() else {
         bail!("nothing to compare");
@@ -203,7 +221,8 @@ pub fn check_comparable(
             );
         }
         let apart = v.created_unix.abs_diff(base.created_unix);
-        if v.source != "ab" && base.source != "ab" && apart > 300 && base.unit != "boot" {
+        let interleaved = v.source == "ab" || base.source == "ab" || base.unit == "boot";
+        if purpose == Purpose::Compare && !interleaved && apart > 300 {
             warnings.push(format!(
                 "{} and {} were measured {} min apart: this machine's speed can drift more than \
                  the noise threshold in that time; `syscost ab` measures configurations \

@@ -316,13 +316,13 @@ impl Render for Comparison {
                 self.noise_threshold_pct,
                 100.0 * (1.0 - 2.0 * self.alpha),
                 self.noise_threshold_pct,
-                if self.analysis.starts_with("paired") {
-                    String::new()
-                } else {
-                    format!(
+                match self.pairing {
+                    Some(crate::compare::Pairing::Unpaired) => format!(
                         " CIs by bootstrap ({} resamples, {} seed {}).",
                         self.bootstrap.resamples, self.bootstrap.generator, self.bootstrap.seed
-                    )
+                    ),
+                    // Paired: the paired test's own intervals (or unknown, in an old file).
+                    _ => String::new(),
                 }
             ),
         ]

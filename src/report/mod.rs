@@ -55,6 +55,13 @@ pub fn run_text(r: &crate::results::RunResult, format: Format) -> String {
 
 /// A metric's name with its unit, as the tables and charts label it: `time (ns/call)`; a unit
 /// that only repeats the name (`CPUs-utilized`, in CPUs utilized) is not said twice.
+/// `warnings` as the lines under a text table (`Warnings:`, then one `- ` line each); `None`
+/// when there are none. A page shows them in a list of its own instead.
+pub fn warning_notes<'a>(warnings: impl IntoIterator<Item = &'a String>) -> Option<Vec<String>> {
+    let lines: Vec<String> = warnings.into_iter().map(|w| format!("   - {w}")).collect();
+    (!lines.is_empty()).then(|| [vec![" Warnings:".to_string()], lines].concat())
+}
+
 pub fn metric_label(name: &str, unit: &str) -> String {
     if unit.replace(' ', "-").eq_ignore_ascii_case(name) {
         name.to_string()

@@ -126,7 +126,8 @@ pub fn run_preamble(r: &RunResult) -> Vec<String> {
 
 /// The run table: one row per metric, per operation, with notes (reasons for missing values,
 /// the empty-loop overhead, warnings) under it.
-pub fn run_grid(r: &RunResult) -> Grid {
+/// A run's table and its notes; the warnings go apart (a page shows them above it).
+fn run_table(r: &RunResult) -> Grid {
     let mut g = Grid::new(&[
         "metric", "median", "mean", "min", "max", "pstdev", "±%", "95% CI", "",
     ])
@@ -156,14 +157,16 @@ pub fn run_grid(r: &RunResult) -> Grid {
     for n in &r.notes {
         g.notes.push(format!(" {n}"));
     }
-    let mut warnings: Vec<&String> = r.warnings.iter().collect();
-    warnings.extend(r.environment.warnings.iter());
-    if !warnings.is_empty() {
+    g
+}
+
+/// [`run_table`] with the run's warnings (and its set-up's) under it, for text.
+pub fn run_grid(r: &RunResult) -> Grid {
+    let mut g = run_table(r);
+    let warnings = r.warnings.iter().chain(&r.environment.warnings);
+    if let Some(notes) = super::warning_notes(warnings) {
         g.notes.push(String::new());
-        g.notes.push(" Warnings:".into());
-        for w in warnings {
-            g.notes.push(format!("   - {w}"));
-        }
+        g.notes.extend(notes);
     }
     g
 }
@@ -232,10 +235,7 @@ impl ResultKind for RunResult {
         for line in run_preamble(self) {
             s.meta(&line);
         }
-        let mut g = run_grid(self);
-        g.notes
-            .retain(|n| !n.contains("Warnings") && !n.trim_start().starts_with("- "));
-        s.table(&g);
+        s.table(&run_table(self));
         if let Some(p) = &self.profile {
             s.figure(&profile_chart(p, &self.workload.describe()));
         }

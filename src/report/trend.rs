@@ -52,6 +52,16 @@ impl Render for Trend {
     }
 
     fn grids(&self) -> Vec<Grid> {
+        let mut g = self.table();
+        g.notes
+            .extend(super::warning_notes(&self.warnings).unwrap_or_default());
+        vec![g]
+    }
+}
+
+impl Trend {
+    /// The steps' table and its notes; the warnings go apart (a page shows them above it).
+    fn table(&self) -> Grid {
         let confidence = 100.0 * (1.0 - self.alpha);
         let mut g = Grid::new(&[
             &self.by,
@@ -97,13 +107,7 @@ impl Render for Trend {
             " {n} regression(s) beyond the {}% noise threshold",
             self.noise_threshold_pct
         ));
-        if !self.warnings.is_empty() {
-            g.notes.push(" Warnings:".into());
-            for w in &self.warnings {
-                g.notes.push(format!("   - {w}"));
-            }
-        }
-        vec![g]
+        g
     }
 }
 
@@ -137,10 +141,7 @@ impl ResultKind for Trend {
         for line in self.preamble() {
             s.meta(&line);
         }
-        let mut g = self.grids().remove(0);
-        g.notes
-            .retain(|n| !n.contains("Warnings") && !n.trim_start().starts_with("- "));
-        s.table(&g);
+        s.table(&self.table());
     }
 
     fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
