@@ -1,7 +1,8 @@
 //! Booting kernels for a campaign: the initramfs syscost builds from its own binary
 //! ([`initramfs`]), syscost as the guest's init ([`guest`]), and one boot in QEMU ([`qemu`]);
 //! on this machine itself, the next kernel loaded by kexec ([`kexec`]) and the boot hook that
-//! resumes the campaign after each boot ([`hook`]).
+//! resumes the campaign after each boot ([`hook`]). How any boot ended, and why one failed,
+//! whatever booted it ([`outcome`]); a kernel fetched from a lab's URL ([`fetch`]).
 //! A campaign's files live in one temporary directory of its own ([`workdir`]), removed on
 //! every exit path; one left by a SIGKILLed syscost is removed by the next campaign.
 
@@ -17,6 +18,7 @@ pub mod initramfs;
 pub mod kexec;
 pub mod lava;
 pub mod mount;
+pub mod outcome;
 pub mod qemu;
 pub mod qmp;
 pub mod settle;

@@ -2,10 +2,11 @@
 //! last lines), the result channel on the second, `panic=-1` with `-no-reboot` so a panic ends
 //! QEMU, a timeout, and QEMU killed with syscost (PR_SET_PDEATHSIG) and on an interruption.
 
-use super::guest::{self, GuestClock, Sent};
+use super::guest;
+use super::outcome::{Ended, Failure, Pinned, kernel_panic, sent_back};
 use super::qmp::Qmp;
 use crate::core::cpus::{self, CpuList};
-use crate::counters::emulated::{self, Window};
+use crate::counters::emulated;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
@@ -82,18 +83,6 @@ pub struct Machine {
     pub guest_disk: Option<super::disk::GuestDisk>,
 }
 
-/// A vCPU pinned to a host CPU, and how often its thread was seen there while the guest ran.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Pinned {
-    pub vcpu: u32,
-    /// The host thread that runs it.
-    pub thread: i32,
-    pub host_cpu: usize,
-    /// Looks at the CPU the thread last ran on (every 50 ms), and how many found it there.
-    pub looks: u32,
-    pub seen_there: u32,
-}
-
 /// The file name of QEMU's control socket in a boot's directory (short: a unix socket's path
 /// has at most 107 bytes).
 const QMP_SOCKET: &str = "qmp";
@@ -119,50 +108,6 @@ pub struct Boot<'a> {
     /// syscost's TCG plugin (`counters::emulated`), loaded to count the guest's instructions
     /// in the windows its measurement marks; its log is the boot directory's plugin.log.
     pub plugin: Option<&'a Path>,
-}
-
-/// How a boot ended.
-#[derive(Debug)]
-pub enum Ended {
-    /// The guest sent its result, and its clock where the boot's time splits; with the
-    /// plugin, the windows it counted.
-    Measured {
-        result: Vec<u8>,
-        clock: Option<GuestClock>,
-        pinned: Vec<Pinned>,
-        windows: Option<Vec<Window>>,
-        /// Where the guest kernel's text started, and maybe its symbols (`Sent::Symbols`).
-        kallsyms: Option<guest::GuestSymbols>,
-    },
-    /// It did not: why, in words and in kind, and the console's last lines.
-    Failed {
-        reason: String,
-        console: Vec<String>,
-        failure: Failure,
-    },
-}
-
-/// What kind of failure a boot without a result had. Only the guest's own report repeats in
-/// every boot of the arm; the others may not happen again.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Failure {
-    /// The guest reported it: setting up the arm or the measuring command failed.
-    InGuest,
-    /// The kernel panicked; the reason is its console's own words.
-    Panicked,
-    /// Nothing came back within the boot's time limit.
-    TimedOut,
-    /// The guest ended without a result, or the host could not start or load it.
-    #[default]
-    NoResult,
-}
-
-impl Failure {
-    /// Whether every boot of the arm would fail the same way: not worth another try.
-    pub fn repeats(self) -> bool {
-        self == Failure::InGuest
-    }
 }
 
 /// Refuse host CPUs that are not one per vCPU, or that syscost may not run on.
@@ -373,42 +318,6 @@ fn ended(
     }
 }
 
-/// How a boot ended, from the frames its guest sent back, when they hold a result or why there
-/// is none; `plugin_log`: what the plugin wrote, when it counted.
-pub fn sent_back(
-    frames: Vec<Sent>,
-    plugin_log: Option<&str>,
-    pinned: Vec<Pinned>,
-    console: &[String],
-) -> Option<Ended> {
-    let clock = frames.iter().find_map(|f| match f {
-        Sent::Clock(c) => Some(*c),
-        _ => None,
-    });
-    let kallsyms = frames.iter().find_map(|f| match f {
-        Sent::Symbols(s) => Some(s.clone()),
-        _ => None,
-    });
-    let sent = frames
-        .into_iter()
-        .find(|f| matches!(f, Sent::Result(_) | Sent::Failed(_)))?;
-    Some(match sent {
-        Sent::Result(result) => Ended::Measured {
-            result,
-            clock,
-            pinned,
-            windows: plugin_log.map(emulated::windows),
-            kallsyms,
-        },
-        Sent::Failed(reason) => Ended::Failed {
-            reason,
-            console: console.to_vec(),
-            failure: Failure::InGuest,
-        },
-        _ => return None,
-    })
-}
-
 /// Pin each vCPU thread of the paused QEMU to its host CPU, check that the kernel kept each
 /// affinity, and let the guest run.
 fn pin_and_start(dir: &Path, child: &mut Child, list: &CpuList) -> Result<Vec<Pinned>> {
@@ -496,40 +405,6 @@ fn no_result_reason(
     }
 }
 
-/// From a console: the last "Kernel panic - not syncing" message, with the oops that led to
-/// it ("BUG: ...", "general protection fault ...", "Oops: ...") and its RIP line, if any.
-pub fn kernel_panic(console: &str) -> Option<String> {
-    let lines: Vec<&str> = console.lines().map(without_timestamp).collect();
-    let at = lines
-        .iter()
-        .rposition(|l| l.starts_with("Kernel panic - not syncing:"))?;
-    let message = lines[at]["Kernel panic - not syncing:".len()..].trim();
-    let oops_at = lines[..at].iter().rposition(|l| {
-        ["BUG: ", "general protection fault", "Oops: "]
-            .iter()
-            .any(|p| l.starts_with(p))
-    });
-    let Some(o) = oops_at else {
-        return Some(message.to_string());
-    };
-    let rip = lines[o..at].iter().find(|l| l.starts_with("RIP: "));
-    let rip = rip.map(|r| format!("; {r}")).unwrap_or_default();
-    Some(format!("{message} ({}{rip})", lines[o].trim()))
-}
-
-/// A console line without its `[    0.930129] ` timestamp.
-fn without_timestamp(line: &str) -> &str {
-    let l = line.trim_end_matches('\r');
-    match l
-        .trim_start()
-        .strip_prefix('[')
-        .and_then(|r| r.split_once("] "))
-    {
-        Some((stamp, rest)) if stamp.trim().parse::<f64>().is_ok() => rest,
-        _ => l,
-    }
-}
-
 fn kill(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
@@ -614,30 +489,6 @@ pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod unit {
     use super::*;
-
-    #[test]
-    fn a_panic_is_told_by_its_message_its_oops_and_where() {
-        let console = "[    0.91] Run /init as init process\r
-[    0.92] BUG: kernel NULL pointer dereference, address: 0000000000000000\r
-[    0.92] #PF: supervisor read access in kernel mode\r
-[    0.93] RIP: 0010:update_load_avg+0x7e/0x7a0\r
-[    0.93] RSP: 0018:ff71809e00013ba0 EFLAGS: 00000046\r
-[    0.94] Kernel panic - not syncing: Fatal exception in interrupt\r
-[    0.94] Kernel Offset: 0x18000000 from 0xffffffff81000000\r
-";
-        assert_eq!(
-            kernel_panic(console).unwrap(),
-            "Fatal exception in interrupt (BUG: kernel NULL pointer dereference, address: \
-             0000000000000000; RIP: 0010:update_load_avg+0x7e/0x7a0)"
-        );
-        let no_init =
-            "[    1.0] Kernel panic - not syncing: Requested init /nonexistent failed (error -2).";
-        assert_eq!(
-            kernel_panic(no_init).unwrap(),
-            "Requested init /nonexistent failed (error -2)."
-        );
-        assert_eq!(kernel_panic("[    1.0] reboot: Power down"), None);
-    }
 
     /// QEMU loads syscost's plugin, with and without cache models; a file that is no plugin
     /// is refused in QEMU's words before any boot.

@@ -7,7 +7,8 @@ use super::*;
 use crate::audit::rules_file::OnError;
 use crate::boot::disk::GuestDisk;
 use crate::boot::lava::BootMethod;
-use crate::boot::qemu::{Accel, Failure, KernelEntry, Machine};
+use crate::boot::outcome::Failure;
+use crate::boot::qemu::{Accel, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
 use crate::counters::emulated::{CacheModel, Count, Part};
 use crate::experiments::boots::{

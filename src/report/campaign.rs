@@ -267,7 +267,7 @@ impl Campaign {
                 // A panic's reason is already the console's own words.
                 let last = console
                     .last()
-                    .filter(|_| *failure != crate::boot::qemu::Failure::Panicked)
+                    .filter(|_| *failure != crate::boot::outcome::Failure::Panicked)
                     .map(|l| format!(" (console: {l})"));
                 g.row([
                     b.arm.clone().into(),

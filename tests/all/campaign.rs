@@ -1582,7 +1582,7 @@ const KEXEC_RESULT: &str = "/var/lib/syscost/kexec-campaign.json";
 /// Boot a guest from `kernel` whose init runs `words` (a kexec campaign) with a disk that
 /// outlives its kexecs; the campaign's result it sends back.
 fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
-    use syscost::boot::{guest::GuestPlan, initramfs, qemu};
+    use syscost::boot::{guest::GuestPlan, initramfs, outcome, qemu};
     let plan = GuestPlan {
         measure: words,
         result: Some(KEXEC_RESULT.into()),
@@ -1625,8 +1625,8 @@ fn kexec_guest(tmp: &Path, k: &[PathBuf], words: Vec<String>) -> Value {
         plugin: None,
     };
     let bytes = match qemu::boot(&machine, &boot).unwrap() {
-        qemu::Ended::Measured { result, .. } => result,
-        qemu::Ended::Failed {
+        outcome::Ended::Measured { result, .. } => result,
+        outcome::Ended::Failed {
             reason, console, ..
         } => panic!("{reason}\n{}", console.join("\n")),
     };

@@ -15,7 +15,8 @@ use crate::boot::bzimage::Entry;
 use crate::boot::console::{self, CASE_PATTERN, Case};
 use crate::boot::guest;
 use crate::boot::lava::{self, BootMethod, Job, Lab, LabJob};
-use crate::boot::qemu::{self, Ended, Failure};
+use crate::boot::outcome::{self, Ended, Failure};
+use crate::boot::qemu;
 use crate::counters::emulated::Window;
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -680,7 +681,7 @@ impl LavaBooter<'_> {
             let frames = guest::unframe_all(bytes);
             // The plugin's lines are QEMU's own log, on the same console.
             let plugin = self.plugin.as_ref().map(|_| text.as_str());
-            if let Some(e) = qemu::sent_back(frames, plugin, Vec::new(), &tail) {
+            if let Some(e) = outcome::sent_back(frames, plugin, Vec::new(), &tail) {
                 return Ok((e, false));
             }
         }
@@ -695,7 +696,7 @@ impl LavaBooter<'_> {
                 lava::failure_words(job, &tests)
             ),
         };
-        if let Some(panic) = qemu::kernel_panic(&text) {
+        if let Some(panic) = outcome::kernel_panic(&text) {
             let why = format!("the kernel panicked: {panic} ({words})");
             return Ok((failed(Failure::Panicked, why, tail), false));
         }

@@ -4,7 +4,7 @@
 
 use crate::audit::load::ArmAudit;
 use crate::boot::guest::GuestClock;
-use crate::boot::qemu::{Failure, Pinned};
+use crate::boot::outcome::{Failure, Pinned};
 use crate::core::Kind;
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;

@@ -238,7 +238,7 @@ pub fn too_few_left(stopped: &[Option<String>]) -> bool {
 #[cfg(test)]
 mod unit {
     use super::*;
-    use crate::boot::qemu::Failure;
+    use crate::boot::outcome::Failure;
     use std::collections::HashMap;
 
     /// How the fake's tries of one slot end, in turn: measured, failed on the host, failed in

@@ -10,7 +10,7 @@
 use super::{Campaign, CampaignPlan};
 use crate::boot::hook::Hook;
 use crate::boot::kexec::{self as kx, Reboot, Target};
-use crate::boot::qemu::Failure;
+use crate::boot::outcome::Failure;
 use crate::experiments::boots::schedule::Schedule;
 use crate::experiments::boots::{Arm, BootRecord, Outcome, checks};
 use anyhow::{Context, Result, bail};
