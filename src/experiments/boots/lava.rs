@@ -108,7 +108,7 @@ impl Artifact {
 
 /// Arm `a`'s kernel as the lab fetches it, and how it starts. On a `qemu` device a kernel of
 /// this machine starts at its PVH entry, as a direct boot's does (its vmlinux, taken out into
-/// `vmlinux` and put where the lab fetches it: no decompression under TCG, about a second of
+/// `vmlinux` and put where the lab fetches it: no decompression under TCG, about 2 s of
 /// every job); a kernel at a URL, which the lab fetches from there, starts as its bzImage. A
 /// board's boot loader starts the bzImage.
 fn kernel_of(
@@ -118,7 +118,6 @@ fn kernel_of(
     served: Option<&Served>,
     keep: Option<&Path>,
 ) -> Result<(Artifact, Option<Entry>)> {
-    use crate::boot::qemu::KernelEntry;
     let on_qemu = target.boot == BootMethod::Qemu;
     if let Some(u) = &a.url {
         let why = "fetched by the lab from its URL".to_string();
@@ -127,11 +126,10 @@ fn kernel_of(
             on_qemu.then_some(Entry::BzImage(why)),
         ));
     }
-    let entry = match (on_qemu, target.machine.entry) {
-        (false, _) => return Ok((Artifact::of(&a.kernel, served, None)?, None)),
-        (true, KernelEntry::Bzimage) => Entry::BzImage("--entry bzimage".into()),
-        (true, KernelEntry::Pvh) => crate::boot::bzimage::vmlinux_entry(&a.kernel, vmlinux)?,
-    };
+    if !on_qemu {
+        return Ok((Artifact::of(&a.kernel, served, None)?, None));
+    }
+    let entry = super::qemu::start_entry(target.machine.entry, &a.kernel, vmlinux)?;
     let artifact = match &entry {
         Entry::Pvh(file) => Artifact::of(file, served, keep)?,
         Entry::BzImage(_) => Artifact::of(&a.kernel, served, None)?,
@@ -252,16 +250,22 @@ impl<'p> LavaBooter<'p> {
             }
             false => None,
         };
-        let (kernels, entries): (Vec<Artifact>, Vec<Option<Entry>>) = (plan.arms.iter())
-            .enumerate()
-            .map(|(i, a)| {
-                let vmlinux = dir.path().join(format!("vmlinux-{i}"));
-                kernel_of(a, target, &vmlinux, served, keep)
-                    .with_context(|| format!("arm {}", a.name))
-            })
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .unzip();
+        let mut made: Vec<(Artifact, Option<Entry>)> = Vec::new();
+        for (i, a) in plan.arms.iter().enumerate() {
+            // Arms of one kernel (audit0 and audit1 of one build) share its vmlinux.
+            let same =
+                (plan.arms[..i].iter()).position(|b| (&b.kernel, &b.url) == (&a.kernel, &a.url));
+            let one = match same {
+                Some(j) => made[j].clone(),
+                None => {
+                    let vmlinux = dir.path().join(format!("vmlinux-{i}"));
+                    kernel_of(a, target, &vmlinux, served, keep)
+                        .with_context(|| format!("arm {}", a.name))?
+                }
+            };
+            made.push(one);
+        }
+        let (kernels, entries): (Vec<Artifact>, Vec<Option<Entry>>) = made.into_iter().unzip();
         let booter = LavaBooter {
             plan,
             target,

@@ -182,15 +182,24 @@ impl<'p> Booter<'p> {
         let kernel = &self.plan.arms[a].kernel;
         let same = (0..self.entries.len())
             .find(|&j| self.entries[j].is_some() && &self.plan.arms[j].kernel == kernel);
-        let e = match (self.machine.entry, same) {
-            (KernelEntry::Bzimage, _) => Entry::BzImage("--entry bzimage".into()),
-            (KernelEntry::Pvh, Some(j)) => self.entries[j].clone().expect("found set"),
-            (KernelEntry::Pvh, None) => {
-                bzimage::vmlinux_entry(kernel, &self.dir.path().join(format!("vmlinux-{a}")))?
+        let e = match same {
+            Some(j) => self.entries[j].clone().expect("found set"),
+            None => {
+                let vmlinux = self.dir.path().join(format!("vmlinux-{a}"));
+                start_entry(self.machine.entry, kernel, &vmlinux)?
             }
         };
         self.entries[a] = Some(e.clone());
         Ok(e)
+    }
+}
+
+/// How `kernel` starts as `entry` asks: at its PVH entry (its vmlinux, taken out into
+/// `vmlinux`) where it has one, else as its bzImage, with why.
+pub(super) fn start_entry(entry: KernelEntry, kernel: &Path, vmlinux: &Path) -> Result<Entry> {
+    match entry {
+        KernelEntry::Bzimage => Ok(Entry::BzImage("--entry bzimage".into())),
+        KernelEntry::Pvh => bzimage::vmlinux_entry(kernel, vmlinux),
     }
 }
 
