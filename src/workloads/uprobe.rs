@@ -2,7 +2,7 @@
 //! trig-uprobe-* benchmarks): producers call a target whose first instruction is a nop, a push
 //! or a ret, with a probe on it (or none: the baseline), optionally running a minimal BPF
 //! program; one operation is one call. The probe's own hit count is checked against the number
-//! of calls at the end of every run: a mismatch fails the run.
+//! of calls at the end of every run: a call the probe missed fails the run (see [`check_hits`]).
 
 use super::{Spec, Workload};
 use crate::probes::targets::Insn;
@@ -201,7 +201,7 @@ impl Workload for UprobeLoop {
         Self::call(self.params.insn, 1);
         self.calls += 1;
         if let Some(p) = self.probe.as_mut()
-            && p.hits()? != 1
+            && p.hits()? == 0
         {
             bail!("the uprobe did not fire on a call of its target: probe misplaced?");
         }
@@ -238,14 +238,7 @@ impl Workload for UprobeLoop {
         }
         if let Some(probe) = self.probe.as_mut() {
             let hits = probe.hits()?;
-            if hits != self.calls {
-                bail!(
-                    "the probe counted {hits} hits for {} calls of {}: the measurement is not \
-                     what it claims",
-                    self.calls,
-                    self.params.insn.symbol()
-                );
-            }
+            check_hits(hits, self.calls, self.params.insn.symbol())?;
             self.hits = Some(hits);
         }
         Ok(())
@@ -266,6 +259,14 @@ impl Workload for UprobeLoop {
             self.params.threads,
             self.cpus
         )];
+        if let Some(extra) = self.hits.map(|h| h.saturating_sub(self.calls)).filter(|&e| e > 0) {
+            n.push(format!(
+                "the probe fired {extra} time(s) more than the {} calls: the kernel ran its \
+                 handlers again where it restarted the probed instruction, and the time per call \
+                 includes them",
+                self.calls
+            ));
+        }
         if self.params.threads > 1 {
             n.push(
                 "with several producers the counters cover the coordinating thread only; time, \
@@ -280,5 +281,50 @@ impl Workload for UprobeLoop {
         let r = self.finish();
         self.probe = None;
         r
+    }
+}
+
+/// At most this share of extra hits is taken as the kernel's restarts (one in ten thousand).
+const RESTARTS_PER_CALL: f64 = 1e-4;
+
+/// Hits against calls. Each call must fire the probe, or the run measured unprobed calls.
+/// The kernel may run a probe's handlers twice for one call: handle_swbp runs them before it
+/// sets up the single-step, and restarts the instruction at the breakpoint when that step
+/// cannot be taken or is interrupted. A few such extra hits (seen in a TCG guest: 16386 for
+/// 16385 calls) add a negligible cost per call and are noted; more than one in ten thousand
+/// means something else fires the probe, and fails the run.
+fn check_hits(hits: u64, calls: u64, symbol: &str) -> Result<()> {
+    let most = calls + 1 + (calls as f64 * RESTARTS_PER_CALL) as u64;
+    if hits < calls || hits > most {
+        bail!(
+            "the probe counted {hits} hits for {calls} calls of {symbol}: the measurement is not \
+             what it claims{}",
+            if hits < calls {
+                " (calls ran unprobed)"
+            } else {
+                " (something else fires the probe)"
+            }
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_call_must_fire_the_probe_and_a_restart_or_two_is_allowed() {
+        assert!(check_hits(16385, 16385, "f").is_ok());
+        assert!(check_hits(16386, 16385, "f").is_ok());
+        let missed = check_hits(16384, 16385, "f").unwrap_err().to_string();
+        assert!(missed.contains("16384 hits for 16385 calls of f"), "{missed}");
+        assert!(missed.contains("unprobed"), "{missed}");
+        // one in ten thousand, plus one: 3 for 20000 calls, 4 is too many
+        assert!(check_hits(20_003, 20_000, "f").is_ok());
+        let many = check_hits(20_004, 20_000, "f").unwrap_err().to_string();
+        assert!(many.contains("something else"), "{many}");
+        assert!(check_hits(1, 1, "f").is_ok() && check_hits(2, 1, "f").is_ok());
+        assert!(check_hits(3, 1, "f").is_err());
     }
 }
