@@ -66,7 +66,10 @@ fn every_probe_kind_counts_every_call() {
                 "--json",
             ]);
             let (calls, hits) = (values(&r, "calls"), values(&r, "probe-hits"));
-            assert_eq!(calls, hits, "{probe}-{insn}: hits == calls in every run");
+            assert!(
+                hits_match(&calls, &hits),
+                "{probe}-{insn}: hits {hits:?} for calls {calls:?}"
+            );
             assert_eq!(
                 calls[0], 6001.0,
                 "2 samples of 3000 and the setup's check call"
@@ -99,7 +102,17 @@ fn bpf_attaches_and_still_counts() {
         "--json",
     ]);
     assert_eq!(r["workload"]["bpf"], true);
-    assert_eq!(values(&r, "calls"), values(&r, "probe-hits"));
+    let (calls, hits) = (values(&r, "calls"), values(&r, "probe-hits"));
+    assert!(
+        hits_match(&calls, &hits),
+        "hits {hits:?} for calls {calls:?}"
+    );
+}
+
+/// Every call fired the probe, and at most one restart fired it again (syscost's own rule
+/// for these counts: one extra hit in ten thousand calls, plus one).
+fn hits_match(calls: &[f64], hits: &[f64]) -> bool {
+    calls.len() == hits.len() && calls.iter().zip(hits).all(|(c, h)| h >= c && *h <= c + 1.0)
 }
 
 fn the_probed_loop_is_slower_than_the_unprobed_one() {
