@@ -4,7 +4,7 @@
 //! drift of 3% shared by the two arms of a round, and a true shift of 0, 1, 2 or 5%. Printed
 //! per analysis (unpaired `compare`, paired `ab`): how often a change is called (the A/A
 //! false-positive rate at 0%, the power otherwise) and how often the interval covers the true
-//! shift. The table is in the README.
+//! shift. The table is in the book (docs/src/benchmarks.md).
 
 use rand::{RngExt, SeedableRng};
 use syscost::compare::{self, Decision, Options, Variant};

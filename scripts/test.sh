@@ -8,10 +8,25 @@
 # itself never calls auditctl); python3-venv and
 # KernelCI's kcidb-io schema package in target/kcidb-venv, which validates `syscost export
 # kcidb`; qemu-system-x86 and two Debian kernel images, for the campaign tests, and seven 6.12 images
-# and git for the bisection tests; Debian's LAVA for the LAVA tests), then runs every
-# test.
+# and git for the bisection tests; Debian's LAVA for the LAVA tests; mdBook for the book's
+# test), then runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# mdBook builds the book (docs/) in its test. It is not in Debian 12: crates.io's, without its
+# default features (the server and the file watcher, which a build does not need), into
+# target/tools. It compiles in the background (about 2 minutes here) while the packages below
+# install.
+mdbook=target/tools/bin/mdbook
+mdbook_version=0.5.4
+mdbook_pid=
+if [ "$("$mdbook" --version 2>/dev/null)" != "mdbook v$mdbook_version" ]; then
+	mkdir -p target
+	cargo install --quiet --locked --no-default-features --version "$mdbook_version" \
+		--root target/tools mdbook > target/mdbook-install.log 2>&1 &
+	mdbook_pid=$!
+	# A script stopped before it waits does not leave the build running.
+	trap '[ -z "$mdbook_pid" ] || kill "$mdbook_pid" 2>/dev/null || true' EXIT
+fi
 if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null \
 	|| ! command -v chromium >/dev/null || ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
 	|| ! command -v auditctl >/dev/null; then
@@ -90,6 +105,11 @@ if ! "$venv/bin/python" -c 'import kcidb_io' 2>/dev/null; then
 	rm -rf "$venv"
 	python3 -m venv "$venv" && "$venv/bin/pip" install -q 'kcidb-io==141' \
 		|| echo "note: kcidb-io could not be installed: the KCIDB test will fail" >&2
+fi
+if [ -n "$mdbook_pid" ]; then
+	wait "$mdbook_pid" \
+		|| echo "note: mdbook could not be installed (target/mdbook-install.log): the book's test will fail" >&2
+	mdbook_pid=
 fi
 # Here a test whose prerequisite is missing fails, naming it, instead of skipping: a package
 # this script failed to install cannot leave CI green with its tests never run.

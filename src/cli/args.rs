@@ -243,7 +243,7 @@ pub struct RunArgs {
     /// time; counters from the same samples), mean (total time and counts over total
     /// operations, as perf stat reports) or min (the fastest sample). Median and min resist a
     /// neighbour's interference; median decided a 2% change most often on a busy
-    /// virtual machine (README, "Noisy machines"). With --until, unless --estimator,
+    /// virtual machine (docs/src/comparing.md, "Noisy machines"). With --until, unless --estimator,
     /// --samples, --sample-time or --ops is given, each run is the floor instead: the fastest
     /// of 100 samples of 10 ms, which reaches 1% in seconds where the median design took a
     /// minute on a busy machine. [default: median]
@@ -361,7 +361,7 @@ impl RunArgs {
 
     /// How each run is sampled: as given, else run's default (10 samples of 100 ms, the
     /// median), or, with --until and nothing of it given, the floor (`runner::FLOOR_DESIGN`): the
-    /// precision target is then met in seconds on a busy machine (README, "Noisy machines").
+    /// precision target is then met in seconds on a busy machine (docs/src/comparing.md, "Noisy machines").
     pub(super) fn design(&self, commands: bool) -> (Estimator, u32, Duration) {
         let chosen = self.chosen().sampling || commands;
         if self.until.is_some() && !chosen {

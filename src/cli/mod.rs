@@ -86,7 +86,7 @@ pub enum Command {
         /// A configuration: the arguments of `syscost run` (workload and its options), quoted.
         /// Unless a variant or the shared options choose --estimator, --samples, --sample-time
         /// or --ops (or a variant is `exec`), each run is 100 samples of 10 ms and its value the
-        /// fastest: the floor, which resolves a 2% change on a busy host (README). Unless
+        /// fastest: the floor, which resolves a 2% change on a busy host (docs/src/comparing.md, "Noisy machines"). Unless
         /// --runs is given, 10 rounds: fewer than 6 could never reach p < 0.05 with the paired
         /// test, and such counts are refused. Give it two or more times; the first is the
         /// baseline.

@@ -145,7 +145,7 @@ pub fn grouped(
         if unit == Unit::Boot && boots < FEW_BOOTS {
             warnings.push(format!(
                 "{} {label}: {boots} boot(s); {FEW_BOOTS} or more per group show how much boots \
-                 differ (README: boots as a workflow)",
+                 differ (docs/src/history.md: boots as a workflow)",
                 by.name()
             ));
         }

@@ -34,7 +34,7 @@ pub use crate::results::CLOCK;
 
 /// The floor design: each run 100 samples of 10 ms, its value the fastest (the estimator, the
 /// samples per run and the sample time). On a busy host (this project's VM) it resolved a 2%
-/// change where 10 samples of 100 ms could not (README, noisy machines). `ab`'s default;
+/// change where 10 samples of 100 ms could not (docs/src/comparing.md, "Noisy machines"). `ab`'s default;
 /// suggested by a run's warnings when most runs were hit.
 pub const FLOOR_DESIGN: (Estimator, u32, Duration) =
     (Estimator::Min, 100, Duration::from_millis(10));
@@ -640,7 +640,7 @@ fn spike_warning(r: &RunResult) -> Option<String> {
     let floor = if spiky.len() * 2 > r.runs.len() && r.options.estimator != Estimator::Min {
         format!(
             "; with most runs hit, the floor of many short samples resolves small changes: {} \
-             (README, noisy machines)",
+             (docs/src/comparing.md, \"Noisy machines\")",
             floor_options()
         )
     } else {

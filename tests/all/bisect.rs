@@ -2,7 +2,7 @@
 //! (TCG), with a known change injected from the k-th build on (audit=1 with 40 exit rules on
 //! syscalls getpid never makes, or audit=1 alone): the bisection must name the k-th build.
 //! The builds are one image, Debian's 6.1 cloud kernel, seven times: the change is the
-//! injected one, and 6.1 boots in about half the time 6.12 takes under TCG (the README's
+//! injected one, and 6.1 boots in about half the time 6.12 takes under TCG (the book's
 //! bisection of the seven 6.12 images is tests/all/readme.rs's). scripts/test.sh unpacks the
 //! kernels into target/kernels; without them (or QEMU, or git) these tests say so and skip.
 //!

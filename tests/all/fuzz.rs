@@ -2,7 +2,7 @@
 //! every result the loader accepts rendered in every format and drawn, asserting no panic and,
 //! for refused input, one line of error. `SYSCOST_FUZZ_CASES` sets the number of mutations per
 //! seed (default 20,000: 100,000 result files and 80,000 strings, about 15 s in CI;
-//! `SYSCOST_FUZZ_CASES=200000 cargo test --release --test fuzz` for a longer run, as the README
+//! `SYSCOST_FUZZ_CASES=200000 cargo test --release --test fuzz` for a longer run, as the book
 //! says). Seeded, so a failure names the case that reproduces it.
 
 use crate::common::*;

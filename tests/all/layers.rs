@@ -1,6 +1,6 @@
 //! The architecture holds: every `crate::` path in `src/` points down the layer table (a module
 //! may use only modules of lower layers), so no import cycle can form between modules. The table
-//! is the one in `src/lib.rs` and the README's layout section; a new top-level module must be
+//! is the one in `src/lib.rs` and the book's layers chapter (docs/src/layers.md); a new top-level module must be
 //! placed in it here.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 crate::tests! {
     Shared every_import_points_down_the_layer_table,
     Shared the_checker_sees_imports_in_every_form,
-    Shared the_readme_and_lib_rs_name_the_layers_this_test_checks,
+    Shared the_book_and_lib_rs_name_the_layers_this_test_checks,
     Shared no_file_imports_itself_through_its_siblings,
 }
 
@@ -106,7 +106,7 @@ fn every_import_points_down_the_layer_table() {
         let Some(lf) = layer_of(&from) else {
             problems.push(format!(
                 "{}: module '{from}' is in no layer: place it in LAYERS (tests/all/layers.rs), \
-                 src/lib.rs and the README",
+                 src/lib.rs and docs/src/layers.md",
                 f.display()
             ));
             continue;
@@ -178,7 +178,7 @@ fn the_checker_sees_imports_in_every_form() {
     assert_eq!(layer_of("nonsense"), None);
 }
 
-/// The names in backquotes (README) or doc links (lib.rs) of `text`.
+/// The names in backquotes (the book) or doc links (lib.rs) of `text`.
 fn names_in(text: &str, open: &str) -> BTreeSet<String> {
     text.split(open)
         .skip(1)
@@ -188,26 +188,23 @@ fn names_in(text: &str, open: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The README's layout table and lib.rs's layer list say what this test checks: the same
+/// The book's layers chapter and lib.rs's layer list say what this test checks: the same
 /// modules in the same layers.
-fn the_readme_and_lib_rs_name_the_layers_this_test_checks() {
+fn the_book_and_lib_rs_name_the_layers_this_test_checks() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let readme = &readme[readme
-        .find("\n## Layout")
-        .expect("README has a Layout section")..];
+    let readme = std::fs::read_to_string(root.join("docs/src/layers.md")).unwrap();
     let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
     for (i, layer) in LAYERS.iter().enumerate() {
         let want: BTreeSet<String> = layer.iter().map(|m| m.to_string()).collect();
         let row = readme
             .lines()
             .find(|l| l.starts_with(&format!("| {} | ", i + 1)))
-            .unwrap_or_else(|| panic!("README's layout table has no layer {}", i + 1));
+            .unwrap_or_else(|| panic!("docs/src/layers.md's table has no layer {}", i + 1));
         let modules = row.split('|').nth(2).unwrap();
         assert_eq!(
             names_in(modules, "`"),
             want,
-            "README, layer {}: {row}",
+            "docs/src/layers.md, layer {}: {row}",
             i + 1
         );
         let doc: String = lib

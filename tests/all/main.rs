@@ -14,6 +14,7 @@ mod audit_grammar;
 mod audit_rules;
 mod bad_input;
 mod bisect;
+mod book;
 mod campaign;
 mod compare_cli;
 mod container;
@@ -51,6 +52,7 @@ fn main() -> std::process::ExitCode {
         audit_grammar::tests(),
         audit_rules::tests(),
         bad_input::tests(),
+        book::tests(),
         compare_cli::tests(),
         container::tests(),
         env::tests(),

@@ -1,9 +1,9 @@
-//! End-to-end: the README's examples, as written. Every `syscost` command of a README code
-//! block is either run here, in a scratch directory holding the files it names (on the
+//! End-to-end: the documentation's examples, as written. Every `syscost` command of a code
+//! block of the README or the book (docs/src) is either run here, in a scratch directory holding the files it names (on the
 //! Debian kernels scripts/test.sh fetches), or listed below with why it is not (a kernel tree,
 //! a LAVA lab, results of several kernels); a new example must be one or the other. A run may
-//! change a count (`--runs 6` to `--runs 2`, shorter samples) or a path the README names
-//! (`/boot/...` to the fetched kernel) by an exact substitution that fails when the README no
+//! change a count (`--runs 6` to `--runs 2`, shorter samples) or a path an example names
+//! (`/boot/...` to the fetched kernel) by an exact substitution that fails when the document no
 //! longer holds it: the examples' words are checked, not their figures.
 
 use crate::common::*;
@@ -17,45 +17,7 @@ crate::tests! {
     Shared every_example_is_run_or_says_why_not,
 }
 
-const README: &str = include_str!("../../README.md");
-
-/// Every command of the README's code blocks that starts `syscost` (a `$ ` prompt dropped,
-/// `\` continuations joined, a trailing `# comment` dropped), with its line.
-fn examples() -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let (mut in_block, mut open): (bool, Option<(usize, String)>) = (false, None);
-    for (i, line) in README.lines().enumerate() {
-        if line.starts_with("```") {
-            in_block = !in_block;
-            continue;
-        }
-        let text = line.trim();
-        let text = text.strip_prefix("$ ").unwrap_or(text);
-        let (body, more) = match text.strip_suffix('\\') {
-            Some(b) => (b.trim_end(), true),
-            None => (text, false),
-        };
-        let current = match open.take() {
-            Some((at, so_far)) => Some((at, format!("{so_far} {body}"))),
-            None if in_block && body.starts_with("syscost ") => Some((i + 1, body.to_string())),
-            None => None,
-        };
-        match (current, more) {
-            (Some(c), true) => open = Some(c),
-            (Some((at, c)), false) => out.push((at, without_comment(&c))),
-            (None, _) => {}
-        }
-    }
-    out
-}
-
-/// `cmd` without a trailing `  # comment`.
-fn without_comment(cmd: &str) -> String {
-    match cmd.find("  #") {
-        Some(at) => cmd[..at].trim_end().to_string(),
-        None => cmd.to_string(),
-    }
-}
+use crate::book::{At, examples};
 
 /// What an example needs to run: the kernels of the bisection tests (7) or of the campaign
 /// tests (2).
@@ -67,7 +29,7 @@ enum Needs {
     Builds,
 }
 
-/// An example run here: the README command it starts with, the substitutions applied to it,
+/// An example run here: the documented command it starts with, the substitutions applied to it,
 /// what it needs, and what its output must say.
 struct Run {
     starts: &'static str,
@@ -224,55 +186,55 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
 ];
 
-/// The README's example `syscost` commands are each run here or listed as not run: none can
-/// be added, or changed past its entry, unseen.
+/// The documentation's example `syscost` commands are each run here or listed as not run:
+/// none can be added, or changed past its entry, unseen.
 fn every_example_is_run_or_says_why_not() {
     let all = examples();
     assert!(all.len() >= 20, "{all:?}");
-    for (line, cmd) in &all {
+    for (at, cmd) in &all {
         let run = RUNS.iter().filter(|r| cmd.starts_with(r.starts)).count();
         let not = NOT_RUN.iter().filter(|(s, _)| cmd.starts_with(s)).count();
         assert_eq!(
             run + not,
             1,
-            "README line {line}: `{cmd}` must be run by tests/all/readme.rs or listed in NOT_RUN"
+            "{at}: `{cmd}` must be run by tests/all/readme.rs or listed in NOT_RUN"
         );
     }
     for r in RUNS {
         assert!(
             all.iter().any(|(_, c)| c.starts_with(r.starts)),
-            "the README no longer has `{}`",
+            "the documentation no longer has `{}`",
             r.starts
         );
     }
 }
 
-/// The README's example command starting `starts`, with `subs` applied (each must apply).
+/// The documentation's example command starting `starts`, with `subs` applied (each must apply).
 fn example(starts: &str, subs: &[(&str, &str)], fill: &dyn Fn(&str) -> String) -> Vec<String> {
-    let (line, cmd) = examples()
+    let (at, cmd): (At, String) = examples()
         .into_iter()
         .find(|(_, c)| c.starts_with(starts))
-        .unwrap_or_else(|| panic!("the README no longer has `{starts}`"));
+        .unwrap_or_else(|| panic!("the documentation no longer has `{starts}`"));
     let mut cmd = cmd;
     for (from, to) in subs {
-        assert!(
-            cmd.contains(from),
-            "README line {line}: `{from}` is gone from `{cmd}`"
-        );
+        assert!(cmd.contains(from), "{at}: `{from}` is gone from `{cmd}`");
         cmd = cmd.replace(from, &fill(to));
     }
-    let words = shlex::split(&cmd).unwrap_or_else(|| panic!("README line {line}: `{cmd}`"));
+    let words = shlex::split(&cmd).unwrap_or_else(|| panic!("{at}: `{cmd}`"));
     assert_eq!(words[0], "syscost");
     words[1..].to_vec()
 }
 
-/// The README's builds.list block, its kernels linked in `dir/k/` to the fetched ones in the
+/// The bisection chapter's builds.list block, its kernels linked in `dir/k/` to the fetched ones in the
 /// same order (the newest seven 6.12 images the archive has).
 fn builds_list(dir: &Path, fetched: &[PathBuf]) {
-    let at = README
+    let chapter =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/bisect.md"))
+            .unwrap();
+    let at = chapter
         .find("# builds.list\n")
-        .expect("the README's builds.list");
-    let text = &README[at..at + README[at..].find("```").unwrap()];
+        .expect("the bisection chapter's builds.list");
+    let text = &chapter[at..at + chapter[at..].find("```").unwrap()];
     let named: Vec<&str> = text
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -338,7 +300,7 @@ fn the_host_examples_run_as_written() {
 }
 
 /// The campaign and the bisection, booted under TCG with exact counts, on the kernels
-/// scripts/test.sh fetches (the README's 6.1 image is the fetched one).
+/// scripts/test.sh fetches (the documentation's 6.1 image is the fetched one).
 fn the_campaign_and_bisection_examples_run_as_written() {
     let (Some(k), Some(builds)) = (kernels_in("boot", 2), kernels_in("bisect/boot", 7)) else {
         return;
