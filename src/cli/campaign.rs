@@ -2,15 +2,13 @@
 //! record every boot's result in the history, and say whether it was complete.
 
 use super::args::HistoryOpts;
-use super::boots::{
-    BootsOpts, Via, boot_line, cancel_jobs, check_alpha, lab_tags, lava_lab, record_tagged,
-};
+use super::boots::{BootsOpts, Via, boot_line, check_alpha, lava_lab};
+use super::kept_run::{Made, drop_run, record_boot, standing};
 use super::*;
-use crate::boot::lava::Lab;
 use crate::counters::emulated::is_emulated;
 use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
-use crate::experiments::boots::kept;
-use crate::experiments::boots::{Arm, BootRecord, JobEvent, LavaRun};
+use crate::experiments::boots::kept::{self, RunKind};
+use crate::experiments::boots::{Arm, BootRecord};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::saved::{self, Saved};
 use crate::experiments::campaign::{self, CampaignPlan};
@@ -229,7 +227,8 @@ impl CampaignArgs {
             Some(kept) => kept,
             None => self.plan(saved.seed)?,
         };
-        let files = lava_files(dir, &saved.id);
+        let path = saved.path(dir);
+        let files = kept::files_of(&path);
         let checked = (checks::fetch_kernels(&mut plan.boot, &files).map_err(Into::into))
             .and_then(|_| checks::check(&plan.boot));
         let rules = match checked {
@@ -246,7 +245,6 @@ impl CampaignArgs {
         // Refused before the first boot when the boots cannot be kept; a plan refused above
         // leaves no directory behind.
         kept::check_dir(dir, "--state DIR")?;
-        let path = saved.path(dir);
         eprintln!(
             "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
              as each ends",
@@ -264,11 +262,12 @@ impl CampaignArgs {
         let via = plan.boot.backend.name();
         let kept = saved.boots.clone();
         let saved = std::cell::RefCell::new(saved);
-        let lava = lab.map(|lab| lava_run(lab, &saved, dir));
+        let lava = lab.map(|lab| kept::lava_run(lab, &saved, &path));
         let ran = campaign::run(&plan, &rules, &kept, lava, &mut |b| {
             eprintln!("syscost: {}", boot_line(b));
             let mut saved = saved.borrow_mut();
-            record_boot(b, &self.shared.keep, &saved.id, via, accel);
+            let run = (RunKind::Campaign, saved.id.as_str());
+            record_boot(b, &self.shared.keep, run, &Made { via, accel });
             saved.boots.push(b.clone());
             if let Err(e) = saved.save(dir) {
                 eprintln!("syscost: warning: {e:#}");
@@ -278,8 +277,7 @@ impl CampaignArgs {
         let mut c = match ran {
             Ok(c) => c,
             Err(e) if saved.boots.is_empty() && saved.jobs.is_empty() => {
-                let _ = std::fs::remove_file(&path);
-                let _ = std::fs::remove_dir_all(&files);
+                kept::forget(&path);
                 return Err(with_flag(e));
             }
             Err(e) => {
@@ -289,8 +287,7 @@ impl CampaignArgs {
         };
         c.id = saved.id.clone();
         show(&c, self.shared.format, &self.shared.output)?;
-        let _ = std::fs::remove_file(&path);
-        let _ = std::fs::remove_dir_all(&files);
+        kept::forget(&path);
         if !c.complete {
             let failed = c.figures.iter().map(|f| f.failed_boots).sum();
             let never = c.figures.iter().map(|f| f.unbooted).sum();
@@ -474,41 +471,6 @@ pub(super) fn run_for(
     Ok(c)
 }
 
-/// A boot's result in the history, tagged with its campaign, arm, round and how it booted.
-fn record_boot(b: &BootRecord, keep: &HistoryOpts, id: &str, via: &str, accel: &str) {
-    let mut tags = vec![
-        format!("campaign={id}"),
-        format!("arm={}", b.arm),
-        format!("round={}", b.round),
-        format!("via={via}"),
-        format!("accel={accel}"),
-    ];
-    tags.extend(b.job.iter().flat_map(lab_tags));
-    record_tagged(b, keep, tags);
-}
-
-/// What a LAVA campaign's boots need besides the plan: the lab, the jobs a killed run
-/// submitted, and each new job kept in the state as it is submitted.
-fn lava_run<'a>(lab: Lab, saved: &'a std::cell::RefCell<Saved>, dir: &'a Path) -> LavaRun<'a> {
-    let (tag, pending) = {
-        let s = saved.borrow();
-        (format!("campaign {}", s.id), s.jobs.clone())
-    };
-    LavaRun {
-        lab,
-        files: lava_files(dir, &saved.borrow().id),
-        tag,
-        pending,
-        on_job: Box::new(move |event: JobEvent| {
-            let mut s = saved.borrow_mut();
-            event.apply(&mut s.jobs);
-            if let Err(e) = s.save(dir) {
-                eprintln!("syscost: warning: {e:#}");
-            }
-        }),
-    }
-}
-
 fn step_line(step: &Step) -> String {
     match step {
         Step::Next { arm, round } => format!("rebooting into {arm} (round {round})"),
@@ -602,7 +564,11 @@ fn resume_kexec() -> Result<()> {
             no_history: r.recording.no_history,
             tags: r.recording.tags.clone(),
         };
-        record_boot(b, &keep, &r.id, "kexec", "none");
+        let made = Made {
+            via: "kexec",
+            accel: "none",
+        };
+        record_boot(b, &keep, (RunKind::Campaign, &r.id), &made);
     }
     eprintln!("syscost: campaign {}: {}", r.id, step_line(&r.step));
     if let Step::Finished(c) = &r.step {
@@ -620,7 +586,6 @@ fn status(k: &KeptDir) -> Result<()> {
         println!("no QEMU or LAVA campaign kept in {}", dir.display());
     }
     for s in &all {
-        let measured = s.boots.iter().filter(|b| b.result().is_some()).count();
         let state = match s.running() {
             true => format!("running (process {})", s.owner.0),
             false => "interrupted".into(),
@@ -630,18 +595,8 @@ fn status(k: &KeptDir) -> Result<()> {
             s.id,
             super::args::shown_words(&s.args)
         );
-        println!(
-            "  boots so far: {} ({measured} measured); the last: {}",
-            s.boots.len(),
-            s.boots.last().map_or("none".into(), boot_line)
-        );
-        if !s.jobs.is_empty() {
-            let ids: Vec<String> = s.jobs.iter().map(|j| j.id.to_string()).collect();
-            println!(
-                "  LAVA jobs submitted, not yet read back: {} (a resume waits for them, an \
-                 abort cancels them)",
-                ids.join(", ")
-            );
+        for line in standing(s) {
+            println!("  {line}");
         }
     }
     if all.iter().any(|s| !s.running()) {
@@ -701,22 +656,7 @@ fn abort(k: &KeptOne) -> Result<()> {
         return Ok(());
     };
     refuse_running(&s, "abort")?;
-    cancel_jobs(s.plan.as_ref().map(|p| &p.boot.backend), &s.jobs)?;
-    let _ = std::fs::remove_dir_all(lava_files(&dir, &s.id));
-    std::fs::remove_file(s.path(&dir))
-        .with_context(|| format!("cannot remove {}", s.path(&dir).display()))?;
-    println!(
-        "campaign {} dropped ({} boot(s) stay in the history)",
-        s.id,
-        s.boots.len()
-    );
-    Ok(())
-}
-
-/// Where a campaign keeps its own files beside its state: its arms' kernels fetched from URLs,
-/// and the files a LAVA lab on this machine fetches.
-fn lava_files(dir: &Path, id: &str) -> std::path::PathBuf {
-    dir.join(format!("{id}.files"))
+    drop_run(&s, &s.path(&dir))
 }
 
 fn abort_kexec() -> Result<()> {

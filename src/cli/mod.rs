@@ -23,6 +23,7 @@ mod campaign;
 mod commands;
 mod export;
 mod history;
+mod kept_run;
 mod progress;
 mod reading;
 mod reproduce;

@@ -2,7 +2,7 @@
 //! a bisection's result is shown and its boots recorded: shared by the list mode and the git
 //! steps.
 
-use crate::cli::boots::{BootsOpts, Via, check_alpha, record_tagged};
+use crate::cli::boots::{BootsOpts, Via, check_alpha};
 use crate::cli::*;
 use crate::counters::emulated::is_emulated;
 use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
@@ -98,15 +98,9 @@ pub(super) fn record_boot(b: &BootRecord, c: &Common, id: &str) {
         BisectVia::Lava => ("lava", "tcg"),
         BisectVia::Qemu => ("qemu", c.shared.guest.accel.name()),
     };
-    let tags = [
-        format!("bisect={id}"),
-        format!("build={}", b.arm),
-        format!("round={}", b.round),
-        format!("via={via}"),
-        format!("accel={accel}"),
-    ];
-    let lab = b.job.iter().flat_map(crate::cli::boots::lab_tags);
-    record_tagged(b, &c.shared.keep, tags.into_iter().chain(lab));
+    let made = crate::cli::kept_run::Made { via, accel };
+    let run = (crate::experiments::boots::kept::RunKind::Bisection, id);
+    crate::cli::kept_run::record_boot(b, &c.shared.keep, run, &made);
 }
 
 /// One line per boot as it ends.

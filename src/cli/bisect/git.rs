@@ -8,6 +8,7 @@ use super::common::{
 use crate::cli::boots::lava_lab;
 use crate::cli::*;
 use crate::experiments::bisect::{self, Bisection, Found, Step, decide::Class};
+use crate::experiments::boots::kept::RunKind;
 use crate::experiments::boots::{Arm, BootRecord, LavaRun};
 use anyhow::Context;
 use serde::Deserialize;
@@ -172,7 +173,7 @@ impl StepArgs {
         // One step a process: no state to keep its jobs in (a killed step is tried again).
         let lava = lab.map(|lab| LavaRun {
             lab,
-            tag: format!("bisect {}", plan.id),
+            tag: format!("{} {}", RunKind::Bisection.tag(), plan.id),
             files: files.path().to_path_buf(),
             pending: Vec::new(),
             on_job: Box::new(|_| {}),

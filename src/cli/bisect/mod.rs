@@ -7,13 +7,13 @@
 mod common;
 mod git;
 
-use crate::boot::lava::Lab;
-use crate::cli::boots::{cancel_jobs, lava_lab};
+use crate::cli::boots::lava_lab;
 use crate::cli::campaign::name_value;
+use crate::cli::kept_run::{drop_run, standing};
 use crate::cli::*;
 use crate::experiments::bisect::{self, BisectPlan, builds};
-use crate::experiments::boots::kept;
-use crate::experiments::boots::{Arm, BootRecord, JobEvent, LavaRun, PendingJob};
+use crate::experiments::boots::kept::{self, KeptRun, RunKind};
+use crate::experiments::boots::{Arm, Backend, BootRecord, PendingJob};
 use anyhow::Context;
 use common::{Common, boot_line, ends_equal, finish, metric_refused, record_boot};
 pub use git::{GitArgs, StepArgs, StepStatus};
@@ -116,34 +116,28 @@ struct State {
     jobs: Vec<PendingJob>,
 }
 
-/// Where a LAVA bisection keeps the files a lab on this machine fetches, beside its state.
-fn files_of(state: &Path) -> PathBuf {
-    state.with_extension("files")
-}
+impl KeptRun for State {
+    const KIND: RunKind = RunKind::Bisection;
 
-/// What a LAVA bisection's boots need besides the plan: its `lab` (from [`lava_lab`]), with
-/// `files` for the files a lab on this machine fetches, the jobs a killed run submitted, and
-/// each new job kept in `saved` (at `state`) as it is submitted; `None` for a QEMU one.
-fn lava_for<'a>(
-    lab: Option<Lab>,
-    plan: &BisectPlan,
-    files: &Path,
-    saved: &'a RefCell<State>,
-    state: &'a Path,
-) -> Option<LavaRun<'a>> {
-    Some(LavaRun {
-        lab: lab?,
-        tag: format!("bisect {}", plan.id),
-        files: files.to_path_buf(),
-        pending: saved.borrow().jobs.clone(),
-        on_job: Box::new(move |event: JobEvent| {
-            let mut s = saved.borrow_mut();
-            event.apply(&mut s.jobs);
-            if let Err(e) = save_state(state, &s) {
-                eprintln!("syscost: warning: {e:#}");
-            }
-        }),
-    })
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn boots(&self) -> &[BootRecord] {
+        &self.boots
+    }
+
+    fn jobs(&self) -> &[PendingJob] {
+        &self.jobs
+    }
+
+    fn jobs_mut(&mut self) -> &mut Vec<PendingJob> {
+        &mut self.jobs
+    }
+
+    fn backend(&self) -> Option<&Backend> {
+        self.plan.as_ref().map(|p| &p.boot.backend)
+    }
 }
 
 impl BisectArgs {
@@ -217,22 +211,19 @@ impl BisectArgs {
             let mut saved = saved.borrow_mut();
             record_boot(b, c, &saved.id);
             saved.boots = all.to_vec();
-            if let Err(e) = save_state(state, &saved) {
+            if let Err(e) = kept::save(&*saved, state) {
                 eprintln!("syscost: warning: {e:#}");
             }
         };
-        // Beside the state: a killed bisection's jobs still fetch them.
-        let files = files_of(state);
-        let lava = lava_for(lab, &plan, &files, &saved, state);
+        let lava = lab.map(|lab| kept::lava_run(lab, &saved, state));
         let ran = bisect::run(&plan, replay, lava, &mut on_boot);
         if ran.is_err() && !state.exists() {
             // Nothing kept to resume: nothing for its jobs either.
-            let _ = std::fs::remove_dir_all(&files);
+            kept::forget(state);
         }
         let b = ran.map_err(|e| refused(e, state))?;
         finish(&b, c)?;
-        let _ = std::fs::remove_file(state);
-        let _ = std::fs::remove_dir_all(&files);
+        kept::forget(state);
         ends_equal(&b)
     }
 
@@ -281,8 +272,7 @@ fn refused(e: anyhow::Error, state: &Path) -> anyhow::Error {
     let Some(said) = metric_refused(&e) else {
         return e;
     };
-    let _ = std::fs::remove_file(state);
-    let _ = std::fs::remove_dir_all(files_of(state));
+    kept::forget(state);
     anyhow::anyhow!("{said} (nothing of this bisection is kept)")
 }
 
@@ -293,15 +283,6 @@ impl StateArg {
         }
         Ok(kept::state_home("--state FILE")?.join("bisect.json"))
     }
-}
-
-/// Save the state atomically, in a directory only its owner reads (its command line may name a
-/// history URL with a password).
-fn save_state(path: &Path, s: &State) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        kept::make_dir(dir)?;
-    }
-    crate::core::write_atomic(path, serde_json::to_string(s)?.as_bytes())
 }
 
 fn load_state(path: &Path) -> Result<Option<State>> {
@@ -322,25 +303,13 @@ fn status(path: &Path) -> Result<()> {
         );
         return Ok(());
     };
-    let measured = s.boots.iter().filter(|b| b.result().is_some()).count();
     outln!(
         "bisection {}: syscost bisect {}",
         s.id,
         crate::cli::args::shown_words(&s.args)
     );
-    outln!(
-        "boots so far: {} ({measured} measured); the last: {}",
-        s.boots.len(),
-        s.boots.last().map_or("none".into(), boot_line)
-    );
-    for j in &s.jobs {
-        outln!(
-            "LAVA job {} submitted for {} (round {}, try {}): a resume waits for it",
-            j.id,
-            j.arm,
-            j.round,
-            j.attempt + 1
-        );
+    for line in standing(&s) {
+        outln!("{line}");
     }
     outln!("`syscost bisect resume` goes on from them; `syscost bisect abort` drops them");
     Ok(())
@@ -370,16 +339,7 @@ fn resume(path: &Path) -> Result<()> {
 
 fn abort(path: &Path) -> Result<()> {
     match load_state(path)? {
-        Some(s) => {
-            cancel_jobs(s.plan.as_ref().map(|p| &p.boot.backend), &s.jobs)?;
-            let _ = std::fs::remove_dir_all(files_of(path));
-            std::fs::remove_file(path)?;
-            outln!(
-                "bisection {} dropped ({} boot(s) stay in the history)",
-                s.id,
-                s.boots.len()
-            );
-        }
+        Some(s) => drop_run(&s, path)?,
         None => outln!(
             "no bisection in progress ({} does not exist): nothing to abort",
             path.display()

@@ -1,9 +1,115 @@
 //! Where boots are kept between processes: the state of a campaign or a bisection that a
 //! kill, a power cut or a failed analysis must not lose, in a directory only its owner reads
 //! (a kept command line may name a history URL with a password).
+//!
+//! Both kinds of kept run share one life, written here once over [`KeptRun`]: saved
+//! atomically after every boot and every LAVA job submitted ([`save`], [`lava_run`]), with
+//! its own files beside its state ([`files_of`]: kernels fetched by URL, what a lab on this
+//! machine fetches), and forgotten whole at its end or when dropped ([`forget`]).
 
+use super::{Backend, BootRecord, JobEvent, LavaRun, PendingJob};
+use crate::boot::lava::Lab;
 use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+
+/// What a kept run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunKind {
+    Campaign,
+    Bisection,
+}
+
+impl RunKind {
+    /// Its name in messages: `campaign`, `bisection`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            RunKind::Campaign => "campaign",
+            RunKind::Bisection => "bisection",
+        }
+    }
+
+    /// The key of the history tag, and the word of its LAVA jobs' names, that name the run:
+    /// `campaign`, `bisect`.
+    pub fn tag(self) -> &'static str {
+        match self {
+            RunKind::Campaign => "campaign",
+            RunKind::Bisection => "bisect",
+        }
+    }
+
+    /// The history tag that names an arm's boots: `arm` in a campaign, `build` in a bisection.
+    pub fn arm_tag(self) -> &'static str {
+        match self {
+            RunKind::Campaign => "arm",
+            RunKind::Bisection => "build",
+        }
+    }
+}
+
+/// The state of a campaign or a bisection in progress, as the shared life needs it.
+pub trait KeptRun: Serialize {
+    const KIND: RunKind;
+    fn id(&self) -> &str;
+    /// Every boot so far.
+    fn boots(&self) -> &[BootRecord];
+    /// The LAVA jobs submitted and not yet read back: a resume waits for them instead of
+    /// submitting them again; a drop cancels them.
+    fn jobs(&self) -> &[PendingJob];
+    fn jobs_mut(&mut self) -> &mut Vec<PendingJob>;
+    /// How it boots, when its plan is kept (states written before plans were kept have none).
+    fn backend(&self) -> Option<&Backend>;
+}
+
+/// A kept run's own files, beside its state file `state`: its arms' kernels fetched from URLs,
+/// and the files a LAVA lab on this machine fetches (a killed run's jobs still fetch them).
+pub fn files_of(state: &Path) -> PathBuf {
+    state.with_extension("files")
+}
+
+/// Write `run`'s state to `path` atomically, in a directory only its owner reads.
+pub fn save<K: KeptRun>(run: &K, path: &Path) -> Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    make_dir(dir.unwrap_or(Path::new(".")))?;
+    crate::core::write_atomic(path, serde_json::to_string(run)?.as_bytes()).with_context(|| {
+        format!(
+            "cannot keep the {}'s boots in {}",
+            K::KIND.noun(),
+            path.display()
+        )
+    })
+}
+
+/// What a kept run's LAVA boots need besides the plan: the `lab`, the files beside its state
+/// at `path`, the jobs a killed run submitted, and each job kept in the state as it is
+/// submitted and read back.
+pub fn lava_run<'a, K: KeptRun>(lab: Lab, run: &'a RefCell<K>, path: &'a Path) -> LavaRun<'a> {
+    let (tag, pending) = {
+        let r = run.borrow();
+        (format!("{} {}", K::KIND.tag(), r.id()), r.jobs().to_vec())
+    };
+    LavaRun {
+        lab,
+        tag,
+        files: files_of(path),
+        pending,
+        on_job: Box::new(move |event: JobEvent| {
+            let mut r = run.borrow_mut();
+            event.apply(r.jobs_mut());
+            if let Err(e) = save(&*r, path) {
+                eprintln!("syscost: warning: {e:#}");
+            }
+        }),
+    }
+}
+
+/// Remove a kept run's state at `path` and its files: it ended, was dropped, or can never
+/// go on (its boots stay in the history).
+pub fn forget(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_dir_all(files_of(path));
+}
 
 /// Where syscost keeps the state of what it runs across processes (campaigns, bisections):
 /// `$XDG_STATE_HOME/syscost`, else `~/.local/state/syscost`; `flag` names the option that
@@ -50,6 +156,67 @@ pub fn make_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    #[derive(Serialize)]
+    struct Fake {
+        id: String,
+        boots: Vec<BootRecord>,
+        jobs: Vec<PendingJob>,
+    }
+
+    impl KeptRun for Fake {
+        const KIND: RunKind = RunKind::Bisection;
+        fn id(&self) -> &str {
+            &self.id
+        }
+        fn boots(&self) -> &[BootRecord] {
+            &self.boots
+        }
+        fn jobs(&self) -> &[PendingJob] {
+            &self.jobs
+        }
+        fn jobs_mut(&mut self) -> &mut Vec<PendingJob> {
+            &mut self.jobs
+        }
+        fn backend(&self) -> Option<&Backend> {
+            None
+        }
+    }
+
+    /// A kept run is saved in a directory only its owner reads, its files beside it, and
+    /// forgotten whole: state and files.
+    #[test]
+    fn a_kept_run_is_saved_beside_its_files_and_forgotten_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("state/b.json");
+        let run = Fake {
+            id: "7".into(),
+            boots: Vec::new(),
+            jobs: Vec::new(),
+        };
+        save(&run, &path).unwrap();
+        let mode = std::fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            r#"{"id":"7","boots":[],"jobs":[]}"#
+        );
+        assert_eq!(files_of(&path), tmp.path().join("state/b.files"));
+        std::fs::create_dir(files_of(&path)).unwrap();
+        std::fs::write(files_of(&path).join("vmlinux"), "x").unwrap();
+        forget(&path);
+        assert!(!path.exists() && !files_of(&path).exists());
+        let refused = save(&run, Path::new("/proc/nope/b.json")).unwrap_err();
+        assert!(format!("{refused:#}").contains("/proc/nope"), "{refused:#}");
+        assert_eq!(
+            (Fake::KIND.noun(), Fake::KIND.tag()),
+            ("bisection", "bisect")
+        );
+    }
 
     #[test]
     fn a_directory_that_cannot_exist_is_refused() {

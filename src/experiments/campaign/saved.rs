@@ -6,8 +6,8 @@
 //! the process that runs it, and every boot so far.
 
 use super::CampaignPlan;
-use crate::experiments::boots::kept::{make_dir, state_home};
-use crate::experiments::boots::{BootRecord, PendingJob};
+use crate::experiments::boots::kept::{self, KeptRun, RunKind, state_home};
+use crate::experiments::boots::{Backend, BootRecord, PendingJob};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -73,9 +73,31 @@ impl Saved {
     /// Write it atomically, in a directory only its owner reads (its command line may name a
     /// history URL with a password).
     pub fn save(&self, dir: &Path) -> Result<()> {
-        make_dir(dir)?;
-        crate::core::write_atomic(&self.path(dir), serde_json::to_string(self)?.as_bytes())
-            .with_context(|| format!("cannot keep the campaign's boots in {}", dir.display()))
+        kept::save(self, &self.path(dir))
+    }
+}
+
+impl KeptRun for Saved {
+    const KIND: RunKind = RunKind::Campaign;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn boots(&self) -> &[BootRecord] {
+        &self.boots
+    }
+
+    fn jobs(&self) -> &[PendingJob] {
+        &self.jobs
+    }
+
+    fn jobs_mut(&mut self) -> &mut Vec<PendingJob> {
+        &mut self.jobs
+    }
+
+    fn backend(&self) -> Option<&Backend> {
+        self.plan.as_ref().map(|p| &p.boot.backend)
     }
 }
 
