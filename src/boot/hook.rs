@@ -2,7 +2,8 @@
 //! Under systemd it is a oneshot unit syscost writes, enables and removes; in a campaign's
 //! own guest (syscost is the init) the init is the hook and nothing is installed.
 
-use anyhow::{Context, Result, bail};
+use crate::core::input::Opt;
+use anyhow::{Context, Result};
 use std::path::Path;
 
 /// Where a kexec campaign's state lives while it runs (the unit runs only when it exists).
@@ -32,10 +33,12 @@ impl Hook {
         } else if super::kexec::systemd_is_init() {
             Ok(Hook::Systemd)
         } else {
-            bail!(
+            Err(crate::refused!(
                 "no boot hook: the init is not systemd, so nothing would resume the campaign \
-                 after a reboot. Boot with systemd, or compare the kernels in QEMU (--via qemu)"
-            )
+                 after a reboot. Boot with systemd, or compare the kernels in QEMU (",
+                Opt::Via,
+                " qemu)"
+            ))
         }
     }
 
@@ -65,8 +68,8 @@ fn is_syscost_init() -> bool {
 /// The unit's text.
 pub fn unit_text(exe: &Path) -> String {
     format!(
-        "# Written by `syscost campaign --via kexec`; removed when the campaign ends or by\n\
-         # `syscost campaign abort`.\n\
+        "# Written by a syscost campaign that boots its kernels by kexec; removed when the\n\
+         # campaign ends or by `syscost campaign abort`.\n\
          [Unit]\n\
          Description=syscost campaign: measure this boot, then boot the next kernel\n\
          After=multi-user.target\n\

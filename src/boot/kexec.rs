@@ -7,6 +7,7 @@
 //! `kernel.kexec_load_disabled`, CAP_SYS_BOOT, a lockdown that wants signed kernels, or an
 //! image someone else loaded (never replaced).
 
+use crate::core::input::Opt;
 use anyhow::{Context, Result, bail};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -25,11 +26,12 @@ const CAP_SYS_BOOT: u32 = 22;
 /// Refuse, with what to do, a machine where a campaign's kexec cannot work.
 pub fn check_available() -> Result<()> {
     if read_trim("/proc/sys/kernel/kexec_load_disabled").as_deref() == Some("1") {
-        bail!(
+        return Err(crate::refused!(
             "kexec is disabled on this boot (sysctl kernel.kexec_load_disabled=1 cannot be set \
-             back to 0 until a reboot): boot without it, or compare the kernels in QEMU \
-             (--via qemu)"
-        );
+             back to 0 until a reboot): boot without it, or compare the kernels in QEMU (",
+            Opt::Via,
+            " qemu)"
+        ));
     }
     if !has_capability(CAP_SYS_BOOT) {
         bail!("loading a kernel with kexec needs CAP_SYS_BOOT: run the campaign as root");
@@ -39,10 +41,12 @@ pub fn check_available() -> Result<()> {
     let rc = unsafe { libc::syscall(libc::SYS_kexec_file_load, -1, -1, 0, 0, 0xffff_0000u64) };
     let errno = std::io::Error::last_os_error().raw_os_error();
     if rc != 0 && errno == Some(libc::ENOSYS) {
-        bail!(
+        return Err(crate::refused!(
             "this kernel has no kexec_file_load(2) (CONFIG_KEXEC_FILE is off): boot a kernel \
-             built with it, or compare the kernels in QEMU (--via qemu)"
-        );
+             built with it, or compare the kernels in QEMU (",
+            Opt::Via,
+            " qemu)"
+        ));
     }
     if loaded() {
         bail!(
@@ -107,10 +111,12 @@ fn load_error(kernel: &Path, e: std::io::Error) -> anyhow::Error {
     let k = kernel.display();
     match (e.raw_os_error(), lockdown()) {
         (Some(libc::EKEYREJECTED | libc::EBADMSG | libc::ENODATA | libc::EPERM), Some(mode)) => {
-            anyhow::anyhow!(
-                "kexec_file_load refused {k} ({e}): the kernel is locked down ({mode}), so it \
-                 boots only kernels signed by a key it trusts. Sign the image (sbsign) with an \
-                 enrolled key, or compare the kernels in QEMU (--via qemu)"
+            crate::refused!(
+                format!("kexec_file_load refused {k} ({e}): the kernel is locked down ({mode}), "),
+                "so it boots only kernels signed by a key it trusts. Sign the image (sbsign) \
+                 with an enrolled key, or compare the kernels in QEMU (",
+                Opt::Via,
+                " qemu)"
             )
         }
         (Some(libc::ENOEXEC), _) => anyhow::anyhow!(

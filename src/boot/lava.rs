@@ -5,6 +5,7 @@
 //! The token goes in one header and nowhere else: [`Token`] prints as `***`, and a URL is kept
 //! and shown without any password it carried ([`Lab::url`]).
 
+use crate::core::input::Opt;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -31,17 +32,20 @@ impl Token {
     pub fn read(file: Option<&std::path::Path>) -> Result<Token> {
         match file {
             Some(f) => {
-                let text = std::fs::read_to_string(f)
-                    .with_context(|| format!("--lava-token-file: cannot read {}", f.display()))?;
-                Token::new(&text).with_context(|| format!("--lava-token-file {}", f.display()))
+                let text = std::fs::read_to_string(f).with_context(|| {
+                    crate::refused!(Opt::LavaTokenFile, ": cannot read ", f.display())
+                })?;
+                Token::new(&text)
+                    .with_context(|| crate::refused!(Opt::LavaTokenFile, " ", f.display()))
             }
             None => match std::env::var(TOKEN_ENV) {
                 Ok(t) => Token::new(&t).context(TOKEN_ENV),
-                Err(_) => bail!(
-                    "no LAVA token: set {TOKEN_ENV} or give --lava-token-file FILE (a token of \
-                     a user of the lab: its web page's API / Tokens, or `lava-server manage \
-                     tokens add`)"
-                ),
+                Err(_) => Err(crate::refused!(
+                    format!("no LAVA token: set {TOKEN_ENV} or give "),
+                    Opt::LavaTokenFile,
+                    " FILE (a token of a user of the lab: its web page's API / Tokens, or \
+                     `lava-server manage tokens add`)"
+                )),
             },
         }
     }
@@ -384,18 +388,19 @@ pub fn shown_url(url: &str) -> Result<String> {
         .split_once("://")
         .filter(|(s, _)| *s == "http" || *s == "https")
         .with_context(|| {
-            format!(
-                "--lava-url {}: give an http:// or https:// URL",
-                crate::core::redact_url(url)
-            )
+            let url = crate::core::redact_url(url);
+            crate::refused!(Opt::LavaUrl, " ", url, ": give an http:// or https:// URL")
         })?;
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
     let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
     if host.is_empty() {
-        bail!(
-            "--lava-url {}: the URL names no server",
-            crate::core::redact_url(url)
-        );
+        let url = crate::core::redact_url(url);
+        return Err(crate::refused!(
+            Opt::LavaUrl,
+            " ",
+            url,
+            ": the URL names no server"
+        ));
     }
     let path = path.trim_end_matches('/');
     let sep = if path.is_empty() { "" } else { "/" };
@@ -560,12 +565,16 @@ impl Lab {
     fn ok(&self, path: &str, status: u16, text: &str) -> Result<()> {
         match status {
             200..=299 => Ok(()),
-            401 | 403 => bail!(
-                "the LAVA server {} refused the token ({status}: {}): give a token of a user of \
-                 this server (SYSCOST_LAVA_TOKEN or --lava-token-file)",
-                self.url,
-                detail(text)
-            ),
+            401 | 403 => Err(crate::refused!(
+                format!(
+                    "the LAVA server {} refused the token ({status}: {}): ",
+                    self.url,
+                    detail(text)
+                ),
+                "give a token of a user of this server (SYSCOST_LAVA_TOKEN or ",
+                Opt::LavaTokenFile,
+                ")"
+            )),
             _ => bail!(
                 "{}: the server answered {status}: {}",
                 self.path_url(path),

@@ -6,6 +6,7 @@ use super::guest;
 use super::outcome::{Ended, Failure, Pinned, kernel_panic, sent_back};
 use super::qmp::Qmp;
 use crate::core::cpus::{self, CpuList};
+use crate::core::input::Opt;
 use crate::counters::emulated;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -116,14 +117,19 @@ pub fn check_pinning(m: &Machine) -> Result<()> {
         return Ok(());
     };
     if list.len() != m.cpus as usize {
-        bail!(
-            "--host-cpus {list} names {} CPU(s) for {} vCPU(s): give one host CPU per vCPU \
-             (or change --guest-cpus)",
-            list.len(),
-            m.cpus
-        );
+        return Err(crate::refused!(
+            Opt::HostCpus,
+            format!(
+                " {list} names {} CPU(s) for {} vCPU(s): ",
+                list.len(),
+                m.cpus
+            ),
+            "give one host CPU per vCPU (or change ",
+            Opt::GuestCpus,
+            ")"
+        ));
     }
-    cpus::check_allowed(list, "--host-cpus").map_err(anyhow::Error::msg)
+    cpus::check_allowed(list, Opt::HostCpus).map_err(anyhow::Error::msg)
 }
 
 /// Fail with the package to install when QEMU is missing.
@@ -329,11 +335,14 @@ fn pin_and_start(dir: &Path, child: &mut Child, list: &CpuList) -> Result<Vec<Pi
     };
     let vcpus = q.vcpus()?;
     if vcpus.len() != list.len() {
-        bail!(
-            "--host-cpus {list} names {} CPU(s) for the guest's {} vCPU(s)",
-            list.len(),
-            vcpus.len()
-        );
+        return Err(crate::refused!(
+            Opt::HostCpus,
+            format!(
+                " {list} names {} CPU(s) for the guest's {} vCPU(s)",
+                list.len(),
+                vcpus.len()
+            )
+        ));
     }
     let mut threads: Vec<i32> = vcpus.iter().map(|v| v.thread).collect();
     threads.sort();

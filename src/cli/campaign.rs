@@ -5,6 +5,7 @@ use super::args::HistoryOpts;
 use super::boots::{BootsOpts, Via, boot_line, check_alpha, lava_lab};
 use super::kept_run::{Made, drop_run, record_boot, standing};
 use super::*;
+use crate::core::input::Opt;
 use crate::counters::emulated::is_emulated;
 use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
 use crate::experiments::boots::kept::{self, RunKind};
@@ -244,7 +245,7 @@ impl CampaignArgs {
         saved.plan = Some(plan.clone());
         // Refused before the first boot when the boots cannot be kept; a plan refused above
         // leaves no directory behind.
-        kept::check_dir(dir, "--state DIR")?;
+        kept::check_dir(dir, Opt::State)?;
         eprintln!(
             "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
              as each ends",
@@ -346,7 +347,7 @@ impl CampaignArgs {
             }
             return Ok(boots);
         }
-        crate::experiments::ab::decidable("--boots", boots as usize, comparisons, self.alpha)
+        crate::experiments::ab::decidable(Opt::Boots, boots as usize, comparisons, self.alpha)
             .map_err(|e| anyhow::anyhow!("{e} (or add --no-verdict for figures alone)"))?;
         Ok(boots)
     }

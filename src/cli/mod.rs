@@ -22,6 +22,7 @@ mod cachesets;
 mod campaign;
 mod commands;
 mod export;
+pub mod flags;
 mod history;
 mod kept_run;
 mod progress;

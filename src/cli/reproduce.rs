@@ -4,6 +4,7 @@
 use super::boots::boot_line;
 use super::campaign::name_value;
 use super::*;
+use crate::experiments::reproduce::Measure;
 use crate::experiments::reproduce::{self, ArmSpec, Investigation};
 use anyhow::Context as _;
 use std::path::Path;
@@ -170,9 +171,8 @@ impl ReproduceArgs {
             if let Some(n) = a.aged {
                 c.extend(["--aged-slab".into(), format!("{}={n}", a.name)]);
             }
-            if let Some(words) = a.measure {
-                let words: Vec<&str> = words.split_whitespace().collect();
-                let words = shlex::try_join(self.measuring(&words).iter().map(String::as_str));
+            if let Some(m) = a.measure {
+                let words = shlex::try_join(self.measuring(m).iter().map(String::as_str));
                 let words = words.unwrap_or_default();
                 c.extend(["--arm-command".into(), format!("{}={words}", a.name)]);
             }
@@ -183,8 +183,8 @@ impl ReproduceArgs {
     }
 
     /// A measuring command with this reproduction's runs, samples and sample time.
-    fn measuring(&self, words: &[&str]) -> Vec<String> {
-        let mut c: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+    fn measuring(&self, m: Measure) -> Vec<String> {
+        let mut c = measure_words(m);
         c.extend(["--runs".into(), self.runs.to_string()]);
         if let Some(n) = self.samples {
             c.extend(["--samples".into(), n.to_string()]);
@@ -230,4 +230,30 @@ fn list() -> Result<()> {
         outln!("{:width$}needs: {}", "", i.needs);
     }
     Ok(())
+}
+
+/// The words of a reproduction's measuring command.
+fn measure_words(m: Measure) -> Vec<String> {
+    let value = |v: Option<clap::builder::PossibleValue>| {
+        v.map(|v| v.get_name().to_string()).unwrap_or_default()
+    };
+    let words: Vec<String> = match m {
+        Measure::Syscall => vec!["run".into(), "syscall".into()],
+        Measure::VfsMixIn(dir) => vec!["run".into(), "vfs-mix".into(), "--dir".into(), dir.into()],
+        Measure::Uprobe => vec!["run".into(), "uprobe".into()],
+        Measure::UprobeSweep { probe, insn } => {
+            use clap::ValueEnum;
+            vec![
+                "run".into(),
+                "uprobe".into(),
+                "--probe".into(),
+                value(probe.to_possible_value()),
+                "--insn".into(),
+                value(insn.to_possible_value()),
+                "--threads".into(),
+                "1-2".into(),
+            ]
+        }
+    };
+    words
 }

@@ -205,7 +205,8 @@ pub fn current_cpu() -> Option<usize> {
 
 /// Check that `wanted` (given with `flag`) is inside the allowed set; the error names the
 /// CPUs that are not.
-pub fn check_allowed(wanted: &CpuList, flag: &str) -> Result<(), String> {
+pub fn check_allowed(wanted: &CpuList, opt: crate::core::input::Opt) -> Result<(), String> {
+    let flag = crate::core::input::spelled(opt);
     let allowed = allowed_cpus().map_err(|e| format!("cannot read CPU affinity: {e}"))?;
     let outside = wanted.difference(&allowed);
     if outside.is_empty() {
@@ -329,8 +330,8 @@ mod tests {
     fn allowed_set_is_nonempty_and_checked() {
         let allowed = allowed_cpus().unwrap();
         assert!(!allowed.is_empty());
-        assert!(check_allowed(&allowed, "--cpu").is_ok());
-        let msg = check_allowed(&set(&[4000]), "--cpu").unwrap_err();
+        assert!(check_allowed(&allowed, crate::core::input::Opt::Cpu).is_ok());
+        let msg = check_allowed(&set(&[4000]), crate::core::input::Opt::Cpu).unwrap_err();
         assert!(msg.contains("4000") && msg.contains("--cpu"), "{msg}");
     }
 }

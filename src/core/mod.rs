@@ -4,12 +4,14 @@
 //! - [`num`]: numbers as the tables print them;
 //! - [`files`]: atomic file writing, a file's SHA-256;
 //! - [`envelope`]: the header every result file carries (schema, version, kind, tool);
-//! - [`perf`]: two facts about perf_event_open on this machine.
+//! - [`perf`]: two facts about perf_event_open on this machine;
+//! - [`input`]: the options a user gives, named by what they set ([`input::Opt`]).
 
 pub mod caches;
 pub mod cpus;
 pub mod envelope;
 pub mod files;
+pub mod input;
 pub mod limits;
 pub mod num;
 pub mod perf;

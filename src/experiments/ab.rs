@@ -2,11 +2,12 @@
 //! fresh worker, then compared as configurations (their parameters differ on purpose).
 
 use crate::compare::{self, Comparison, Variant};
+use crate::core::input::Opt;
 use crate::results::metrics::Estimator;
 use crate::results::{Grain, slots};
 use crate::runner::{self, Plan, Progress};
 use crate::workloads::WorkloadSpec;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use std::path::PathBuf;
 
 /// The file name a variant's result is saved under in `--save DIR`.
@@ -110,14 +111,22 @@ pub fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<St
 fn check_arms(plans: &[Plan], variants: &[String]) -> Result<()> {
     for (p, v) in plans.iter().zip(variants).skip(1) {
         if p.subtract_overhead != plans[0].subtract_overhead {
-            bail!("--variant '{v}': --subtract-overhead must be the same for every variant");
+            return Err(crate::refused!(
+                Opt::Variant,
+                format!(" '{v}': "),
+                Opt::SubtractOverhead,
+                " must be the same for every variant"
+            ));
         }
         if p.workload.op_name() != plans[0].workload.op_name() {
-            bail!(
-                "--variant '{v}' counts {}, the first counts {}: per-op figures would not compare",
-                crate::core::plural(p.workload.op_name()),
-                crate::core::plural(plans[0].workload.op_name())
-            );
+            return Err(crate::refused!(
+                Opt::Variant,
+                format!(
+                    " '{v}' counts {}, the first counts {}: per-op figures would not compare",
+                    crate::core::plural(p.workload.op_name()),
+                    crate::core::plural(plans[0].workload.op_name())
+                )
+            ));
         }
     }
     Ok(())
@@ -126,16 +135,20 @@ fn check_arms(plans: &[Plan], variants: &[String]) -> Result<()> {
 /// Refuse, before anything is measured, a number of rounds whose paired test can never reach
 /// `alpha` over `comparisons` variants (Holm multiplies the smallest p by their number);
 /// `flag` is the option that sets the rounds (`--runs`, `--boots`).
-pub fn decidable(flag: &str, rounds: usize, comparisons: usize, alpha: f64) -> Result<()> {
+pub fn decidable(opt: Opt, rounds: usize, comparisons: usize, alpha: f64) -> Result<()> {
     let need = crate::stats::paired::pairs_to_decide(alpha, comparisons);
     if rounds < need {
         let smallest =
             compare::smallest_p(crate::stats::paired::min_signed_rank_p(rounds), comparisons);
-        bail!(
-            "{flag} {rounds}: with {rounds} rounds the paired test's smallest possible p is \
-             {smallest}, above alpha {alpha}, so no change could ever be decided; use {flag} \
-             {need} or more"
-        );
+        return Err(crate::refused!(
+            opt,
+            format!(
+                " {rounds}: with {rounds} rounds the paired test's smallest possible p is \
+                 {smallest}, above alpha {alpha}, so no change could ever be decided; use "
+            ),
+            opt,
+            format!(" {need} or more")
+        ));
     }
     Ok(())
 }
@@ -233,23 +246,33 @@ pub fn with_defaults(arms: Vec<Arm>) -> Vec<Plan> {
 /// Two arms or more, and one distinct label each or none.
 fn check_labels(arms: usize, labels: &[String]) -> Result<()> {
     if arms < 2 {
-        bail!("ab needs at least two --variant configurations");
+        return Err(crate::refused!(
+            "ab needs at least two ",
+            Opt::Variant,
+            " configurations"
+        ));
     }
     if let Some(twice) = labels
         .iter()
         .enumerate()
         .find_map(|(i, l)| labels[..i].contains(l).then_some(l))
     {
-        bail!(
-            "--label '{twice}' is given twice: each variant needs its own (they name the rows \
-             and the --save files)"
-        );
+        return Err(crate::refused!(
+            Opt::Label,
+            format!(" '{twice}' is given twice: each variant needs its own (they name the rows "),
+            "and the ",
+            Opt::Save,
+            " files)"
+        ));
     }
     if !labels.is_empty() && labels.len() != arms {
-        bail!(
-            "give one --label per --variant ({} labels for {arms} variants), or none",
-            labels.len(),
-        );
+        return Err(crate::refused!(
+            "give one ",
+            Opt::Label,
+            " per ",
+            Opt::Variant,
+            format!(" ({} labels for {arms} variants), or none", labels.len())
+        ));
     }
     Ok(())
 }
@@ -259,7 +282,7 @@ fn check_labels(arms: usize, labels: &[String]) -> Result<()> {
 pub fn run(req: &AbRequest, progress: &mut dyn FnMut(Progress)) -> Result<Comparison> {
     let (plans, labels, options) = (&req.plans, &req.labels, &req.options);
     let rounds = plans.iter().map(|p| p.runs).min().unwrap_or(0);
-    decidable("--runs", rounds as usize, plans.len() - 1, options.alpha)?;
+    decidable(Opt::Runs, rounds as usize, plans.len() - 1, options.alpha)?;
     let results = runner::run_interleaved(plans, req.grain, progress)?;
     // What was done: runs alternate instead where the plans cannot take turns by sample.
     let grain = results[0].options.interleaved.unwrap_or(Grain::Runs);

@@ -11,6 +11,7 @@
 use super::rule_costs::FileSweep;
 use crate::audit::{self, AuditStatus, session::Session};
 use crate::compare::{self, Delta};
+use crate::core::input::Opt;
 use crate::core::{Envelope, Kind};
 use crate::results::{Metric, MetricKind, RunResult};
 use crate::runner::{self, Plan, Progress, interleave::Batch};
@@ -168,9 +169,10 @@ pub fn parse_rule_counts(s: &str) -> Result<Vec<u32>> {
     for part in s.split(',') {
         let part = part.trim();
         let bad = || {
-            anyhow::anyhow!(
-                "--rules '{s}': '{part}' is not a rule count; write counts like 0,8,16,32 or a \
-                 range like 0-48:16"
+            crate::refused!(
+                Opt::Rules,
+                format!(" '{s}': '{part}' is not a rule count; "),
+                "write counts like 0,8,16,32 or a range like 0-48:16"
             )
         };
         let num = |t: &str| t.trim().parse::<u32>().map_err(|_| bad());
@@ -192,15 +194,24 @@ pub fn parse_rule_counts(s: &str) -> Result<Vec<u32>> {
         }
     }
     if out.is_empty() {
-        bail!("--rules is empty: give rule counts like 0,16,32,48");
+        return Err(crate::refused!(
+            Opt::Rules,
+            " is empty: give rule counts like 0,16,32,48"
+        ));
     }
     if out.windows(2).any(|w| w[1] <= w[0]) {
-        bail!("--rules '{s}': counts must be strictly increasing, like 0,16,32,48");
+        return Err(crate::refused!(
+            Opt::Rules,
+            format!(" '{s}': counts must be strictly increasing, like 0,16,32,48")
+        ));
     }
     if let Some(&max) = out.last()
         && max > MAX_RULES
     {
-        bail!("--rules '{s}': {max} rules is above syscost's limit of {MAX_RULES} per step");
+        return Err(crate::refused!(
+            Opt::Rules,
+            format!(" '{s}': {max} rules is above syscost's limit of {MAX_RULES} per step")
+        ));
     }
     Ok(out)
 }
@@ -307,18 +318,26 @@ pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> 
 /// Refuse a plan the sweep cannot measure, before audit is touched.
 fn check(sp: &SweepPlan, targets: &[u32]) -> Result<()> {
     if sp.matching > 0 && targets.is_empty() {
-        bail!(
-            "--matching {}: {} does not say which system calls it makes (a command's are its \
-             own), so no rule can name them; use --matching 0",
-            sp.matching,
-            sp.plan.workload.describe()
-        );
+        return Err(crate::refused!(
+            Opt::Matching,
+            format!(
+                " {}: {} does not say which system calls it makes (a command's are its own), \
+                 so no rule can name them; use ",
+                sp.matching,
+                sp.plan.workload.describe()
+            ),
+            Opt::Matching,
+            " 0"
+        ));
     }
     if sp.rules.is_empty() && !sp.residue_step {
         bail!("nothing to measure: no rule counts and no residue step");
     }
     if sp.plan.audit_rules.is_some() && sp.rules.is_empty() {
-        bail!("--audit-rules: the residue is measured without rules; sweep them with audit sweep");
+        return Err(crate::refused!(
+            Opt::AuditRules,
+            ": the residue is measured without rules; sweep them with audit sweep"
+        ));
     }
     let file_rules = sp
         .plan
@@ -326,26 +345,34 @@ fn check(sp: &SweepPlan, targets: &[u32]) -> Result<()> {
         .as_ref()
         .map_or(0, |s| s.rules().count());
     if file_rules > MAX_RULES as usize {
-        bail!(
-            "--audit-rules: {file_rules} rules would make {} steps a round, above syscost's \
-             limit of {MAX_RULES} rules per sweep: sweep a part of the file",
-            file_rules + 4
-        );
+        return Err(crate::refused!(
+            Opt::AuditRules,
+            format!(
+                ": {file_rules} rules would make {} steps a round, above syscost's limit of \
+                 {MAX_RULES} rules per sweep: sweep a part of the file",
+                file_rules + 4
+            )
+        ));
     }
     if sp.plan.audit_rules.is_some() && sp.matching > 0 {
-        bail!(
-            "--matching places syscost's own generated rules; with --audit-rules the steps are \
-             the file's rules: give one or the other"
-        );
+        return Err(crate::refused!(
+            Opt::Matching,
+            " places syscost's own generated rules; with ",
+            Opt::AuditRules,
+            " the steps are the file's rules: give one or the other"
+        ));
     }
     let max = *sp.rules.last().unwrap_or(&0);
     if sp.matching > max {
-        bail!(
-            "--matching {} is more than the largest rule count ({max}): at most {max} rules can \
-             name the syscalls of {}",
-            sp.matching,
-            sp.plan.workload.describe()
-        );
+        return Err(crate::refused!(
+            Opt::Matching,
+            format!(
+                " {} is more than the largest rule count ({max}): at most {max} rules can name \
+                 the syscalls of {}",
+                sp.matching,
+                sp.plan.workload.describe()
+            )
+        ));
     }
     runner::validate(&sp.plan)
 }

@@ -4,6 +4,7 @@
 //! summarised with boots as the units (`compare::groups`).
 
 use crate::compare;
+use crate::core::input::{Opt, spelled};
 use crate::history::{Entry, Filter, Store};
 use anyhow::{Result, bail};
 
@@ -48,16 +49,19 @@ impl std::str::FromStr for By {
             "boot" => Ok(By::Boot),
             _ => match s.strip_prefix("tag:") {
                 Some(k) if !k.is_empty() => Ok(By::Tag(k.to_string())),
-                _ => Err(format!(
-                    "'{s}': give kernel, host, boot or tag:KEY (e.g. tag:build for --tag build=...)"
-                )),
+                _ => Err(crate::said!(
+                    format!("'{s}': give kernel, host, boot or tag:KEY (e.g. tag:build for "),
+                    Opt::Tag,
+                    " build=...)"
+                )
+                .spell(spelled)),
             },
         }
     }
 }
 
-/// How to select results of one workload's parameters: `--workload syscall --param
-/// syscall=getpid`, from the stored parameter object.
+/// How to select results of one workload's parameters (the workload and each parameter's
+/// value, as the options that select them), from the stored parameter object.
 fn narrowing(params: Option<&str>) -> String {
     let Some(serde_json::Value::Object(m)) = params.and_then(|p| serde_json::from_str(p).ok())
     else {
@@ -71,9 +75,9 @@ fn narrowing(params: Option<&str>) -> String {
             other => other.to_string(),
         };
         if k == "workload" {
-            out.insert(0, format!("--workload {v}"));
+            out.insert(0, crate::said!(Opt::Workload, " ", v).spell(spelled));
         } else {
-            out.push(format!("--param {k}={v}"));
+            out.push(crate::said!(Opt::Param, format!(" {k}={v}")).spell(spelled));
         }
     }
     out.join(" ")
@@ -98,14 +102,19 @@ fn refuse_emulated_with_others(runs: &[Entry]) -> Result<()> {
     let tcg = |e: &&Entry| e.tags.iter().any(|(k, v)| k == "accel" && v == "tcg");
     let emulated = runs.iter().filter(tcg).count();
     if emulated > 0 && emulated < runs.len() {
-        bail!(
-            "{emulated} of the {} matching results were measured under QEMU's emulator (tag \
-             accel=tcg), the others were not: emulated figures follow the instructions \
-             executed, not the hardware, so they are not compared with KVM or bare-metal \
-             results. Select one kind (--tag accel=tcg), or give --mix-emulated to compare \
-             them anyway",
-            runs.len()
-        );
+        return Err(crate::refused!(
+            format!(
+                "{emulated} of the {} matching results were measured under QEMU's emulator \
+                 (tag accel=tcg), the others were not: emulated figures follow the \
+                 instructions executed, not the hardware, so they are not compared with KVM or \
+                 bare-metal results. Select one kind (",
+                runs.len()
+            ),
+            Opt::Tag,
+            " accel=tcg), or give ",
+            Opt::MixEmulated,
+            " to compare them anyway"
+        ));
     }
     Ok(())
 }
@@ -185,12 +194,16 @@ fn run_entries(s: &mut Store, f: &Filter, warnings: &mut Vec<String>) -> Result<
             .take(8)
             .map(|(p, n)| format!("  {} ({n} result(s))", narrowing(p.as_deref())))
             .collect();
-        bail!(
-            "the matching results measure {} different things; narrow them with --workload and \
-             --param KEY=VALUE:\n{}",
-            things.len(),
-            list.join("\n")
-        );
+        return Err(crate::refused!(
+            format!(
+                "the matching results measure {} different things; narrow them with ",
+                things.len()
+            ),
+            Opt::Workload,
+            " and ",
+            Opt::Param,
+            format!(" KEY=VALUE:\n{}", list.join("\n"))
+        ));
     }
     Ok(runs)
 }
@@ -226,33 +239,51 @@ fn keyed(
     if let Some(b) = baseline {
         let Some(i) = keyed.iter().position(|(g, _)| g == b) else {
             let names: Vec<&str> = keyed.iter().map(|(g, _)| g.as_str()).collect();
-            bail!(
-                "--baseline '{b}': no such {}; the groups are {}",
-                by.name(),
-                names.join(", ")
-            );
+            return Err(crate::refused!(
+                Opt::Baseline,
+                format!(
+                    " '{b}': no such {}; the groups are {}",
+                    by.name(),
+                    names.join(", ")
+                )
+            ));
         };
         let base = keyed.remove(i);
         keyed.insert(0, base);
     }
     if keyed.is_empty() {
         let hint = match by {
-            By::Tag(k) => {
-                format!(" (label results with --tag {k}=VALUE when running or importing)")
-            }
+            By::Tag(k) => crate::said!(
+                " (label results with ",
+                Opt::Tag,
+                format!(" {k}=VALUE when running or importing)")
+            )
+            .spell(spelled),
             _ => String::new(),
         };
         bail!("no matching result has a {}{hint}", by.name());
     }
     if keyed.len() < 2 {
         let next = match by {
-            By::Kernel => {
-                "measure another kernel (`syscost campaign --arm NAME=KERNEL ...` boots several \
-                 and records each boot), or group by something that differs: --by host, --by \
-                 boot, --by tag:KEY"
-            }
-            _ => "group by something that differs among them (--by kernel, host, boot or tag:KEY)",
-        };
+            By::Kernel => crate::said!(
+                "measure another kernel (`syscost campaign ",
+                Opt::Arm,
+                " NAME=KERNEL ...` boots several and records each boot), or group by something \
+                 that differs: ",
+                Opt::By,
+                " host, ",
+                Opt::By,
+                " boot, ",
+                Opt::By,
+                " tag:KEY"
+            ),
+            _ => crate::said!(
+                "group by something that differs among them (",
+                Opt::By,
+                " kernel, host, boot or tag:KEY)"
+            ),
+        }
+        .spell(spelled);
         bail!(
             "only one {} among the matching results ({}): a comparison needs two or more \
              groups; {next} (`syscost history list` shows what is stored)",

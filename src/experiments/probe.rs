@@ -4,6 +4,7 @@
 //! probe's hits per run and per second are reported.
 
 use crate::compare::{self, Variant};
+use crate::core::input::Opt;
 use crate::core::{Envelope, Kind};
 use crate::probes::{ProbeKind, Scope, Uprobe, elf};
 use crate::results::{Metric, MetricKind};
@@ -288,10 +289,13 @@ fn variant(label: &str, wall: &[f64], captured: &[Vec<(String, f64)>]) -> Varian
 /// Run it.
 pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     if p.kind == ProbeKind::None {
-        bail!("--probe none measures nothing here: use uprobe or uretprobe");
+        return Err(crate::refused!(
+            Opt::Probe,
+            " none measures nothing here: use uprobe or uretprobe"
+        ));
     }
     super::ab::decidable(
-        "--runs",
+        crate::core::input::Opt::Runs,
         p.runs as usize,
         1,
         compare::Options::default().alpha,

@@ -156,7 +156,8 @@ pub fn validate(plan: &Plan) -> Result<()> {
         }
     }
     if let Some(c) = &plan.cpus {
-        crate::core::cpus::check_allowed(c, "--cpu").map_err(anyhow::Error::msg)?;
+        crate::core::cpus::check_allowed(c, crate::core::input::Opt::Cpu)
+            .map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }

@@ -20,6 +20,7 @@ mod compare_cli;
 mod container;
 mod env;
 mod first_hour;
+mod flags_below_cli;
 mod fuzz;
 mod history;
 mod hot_paths;
@@ -57,6 +58,7 @@ fn main() -> std::process::ExitCode {
         container::tests(),
         env::tests(),
         first_hour::tests(),
+        flags_below_cli::tests(),
         fuzz::tests(),
         history::tests(),
         hot_paths::tests(),

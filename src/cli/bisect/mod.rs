@@ -11,6 +11,7 @@ use crate::cli::boots::lava_lab;
 use crate::cli::campaign::name_value;
 use crate::cli::kept_run::{drop_run, standing};
 use crate::cli::*;
+use crate::core::input::Opt;
 use crate::experiments::bisect::{self, BisectPlan, builds};
 use crate::experiments::boots::kept::{self, KeptRun, RunKind};
 use crate::experiments::boots::{Arm, Backend, BootRecord, PendingJob};
@@ -190,7 +191,7 @@ impl BisectArgs {
         let lab = lava_lab(&mut plan.boot.backend)?;
         // A bisection whose boots cannot be kept is refused before its first boot.
         let dir = state.parent().filter(|d| !d.as_os_str().is_empty());
-        kept::check_dir(dir.unwrap_or(Path::new(".")), "--state FILE")?;
+        kept::check_dir(dir.unwrap_or(Path::new(".")), Opt::State)?;
         eprintln!(
             "syscost: bisection {} of {} builds by {}, seed {seed}; its boots are saved in {}",
             plan.id,
@@ -281,7 +282,7 @@ impl StateArg {
         if let Some(p) = &self.state {
             return Ok(p.clone());
         }
-        Ok(kept::state_home("--state FILE")?.join("bisect.json"))
+        Ok(kept::state_home(Opt::State)?.join("bisect.json"))
     }
 }
 

@@ -2,8 +2,9 @@
 //! (`[NAME=]KERNEL [kernel command-line words...]`, `#` comments), or from a directory of
 //! kernel images (`vmlinuz-*`, `bzImage*`) sorted by the versions in their names.
 
+use crate::core::input::Opt;
 use crate::experiments::boots::Arm;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// The longest list file read: a list of builds, not a data file.
@@ -12,35 +13,31 @@ const MAX_LIST: u64 = 1 << 20;
 /// The builds in `path` (a list file or a directory), named by their `NAME=` or their file
 /// name.
 pub fn read(path: &Path) -> Result<Vec<Arm>> {
-    let meta = std::fs::metadata(path)
-        .with_context(|| format!("--builds {}: cannot read it", path.display()))?;
+    let meta = std::fs::metadata(path).with_context(|| builds_said(path, ": cannot read it"))?;
     let builds = if meta.is_dir() {
         from_dir(path)?
     } else if meta.is_file() && meta.len() > MAX_LIST {
-        bail!(
-            "--builds {}: {} KiB is more than a list of builds holds (syscost reads at most {} \
-             KiB)",
-            path.display(),
+        let why = format!(
+            ": {} KiB is more than a list of builds holds (syscost reads at most {} KiB)",
             meta.len() >> 10,
             MAX_LIST >> 10
         );
+        return Err(builds_said(path, why));
     } else if meta.is_file() {
         let text = std::fs::read_to_string(path)
-            .with_context(|| format!("--builds {}: cannot read it as text", path.display()))?;
+            .with_context(|| builds_said(path, ": cannot read it as text"))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        from_list(&text, base).with_context(|| format!("--builds {}", path.display()))?
+        from_list(&text, base).with_context(|| builds_said(path, ""))?
     } else {
-        bail!(
-            "--builds {}: give a list file (one build per line) or a directory of kernel images",
-            path.display()
-        );
+        let why = ": give a list file (one build per line) or a directory of kernel images";
+        return Err(builds_said(path, why));
     };
     if builds.len() < 2 {
-        bail!(
-            "--builds {}: {} build(s); a bisection needs at least the two ends",
-            path.display(),
+        let why = format!(
+            ": {} build(s); a bisection needs at least the two ends",
             builds.len()
         );
+        return Err(builds_said(path, why));
     }
     Ok(builds)
 }
@@ -85,10 +82,15 @@ fn file_name(p: &Path) -> Result<String> {
         .with_context(|| format!("{} names no file", p.display()))
 }
 
+/// A refusal of the builds given at `path`: `why` follows the option and the path.
+fn builds_said(path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
+    crate::refused!(Opt::Builds, " ", path.display(), why)
+}
+
 /// The kernel images of a directory, by version.
 fn from_dir(dir: &Path) -> Result<Vec<Arm>> {
     let mut images: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("--builds {}: cannot list it", dir.display()))?
+        .with_context(|| builds_said(dir, ": cannot list it"))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.is_file())

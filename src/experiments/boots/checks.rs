@@ -5,6 +5,7 @@ use super::plan::{Arm, Backend, BootPlan, Needed};
 use super::qemu::kernel_command_line;
 use crate::boot::bzimage;
 use crate::boot::initramfs;
+use crate::core::input::{Opt, spelled};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 
@@ -46,7 +47,11 @@ fn problem(arm: &str, part: ArmPart, why: String) -> ArmProblem {
 /// library, which the guest lacks) and sent to the guest as JSON, by arm name.
 pub fn check(plan: &BootPlan) -> Result<Vec<(String, String)>> {
     if plan.arms.is_empty() {
-        bail!("give --arm NAME=KERNEL: one arm measures a kernel, two or more compare them");
+        return Err(crate::refused!(
+            "give ",
+            Opt::Arm,
+            " NAME=KERNEL: one arm measures a kernel, two or more compare them"
+        ));
     }
     check_setup(plan)?;
     let tree = guest_tree(plan)?;
@@ -122,7 +127,11 @@ fn check_aged(plan: &BootPlan) -> Result<(), ArmProblem> {
 /// the guest and hold what the command opens.
 pub fn check_setup(plan: &BootPlan) -> Result<()> {
     if plan.measure.is_empty() {
-        bail!("give the measuring command after --, e.g. -- run syscall --runs 3");
+        return Err(crate::refused!(
+            "give the measuring command after --, e.g. -- run syscall ",
+            Opt::Runs,
+            " 3"
+        ));
     }
     if let Backend::Qemu(m) = &plan.backend {
         check_guest_files(&plan.guest_files, m.memory_mib)?;
@@ -215,14 +224,17 @@ fn check_paths(set: &crate::audit::rules_file::RuleSet, tree: &initramfs::Tree) 
                 _ => (p, "a dir= directory"),
             };
             if !tree.has_dir(dir) {
-                let reason = format!(
-                    "the guest has no {} ({what}): a guest holds syscost's initramfs (/init, \
-                     its libraries, --guest-file files), the kernel's /proc, /sys and /dev, and \
-                     an empty /tmp and /run; watch a path there, or give a file in {} with \
-                     --guest-file",
+                let reason = crate::said!(
+                    format!("the guest has no {} ({what}): ", dir.display()),
+                    "a guest holds syscost's initramfs (/init, its libraries, ",
+                    Opt::GuestFile,
+                    " files), the kernel's /proc, /sys and /dev, and an empty /tmp and /run; \
+                     watch a path there, or give a file in ",
                     dir.display(),
-                    dir.display()
-                );
+                    " with ",
+                    Opt::GuestFile
+                )
+                .spell(spelled);
                 set.clone().refuse(line, reason)?;
             }
         }
@@ -245,19 +257,26 @@ fn check_needed(needs: &[Needed], guest_files: &[PathBuf]) -> Result<()> {
     }
     for n in needs {
         if !n.path.is_absolute() {
-            bail!(
-                "{}: the guest has no PATH to look it up in; give its path and --guest-file PATH",
-                n.what
-            );
+            return Err(crate::refused!(
+                format!(
+                    "{}: the guest has no PATH to look it up in; give its path and ",
+                    n.what
+                ),
+                Opt::GuestFile,
+                " PATH"
+            ));
         }
         if !inside.contains(&n.path) {
-            bail!(
-                "{}: the guest has no {}; add --guest-file {} (the guest holds syscost as /init, \
-                 its shared libraries and the --guest-file files)",
-                n.what,
-                n.path.display(),
-                n.path.display()
-            );
+            return Err(crate::refused!(
+                format!("{}: the guest has no {}; add ", n.what, n.path.display()),
+                Opt::GuestFile,
+                format!(
+                    " {} (the guest holds syscost as /init, its shared libraries and the ",
+                    n.path.display()
+                ),
+                Opt::GuestFile,
+                " files)"
+            ));
         }
     }
     Ok(())
@@ -333,14 +352,15 @@ fn check_guest_files(files: &[PathBuf], memory_mib: u32) -> Result<()> {
         .and_then(std::fs::metadata)
         .map_or(0, |m| m.len());
     for f in files {
-        let m = std::fs::metadata(f)
-            .with_context(|| format!("--guest-file {}: cannot read it", f.display()))?;
+        let m = std::fs::metadata(f).with_context(|| {
+            crate::refused!(Opt::GuestFile, " ", f.display(), ": cannot read it")
+        })?;
         if !m.is_file() {
-            bail!(
-                "--guest-file {}: not a regular file; give files (each is copied to the same path \
-                 in the guest, its directories created)",
-                f.display()
-            );
+            return Err(crate::refused!(
+                Opt::GuestFile,
+                format!(" {}: not a regular file; ", f.display()),
+                "give files (each is copied to the same path in the guest, its directories created)"
+            ));
         }
         let at = crate::boot::initramfs::guest_path(f)?;
         if let Some((_, dir, _)) = crate::boot::guest::MOUNTS
@@ -357,12 +377,17 @@ fn check_guest_files(files: &[PathBuf], memory_mib: u32) -> Result<()> {
     }
     let room = u64::from(memory_mib) << 19;
     if total > room {
-        bail!(
-            "--guest-file: the initramfs would hold {} MiB, more than half of the guest's {} MiB \
-             (--guest-memory): send fewer files or raise --guest-memory",
-            total >> 20,
-            memory_mib
-        );
+        return Err(crate::refused!(
+            Opt::GuestFile,
+            format!(
+                ": the initramfs would hold {} MiB, more than half of the guest's {} MiB (",
+                total >> 20,
+                memory_mib
+            ),
+            Opt::GuestMemory,
+            "): send fewer files or raise ",
+            Opt::GuestMemory
+        ));
     }
     Ok(())
 }

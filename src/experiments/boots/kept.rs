@@ -9,7 +9,8 @@
 
 use super::{Backend, BootRecord, JobEvent, LavaRun, PendingJob};
 use crate::boot::lava::Lab;
-use anyhow::{Context, Result, bail};
+use crate::core::input::Opt;
+use anyhow::{Context, Result};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -112,26 +113,31 @@ pub fn forget(path: &Path) {
 }
 
 /// Where syscost keeps the state of what it runs across processes (campaigns, bisections):
-/// `$XDG_STATE_HOME/syscost`, else `~/.local/state/syscost`; `flag` names the option that
-/// picks another place.
-pub fn state_home(flag: &str) -> Result<PathBuf> {
+/// `$XDG_STATE_HOME/syscost`, else `~/.local/state/syscost`; `opt` picks another place.
+pub fn state_home(opt: Opt) -> Result<PathBuf> {
     let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
         Some(d) => PathBuf::from(d),
         None => match std::env::var_os("HOME") {
             Some(h) => PathBuf::from(h).join(".local/state"),
-            None => bail!("no HOME to keep the boots under: give {flag}"),
+            None => {
+                return Err(crate::refused!(
+                    "no HOME to keep the boots under: give ",
+                    opt
+                ));
+            }
         },
     };
     Ok(base.join("syscost"))
 }
 
-/// Refuse, before any boot, a state directory the boots cannot be kept in; `flag` names the
-/// option that picks another (`--state DIR`).
-pub fn check_dir(dir: &Path, flag: &str) -> Result<()> {
+/// Refuse, before any boot, a state directory the boots cannot be kept in; `opt` picks
+/// another.
+pub fn check_dir(dir: &Path, opt: Opt) -> Result<()> {
     let refused = || {
-        format!(
-            "cannot keep the boots in {}: give {flag} in a directory this user can write",
-            dir.display()
+        crate::refused!(
+            format!("cannot keep the boots in {}: give ", dir.display()),
+            opt,
+            " in a directory this user can write"
         )
     };
     make_dir(dir).with_context(refused)?;
@@ -220,7 +226,11 @@ mod unit {
 
     #[test]
     fn a_directory_that_cannot_exist_is_refused() {
-        let err = check_dir(Path::new("/proc/nope/campaigns"), "--state DIR").unwrap_err();
-        assert!(format!("{err:#}").contains("--state DIR"), "{err:#}");
+        let err = check_dir(Path::new("/proc/nope/campaigns"), Opt::State).unwrap_err();
+        let said = format!("{err:#}");
+        assert!(
+            said.contains("cannot keep the boots in /proc/nope/campaigns"),
+            "{said}"
+        );
     }
 }

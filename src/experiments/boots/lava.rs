@@ -17,6 +17,7 @@ use crate::boot::guest;
 use crate::boot::lava::{self, BootMethod, Job, Lab, LabJob};
 use crate::boot::outcome::{self, Ended, Failure};
 use crate::boot::qemu;
+use crate::core::input::Opt;
 use crate::counters::emulated::Window;
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -231,8 +232,9 @@ impl<'p> LavaBooter<'p> {
             target.device_type
         );
         if let Some(s) = &target.files {
-            std::fs::create_dir_all(&s.dir)
-                .with_context(|| format!("--lava-files: cannot create {}", s.dir.display()))?;
+            std::fs::create_dir_all(&s.dir).with_context(|| {
+                crate::refused!(Opt::LavaFiles, ": cannot create ", s.dir.display())
+            })?;
         }
         // Built here, then put where the lab fetches them.
         let dir = crate::boot::workdir()?;
@@ -308,11 +310,14 @@ impl<'p> LavaBooter<'p> {
             .chain(&self.plugin);
         for a in all {
             self.lab.check_served(&a.url, a.len).with_context(|| {
-                format!(
-                    "--lava-files: the lab would not get the files put in {}: the web server \
-                     must serve that directory at {}",
-                    s.dir.display(),
-                    crate::core::redact_url(&s.url)
+                crate::refused!(
+                    Opt::LavaFiles,
+                    format!(
+                        ": the lab would not get the files put in {}: the web server must \
+                         serve that directory at {}",
+                        s.dir.display(),
+                        crate::core::redact_url(&s.url)
+                    )
                 )
             })?;
         }
@@ -485,10 +490,12 @@ impl<'p> LavaBooter<'p> {
             }
             if !told {
                 let jobs = if queued == 1 { "job" } else { "jobs" };
-                eprintln!(
-                    "syscost: the lab's queue for {kind} devices holds {queued} {jobs} \
-                     (--lava-queue-depth {depth}): waiting for it to shorten before submitting"
+                let said = crate::said!(
+                    format!("syscost: the lab's queue for {kind} devices holds {queued} {jobs} ("),
+                    Opt::LavaQueueDepth,
+                    format!(" {depth}): waiting for it to shorten before submitting")
                 );
+                eprintln!("{}", said.spell(crate::core::input::spelled));
                 told = true;
             }
             for _ in 0..QUEUE_POLL_S * 2 {

@@ -4,6 +4,7 @@
 
 use super::plan::{LavaTarget, Pin};
 use crate::boot::lava::{Device, Health, Lab};
+use crate::core::input::{Opt, spelled};
 use anyhow::{Context, Result, bail};
 
 /// Choose, before the first job, the one device a run's jobs stay on: the one asked for, or
@@ -80,19 +81,24 @@ fn pin_of(devices: &[Device], wanted: Option<&str>, ty: &str, by_name: bool) -> 
     };
     if let Some(name) = wanted {
         let d = (devices.iter().find(|d| d.hostname == name)).with_context(|| {
-            format!(
-                "--lava-device {name}: the lab has no such {ty} device (it has {})",
-                names()
+            let has = names();
+            crate::refused!(
+                Opt::LavaDevice,
+                format!(" {name}: the lab has no such {ty} device (it has {has})")
             )
         })?;
-        if let Some(e) = unhealthy(name, d.health, &format!("--lava-device {name}")) {
+        let what = crate::said!(Opt::LavaDevice, " ", name).spell(spelled);
+        if let Some(e) = unhealthy(name, d.health, &what) {
             return Err(e);
         }
         return pin(d).with_context(|| {
-            format!(
-                "--lava-device {name}: LAVA sends a job to one device only by a tag that device \
-                 alone has, and every tag of {name} is on another {ty} device too: give it a tag \
-                 of its own (its page in the lab's Django admin site, /admin/)"
+            crate::refused!(
+                Opt::LavaDevice,
+                format!(
+                    " {name}: LAVA sends a job to one device only by a tag that device alone \
+                     has, and every tag of {name} is on another {ty} device too: give it a tag \
+                     of its own (its page in the lab's Django admin site, /admin/)"
+                )
             )
         });
     }
@@ -104,13 +110,18 @@ fn pin_of(devices: &[Device], wanted: Option<&str>, ty: &str, by_name: bool) -> 
         .flat_map(|h| sorted.iter().filter(move |d| d.health == *h))
         .find_map(|d| pin(d))
         .with_context(|| {
-            format!(
-                "timed boots must stay on one device (an arm compared across devices would \
-                 measure the devices), and LAVA sends a job to one device only by a tag that \
-                 device alone has: none of the {ty} devices ({}) both takes jobs and has one. \
-                 Give one a tag of its own and name it with --lava-device, or count exactly \
-                 (--emulated-counters), which any device may do",
-                names()
+            crate::refused!(
+                format!(
+                    "timed boots must stay on one device (an arm compared across devices would \
+                     measure the devices), and LAVA sends a job to one device only by a tag that \
+                     device alone has: none of the {ty} devices ({}) both takes jobs and has \
+                     one. Give one a tag of its own and name it with ",
+                    names()
+                ),
+                Opt::LavaDevice,
+                ", or count exactly (",
+                Opt::EmulatedCounters,
+                "), which any device may do"
             )
         })
 }

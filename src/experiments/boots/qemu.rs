@@ -10,6 +10,7 @@ use crate::boot::guest::{ARM_PARAM, GuestPlan, KALLSYMS_PARAM, PLAN_PATH, SCRATC
 use crate::boot::initramfs::{self, Contents};
 use crate::boot::outcome::{Ended, Failure};
 use crate::boot::qemu::{self, Accel, KernelEntry, Machine};
+use crate::core::input::Opt;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -143,9 +144,11 @@ impl<'p> Booter<'p> {
         if machine.accel == Accel::Kvm {
             let first = plan.arms.first().context("no kernel to boot")?;
             qemu::kvm_works(&first.kernel, dir.path()).map_err(|why| {
-                anyhow::anyhow!(
-                    "KVM does not work here: {why}. --accel tcg emulates the CPU instead (its \
-                     figures follow the instructions executed, not the hardware)"
+                crate::refused!(
+                    format!("KVM does not work here: {why}. "),
+                    Opt::Accel,
+                    " tcg emulates the CPU instead (its figures follow the instructions \
+                     executed, not the hardware)"
                 )
             })?;
         }
@@ -198,7 +201,7 @@ impl<'p> Booter<'p> {
 /// `vmlinux`) where it has one, else as its bzImage, with why.
 pub(super) fn start_entry(entry: KernelEntry, kernel: &Path, vmlinux: &Path) -> Result<Entry> {
     match entry {
-        KernelEntry::Bzimage => Ok(Entry::BzImage("--entry bzimage".into())),
+        KernelEntry::Bzimage => Ok(Entry::BzImage("asked for".into())),
         KernelEntry::Pvh => bzimage::vmlinux_entry(kernel, vmlinux),
     }
 }

@@ -36,7 +36,7 @@ pub struct Saved {
 
 /// Where QEMU campaigns keep their states: `campaigns` under [`state_home`].
 pub fn default_dir() -> Result<PathBuf> {
-    Ok(state_home("--state DIR")?.join("campaigns"))
+    Ok(state_home(crate::core::input::Opt::State)?.join("campaigns"))
 }
 
 impl Saved {
@@ -162,7 +162,7 @@ mod unit {
     fn a_state_round_trips_and_is_found_by_id_or_alone() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("campaigns");
-        crate::experiments::boots::kept::check_dir(&d, "--state DIR").unwrap();
+        crate::experiments::boots::kept::check_dir(&d, crate::core::input::Opt::State).unwrap();
         let a = Saved::new("1-7".into(), 7, vec!["--arm".into(), "a=k".into()]).unwrap();
         a.save(&d).unwrap();
         assert!(!a.running(), "this process is not another that runs it");

@@ -13,10 +13,13 @@ pub mod placement;
 use crate::boot::bzimage::Sizes;
 use crate::boot::disk::GuestDisk;
 use crate::boot::guest::SCRATCH_DIR;
+use crate::core::input::{Opt, spelled};
 use crate::core::{Envelope, Kind};
 use crate::experiments::boots::BootRecord;
 use crate::experiments::boots::record::Decoded;
 use crate::experiments::campaign::Campaign;
+use crate::probes::ProbeKind;
+use crate::probes::targets::Insn;
 use agreement::ClassSummary;
 use paper::{Class, Paper, PaperCell, Table};
 use serde::{Deserialize, Serialize};
@@ -45,10 +48,13 @@ impl Series {
             Series::Linux61 => ("linux-image-6.1.0-56-cloud-amd64", "6.1.0-N"),
             Series::Linux612 => ("linux-image-6.12.117+deb12-cloud-amd64", "6.12.N"),
         };
-        format!(
-            "apt-get download {package} (any {any}), then dpkg-deb -x linux-image-*.deb DIR and \
-             give --kernels DIR/boot (scripts/test.sh fetches one into target/kernels/boot)"
+        crate::said!(
+            format!("apt-get download {package} (any {any}), then dpkg-deb -x linux-image-*.deb "),
+            "DIR and give ",
+            Opt::Kernels,
+            " DIR/boot (scripts/test.sh fetches one into target/kernels/boot)"
         )
+        .spell(spelled)
     }
 }
 
@@ -73,9 +79,23 @@ pub struct ArmSpec {
     pub rules: Option<&'static str>,
     /// The rules load into a slab aged with this many objects (`campaign --aged-slab`).
     pub aged: Option<usize>,
-    /// The arm's own measuring command instead of the investigation's, words separated by
-    /// spaces (`campaign --arm-command`).
-    pub measure: Option<&'static str>,
+    /// The arm's own measuring command instead of the investigation's (`campaign
+    /// --arm-command`).
+    pub measure: Option<Measure>,
+}
+
+/// What a campaign's boots measure: the command line (`cli/reproduce.rs`) says it in words,
+/// with the reproduction's runs and samples.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Measure {
+    /// `run syscall`: getpid.
+    Syscall,
+    /// `run vfs-mix` in this directory.
+    VfsMixIn(&'static str),
+    /// `run uprobe`: the probe on the instruction, over 1 and 2 producer threads.
+    UprobeSweep { probe: ProbeKind, insn: Insn },
+    /// `run uprobe` as it defaults (each arm says its own).
+    Uprobe,
 }
 
 /// The objects an aged arm's slab is aged with: 16 kmalloc-512 slabs' worth, half freed,
@@ -106,11 +126,11 @@ pub struct Investigation {
     /// Whether its cells need the kernel's instructions by function (`--emulated-profile`).
     pub profile: bool,
     /// The syscost command measured in every boot, before the options `reproduce` adds.
-    pub measure: &'static [&'static str],
+    pub measure: Measure,
     /// What it needs and costs, for `reproduce --list`.
     pub needs: &'static str,
     /// How to make the builds its arms boot, when they are builds.
-    pub how_to_build: Option<&'static str>,
+    pub how_to_build: Option<Building>,
 }
 
 const AUDIT_SERIES_ARMS: &[ArmSpec] = &[
@@ -172,32 +192,20 @@ const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
 /// One arm per line of the thread's x86-64 table: a probe kind on an instruction, each sweeping
 /// 1 and 2 threads on Debian's 6.12.
 const UPROBE_THREAD_ARMS: &[ArmSpec] = &[
-    uprobe_arm(
-        "uprobe-nop",
-        "run uprobe --probe uprobe --insn nop --threads 1-2",
-    ),
-    uprobe_arm(
-        "uretprobe-nop",
-        "run uprobe --probe uretprobe --insn nop --threads 1-2",
-    ),
-    uprobe_arm(
-        "uprobe-ret",
-        "run uprobe --probe uprobe --insn ret --threads 1-2",
-    ),
-    uprobe_arm(
-        "uretprobe-ret",
-        "run uprobe --probe uretprobe --insn ret --threads 1-2",
-    ),
+    uprobe_arm("uprobe-nop", ProbeKind::Uprobe, Insn::Nop),
+    uprobe_arm("uretprobe-nop", ProbeKind::Uretprobe, Insn::Nop),
+    uprobe_arm("uprobe-ret", ProbeKind::Uprobe, Insn::Ret),
+    uprobe_arm("uretprobe-ret", ProbeKind::Uretprobe, Insn::Ret),
 ];
 
-const fn uprobe_arm(name: &'static str, measure: &'static str) -> ArmSpec {
+const fn uprobe_arm(name: &'static str, probe: ProbeKind, insn: Insn) -> ArmSpec {
     ArmSpec {
         name,
         image: Image::Newest(Series::Linux612),
         append: "",
         rules: None,
         aged: None,
-        measure: Some(measure),
+        measure: Some(Measure::UprobeSweep { probe, insn }),
     }
 }
 
@@ -224,9 +232,26 @@ const ALIGNMENT_RFC_ARMS: &[ArmSpec] = &[
     build_arm("a512", "vmlinuz-align-512"),
 ];
 
-const ALIGNMENT_BUILDS: &str = "bench/alignment_builds.sh 16 64 builds the 16- and 64-byte \
-    variants into target/alignment/boot (os 1 2 4 8 32 128 256 512 the others; 12 minutes a \
-    build here), then give --kernels target/alignment/boot";
+const ALIGNMENT_BUILDS: Building = Building {
+    how: "bench/alignment_builds.sh 16 64 builds the 16- and 64-byte variants into \
+          target/alignment/boot (os 1 2 4 8 32 128 256 512 the others; 12 minutes a build \
+          here)",
+    into: "target/alignment/boot",
+};
+
+/// How to make an investigation's builds, and where they land.
+#[derive(Clone, Copy, Debug)]
+pub struct Building {
+    pub how: &'static str,
+    pub into: &'static str,
+}
+
+impl Building {
+    /// What to do, then which directory to give.
+    pub fn said(&self) -> String {
+        crate::said!(self.how, ", then give ", Opt::Kernels, " ", self.into).spell(spelled)
+    }
+}
 
 const fn build_arm(name: &'static str, file: &'static str) -> ArmSpec {
     ArmSpec {
@@ -259,7 +284,7 @@ pub const ALL: &[Investigation] = &[
         guest_disk: None,
         retries: None,
         profile: false,
-        measure: &["run", "syscall"],
+        measure: Measure::Syscall,
         how_to_build: None,
         needs: "a Debian 6.1 kernel image; QEMU (TCG); 2 arms (audit=0, audit=1 with 42 rules) \
                 x 2 boots, about 30 s a boot here",
@@ -279,7 +304,7 @@ pub const ALL: &[Investigation] = &[
         guest_disk: None,
         retries: None,
         profile: true,
-        measure: &["run", "syscall"],
+        measure: Measure::Syscall,
         how_to_build: None,
         needs: "Debian 6.1 and 6.12 kernel images (for UEK5 and UEK6); QEMU (TCG); 4 arms \
                 (each kernel with an aged slab and a fresh one) x 2 boots with the per-function \
@@ -299,7 +324,7 @@ pub const ALL: &[Investigation] = &[
         guest_disk: Some(GuestDisk::Ext4),
         retries: None,
         profile: false,
-        measure: &["run", "vfs-mix", "--dir", SCRATCH_DIR],
+        measure: Measure::VfsMixIn(SCRATCH_DIR),
         how_to_build: Some(ALIGNMENT_BUILDS),
         needs: "builds of Debian's linux-source-6.1 that differ only in their function \
                 alignment, made by bench/alignment_builds.sh (16 and 64 by default, 12 minutes \
@@ -322,7 +347,7 @@ pub const ALL: &[Investigation] = &[
         // of 10 here.
         retries: Some(3),
         profile: false,
-        measure: &["run", "uprobe"],
+        measure: Measure::Uprobe,
         how_to_build: None,
         needs: "a Debian 6.12 kernel image; QEMU (TCG, 2 vCPUs); 4 arms (uprobe and uretprobe \
                 on nop and ret, each sweeping 1 and 2 threads) x 2 boots, about 30 s a boot \
@@ -334,11 +359,16 @@ pub const ALL: &[Investigation] = &[
 pub fn named(name: &str) -> Result<&'static Investigation, String> {
     ALL.iter().find(|i| i.name == name).ok_or_else(|| {
         let names: Vec<&str> = ALL.iter().map(|i| i.name).collect();
-        format!(
-            "no investigation named {name:?}: syscost reproduces {} (reproduce --list says \
-             what each needs)",
-            names.join(", ")
+        crate::said!(
+            format!(
+                "no investigation named {name:?}: syscost reproduces {} (",
+                names.join(", ")
+            ),
+            "reproduce ",
+            Opt::List,
+            " says what each needs)"
         )
+        .spell(spelled)
     })
 }
 
@@ -394,7 +424,7 @@ impl Investigation {
                 self.name,
                 dir.display(),
                 builds.join(", "),
-                self.how_to_build.unwrap_or_default()
+                self.how_to_build.map(|b| b.said()).unwrap_or_default()
             ));
         }
         Ok(chosen)
@@ -421,7 +451,7 @@ impl Investigation {
             self.name,
             a.name,
             dir.display(),
-            self.how_to_build.unwrap_or_default()
+            self.how_to_build.map(|b| b.said()).unwrap_or_default()
         )
     }
 }

@@ -1,0 +1,166 @@
+//! Below the command line, options are named by what they set (`core::input::Opt`) and only
+//! `cli/` spells them as flags: no string literal outside tests in the folders held to this
+//! names one of syscost's flags. The flags are the parser's own, so a flag added later is
+//! looked for too; other programs' flags (`qemu --version`, `systemctl --no-block`) are not.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+crate::tests! {
+    Shared no_flag_is_spelled_below_the_command_line,
+    Shared the_scan_sees_flags_in_every_kind_of_literal,
+}
+
+/// The folders held to it. The rest of `src/` outside `cli/` (runner, layout, workloads,
+/// history, compare, report) still spells some flags in its refusals.
+const HELD: &[&str] = &["src/boot", "src/experiments", "src/core"];
+
+/// Every long flag of syscost's parser, `--` included, but --help and --version, which clap
+/// adds and other programs share.
+fn syscost_flags() -> BTreeSet<String> {
+    use clap::CommandFactory;
+    fn walk(c: &clap::Command, out: &mut BTreeSet<String>) {
+        out.extend(
+            c.get_arguments()
+                .filter_map(|a| a.get_long())
+                .map(|l| format!("--{l}")),
+        );
+        c.get_subcommands().for_each(|s| walk(s, out));
+    }
+    let mut out = BTreeSet::new();
+    walk(&syscost::cli::Cli::command(), &mut out);
+    out.remove("--help");
+    out.remove("--version");
+    out
+}
+
+/// The string literals of Rust source `src` before its `#[cfg(test)]` module, with their
+/// lines: plain and raw strings; comments, chars and lifetimes skipped.
+fn literals(src: &str) -> Vec<(usize, String)> {
+    let src = src.find("#[cfg(test)]\nmod ").map_or(src, |at| &src[..at]);
+    let b = src.as_bytes();
+    let (mut i, mut line, mut out) = (0, 1, Vec::new());
+    while i < b.len() {
+        let rest = &src[i..];
+        let ident_before = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        if rest.starts_with("//") {
+            i += rest.find('\n').unwrap_or(rest.len());
+        } else if rest.starts_with("/*") {
+            let len = rest.find("*/").map_or(rest.len(), |e| e + 2);
+            line += rest[..len].matches('\n').count();
+            i += len;
+        } else if b[i] == b'r'
+            && !ident_before
+            && (rest.starts_with("r\"") || rest.starts_with("r#"))
+        {
+            let hashes = rest[1..].chars().take_while(|&c| c == '#').count();
+            let open = 1 + hashes + 1;
+            let close = format!("\"{}", "#".repeat(hashes));
+            let end = rest[open..].find(&close).map_or(rest.len(), |e| open + e);
+            out.push((line, rest[open..end].to_string()));
+            line += rest[..end].matches('\n').count();
+            i += end + close.len();
+        } else if b[i] == b'"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            out.push((line, src[i + 1..j.min(b.len())].to_string()));
+            line += src[i..j.min(b.len())].matches('\n').count();
+            i = j + 1;
+        } else if b[i] == b'\'' {
+            // A char literal ('"', '\'') is skipped whole; a lifetime is one quote.
+            let char_len = if rest[1..].starts_with('\\') {
+                rest[2..].find('\'').map(|e| e + 3)
+            } else {
+                rest[1..]
+                    .chars()
+                    .next()
+                    .filter(|_| rest[1..].chars().nth(1) == Some('\''))
+                    .map(|c| c.len_utf8() + 2)
+            };
+            i += char_len.unwrap_or(1);
+        } else {
+            line += usize::from(b[i] == b'\n');
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The syscost flags `text` names: `--name` not followed by another name character.
+fn flags_in(text: &str, flags: &BTreeSet<String>) -> Vec<String> {
+    let named = |f: &&String| {
+        text.match_indices(f.as_str()).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + f.len()..].chars().next();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '-')
+                && !after.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_')
+        })
+    };
+    flags.iter().filter(named).cloned().collect()
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("tests.rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn no_flag_is_spelled_below_the_command_line() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let flags = syscost_flags();
+    assert!(
+        flags.len() > 100 && flags.contains("--host-cpus"),
+        "{flags:?}"
+    );
+    let mut files = Vec::new();
+    HELD.iter().for_each(|d| sources(&root.join(d), &mut files));
+    assert!(files.len() > 50, "{files:?}");
+    let mut found = Vec::new();
+    for f in files {
+        for (line, text) in literals(&std::fs::read_to_string(&f).unwrap()) {
+            for flag in flags_in(&text, &flags) {
+                let at = f.strip_prefix(root).unwrap().display();
+                found.push(format!("{at}:{line}: {flag}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "flags spelled below cli/ (name the option as core::input::Opt, spelled by \
+         cli/flags.rs):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The scan finds a flag in a plain string, a continued one and a raw one, and not in
+/// comments, chars, tests, other programs' flags or longer names.
+fn the_scan_sees_flags_in_every_kind_of_literal() {
+    let flags: BTreeSet<String> = ["--runs", "--host-cpus"].map(String::from).into();
+    let src = "fn f<'a>(c: char) {\n\
+               // \"--runs\" in a comment\n\
+               let q = '\"';\n\
+               bail!(\"give \\\n  --runs 3\");\n\
+               let r = r#\"--host-cpus\"#;\n\
+               let s = \"--runs-per-cpu --no-block\";\n\
+               }\n\
+               #[cfg(test)]\nmod unit { const T: &str = \"--runs\"; }\n";
+    let found: Vec<(usize, Vec<String>)> = literals(src)
+        .into_iter()
+        .map(|(l, t)| (l, flags_in(&t, &flags)))
+        .filter(|(_, f)| !f.is_empty())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (4, vec!["--runs".to_string()]),
+            (6, vec!["--host-cpus".to_string()])
+        ]
+    );
+}
