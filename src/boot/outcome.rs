@@ -53,6 +53,11 @@ pub enum Failure {
     /// The guest ended without a result, or the host could not start or load it.
     #[default]
     NoResult,
+    /// kexec: the kernel could not be loaded to boot into.
+    NotLoaded,
+    /// kexec: another kernel than the planned one came up (the firmware's default after the
+    /// planned one failed to boot, or a reboot by hand), or the arm's image changed.
+    OtherKernel,
 }
 
 impl Failure {

@@ -1653,6 +1653,7 @@ fn a_kexec_boot_that_does_not_come_up_falls_back_and_is_recorded() {
     assert_eq!(bad[0]["outcome"], "failed");
     let reason = bad[0]["reason"].as_str().unwrap();
     assert!(reason.contains("did not come up"), "{reason}");
+    assert_eq!(bad[0]["failure"], "other-kernel", "{}", bad[0]);
     let old: Vec<&Value> = boots.iter().filter(|b| b["arm"] == "old").collect();
     assert_eq!(old.len(), 1);
     assert_eq!(old[0]["outcome"], "measured", "{}", old[0]);

@@ -361,6 +361,8 @@ mod unit {
             Failure::Panicked,
             Failure::TimedOut,
             Failure::NoResult,
+            Failure::NotLoaded,
+            Failure::OtherKernel,
         ] {
             let text = serde_json::to_string(&boot(Outcome::failed("why".into(), f))).unwrap();
             assert_eq!(back(&text), f, "{text}");

@@ -5,10 +5,11 @@
 //! left to compare.
 //!
 //! The schedule is a walk over the boots so far: what to boot next is a function of the plan
-//! and the boots kept, so a run killed at any boot resumes with only what it lacks, and a way
-//! to boot that cannot wait for its boot (kexec: the next boot is the next process) keeps its
-//! boots and asks the walk again. A [`Boot`] boots one arm once; QEMU, kexec and the tests'
-//! fake are each one.
+//! and the boots kept, so a run killed at any boot resumes with only what it lacks. A [`Boot`]
+//! boots one arm once and waits for it: QEMU, LAVA and the tests' fake are each one. kexec is
+//! not: its next boot is this machine rebooted, and the next process (started by its boot
+//! hook) records that boot and asks [`Schedule::walk`] again (`campaign::kexec`), so it walks
+//! the schedule once per reboot and never waits for a boot.
 
 use super::record::{BootRecord, Outcome};
 use anyhow::Result;

@@ -323,17 +323,12 @@ fn load_next(st: &mut State, dir: &Path) -> Result<Step> {
                 });
             }
             Err(e) => {
-                let outcome = failure(format!("{e:#}"));
+                let outcome = Outcome::failed(format!("{e:#}"), Failure::NotLoaded);
                 st.boots.push(st.record(n.slot, n.attempt, 0.0, outcome));
             }
         }
     }
     finish(st, dir)
-}
-
-/// A boot on this machine failed: why (no console is kept apart from the journal).
-fn failure(reason: String) -> Outcome {
-    Outcome::failed(reason, Failure::NoResult)
 }
 
 /// Analyse every boot, write the result, remove the hook and the state. An analysis that
@@ -398,27 +393,30 @@ pub fn reboot(step: &Step, hook: Hook) -> Result<()> {
     }
 }
 
-/// Record this boot: check it is the planned one, set up the arm's state, measure.
+/// Record this boot: check it is the planned one, set up the arm's state, measure. Each
+/// failure says what it was (no console is kept apart from the journal): another kernel came
+/// up; setting up the arm or measuring failed, as every boot of the arm would (a guest's
+/// failure, here on the machine itself); or the measurement gave no result to read.
 fn this_boot(st: &mut State, p: &Pending) -> BootRecord {
     let arm = st.arms()[st.slot(p.slot).0].clone();
-    let measured = check_this_boot(st, &arm, p).and_then(|()| {
-        let rules = st
-            .rules
-            .get(&arm.name)
-            .map(|t| (t.as_str(), arm.name.as_str()));
-        crate::boot::measure_here(
-            st.plan.boot.measure_of(&arm.name),
-            rules,
-            None,
-            false,
-            false,
-        )
-    });
-    let outcome = match measured.and_then(|bytes| Ok(serde_json::from_slice(&bytes)?)) {
-        Ok(result) => Outcome::Measured { result },
-        Err(e) => failure(format!("{e:#}")),
+    let outcome = match check_this_boot(st, &arm, p) {
+        Err(e) => Outcome::failed(format!("{e:#}"), Failure::OtherKernel),
+        Ok(()) => measure_this_boot(st, &arm),
     };
     st.record(p.slot, p.attempt, now() - p.issued_unix, outcome)
+}
+
+/// Set up `arm`'s state on this boot and measure.
+fn measure_this_boot(st: &State, arm: &Arm) -> Outcome {
+    let rules = (st.rules.get(&arm.name)).map(|t| (t.as_str(), arm.name.as_str()));
+    let measure = st.plan.boot.measure_of(&arm.name);
+    match crate::boot::measure_here(measure, rules, None, false, false) {
+        Err(e) => Outcome::failed(format!("{e:#}"), Failure::InGuest),
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(result) => Outcome::Measured { result },
+            Err(e) => Outcome::failed(format!("no result: {e}"), Failure::NoResult),
+        },
+    }
 }
 
 /// The running kernel is the planned boot's: its marks on the command line, the release its
@@ -618,9 +616,11 @@ mod unit {
             (n.slot, n.attempt)
         };
         assert_eq!(next(&st), (0, 0));
-        st.boots.push(st.record(0, 0, 1.0, failure("no".into())));
+        // The planned kernel did not come up: tried again (another boot may), once.
+        let other = || Outcome::failed("no".into(), Failure::OtherKernel);
+        st.boots.push(st.record(0, 0, 1.0, other()));
         assert_eq!(next(&st), (0, 1), "one retry");
-        st.boots.push(st.record(0, 1, 1.0, failure("no".into())));
+        st.boots.push(st.record(0, 1, 1.0, other()));
         assert_eq!(next(&st), (1, 0), "then the next boot");
         let measured = Outcome::Measured {
             result: serde_json::json!({}),
