@@ -20,9 +20,7 @@ use crate::compare;
 use crate::core::{Envelope, Kind};
 use crate::experiments::boots::schedule;
 use crate::experiments::boots::schedule::Boot;
-use crate::experiments::boots::{
-    Arm, Backend, BootPlan, BootRecord, Booter, LavaBooter, LavaRun, checks, plan,
-};
+use crate::experiments::boots::{Arm, Backend, BootPlan, BootRecord, LavaRun, checks, plan, start};
 use crate::stats::Interval;
 use crate::stats::exact;
 use anyhow::{Result, bail};
@@ -247,21 +245,6 @@ fn end_word(good: bool) -> &'static str {
     if good { "good" } else { "bad" }
 }
 
-/// What boots the builds: QEMU here, or LAVA jobs (`lava`: the lab and the token).
-fn booter<'p>(
-    plan: &'p BootPlan,
-    rules: &[(String, String)],
-    lava: Option<LavaRun<'p>>,
-) -> Result<Box<dyn Boot + 'p>> {
-    Ok(match (&plan.backend, lava) {
-        (Backend::Lava(target), Some(run)) => {
-            Box::new(LavaBooter::start(plan, target, run, rules)?)
-        }
-        (Backend::Lava(_), None) => bail!("a LAVA bisection needs its lab and token"),
-        _ => Box::new(Booter::start(plan, rules)?),
-    })
-}
-
 /// Run a bisection: the ends, then the steps; `saved`: boots saved before, taken instead of
 /// booting their builds again in their rounds; `lava`: the lab of a LAVA bisection.
 pub fn run<'p>(
@@ -276,7 +259,7 @@ pub fn run<'p>(
     let (skip, rules) = skipped_builds(plan)?;
     let mut boots = Boots {
         plan,
-        booter: booter(&plan.boot, &rules, lava)?,
+        booter: Box::new(start::start(&plan.boot, &rules, lava)?),
         saved,
         boots: Vec::new(),
         unit: String::new(),

@@ -408,16 +408,8 @@ mod unit {
         };
         let plan = |aged: &[(&str, usize)]| BootPlan {
             arms: vec![arm("a", false), arm("b", true)],
-            seed: 1,
-            measure: vec!["run".into()],
-            backend: Backend::Kexec,
-            retries: 0,
-            guest_files: Vec::new(),
-            needs: Vec::new(),
-            settle: None,
-            rules_errors: Default::default(),
             aged_slab: aged.iter().map(|(n, o)| (n.to_string(), *o)).collect(),
-            arm_measure: Default::default(),
+            ..BootPlan::bare(Backend::Kexec)
         };
         let why = |aged: &[(&str, usize)]| check_aged(&plan(aged)).unwrap_err().why;
         assert!(why(&[("b", 1)]).contains("give 2 to"));

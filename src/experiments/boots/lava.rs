@@ -797,13 +797,13 @@ pub fn cases(result: &[u8], windows: &[Window]) -> Vec<Case> {
 }
 
 #[cfg(test)]
-mod unit {
+pub(crate) mod unit {
     use super::*;
     use crate::boot::qemu::{Accel, KernelEntry, Machine};
     use crate::experiments::boots::plan::{Arm, Backend, Pin};
     use serde_json::Value;
 
-    fn target(boot: BootMethod, pin: Option<Pin>) -> LavaTarget {
+    pub(crate) fn target(boot: BootMethod, pin: Option<Pin>) -> LavaTarget {
         let machine = Machine {
             accel: Accel::Tcg,
             cpus: 1,

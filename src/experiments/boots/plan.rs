@@ -153,6 +153,24 @@ pub struct BootPlan {
 }
 
 impl BootPlan {
+    /// A plan of no arm booted by `backend`, measuring with `run`, for tests to fill in.
+    #[cfg(test)]
+    pub(crate) fn bare(backend: Backend) -> BootPlan {
+        BootPlan {
+            arms: Vec::new(),
+            seed: 1,
+            measure: vec!["run".into()],
+            backend,
+            retries: 0,
+            guest_files: Vec::new(),
+            needs: Vec::new(),
+            settle: None,
+            rules_errors: Default::default(),
+            aged_slab: Default::default(),
+            arm_measure: Default::default(),
+        }
+    }
+
     /// The command a boot of `arm` measures with.
     pub fn measure_of(&self, arm: &str) -> &[String] {
         self.arm_measure.get(arm).unwrap_or(&self.measure)

@@ -567,16 +567,8 @@ mod unit {
         };
         let boot = BootPlan {
             arms: (0..arms).map(arm).collect(),
-            seed: 1,
-            measure: vec!["run".into()],
-            backend: Backend::Kexec,
             retries,
-            guest_files: Vec::new(),
-            needs: Vec::new(),
-            settle: None,
-            rules_errors: Default::default(),
-            aged_slab: Default::default(),
-            arm_measure: Default::default(),
+            ..BootPlan::bare(Backend::Kexec)
         };
         State {
             id: "9-1".into(),

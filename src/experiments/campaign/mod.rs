@@ -16,13 +16,11 @@ use crate::compare::{self, Comparison};
 use crate::core::{Envelope, Kind};
 use crate::experiments::boots::plan::order;
 use crate::experiments::boots::schedule::{self, Schedule};
-use crate::experiments::boots::{
-    Arm, ArmEntry, Backend, BootPlan, BootRecord, Booter, LavaBooter, LavaRun,
-};
+use crate::experiments::boots::{Arm, ArmEntry, BootPlan, BootRecord, LavaRun, start};
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
 use crate::stats::Summary;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 /// A campaign to run: its boots, its rounds, and how the arms are compared.
@@ -197,21 +195,10 @@ pub fn run(
     progress: &mut dyn FnMut(&BootRecord),
 ) -> Result<Campaign> {
     let schedule = plan.schedule();
-    let (boots, stopped, entries) = match (&plan.boot.backend, lava) {
-        (Backend::Lava(target), Some(run)) => {
-            let mut booter = LavaBooter::start(&plan.boot, target, run, rules)?;
-            let (boots, stopped) = schedule.run(&mut booter, kept, progress)?;
-            (boots, stopped, booter.entries())
-        }
-        (Backend::Lava(_), None) => bail!("a LAVA campaign needs its lab and token"),
-        _ => {
-            let mut booter = Booter::start(&plan.boot, rules)?;
-            let (boots, stopped) = schedule.run(&mut booter, kept, progress)?;
-            (boots, stopped, booter.entries())
-        }
-    };
+    let mut booter = start::start(&plan.boot, rules, lava)?;
+    let (boots, stopped) = schedule.run(&mut booter, kept, progress)?;
     let mut c = analyse(plan, schedule.named_order(), boots)?;
-    c.entries = entries;
+    c.entries = booter.entries();
     c.warnings.extend(stopped_warnings(plan, &stopped));
     Ok(c)
 }
