@@ -9,6 +9,7 @@
 //! The list is walked through `next` pointers: `list` is the first member of `struct
 //! audit_entry`, so a node's address is its entry's.
 
+use crate::core::input::Opt;
 use anyhow::{Context, Result, bail};
 use std::io::{Read, Seek, SeekFrom};
 
@@ -177,12 +178,17 @@ pub fn locate() -> Result<(u64, Kcore)> {
         );
     }
     if !missing.is_empty() {
-        bail!(
-            "cannot read the kernel's audit rule entries on this kernel: {}. Without them, \
-             model the placement instead: syscost cachesets --objects N --size 408, or syscost \
-             run audit-replica",
-            missing.join("; and ")
-        );
+        return Err(crate::refused!(
+            format!(
+                "cannot read the kernel's audit rule entries on this kernel: {}. Without them, \
+                 model the placement instead: syscost cachesets ",
+                missing.join("; and ")
+            ),
+            Opt::Objects,
+            " N ",
+            Opt::Size,
+            " 408, or syscost run audit-replica"
+        ));
     }
     let head = symbol.expect("checked above") + AUDIT_FILTER_EXIT * LIST_HEAD;
     let kcore = Kcore::open().context(

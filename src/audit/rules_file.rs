@@ -117,12 +117,13 @@ impl RuleSet {
             .any(|l| l.op == Op::IgnoreErrors && l.number < line.number);
         if on_error == OnError::Stop && !ignoring {
             bail!(
-                "{}, line {}: {} (the line: {}); --audit-rules-errors continue goes on past such \
-                 lines, as auditctl -i does",
+                "{}, line {}: {} (the line: {}); {} continue goes on past such lines, as \
+                 auditctl -i does",
                 self.source,
                 line.number,
                 reason,
-                crate::core::printable(&line.text)
+                crate::core::printable(&line.text),
+                crate::core::input::spelled(crate::core::input::Opt::AuditRulesErrors)
             );
         }
         self.refused.push(Refused {

@@ -46,6 +46,20 @@ pub fn flag(o: Opt) -> &'static str {
         Opt::Variant => "--variant",
         Opt::Via => "--via",
         Opt::Workload => "--workload",
+        Opt::AuditRulesErrors => "--audit-rules-errors",
+        Opt::BestOf => "--best-of",
+        Opt::CacheModel => "--cache-model",
+        Opt::DropPerturbed => "--drop-perturbed",
+        Opt::Force => "--force",
+        Opt::History => "--history",
+        Opt::ListEvents => "--list-events",
+        Opt::Objects => "--objects",
+        Opt::SamplesAsUnits => "--samples-as-units",
+        Opt::Size => "--size",
+        Opt::Target => "--target",
+        Opt::Test => "--test",
+        Opt::Time => "--time",
+        Opt::Within => "--within",
     }
 }
 

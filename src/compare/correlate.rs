@@ -1,6 +1,7 @@
 //! Correlating two per-run (or per-boot) metrics across results, as the syscall-latency post correlated cycles
 //! with L1d misses and with cacheline-spread.
 
+use crate::core::input::{Opt, spelled};
 use crate::core::{Envelope, Kind};
 use crate::results::view::ResultView;
 use crate::stats::anova;
@@ -100,9 +101,13 @@ pub fn run(views: &[ResultView], x: &str, y: &str, within: bool) -> Result<Corre
     let mut warnings = Vec::new();
     if views.len() > 1 && !within && files_differ(&xs, &ys, &file_of) {
         warnings.push(
-            "the files' means differ more than their runs do: a pooled correlation can be one \
-             of the files, not of the runs; --within correlates within each file"
-                .into(),
+            crate::said!(
+                "the files' means differ more than their runs do: a pooled correlation can be \
+                 one of the files, not of the runs; ",
+                Opt::Within,
+                " correlates within each file"
+            )
+            .spell(spelled),
         );
     }
     let c = if within {

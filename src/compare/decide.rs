@@ -5,6 +5,7 @@
 use super::decision::{self, Evidence};
 use super::estimate::{Estimated, Exact, Limit};
 use super::{Decision, Options, Variant, lower_is_better};
+use crate::core::input::{Opt, spelled};
 use crate::stats::paired;
 use crate::stats::rank_tests::min_mann_whitney_p;
 
@@ -19,8 +20,12 @@ pub(super) fn decide(est: &mut Estimated, families: &[usize], tested: &[Variant]
         } else if one_run && !opts.samples_as_units {
             (
                 Decision::NoVerdict,
-                "no verdict: one run (its samples share one process; use --runs 5 or more)"
-                    .to_string(),
+                crate::said!(
+                    "no verdict: one run (its samples share one process; use ",
+                    Opt::Runs,
+                    " 5 or more)"
+                )
+                .spell(spelled),
             )
         } else if let Some(limit) = est.limits[k]
             && limit.min_p * family as f64 >= opts.alpha

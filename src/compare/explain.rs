@@ -4,6 +4,7 @@
 use super::estimate::Estimated;
 use super::prepare::Prepared;
 use super::{BootstrapInfo, Comparison, Options, Rank, Variant, profile_diff};
+use crate::core::input::{Opt, spelled};
 use crate::core::{Envelope, Kind};
 use crate::results::Grain;
 
@@ -102,27 +103,37 @@ fn analysis_warnings(
     }
     if opts.samples_as_units && shown.iter().any(|v| v.unit == "sample") {
         w.push(
-            "--samples-as-units: the samples of one run share one process, one placement in \
-             memory and one moment of the machine; they are not independent, so p-values and \
-             intervals are too optimistic"
-                .into(),
+            crate::said!(
+                Opt::SamplesAsUnits,
+                ": the samples of one run share one process, one placement in memory and one \
+                 moment of the machine; they are not independent, so p-values and intervals are \
+                 too optimistic"
+            )
+            .spell(spelled),
         );
     }
     w.extend(preemption_warnings(tested, &opts.primary));
     if let Some(k) = opts.best_of {
-        w.push(format!(
-            "--best-of {k}: the tables and the ranking show each variant's best runs; every \
-             delta, interval and test uses all runs (the best runs are order statistics, not a \
-             sample)"
-        ));
+        w.push(
+            crate::said!(
+                Opt::BestOf,
+                format!(
+                    " {k}: the tables and the ranking show each variant's best runs; every \
+                     delta, interval and test uses all runs (the best runs are order \
+                     statistics, not a sample)"
+                )
+            )
+            .spell(spelled),
+        );
     }
     for v in shown {
         if !v.perturbed.is_empty() && !opts.drop_perturbed {
             w.push(format!(
-                "{}: {} perturbed {}(s) kept (--drop-perturbed leaves them out)",
+                "{}: {} perturbed {}(s) kept ({} leaves them out)",
                 v.label,
                 v.perturbed.len(),
-                v.unit
+                v.unit,
+                spelled(Opt::DropPerturbed)
             ));
         }
     }
@@ -149,9 +160,14 @@ pub(super) fn preemption_warnings(variants: &[Variant], primary: &str) -> Vec<St
                 v.label,
                 100.0 * (1.0 - u),
                 if primary == "time" {
-                    "; wall-time verdicts may be contaminated: --time cpu decides on task-clock"
+                    crate::said!(
+                        "; wall-time verdicts may be contaminated: ",
+                        Opt::Time,
+                        " cpu decides on task-clock"
+                    )
+                    .spell(spelled)
                 } else {
-                    ""
+                    String::new()
                 }
             ));
         }

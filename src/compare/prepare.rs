@@ -4,6 +4,7 @@
 
 use super::variant::Purpose;
 use super::{Options, Variant, check_comparable};
+use crate::core::input::{Opt, spelled};
 use crate::results::validity;
 use crate::stats::registry::TestKind;
 use anyhow::{Result, bail};
@@ -24,10 +25,12 @@ pub(super) fn prepare(mut variants: Vec<Variant>, opts: &Options) -> Result<Prep
         bail!("compare needs at least two results: a baseline and one to compare with it");
     }
     if opts.test == TestKind::SignedRank && !opts.paired {
-        bail!(
-            "--test signed-rank compares paired rounds (ab); these results are compared unpaired: \
-             use --test mann-whitney (the default) or welch"
-        );
+        return Err(crate::refused!(
+            Opt::Test,
+            " signed-rank compares paired rounds (ab); these results are compared unpaired: use ",
+            Opt::Test,
+            " mann-whitney (the default) or welch"
+        ));
     }
     let mut warnings =
         check_comparable(&variants, opts.force, opts.configurations, Purpose::Compare)?;
@@ -168,12 +171,18 @@ pub(super) fn auto_time(variants: &[Variant], opts: &Options) -> Option<String> 
     if off.is_empty() {
         return None;
     }
-    Some(format!(
-        "--time auto decided on task-clock, the workers' own time on the CPU, not wall time: \
-         they were off the CPU for part of the wall time ({}), though their loop does not \
-         wait: a neighbour took the CPU. --time wall decides on wall time",
-        off.join(", ")
-    ))
+    let said = crate::said!(
+        Opt::Time,
+        format!(
+            " auto decided on task-clock, the workers' own time on the CPU, not wall time: \
+             they were off the CPU for part of the wall time ({}), though their loop does not \
+             wait: a neighbour took the CPU. ",
+            off.join(", ")
+        ),
+        Opt::Time,
+        " wall decides on wall time"
+    );
+    Some(said.spell(spelled))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! One side of a comparison, from a result file or from a configuration measured by `ab`,
 //! and the check that the sides measure the same thing.
 
+use crate::core::input::{Opt, spelled};
 use crate::results::validity::Perturbation;
 use crate::results::view::ResultView;
 use crate::results::{Metric, MetricKind, RunResult};
@@ -188,8 +189,10 @@ pub fn check_comparable(
         }
         if v.subtract_overhead != base.subtract_overhead {
             diffs.push(format!(
-                "--subtract-overhead ({} vs {})",
-                base.subtract_overhead, v.subtract_overhead
+                "{} ({} vs {})",
+                spelled(Opt::SubtractOverhead),
+                base.subtract_overhead,
+                v.subtract_overhead
             ));
         }
         if v.op_name != base.op_name {
@@ -202,10 +205,11 @@ pub fn check_comparable(
                 v.label,
                 diffs.join("; ")
             );
+            let forced = spelled(Opt::Force);
             if !force {
-                bail!("{msg}; use --force to {verb} them anyway");
+                bail!("{msg}; use {forced} to {verb} them anyway");
             }
-            warnings.push(format!("compared with --force although {msg}"));
+            warnings.push(format!("compared with {forced} although {msg}"));
         }
         if v.unit != base.unit {
             warnings.push(format!(
@@ -215,9 +219,13 @@ pub fn check_comparable(
         }
         if v.unit == "sample" || base.unit == "sample" {
             warnings.push(
-                "a result with a single run is compared sample by sample; samples of one \
-                 process are not independent, so p-values are optimistic: use --runs 5 or more"
-                    .into(),
+                crate::said!(
+                    "a result with a single run is compared sample by sample; samples of one \
+                     process are not independent, so p-values are optimistic: use ",
+                    Opt::Runs,
+                    " 5 or more"
+                )
+                .spell(spelled),
             );
         }
         let apart = v.created_unix.abs_diff(base.created_unix);

@@ -44,11 +44,25 @@ pub enum Opt {
     Variant,
     Via,
     Workload,
+    AuditRulesErrors,
+    BestOf,
+    CacheModel,
+    DropPerturbed,
+    Force,
+    History,
+    ListEvents,
+    Objects,
+    SamplesAsUnits,
+    Size,
+    Target,
+    Test,
+    Time,
+    Within,
 }
 
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
-    pub const ALL: [Opt; 36] = [
+    pub const ALL: [Opt; 50] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -85,6 +99,20 @@ impl Opt {
         Opt::Variant,
         Opt::Via,
         Opt::Workload,
+        Opt::AuditRulesErrors,
+        Opt::BestOf,
+        Opt::CacheModel,
+        Opt::DropPerturbed,
+        Opt::Force,
+        Opt::History,
+        Opt::ListEvents,
+        Opt::Objects,
+        Opt::SamplesAsUnits,
+        Opt::Size,
+        Opt::Target,
+        Opt::Test,
+        Opt::Time,
+        Opt::Within,
     ];
 }
 

@@ -5,6 +5,7 @@
 //! leaves (a one-byte load whose address names the window, then a `nopl` no processor acts
 //! on: outside the emulator they cost two instructions), and the windows the plugin reports.
 
+use crate::core::input::{Opt, spelled};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicU8;
 
@@ -175,7 +176,10 @@ impl CacheModel {
                         )),
                     }
                 };
-                let why = |e: String| format!("--cache-model host: {e}; name one, e.g. skylake-x");
+                let why = |e: String| {
+                    let model = spelled(Opt::CacheModel);
+                    format!("{model} host: {e}; name one, e.g. skylake-x")
+                };
                 Ok(named(
                     s,
                     l1("Data").map_err(why)?,

@@ -107,7 +107,8 @@ task-clock,{context-switches,cpu-migrations,page-faults}";
 pub enum EventParseError {
     #[error(
         "unknown event '{0}': use a perf event name such as cycles, instructions, task-clock, \
-         L1-dcache-load-misses or a raw rNNNN (run `syscost run syscall --list-events`)"
+         L1-dcache-load-misses or a raw rNNNN (run `syscost run syscall {list}`)",
+        list = crate::core::input::spelled(crate::core::input::Opt::ListEvents)
     )]
     Unknown(String),
     #[error("event '{event}': unknown modifier '{modifier}' (syscost accepts u and k)")]

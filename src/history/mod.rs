@@ -12,6 +12,7 @@ pub mod postgres;
 pub mod sqlite;
 pub mod version;
 
+use crate::core::input::Opt;
 use anyhow::{Result, bail};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -111,7 +112,13 @@ impl Location {
             Some(d) => PathBuf::from(d),
             None => match std::env::var_os("HOME") {
                 Some(h) => PathBuf::from(h).join(".local/share"),
-                None => bail!("history: no HOME to keep it under: give --history PATH"),
+                None => {
+                    return Err(crate::refused!(
+                        "history: no HOME to keep it under: give ",
+                        Opt::History,
+                        " PATH"
+                    ));
+                }
             },
         };
         Ok(Location::Sqlite(base.join("syscost/history.sqlite")))
@@ -193,23 +200,31 @@ pub const TAG_VALUE_MAX: usize = 256;
 /// row in a listing pasted into a mail), and so are keys and values beyond their bounds.
 pub fn parse_tag(s: &str) -> Result<(String, String)> {
     if s.chars().any(char::is_control) {
-        bail!(
-            "--tag {:?}: a tag cannot hold control characters (newlines, tabs, escapes)",
-            s
-        );
+        return Err(crate::refused!(
+            Opt::Tag,
+            format!(" {s:?}: a tag cannot hold control characters (newlines, tabs, escapes)")
+        ));
     }
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
             if k.chars().count() > TAG_KEY_MAX || v.chars().count() > TAG_VALUE_MAX {
-                bail!(
-                    "--tag '{}...': a key has at most {TAG_KEY_MAX} characters and a value at \
-                     most {TAG_VALUE_MAX}",
-                    s.chars().take(40).collect::<String>()
-                );
+                let cut: String = s.chars().take(40).collect();
+                return Err(crate::refused!(
+                    Opt::Tag,
+                    format!(
+                        " '{cut}...': a key has at most {TAG_KEY_MAX} characters and a value at \
+                         most {TAG_VALUE_MAX}"
+                    )
+                ));
             }
             Ok((k.to_string(), v.to_string()))
         }
-        _ => bail!("--tag '{s}': give KEY=VALUE, e.g. --tag build=align-32"),
+        _ => Err(crate::refused!(
+            Opt::Tag,
+            format!(" '{s}': give KEY=VALUE, e.g. "),
+            Opt::Tag,
+            " build=align-32"
+        )),
     }
 }
 
@@ -221,10 +236,13 @@ pub fn parse_param(s: &str) -> Result<(String, String)> {
         {
             Ok((k.to_string(), v.to_string()))
         }
-        _ => bail!(
-            "--param '{s}': give KEY=VALUE with a parameter's name as result files spell it \
-             (letters, digits, _), e.g. --param syscall=getpid"
-        ),
+        _ => Err(crate::refused!(
+            Opt::Param,
+            format!(" '{s}': give KEY=VALUE with a parameter's name as result files spell it "),
+            "(letters, digits, _), e.g. ",
+            Opt::Param,
+            " syscall=getpid"
+        )),
     }
 }
 
@@ -446,12 +464,15 @@ impl Store {
         if let Location::Sqlite(path) = location
             && std::fs::symlink_metadata(path).is_err()
         {
-            bail!(
-                "history {}: no such store (nothing has been recorded there); measuring \
-                 commands and `history import` create it, or give the --history of an existing \
-                 one",
-                path.display()
-            );
+            return Err(crate::refused!(
+                format!(
+                    "history {}: no such store (nothing has been recorded there); ",
+                    path.display()
+                ),
+                "measuring commands and `history import` create it, or give the ",
+                Opt::History,
+                " of an existing one"
+            ));
         }
         Store::open(location)
     }

@@ -6,6 +6,7 @@ use super::{
     APPLICATION, Arg, ENTRY_COLUMNS, Entry, Filter, SCHEMA_VERSION, conditions, digest,
     readable_schema, view_of,
 };
+use crate::core::input::{Opt, spelled};
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
@@ -43,8 +44,9 @@ impl Lite {
         if let Ok(meta) = std::fs::metadata(path)
             && (!meta.is_file() || meta.len() == 0)
         {
+            let another = crate::said!("give another ", Opt::History).spell(spelled);
             bail!(
-                "history {}: exists and is not a syscost history ({}); give another --history",
+                "history {}: exists and is not a syscost history ({}); {another}",
                 path.display(),
                 if meta.is_file() {
                     "an empty file"
@@ -131,8 +133,10 @@ impl Lite {
                 rusqlite::Error::SqliteFailure(f, _)
                     if f.code == rusqlite::ErrorCode::NotADatabase =>
                 {
-                    anyhow::anyhow!(
-                        "not a database (a SQLite file is needed; give another --history)"
+                    crate::refused!(
+                        "not a database (a SQLite file is needed; give another ",
+                        Opt::History,
+                        ")"
                     )
                 }
                 other => other.into(),
@@ -162,7 +166,10 @@ impl Lite {
             .optional()
             .unwrap_or(None);
         if app.as_deref() != Some(APPLICATION) {
-            bail!("a SQLite database, but not a syscost history; give another --history");
+            return Err(crate::refused!(
+                "a SQLite database, but not a syscost history; give another ",
+                Opt::History
+            ));
         }
         let version = readable_schema(&c.query_row(
             "SELECT value FROM meta WHERE key = 'schema_version'",

@@ -3,6 +3,7 @@
 //! through the loadable segment holding it, which works alike for PIE and non-PIE executables
 //! and shared libraries.
 
+use crate::core::input::Opt;
 use anyhow::{Context, Result, bail};
 use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags};
 use std::path::Path;
@@ -65,9 +66,10 @@ pub fn symbol_offset(path: &Path, symbol: &str) -> Result<u64> {
 pub fn parse_target(s: &str) -> Result<(std::path::PathBuf, String)> {
     match s.rsplit_once(':') {
         Some((p, sym)) if !p.is_empty() && !sym.is_empty() => Ok((p.into(), sym.into())),
-        _ => bail!(
-            "--target '{s}': write it as PATH:SYMBOL, e.g. /usr/bin/redis-server:processCommand"
-        ),
+        _ => Err(crate::refused!(
+            Opt::Target,
+            format!(" '{s}': write it as PATH:SYMBOL, e.g. /usr/bin/redis-server:processCommand")
+        )),
     }
 }
 

@@ -251,7 +251,8 @@ impl RunResult {
                 .collect();
             self.analyse(&keep);
             self.warnings.push(format!(
-                "--drop-perturbed: {} of {} runs left out of the statistics (still in the file)",
+                "{}: {} of {} runs left out of the statistics (still in the file)",
+                crate::core::input::spelled(crate::core::input::Opt::DropPerturbed),
                 units.len(),
                 self.runs.len()
             ));
