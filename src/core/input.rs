@@ -58,11 +58,29 @@ pub enum Opt {
     Test,
     Time,
     Within,
+    Align,
+    Copies,
+    Estimator,
+    Fifo,
+    Geometry,
+    Lines,
+    MaxTime,
+    Ops,
+    Origin,
+    OverheadSamples,
+    Pre,
+    Profile,
+    Samples,
+    SampleTime,
+    Svg,
+    Trials,
+    Until,
+    Warmup,
 }
 
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
-    pub const ALL: [Opt; 50] = [
+    pub const ALL: [Opt; 68] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -113,6 +131,24 @@ impl Opt {
         Opt::Test,
         Opt::Time,
         Opt::Within,
+        Opt::Align,
+        Opt::Copies,
+        Opt::Estimator,
+        Opt::Fifo,
+        Opt::Geometry,
+        Opt::Lines,
+        Opt::MaxTime,
+        Opt::Ops,
+        Opt::Origin,
+        Opt::OverheadSamples,
+        Opt::Pre,
+        Opt::Profile,
+        Opt::Samples,
+        Opt::SampleTime,
+        Opt::Svg,
+        Opt::Trials,
+        Opt::Until,
+        Opt::Warmup,
     ];
 }
 

@@ -4,6 +4,7 @@
 //! audit_entry objects come from kmalloc-512, so their first line reaches only 8 of
 //! Skylake-X's 64 L1 sets).
 
+use crate::core::input::Opt;
 use crate::core::{Envelope, Kind};
 use crate::stats::pstdev;
 use anyhow::{Result, bail};
@@ -21,31 +22,37 @@ pub struct Geometry {
 impl Geometry {
     /// `sets=64,ways=8,line=64`; each a power of two (ways may be any positive number).
     pub fn parse(s: &str) -> Result<Geometry> {
+        let g = Self::fields(s)
+            .map_err(|why| crate::refused!(Opt::Geometry, format!(" '{s}': {why}")))?;
+        g.check()?;
+        Ok(g)
+    }
+
+    /// The three fields of `s`, or what is wrong with it.
+    fn fields(s: &str) -> std::result::Result<Geometry, String> {
         let (mut sets, mut ways, mut line) = (None, None, None);
         for part in s.split(',') {
             let Some((k, v)) = part.split_once('=') else {
-                bail!("--geometry '{s}': write it as sets=64,ways=8,line=64");
+                return Err("write it as sets=64,ways=8,line=64".into());
             };
-            let v: u64 = v.trim().parse().map_err(|_| {
-                anyhow::anyhow!("--geometry '{s}': '{}' is not a whole number", v.trim())
-            })?;
+            let v: u64 =
+                (v.trim().parse()).map_err(|_| format!("'{}' is not a whole number", v.trim()))?;
             let slot = match k.trim() {
                 "sets" => &mut sets,
                 "ways" => &mut ways,
                 "line" => &mut line,
-                other => bail!("--geometry '{s}': unknown key '{other}' (sets, ways, line)"),
+                other => return Err(format!("unknown key '{other}' (sets, ways, line)")),
             };
             if slot.replace(v).is_some() {
-                bail!("--geometry '{s}': {} is given twice", k.trim());
+                return Err(format!("{} is given twice", k.trim()));
             }
         }
-        let g = Geometry {
-            sets: sets.ok_or_else(|| anyhow::anyhow!("--geometry '{s}': sets= is missing"))?,
-            ways: ways.ok_or_else(|| anyhow::anyhow!("--geometry '{s}': ways= is missing"))?,
-            line: line.ok_or_else(|| anyhow::anyhow!("--geometry '{s}': line= is missing"))?,
-        };
-        g.check()?;
-        Ok(g)
+        let missing = |k: &str| format!("{k}= is missing");
+        Ok(Geometry {
+            sets: sets.ok_or_else(|| missing("sets"))?,
+            ways: ways.ok_or_else(|| missing("ways"))?,
+            line: line.ok_or_else(|| missing("line"))?,
+        })
     }
 
     pub fn check(&self) -> Result<()> {
@@ -76,8 +83,10 @@ impl Geometry {
     /// The L1 data cache of CPU 0, from sysfs.
     pub fn l1d() -> Result<Geometry> {
         let c = crate::core::caches::l1d().ok_or_else(|| {
-            anyhow::anyhow!(
-                "sysfs describes no L1 data cache here: give --geometry sets=64,ways=8,line=64"
+            crate::refused!(
+                "sysfs describes no L1 data cache here: give ",
+                Opt::Geometry,
+                " sets=64,ways=8,line=64"
             )
         })?;
         let g = Geometry {
@@ -98,12 +107,16 @@ impl Geometry {
 pub fn slab_class(size: u64) -> Result<u64> {
     const CLASSES: &[u64] = &[8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096];
     if size == 0 {
-        bail!("--size must be at least 1 byte");
+        bail!(crate::refused!(Opt::Size, " must be at least 1 byte"));
     }
     CLASSES.iter().copied().find(|&c| c >= size).ok_or_else(|| {
-        anyhow::anyhow!(
-            "--size {size} is larger than a page: such objects come from the page allocator, \
-             not a kmalloc slab; give their alignment with --align"
+        crate::refused!(
+            Opt::Size,
+            format!(
+                " {size} is larger than a page: such objects come from the page allocator, not \
+                 a kmalloc slab; give their alignment with "
+            ),
+            Opt::Align
         )
     })
 }
@@ -279,31 +292,43 @@ pub fn analyse(req: &Request) -> Result<Analysis> {
         seed,
     } = req.clone();
     if objects == 0 {
-        bail!("--objects must be at least 1");
+        bail!(crate::refused!(Opt::Objects, " must be at least 1"));
     }
     g.check()?;
     if objects > MAX_OBJECTS {
-        bail!("--objects {objects}: at most {MAX_OBJECTS} objects per analysis");
+        bail!(crate::refused!(
+            Opt::Objects,
+            format!(" {objects}: at most {MAX_OBJECTS} objects per analysis")
+        ));
     }
     if lines == 0 || lines > MAX_LINES {
-        bail!("--lines {lines}: count 1 to {MAX_LINES} lines per object");
+        bail!(crate::refused!(
+            Opt::Lines,
+            format!(" {lines}: count 1 to {MAX_LINES} lines per object")
+        ));
     }
     if trials > MAX_TRIALS {
-        bail!("--trials {trials}: at most {MAX_TRIALS} Monte Carlo trials");
+        bail!(crate::refused!(
+            Opt::Trials,
+            format!(" {trials}: at most {MAX_TRIALS} Monte Carlo trials")
+        ));
     }
     if let Some(a) = align
         && a > g.sets * g.line
     {
-        bail!(
-            "--align {a} is larger than the cache's way ({} B): every object would land in set 0",
-            g.sets * g.line
-        );
+        bail!(crate::refused!(
+            Opt::Align,
+            format!(
+                " {a} is larger than the cache's way ({} B): every object would land in set 0",
+                g.sets * g.line
+            )
+        ));
     }
     let class = match (size, align) {
         (Some(s), None) => Some(slab_class(s)?),
         (Some(s), Some(_)) => {
             if s == 0 {
-                bail!("--size must be at least 1 byte");
+                bail!(crate::refused!(Opt::Size, " must be at least 1 byte"));
             }
             None
         }
@@ -312,7 +337,10 @@ pub fn analyse(req: &Request) -> Result<Analysis> {
     let alignment = match (align, class) {
         (Some(a), _) => {
             if !a.is_power_of_two() {
-                bail!("--align {a} must be a power of two");
+                bail!(crate::refused!(
+                    Opt::Align,
+                    format!(" {a} must be a power of two")
+                ));
             }
             a
         }

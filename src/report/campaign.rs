@@ -646,9 +646,11 @@ impl ResultKind for Campaign {
             ("boots", None) => Some(Ok(self.boots_chart())),
             ("sets", _) => Some(self.sets_charts().into_iter().next().ok_or_else(|| {
                 match self.machine.as_ref().and_then(|m| m.cache_model.as_ref()) {
-                    None => {
-                        anyhow::anyhow!("this campaign modelled no cache (campaign --cache-model)")
-                    }
+                    None => crate::refused!(
+                        "this campaign modelled no cache (campaign ",
+                        crate::core::input::Opt::CacheModel,
+                        ")"
+                    ),
                     Some(_) => anyhow::anyhow!(
                         "no boot kept misses by set: another task ran in every sample window \
                          (each boot's warnings say how many were left out)"

@@ -192,7 +192,10 @@ pub fn single_chart(kind: &str, loaded: &[(String, Loaded)]) -> Result<String> {
     let one = |want: &str| -> Result<&Loaded> {
         match loaded {
             [(_, l)] => Ok(l),
-            _ => bail!("--svg {want} draws one result; {} were given", loaded.len()),
+            _ => bail!(crate::refused!(
+                crate::core::input::Opt::Svg,
+                format!(" {want} draws one result; {} were given", loaded.len())
+            )),
         }
     };
     let l = one(kind)?;

@@ -10,6 +10,7 @@
 //! Written by hand: the document is plain JSON, and the schema (kcidb-io) is Python; the tests
 //! validate the output with it.
 
+use crate::core::input::Opt;
 use crate::core::{VERSION, fmt_num};
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
@@ -26,10 +27,12 @@ pub fn check_origin(origin: &str) -> Result<()> {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
     {
-        bail!(
-            "--origin '{origin}': KCIDB origins are lower-case letters, digits and _ (e.g. \
-             --origin mylab_perf); ask KernelCI for yours"
-        );
+        bail!(crate::refused!(
+            Opt::Origin,
+            format!(" '{origin}': KCIDB origins are lower-case letters, digits and _ (e.g. "),
+            Opt::Origin,
+            " mylab_perf); ask KernelCI for yours"
+        ));
     }
     Ok(())
 }

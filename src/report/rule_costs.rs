@@ -6,6 +6,7 @@
 use super::format::{Cell, Grid};
 use crate::compare::Delta;
 use crate::core::fmt_num;
+use crate::core::input::{Opt, spelled};
 use crate::experiments::rule_costs::{EMULATED, FileSweep, RuleCost};
 
 /// The ranking, with the totals, refusals and advice as notes.
@@ -88,20 +89,36 @@ fn notes(f: &FileSweep, metric: &str, unit: &str, g: &mut Grid) {
         .count();
     let without = timed.iter().filter(|r| r.cost_ci(metric).is_none()).count();
     if unsure > 0 {
-        g.notes.push(format!(
-            " {unsure} of {} rules' intervals hold zero: those costs are inconclusive, below \
-             this measurement's noise (their order in the ranking is not a finding); more \
-             --runs narrow them, and campaign --emulated-counters counts each rule exactly",
-            f.rules.len()
-        ));
+        g.notes.push(
+            crate::said!(
+                format!(
+                    " {unsure} of {} rules' intervals hold zero: those costs are inconclusive, \
+                     below this measurement's noise (their order in the ranking is not a \
+                     finding); more ",
+                    f.rules.len()
+                ),
+                Opt::Runs,
+                " narrow them, and campaign ",
+                Opt::EmulatedCounters,
+                " counts each rule exactly"
+            )
+            .spell(spelled),
+        );
     }
     if without > 0 {
-        g.notes.push(format!(
-            " {without} of {} rules have no interval (shown as -): too few runs to give one, \
-             so their costs are not findings; give more --runs, or count each rule exactly with \
-             campaign --emulated-counters",
-            f.rules.len()
-        ));
+        g.notes.push(
+            crate::said!(
+                format!(
+                    " {without} of {} rules have no interval (shown as -): too few runs to give \
+                     one, so their costs are not findings; give more ",
+                    f.rules.len()
+                ),
+                Opt::Runs,
+                ", or count each rule exactly with campaign ",
+                Opt::EmulatedCounters
+            )
+            .spell(spelled),
+        );
     }
     let costly: Vec<&RuleCost> = f
         .ranked()

@@ -7,6 +7,7 @@ use super::format::{Cell, Format, Grid};
 use super::kind::{Entry, Loaded, Reading, ResultKind, SAMPLES_DRAWN};
 use super::section::Section;
 use crate::core::Kind;
+use crate::core::input::{Opt, spelled};
 use crate::core::num::{fmt_num, group_thousands};
 use crate::results::load::{Checked, LoadError};
 use crate::results::{Metric, RunResult};
@@ -105,7 +106,11 @@ pub fn run_preamble(r: &RunResult) -> Vec<String> {
             runs = o.runs,
             samples = o.samples,
             ops = group_thousands(&o.ops_per_sample.to_string()),
-            how = if o.calibrated { "calibrated" } else { "--ops" },
+            how = if o.calibrated {
+                "calibrated".to_string()
+            } else {
+                spelled(Opt::Ops)
+            },
             warm = o.warmup,
         ),
         format!(
@@ -148,9 +153,9 @@ fn run_table(r: &RunResult) -> Grid {
             fmt_num(oh.median),
             r.op_name,
             if r.options.subtract_overhead {
-                "subtracted from every per-op value above"
+                "subtracted from every per-op value above".to_string()
             } else {
-                "not subtracted (--subtract-overhead)"
+                crate::said!("not subtracted (", Opt::SubtractOverhead, ")").spell(spelled)
             }
         ));
     }
@@ -250,8 +255,9 @@ impl ResultKind for RunResult {
             "run" => Ok(run_chart(self)),
             "profile" => match &self.profile {
                 Some(p) => Ok(profile_chart(p, &self.workload.describe())),
-                None => Err(anyhow::anyhow!(
-                    "this run has no profile: take it with --profile"
+                None => Err(crate::refused!(
+                    "this run has no profile: take it with ",
+                    Opt::Profile
                 )),
             },
             _ => return None,

@@ -78,10 +78,12 @@ impl Sweep {
             ),
         };
         match self.matching {
-            0 => format!(
-                " Rules: none names {named} (--matching 0); each names a rarely used syscall. \
-                 None can generate a record."
-            ),
+            0 => crate::said!(
+                format!(" Rules: none names {named} ("),
+                crate::core::input::Opt::Matching,
+                " 0); each names a rarely used syscall. None can generate a record."
+            )
+            .spell(crate::core::input::spelled),
             m => format!(
                 " Rules: the first {m} name {named} and fail on their pid field; the others \
                  name rarely used syscalls. None can generate a record."

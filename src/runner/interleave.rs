@@ -10,6 +10,7 @@ use super::{
     Calibration, Executor, Plan, Progress, Workers, assemble, batch_size, check_batch_length,
     validate,
 };
+use crate::core::input::{Opt, spelled};
 use crate::counters::EventStatus;
 use crate::environment::Environment;
 use crate::results::{Grain, RunRecord, RunResult};
@@ -159,7 +160,7 @@ fn paced_sizes(
                 progress(Progress::Calibrated { ops });
                 (ops, true)
             }
-            (None, None) => unreachable!("every arm without --ops was calibrated"),
+            (None, None) => unreachable!("every arm without a given batch size was calibrated"),
         });
     }
     Ok(sizes)
@@ -177,18 +178,24 @@ fn same_batch(p: &Plan, q: &Plan) -> bool {
 }
 
 /// Why the arms cannot alternate sample by sample, if they cannot.
-pub fn paced_blocker(plans: &[Plan]) -> Option<&'static str> {
+pub fn paced_blocker(plans: &[Plan]) -> Option<String> {
     // Each check says what would go wrong.
+    let said = |s: crate::core::input::Said| Some(s.spell(spelled));
     if plans.iter().any(|p| p.copies.is_some()) {
-        return Some("--copies run continuously, so two runs alive together would compete");
+        return said(crate::said!(
+            Opt::Copies,
+            " run continuously, so two runs alive together would compete"
+        ));
     }
     if plans.iter().any(|p| p.pre.is_some()) {
-        return Some("--pre runs before each run, which must then be alone");
+        return said(crate::said!(
+            Opt::Pre,
+            " runs before each run, which must then be alone"
+        ));
     }
-    if let Some(why) = super::audit_rules::blocker(plans) {
-        return Some(why);
-    }
-    plans.iter().find_map(|p| p.workload.not_paced())
+    super::audit_rules::blocker(plans)
+        .or_else(|| plans.iter().find_map(|p| p.workload.not_paced()))
+        .map(String::from)
 }
 
 /// How the arms of a design share their batch size.
@@ -401,16 +408,19 @@ fn until_stop(u: &super::Until, half: f64, started: Instant, rounds: u32) -> Opt
     let why = if half <= u.pct {
         format!("±{half:.2}% reached")
     } else if started.elapsed() >= u.max_time {
-        format!("--max-time reached at ±{half:.2}%")
+        crate::said!(Opt::MaxTime, format!(" reached at ±{half:.2}%")).spell(spelled)
     } else if rounds >= u.max_runs {
         format!("the cap of {} runs reached at ±{half:.2}%", u.max_runs)
     } else {
         return None;
     };
-    Some(format!(
-        "--until {}%: {why} after {rounds} run(s) per configuration",
-        u.pct
-    ))
+    Some(
+        crate::said!(
+            Opt::Until,
+            format!(" {}%: {why} after {rounds} run(s) per configuration", u.pct)
+        )
+        .spell(spelled),
+    )
 }
 
 /// The runs measured so far, per arm, with the counters' statuses of each arm's first run.

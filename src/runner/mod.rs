@@ -16,10 +16,12 @@ pub mod worker;
 pub use crate::core::CpuList;
 pub use interleave::{interleave, round_order, run_interleaved, run_interleaved_with};
 
+use crate::core::input::{Opt, spelled};
 use crate::core::{Envelope, Kind, fmt_num, now_unix};
 use crate::counters::{EventList, EventStatus};
 use crate::environment::Environment;
 use crate::profile::Profile;
+use crate::refused;
 use crate::results::metrics::Estimator;
 use crate::results::{self, EventRecord, Grain, RunOptions, RunRecord, RunResult};
 use crate::signals;
@@ -42,11 +44,15 @@ pub const FLOOR_DESIGN: (Estimator, u32, Duration) =
 /// The floor design as command-line options, e.g. for a message.
 pub fn floor_options() -> String {
     let (estimator, samples, time) = FLOOR_DESIGN;
-    format!(
-        "--estimator {} --sample-time {} --samples {samples}",
-        format!("{estimator:?}").to_lowercase(),
-        humantime::format_duration(time)
+    crate::said!(
+        Opt::Estimator,
+        format!(" {} ", format!("{estimator:?}").to_lowercase()),
+        Opt::SampleTime,
+        format!(" {} ", humantime::format_duration(time)),
+        Opt::Samples,
+        format!(" {samples}")
     )
+    .spell(spelled)
 }
 
 /// What to measure and how.
@@ -107,57 +113,72 @@ pub enum Progress {
 /// Validate a plan before anything runs; every message says what to change.
 pub fn validate(plan: &Plan) -> Result<()> {
     if plan.runs == 0 {
-        bail!("--runs must be at least 1");
+        bail!(refused!(Opt::Runs, " must be at least 1"));
     }
     if plan.samples == 0 {
-        bail!("--samples must be at least 1");
+        bail!(refused!(Opt::Samples, " must be at least 1"));
     }
     if plan.ops == Some(0) {
-        bail!("--ops must be at least 1");
+        bail!(refused!(Opt::Ops, " must be at least 1"));
     }
     if plan.sample_time.is_zero() {
-        bail!("--sample-time must be longer than zero");
+        bail!(refused!(Opt::SampleTime, " must be longer than zero"));
     }
     if plan.sample_time > MAX_BATCH {
-        bail!(
-            "--sample-time {}: at most {}, so that a stop (Ctrl-C) ends a run within about that \
-             long; for longer runs give more --samples",
-            humantime::format_duration(plan.sample_time),
-            humantime::format_duration(MAX_BATCH)
-        );
+        bail!(refused!(
+            Opt::SampleTime,
+            format!(
+                " {}: at most {}, so that a stop (Ctrl-C) ends a run within about that long; \
+                 for longer runs give more ",
+                humantime::format_duration(plan.sample_time),
+                humantime::format_duration(MAX_BATCH)
+            ),
+            Opt::Samples
+        ));
     }
     for (flag, n, most) in [
-        ("--runs", plan.runs, MAX_RUNS),
-        ("--samples", plan.samples, MAX_SAMPLES),
-        ("--warmup", plan.warmup, MAX_SAMPLES),
-        ("--overhead-samples", plan.overhead_samples, MAX_SAMPLES),
+        (Opt::Runs, plan.runs, MAX_RUNS),
+        (Opt::Samples, plan.samples, MAX_SAMPLES),
+        (Opt::Warmup, plan.warmup, MAX_SAMPLES),
+        (Opt::OverheadSamples, plan.overhead_samples, MAX_SAMPLES),
     ] {
         if n > most {
-            bail!(
-                "{flag} {}: at most {} (every sample is kept in the result)",
-                crate::core::num::group_thousands(&n.to_string()),
-                crate::core::num::group_thousands(&most.to_string())
-            );
+            bail!(refused!(
+                flag,
+                format!(
+                    " {}: at most {} (every sample is kept in the result)",
+                    crate::core::num::group_thousands(&n.to_string()),
+                    crate::core::num::group_thousands(&most.to_string())
+                )
+            ));
         }
     }
     if let Some(u) = plan.until {
         if !(u.pct.is_finite() && u.pct > 0.0) {
-            bail!("--until must be a precision above 0%, like 1%");
+            bail!(refused!(
+                Opt::Until,
+                " must be a precision above 0%, like 1%"
+            ));
         }
         if u.max_runs < plan.runs {
-            bail!(
-                "--until: the cap of {} runs is below --runs {}",
-                u.max_runs,
-                plan.runs
-            );
+            bail!(refused!(
+                Opt::Until,
+                format!(": the cap of {} runs is below ", u.max_runs),
+                Opt::Runs,
+                format!(" {}", plan.runs)
+            ));
         }
         if plan.runs < 3 {
-            bail!("--until needs --runs 3 or more to start from: an interval needs a spread");
+            bail!(refused!(
+                Opt::Until,
+                " needs ",
+                Opt::Runs,
+                " 3 or more to start from: an interval needs a spread"
+            ));
         }
     }
     if let Some(c) = &plan.cpus {
-        crate::core::cpus::check_allowed(c, crate::core::input::Opt::Cpu)
-            .map_err(anyhow::Error::msg)?;
+        crate::core::cpus::check_allowed(c, Opt::Cpu).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }
@@ -319,15 +340,24 @@ fn check_batch_length(exec: &mut dyn Executor, plan: &Plan, ops: u64) -> Result<
     let limit = MAX_BATCH.as_nanos() as f64;
     if batch_ns > 1.5 * limit {
         let fits = (limit / per_op.max(f64::MIN_POSITIVE)).max(1.0) as u64;
-        bail!(
-            "--ops {ops}: one batch would take about {} here ({per_op:.1} ns per {}), and a \
-             stop (Ctrl-C) is seen only between batches; give --ops {} or fewer (about {} a \
-             batch), or leave --ops out to calibrate it to --sample-time",
-            roughly(batch_ns / 1e9),
-            plan.workload.op_name(),
-            crate::core::num::group_thousands(&fits.to_string()),
-            humantime::format_duration(MAX_BATCH)
-        );
+        bail!(refused!(
+            Opt::Ops,
+            format!(
+                " {ops}: one batch would take about {} here ({per_op:.1} ns per {}), and a \
+                 stop (Ctrl-C) is seen only between batches; give ",
+                roughly(batch_ns / 1e9),
+                plan.workload.op_name()
+            ),
+            Opt::Ops,
+            format!(
+                " {} or fewer (about {} a batch), or leave ",
+                crate::core::num::group_thousands(&fits.to_string()),
+                humantime::format_duration(MAX_BATCH)
+            ),
+            Opt::Ops,
+            " out to calibrate it to ",
+            Opt::SampleTime
+        ));
     }
     Ok(())
 }
@@ -355,10 +385,12 @@ fn pre(plan: &Plan) -> Result<()> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .status()
-        .with_context(|| format!("cannot run --pre '{cmd}'"))?;
+        .with_context(|| {
+            crate::said!("cannot run ", Opt::Pre, format!(" '{cmd}'")).spell(spelled)
+        })?;
     signals::check()?;
     if !status.success() {
-        bail!("--pre '{cmd}' failed: {status}");
+        bail!(refused!(Opt::Pre, format!(" '{cmd}' failed: {status}")));
     }
     Ok(())
 }
@@ -533,7 +565,12 @@ fn run_warnings(r: &RunResult) -> Vec<String> {
     let mut w = Vec::new();
     if r.options.cpus.is_none() {
         w.push(
-            "workers were not pinned (--cpu): migrations and frequency changes add noise".into(),
+            crate::said!(
+                "workers were not pinned (",
+                Opt::Cpu,
+                "): migrations and frequency changes add noise"
+            )
+            .spell(spelled),
         );
     }
     w.extend(counter_warnings(r));
@@ -542,9 +579,13 @@ fn run_warnings(r: &RunResult) -> Vec<String> {
     w.extend(spike_warning(r));
     if r.runs.len() == 1 {
         w.push(
-            "a single run: statistics are over its samples, which share one process and one \
-             placement in memory; use --runs 5 or more for run-to-run variation"
-                .into(),
+            crate::said!(
+                "a single run: statistics are over its samples, which share one process and \
+                 one placement in memory; use ",
+                Opt::Runs,
+                " 5 or more for run-to-run variation"
+            )
+            .spell(spelled),
         );
     }
     let moved = r
@@ -553,9 +594,13 @@ fn run_warnings(r: &RunResult) -> Vec<String> {
         .filter(|run| run.cpu_first.is_some() && run.cpu_first != run.cpu_last)
         .count();
     if moved > 0 {
-        w.push(format!(
-            "{moved} run(s) ended on another CPU than they started on: pin with --cpu"
-        ));
+        w.push(
+            crate::said!(
+                format!("{moved} run(s) ended on another CPU than they started on: pin with "),
+                Opt::Cpu
+            )
+            .spell(spelled),
+        );
     }
     w
 }
@@ -597,11 +642,17 @@ fn short_sample_warning(r: &RunResult) -> Option<String> {
         .map(|s| s.wall_ns)
         .min()?;
     (shortest < 1_000_000).then(|| {
-        format!(
-            "the shortest sample lasted {:.1} µs: timer and counter reads weigh on short \
-             samples; use a longer --sample-time or a larger --ops",
-            shortest as f64 / 1000.0
+        crate::said!(
+            format!(
+                "the shortest sample lasted {:.1} µs: timer and counter reads weigh on short \
+                 samples; use a longer ",
+                shortest as f64 / 1000.0
+            ),
+            Opt::SampleTime,
+            " or a larger ",
+            Opt::Ops
         )
+        .spell(spelled)
     })
 }
 
@@ -647,11 +698,17 @@ fn spike_warning(r: &RunResult) -> Option<String> {
     } else {
         String::new()
     };
-    Some(format!(
-        "samples more than 20% above their run's median in {}: interference; --estimator \
-         median or min keeps them out of the run's value{here}{floor}",
-        spiky.join(", ")
-    ))
+    Some(
+        crate::said!(
+            format!(
+                "samples more than 20% above their run's median in {}: interference; ",
+                spiky.join(", ")
+            ),
+            Opt::Estimator,
+            format!(" median or min keeps them out of the run's value{here}{floor}")
+        )
+        .spell(spelled),
+    )
 }
 
 /// "run N (+X%)" when a run's slowest sample is more than 20% above its median.

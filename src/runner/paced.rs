@@ -120,7 +120,11 @@ pub fn measure(arms: &[(&Plan, u64)], index: u32) -> Result<Vec<(RunRecord, Vec<
     for k in round_order(index, arms.len()) {
         let (plan, ops) = arms[k];
         if plan.pre.is_some() {
-            bail!("a paced round cannot run --pre before each run");
+            bail!(crate::refused!(
+                "a paced round cannot run ",
+                crate::core::input::Opt::Pre,
+                " before each run"
+            ));
         }
         let live = Live::start(&request(plan, measuring(plan, ops, index, true)))?;
         started.push((k, live));

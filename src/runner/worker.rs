@@ -209,10 +209,13 @@ fn set_fifo(prio: i32) -> Result<()> {
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
         let e = std::io::Error::last_os_error();
         if matches!(e.raw_os_error(), Some(libc::EPERM)) {
-            bail!(
-                "SCHED_FIFO priority {prio} refused ({e}): it needs CAP_SYS_NICE (run as root) \
-                 or an RLIMIT_RTPRIO of at least {prio} (ulimit -r); or drop --fifo"
-            );
+            bail!(crate::refused!(
+                format!(
+                    "SCHED_FIFO priority {prio} refused ({e}): it needs CAP_SYS_NICE (run as \
+                     root) or an RLIMIT_RTPRIO of at least {prio} (ulimit -r); or drop "
+                ),
+                crate::core::input::Opt::Fifo
+            ));
         }
         bail!("SCHED_FIFO priority {prio} refused: {e}");
     }
