@@ -148,7 +148,7 @@ impl CompareArgs {
 }
 
 /// Where a measuring command records its result (see `syscost history`).
-#[derive(Args, Debug, Clone, Default, PartialEq)]
+#[derive(Args, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HistoryOpts {
     /// Record the result in this history store: a SQLite file, or a PostgreSQL URL
     /// (postgres://USER@HOST/DB) shared by a lab's machines [default: $SYSCOST_HISTORY, else

@@ -3,7 +3,7 @@
 
 use super::args::HistoryOpts;
 use super::boots::{BootsOpts, Via, boot_line, check_alpha, lava_lab};
-use super::kept_run::{Made, drop_run, record_boot, standing};
+use super::kept_run::{Made, Shown, drop_run, made, record_boot, standing};
 use super::*;
 use crate::core::input::Opt;
 use crate::counters::emulated::is_emulated;
@@ -218,83 +218,10 @@ impl CampaignArgs {
             // Another campaign started in the same second with the same seed.
             id = format!("{id}-{}", std::process::id());
         }
-        self.run_qemu(&dir, Saved::new(id, seed, args)?)
-    }
-
-    /// Run (or go on with) the QEMU campaign `saved`: each boot, as it ends, in the history and
-    /// in its state file in `dir`; the state is removed once the campaign is shown and written.
-    fn run_qemu(&self, dir: &Path, mut saved: Saved) -> Result<()> {
-        let mut plan = match saved.plan.take() {
-            Some(kept) => kept,
-            None => self.plan(saved.seed)?,
-        };
-        let path = saved.path(dir);
-        let files = kept::files_of(&path);
-        let checked = (checks::fetch_kernels(&mut plan.boot, &files).map_err(Into::into))
-            .and_then(|_| checks::check(&plan.boot));
-        let rules = match checked {
-            Ok(rules) => rules,
-            Err(e) => {
-                if saved.boots.is_empty() {
-                    let _ = std::fs::remove_dir_all(&files);
-                }
-                return Err(with_flag(e));
-            }
-        };
-        let lab = lava_lab(&mut plan.boot.backend)?;
-        saved.plan = Some(plan.clone());
-        // Refused before the first boot when the boots cannot be kept; a plan refused above
-        // leaves no directory behind.
-        kept::check_dir(dir, Opt::State)?;
-        eprintln!(
-            "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
-             as each ends",
-            saved.id,
-            plan.boot.arms.len(),
-            plan.rounds,
-            plan.boot.seed,
-            path.display()
-        );
-        let accel = plan
-            .boot
-            .backend
-            .machine()
-            .map_or("none", |m| m.accel.name());
-        let via = plan.boot.backend.name();
-        let kept = saved.boots.clone();
-        let saved = std::cell::RefCell::new(saved);
-        let lava = lab.map(|lab| kept::lava_run(lab, &saved, &path));
-        let ran = campaign::run(&plan, &rules, &kept, lava, &mut |b| {
-            eprintln!("syscost: {}", boot_line(b));
-            let mut saved = saved.borrow_mut();
-            let run = (RunKind::Campaign, saved.id.as_str());
-            record_boot(b, &self.shared.keep, run, &Made { via, accel });
-            saved.boots.push(b.clone());
-            if let Err(e) = saved.save(dir) {
-                eprintln!("syscost: warning: {e:#}");
-            }
-        });
-        let saved = saved.into_inner();
-        let mut c = match ran {
-            Ok(c) => c,
-            Err(e) if saved.boots.is_empty() && saved.jobs.is_empty() => {
-                kept::forget(&path);
-                return Err(with_flag(e));
-            }
-            Err(e) => {
-                eprintln!("syscost: {}", kept_note(&saved, &path));
-                return Err(e);
-            }
-        };
-        c.id = saved.id.clone();
-        show(&c, self.shared.format, &self.shared.output)?;
-        kept::forget(&path);
-        if !c.complete {
-            let failed = c.figures.iter().map(|f| f.failed_boots).sum();
-            let never = c.figures.iter().map(|f| f.unbooted).sum();
-            return Err(Incomplete { failed, never }.into());
-        }
-        Ok(())
+        let mut saved = Saved::new(id, seed, args)?;
+        saved.kept.plan = Some(self.plan(seed)?);
+        Shown::of(&self.shared)?.keep_in(&mut saved.kept)?;
+        run_qemu(&dir, saved)
     }
 
     fn plan(&self, seed: u64) -> Result<CampaignPlan> {
@@ -488,6 +415,74 @@ fn kexec_in_progress(k: &KeptOne) -> Result<bool> {
 }
 
 /// `campaign resume`: the kexec campaign in progress, else a kept QEMU campaign.
+/// Run (or go on with) the QEMU or LAVA campaign `saved`: each boot, as it ends, in the history
+/// and in its state file in `dir`; the state is removed once the campaign is shown and written.
+fn run_qemu(dir: &Path, mut saved: Saved) -> Result<()> {
+    let (shown, mut plan) = Shown::kept(&mut saved.kept)?;
+    let path = saved.path(dir);
+    let files = kept::files_of(&path);
+    let checked = (checks::fetch_kernels(&mut plan.boot, &files).map_err(Into::into))
+        .and_then(|_| checks::check(&plan.boot));
+    let rules = match checked {
+        Ok(rules) => rules,
+        Err(e) => {
+            if saved.kept.boots.is_empty() {
+                let _ = std::fs::remove_dir_all(&files);
+            }
+            return Err(with_flag(e));
+        }
+    };
+    let lab = lava_lab(&mut plan.boot.backend)?;
+    saved.kept.plan = Some(plan.clone());
+    // Refused before the first boot when the boots cannot be kept; a plan refused above
+    // leaves no directory behind.
+    kept::check_dir(dir, Opt::State)?;
+    eprintln!(
+        "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
+         as each ends",
+        saved.kept.id,
+        plan.boot.arms.len(),
+        plan.rounds,
+        plan.boot.seed,
+        path.display()
+    );
+    let made = made(&plan.boot.backend);
+    let kept = saved.kept.boots.clone();
+    let saved = std::cell::RefCell::new(saved);
+    let lava = lab.map(|lab| kept::lava_run(lab, &saved, &path));
+    let ran = campaign::run(&plan, &rules, &kept, lava, &mut |b| {
+        eprintln!("syscost: {}", boot_line(b));
+        let mut saved = saved.borrow_mut();
+        let run = (RunKind::Campaign, saved.kept.id.as_str());
+        record_boot(b, &shown.keep, run, &made);
+        saved.kept.boots.push(b.clone());
+        if let Err(e) = saved.save(dir) {
+            eprintln!("syscost: warning: {e:#}");
+        }
+    });
+    let saved = saved.into_inner();
+    let mut c = match ran {
+        Ok(c) => c,
+        Err(e) if saved.kept.boots.is_empty() && saved.kept.jobs.is_empty() => {
+            kept::forget(&path);
+            return Err(with_flag(e));
+        }
+        Err(e) => {
+            eprintln!("syscost: {}", kept_note(&saved, &path));
+            return Err(e);
+        }
+    };
+    c.id = saved.kept.id.clone();
+    show(&c, shown.format, &shown.output)?;
+    kept::forget(&path);
+    if !c.complete {
+        let failed = c.figures.iter().map(|f| f.failed_boots).sum();
+        let never = c.figures.iter().map(|f| f.unbooted).sum();
+        return Err(Incomplete { failed, never }.into());
+    }
+    Ok(())
+}
+
 fn resume(k: &KeptOne) -> Result<()> {
     if kexec_in_progress(k)? {
         return resume_kexec();
@@ -501,27 +496,22 @@ fn resume(k: &KeptOne) -> Result<()> {
         );
     };
     refuse_running(&s, "resume")?;
-    let words = ["syscost", "campaign"]
-        .into_iter()
-        .map(String::from)
-        .chain(s.args.clone());
-    let Command::Campaign(args) = Cli::try_parse_from(words)?.command else {
-        anyhow::bail!("campaign {}: its command line is not a campaign's", s.id);
-    };
+    // The plan's kernels and rules files, and the measuring command's own paths, may be
+    // relative to where the campaign started.
     std::env::set_current_dir(&s.dir).with_context(|| {
         format!(
             "campaign {}: cannot go back to {}, where it ran",
-            s.id,
+            s.kept.id,
             s.dir.display()
         )
     })?;
     eprintln!(
         "syscost: resuming campaign {} from {} kept boot(s)",
-        s.id,
-        s.boots.len()
+        s.kept.id,
+        s.kept.boots.len()
     );
     s.adopt();
-    args.run_qemu(&dir, s)
+    run_qemu(&dir, s)
 }
 
 /// A QEMU campaign whose process still runs is not taken from it.
@@ -529,7 +519,7 @@ fn refuse_running(s: &Saved, what: &str) -> Result<()> {
     if s.running() {
         anyhow::bail!(
             "campaign {} is still running (process {}): it cannot be {what}d now",
-            s.id,
+            s.kept.id,
             s.owner.0
         );
     }
@@ -542,12 +532,12 @@ fn kept_note(s: &Saved, path: &Path) -> String {
         "campaign {}: its {} boot(s) so far are kept in {} and in the history (tag \
          campaign={}): `syscost campaign resume {}` goes on with them, `syscost campaign abort \
          {}` drops them",
-        s.id,
-        s.boots.len(),
+        s.kept.id,
+        s.kept.boots.len(),
         path.display(),
-        s.id,
-        s.id,
-        s.id
+        s.kept.id,
+        s.kept.id,
+        s.kept.id
     )
 }
 
@@ -593,8 +583,8 @@ fn status(k: &KeptDir) -> Result<()> {
         };
         println!(
             "campaign {} ({state}): syscost campaign {}",
-            s.id,
-            super::args::shown_words(&s.args)
+            s.kept.id,
+            super::args::shown_words(&s.kept.args)
         );
         for line in standing(s) {
             println!("  {line}");

@@ -48,7 +48,7 @@ pub(crate) fn readable_schema(text: &str) -> Result<i64> {
 /// and only `postgres://` and `postgresql://` are supported, so a mistyped URL is refused
 /// rather than taken for a file path (which would put its password in a directory's name).
 /// Shown, a URL's password is masked.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Location {
     Sqlite(PathBuf),
     Postgres(String),

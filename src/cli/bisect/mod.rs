@@ -9,16 +9,15 @@ mod git;
 
 use crate::cli::boots::lava_lab;
 use crate::cli::campaign::name_value;
-use crate::cli::kept_run::{drop_run, standing};
+use crate::cli::kept_run::{Shown, drop_run, made, record_boot, standing};
 use crate::cli::*;
 use crate::core::input::Opt;
 use crate::experiments::bisect::{self, BisectPlan, builds};
-use crate::experiments::boots::kept::{self, KeptRun, RunKind};
-use crate::experiments::boots::{Arm, Backend, BootRecord, PendingJob};
+use crate::experiments::boots::kept::{self, Kept, RunKind};
+use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context;
-use common::{Common, boot_line, ends_equal, finish, metric_refused, record_boot};
+use common::{Common, boot_line, ends_equal, metric_refused};
 pub use git::{GitArgs, StepArgs, StepStatus};
-use serde::Deserialize;
 use std::cell::RefCell;
 use std::path::Path;
 
@@ -99,47 +98,8 @@ pub struct BisectArgs {
     pub common: Common,
 }
 
-/// An interrupted bisection: its command line and every boot so far.
-#[derive(Serialize, Deserialize)]
-struct State {
-    id: String,
-    seed: u64,
-    /// The words after `syscost bisect`.
-    args: Vec<String>,
-    /// The plan it runs, as it started, so a resume keeps every option and the id (none in
-    /// states written before plans were kept: their command line gives it again).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    plan: Option<BisectPlan>,
-    boots: Vec<BootRecord>,
-    /// A LAVA bisection's jobs submitted and not yet read back: a resume waits for them
-    /// instead of submitting them again; an abort cancels them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    jobs: Vec<PendingJob>,
-}
-
-impl KeptRun for State {
-    const KIND: RunKind = RunKind::Bisection;
-
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn boots(&self) -> &[BootRecord] {
-        &self.boots
-    }
-
-    fn jobs(&self) -> &[PendingJob] {
-        &self.jobs
-    }
-
-    fn jobs_mut(&mut self) -> &mut Vec<PendingJob> {
-        &mut self.jobs
-    }
-
-    fn backend(&self) -> Option<&Backend> {
-        self.plan.as_ref().map(|p| &p.boot.backend)
-    }
-}
+/// An interrupted bisection: its command line, plan and every boot so far.
+type State = Kept<BisectPlan>;
 
 impl BisectArgs {
     pub(super) fn run(self) -> Result<()> {
@@ -168,64 +128,10 @@ impl BisectArgs {
             .shared
             .seed
             .unwrap_or_else(crate::core::now_unix);
-        self.start(&state, (args, seed, None), Vec::new(), Vec::new())
-    }
-
-    /// Run (or go on with) the bisection, saving every boot in `state` (and a LAVA one's jobs
-    /// as they are submitted, `jobs`: those a killed run left); remove it at the end.
-    fn start(
-        &self,
-        state: &Path,
-        (args, seed, kept): (Vec<String>, u64, Option<BisectPlan>),
-        replay: Vec<BootRecord>,
-        jobs: Vec<PendingJob>,
-    ) -> Result<()> {
-        let c = &self.common;
-        if let Some(o) = &c.shared.output {
-            crate::core::check_writable(o)?;
-        }
-        let mut plan = match kept {
-            Some(p) => p,
-            None => self.plan(seed)?,
-        };
-        let lab = lava_lab(&mut plan.boot.backend)?;
-        // A bisection whose boots cannot be kept is refused before its first boot.
-        let dir = state.parent().filter(|d| !d.as_os_str().is_empty());
-        kept::check_dir(dir.unwrap_or(Path::new(".")), Opt::State)?;
-        eprintln!(
-            "syscost: bisection {} of {} builds by {}, seed {seed}; its boots are saved in {}",
-            plan.id,
-            plan.boot.arms.len(),
-            plan.metric,
-            state.display()
-        );
-        let saved = RefCell::new(State {
-            id: plan.id.clone(),
-            seed,
-            args,
-            plan: Some(plan.clone()),
-            boots: Vec::new(),
-            jobs,
-        });
-        let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
-            eprintln!("syscost: {}", boot_line(b));
-            let mut saved = saved.borrow_mut();
-            record_boot(b, c, &saved.id);
-            saved.boots = all.to_vec();
-            if let Err(e) = kept::save(&*saved, state) {
-                eprintln!("syscost: warning: {e:#}");
-            }
-        };
-        let lava = lab.map(|lab| kept::lava_run(lab, &saved, state));
-        let ran = bisect::run(&plan, replay, lava, &mut on_boot);
-        if ran.is_err() && !state.exists() {
-            // Nothing kept to resume: nothing for its jobs either.
-            kept::forget(state);
-        }
-        let b = ran.map_err(|e| refused(e, state))?;
-        finish(&b, c)?;
-        kept::forget(state);
-        ends_equal(&b)
+        let mut s = State::new(String::new(), seed, args, Some(self.plan(seed)?));
+        s.id.clone_from(&s.plan.as_ref().expect("just planned").id);
+        Shown::of(&self.common.shared)?.keep_in(&mut s)?;
+        start(&state, s)
     }
 
     fn plan(&self, seed: u64) -> Result<BisectPlan> {
@@ -265,6 +171,50 @@ impl BisectArgs {
         }
         c.plan(builds, good, bad, seed)
     }
+}
+
+/// Run (or go on with) the bisection `s`, saving every boot in `state` (and a LAVA one's jobs
+/// as they are submitted: those a killed run left are in `s`); remove it at the end.
+fn start(state: &Path, mut s: State) -> Result<()> {
+    let (shown, mut plan) = Shown::kept(&mut s)?;
+    let replay = std::mem::take(&mut s.boots);
+    let seed = s.seed;
+    if let Some(o) = &shown.output {
+        crate::core::check_writable(o)?;
+    }
+    let lab = lava_lab(&mut plan.boot.backend)?;
+    // A bisection whose boots cannot be kept is refused before its first boot.
+    let dir = state.parent().filter(|d| !d.as_os_str().is_empty());
+    kept::check_dir(dir.unwrap_or(Path::new(".")), Opt::State)?;
+    eprintln!(
+        "syscost: bisection {} of {} builds by {}, seed {seed}; its boots are saved in {}",
+        plan.id,
+        plan.boot.arms.len(),
+        plan.metric,
+        state.display()
+    );
+    s.plan = Some(plan.clone());
+    let saved = RefCell::new(s);
+    let made = made(&plan.boot.backend);
+    let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
+        eprintln!("syscost: {}", boot_line(b));
+        let mut saved = saved.borrow_mut();
+        record_boot(b, &shown.keep, (RunKind::Bisection, &saved.id), &made);
+        saved.boots = all.to_vec();
+        if let Err(e) = kept::save(&*saved, state) {
+            eprintln!("syscost: warning: {e:#}");
+        }
+    };
+    let lava = lab.map(|lab| kept::lava_run(lab, &saved, state));
+    let ran = bisect::run(&plan, replay, lava, &mut on_boot);
+    if ran.is_err() && !state.exists() {
+        // Nothing kept to resume: nothing for its jobs either.
+        kept::forget(state);
+    }
+    let b = ran.map_err(|e| refused(e, state))?;
+    show(&b, shown.format, &shown.output)?;
+    kept::forget(state);
+    ends_equal(&b)
 }
 
 /// A figure no boot can give refuses the bisection: it keeps no state (its boots are in the
@@ -323,19 +273,12 @@ fn resume(path: &Path) -> Result<()> {
             path.display()
         )
     })?;
-    let words = ["syscost", "bisect"]
-        .into_iter()
-        .map(String::from)
-        .chain(s.args.clone());
-    let Command::Bisect(args) = Cli::try_parse_from(words)?.command else {
-        anyhow::bail!("{}: its command line is not a bisection's", path.display());
-    };
     eprintln!(
         "syscost: resuming bisection {} from {} saved boot(s)",
         s.id,
         s.boots.len()
     );
-    args.start(path, (s.args, s.seed, s.plan), s.boots, s.jobs)
+    start(path, s)
 }
 
 fn abort(path: &Path) -> Result<()> {

@@ -43,6 +43,14 @@ pub struct BisectPlan {
     pub id: String,
 }
 
+impl crate::experiments::boots::kept::Planned for BisectPlan {
+    const KIND: crate::experiments::boots::kept::RunKind =
+        crate::experiments::boots::kept::RunKind::Bisection;
+    fn backend(&self) -> &Backend {
+        &self.boot.backend
+    }
+}
+
 /// The ends' boots and whether they differ.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Ends {

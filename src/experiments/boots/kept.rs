@@ -11,7 +11,7 @@ use super::{Backend, BootRecord, JobEvent, LavaRun, PendingJob};
 use crate::boot::lava::Lab;
 use crate::core::input::Opt;
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
@@ -49,18 +49,77 @@ impl RunKind {
     }
 }
 
-/// The state of a campaign or a bisection in progress, as the shared life needs it.
-pub trait KeptRun: Serialize {
+/// What a kept run runs: a campaign's or a bisection's plan.
+pub trait Planned {
     const KIND: RunKind;
-    fn id(&self) -> &str;
+    /// How it boots.
+    fn backend(&self) -> &Backend;
+}
+
+/// What every kept run holds, campaign or bisection: its id, seed, command line, plan, boots so
+/// far and LAVA jobs pending. A kind of run that keeps more holds it beside this
+/// (`#[serde(flatten)]`), so its state file stays one flat object.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound(deserialize = "P: Deserialize<'de>"))]
+pub struct Kept<P> {
+    pub id: String,
+    pub seed: u64,
+    /// The words after `syscost campaign` or `syscost bisect`.
+    pub args: Vec<String>,
+    /// The plan it runs, as it started, so a resume keeps every option and the id (none in
+    /// states written before plans were kept: their command line gives it again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<P>,
     /// Every boot so far.
-    fn boots(&self) -> &[BootRecord];
+    pub boots: Vec<BootRecord>,
     /// The LAVA jobs submitted and not yet read back: a resume waits for them instead of
     /// submitting them again; a drop cancels them.
-    fn jobs(&self) -> &[PendingJob];
-    fn jobs_mut(&mut self) -> &mut Vec<PendingJob>;
-    /// How it boots, when its plan is kept (states written before plans were kept have none).
-    fn backend(&self) -> Option<&Backend>;
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<PendingJob>,
+    /// What the command shows and records at the end, in the command's own type (the layer
+    /// that defines it is above this one), so that a resume reads no command line again;
+    /// null in states written before it was kept.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub shown: serde_json::Value,
+}
+
+impl<P: Planned> Kept<P> {
+    /// A new run's state, with no boot yet.
+    pub fn new(id: String, seed: u64, args: Vec<String>, plan: Option<P>) -> Kept<P> {
+        Kept {
+            id,
+            seed,
+            args,
+            plan,
+            boots: Vec::new(),
+            jobs: Vec::new(),
+            shown: serde_json::Value::Null,
+        }
+    }
+
+    /// How it boots, when its plan is kept.
+    pub fn backend(&self) -> Option<&Backend> {
+        self.plan.as_ref().map(P::backend)
+    }
+}
+
+/// The state of a campaign or a bisection in progress, as the shared life needs it: the
+/// [`Kept`] it holds, and what else it saves with it.
+pub trait KeptRun: Serialize {
+    type Plan: Planned;
+    const KIND: RunKind = <Self::Plan as Planned>::KIND;
+    fn kept(&self) -> &Kept<Self::Plan>;
+    fn kept_mut(&mut self) -> &mut Kept<Self::Plan>;
+}
+
+impl<P: Planned + Serialize> KeptRun for Kept<P> {
+    type Plan = P;
+    fn kept(&self) -> &Kept<P> {
+        self
+    }
+    fn kept_mut(&mut self) -> &mut Kept<P> {
+        self
+    }
 }
 
 /// A kept run's own files, beside its state file `state`: its arms' kernels fetched from URLs,
@@ -88,7 +147,10 @@ pub fn save<K: KeptRun>(run: &K, path: &Path) -> Result<()> {
 pub fn lava_run<'a, K: KeptRun>(lab: Lab, run: &'a RefCell<K>, path: &'a Path) -> LavaRun<'a> {
     let (tag, pending) = {
         let r = run.borrow();
-        (format!("{} {}", K::KIND.tag(), r.id()), r.jobs().to_vec())
+        (
+            format!("{} {}", K::KIND.tag(), r.kept().id),
+            r.kept().jobs.clone(),
+        )
     };
     LavaRun {
         lab,
@@ -97,7 +159,7 @@ pub fn lava_run<'a, K: KeptRun>(lab: Lab, run: &'a RefCell<K>, path: &'a Path) -
         pending,
         on_job: Box::new(move |event: JobEvent| {
             let mut r = run.borrow_mut();
-            event.apply(r.jobs_mut());
+            event.apply(&mut r.kept_mut().jobs);
             if let Err(e) = save(&*r, path) {
                 eprintln!("syscost: warning: {e:#}");
             }
@@ -164,28 +226,12 @@ mod unit {
     use super::*;
 
     #[derive(Serialize)]
-    struct Fake {
-        id: String,
-        boots: Vec<BootRecord>,
-        jobs: Vec<PendingJob>,
-    }
+    struct Plan;
 
-    impl KeptRun for Fake {
+    impl Planned for Plan {
         const KIND: RunKind = RunKind::Bisection;
-        fn id(&self) -> &str {
-            &self.id
-        }
-        fn boots(&self) -> &[BootRecord] {
-            &self.boots
-        }
-        fn jobs(&self) -> &[PendingJob] {
-            &self.jobs
-        }
-        fn jobs_mut(&mut self) -> &mut Vec<PendingJob> {
-            &mut self.jobs
-        }
-        fn backend(&self) -> Option<&Backend> {
-            None
+        fn backend(&self) -> &Backend {
+            unreachable!("no plan is kept in these tests")
         }
     }
 
@@ -196,11 +242,7 @@ mod unit {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("state/b.json");
-        let run = Fake {
-            id: "7".into(),
-            boots: Vec::new(),
-            jobs: Vec::new(),
-        };
+        let run = Kept::<Plan>::new("7".into(), 3, vec!["--runs".into()], None);
         save(&run, &path).unwrap();
         let mode = std::fs::metadata(path.parent().unwrap())
             .unwrap()
@@ -209,7 +251,7 @@ mod unit {
         assert_eq!(mode & 0o777, 0o700);
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            r#"{"id":"7","boots":[],"jobs":[]}"#
+            r#"{"id":"7","seed":3,"args":["--runs"],"boots":[]}"#
         );
         assert_eq!(files_of(&path), tmp.path().join("state/b.files"));
         std::fs::create_dir(files_of(&path)).unwrap();
@@ -219,7 +261,7 @@ mod unit {
         let refused = save(&run, Path::new("/proc/nope/b.json")).unwrap_err();
         assert!(format!("{refused:#}").contains("/proc/nope"), "{refused:#}");
         assert_eq!(
-            (Fake::KIND.noun(), Fake::KIND.tag()),
+            (Kept::<Plan>::KIND.noun(), Kept::<Plan>::KIND.tag()),
             ("bisection", "bisect")
         );
     }

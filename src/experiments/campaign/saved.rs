@@ -6,32 +6,22 @@
 //! the process that runs it, and every boot so far.
 
 use super::CampaignPlan;
-use crate::experiments::boots::kept::{self, KeptRun, RunKind, state_home};
-use crate::experiments::boots::{Backend, BootRecord, PendingJob};
+use crate::experiments::boots::Backend;
+use crate::experiments::boots::kept::{self, Kept, KeptRun, Planned, RunKind, state_home};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// A campaign in progress, as saved.
+/// A campaign in progress, as saved: what every kept run holds, the directory it was started
+/// in and the process that runs it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Saved {
-    pub id: String,
-    pub seed: u64,
-    /// The words after `syscost campaign`.
-    pub args: Vec<String>,
+    #[serde(flatten)]
+    pub kept: Kept<CampaignPlan>,
     /// The directory the campaign was started in (its paths may be relative to it).
     pub dir: PathBuf,
     /// The process running it, `(pid, start time)`, while it runs.
     pub owner: (u32, u64),
-    /// The plan it runs, as it started (none in states written before plans were kept: their
-    /// command line gives it again).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<CampaignPlan>,
-    pub boots: Vec<BootRecord>,
-    /// A LAVA campaign's jobs submitted and not yet read back: a resume waits for them
-    /// instead of submitting them again; an abort cancels them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub jobs: Vec<PendingJob>,
 }
 
 /// Where QEMU campaigns keep their states: `campaigns` under [`state_home`].
@@ -43,20 +33,15 @@ impl Saved {
     /// A new campaign's state, owned by this process.
     pub fn new(id: String, seed: u64, args: Vec<String>) -> Result<Saved> {
         Ok(Saved {
-            id,
-            seed,
-            args,
+            kept: Kept::new(id, seed, args, None),
             dir: std::env::current_dir().context("cannot read the current directory")?,
             owner: crate::audit::session::me(),
-            plan: None,
-            boots: Vec::new(),
-            jobs: Vec::new(),
         })
     }
 
     /// The state's file in `dir`.
     pub fn path(&self, dir: &Path) -> PathBuf {
-        file_of(dir, &self.id)
+        file_of(dir, &self.kept.id)
     }
 
     /// Whether the process that started it still runs it.
@@ -78,26 +63,19 @@ impl Saved {
 }
 
 impl KeptRun for Saved {
+    type Plan = CampaignPlan;
+    fn kept(&self) -> &Kept<CampaignPlan> {
+        &self.kept
+    }
+    fn kept_mut(&mut self) -> &mut Kept<CampaignPlan> {
+        &mut self.kept
+    }
+}
+
+impl Planned for CampaignPlan {
     const KIND: RunKind = RunKind::Campaign;
-
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn boots(&self) -> &[BootRecord] {
-        &self.boots
-    }
-
-    fn jobs(&self) -> &[PendingJob] {
-        &self.jobs
-    }
-
-    fn jobs_mut(&mut self) -> &mut Vec<PendingJob> {
-        &mut self.jobs
-    }
-
-    fn backend(&self) -> Option<&Backend> {
-        self.plan.as_ref().map(|p| &p.boot.backend)
+    fn backend(&self) -> &Backend {
+        &self.boot.backend
     }
 }
 
@@ -120,7 +98,7 @@ pub fn list(dir: &Path) -> Result<Vec<Saved>> {
             out.push(load(&path)?);
         }
     }
-    out.sort_by(|a, b| a.id.cmp(&b.id));
+    out.sort_by(|a, b| a.kept.id.cmp(&b.kept.id));
     Ok(out)
 }
 
@@ -134,9 +112,14 @@ fn load(path: &Path) -> Result<Saved> {
 /// The campaign `id` names, or the only one there is (`None`: none is kept).
 pub fn pick(dir: &Path, id: Option<&str>) -> Result<Option<Saved>> {
     let all = list(dir)?;
-    let ids = |v: &[Saved]| v.iter().map(|s| s.id.clone()).collect::<Vec<_>>().join(" ");
+    let ids = |v: &[Saved]| {
+        v.iter()
+            .map(|s| s.kept.id.clone())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     if let Some(id) = id {
-        let found = all.into_iter().find(|s| s.id == id);
+        let found = all.into_iter().find(|s| s.kept.id == id);
         return found
             .map(Some)
             .with_context(|| format!("no campaign {id} is kept in {}", dir.display()));
@@ -149,7 +132,7 @@ pub fn pick(dir: &Path, id: Option<&str>) -> Result<Option<Saved>> {
             all.len(),
             dir.display(),
             ids(&all),
-            all[0].id
+            all[0].kept.id
         ),
     }
 }
@@ -169,8 +152,8 @@ mod unit {
         assert!(pick(&dir.path().join("none"), None).unwrap().is_none());
         let got = pick(&d, None).unwrap().unwrap();
         assert_eq!(
-            (got.id.as_str(), got.seed, got.args),
-            ("1-7", 7, a.args.clone())
+            (got.kept.id.as_str(), got.kept.seed, got.kept.args),
+            ("1-7", 7, a.kept.args.clone())
         );
         Saved::new("2-7".into(), 7, Vec::new())
             .unwrap()
@@ -181,7 +164,7 @@ mod unit {
             err.contains("2 campaigns") && err.contains("1-7 2-7"),
             "{err}"
         );
-        assert_eq!(pick(&d, Some("2-7")).unwrap().unwrap().id, "2-7");
+        assert_eq!(pick(&d, Some("2-7")).unwrap().unwrap().kept.id, "2-7");
         assert!(pick(&d, Some("3-7")).is_err());
         std::fs::write(d.join("x.json"), "{").unwrap();
         assert!(list(&d).unwrap_err().to_string().contains("x.json"));
