@@ -414,7 +414,6 @@ fn kexec_in_progress(k: &KeptOne) -> Result<bool> {
     Ok(kexec::State::load(Path::new(kexec::STATE_DIR))?.is_some())
 }
 
-/// `campaign resume`: the kexec campaign in progress, else a kept QEMU campaign.
 /// Run (or go on with) the QEMU or LAVA campaign `saved`: each boot, as it ends, in the history
 /// and in its state file in `dir`; the state is removed once the campaign is shown and written.
 fn run_qemu(dir: &Path, mut saved: Saved) -> Result<()> {
@@ -483,6 +482,7 @@ fn run_qemu(dir: &Path, mut saved: Saved) -> Result<()> {
     Ok(())
 }
 
+/// `campaign resume`: the kexec campaign in progress, else a kept QEMU campaign.
 fn resume(k: &KeptOne) -> Result<()> {
     if kexec_in_progress(k)? {
         return resume_kexec();

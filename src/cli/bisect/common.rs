@@ -92,17 +92,6 @@ pub(super) fn ends_equal(b: &Bisection) -> Result<()> {
     Ok(())
 }
 
-/// A boot in the history, tagged with the bisection, the build, its round and how it booted.
-pub(super) fn record_boot(b: &BootRecord, c: &Common, id: &str) {
-    let (via, accel) = match c.via {
-        BisectVia::Lava => ("lava", "tcg"),
-        BisectVia::Qemu => ("qemu", c.shared.guest.accel.name()),
-    };
-    let made = crate::cli::kept_run::Made { via, accel };
-    let run = (crate::experiments::boots::kept::RunKind::Bisection, id);
-    crate::cli::kept_run::record_boot(b, &c.shared.keep, run, &made);
-}
-
 /// One line per boot as it ends.
 pub(super) fn boot_line(b: &BootRecord) -> String {
     crate::cli::boots::boot_line(b)

@@ -2,10 +2,9 @@
 //! bisect git` (git bisect driven by syscost). syscost never builds on its own initiative: it
 //! runs the user's --build in the user's tree, and boots the image it leaves.
 
-use super::common::{
-    Common, boot_line, ends_equal, finish, metric_refused, record_boot, step_status,
-};
+use super::common::{Common, boot_line, ends_equal, finish, metric_refused, step_status};
 use crate::cli::boots::lava_lab;
+use crate::cli::kept_run::{made, record_boot};
 use crate::cli::*;
 use crate::experiments::bisect::{self, Bisection, Found, Step, decide::Class};
 use crate::experiments::boots::kept::RunKind;
@@ -165,9 +164,11 @@ impl StepArgs {
         let mut plan = self.common.plan(builds, 0, 2, state.seed)?;
         plan.id = state.id.clone();
         let lab = lava_lab(&mut plan.boot.backend)?;
+        let made = made(&plan.boot.backend);
         let mut on_boot = |b: &BootRecord, _: &[BootRecord]| {
             eprintln!("syscost: {}", boot_line(b));
-            record_boot(b, &self.common, &state.id);
+            let run = (RunKind::Bisection, state.id.as_str());
+            record_boot(b, &self.common.shared.keep, run, &made);
         };
         let files = crate::boot::workdir()?;
         // One step a process: no state to keep its jobs in (a killed step is tried again).

@@ -128,8 +128,8 @@ impl BisectArgs {
             .shared
             .seed
             .unwrap_or_else(crate::core::now_unix);
-        let mut s = State::new(String::new(), seed, args, Some(self.plan(seed)?));
-        s.id.clone_from(&s.plan.as_ref().expect("just planned").id);
+        let plan = self.plan(seed)?;
+        let mut s = State::new(plan.id.clone(), seed, args, Some(plan));
         Shown::of(&self.common.shared)?.keep_in(&mut s)?;
         start(&state, s)
     }

@@ -67,7 +67,7 @@ pub struct Kept<P> {
     /// The words after `syscost campaign` or `syscost bisect`.
     pub args: Vec<String>,
     /// The plan it runs, as it started, so a resume keeps every option and the id (none in
-    /// states written before plans were kept: their command line gives it again).
+    /// states written before plans were kept, which a resume refuses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<P>,
     /// Every boot so far.

@@ -53,16 +53,16 @@ impl Artifact {
     /// its URL, or with `keep` (a lab on this machine) a copy in `keep` by a file:// URL
     /// (`keep: None`: the file where it is, for a kernel).
     fn of(file: &Path, served: Option<&Served>, keep: Option<&Path>) -> Result<Artifact> {
-        Self::put(file, served, keep, false)
+        Self::from_file(file, served, keep, false)
     }
 
     /// [`Artifact::of`] a file this run made (the initramfs, the plugin, a vmlinux), which
     /// may be linked where the lab fetches it instead of copied.
     fn made(file: &Path, served: Option<&Served>, keep: Option<&Path>) -> Result<Artifact> {
-        Self::put(file, served, keep, true)
+        Self::from_file(file, served, keep, true)
     }
 
-    fn put(
+    fn from_file(
         file: &Path,
         served: Option<&Served>,
         keep: Option<&Path>,

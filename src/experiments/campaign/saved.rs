@@ -1,9 +1,9 @@
 //! A QEMU campaign's boots, kept as each ends: a state file per campaign, so that a kill, a
 //! power cut or an analysis that fails loses no boot, and `campaign resume` boots only what the
-//! campaign still lacks. The state holds the plan itself (so no resume changes an option, even
-//! one whose default a newer syscost changed), the command line the campaign was started with
-//! (its output and history options), the seed, the directory it ran in (its relative paths),
-//! the process that runs it, and every boot so far.
+//! campaign still lacks. The state is what every kept run holds ([`Kept`]: the plan itself, so
+//! no resume changes an option, even one whose default a newer syscost changed; what it shows
+//! and records; the seed and every boot so far), the directory it ran in (its relative paths)
+//! and the process that runs it.
 
 use super::CampaignPlan;
 use crate::experiments::boots::Backend;
