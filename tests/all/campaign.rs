@@ -535,8 +535,19 @@ fn an_audit_sweep_in_each_boot_gives_the_arm_its_cost_per_rule() {
     for f in c["figures"].as_array().unwrap() {
         let values = f["values"].as_array().unwrap();
         assert_eq!(values.len(), 1, "{f}");
-        // 16 exit rules walked on every getpid: each costs time, even emulated.
-        assert!(values[0].as_f64().unwrap() > 0.0, "{f}");
+        // The arm's figure is its boot's own fit of time against the rule count. Its sign is
+        // not asserted: two runs of 10 ms under TCG leave the slope's interval across zero
+        // (-6.4 ns per rule once in CI); the emulated sweep's test checks a positive cost
+        // exactly.
+        let boot = c["boots"].as_array().unwrap().iter();
+        let mut mine = boot.filter(|b| b["arm"] == f["arm"]);
+        let fits = mine.next().unwrap()["result"]["fits"].as_array().unwrap();
+        let time = fits.iter().find(|x| x["metric"] == "time").unwrap();
+        let (value, slope) = (values[0].as_f64().unwrap(), time["slope"].as_f64().unwrap());
+        assert!((value - slope).abs() <= 1e-6 * slope.abs(), "{f} {time}");
+        let ci = time["slope_ci95"].as_array().unwrap();
+        assert!(ci[0].as_f64().unwrap() <= slope, "{time}");
+        assert!(slope <= ci[1].as_f64().unwrap(), "{time}");
         let counters = f["counters"].as_array().unwrap();
         assert!(counters.iter().any(|c| c["name"] == "task-clock"), "{f}");
         let ratio = counters.iter().any(|c| c["name"] == "CPUs-utilized");
