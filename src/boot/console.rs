@@ -6,14 +6,14 @@
 //! The bytes the second serial port carries in a QEMU boot (`guest::frame`) go as numbered
 //! base64 lines between a start and an end mark, then their length and SHA-256: nothing in
 //! them is a character the logger rewrites, each line is short, and a lost or damaged line is
-//! found and named. Before them, the boot's figures go as `SYSCOST-CASE` lines, which a LAVA
-//! `test: monitors:` block matches into test cases (its own pages and SQUAD show them).
+//! found and named. After them, the boot's figures go as `SYSCOST-CASE` lines, which a LAVA
+//! `test: monitors:` block matches into test cases (its own pages show them).
 //!
 //! ```text
 //! SYSCOST-BEGIN
-//! SYSCOST-CASE pass time 1234.5 ns;
 //! SYSCOST-CHUNK 1/3 eyJ...
 //! SYSCOST-SHA256 9f86... 6123
+//! SYSCOST-CASE pass k_syscall_getpid_time 1234.5 ns/call;
 //! SYSCOST-END
 //! ```
 
@@ -101,13 +101,13 @@ pub fn lines(bytes: &[u8], cases: &[Case]) -> Vec<String> {
         .collect();
     let n = chunks.len();
     let mut out = vec![BEGIN.to_string()];
-    out.extend(cases.iter().map(Case::line));
     out.extend((chunks.iter().enumerate()).map(|(i, c)| format!("{CHUNK} {}/{n} {c}", i + 1)));
     out.push(format!(
         "{SUM} {} {}",
         crate::core::sha256_hex(bytes),
         bytes.len()
     ));
+    out.extend(cases.iter().map(Case::line));
     out.push(END.to_string());
     out
 }
@@ -119,9 +119,12 @@ pub fn lines(bytes: &[u8], cases: &[Case]) -> Vec<String> {
 /// mark followed by more than 4,000 characters in the same read is never seen. Written all at
 /// once, the start mark came first in a read of 4,092 whenever the lab's reader woke after the
 /// whole result had arrived (a busy worker): the job then waited for it until its timeout and
-/// LAVA kept no test case. So the start mark goes alone, and the cases in short writes, each
-/// followed by a pause in which the reader takes them; the chunks, which no mark is sought
-/// in, and the end mark (the last thing written: the end of its read) go at once.
+/// LAVA kept no test case. So the start mark goes alone, with a pause unless it went long
+/// before; the chunks, which no mark is sought in, go at once after it; then the cases, in
+/// writes of at most this many characters, each followed by a pause in which the reader takes
+/// it, but the last, which only the end mark follows: whatever a read holds before them, they
+/// are the end of it. (The cases went before the chunks until November 2026, and the pause
+/// after their last write, half a second, was in every job.)
 const BURST: usize = 2048;
 
 /// What a guest writes before it measures, when it reports on a console: the end of the
@@ -130,36 +133,52 @@ const BURST: usize = 2048;
 /// the measurement (a second saved on every job).
 pub const BEGIN_EARLY: &str = "\nSYSCOST-BEGIN\n";
 
+/// How long the lab's reader is given to take a write before the next (see [`BURST`]).
+const READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// `lines` as the writes that send them, each with the pause after it (see [`BURST`]). `begun`:
 /// the start mark went out before the measurement ([`BEGIN_EARLY`]), and the reader took it
 /// long ago; it goes again without a pause (it still opens the framed lines).
 pub fn writes(lines: &[String], begun: bool) -> Vec<(String, std::time::Duration)> {
     use std::time::Duration;
-    let mut out: Vec<(String, Duration)> = Vec::new();
-    let mut rest = String::new();
+    #[derive(Clone, Copy, PartialEq)]
+    enum Part {
+        Begin,
+        Framed,
+        Cases,
+    }
+    let mut out: Vec<(Part, String, Duration)> = Vec::new();
     for l in lines {
-        if l == BEGIN {
-            let pause = if begun {
-                Duration::ZERO
-            } else {
-                Duration::from_secs(1)
-            };
-            out.push((format!("\n{BEGIN}\n"), pause));
-        } else if l.starts_with(CASE) {
-            match out.last_mut() {
-                Some((w, _)) if w.starts_with(CASE) && w.len() + l.len() < BURST => {
-                    w.push_str(l);
-                    w.push('\n');
-                }
-                _ => out.push((format!("{l}\n"), Duration::from_millis(500))),
+        let part = match l {
+            l if l == BEGIN => Part::Begin,
+            l if l.starts_with(CASE) => Part::Cases,
+            _ => Part::Framed,
+        };
+        match out.last_mut() {
+            // The end mark ends the last write, which then needs no pause.
+            Some((_, w, pause)) if l == END => {
+                w.push_str(&format!("{l}\n"));
+                *pause = Duration::ZERO;
             }
-        } else {
-            rest.push_str(l);
-            rest.push('\n');
+            Some((p, w, _))
+                if *p == part
+                    && (part == Part::Framed
+                        || part == Part::Cases && w.len() + l.len() < BURST) =>
+            {
+                w.push_str(&format!("{l}\n"));
+            }
+            _ => {
+                let (text, pause) = match part {
+                    Part::Begin if begun => (format!("\n{l}\n"), Duration::ZERO),
+                    Part::Begin => (format!("\n{l}\n"), 2 * READ_PAUSE),
+                    Part::Cases => (format!("{l}\n"), READ_PAUSE),
+                    Part::Framed => (format!("{l}\n"), Duration::ZERO),
+                };
+                out.push((part, text, pause));
+            }
         }
     }
-    out.push((rest, Duration::ZERO));
-    out
+    out.into_iter().map(|(_, w, pause)| (w, pause)).collect()
 }
 
 /// Why the bytes could not be rebuilt from a console's lines.
@@ -226,8 +245,43 @@ pub fn rebuild<'a>(lines: impl IntoIterator<Item = &'a str>) -> Result<Vec<u8>, 
 mod unit {
     use super::*;
 
+    /// The marks and cases LAVA's monitor finds in `writes` when its reader wakes only at their
+    /// pauses and then reads all there is, in reads of 4,092 characters, searching the last
+    /// 4,000 characters of what it holds after each read (pexpect's `searchwindowsize`) and
+    /// dropping what comes before each match. `begun`: the monitor started long before.
+    fn seen_by_a_slow_reader(writes: &[(String, std::time::Duration)], begun: bool) -> Vec<String> {
+        let mut at_once = vec![String::new()];
+        for (w, pause) in writes {
+            at_once.last_mut().unwrap().push_str(w);
+            if !pause.is_zero() {
+                at_once.push(String::new());
+            }
+        }
+        let (mut held, mut seen, mut monitoring) = (String::new(), Vec::new(), begun);
+        let reads = at_once.iter().flat_map(|t| t.as_bytes().chunks(4092));
+        for read in reads {
+            held.push_str(std::str::from_utf8(read).unwrap());
+            loop {
+                let window = &held[held.len().saturating_sub(4000)..];
+                let found = if monitoring {
+                    let case =
+                        (window.find(CASE)).and_then(|i| Some((i, i + window[i..].find(';')? + 1)));
+                    let end = window.find(END).map(|i| (i, i + END.len()));
+                    [case, end].into_iter().flatten().min()
+                } else {
+                    window.find(BEGIN).map(|i| (i, i + BEGIN.len()))
+                };
+                let Some((from, to)) = found else { break };
+                seen.push(window[from..to].to_string());
+                monitoring = true;
+                held = window[to..].to_string();
+            }
+        }
+        seen
+    }
+
     #[test]
-    fn marks_and_cases_go_in_short_writes_that_a_lab_searches_whole() {
+    fn marks_and_cases_go_in_writes_that_a_slow_lab_reader_searches_whole() {
         let cases: Vec<Case> = (0..60)
             .map(|i| {
                 Case::of(
@@ -240,29 +294,46 @@ mod unit {
             })
             .collect();
         let lines = lines(&sample(), &cases);
-        let writes = super::writes(&lines, false);
-        let sent: String = writes.iter().map(|w| w.0.as_str()).collect();
-        assert_eq!(
-            sent,
-            format!("\n{}\n", lines.join("\n")),
-            "every line, in order"
-        );
-        assert_eq!(writes[0].0, format!("\n{BEGIN}\n"), "the start mark alone");
-        let with_cases: Vec<_> = writes.iter().filter(|w| w.0.contains(CASE)).collect();
-        assert!(with_cases.len() > 1, "60 cases take more than one write");
-        for (w, pause) in writes.iter().take(writes.len() - 1) {
-            // Under the 4,000 characters a lab's reader searches, and time for it to read.
-            assert!(w.len() <= BURST && !pause.is_zero(), "{}", w.len());
+        let expected: Vec<String> = (cases.iter().map(|c| c.line()))
+            .chain([END.to_string()])
+            .collect();
+        for begun in [false, true] {
+            let writes = super::writes(&lines, begun);
+            let sent: String = writes.iter().map(|w| w.0.as_str()).collect();
+            assert_eq!(
+                sent,
+                format!("\n{}\n", lines.join("\n")),
+                "every line, in order"
+            );
+            assert_eq!(writes[0].0, format!("\n{BEGIN}\n"), "the start mark alone");
+            assert_eq!(
+                writes[0].1.is_zero(),
+                begun,
+                "a pause after it unless begun"
+            );
+            let mut seen = seen_by_a_slow_reader(&writes, begun);
+            if !begun {
+                assert_eq!(seen.remove(0), BEGIN);
+            }
+            assert_eq!(seen, expected, "begun: {begun}");
+            let with_cases = writes.iter().filter(|w| w.0.contains(CASE)).count();
+            assert!(with_cases > 1, "60 cases take more than one write");
+            let (last, pause) = writes.last().unwrap();
+            assert!(last.starts_with(CASE) && last.ends_with(&format!("{END}\n")));
+            assert!(pause.is_zero(), "no pause after the last write");
         }
-        let last = &writes.last().unwrap().0;
-        assert!(last.starts_with(CHUNK) && last.ends_with(&format!("{END}\n")));
-        // Begun before the measurement, the mark goes again at once; the cases still pause.
-        let begun = super::writes(&lines, true);
-        assert_eq!(
-            begun[0],
-            (format!("\n{BEGIN}\n"), std::time::Duration::ZERO)
-        );
-        assert!(begun[1..begun.len() - 1].iter().all(|w| !w.1.is_zero()));
+        // The reader is one that can miss cases: written at once before the chunks, as they
+        // were until November 2026, the first of them fall out of its window.
+        let mut cases_first = lines.clone();
+        let framed: Vec<String> = cases_first.drain(1..lines.len() - 61).collect();
+        cases_first.splice(61..61, framed);
+        assert!(cases_first[1].starts_with(CASE) && cases_first[61].starts_with(CHUNK));
+        let at_once = [(
+            format!("\n{}\n", cases_first.join("\n")),
+            std::time::Duration::ZERO,
+        )];
+        let seen = seen_by_a_slow_reader(&at_once, true);
+        assert!(!seen.contains(&expected[0]) && seen.len() < expected.len());
         assert!(BEGIN_EARLY.contains(&format!("\n{BEGIN}\n")));
     }
 
