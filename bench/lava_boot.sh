@@ -2,7 +2,8 @@
 # A boot's cost through a LAVA lab on this machine against the same boot directly in QEMU, in
 # one run, interleaved (direct, lava, lava, direct, ...): N pairs of a one-arm, one-boot
 # campaign of the newest kernel in target/kernels/boot, measured by `run syscall` with exact
-# counts. Prints each command's wall time, the medians and their ratio.
+# counts. Prints each command's wall time, the medians and their ratio, and the median of the
+# pairs' own ratios (the machine's speed drifts between pairs, less within one).
 #
 #   bench/lava_boot.sh [N] [LAB_DIR]   N pairs (default 5); LAB_DIR: a lab started by
 #                                      scripts/lava-lab (default: one started here and removed)
@@ -45,10 +46,17 @@ for i in $(seq 1 "$n"); do
 done | tee "$results"
 python3 - "$results" <<'EOF'
 import statistics, sys
-t = {}
+t, pairs, pair = {}, [], {}
 for line in open(sys.argv[1]):
     k, v = line.split()
     t.setdefault(k, []).append(float(v))
+    pair[k] = float(v)
+    if len(pair) == 2:
+        pairs.append(pair["lava"] / pair["direct"])
+        pair = {}
 d, l = statistics.median(t["direct"]), statistics.median(t["lava"])
 print(f"median direct {d:.1f} s, via LAVA {l:.1f} s: x{l / d:.2f}, +{l - d:.1f} s per boot")
+# The machine's speed drifts between pairs; the two runs of a pair ran back to back.
+ratios = " ".join(f"{r:.2f}" for r in pairs)
+print(f"each pair's ratio: {ratios}; median x{statistics.median(pairs):.2f}")
 EOF
