@@ -22,6 +22,12 @@
 //!    mechanisms: `ab`, the audit sweep, `probe`, thread scaling.
 //! 8. [`report`]: every rendering of every result kind, one file per output format.
 //! 9. [`cli`]: the command line, one file per command.
+//!
+//! An item is `pub` only where the binary, the end-to-end tests or the benchmarks use it;
+//! everything else is `pub(crate)`, and `unreachable_pub` flags a `pub` item in a module the
+//! crate keeps to itself.
+
+#![warn(unreachable_pub)]
 
 pub mod core;
 pub mod signals;

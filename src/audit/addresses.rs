@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use std::io::{Read, Seek, SeekFrom};
 
 /// AUDIT_FILTER_EXIT (include/uapi/linux/audit.h): the index of the syscall-exit list.
-pub const AUDIT_FILTER_EXIT: u64 = 4;
+pub(crate) const AUDIT_FILTER_EXIT: u64 = 4;
 /// sizeof(struct list_head) on a 64-bit kernel.
 const LIST_HEAD: u64 = 16;
 /// No real rule list is this long (audit_filter_list entries are admin-added rules); a walk
@@ -30,12 +30,12 @@ const ELF_DATA_LSB: u8 = 1;
 const PT_LOAD: u32 = 1;
 
 /// Eight bytes of kernel memory at a kernel virtual address.
-pub trait KernelMemory {
+pub(crate) trait KernelMemory {
     fn read_u64(&mut self, addr: u64) -> Result<u64>;
 }
 
 /// The addresses of the entries on the list whose head is at `head`, in list order.
-pub fn walk_list(mem: &mut dyn KernelMemory, head: u64) -> Result<Vec<u64>> {
+pub(crate) fn walk_list(mem: &mut dyn KernelMemory, head: u64) -> Result<Vec<u64>> {
     let mut out = Vec::new();
     let mut node = mem
         .read_u64(head)
@@ -58,7 +58,7 @@ pub fn walk_list(mem: &mut dyn KernelMemory, head: u64) -> Result<Vec<u64>> {
 
 /// The address of `symbol` in kallsyms text (`ffffffff82a1b2c0 d audit_filter_list`).
 /// `Ok(None)` when it is not listed; an error when addresses are hidden (all zero).
-pub fn symbol_address(kallsyms: &str, symbol: &str) -> Result<Option<u64>> {
+pub(crate) fn symbol_address(kallsyms: &str, symbol: &str) -> Result<Option<u64>> {
     let mut hidden = false;
     for line in kallsyms.lines() {
         let mut f = line.split_whitespace();
@@ -89,16 +89,16 @@ pub fn symbol_address(kallsyms: &str, symbol: &str) -> Result<Option<u64>> {
 /// Kernel memory through /proc/kcore, an ELF core file of the running kernel whose PT_LOAD
 /// segments map kernel virtual addresses to file offsets. Only the ELF header and program
 /// headers are parsed, by hand (see the constants above).
-pub struct Kcore {
+pub(crate) struct Kcore {
     file: std::fs::File,
     /// (virtual address, size, file offset) of each PT_LOAD segment.
     segments: Vec<(u64, u64, u64)>,
 }
 
 impl Kcore {
-    pub const PATH: &'static str = "/proc/kcore";
+    pub(crate) const PATH: &'static str = "/proc/kcore";
 
-    pub fn open() -> Result<Kcore> {
+    pub(crate) fn open() -> Result<Kcore> {
         let mut file =
             std::fs::File::open(Self::PATH).with_context(|| format!("opening {}", Self::PATH))?;
         let mut head = [0u8; 64];
@@ -160,7 +160,7 @@ impl KernelMemory for Kcore {
 
 /// The exit list's head address and a reader of kernel memory, or one message naming every
 /// setting that is missing on this kernel.
-pub fn locate() -> Result<(u64, Kcore)> {
+pub(crate) fn locate() -> Result<(u64, Kcore)> {
     let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
     let symbol = symbol_address(&kallsyms, "audit_filter_list")?;
     let kcore = std::path::Path::new(Kcore::PATH).exists();
@@ -199,7 +199,7 @@ pub fn locate() -> Result<(u64, Kcore)> {
 }
 
 /// The exit-list entries' addresses on this kernel.
-pub fn exit_rule_addresses() -> Result<Vec<u64>> {
+pub(crate) fn exit_rule_addresses() -> Result<Vec<u64>> {
     let (head, mut kcore) = locate()?;
     walk_list(&mut kcore, head)
 }
@@ -207,7 +207,7 @@ pub fn exit_rule_addresses() -> Result<Vec<u64>> {
 /// Where a boot's exit-rule entries were when it measured, as its result records them (the
 /// syscall-latency post's placement, read from inside each guest).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Placement {
+pub(crate) struct Placement {
     /// Each entry's address, hexadecimal (`0xffff...`: beyond a double's exact integers), in
     /// list order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -222,7 +222,7 @@ pub struct Placement {
 
 impl Placement {
     /// The entries on this kernel now, or why they cannot be read.
-    pub fn here() -> Placement {
+    pub(crate) fn here() -> Placement {
         match exit_rule_addresses() {
             Ok(a) => Placement {
                 addresses: a.iter().map(|x| format!("{x:#x}")).collect(),
@@ -238,7 +238,7 @@ impl Placement {
     }
 
     /// The addresses as numbers (any that do not parse left out).
-    pub fn addresses(&self) -> Vec<u64> {
+    pub(crate) fn addresses(&self) -> Vec<u64> {
         self.addresses
             .iter()
             .filter_map(|a| crate::core::num::parse_hex(a))
@@ -249,7 +249,7 @@ impl Placement {
 /// What an ageing of the entries' slab did (the age module's), kept in the boot's result
 /// beside the entries' placement.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Aged {
+pub(crate) struct Aged {
     /// Filler entries allocated.
     pub objects: usize,
     /// Of them, freed before the rules loaded, in an order drawn from `seed`.

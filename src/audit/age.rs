@@ -13,7 +13,7 @@
 //! kept in the boot's result ([`Aged`]), with how many entries took a freed filler's slot.
 
 use super::AuditSocket;
-pub use super::addresses::Aged;
+pub(crate) use super::addresses::Aged;
 use super::rules::{self, ACTION_ALWAYS, FIELD_ARCH, FIELD_PID, FILTER_EXIT};
 use anyhow::{Context, Result};
 use rand::SeedableRng;
@@ -27,11 +27,11 @@ const FILLER_KEY: &str = "syscost-aged-slab";
 /// so it is freed after a grace period, which an idle guest passes in milliseconds.
 const RCU_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 /// The most fillers asked for (each is a rule the kernel walks while the rest are added).
-pub const MAX_OBJECTS: usize = 65_536;
+pub(crate) const MAX_OBJECTS: usize = 65_536;
 
 /// The fillers still in the kernel while the rules load.
 #[derive(Debug, Default)]
-pub struct Fillers {
+pub(crate) struct Fillers {
     kept: Vec<Vec<u8>>,
     /// The freed fillers' entry addresses, when kernel memory can be read.
     freed_at: Option<Vec<u64>>,
@@ -41,7 +41,7 @@ pub struct Fillers {
 /// Age the slab audit's entries come from: `objects` fillers added, a random half (drawn
 /// from `seed`) deleted, and a pause for them to be freed. The kernel must have no exit
 /// rules of its own yet (a guest after its rules file's `-D`).
-pub fn age(sock: &mut AuditSocket, objects: usize, seed: u64) -> Result<Fillers> {
+pub(crate) fn age(sock: &mut AuditSocket, objects: usize, seed: u64) -> Result<Fillers> {
     let mut all = Vec::with_capacity(objects);
     for i in 0..objects {
         let r = filler(i);
@@ -75,7 +75,7 @@ pub fn age(sock: &mut AuditSocket, objects: usize, seed: u64) -> Result<Fillers>
 
 impl Fillers {
     /// Delete the fillers left.
-    pub fn delete(&mut self, sock: &mut AuditSocket) -> Result<()> {
+    pub(crate) fn delete(&mut self, sock: &mut AuditSocket) -> Result<()> {
         while let Some(r) = self.kept.pop() {
             sock.del_rule(&r)
                 .context("ageing the slab: deleting a filler rule")?;
@@ -85,7 +85,7 @@ impl Fillers {
 
     /// What was done, with how many of `entries` (the rules' addresses) took a freed filler's
     /// slot.
-    pub fn aged(&self, entries: &[u64]) -> Aged {
+    pub(crate) fn aged(&self, entries: &[u64]) -> Aged {
         Aged {
             reused: self
                 .freed_at
@@ -96,7 +96,7 @@ impl Fillers {
     }
 
     /// Delete what is left, errors ignored (on an error path).
-    pub fn forget(&mut self, sock: &mut AuditSocket) {
+    pub(crate) fn forget(&mut self, sock: &mut AuditSocket) {
         while let Some(r) = self.kept.pop() {
             let _ = sock.del_rule(&r);
         }

@@ -9,7 +9,7 @@
 use anyhow::{Context, Result, bail};
 
 /// Where a running kernel publishes its BTF.
-pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+pub(crate) const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 const MAGIC: u16 = 0xeb9f;
 /// Kinds (include/uapi/linux/btf.h) this reader looks into or passes over with their data.
 const KIND_STRUCT: u32 = 4;
@@ -23,7 +23,7 @@ const TYPE_BYTES: usize = 12;
 const MEMBER_BYTES: usize = 12;
 
 /// A BTF blob, its types indexed by id.
-pub struct Btf {
+pub(crate) struct Btf {
     data: Vec<u8>,
     /// Where each type's `struct btf_type` starts in `data`: id 1 first (id 0 is void).
     types: Vec<usize>,
@@ -32,18 +32,18 @@ pub struct Btf {
 
 /// A structure of a BTF blob.
 #[derive(Clone, Copy)]
-pub struct Struct<'a> {
+pub(crate) struct Struct<'a> {
     btf: &'a Btf,
     t: Type,
 }
 
 impl Struct<'_> {
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.t.size_or_type.into()
     }
 
     /// `offsetof` a member in bytes, looking into anonymous structures and unions.
-    pub fn offset_of(&self, member: &str) -> Option<u64> {
+    pub(crate) fn offset_of(&self, member: &str) -> Option<u64> {
         (self.btf.member_in(self.t, member.as_bytes(), 0)).map(|bits| bits / 8)
     }
 }
@@ -61,14 +61,14 @@ struct Type {
 
 impl Btf {
     /// The running kernel's.
-    pub fn load() -> Result<Btf> {
+    pub(crate) fn load() -> Result<Btf> {
         let data = std::fs::read(VMLINUX).with_context(|| {
             format!("reading {VMLINUX} (the kernel's types: CONFIG_DEBUG_INFO_BTF=y)")
         })?;
         Btf::parse(data).with_context(|| format!("reading {VMLINUX}"))
     }
 
-    pub fn parse(data: Vec<u8>) -> Result<Btf> {
+    pub(crate) fn parse(data: Vec<u8>) -> Result<Btf> {
         let u32_at = |o: usize| {
             data.get(o..o + 4)
                 .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
@@ -122,7 +122,7 @@ impl Btf {
 
     /// The first structure of each of `names` that has members (not a forward declaration), in
     /// one pass over the types (a pass is seconds under the emulator).
-    pub fn structures<const N: usize>(&self, names: [&str; N]) -> [Option<Struct<'_>>; N] {
+    pub(crate) fn structures<const N: usize>(&self, names: [&str; N]) -> [Option<Struct<'_>>; N] {
         let mut out = [None; N];
         for id in 1..=self.types.len() as u32 {
             let Some(t) = self.ty(id).filter(|t| t.kind == KIND_STRUCT && t.vlen > 0) else {
@@ -142,13 +142,15 @@ impl Btf {
     }
 
     /// `sizeof(struct NAME)`.
-    pub fn size_of(&self, name: &str) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn size_of(&self, name: &str) -> Option<u64> {
         let [s] = self.structures([name]);
         s.map(|s| s.size())
     }
 
     /// `offsetof(struct NAME, MEMBER)` in bytes, looking into anonymous structures and unions.
-    pub fn offset_of(&self, name: &str, member: &str) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn offset_of(&self, name: &str, member: &str) -> Option<u64> {
         let [s] = self.structures([name]);
         s?.offset_of(member)
     }

@@ -69,7 +69,7 @@ pub fn available() -> Result<String> {
 }
 
 /// The library's file on this machine, for a campaign's guest (which has no ld.so cache).
-pub fn library_path() -> Result<std::path::PathBuf> {
+pub(crate) fn library_path() -> Result<std::path::PathBuf> {
     available()?;
     CANDIDATES[1..]
         .iter()
@@ -130,8 +130,8 @@ fn symbols(l: libloading::Library, path: &str) -> Result<Lib, libloading::Error>
 }
 
 /// AUDIT_WATCH and AUDIT_DIR, the two kinds of watch.
-pub const FIELD_WATCH: u32 = 105;
-pub const FIELD_DIR: u32 = 107;
+pub(crate) const FIELD_WATCH: u32 = 105;
+pub(crate) const FIELD_DIR: u32 = 107;
 
 /// One rule being built, holding the library's lock.
 pub struct Builder {
@@ -165,13 +165,13 @@ impl Builder {
 
     /// Whether a `-S`, a watch or another field that a key may follow has been given
     /// (auditctl's check before `-k`).
-    pub fn keyable(&self) -> bool {
+    pub(crate) fn keyable(&self) -> bool {
         // SAFETY: as in `new`.
         unsafe { [0, 1, 3, 4].iter().any(|&i| *self.lib.flags[i] != 0) }
     }
 
     /// Whether a syscall has been added (`-S`, a watch).
-    pub fn has_syscalls(&self) -> bool {
+    pub(crate) fn has_syscalls(&self) -> bool {
         // SAFETY: as in `new`.
         unsafe { *self.lib.flags[0] != 0 }
     }
@@ -210,7 +210,7 @@ impl Builder {
     }
 
     /// `-C PAIR`: a comparison of two fields.
-    pub fn compare(&mut self, pair: &str, list: u32) -> Result<()> {
+    pub(crate) fn compare(&mut self, pair: &str, list: u32) -> Result<()> {
         let f = self.lib.compare;
         self.pair(f, pair, list, "-C")
     }
@@ -238,7 +238,7 @@ impl Builder {
 
     /// `-w PATH`: a watch (a directory watch when `dir`), on the exit list, all permissions
     /// until `-p` narrows them.
-    pub fn watch(&mut self, path: &str, dir: bool) -> Result<()> {
+    pub(crate) fn watch(&mut self, path: &str, dir: bool) -> Result<()> {
         let c = CString::new(path).map_err(|_| anyhow!("-w {path}: holds a NUL"))?;
         let ty = if dir { FIELD_DIR } else { FIELD_WATCH };
         // SAFETY: as in `pair`.
@@ -252,7 +252,7 @@ impl Builder {
     }
 
     /// `-p PERMS` of a watch (AUDIT_PERM_* bits).
-    pub fn perms(&mut self, bits: u32) -> Result<()> {
+    pub(crate) fn perms(&mut self, bits: u32) -> Result<()> {
         // SAFETY: as in `pair`.
         let rc = unsafe { (self.lib.perms)(self.rule, bits as c_int) };
         if rc != 0 {

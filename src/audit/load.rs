@@ -10,13 +10,13 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 /// Work done once in a guest before its first rule is added (an aged slab's fillers).
-pub type BeforeRules<'a> = dyn FnMut(&mut AuditSocket) -> Result<()> + 'a;
+pub(crate) type BeforeRules<'a> = dyn FnMut(&mut AuditSocket) -> Result<()> + 'a;
 
 /// Where rules are loaded: a host (syscost tags each rule with a key of its own, deletes only
 /// rules it added and changes no setting) or a campaign's guest (rules as given, settings
 /// applied: the machine is thrown away after the boot). A guest's `before_rules` runs once,
 /// before the first rule is added (after the file's `-D` and settings before it).
-pub enum Target<'a> {
+pub(crate) enum Target<'a> {
     Host {
         tag: &'a mut dyn FnMut() -> String,
     },
@@ -27,7 +27,7 @@ pub enum Target<'a> {
 
 /// The rules now in the kernel from one file.
 #[derive(Debug, Default)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// (line, the rule as given, the bytes added to the kernel), in order.
     pub rules: Vec<(usize, Vec<u8>, Vec<u8>)>,
     /// What was not done, and why.
@@ -37,7 +37,7 @@ pub struct Loaded {
 /// The audit state a boot measured its arm's rules under: rules are walked only while audit
 /// is on, so a table of a boot with rules says which it was. Kept in the boot's result.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ArmAudit {
+pub(crate) struct ArmAudit {
     /// The rules file, as named in messages.
     pub source: String,
     /// The rules the kernel took.
@@ -51,12 +51,12 @@ pub struct ArmAudit {
 impl ArmAudit {
     /// Whether audit was turned on for the measurement (off at boot, on while measuring: by
     /// syscost, or by the file's own `-e 1`), and so is put back when the rules go.
-    pub fn enabled_by_syscost(&self) -> bool {
+    pub(crate) fn enabled_by_syscost(&self) -> bool {
         self.at_boot == 0 && self.measured != 0
     }
 
     /// `3 rule(s) of prod.rules, audit on (off at boot: turned on for the measurement)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let state = match (self.at_boot, self.measured) {
             (0, 0) => "audit off (the file's -e 0): its rules were never walked",
             (_, 0) => {
@@ -73,7 +73,7 @@ impl ArmAudit {
 /// In a boot that measures under `set` (loaded already): turn audit on when it is off and the
 /// file does not say otherwise (`-e`), as `run --audit-rules` does on a host, so the rules are
 /// walked; `at_boot` is the flag before anything was set up, `loaded` what the load took.
-pub fn switch_on_for(
+pub(crate) fn switch_on_for(
     sock: &mut AuditSocket,
     set: &RuleSet,
     loaded: &Loaded,
@@ -94,7 +94,7 @@ pub fn switch_on_for(
 /// Load `set` through `sock`. A rule the kernel refuses stops the load (the set's `on_error`
 /// Stop, and no `-i` line before it) or is recorded in `set.refused`. On an error, the rules
 /// added so far are in the caller's hands: `added` holds them as they went in.
-pub fn load(
+pub(crate) fn load(
     sock: &mut AuditSocket,
     set: &mut RuleSet,
     mut target: Target,
@@ -177,7 +177,7 @@ fn settle(sock: &mut AuditSocket, op: &Op) -> Result<()> {
 }
 
 /// The kernel's refusal in words a user can act on.
-pub fn kernel_reason(e: &anyhow::Error) -> String {
+pub(crate) fn kernel_reason(e: &anyhow::Error) -> String {
     let errno = (e.chain())
         .find_map(|c| c.downcast_ref::<super::KernelRefused>())
         .and_then(|r| r.error.raw_os_error());

@@ -4,16 +4,16 @@
 //! Status requests use netlink-packet-audit's message types; rules are encoded and decoded by
 //! [`rules`] (see there why).
 
-pub mod addresses;
-pub mod age;
-pub mod btf;
+pub(crate) mod addresses;
+pub(crate) mod age;
+pub(crate) mod btf;
 pub mod libaudit;
-pub mod load;
-pub mod own;
+pub(crate) mod load;
+pub(crate) mod own;
 pub mod rules;
 pub mod rules_file;
 pub mod session;
-pub mod walk;
+pub(crate) mod walk;
 
 use anyhow::{Context, Result, bail};
 use netlink_packet_audit::{AuditMessage, StatusMessage};
@@ -33,7 +33,7 @@ const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 
 /// The audit filter lists (include/uapi/linux/audit.h, AUDIT_FILTER_*).
-pub fn list_name(list: u32) -> &'static str {
+pub(crate) fn list_name(list: u32) -> &'static str {
     match list {
         0 => "user",
         1 => "task",
@@ -64,11 +64,11 @@ pub struct AuditStatus {
 }
 
 impl AuditStatus {
-    pub fn rule_count(&self) -> u32 {
+    pub(crate) fn rule_count(&self) -> u32 {
         self.rules.values().sum()
     }
 
-    pub fn locked(&self) -> bool {
+    pub(crate) fn locked(&self) -> bool {
         self.enabled == 2
     }
 }
@@ -238,7 +238,7 @@ impl AuditSocket {
     }
 
     /// AUDIT_SET of the enabled flag (0 or 1; 2 would lock audit until reboot and is refused).
-    pub fn set_enabled(&mut self, enabled: u32) -> Result<()> {
+    pub(crate) fn set_enabled(&mut self, enabled: u32) -> Result<()> {
         if enabled > 1 {
             bail!("syscost never locks audit (enabled=2 holds until reboot)");
         }
@@ -251,7 +251,7 @@ impl AuditSocket {
 
     /// AUDIT_SET of one other setting: `mask` is its AUDIT_STATUS_* bit (2 failure, 8 rate
     /// limit, 16 backlog limit, 32 backlog wait time).
-    pub fn set_status(&mut self, mask: u32, value: u32) -> Result<()> {
+    pub(crate) fn set_status(&mut self, mask: u32, value: u32) -> Result<()> {
         let mut msg = StatusMessage::new();
         msg.mask = mask;
         match mask {
@@ -304,14 +304,14 @@ fn permission(e: std::io::Error, what: &str) -> anyhow::Error {
 /// What the kernel answered an audit request with, its errno kept for whoever explains it.
 #[derive(Debug, thiserror::Error)]
 #[error("{what}: {error}")]
-pub struct KernelRefused {
+pub(crate) struct KernelRefused {
     pub what: String,
     /// Not a `source`: the message already says it.
     pub error: std::io::Error,
 }
 
 /// Read the audit status; errors are explained (privilege, kernel support).
-pub fn status() -> Result<AuditStatus> {
+pub(crate) fn status() -> Result<AuditStatus> {
     let mut s = AuditSocket::open()?;
     s.status()
 }
@@ -321,7 +321,7 @@ pub fn status() -> Result<AuditStatus> {
 pub const PRETEND_LOCKED_ENV: &str = "SYSCOST_TEST_PRETEND_AUDIT_LOCKED";
 
 /// Fail unless `s` can be changed: audit locked (enabled=2) holds until reboot.
-pub fn ensure_unlocked(s: &AuditStatus) -> Result<()> {
+pub(crate) fn ensure_unlocked(s: &AuditStatus) -> Result<()> {
     if s.locked() || std::env::var_os(PRETEND_LOCKED_ENV).is_some() {
         bail!(
             "audit is locked (enabled=2, auditctl -e 2): no rule can be added or removed until \

@@ -31,7 +31,7 @@ pub enum ObjectKind {
 
 impl ObjectKind {
     /// The kernel's name for it.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             ObjectKind::Task => "task_struct",
             ObjectKind::AuditContext => "audit_context",
@@ -61,12 +61,12 @@ impl KernelObject {
     }
 
     /// Its address, if it parses.
-    pub fn start(&self) -> Option<u64> {
+    pub(crate) fn start(&self) -> Option<u64> {
         crate::core::num::parse_hex(&self.address)
     }
 
     /// Whether `addr` is inside it.
-    pub fn holds(&self, addr: u64) -> bool {
+    pub(crate) fn holds(&self, addr: u64) -> bool {
         self.start()
             .is_some_and(|a| addr >= a && addr - a < self.size)
     }
@@ -83,7 +83,7 @@ pub struct OwnObjects {
 
 impl OwnObjects {
     /// This process's (its main thread's: the task list holds group leaders).
-    pub fn here() -> OwnObjects {
+    pub(crate) fn here() -> OwnObjects {
         match read(std::process::id()) {
             Ok(objects) => OwnObjects {
                 objects,
@@ -97,14 +97,14 @@ impl OwnObjects {
     }
 
     /// The kind of the object holding `addr`, if one does.
-    pub fn owner_of(&self, addr: u64) -> Option<ObjectKind> {
+    pub(crate) fn owner_of(&self, addr: u64) -> Option<ObjectKind> {
         self.objects.iter().find(|o| o.holds(addr)).map(|o| o.kind)
     }
 }
 
 /// The offsets of `struct task_struct` a walk needs, from the kernel's BTF.
 #[derive(Clone, Copy, Debug)]
-pub struct TaskLayout {
+pub(crate) struct TaskLayout {
     pub size: u64,
     pub tasks: u64,
     pub pid: u64,
@@ -120,7 +120,7 @@ pub struct TaskLayout {
 }
 
 impl TaskLayout {
-    pub fn of(btf: &Btf) -> Result<TaskLayout> {
+    pub(crate) fn of(btf: &Btf) -> Result<TaskLayout> {
         let names = [
             "task_struct",
             "audit_context",
@@ -157,7 +157,7 @@ impl TaskLayout {
 }
 
 /// The objects of the task whose pid is `pid`, found on the task list from `init_task`.
-pub fn objects_of(
+pub(crate) fn objects_of(
     mem: &mut dyn KernelMemory,
     init_task: u64,
     l: &TaskLayout,

@@ -7,27 +7,27 @@
 //! (`libaudit`), and syscost only adds its key to them ([`with_key`]).
 
 /// Filter lists (AUDIT_FILTER_*).
-pub const FILTER_TASK: u32 = 1;
+pub(crate) const FILTER_TASK: u32 = 1;
 pub const FILTER_EXIT: u32 = 4;
 /// Actions.
 pub const ACTION_NEVER: u32 = 0;
 pub const ACTION_ALWAYS: u32 = 2;
 /// Field types.
 pub const FIELD_PID: u32 = 0;
-pub const FIELD_ARCH: u32 = 11;
-pub const FIELD_FILTERKEY: u32 = 210;
+pub(crate) const FIELD_ARCH: u32 = 11;
+pub(crate) const FIELD_FILTERKEY: u32 = 210;
 /// Operator `=`.
-pub const OP_EQUAL: u32 = 0x4000_0000;
+pub(crate) const OP_EQUAL: u32 = 0x4000_0000;
 /// What separates a rule's keys (auditctl's AUDIT_KEY_SEPARATOR): `-k a -k b` is `a\x01b`.
-pub const KEY_SEPARATOR: char = '\x01';
+pub(crate) const KEY_SEPARATOR: char = '\x01';
 /// The longest key string the kernel takes (AUDIT_MAX_KEY_LEN).
-pub const MAX_KEY_LEN: usize = 256;
+pub(crate) const MAX_KEY_LEN: usize = 256;
 
 const BITMASK_WORDS: usize = 64;
 const MAX_FIELDS: usize = 64;
 /// flags, action, field_count, mask[64], fields[64], values[64], fieldflags[64], buflen.
 const HEADER_WORDS: usize = 3 + BITMASK_WORDS + 3 * MAX_FIELDS + 1;
-pub const HEADER_LEN: usize = HEADER_WORDS * 4;
+pub(crate) const HEADER_LEN: usize = HEADER_WORDS * 4;
 
 /// Field types whose value is a string in `buf` (its length in `values`), in the order the
 /// kernel writes them.
@@ -49,7 +49,7 @@ const STRING_FIELDS: &[u32] = &[
 ];
 
 /// The AUDIT_ARCH_* value of this build's native syscall ABI.
-pub fn native_arch() -> Option<u32> {
+pub(crate) fn native_arch() -> Option<u32> {
     match std::env::consts::ARCH {
         "x86_64" => Some(0xc000_003e),
         "aarch64" => Some(0xc000_00b7),
@@ -101,7 +101,7 @@ impl Rule {
     }
 
     /// The rule's keys, one by one.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
         self.key.iter().flat_map(|k| k.split(KEY_SEPARATOR))
     }
 
@@ -116,13 +116,13 @@ impl Rule {
     }
 
     /// Whether the rule names every syscall (`-S all`, or no `-S` on the exit list).
-    pub fn every_syscall(&self) -> bool {
+    pub(crate) fn every_syscall(&self) -> bool {
         (0..BITMASK_WORDS).all(|i| word(&self.bytes, 3 + i) == Some(u32::MAX))
     }
 
     /// The rule's fields: (type, operator, value) in order (a string field's value is its
     /// length).
-    pub fn fields(&self) -> Vec<(u32, u32, u32)> {
+    pub(crate) fn fields(&self) -> Vec<(u32, u32, u32)> {
         let count = word(&self.bytes, 2).unwrap_or(0) as usize;
         (0..count.min(MAX_FIELDS))
             .filter_map(|i| {
@@ -138,8 +138,8 @@ impl Rule {
 
 /// Field types naming a path: a watch (`-w PATH`, `-F path=`: its parent directory must
 /// exist) and a directory tree (`-F dir=`: the directory itself must exist).
-pub const FIELD_WATCH: u32 = 105;
-pub const FIELD_DIR: u32 = 107;
+pub(crate) const FIELD_WATCH: u32 = 105;
+pub(crate) const FIELD_DIR: u32 = 107;
 
 /// A rule's string fields, (field type, its bytes in `buf`), in field order; `None` when the
 /// rule is shorter than its header says.
@@ -162,7 +162,7 @@ fn strings(bytes: &[u8]) -> Option<Vec<(u32, &[u8])>> {
 
 /// The paths a rule names, (field type, path), in field order: what must exist where the
 /// rule is loaded.
-pub fn paths(bytes: &[u8]) -> Vec<(u32, String)> {
+pub(crate) fn paths(bytes: &[u8]) -> Vec<(u32, String)> {
     strings(bytes)
         .unwrap_or_default()
         .into_iter()
@@ -173,7 +173,7 @@ pub fn paths(bytes: &[u8]) -> Vec<(u32, String)> {
 
 /// `bytes` with `key` added as one more key (after the user's, which stay), or as the rule's
 /// key when it has none: how syscost finds the rules it loaded for a user.
-pub fn with_key(bytes: &[u8], key: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn with_key(bytes: &[u8], key: &str) -> Result<Vec<u8>, String> {
     rewrite_key(bytes, |old| match old {
         Some(k) => Some(format!("{k}{KEY_SEPARATOR}{key}")),
         None => Some(key.to_string()),

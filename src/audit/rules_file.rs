@@ -109,7 +109,7 @@ impl RuleSet {
     }
 
     /// `line`'s refusal: an error to stop at, or recorded to go on.
-    pub fn refuse(&mut self, line: &Line, reason: String) -> Result<()> {
+    pub(crate) fn refuse(&mut self, line: &Line, reason: String) -> Result<()> {
         let on_error = self.on_error;
         let ignoring = self
             .lines
@@ -138,10 +138,10 @@ impl RuleSet {
 /// The largest rules file read (auditd's own sets are a few KiB; a production set of 1,000
 /// rules is about 100 KiB): a larger one, or one that is not a regular file (/dev/zero), is
 /// refused before it is read.
-pub const MAX_FILE_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 16 << 20;
 
 /// Read the rules file at `path` and [`parse`] it; `flag` names the option in messages.
-pub fn read(path: &std::path::Path, flag: &str, on_error: OnError) -> Result<RuleSet> {
+pub(crate) fn read(path: &std::path::Path, flag: &str, on_error: OnError) -> Result<RuleSet> {
     let what = crate::core::printable(&path.display().to_string());
     let meta =
         std::fs::metadata(path).map_err(|e| anyhow!("{flag} {what}: cannot read it: {e}"))?;
@@ -457,7 +457,7 @@ impl Draft {
 /// guest, which is thrown away after its boot, every setting but `--loginuid-immutable`. `-D`
 /// deletes nothing of a user's, and `-e 2` is measured as `-e 1` (the lock costs no syscall
 /// anything).
-pub fn setting_note(op: &Op, host: bool) -> Option<&'static str> {
+pub(crate) fn setting_note(op: &Op, host: bool) -> Option<&'static str> {
     match (op, host) {
         (Op::Add(_) | Op::Delete(_) | Op::IgnoreErrors | Op::Enable(0 | 1), _) => None,
         (Op::Enable(_), _) => Some("measured as -e 1: syscost never locks audit"),

@@ -17,17 +17,17 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Every syscost audit key starts with this.
-pub const KEY_PREFIX: &str = "syscost-";
+pub(crate) const KEY_PREFIX: &str = "syscost-";
 /// Where syscost records the audit state it must restore (tmpfs: gone at reboot, as the audit
 /// state itself).
-pub const STATE_DIR: &str = "/run/syscost";
+pub(crate) const STATE_DIR: &str = "/run/syscost";
 /// Created when syscost enables audit on a machine where it was off: from then until reboot,
 /// new processes carry per-task audit work (the residue). `syscost env` reports it.
 pub const ENABLED_MARKER: &str = "/run/syscost/audit-enabled-this-boot";
 
 /// A pid no process can have (above the kernel's PID_MAX_LIMIT of 2^22): a `pid=` field with it
 /// makes a rule fail for every task, so syscost's rules never generate a record.
-pub const IMPOSSIBLE_PID: u32 = 0x7fff_fffe;
+pub(crate) const IMPOSSIBLE_PID: u32 = 0x7fff_fffe;
 
 /// Rarely called system calls that syscost's non-matching rules name (never the benchmarked
 /// one): every syscall of every process that a rule names reaches the rule's field checks.
@@ -65,7 +65,7 @@ struct StateFile {
 }
 
 /// `(pid, starttime)` of this process: together unique for the boot.
-pub fn me() -> (u32, u64) {
+pub(crate) fn me() -> (u32, u64) {
     let pid = std::process::id();
     (pid, start_time(pid).unwrap_or(0))
 }
@@ -75,12 +75,12 @@ fn start_time(pid: u32) -> Option<u64> {
     crate::core::proc_stat_field(&format!("/proc/{pid}/stat"), 22)
 }
 
-pub fn alive(pid: u32, start: u64) -> bool {
+pub(crate) fn alive(pid: u32, start: u64) -> bool {
     start_time(pid) == Some(start)
 }
 
 /// The owner `(pid, start)` encoded in a syscost key.
-pub fn owner_of(key: &str) -> Option<(u32, u64)> {
+pub(crate) fn owner_of(key: &str) -> Option<(u32, u64)> {
     let mut parts = key.strip_prefix(KEY_PREFIX)?.split('-');
     let pid = parts.next()?.parse().ok()?;
     let start = parts.next()?.parse().ok()?;
@@ -98,7 +98,7 @@ fn state_path(pid: u32, start: u64) -> PathBuf {
 
 /// Remove what killed syscost invocations left: their keyed rules, and the enabled flag they
 /// set (restored only if it still holds the value syscost set). Returns what was done.
-pub fn cleanup_leftovers(sock: &mut AuditSocket) -> Result<Vec<String>> {
+pub(crate) fn cleanup_leftovers(sock: &mut AuditSocket) -> Result<Vec<String>> {
     let mut notes = Vec::new();
     let mut removed = 0;
     for r in sock.list_rules()? {
@@ -218,12 +218,12 @@ impl Session {
     }
 
     /// The status now.
-    pub fn status(&mut self) -> Result<AuditStatus> {
+    pub(crate) fn status(&mut self) -> Result<AuditStatus> {
         self.sock.status()
     }
 
     /// The enabled flag found at the start.
-    pub fn original_enabled(&self) -> u32 {
+    pub(crate) fn original_enabled(&self) -> u32 {
         self.original_enabled
     }
 
@@ -336,7 +336,7 @@ impl Session {
     }
 
     /// Hold exactly `rules` (line, rule as given) as the file's rules, all loaded.
-    pub fn hold_rules(&mut self, rules: &[(usize, Vec<u8>)]) -> Result<()> {
+    pub(crate) fn hold_rules(&mut self, rules: &[(usize, Vec<u8>)]) -> Result<()> {
         if self.file_rules != rules {
             self.set_file_rules(0)?;
             self.file_rules = rules.to_vec();
@@ -345,12 +345,12 @@ impl Session {
     }
 
     /// Hold exactly the first `n` rules of the loaded file.
-    pub fn set_file_rules(&mut self, n: usize) -> Result<()> {
+    pub(crate) fn set_file_rules(&mut self, n: usize) -> Result<()> {
         self.set_file_window(0, n)
     }
 
     /// Hold exactly the loaded file's rules `from..to` (in order).
-    pub fn set_file_window(&mut self, from: usize, to: usize) -> Result<()> {
+    pub(crate) fn set_file_window(&mut self, from: usize, to: usize) -> Result<()> {
         let keep = if from == self.file_from {
             to.saturating_sub(from)
         } else {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// How a rule weighs on one syscall.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Walk {
+pub(crate) enum Walk {
     /// Its fields are tested at every syscall's exit: `-S all`, no `-S`, or a `dir=`
     /// (including `-w` on a directory).
     EverySyscall,
@@ -29,7 +29,7 @@ pub enum Walk {
 
 impl Walk {
     /// The kind of `rule` for a workload making syscalls `measured` (their numbers).
-    pub fn of(rule: &Rule, measured: &[u32]) -> Walk {
+    pub(crate) fn of(rule: &Rule, measured: &[u32]) -> Walk {
         let fields = rule.fields();
         if rule.list != FILTER_EXIT {
             Walk::OtherList
@@ -45,7 +45,7 @@ impl Walk {
     }
 
     /// In words, for the ranking's column.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Walk::EverySyscall => "every syscall: fields tested at each exit",
             Walk::NamesIt => "names the measured syscall's number: fields tested",
@@ -56,7 +56,7 @@ impl Walk {
     }
 
     /// The cheaper rule auditctl allows, where there is one.
-    pub fn advice(self, rule: &Rule) -> Option<String> {
+    pub(crate) fn advice(self, rule: &Rule) -> Option<String> {
         let dir = rule.fields().iter().any(|f| f.0 == FIELD_DIR);
         match self {
             Walk::EverySyscall if dir => Some(

@@ -19,7 +19,7 @@ use super::mount::mount;
 
 /// The priority the measurement runs at: above every RT kernel thread (only the stop class,
 /// CPU hotplug's migration, is higher).
-pub const PRIORITY: i32 = 99;
+pub(crate) const PRIORITY: i32 = 99;
 
 const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 /// Its timer wakes the CPU's stopper thread (the stop class, above any RT task) every 4 s.
@@ -30,7 +30,7 @@ const FAIR_SERVER: &str = "/sys/kernel/debug/sched/fair_server";
 /// Take SCHED_FIFO [`PRIORITY`] for this process (its children inherit it) and turn off what
 /// gives the fair class the CPU under RT load. What could not be done is returned, a warning
 /// each: the measurement goes on, and the windows another task ran in are still left out.
-pub fn take_the_cpu() -> Vec<String> {
+pub(crate) fn take_the_cpu() -> Vec<String> {
     let mut warnings = Vec::new();
     if let Err(e) = std::fs::write(RT_RUNTIME, "-1") {
         warnings.push(format!("RT throttling stays on ({RT_RUNTIME}: {e})"));
@@ -80,7 +80,7 @@ fn crng_ready() -> Option<String> {
 /// kauditd, a fair-class thread that cannot drain the queue while the measurement holds the
 /// CPU, and at the limit (64 unless set) the worker would wait for it. A warning when it could
 /// not be set; nothing when the kernel has no audit.
-pub fn audit_backlog_unlimited() -> Option<String> {
+pub(crate) fn audit_backlog_unlimited() -> Option<String> {
     const BACKLOG_LIMIT: u32 = 16;
     let mut sock = crate::audit::AuditSocket::open().ok()?;
     let e = sock.set_status(BACKLOG_LIMIT, 0).err()?;

@@ -16,7 +16,7 @@ use std::path::Path;
 
 /// The header's fields a campaign uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     /// The boot protocol version, e.g. 0x020f.
     pub version: u16,
     /// The longest command line the kernel keeps, without its terminating NUL (protocol 2.06
@@ -52,7 +52,7 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 
 impl Header {
     /// The header of the bzImage bytes `b`, or why they are not one.
-    pub fn parse(b: &[u8]) -> Option<Header> {
+    pub(crate) fn parse(b: &[u8]) -> Option<Header> {
         if b.get(MAGIC..MAGIC + 4)? != b"HdrS" {
             return None;
         }
@@ -77,7 +77,7 @@ impl Header {
     }
 
     /// The header of the kernel image at `path`; refuses a file that is not a bzImage.
-    pub fn read(path: &Path) -> Result<Header> {
+    pub(crate) fn read(path: &Path) -> Result<Header> {
         let mut head = Vec::with_capacity(0x270);
         std::fs::File::open(path)
             .with_context(|| format!("cannot open the kernel {}", path.display()))?
@@ -96,7 +96,7 @@ impl Header {
 
 /// The release the bzImage at `path` says it is (the string its header's kernel_version
 /// points to), when it says.
-pub fn release(path: &Path) -> Option<String> {
+pub(crate) fn release(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
     Header::parse(&bytes).filter(|h| h.version >= 0x0200)?;
     let at = u16_at(&bytes, KERNEL_VERSION)? as usize + 0x200;
@@ -107,7 +107,7 @@ pub fn release(path: &Path) -> Option<String> {
 
 /// How a campaign starts a kernel.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Entry {
+pub(crate) enum Entry {
     /// Its vmlinux, taken out to this file, at the PVH entry.
     Pvh(std::path::PathBuf),
     /// The bzImage itself, and why not its vmlinux.
@@ -116,7 +116,7 @@ pub enum Entry {
 
 /// Take the vmlinux out of the bzImage at `path` into `out` when QEMU can start it at its PVH
 /// entry; otherwise say why the bzImage boots instead.
-pub fn vmlinux_entry(path: &Path, out: &Path) -> Result<Entry> {
+pub(crate) fn vmlinux_entry(path: &Path, out: &Path) -> Result<Entry> {
     let image = std::fs::read(path)
         .with_context(|| format!("cannot read the kernel {}", path.display()))?;
     let vmlinux = match vmlinux(&image) {
@@ -217,7 +217,7 @@ fn lz4_legacy(s: &[u8], size: usize) -> Result<Vec<u8>, String> {
 /// A kernel's sections in size(1)'s Berkeley totals: what the 2015 alignment RFC printed per
 /// build, and what a function alignment changes (its text).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sizes {
+pub(crate) struct Sizes {
     /// Allocated sections that are code or read-only.
     pub text: u64,
     /// Allocated, writable sections with contents.
@@ -233,12 +233,12 @@ pub struct Sizes {
 
 impl Sizes {
     /// size(1)'s `dec`: the three added.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.text + self.data + self.bss
     }
 
     /// The text without the linker's padding: what the functions and their alignment take.
-    pub fn code(&self) -> u64 {
+    pub(crate) fn code(&self) -> u64 {
         self.text - self.padding
     }
 }
@@ -256,7 +256,7 @@ fn int3_padding(code: &[u8]) -> u64 {
 
 /// The section sizes of the vmlinux inside the bzImage at `path` (its section headers survive
 /// the build's `objcopy -S`: size(1) of the vmlinux taken out prints the build's own line).
-pub fn sizes(path: &Path) -> Result<Sizes> {
+pub(crate) fn sizes(path: &Path) -> Result<Sizes> {
     let image = std::fs::read(path)
         .with_context(|| format!("cannot read the kernel {}", path.display()))?;
     let vmlinux = vmlinux(&image).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;

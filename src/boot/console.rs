@@ -22,9 +22,9 @@ use base64::engine::general_purpose::STANDARD;
 
 /// The mark before the lines (a monitor's `start`): in no kernel's own output, nor in the
 /// command line the kernel echoes.
-pub const BEGIN: &str = "SYSCOST-BEGIN";
+pub(crate) const BEGIN: &str = "SYSCOST-BEGIN";
 /// The mark after them (a monitor's `end`).
-pub const END: &str = "SYSCOST-END";
+pub(crate) const END: &str = "SYSCOST-END";
 const CASE: &str = "SYSCOST-CASE";
 const CHUNK: &str = "SYSCOST-CHUNK";
 const SUM: &str = "SYSCOST-SHA256";
@@ -35,7 +35,7 @@ const PER_LINE: usize = 4096;
 /// the measurement is kept as the text it is (without one, LAVA reads it as a float and a
 /// count over 2^53 loses digits), and a fixed end (`;`), so a line still arriving is not
 /// matched short.
-pub const CASE_PATTERN: &str = r"SYSCOST-CASE (?P<result>pass|fail) (?P<test_case_id>[a-z0-9_]+) (?P<measurement>-?[0-9.]+(e[-+]?[0-9]+)?) (?P<units>[A-Za-z0-9/%()_-]*);";
+pub(crate) const CASE_PATTERN: &str = r"SYSCOST-CASE (?P<result>pass|fail) (?P<test_case_id>[a-z0-9_]+) (?P<measurement>-?[0-9.]+(e[-+]?[0-9]+)?) (?P<units>[A-Za-z0-9/%()_-]*);";
 
 /// One of a boot's figures, as a lab's test case.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,7 +50,7 @@ pub struct Case {
 impl Case {
     /// The case of `metric` of arm `arm` measuring `what` (e.g. `syscall getpid`), named and
     /// with its unit as a lab keeps them.
-    pub fn of(arm: &str, what: &str, metric: &str, value: f64, unit: &str) -> Case {
+    pub(crate) fn of(arm: &str, what: &str, metric: &str, value: f64, unit: &str) -> Case {
         Case {
             name: lava_name(&format!("{arm} {what} {metric}")),
             value,
@@ -69,7 +69,7 @@ const NAME_MAX: usize = 100;
 /// `words` as LAVA stores a monitor's test-case id (lava_dispatcher's monitor lower-cases it
 /// and turns every run of non-word characters into `_`), without `_` at either end and cut to
 /// 100 characters: sent so, the name LAVA shows is the one syscost sent.
-pub fn lava_name(words: &str) -> String {
+pub(crate) fn lava_name(words: &str) -> String {
     let mut out = String::new();
     for c in words.chars().map(|c| c.to_ascii_lowercase()) {
         if c.is_ascii_alphanumeric() || c == '_' {
@@ -84,7 +84,7 @@ pub fn lava_name(words: &str) -> String {
 
 /// A unit as a monitor's pattern takes it whole: spaces become `_` (`CPUs utilized` had
 /// become `CPUsutilized`), other characters outside letters, digits and `/%()_-` go.
-pub fn lava_unit(unit: &str) -> String {
+pub(crate) fn lava_unit(unit: &str) -> String {
     (unit.chars())
         .map(|c| if c.is_whitespace() { '_' } else { c })
         .filter(|c| c.is_ascii_alphanumeric() || "/%()_-".contains(*c))
@@ -92,7 +92,7 @@ pub fn lava_unit(unit: &str) -> String {
 }
 
 /// The lines a guest writes: the marks, its figures as `cases`, and `bytes` framed.
-pub fn lines(bytes: &[u8], cases: &[Case]) -> Vec<String> {
+pub(crate) fn lines(bytes: &[u8], cases: &[Case]) -> Vec<String> {
     let text = STANDARD.encode(bytes);
     let chunks: Vec<&str> = text
         .as_bytes()
@@ -131,7 +131,7 @@ const BURST: usize = 2048;
 /// firmware's last line ("Booting from ROM..." has no newline), then the start mark. The
 /// monitor then starts while the guest measures, and the mark needs no pause of its own after
 /// the measurement (a second saved on every job).
-pub const BEGIN_EARLY: &str = "\nSYSCOST-BEGIN\n";
+pub(crate) const BEGIN_EARLY: &str = "\nSYSCOST-BEGIN\n";
 
 /// How long the lab's reader is given to take a write before the next (see [`BURST`]).
 const READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
@@ -139,7 +139,7 @@ const READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
 /// `lines` as the writes that send them, each with the pause after it (see [`BURST`]). `begun`:
 /// the start mark went out before the measurement ([`BEGIN_EARLY`]), and the reader took it
 /// long ago; it goes again without a pause (it still opens the framed lines).
-pub fn writes(lines: &[String], begun: bool) -> Vec<(String, std::time::Duration)> {
+pub(crate) fn writes(lines: &[String], begun: bool) -> Vec<(String, std::time::Duration)> {
     use std::time::Duration;
     #[derive(Clone, Copy, PartialEq)]
     enum Part {
@@ -183,7 +183,7 @@ pub fn writes(lines: &[String], begun: bool) -> Vec<(String, std::time::Duration
 
 /// Why the bytes could not be rebuilt from a console's lines.
 #[derive(Debug, PartialEq, thiserror::Error)]
-pub enum Damaged {
+pub(crate) enum Damaged {
     #[error("the console's log has no line of syscost's result (no {SUM} line)")]
     Nothing,
     #[error("line {0} of the result's {1} is missing from the console's log")]
@@ -195,7 +195,7 @@ pub enum Damaged {
 /// The bytes framed in a console's `lines` (each a line as the lab logged it), checked against
 /// their length and SHA-256; a line the logger split, or any other text between them, is
 /// ignored. The last complete set of lines wins (a console may hold an earlier try's).
-pub fn rebuild<'a>(lines: impl IntoIterator<Item = &'a str>) -> Result<Vec<u8>, Damaged> {
+pub(crate) fn rebuild<'a>(lines: impl IntoIterator<Item = &'a str>) -> Result<Vec<u8>, Damaged> {
     let (mut chunks, mut sum): (Vec<Option<String>>, Option<(String, usize)>) = (Vec::new(), None);
     for l in lines {
         let l = l.trim_end();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// The second serial port, which carries the counts in a lab (the results go on the console
 /// there).
-pub const PORT: &str = "/dev/ttyS1";
+pub(crate) const PORT: &str = "/dev/ttyS1";
 /// Quiet this long after the measurement, the port has given everything.
 const QUIET: Duration = Duration::from_secs(2);
 /// Never wait longer than this for it.
@@ -26,13 +26,13 @@ const LIMIT: Duration = Duration::from_secs(30);
 /// What the port has given so far, and when it last gave something.
 type Received = Arc<Mutex<(Vec<u8>, Instant)>>;
 
-pub struct CountsPort {
+pub(crate) struct CountsPort {
     received: Received,
 }
 
 impl CountsPort {
     /// The port opened in raw mode, read by a thread of its own from now on.
-    pub fn open() -> Result<CountsPort> {
+    pub(crate) fn open() -> Result<CountsPort> {
         let mut port = std::fs::File::open(PORT).with_context(|| format!("cannot open {PORT}"))?;
         raw(port.as_raw_fd());
         let received: Received = Arc::new(Mutex::new((Vec::new(), Instant::now())));
@@ -54,7 +54,7 @@ impl CountsPort {
     /// The windows received: as soon as they are `complete` (every batch the measurement
     /// opened has its window), else once the port has been quiet for [`QUIET`] (or after
     /// [`LIMIT`]).
-    pub fn windows(self, complete: impl Fn(&[Window]) -> bool) -> Vec<Window> {
+    pub(crate) fn windows(self, complete: impl Fn(&[Window]) -> bool) -> Vec<Window> {
         wait(&self.received, complete)
     }
 }
@@ -85,7 +85,7 @@ fn wait(received: &Received, complete: impl Fn(&[Window]) -> bool) -> Vec<Window
 }
 
 /// A serial port's descriptor in raw mode: no echo, no line editing, no translation.
-pub fn raw(fd: i32) {
+pub(crate) fn raw(fd: i32) {
     // SAFETY: a termios filled by tcgetattr on an open descriptor.
     unsafe {
         let mut t: libc::termios = std::mem::zeroed();

@@ -17,11 +17,11 @@ pub enum GuestDisk {
 }
 
 /// The disk's size: room for any scratch file the workloads make, and a default journal.
-pub const SIZE: u64 = 256 << 20;
+pub(crate) const SIZE: u64 = 256 << 20;
 
 impl GuestDisk {
     /// Make the disk as a sparse raw image at `image`.
-    pub fn make(self, image: &Path) -> Result<()> {
+    pub(crate) fn make(self, image: &Path) -> Result<()> {
         let file = std::fs::File::create(image)
             .with_context(|| format!("cannot create {}", image.display()))?;
         file.set_len(SIZE)?;

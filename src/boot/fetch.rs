@@ -14,14 +14,15 @@ const MAX_BYTES: u64 = 1 << 30;
 /// A SHA-256, kept in lowercase hexadecimal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Sha256(String);
+pub(crate) struct Sha256(String);
 
 impl Sha256 {
-    pub fn of(bytes: &[u8]) -> Sha256 {
+    pub(crate) fn of(bytes: &[u8]) -> Sha256 {
         Sha256(crate::core::sha256_hex(bytes))
     }
 
-    pub fn hex(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn hex(&self) -> &str {
         &self.0
     }
 }
@@ -61,14 +62,14 @@ impl std::fmt::Display for Sha256 {
 
 /// A kernel at a URL, and the SHA-256 it must have when one was given.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct KernelUrl {
+pub(crate) struct KernelUrl {
     pub url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<Sha256>,
 }
 
 /// `s` is a URL rather than a file: it starts with a scheme and `://`.
-pub fn is_url(s: &str) -> bool {
+pub(crate) fn is_url(s: &str) -> bool {
     s.split_once("://").is_some_and(|(scheme, _)| {
         !scheme.is_empty()
             && scheme
@@ -80,7 +81,7 @@ pub fn is_url(s: &str) -> bool {
 impl KernelUrl {
     /// An http or https URL that names a server and carries no password: a lab shows its
     /// jobs' definitions, URLs included, to whoever can read the job.
-    pub fn new(url: &str, sha256: Option<Sha256>) -> Result<KernelUrl> {
+    pub(crate) fn new(url: &str, sha256: Option<Sha256>) -> Result<KernelUrl> {
         let shown = crate::core::redact_url(url);
         let Some(rest) = (url.strip_prefix("http://")).or_else(|| url.strip_prefix("https://"))
         else {
@@ -107,7 +108,7 @@ impl KernelUrl {
 
     /// Fetch the kernel into `to` (written whole or not at all), checking its SHA-256 when one
     /// was given; returns the file's SHA-256.
-    pub fn fetch(&self, to: &Path) -> Result<Sha256> {
+    pub(crate) fn fetch(&self, to: &Path) -> Result<Sha256> {
         let (bytes, got) = self.download()?;
         if let Some(want) = &self.sha256
             && *want != got

@@ -16,19 +16,19 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// Where the campaign's plan for the guest is in the initramfs.
-pub const PLAN_PATH: &str = "/campaign/plan.json";
+pub(crate) const PLAN_PATH: &str = "/campaign/plan.json";
 /// The kernel command-line parameter naming the arm of this boot.
-pub const ARM_PARAM: &str = "syscost.arm";
+pub(crate) const ARM_PARAM: &str = "syscost.arm";
 /// On a boot's command line: send the kernel's whole symbol table (once per arm: reading it
 /// under the emulator takes seconds; later boots send only where their text starts).
-pub const KALLSYMS_PARAM: &str = "syscost.kallsyms";
+pub(crate) const KALLSYMS_PARAM: &str = "syscost.kallsyms";
 /// The kernel command-line parameter naming a disk to keep state on (see [`mount_disk`]).
-pub const DISK_PARAM: &str = "syscost.disk";
+pub(crate) const DISK_PARAM: &str = "syscost.disk";
 /// The kernel command-line parameter naming a fresh ext4 disk to measure on, mounted on
 /// [`SCRATCH_DIR`] (`campaign --guest-disk`).
-pub const SCRATCH_PARAM: &str = "syscost.scratch";
+pub(crate) const SCRATCH_PARAM: &str = "syscost.scratch";
 /// Where the guest mounts the disk [`SCRATCH_PARAM`] names.
-pub const SCRATCH_DIR: &str = "/disk";
+pub(crate) const SCRATCH_DIR: &str = "/disk";
 /// The result channel: the second serial port.
 const CHANNEL: &str = "/dev/ttyS1";
 
@@ -93,7 +93,7 @@ pub struct GuestClock {
 }
 
 /// CLOCK_BOOTTIME now, in seconds.
-pub fn boottime() -> f64 {
+pub(crate) fn boottime() -> f64 {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -105,7 +105,7 @@ pub fn boottime() -> f64 {
 
 /// What a boot sent back.
 #[derive(Debug, PartialEq)]
-pub enum Sent {
+pub(crate) enum Sent {
     Clock(GuestClock),
     /// Where the guest kernel's text starts, and with `syscost.kallsyms` its text symbols.
     Symbols(GuestSymbols),
@@ -151,7 +151,7 @@ impl GuestSymbols {
 }
 
 /// `tag length\n bytes \n`.
-pub fn frame(sent: &Sent) -> Vec<u8> {
+pub(crate) fn frame(sent: &Sent) -> Vec<u8> {
     let (clock, symbols);
     let (tag, body) = match sent {
         Sent::Clock(c) => {
@@ -189,7 +189,7 @@ fn next_frame(bytes: &[u8]) -> Option<(Sent, usize)> {
 }
 
 /// Every whole frame, in order, up to the first that is not.
-pub fn unframe_all(mut bytes: &[u8]) -> Vec<Sent> {
+pub(crate) fn unframe_all(mut bytes: &[u8]) -> Vec<Sent> {
     let mut out = Vec::new();
     while let Some((s, used)) = next_frame(bytes) {
         out.push(s);
@@ -230,7 +230,8 @@ fn kernel_cmdline() -> Option<String> {
 
 /// A boot's figures as a lab's test cases, from its result and the plugin's windows the guest
 /// received, if any (given by the caller: decoding a result is a layer above the guest's).
-pub type Cases = fn(&[u8], &[crate::counters::emulated::Window]) -> Vec<super::console::Case>;
+pub(crate) type Cases =
+    fn(&[u8], &[crate::counters::emulated::Window]) -> Vec<super::console::Case>;
 
 /// What a guest in a lab reports besides its result, given by the caller (decoding a result is
 /// a layer above the guest's): its figures as test cases, and whether the plugin's windows
@@ -487,7 +488,7 @@ fn mount_ext4(dev: &str, dir: &str) -> Result<()> {
 }
 
 /// `name=value` of a kernel command line.
-pub fn param<'a>(cmdline: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn param<'a>(cmdline: &'a str, name: &str) -> Option<&'a str> {
     cmdline
         .split_whitespace()
         .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
@@ -495,7 +496,7 @@ pub fn param<'a>(cmdline: &'a str, name: &str) -> Option<&'a str> {
 
 /// The file systems the guest mounts, (source, directory, type), in order: a file of the
 /// initramfs under one of these directories is hidden.
-pub const MOUNTS: &[(&str, &str, &str)] = &[
+pub(crate) const MOUNTS: &[(&str, &str, &str)] = &[
     ("proc", "/proc", "proc"),
     ("sysfs", "/sys", "sysfs"),
     ("devtmpfs", "/dev", "devtmpfs"),

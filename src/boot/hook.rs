@@ -7,18 +7,18 @@ use anyhow::{Context, Result};
 use std::path::Path;
 
 /// Where a kexec campaign's state lives while it runs (the unit runs only when it exists).
-pub const STATE_DIR: &str = "/var/lib/syscost/campaign";
+pub(crate) const STATE_DIR: &str = "/var/lib/syscost/campaign";
 /// The state file's name in [`STATE_DIR`]: while it exists, a campaign is in progress.
-pub const STATE_NAME: &str = "state.json";
+pub(crate) const STATE_NAME: &str = "state.json";
 /// The unit's name; nothing else on the machine is named so.
-pub const UNIT: &str = "syscost-campaign.service";
+pub(crate) const UNIT: &str = "syscost-campaign.service";
 const UNITS: &str = "/etc/systemd/system";
 const WANTS: &str = "multi-user.target.wants";
 
 /// What resumes the campaign after a boot.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Hook {
+pub(crate) enum Hook {
     /// A systemd unit in /etc/systemd/system, enabled for multi-user.target.
     Systemd,
     /// syscost itself is the init (a campaign guest): it resumes when it finds the plan.
@@ -27,7 +27,7 @@ pub enum Hook {
 
 impl Hook {
     /// The hook this machine can have, or why it has none.
-    pub fn detect() -> Result<Hook> {
+    pub(crate) fn detect() -> Result<Hook> {
         if is_syscost_init() {
             Ok(Hook::Init)
         } else if super::kexec::systemd_is_init() {
@@ -43,7 +43,7 @@ impl Hook {
     }
 
     /// Install the hook running `exe campaign resume`.
-    pub fn install(self, exe: &Path) -> Result<()> {
+    pub(crate) fn install(self, exe: &Path) -> Result<()> {
         match self {
             Hook::Init => Ok(()),
             Hook::Systemd => install_unit(Path::new(UNITS), exe),
@@ -51,7 +51,7 @@ impl Hook {
     }
 
     /// Remove what [`install`](Hook::install) put on the machine (nothing when absent).
-    pub fn remove(self) -> Result<()> {
+    pub(crate) fn remove(self) -> Result<()> {
         match self {
             Hook::Init => Ok(()),
             Hook::Systemd => remove_unit(Path::new(UNITS)),
@@ -66,7 +66,7 @@ fn is_syscost_init() -> bool {
 }
 
 /// The unit's text.
-pub fn unit_text(exe: &Path) -> String {
+pub(crate) fn unit_text(exe: &Path) -> String {
     format!(
         "# Written by a syscost campaign that boots its kernels by kexec; removed when the\n\
          # campaign ends or by `syscost campaign abort`.\n\

@@ -22,7 +22,7 @@ const LIBRARY_DIRS: &[&str] = &[
 ];
 
 /// The interpreter and the libraries `exe` needs, transitively, as host paths.
-pub fn shared_libraries(exe: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn shared_libraries(exe: &Path) -> Result<Vec<PathBuf>> {
     let mut found = BTreeSet::new();
     let mut todo = vec![exe.to_path_buf()];
     while let Some(path) = todo.pop() {
@@ -80,7 +80,7 @@ const EXECUTABLE: u32 = 0o100_755;
 
 /// Where a host file lands in the guest: at its absolute path (a relative `--guest-file` is
 /// taken from the current directory, as the measuring command would open it on the host).
-pub fn guest_path(host: &Path) -> Result<PathBuf> {
+pub(crate) fn guest_path(host: &Path) -> Result<PathBuf> {
     std::path::absolute(host).with_context(|| format!("cannot resolve {}", host.display()))
 }
 
@@ -103,13 +103,13 @@ const STANDARD_DIRS: [&str; 5] = ["dev", "proc", "sys", "tmp", "run"];
 
 /// The directories a guest booted from the archive has before its measurement starts: what
 /// a rule that names a path needs to find there.
-pub struct Tree {
+pub(crate) struct Tree {
     dirs: BTreeSet<PathBuf>,
 }
 
 impl Tree {
     /// The tree of the archive [`build`] makes of `exe` and `contents`.
-    pub fn of(exe: &Path, contents: &Contents) -> Result<Tree> {
+    pub(crate) fn of(exe: &Path, contents: &Contents) -> Result<Tree> {
         let files = host_files(exe, &contents.files)?;
         let names = files
             .iter()
@@ -133,7 +133,7 @@ impl Tree {
 
     /// Whether `dir` is a directory there: one of the archive's, or any path under /proc,
     /// /sys or /dev (the kernel's own file systems, not known here; /tmp and /run start empty).
-    pub fn has_dir(&self, dir: &Path) -> bool {
+    pub(crate) fn has_dir(&self, dir: &Path) -> bool {
         let kernel_fs = ["/proc", "/sys", "/dev"].iter().any(|m| dir.starts_with(m));
         kernel_fs || self.dirs.contains(&normal(dir))
     }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// What to boot next.
 #[derive(Clone, Debug)]
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     pub kernel: &'a Path,
     pub initrd: Option<&'a Path>,
     pub cmdline: &'a str,
@@ -24,7 +24,7 @@ pub struct Target<'a> {
 const CAP_SYS_BOOT: u32 = 22;
 
 /// Refuse, with what to do, a machine where a campaign's kexec cannot work.
-pub fn check_available() -> Result<()> {
+pub(crate) fn check_available() -> Result<()> {
     if read_trim("/proc/sys/kernel/kexec_load_disabled").as_deref() == Some("1") {
         return Err(crate::refused!(
             "kexec is disabled on this boot (sysctl kernel.kexec_load_disabled=1 cannot be set \
@@ -58,7 +58,7 @@ pub fn check_available() -> Result<()> {
 }
 
 /// The active lockdown mode, when one is set (`integrity` or `confidentiality`).
-pub fn lockdown() -> Option<String> {
+pub(crate) fn lockdown() -> Option<String> {
     lockdown_mode(&read_trim("/sys/kernel/security/lockdown")?)
 }
 
@@ -69,12 +69,12 @@ fn lockdown_mode(text: &str) -> Option<String> {
 }
 
 /// Whether a kernel is loaded for the next kexec.
-pub fn loaded() -> bool {
+pub(crate) fn loaded() -> bool {
     read_trim("/sys/kernel/kexec_loaded").as_deref() == Some("1")
 }
 
 /// Load `t` for the next kexec reboot.
-pub fn load(t: &Target) -> Result<()> {
+pub(crate) fn load(t: &Target) -> Result<()> {
     let kernel = std::fs::File::open(t.kernel)
         .with_context(|| format!("cannot open the kernel {}", t.kernel.display()))?;
     let initrd = t
@@ -128,7 +128,7 @@ fn load_error(kernel: &Path, e: std::io::Error) -> anyhow::Error {
 }
 
 /// Unload what is loaded for kexec (nothing happens when nothing is).
-pub fn unload() -> Result<()> {
+pub(crate) fn unload() -> Result<()> {
     // SAFETY: with KEXEC_FILE_UNLOAD the kernel reads no descriptor and no pointer.
     let rc = unsafe {
         libc::syscall(
@@ -150,13 +150,13 @@ pub fn unload() -> Result<()> {
 }
 
 /// Whether systemd is the init (then reboots go through it).
-pub fn systemd_is_init() -> bool {
+pub(crate) fn systemd_is_init() -> bool {
     Path::new("/run/systemd/system").is_dir()
 }
 
 /// How the machine is rebooted.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Reboot {
+pub(crate) enum Reboot {
     /// Into the kernel loaded for kexec.
     Kexec,
     /// Through the firmware, into the default boot entry.
@@ -165,7 +165,7 @@ pub enum Reboot {
 
 /// Reboot: under systemd by asking it (services stop, file systems unmount); otherwise, as
 /// a campaign guest's init does, sync and reboot at once. Returns only on failure.
-pub fn reboot(how: Reboot) -> Result<()> {
+pub(crate) fn reboot(how: Reboot) -> Result<()> {
     if systemd_is_init() {
         let verb = match how {
             Reboot::Kexec => "kexec",
@@ -195,13 +195,13 @@ pub fn reboot(how: Reboot) -> Result<()> {
 }
 
 /// The running kernel's GNU build id, from /sys/kernel/notes (hex).
-pub fn running_build_id() -> Option<String> {
+pub(crate) fn running_build_id() -> Option<String> {
     build_id_of_notes(&std::fs::read("/sys/kernel/notes").ok()?)
 }
 
 /// The NT_GNU_BUILD_ID note of an ELF note section. Written here because the section comes
 /// from sysfs, not an ELF file the object crate could open.
-pub fn build_id_of_notes(notes: &[u8]) -> Option<String> {
+pub(crate) fn build_id_of_notes(notes: &[u8]) -> Option<String> {
     const NT_GNU_BUILD_ID: u32 = 3;
     let word = |at: usize| Some(u32::from_le_bytes(notes.get(at..at + 4)?.try_into().ok()?));
     let pad = |n: usize| n.div_ceil(4) * 4;
@@ -220,7 +220,7 @@ pub fn build_id_of_notes(notes: &[u8]) -> Option<String> {
 }
 
 /// The initramfs Debian installs beside /boot/vmlinuz-VERSION, if there is one.
-pub fn initrd_beside(kernel: &Path) -> Option<PathBuf> {
+pub(crate) fn initrd_beside(kernel: &Path) -> Option<PathBuf> {
     let name = kernel.file_name()?.to_str()?;
     let version = name.strip_prefix("vmlinuz-")?;
     let p = kernel.with_file_name(format!("initrd.img-{version}"));

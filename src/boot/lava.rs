@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 /// A lab's API token; never shown.
 #[derive(Clone)]
-pub struct Token(String);
+pub(crate) struct Token(String);
 
 impl Token {
-    pub fn new(secret: &str) -> Result<Token> {
+    pub(crate) fn new(secret: &str) -> Result<Token> {
         let t = secret.trim();
         if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
             bail!("the LAVA token is empty or has spaces in it");
@@ -25,11 +25,11 @@ impl Token {
 }
 
 /// Where a token is read from when no file is given.
-pub const TOKEN_ENV: &str = "SYSCOST_LAVA_TOKEN";
+pub(crate) const TOKEN_ENV: &str = "SYSCOST_LAVA_TOKEN";
 
 impl Token {
     /// The token in `file`, else in the environment's SYSCOST_LAVA_TOKEN.
-    pub fn read(file: Option<&std::path::Path>) -> Result<Token> {
+    pub(crate) fn read(file: Option<&std::path::Path>) -> Result<Token> {
         match file {
             Some(f) => {
                 let text = std::fs::read_to_string(f).with_context(|| {
@@ -60,7 +60,7 @@ impl std::fmt::Debug for Token {
 /// A device of a lab: its name, its health and its tags (a job with tags runs only on a
 /// device that has them all).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Device {
+pub(crate) struct Device {
     pub hostname: String,
     pub health: Health,
     pub tags: Vec<String>,
@@ -68,7 +68,7 @@ pub struct Device {
 
 /// A device's health, as LAVA's REST API names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-pub enum Health {
+pub(crate) enum Health {
     /// Not checked since it was added or put back: the scheduler runs its health check first.
     Unknown,
     Good,
@@ -85,7 +85,7 @@ pub enum Health {
 impl Health {
     /// Whether the scheduler sends jobs to it: a job for a device that does not waits in the
     /// queue until the run's queue limit.
-    pub fn takes_jobs(self) -> bool {
+    pub(crate) fn takes_jobs(self) -> bool {
         matches!(self, Health::Good | Health::Unknown)
     }
 }
@@ -125,7 +125,7 @@ pub enum JobPriority {
 
 impl JobPriority {
     /// `low`, `medium`, `high` or 0 to 100.
-    pub fn parse(s: &str) -> Result<JobPriority, String> {
+    pub(crate) fn parse(s: &str) -> Result<JobPriority, String> {
         match s {
             "low" => Ok(JobPriority::Low),
             "medium" => Ok(JobPriority::Medium),
@@ -140,7 +140,7 @@ impl JobPriority {
     }
 
     /// As a job definition says it.
-    pub fn json(self) -> serde_json::Value {
+    pub(crate) fn json(self) -> serde_json::Value {
         match self {
             JobPriority::Low => "low".into(),
             JobPriority::Medium => "medium".into(),
@@ -162,7 +162,7 @@ pub enum JobVisibility {
 }
 
 impl JobVisibility {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             JobVisibility::Public => "public",
             JobVisibility::Personal => "personal",
@@ -172,7 +172,7 @@ impl JobVisibility {
 
 /// A LAVA server, and the token syscost's requests carry.
 #[derive(Debug)]
-pub struct Lab {
+pub(crate) struct Lab {
     /// The server's URL, ending in `/`, without any user or password.
     url: String,
     token: Token,
@@ -184,7 +184,7 @@ pub struct Lab {
 
 /// A job as the server shows it.
 #[derive(Clone, Debug, Deserialize)]
-pub struct Job {
+pub(crate) struct Job {
     pub id: u64,
     pub state: JobState,
     pub health: JobHealth,
@@ -195,12 +195,12 @@ pub struct Job {
 }
 
 impl Job {
-    pub fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.state == JobState::Finished
     }
 
     /// Still waiting for a device.
-    pub fn queued(&self) -> bool {
+    pub(crate) fn queued(&self) -> bool {
         matches!(self.state, JobState::Submitted | JobState::Scheduling)
     }
 }
@@ -208,7 +208,7 @@ impl Job {
 /// Where a job is, as LAVA's API names it (lava_scheduler_app's TestJob.STATE_CHOICES); a
 /// state a later LAVA adds reads as `Other`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-pub enum JobState {
+pub(crate) enum JobState {
     Submitted,
     Scheduling,
     Scheduled,
@@ -221,7 +221,7 @@ pub enum JobState {
 
 /// How a job ended, as LAVA's API names it (TestJob.HEALTH_CHOICES).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-pub enum JobHealth {
+pub(crate) enum JobHealth {
     Unknown,
     Complete,
     Incomplete,
@@ -246,7 +246,7 @@ impl std::fmt::Display for JobHealth {
 /// exceptions: InfrastructureError, JobError, TestError, LAVABug, ConfigurationError), or
 /// another it names.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ErrorType {
+pub(crate) enum ErrorType {
     Infrastructure,
     Job,
     Test,
@@ -281,20 +281,16 @@ impl ErrorType {
 
 /// Why LAVA says a job failed: its error type when its `job` case gives one, and its words.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobFailure {
+pub(crate) struct JobFailure {
     pub error_type: Option<ErrorType>,
     pub words: String,
 }
 
 /// One test case of a job's results.
 #[derive(Clone, Debug, Deserialize)]
-pub struct TestCase {
+pub(crate) struct TestCase {
     pub name: String,
     pub result: String,
-    #[serde(default)]
-    pub measurement: Option<String>,
-    #[serde(default)]
-    pub unit: Option<String>,
     /// YAML text in 2023.01: for LAVA's own `job` case, its error's type and message.
     #[serde(default)]
     pub metadata: Option<String>,
@@ -302,7 +298,7 @@ pub struct TestCase {
 
 /// Where a boot ran in a lab: kept with the boot, tagged in the history, linked in the report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LabJob {
+pub(crate) struct LabJob {
     /// The server's URL (no password).
     pub lab: String,
     pub id: u64,
@@ -316,7 +312,7 @@ pub struct LabJob {
 
 impl LabJob {
     /// The job's log as plain text (LAVA's `log_file/plain` beside the job's page).
-    pub fn log_url(&self) -> String {
+    pub(crate) fn log_url(&self) -> String {
         format!("{}/log_file/plain", self.url.trim_end_matches('/'))
     }
 }
@@ -324,7 +320,7 @@ impl LabJob {
 /// What a campaign asks of a lab once it has checked it: LAVA's REST calls behind a trait, so
 /// the booter's logic (submit, poll, resubmit, cancel, read back) is tested against a
 /// scripted lab as well as the real one (tests/all/lava.rs).
-pub trait LabApi {
+pub(crate) trait LabApi {
     fn url(&self) -> &str;
     fn job_url(&self, id: u64) -> String;
     fn check_served(&self, url: &str, len: u64) -> Result<()>;
@@ -383,7 +379,7 @@ impl LabApi for Lab {
 }
 
 /// The server's URL as shown and kept: `user:password@` taken out, a `/` at the end.
-pub fn shown_url(url: &str) -> Result<String> {
+pub(crate) fn shown_url(url: &str) -> Result<String> {
     let (scheme, rest) = url
         .split_once("://")
         .filter(|(s, _)| *s == "http" || *s == "https")
@@ -409,7 +405,7 @@ pub fn shown_url(url: &str) -> Result<String> {
 
 impl Lab {
     /// The lab at `url` (its password, if any, is dropped: the token authenticates).
-    pub fn new(url: &str, token: Token) -> Result<Lab> {
+    pub(crate) fn new(url: &str, token: Token) -> Result<Lab> {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(60)))
@@ -424,17 +420,18 @@ impl Lab {
     }
 
     /// How long requests wait for a server that does not answer.
-    pub fn with_patience(mut self, patience: Duration) -> Lab {
+    #[cfg(test)]
+    pub(crate) fn with_patience(mut self, patience: Duration) -> Lab {
         self.patience = patience;
         self
     }
 
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
     /// A job's page.
-    pub fn job_url(&self, id: u64) -> String {
+    pub(crate) fn job_url(&self, id: u64) -> String {
         format!("{}scheduler/job/{id}", self.url)
     }
 
@@ -534,7 +531,7 @@ impl Lab {
 
     /// Check, from this machine, that `url` serves a file of `len` bytes (a HEAD request,
     /// without the token: the lab's workers fetch it so).
-    pub fn check_served(&self, url: &str, len: u64) -> Result<()> {
+    pub(crate) fn check_served(&self, url: &str, len: u64) -> Result<()> {
         let shown = crate::core::redact_url(url);
         let resp =
             (self.agent.head(url).call()).with_context(|| format!("{shown} does not answer"))?;
@@ -587,7 +584,7 @@ impl Lab {
     /// user the token is (`system/whoami/`, which any user may ask; a lab may refuse a user
     /// the list of jobs, so that is no test of the token). A server older than whoami is
     /// asked for a job instead, and its user is not known.
-    pub fn check(&self) -> Result<Server> {
+    pub(crate) fn check(&self) -> Result<Server> {
         #[derive(Deserialize)]
         struct Version {
             version: String,
@@ -618,7 +615,7 @@ impl Lab {
 
     /// The devices of `device_type` that can take jobs (not retired), with their tags' names;
     /// refused when the server has no such type or no such device.
-    pub fn devices(&self, device_type: &str) -> Result<Vec<Device>> {
+    pub(crate) fn devices(&self, device_type: &str) -> Result<Vec<Device>> {
         #[derive(Deserialize)]
         struct Page<T> {
             results: Vec<T>,
@@ -670,7 +667,7 @@ impl Lab {
     }
 
     /// The health of device `hostname` now.
-    pub fn health(&self, hostname: &str) -> Result<Health> {
+    pub(crate) fn health(&self, hostname: &str) -> Result<Health> {
         #[derive(Deserialize)]
         struct One {
             health: Health,
@@ -681,7 +678,7 @@ impl Lab {
 
     /// Refuse a job definition the server's validate endpoint refuses (it answers 200 with
     /// "Job invalid: ..."), in its words.
-    pub fn validate(&self, definition: &str) -> Result<()> {
+    pub(crate) fn validate(&self, definition: &str) -> Result<()> {
         let body = serde_json::json!({"definition": definition, "strict": true}).to_string();
         let (status, text) = self.request("jobs/validate/", Some(&body))?;
         self.ok("jobs/validate/", status, &text)?;
@@ -696,7 +693,7 @@ impl Lab {
     }
 
     /// Submit a job; its id.
-    pub fn submit(&self, definition: &str) -> Result<u64> {
+    pub(crate) fn submit(&self, definition: &str) -> Result<u64> {
         #[derive(Deserialize)]
         struct Submitted {
             job_ids: Vec<u64>,
@@ -714,7 +711,7 @@ impl Lab {
 
     /// How many jobs (everyone's) wait in the queue for a device of type `device_type`: the
     /// depth KernelCI gates its submissions on.
-    pub fn queued(&self, device_type: &str) -> Result<u64> {
+    pub(crate) fn queued(&self, device_type: &str) -> Result<u64> {
         #[derive(Deserialize)]
         struct Count {
             count: u64,
@@ -725,13 +722,13 @@ impl Lab {
         Ok(c.count)
     }
 
-    pub fn job(&self, id: u64) -> Result<Job> {
+    pub(crate) fn job(&self, id: u64) -> Result<Job> {
         self.get(&format!("jobs/{id}/"))
     }
 
     /// Jobs `ids`, in one request (`id__in`), whatever their number: a poll of every open
     /// job costs the lab one query a tick. A job the server does not list is left out.
-    pub fn jobs(&self, ids: &[u64]) -> Result<Vec<Job>> {
+    pub(crate) fn jobs(&self, ids: &[u64]) -> Result<Vec<Job>> {
         #[derive(Deserialize)]
         struct Page {
             results: Vec<Job>,
@@ -749,7 +746,7 @@ impl Lab {
     }
 
     /// The worker a device is attached to.
-    pub fn worker_of(&self, device: &str) -> Result<String> {
+    pub(crate) fn worker_of(&self, device: &str) -> Result<String> {
         #[derive(Deserialize)]
         struct Device {
             worker_host: String,
@@ -760,7 +757,7 @@ impl Lab {
     }
 
     /// The job's log, as the server gives it (YAML, a `{dt, lvl, msg}` mapping per line).
-    pub fn log(&self, id: u64) -> Result<String> {
+    pub(crate) fn log(&self, id: u64) -> Result<String> {
         let path = format!("jobs/{id}/logs/");
         let (status, text) = self.request(&path, None)?;
         self.ok(&path, status, &text)?;
@@ -768,7 +765,7 @@ impl Lab {
     }
 
     /// Every test case of the job's results.
-    pub fn tests(&self, id: u64) -> Result<Vec<TestCase>> {
+    pub(crate) fn tests(&self, id: u64) -> Result<Vec<TestCase>> {
         #[derive(Deserialize)]
         struct Page {
             results: Vec<TestCase>,
@@ -790,7 +787,7 @@ impl Lab {
     /// does not know has nothing to cancel: LAVA before 2025.10 answers that with 500 (its
     /// view lets the missing job's exception through), so a 500 is accepted when the job
     /// itself is then not found, or has finished.
-    pub fn cancel(&self, id: u64) -> Result<()> {
+    pub(crate) fn cancel(&self, id: u64) -> Result<()> {
         let path = format!("jobs/{id}/cancel/");
         let (status, text) = self.request(&path, None)?;
         match status {
@@ -820,7 +817,7 @@ enum Answer {
 
 /// What a LAVA server says of itself and of the token.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Server {
+pub(crate) struct Server {
     pub version: String,
     /// The user the token is, when the server has `system/whoami/`.
     pub user: Option<String>,
@@ -830,7 +827,7 @@ impl Server {
     /// Whether a job may name its device (`device:`), which LAVA takes from 2026.07 on;
     /// before, only device tags keep a job on one device. A version that does not read as
     /// YEAR.MONTH takes none.
-    pub fn takes_device_key(&self) -> bool {
+    pub(crate) fn takes_device_key(&self) -> bool {
         let mut parts = self.version.split(['.', '+', '-']);
         let number = |p: Option<&str>| p.and_then(|p| p.parse::<u32>().ok());
         match (number(parts.next()), number(parts.next())) {
@@ -840,7 +837,7 @@ impl Server {
     }
 
     /// `, submitting as USER`, or nothing when the server did not say.
-    pub fn as_whom(&self) -> String {
+    pub(crate) fn as_whom(&self) -> String {
         self.user
             .as_ref()
             .map_or(String::new(), |u| format!(", submitting as {u}"))
@@ -867,7 +864,7 @@ fn detail(text: &str) -> String {
 /// one flow mapping whose strings LAVA writes double-quoted, which JSON reads as long as no
 /// YAML-only escape is in it: a line that does not read is not one of syscost's (whose lines
 /// are ASCII letters, digits and punctuation) and is skipped. No YAML parser is needed.
-pub fn console_lines(log: &str) -> Vec<String> {
+pub(crate) fn console_lines(log: &str) -> Vec<String> {
     #[derive(Deserialize)]
     struct Entry {
         lvl: String,
@@ -884,13 +881,13 @@ pub fn console_lines(log: &str) -> Vec<String> {
 
 /// LAVA's own words on why a job failed: its `job` case's error type and message, else the
 /// job's failure comment.
-pub fn failure_words(job: &Job, tests: &[TestCase]) -> String {
+pub(crate) fn failure_words(job: &Job, tests: &[TestCase]) -> String {
     failure(job, tests).words
 }
 
 /// Why a job failed, as LAVA says it: the error type and message of its `job` case, else its
 /// failure comment (no type).
-pub fn failure(job: &Job, tests: &[TestCase]) -> JobFailure {
+pub(crate) fn failure(job: &Job, tests: &[TestCase]) -> JobFailure {
     // LAVA's own suite ends with a `job` case (the suite is an id in 2023.01's API).
     let case = tests
         .iter()
@@ -918,7 +915,7 @@ pub fn failure(job: &Job, tests: &[TestCase]) -> JobFailure {
 /// Whether the job's boot never ran: LAVA calls its failure the infrastructure's (by its
 /// error type) and the console printed nothing (2023.01 calls a guest that ended early
 /// "Infrastructure error: Connection closed" too; its console shows it ran).
-pub fn never_ran(job: &Job, tests: &[TestCase], console: &[String]) -> bool {
+pub(crate) fn never_ran(job: &Job, tests: &[TestCase], console: &[String]) -> bool {
     job.health == JobHealth::Incomplete
         && failure(job, tests).error_type == Some(ErrorType::Infrastructure)
         && console.iter().all(|l| l.trim().is_empty())
@@ -1076,8 +1073,6 @@ mod unit {
         let case = |meta: &str| TestCase {
             name: "job".into(),
             result: "fail".into(),
-            measurement: None,
-            unit: None,
             metadata: Some(meta.into()),
         };
         let t = [case(

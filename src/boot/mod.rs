@@ -6,22 +6,22 @@
 //! A campaign's files live in one temporary directory of its own ([`workdir`]), removed on
 //! every exit path; one left by a SIGKILLed syscost is removed by the next campaign.
 
-pub mod alone;
-pub mod bzimage;
-pub mod console;
-pub mod counts_port;
-pub mod disk;
-pub mod fetch;
+pub(crate) mod alone;
+pub(crate) mod bzimage;
+pub(crate) mod console;
+pub(crate) mod counts_port;
+pub(crate) mod disk;
+pub(crate) mod fetch;
 pub mod guest;
-pub mod hook;
+pub(crate) mod hook;
 pub mod initramfs;
-pub mod kexec;
-pub mod lava;
-pub mod mount;
+pub(crate) mod kexec;
+pub(crate) mod lava;
+pub(crate) mod mount;
 pub mod outcome;
 pub mod qemu;
-pub mod qmp;
-pub mod settle;
+pub(crate) mod qmp;
+pub(crate) mod settle;
 
 use crate::audit::load::ArmAudit;
 use anyhow::{Context, Result};
@@ -31,7 +31,7 @@ const PREFIX: &str = "syscost-campaign-";
 
 /// A campaign's temporary directory, named with this process's id, after removing those of
 /// campaigns whose syscost is gone.
-pub fn workdir() -> Result<tempfile::TempDir> {
+pub(crate) fn workdir() -> Result<tempfile::TempDir> {
     remove_leftovers(&std::env::temp_dir());
     tempfile::Builder::new()
         .prefix(&format!("{PREFIX}{}-", std::process::id()))
@@ -41,7 +41,7 @@ pub fn workdir() -> Result<tempfile::TempDir> {
 
 /// Remove `syscost-campaign-PID-*` directories under `dir` whose PID is not running; returns
 /// how many.
-pub fn remove_leftovers(dir: &Path) -> usize {
+pub(crate) fn remove_leftovers(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -74,7 +74,7 @@ pub fn remove_leftovers(dir: &Path) -> usize {
 /// their kernel objects are (the plugin models the caches).
 /// `aged`: the slab the rules' entries come from is aged first with that many objects (see
 /// [`crate::audit::age`]).
-pub fn measure_here(
+pub(crate) fn measure_here(
     words: &[String],
     rules: Option<(&str, &str)>,
     aged: Option<usize>,
@@ -123,7 +123,7 @@ fn measure_child(words: &[String], mark: bool, objects: bool) -> Result<Vec<u8>>
 }
 
 /// The measuring words with `-o PATH` among syscost's options (before a `--`).
-pub fn with_output(words: &[String], path: &str) -> Vec<String> {
+pub(crate) fn with_output(words: &[String], path: &str) -> Vec<String> {
     let split = words.iter().position(|w| w == "--").unwrap_or(words.len());
     let mut out = words[..split].to_vec();
     out.extend(["-o".to_string(), path.to_string()]);
@@ -146,10 +146,10 @@ struct ArmRules {
 }
 
 /// Where a boot's result holds the audit state its arm's rules were measured under.
-pub const ARM_AUDIT_FIELD: &str = "arm_audit";
+pub(crate) const ARM_AUDIT_FIELD: &str = "arm_audit";
 
 /// Where a boot's result holds where its exit rules' entries were in memory.
-pub const ENTRIES_FIELD: &str = "audit_entries";
+pub(crate) const ENTRIES_FIELD: &str = "audit_entries";
 
 impl ArmRules {
     /// The rules loaded and audit turned on for them when it is off and the file has no

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 /// Mount `what` of type `fs` on `dir`, with no mount data.
-pub fn mount(what: &str, dir: &str, fs: &str, flags: libc::c_ulong) -> Result<()> {
+pub(crate) fn mount(what: &str, dir: &str, fs: &str, flags: libc::c_ulong) -> Result<()> {
     let c = |s: &str| std::ffi::CString::new(s).expect("no NUL in a mount argument");
     let (what, dir_c, fs) = (c(what), c(dir), c(fs));
     // SAFETY: the strings live across the call; no mount data is passed.
@@ -24,7 +24,7 @@ pub fn mount(what: &str, dir: &str, fs: &str, flags: libc::c_ulong) -> Result<()
 }
 
 /// Detach what is mounted on `dir`, if anything (lazily: nothing of this process uses it).
-pub fn unmount(dir: &str) {
+pub(crate) fn unmount(dir: &str) {
     let dir = std::ffi::CString::new(dir).expect("no NUL in a mount point");
     // SAFETY: a path that lives across the call.
     unsafe { libc::umount2(dir.as_ptr(), libc::MNT_DETACH) };

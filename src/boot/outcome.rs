@@ -62,14 +62,14 @@ pub enum Failure {
 
 impl Failure {
     /// Whether every boot of the arm would fail the same way: not worth another try.
-    pub fn repeats(self) -> bool {
+    pub(crate) fn repeats(self) -> bool {
         self == Failure::InGuest
     }
 }
 
 /// How a boot ended, from the frames its guest sent back, when they hold a result or why there
 /// is none; `plugin_log`: what the plugin wrote, when it counted.
-pub fn sent_back(
+pub(crate) fn sent_back(
     frames: Vec<Sent>,
     plugin_log: Option<&str>,
     pinned: Vec<Pinned>,
@@ -105,7 +105,7 @@ pub fn sent_back(
 
 /// From a console: the last "Kernel panic - not syncing" message, with the oops that led to
 /// it ("BUG: ...", "general protection fault ...", "Oops: ...") and its RIP line, if any.
-pub fn kernel_panic(console: &str) -> Option<String> {
+pub(crate) fn kernel_panic(console: &str) -> Option<String> {
     let lines: Vec<&str> = console.lines().map(without_timestamp).collect();
     let at = lines
         .iter()

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The QEMU binary and the Debian package that has it.
-pub const QEMU: &str = "qemu-system-x86_64";
+pub(crate) const QEMU: &str = "qemu-system-x86_64";
 const PACKAGE: &str = "qemu-system-x86";
 
 /// How the guest's CPU runs.
@@ -30,7 +30,7 @@ pub enum Accel {
 }
 
 impl Accel {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Accel::Kvm => "kvm",
             Accel::Tcg => "tcg",
@@ -112,7 +112,7 @@ pub struct Boot<'a> {
 }
 
 /// Refuse host CPUs that are not one per vCPU, or that syscost may not run on.
-pub fn check_pinning(m: &Machine) -> Result<()> {
+pub(crate) fn check_pinning(m: &Machine) -> Result<()> {
     let Some(list) = &m.host_cpus else {
         return Ok(());
     };
@@ -133,7 +133,7 @@ pub fn check_pinning(m: &Machine) -> Result<()> {
 }
 
 /// Fail with the package to install when QEMU is missing.
-pub fn check_installed() -> Result<()> {
+pub(crate) fn check_installed() -> Result<()> {
     match Command::new(QEMU).arg("--version").output() {
         Ok(o) if o.status.success() => Ok(()),
         _ => bail!("{QEMU} is not installed: apt-get install {PACKAGE} (Debian, Ubuntu)"),
@@ -141,7 +141,7 @@ pub fn check_installed() -> Result<()> {
 }
 
 /// `-plugin`'s value: syscost's plugin at `file`, with the machine's cache model.
-pub fn plugin_arg(m: &Machine, file: &Path) -> String {
+pub(crate) fn plugin_arg(m: &Machine, file: &Path) -> String {
     let file = file.to_string_lossy().replace(',', ",,");
     let args = m
         .cache_model
@@ -155,7 +155,7 @@ pub fn plugin_arg(m: &Machine, file: &Path) -> String {
 /// quit), before any boot: a QEMU built without plugin support, one whose plugin API no
 /// longer offers version 1, or a plugin that refuses its arguments is refused here, in QEMU's
 /// words, not in every boot.
-pub fn check_plugin(m: &Machine, file: &Path) -> Result<()> {
+pub(crate) fn check_plugin(m: &Machine, file: &Path) -> Result<()> {
     use std::io::Write;
     let mut child = Command::new(QEMU)
         .args([
@@ -434,7 +434,7 @@ fn stderr_of(child: &mut Child) -> String {
 }
 
 /// The last `n` non-empty lines of the console.
-pub fn console_tail(path: &Path, n: usize) -> Vec<String> {
+pub(crate) fn console_tail(path: &Path, n: usize) -> Vec<String> {
     let text = std::fs::read(path).unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
     let lines: Vec<String> = text
@@ -449,7 +449,7 @@ pub fn console_tail(path: &Path, n: usize) -> Vec<String> {
 /// its banner within seconds (it then panics for want of a root, which ends QEMU). Where
 /// nested virtualisation is missing the guest hangs at "Booting from ROM", or `-cpu host`
 /// aborts: the reason is returned.
-pub fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
+pub(crate) fn kvm_works(kernel: &Path, dir: &Path) -> std::result::Result<(), String> {
     if !Path::new("/dev/kvm").exists() {
         return Err("/dev/kvm does not exist".into());
     }

@@ -12,21 +12,21 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// A QMP session, in command mode.
-pub struct Qmp {
+pub(crate) struct Qmp {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
 }
 
 /// One vCPU of the guest and the host thread that runs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Vcpu {
+pub(crate) struct Vcpu {
     pub index: u32,
     pub thread: i32,
 }
 
 impl Qmp {
     /// Connect to the socket QEMU (`child`) listens on once it has started, within `wait`.
-    pub fn connect(path: &Path, child: &mut Child, wait: Duration) -> Result<Qmp> {
+    pub(crate) fn connect(path: &Path, child: &mut Child, wait: Duration) -> Result<Qmp> {
         let started = Instant::now();
         let stream = loop {
             match UnixStream::connect(path) {
@@ -68,7 +68,7 @@ impl Qmp {
     }
 
     /// Run `command` and return what it returned; events that come first are skipped.
-    pub fn execute(&mut self, command: &str) -> Result<Value> {
+    pub(crate) fn execute(&mut self, command: &str) -> Result<Value> {
         let mut line = serde_json::to_vec(&json!({ "execute": command }))?;
         line.push(b'\n');
         self.writer.write_all(&line)?;
@@ -84,7 +84,7 @@ impl Qmp {
     }
 
     /// The guest's vCPUs and their host threads.
-    pub fn vcpus(&mut self) -> Result<Vec<Vcpu>> {
+    pub(crate) fn vcpus(&mut self) -> Result<Vec<Vcpu>> {
         let cpus = self.execute("query-cpus-fast")?;
         vcpus_of(&cpus)
     }

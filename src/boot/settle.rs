@@ -18,7 +18,7 @@ const QUIET_BUSY: f64 = 0.02;
 
 /// How a wait for the boot's work ended.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Settled {
+pub(crate) struct Settled {
     pub seconds: f64,
     /// A quiet interval was seen before the limit.
     pub quiet: bool,
@@ -29,7 +29,7 @@ pub struct Settled {
 impl Settled {
     /// What the result says when the wait ended without a quiet interval (a quiet one is
     /// shown as the boot's settling time).
-    pub fn warning(&self) -> Option<String> {
+    pub(crate) fn warning(&self) -> Option<String> {
         (!self.quiet).then(|| {
             format!(
                 "the guest's boot work had not ended after {:.1} s (CPU {:.0}% busy): it was \
@@ -64,7 +64,7 @@ fn read_ticks() -> Option<(u64, u64)> {
 }
 
 /// Sleep until an interval is quiet, or `limit` has passed.
-pub fn settle(limit: Duration) -> Settled {
+pub(crate) fn settle(limit: Duration) -> Settled {
     let start = Instant::now();
     let mut last = read_ticks();
     let mut busy = 0.0;

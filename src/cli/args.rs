@@ -167,7 +167,7 @@ pub struct HistoryOpts {
 /// clap's message for a refused value repeats the value, and a URL's password with it: this one
 /// says only the masked URL.
 #[derive(Clone)]
-pub struct HistoryLocation;
+pub(crate) struct HistoryLocation;
 
 impl clap::builder::TypedValueParser for HistoryLocation {
     type Value = crate::history::Location;
@@ -190,7 +190,7 @@ impl clap::builder::TypedValueParser for HistoryLocation {
 
 impl HistoryOpts {
     /// The tags, checked before anything is measured.
-    pub fn parsed_tags(&self) -> Result<Vec<(String, String)>> {
+    pub(crate) fn parsed_tags(&self) -> Result<Vec<(String, String)>> {
         self.tags
             .iter()
             .map(|t| crate::history::parse_tag(t))
@@ -336,7 +336,7 @@ pub struct RunArgs {
 }
 
 /// `--copies`: the counts, each at least 1 (taskset's list syntax).
-pub fn copy_counts(s: &str) -> Result<Vec<u32>> {
+pub(crate) fn copy_counts(s: &str) -> Result<Vec<u32>> {
     let list = crate::core::CpuList::parse(s).map_err(|_| {
         anyhow::anyhow!("--copies '{s}': give a count like 2 or a list like 1-4 or 1,2,4")
     })?;
@@ -352,7 +352,7 @@ pub fn copy_counts(s: &str) -> Result<Vec<u32>> {
 
 impl RunArgs {
     /// --audit-rules read, or none.
-    pub fn audit_rules_set(&self) -> Result<Option<crate::audit::rules_file::RuleSet>> {
+    pub(crate) fn audit_rules_set(&self) -> Result<Option<crate::audit::rules_file::RuleSet>> {
         let Some(path) = &self.audit_rules else {
             return Ok(None);
         };
@@ -421,13 +421,13 @@ impl FailOn {
 }
 
 /// The exit status of a comparison that `--fail-on` failed.
-pub const FAIL_ON_STATUS: i32 = 3;
+pub(crate) const FAIL_ON_STATUS: i32 = 3;
 
 /// Raised after a comparison is shown, when its primary metric's verdict is one `--fail-on`
 /// names.
 #[derive(Debug, thiserror::Error)]
 #[error("--fail-on: {0}")]
-pub struct Failed(pub String);
+pub(crate) struct Failed(pub String);
 
 impl CompareArgs {
     /// `Err(Failed)` when a primary-metric verdict of `c` is one of `--fail-on`.

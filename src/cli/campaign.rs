@@ -51,7 +51,7 @@ pub(super) const INCOMPLETE_STATUS: i32 = 4;
 /// stopped first).
 #[derive(Debug, thiserror::Error)]
 #[error("the campaign is incomplete: {}", self.words())]
-pub struct Incomplete {
+pub(crate) struct Incomplete {
     pub failed: usize,
     pub never: usize,
 }

@@ -148,7 +148,7 @@ pub struct ManArgs {
 }
 
 impl CompareFiles {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let CompareFiles { files, opts } = self;
         if files.len() < 2 {
             anyhow::bail!(
@@ -169,7 +169,7 @@ impl CompareFiles {
 }
 
 impl MergeArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         if let Some(o) = &self.output {
             writable_output(o, &self.files)?;
         }
@@ -187,7 +187,7 @@ impl MergeArgs {
 }
 
 impl CorrelateArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         if let Some(o) = &self.output {
             writable_output(o, &self.files)?;
         }
@@ -198,7 +198,7 @@ impl CorrelateArgs {
 }
 
 impl ReportArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         writable_output(&self.output, &self.files)?;
         let loaded: Vec<(String, loaded::Loaded)> = self
             .files
@@ -214,7 +214,7 @@ impl ReportArgs {
 }
 
 impl ProbeArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         self.keep.parsed_tags()?;
         let (path, symbol) = crate::probes::elf::parse_target(&self.target)?;
         if let Some(o) = &self.output {
@@ -236,7 +236,7 @@ impl ProbeArgs {
 }
 
 impl ShowArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         // The tables print nothing from the raw samples: skip them (a result of millions
         // of samples then reads in little memory); the JSON is the whole result.
         let checked = crate::results::load::open_checked(&self.file, crate::results::Accept::ANY)?;
@@ -256,7 +256,7 @@ impl ShowArgs {
 }
 
 impl EnvArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let env = Environment::collect();
         if self.json {
             outln!("{}", serde_json::to_string_pretty(&env)?);
@@ -268,7 +268,7 @@ impl EnvArgs {
 }
 
 impl CompletionsArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let mut text = Vec::new();
         clap_complete::generate(self.shell, &mut Cli::command(), "syscost", &mut text);
         out(&text)
@@ -276,7 +276,7 @@ impl CompletionsArgs {
 }
 
 impl ManArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let Some(dir) = self.dir else {
             let mut text = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut text)?;

@@ -8,7 +8,7 @@ pub fn install() {
 }
 
 /// The flag of `o`.
-pub fn flag(o: Opt) -> &'static str {
+pub(crate) fn flag(o: Opt) -> &'static str {
     match o {
         Opt::Accel => "--accel",
         Opt::Arm => "--arm",
@@ -18,9 +18,7 @@ pub fn flag(o: Opt) -> &'static str {
         Opt::By => "--by",
         Opt::Builds => "--builds",
         Opt::Cpu => "--cpu",
-        Opt::Dir => "--dir",
         Opt::EmulatedCounters => "--emulated-counters",
-        Opt::Entry => "--entry",
         Opt::GuestCpus => "--guest-cpus",
         Opt::GuestFile => "--guest-file",
         Opt::GuestMemory => "--guest-memory",

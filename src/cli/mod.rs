@@ -31,13 +31,13 @@ mod reproduce;
 mod run;
 
 use ab::*;
-pub use args::{CompareArgs, RunArgs};
+pub(crate) use args::{CompareArgs, RunArgs};
 use audit::*;
 pub use audit::{AuditCommand, SweepBench};
 use cachesets::*;
 use commands::*;
 use reading::*;
-pub use run::RunCommand;
+pub(crate) use run::RunCommand;
 use run::*;
 
 use crate::compare;

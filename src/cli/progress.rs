@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 /// Show the bar once the whole command is projected to last longer than this.
 const SHOW_AFTER: Duration = Duration::from_secs(2);
 
-pub struct Bar {
+pub(crate) struct Bar {
     start: Instant,
     runs: u32,
     enabled: bool,
@@ -19,7 +19,7 @@ pub struct Bar {
 
 impl Bar {
     /// A bar for `plan` run `configs` times over (the configurations of `syscost ab`).
-    pub fn new(plan: &Plan, configs: u32) -> Bar {
+    pub(crate) fn new(plan: &Plan, configs: u32) -> Bar {
         let mut b = Bar {
             start: Instant::now(),
             runs: plan.runs.saturating_mul(configs),
@@ -54,7 +54,7 @@ impl Bar {
         self.bar = Some(bar);
     }
 
-    pub fn update(&mut self, p: Progress) {
+    pub(crate) fn update(&mut self, p: Progress) {
         match p {
             Progress::Calibrating => {
                 if let Some(b) = &self.bar {
@@ -82,7 +82,7 @@ impl Bar {
         }
     }
 
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }

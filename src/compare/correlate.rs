@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 /// One pair of values and where it came from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Point {
+pub(crate) struct Point {
     pub x: f64,
     pub y: f64,
     /// `file#unit`.
@@ -21,7 +21,7 @@ pub struct Point {
 
 /// A `syscost correlate` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CorrelationResult {
+pub(crate) struct CorrelationResult {
     /// Schema, version, kind and tool.
     #[serde(flatten)]
     pub envelope: Envelope,
@@ -45,7 +45,12 @@ pub struct CorrelationResult {
 }
 
 /// Pair metric `x` with metric `y` unit by unit in every file.
-pub fn run(views: &[ResultView], x: &str, y: &str, within: bool) -> Result<CorrelationResult> {
+pub(crate) fn run(
+    views: &[ResultView],
+    x: &str,
+    y: &str,
+    within: bool,
+) -> Result<CorrelationResult> {
     if views.is_empty() {
         bail!("correlate needs at least one result");
     }

@@ -128,7 +128,7 @@ fn cannot_decide(limit: Limit, family: usize, opts: &Options, unit: &str) -> Str
 
 /// A rank test's smallest possible p after Holm over `family` comparisons, as messages say it:
 /// `0.0625`, or `0.1250 after Holm over 2 comparisons`.
-pub fn smallest_p(min_p: f64, family: usize) -> String {
+pub(crate) fn smallest_p(min_p: f64, family: usize) -> String {
     let p = crate::core::fmt_p((min_p * family.max(1) as f64).min(1.0));
     if family > 1 {
         format!("{p} after Holm over {family} comparisons")

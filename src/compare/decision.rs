@@ -41,7 +41,7 @@ impl Decision {
     }
 
     /// The decision's name, as written in result files.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Decision::Slower => "slower",
             Decision::Faster => "faster",
@@ -56,7 +56,7 @@ impl Decision {
     }
 
     /// The direction for a delta of this sign.
-    pub fn of_change(lower_is_better: bool, up: bool) -> Decision {
+    pub(crate) fn of_change(lower_is_better: bool, up: bool) -> Decision {
         match (lower_is_better, up) {
             (true, true) => Decision::Slower,
             (true, false) => Decision::Faster,
@@ -68,7 +68,7 @@ impl Decision {
 
 /// What a decision needs.
 #[derive(Clone, Copy, Debug)]
-pub struct Evidence {
+pub(crate) struct Evidence {
     /// The interval of the delta at 1 - alpha, percent.
     pub ci: Option<Interval>,
     /// The interval at 1 - 2 alpha, for equivalence (TOST), percent.
@@ -87,7 +87,7 @@ pub struct Evidence {
 }
 
 /// The decision and its sentence.
-pub fn decide(e: &Evidence, lower_is_better: bool) -> (Decision, String) {
+pub(crate) fn decide(e: &Evidence, lower_is_better: bool) -> (Decision, String) {
     let (Some(delta), Some(p)) = (e.delta, e.p_adjusted) else {
         return (Decision::NoTest, "no test".into());
     };
@@ -121,7 +121,7 @@ pub fn decide(e: &Evidence, lower_is_better: bool) -> (Decision, String) {
 /// How many units would likely decide, from the observed interval: its half-width shrinks as
 /// 1/sqrt(n), and it decides once it is narrower than the distance to zero (a change) or to
 /// the nearer threshold (equivalence), whichever comes first. `None` without an interval.
-pub fn runs_to_decide(e: &Evidence) -> Option<usize> {
+pub(crate) fn runs_to_decide(e: &Evidence) -> Option<usize> {
     let half = e.ci?.width() / 2.0;
     let delta = e.delta?;
     if half.is_nan() || half <= 0.0 || e.n == 0 {

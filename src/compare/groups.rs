@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 /// What one value of a group's variant stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     Boot,
     Run,
 }
@@ -39,7 +39,7 @@ fn boot_of(v: &ResultView) -> String {
 }
 
 /// How many boots `views` span.
-pub fn boots(views: &[&ResultView]) -> usize {
+pub(crate) fn boots(views: &[&ResultView]) -> usize {
     let mut b: Vec<String> = views.iter().map(|v| boot_of(v)).collect();
     b.sort();
     b.dedup();
@@ -48,13 +48,17 @@ pub fn boots(views: &[&ResultView]) -> usize {
 
 /// One side of a comparison from the results of a group. Metrics that some result lacks are
 /// left out and named in the returned warnings.
-pub fn variant(label: &str, views: &[&ResultView], unit: Unit) -> Result<(Variant, Vec<String>)> {
+pub(crate) fn variant(
+    label: &str,
+    views: &[&ResultView],
+    unit: Unit,
+) -> Result<(Variant, Vec<String>)> {
     build(label, views, unit, &|_, v| boot_of(v))
 }
 
 /// One side of a comparison whose results are one boot each, in the order given (a campaign's
 /// boots of one arm, round by round): unit i is the i-th result, so sides built alike pair.
-pub fn boots_in_order(label: &str, views: &[&ResultView]) -> Result<(Variant, Vec<String>)> {
+pub(crate) fn boots_in_order(label: &str, views: &[&ResultView]) -> Result<(Variant, Vec<String>)> {
     build(label, views, Unit::Boot, &|i, _| format!("{i:010}"))
 }
 

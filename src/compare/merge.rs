@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 /// variance components of a one-way random-effects ANOVA (method of moments, see
 /// `stats::anova`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct VarianceSplit {
+pub(crate) struct VarianceSplit {
     pub metric: String,
     /// sqrt of the within-boot variance (the pooled mean square within).
     pub within_pstdev: f64,
@@ -26,7 +26,7 @@ pub struct VarianceSplit {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct EnvOut {
+pub(crate) struct EnvOut {
     pub kernel_release: Option<String>,
     pub hostname: Option<String>,
     pub boot_id: Option<String>,
@@ -36,7 +36,7 @@ pub struct EnvOut {
 /// A `syscost merge` result. It keeps each source's per-run metrics (not its raw samples) so
 /// it stays small however large the sources are; the sources remain the record of the samples.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Merged {
+pub(crate) struct Merged {
     /// Schema, version, kind and tool.
     #[serde(flatten)]
     pub envelope: Envelope,
@@ -113,7 +113,7 @@ fn variance_split(metric: &str, groups: &[&[f64]]) -> VarianceSplit {
 }
 
 /// Merge results of the same workload; merged inputs contribute their groups.
-pub fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
+pub(crate) fn merge(views: &[ResultView], force: bool) -> Result<Merged> {
     if views.len() < 2 {
         bail!("merge needs at least two results (one per boot)");
     }

@@ -6,13 +6,13 @@
 //! separate process), boots for a `merged` one. Samples within a run are never treated as
 //! independent.
 
-pub mod correlate;
-pub mod decision;
-pub mod groups;
-pub mod merge;
-pub mod profile_diff;
-pub mod trend;
-pub mod variant;
+pub(crate) mod correlate;
+pub(crate) mod decision;
+pub(crate) mod groups;
+pub(crate) mod merge;
+pub(crate) mod profile_diff;
+pub(crate) mod trend;
+pub(crate) mod variant;
 
 // The stages of one comparison, in order.
 mod adjust;
@@ -25,10 +25,10 @@ mod rank;
 pub(crate) mod tests;
 
 pub use decision::Decision;
-pub use profile_diff::{FunctionDelta, profile_diff};
+pub(crate) use profile_diff::{FunctionDelta, profile_diff};
 pub use variant::{Variant, check_comparable};
 
-pub use decide::smallest_p;
+pub(crate) use decide::smallest_p;
 
 use crate::core::Envelope;
 use crate::stats::Interval;
@@ -100,7 +100,7 @@ impl Default for Options {
 /// guest's time per getpid here), so boots at 700 and 1,600 ns per call differ by 0.2%. 0.5% is
 /// beyond that and far below a change worth a patch (a 40-rule audit set adds 300%, 6.12
 /// against 6.1 2%); under `--icount 0` boots agree within 0.001% and a finer one can be given.
-pub const EXACT_FLOOR_PCT: f64 = 0.5;
+pub(crate) const EXACT_FLOOR_PCT: f64 = 0.5;
 
 /// One metric of one variant against the baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -200,7 +200,7 @@ pub struct Comparison {
     pub warnings: Vec<String>,
 }
 
-pub fn lower_is_better(metric: &str) -> bool {
+pub(crate) fn lower_is_better(metric: &str) -> bool {
     let base = metric.split(':').next().unwrap_or(metric);
     matches!(base, "time" | "task-clock" | "cpu-clock" | "cycles")
 }

@@ -19,7 +19,7 @@ pub struct FunctionDelta {
 }
 
 /// The functions whose total share grew and shrank most (10 each way per variant).
-pub fn profile_diff(variants: &[Variant]) -> Vec<FunctionDelta> {
+pub(crate) fn profile_diff(variants: &[Variant]) -> Vec<FunctionDelta> {
     let Some(base) = variants.first().and_then(|v| v.profile.as_ref()) else {
         return Vec::new();
     };

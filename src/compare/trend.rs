@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 /// One group of the series.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Point {
+pub(crate) struct Point {
     pub label: String,
     /// Units (boots, or runs when grouped by boot).
     pub n: usize,
@@ -27,7 +27,7 @@ pub struct Point {
 
 /// A group against the one before it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Step {
+pub(crate) struct Step {
     /// Indices into `points`.
     pub from: usize,
     pub to: usize,
@@ -44,7 +44,7 @@ pub struct Step {
 
 /// A `syscost history trend` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Trend {
+pub(crate) struct Trend {
     #[serde(flatten)]
     pub envelope: Envelope,
     pub created_unix: u64,
@@ -65,7 +65,7 @@ pub struct Trend {
 }
 
 /// The trend of `opts.primary` over `groups`, in the order given.
-pub fn trend(groups: Vec<Variant>, by: &str, opts: &Options) -> Result<Trend> {
+pub(crate) fn trend(groups: Vec<Variant>, by: &str, opts: &Options) -> Result<Trend> {
     if groups.len() < 2 {
         bail!("a trend needs two or more groups");
     }

@@ -40,7 +40,7 @@ pub struct Variant {
 }
 
 impl Variant {
-    pub fn from_view(v: &ResultView) -> Variant {
+    pub(crate) fn from_view(v: &ResultView) -> Variant {
         let unit = v
             .metrics
             .first()
@@ -66,7 +66,7 @@ impl Variant {
         }
     }
 
-    pub fn from_run(label: &str, source: &str, r: &RunResult) -> Variant {
+    pub(crate) fn from_run(label: &str, source: &str, r: &RunResult) -> Variant {
         Variant {
             label: label.to_string(),
             source: source.to_string(),
@@ -124,14 +124,14 @@ impl Variant {
         }
     }
 
-    pub fn metric(&self, name: &str) -> Option<&Metric> {
+    pub(crate) fn metric(&self, name: &str) -> Option<&Metric> {
         self.metrics
             .iter()
             .find(|m| m.name == name && m.summary.is_some())
     }
 
     /// Number of units of the primary metric.
-    pub fn n(&self, primary: &str) -> usize {
+    pub(crate) fn n(&self, primary: &str) -> usize {
         self.metric(primary).map(|m| m.values.len()).unwrap_or(0)
     }
 }

@@ -29,7 +29,7 @@ fn read_num<T: std::str::FromStr>(path: impl AsRef<Path>) -> Option<T> {
 }
 
 /// Every cache level of CPU 0, in sysfs order.
-pub fn caches() -> Vec<Cache> {
+pub(crate) fn caches() -> Vec<Cache> {
     let mut out = Vec::new();
     let base = Path::new("/sys/devices/system/cpu/cpu0/cache");
     let Ok(dir) = fs::read_dir(base) else {
@@ -63,7 +63,7 @@ pub fn caches() -> Vec<Cache> {
 }
 
 /// The L1 data cache of CPU 0, if sysfs describes one.
-pub fn l1d() -> Option<Cache> {
+pub(crate) fn l1d() -> Option<Cache> {
     caches()
         .into_iter()
         .find(|c| c.level == 1 && c.type_ == "Data")

@@ -103,7 +103,7 @@ impl CpuList {
     }
 
     /// CPUs of `self` that are not in `other`.
-    pub fn difference(&self, other: &CpuList) -> CpuList {
+    pub(crate) fn difference(&self, other: &CpuList) -> CpuList {
         CpuList(self.0.difference(&other.0).copied().collect())
     }
 }
@@ -149,7 +149,7 @@ pub fn allowed_cpus() -> std::io::Result<CpuList> {
 }
 
 /// The CPUs thread `tid` (0: the calling one) may run on.
-pub fn affinity_of(tid: i32) -> std::io::Result<CpuList> {
+pub(crate) fn affinity_of(tid: i32) -> std::io::Result<CpuList> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -164,12 +164,12 @@ pub fn affinity_of(tid: i32) -> std::io::Result<CpuList> {
 }
 
 /// Pin the calling thread to `cpus`.
-pub fn set_affinity(cpus: &CpuList) -> std::io::Result<()> {
+pub(crate) fn set_affinity(cpus: &CpuList) -> std::io::Result<()> {
     set_affinity_of(0, cpus)
 }
 
 /// Pin thread `tid` (0: the calling one) to `cpus`.
-pub fn set_affinity_of(tid: i32, cpus: &CpuList) -> std::io::Result<()> {
+pub(crate) fn set_affinity_of(tid: i32, cpus: &CpuList) -> std::io::Result<()> {
     // SAFETY: as above; CPU_SET stays within the set because `CpuList` caps CPU numbers below
     // the size of cpu_set_t (1024) only after this check.
     unsafe {
@@ -192,20 +192,20 @@ pub fn set_affinity_of(tid: i32, cpus: &CpuList) -> std::io::Result<()> {
 }
 
 /// The CPU thread `tid` of process `pid` last ran on (field 39 of /proc/PID/task/TID/stat).
-pub fn last_cpu_of(pid: u32, tid: i32) -> Option<usize> {
+pub(crate) fn last_cpu_of(pid: u32, tid: i32) -> Option<usize> {
     let cpu = super::proc_stat_field(&format!("/proc/{pid}/task/{tid}/stat"), 39)?;
     usize::try_from(cpu).ok()
 }
 
 /// The CPU the calling thread runs on now.
-pub fn current_cpu() -> Option<usize> {
+pub(crate) fn current_cpu() -> Option<usize> {
     let c = unsafe { libc::sched_getcpu() };
     (c >= 0).then_some(c as usize)
 }
 
 /// Check that `wanted` (given with `flag`) is inside the allowed set; the error names the
 /// CPUs that are not.
-pub fn check_allowed(wanted: &CpuList, opt: crate::core::input::Opt) -> Result<(), String> {
+pub(crate) fn check_allowed(wanted: &CpuList, opt: crate::core::input::Opt) -> Result<(), String> {
     let flag = crate::core::input::spelled(opt);
     let allowed = allowed_cpus().map_err(|e| format!("cannot read CPU affinity: {e}"))?;
     let outside = wanted.difference(&allowed);
@@ -223,7 +223,7 @@ pub fn check_allowed(wanted: &CpuList, opt: crate::core::input::Opt) -> Result<(
 }
 
 /// This process's scheduling policy as `ps` names it, e.g. `SCHED_FIFO 99` or `SCHED_OTHER`.
-pub fn policy_of_this_process() -> String {
+pub(crate) fn policy_of_this_process() -> String {
     // SAFETY: plain syscalls on this process with a valid pointer.
     let (policy, prio) = unsafe {
         let mut p = libc::sched_param { sched_priority: 0 };

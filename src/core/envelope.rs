@@ -45,7 +45,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order `--help` lists them.
-    pub const ALL: [Kind; 12] = [
+    pub(crate) const ALL: [Kind; 12] = [
         Kind::Run,
         Kind::Compare,
         Kind::Merged,
@@ -61,7 +61,7 @@ impl Kind {
     ];
 
     /// The name written in the `kind` field.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Run => "run",
             Kind::Compare => "compare",
@@ -79,7 +79,7 @@ impl Kind {
     }
 
     /// The kind named `name`, if syscost knows it.
-    pub fn parse(name: &str) -> Option<Kind> {
+    pub(crate) fn parse(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }
 }
@@ -98,7 +98,7 @@ pub struct ToolInfo {
 }
 
 impl ToolInfo {
-    pub fn this() -> ToolInfo {
+    pub(crate) fn this() -> ToolInfo {
         ToolInfo {
             name: env!("CARGO_PKG_NAME").into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -128,7 +128,7 @@ pub struct Envelope {
 
 impl Envelope {
     /// The header of a result of `kind` written now by this build.
-    pub fn new(kind: Kind) -> Envelope {
+    pub(crate) fn new(kind: Kind) -> Envelope {
         Envelope {
             schema: SCHEMA.into(),
             version: VERSION,

@@ -35,7 +35,7 @@ fn target(path: &Path) -> Result<Target> {
 
 /// Check, before measuring, that `path` can be written: a run that fails at the end because of
 /// a typo in `-o` wastes the user's time.
-pub fn check_writable(path: &Path) -> Result<()> {
+pub(crate) fn check_writable(path: &Path) -> Result<()> {
     let Target::Replace(file) = target(path)? else {
         return Ok(());
     };
@@ -63,7 +63,7 @@ pub fn check_writable(path: &Path) -> Result<()> {
 
 /// Refuse an output that is one of the command's own inputs (`compare a.json b.json -o a.json`
 /// would replace a run's samples with the comparison).
-pub fn check_not_an_input(output: &Path, inputs: &[PathBuf]) -> Result<()> {
+pub(crate) fn check_not_an_input(output: &Path, inputs: &[PathBuf]) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let Ok(out) = std::fs::metadata(output) else {
         return Ok(());
@@ -98,7 +98,7 @@ fn parent_dir(path: &Path) -> &Path {
 /// directory, flushed to disk, then renamed over it (through any symbolic link), so readers see
 /// the old file or the new one, never half of one, and the temporary file is removed if
 /// anything fails. A device, FIFO or socket (/dev/null, /dev/stdout) is written directly.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let file = match target(path)? {
         Target::Stream => {
@@ -127,7 +127,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// The SHA-256 of `bytes` in lowercase hexadecimal.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
     sha2::Sha256::digest(bytes)
         .iter()

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 /// An option of syscost's command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Opt {
+pub(crate) enum Opt {
     Accel,
     Arm,
     AuditRules,
@@ -16,9 +16,7 @@ pub enum Opt {
     By,
     Builds,
     Cpu,
-    Dir,
     EmulatedCounters,
-    Entry,
     GuestCpus,
     GuestFile,
     GuestMemory,
@@ -80,7 +78,8 @@ pub enum Opt {
 
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
-    pub const ALL: [Opt; 68] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [Opt; 66] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -89,9 +88,7 @@ impl Opt {
         Opt::By,
         Opt::Builds,
         Opt::Cpu,
-        Opt::Dir,
         Opt::EmulatedCounters,
-        Opt::Entry,
         Opt::GuestCpus,
         Opt::GuestFile,
         Opt::GuestMemory,
@@ -154,18 +151,18 @@ impl Opt {
 
 /// A piece of a message: words, or an option named in them.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Piece {
+pub(crate) enum Piece {
     Text(String),
     Opt(Opt),
 }
 
 /// Words that may name options: `said!("give ", Opt::GuestFile, " PATH")`.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Said(pub Vec<Piece>);
+pub(crate) struct Said(pub Vec<Piece>);
 
 impl Said {
     /// The words, each option spelled by `spell`.
-    pub fn spell(&self, spell: impl Fn(Opt) -> String) -> String {
+    pub(crate) fn spell(&self, spell: impl Fn(Opt) -> String) -> String {
         let piece = |p: &Piece| match p {
             Piece::Text(t) => t.clone(),
             Piece::Opt(o) => spell(*o),
@@ -175,7 +172,7 @@ impl Said {
 }
 
 /// What goes into [`Said`]: an [`Opt`] as itself, anything else shown as text.
-pub trait IntoPiece {
+pub(crate) trait IntoPiece {
     fn piece(self) -> Piece;
 }
 
@@ -203,13 +200,13 @@ macro_rules! said {
 static SPELLING: OnceLock<fn(Opt) -> &'static str> = OnceLock::new();
 
 /// Spell every option with `flag` from now on (the first call wins).
-pub fn spell_with(flag: fn(Opt) -> &'static str) {
+pub(crate) fn spell_with(flag: fn(Opt) -> &'static str) {
     let _ = SPELLING.set(flag);
 }
 
 /// `o` as the command line spells it; before `cli/` said how (a unit test of a layer below
 /// it), its name in kebab case (`HostCpus`: `--host-cpus`).
-pub fn spelled(o: Opt) -> String {
+pub(crate) fn spelled(o: Opt) -> String {
     match SPELLING.get() {
         Some(flag) => flag(o).to_string(),
         None => {
@@ -229,7 +226,7 @@ pub fn spelled(o: Opt) -> String {
 /// line spells it.
 #[derive(Debug, thiserror::Error)]
 #[error("{}", .0.spell(spelled))]
-pub struct Refused(pub Said);
+pub(crate) struct Refused(pub Said);
 
 /// An `anyhow::Error` of a [`Refused`]: `bail!(refused!("give ", Opt::Arm, " NAME=KERNEL"))`.
 #[macro_export]

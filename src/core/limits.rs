@@ -5,7 +5,7 @@ use std::io;
 
 /// ` (…: raise it …)` when `err` means a limit was hit, else an empty string. `creating` says
 /// the failed call creates a process or thread, where EAGAIN means RLIMIT_NPROC.
-pub fn hint(err: &io::Error, creating: bool) -> String {
+pub(crate) fn hint(err: &io::Error, creating: bool) -> String {
     match err.raw_os_error() {
         Some(libc::EMFILE) => format!(
             ": the limit on open files, RLIMIT_NOFILE (ulimit -n), is {}: raise it",

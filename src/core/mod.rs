@@ -7,23 +7,23 @@
 //! - [`perf`]: two facts about perf_event_open on this machine;
 //! - [`input`]: the options a user gives, named by what they set ([`input::Opt`]).
 
-pub mod caches;
+pub(crate) mod caches;
 pub mod cpus;
-pub mod envelope;
-pub mod files;
-pub mod input;
-pub mod limits;
-pub mod num;
-pub mod perf;
+pub(crate) mod envelope;
+pub(crate) mod files;
+pub(crate) mod input;
+pub(crate) mod limits;
+pub(crate) mod num;
+pub(crate) mod perf;
 
 pub use cpus::CpuList;
 pub use envelope::{Envelope, Kind, SCHEMA, ToolInfo, VERSION, now_unix};
-pub use files::{check_writable, sha256_hex, write_atomic};
-pub use num::{fmt_num, fmt_p, plural};
+pub(crate) use files::{check_writable, sha256_hex, write_atomic};
+pub(crate) use num::{fmt_num, fmt_p, plural};
 
 /// `url` with any password replaced by `***`: in the authority (`user:secret@`) and in a
 /// `password=` parameter.
-pub fn redact_url(url: &str) -> String {
+pub(crate) fn redact_url(url: &str) -> String {
     let mut out = url.to_string();
     // The authority follows `scheme:` and its slashes (`postgres://`, or a mistyped `x:/`).
     if let Some(scheme_end) = out.find(':').filter(|&i| out[i + 1..].starts_with('/')) {
@@ -54,7 +54,7 @@ pub fn redact_url(url: &str) -> String {
 /// Text from a user's file or a damaged result on one line and harmless to a terminal: every
 /// control character (a newline, an escape that would start a terminal sequence) is shown
 /// escaped, as `\n` or `\u{1b}`.
-pub fn printable(s: &str) -> String {
+pub(crate) fn printable(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_control() {
@@ -69,7 +69,7 @@ pub fn printable(s: &str) -> String {
 /// Field `n` (numbered from 1, as proc(5) numbers them) of a /proc/.../stat file, as a number.
 /// The command name (field 2) may hold spaces and parentheses: fields are counted after its
 /// last ')'.
-pub fn proc_stat_field(path: &str, n: usize) -> Option<u64> {
+pub(crate) fn proc_stat_field(path: &str, n: usize) -> Option<u64> {
     let stat = std::fs::read_to_string(path).ok()?;
     let after = &stat[stat.rfind(')')? + 1..];
     after

@@ -4,11 +4,11 @@
 /// the usual range, three significant digits below one.
 /// An address as results keep it (`0xffff...`, hexadecimal: beyond a double's exact
 /// integers), read back.
-pub fn parse_hex(s: &str) -> Option<u64> {
+pub(crate) fn parse_hex(s: &str) -> Option<u64> {
     u64::from_str_radix(s.trim_start_matches("0x"), 16).ok()
 }
 
-pub fn fmt_num(v: f64) -> String {
+pub(crate) fn fmt_num(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
@@ -29,7 +29,7 @@ pub fn fmt_num(v: f64) -> String {
 
 /// A p-value as the tables print it: four decimals, scientific below 0.0001, and a p that
 /// underflowed to zero (a huge sample and a clear shift) as "<1e-300", not "0.0e0".
-pub fn fmt_p(p: f64) -> String {
+pub(crate) fn fmt_p(p: f64) -> String {
     if p == 0.0 {
         "<1e-300".into()
     } else if p < 0.0001 {
@@ -40,7 +40,7 @@ pub fn fmt_p(p: f64) -> String {
 }
 
 /// `1234567` -> `1,234,567` (keeps a leading sign).
-pub fn group_thousands(digits: &str) -> String {
+pub(crate) fn group_thousands(digits: &str) -> String {
     let (sign, body) = match digits.strip_prefix('-') {
         Some(b) => ("-", b),
         None => ("", digits),
@@ -56,7 +56,7 @@ pub fn group_thousands(digits: &str) -> String {
 }
 
 /// The plural of an operation's name: "calls", "processes", "round-trips".
-pub fn plural(noun: &str) -> String {
+pub(crate) fn plural(noun: &str) -> String {
     if ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e)) {
         format!("{noun}es")
     } else {

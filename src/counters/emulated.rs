@@ -10,24 +10,24 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicU8;
 
 /// The plugin, as a shared object QEMU loads (`-plugin file=...`).
-pub const PLUGIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tcg_count.so"));
+pub(crate) const PLUGIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tcg_count.so"));
 
 /// Set in a measuring process's environment (by a campaign guest's init): its workers mark
 /// every measured batch.
-pub const MARK_ENV: &str = "SYSCOST_MARK_WINDOWS";
+pub(crate) const MARK_ENV: &str = "SYSCOST_MARK_WINDOWS";
 
 /// Whether this process marks its batches.
-pub fn marking() -> bool {
+pub(crate) fn marking() -> bool {
     std::env::var_os(MARK_ENV).is_some()
 }
 
 /// [`MARK_ENV`]'s value when the plugin models the caches: the workers also record where their
 /// kernel objects are, to name the lines that missed (reading them costs seconds under TCG,
 /// for nothing without the models).
-pub const WITH_OBJECTS: &str = "objects";
+pub(crate) const WITH_OBJECTS: &str = "objects";
 
 /// Whether this process also records where its kernel objects are.
-pub fn naming_objects() -> bool {
+pub(crate) fn naming_objects() -> bool {
     std::env::var_os(MARK_ENV).is_some_and(|v| v == WITH_OBJECTS)
 }
 
@@ -37,13 +37,13 @@ static SLOT: [AtomicU8; SLOTS] = [const { AtomicU8::new(0) }; SLOTS];
 
 /// Mark the start of batch `k`'s window.
 #[inline(always)]
-pub fn begin(k: usize) {
+pub(crate) fn begin(k: usize) {
     mark::<1>(k)
 }
 
 /// Mark the end of batch `k`'s window.
 #[inline(always)]
-pub fn end(k: usize) {
+pub(crate) fn end(k: usize) {
     mark::<2>(k)
 }
 
@@ -115,7 +115,7 @@ impl Geometry {
         Ok(g)
     }
 
-    pub fn bytes(self) -> u64 {
+    pub(crate) fn bytes(self) -> u64 {
         u64::from(self.sets) * u64::from(self.ways) * u64::from(self.line)
     }
 
@@ -154,7 +154,7 @@ const SKYLAKE_X_L2: Geometry = Geometry {
 impl CacheModel {
     /// `host`, `skylake-x` (their L1s and L2), or `L1D[,L1I[,L2]]` as SETSxWAYSxLINE (the
     /// L1i as the L1d if not given; no L2 if not given).
-    pub fn parse(s: &str) -> Result<CacheModel, String> {
+    pub(crate) fn parse(s: &str) -> Result<CacheModel, String> {
         let named = |name: &str, l1d, l1i, l2| CacheModel {
             name: name.into(),
             l1d,
@@ -206,7 +206,7 @@ impl CacheModel {
     }
 
     /// The plugin's arguments, e.g. `l1d=64:8:64,l1i=64:8:64,l2=1024:16:64`.
-    pub fn plugin_args(&self) -> String {
+    pub(crate) fn plugin_args(&self) -> String {
         let l2 = self.l2.map(|g| format!(",{}", g.arg("l2")));
         format!(
             "{},{}{}",
@@ -229,7 +229,7 @@ fn host_l2() -> Option<Geometry> {
 /// What the plugin counts in a window, each in user space and in the kernel apart, in the
 /// order of its log's `W` lines: the first three always, the rest with the cache models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Count {
+pub(crate) enum Count {
     Instructions,
     /// Jcc, LOOP and JrCXZ, taken or not.
     ConditionalBranches,
@@ -245,7 +245,7 @@ pub enum Count {
 }
 
 impl Count {
-    pub const ALL: [Count; 9] = [
+    pub(crate) const ALL: [Count; 9] = [
         Count::Instructions,
         Count::ConditionalBranches,
         Count::Branches,
@@ -259,7 +259,7 @@ impl Count {
 
     /// The count as an event name, perf's where perf has one (so `L1-dcache-miss-%` is
     /// derived from the emulated loads and their misses as from perf's).
-    pub fn event(self) -> &'static str {
+    pub(crate) fn event(self) -> &'static str {
         match self {
             Count::Instructions => "instructions",
             Count::ConditionalBranches => "conditional-branches",
@@ -275,7 +275,7 @@ impl Count {
 
     /// The emulated event of this count in user space or in the kernel, e.g.
     /// `instructions:k (emulated)`.
-    pub fn event_name(self, kernel: bool) -> String {
+    pub(crate) fn event_name(self, kernel: bool) -> String {
         format!(
             "{}:{} (emulated)",
             self.event(),
@@ -287,7 +287,7 @@ impl Count {
     /// branches and the L1 load misses the two together (`instructions (emulated)`: the audit
     /// series' instructions per getpid, as perf counts them without :u or :k;
     /// `L1-dcache-load-misses (emulated)`: what the misses by set add up to).
-    pub fn parts(self) -> &'static [Part] {
+    pub(crate) fn parts(self) -> &'static [Part] {
         match self {
             Count::Instructions | Count::Branches | Count::L1dLoadMisses | Count::L1iMisses => {
                 &[Part::User, Part::Kernel, Part::All]
@@ -297,7 +297,7 @@ impl Count {
     }
 
     /// The event of one part of this count.
-    pub fn part_name(self, part: Part) -> String {
+    pub(crate) fn part_name(self, part: Part) -> String {
         match part {
             Part::User => self.event_name(false),
             Part::Kernel => self.event_name(true),
@@ -308,13 +308,13 @@ impl Count {
 
 /// Whether a metric named `name` is one of the plugin's counts (or a ratio of two): every
 /// emulated event's name ends so (`instructions:k (emulated)`), and only theirs.
-pub fn is_emulated(name: &str) -> bool {
+pub(crate) fn is_emulated(name: &str) -> bool {
     name.ends_with(" (emulated)")
 }
 
 /// Which instructions of a window a count covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     User,
     Kernel,
     All,
@@ -322,7 +322,7 @@ pub enum Part {
 
 impl Part {
     /// Its value in a `[user, kernel]` count.
-    pub fn of(self, [user, kernel]: [u64; 2]) -> u64 {
+    pub(crate) fn of(self, [user, kernel]: [u64; 2]) -> u64 {
         match self {
             Part::User => user,
             Part::Kernel => kernel,
@@ -350,7 +350,7 @@ pub struct Window {
 
 impl Window {
     /// The window's count of `c`, `[user, kernel]`, if the plugin counted it.
-    pub fn count(&self, c: Count) -> Option<[u64; 2]> {
+    pub(crate) fn count(&self, c: Count) -> Option<[u64; 2]> {
         let i = Count::ALL.iter().position(|x| *x == c)?;
         self.counts.get(i).copied()
     }
@@ -359,7 +359,7 @@ impl Window {
 /// The windows of a plugin log, in the order they closed: each `W NAME COUNTS...` line, with
 /// the `D NAME MISSES...`, `I NAME MISSES...`, `L NAME LINE:MISSES...` and `B NAME
 /// ADDR:INSNS...` lines that follow it; other lines (QEMU's own) are skipped.
-pub fn windows(log: &str) -> Vec<Window> {
+pub(crate) fn windows(log: &str) -> Vec<Window> {
     let mut out: Vec<Window> = Vec::new();
     for l in log.lines() {
         let mut w = l.split_whitespace();

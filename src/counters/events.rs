@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// `perf_event_attr.type` values (include/uapi/linux/perf_event.h).
-pub const PERF_TYPE_HARDWARE: u32 = 0;
-pub const PERF_TYPE_SOFTWARE: u32 = 1;
-pub const PERF_TYPE_HW_CACHE: u32 = 3;
-pub const PERF_TYPE_RAW: u32 = 4;
+pub(crate) const PERF_TYPE_HARDWARE: u32 = 0;
+pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
+pub(crate) const PERF_TYPE_HW_CACHE: u32 = 3;
+pub(crate) const PERF_TYPE_RAW: u32 = 4;
 
 /// One counter to open: the `type`/`config` pair the kernel understands, and the privilege
 /// levels to count.
@@ -36,18 +36,18 @@ pub struct EventSpec {
 
 impl EventSpec {
     /// Name without the modifiers (`cycles` for `cycles:u`).
-    pub fn base_name(&self) -> &str {
+    pub(crate) fn base_name(&self) -> &str {
         self.name.split(':').next().unwrap_or(&self.name)
     }
 
     /// True for software events: the kernel can always count those, no PMU needed.
-    pub fn is_software(&self) -> bool {
+    pub(crate) fn is_software(&self) -> bool {
         self.type_ == PERF_TYPE_SOFTWARE
     }
 
     /// An event counted by syscost's QEMU plugin, not by perf: an emulator's count, opened by
     /// nobody (`counters::emulated`).
-    pub fn emulated(name: impl Into<String>, exclude_user: bool) -> EventSpec {
+    pub(crate) fn emulated(name: impl Into<String>, exclude_user: bool) -> EventSpec {
         EventSpec {
             name: name.into(),
             type_: EMULATED_TYPE,
@@ -58,7 +58,7 @@ impl EventSpec {
     }
 
     /// Counted by syscost's QEMU plugin in user space and the kernel together.
-    pub fn emulated_all(name: impl Into<String>) -> EventSpec {
+    pub(crate) fn emulated_all(name: impl Into<String>) -> EventSpec {
         EventSpec {
             exclude_kernel: false,
             ..EventSpec::emulated(name, false)
@@ -66,7 +66,7 @@ impl EventSpec {
     }
 
     /// Counted by syscost's QEMU plugin (see [`EventSpec::emulated`]).
-    pub fn is_emulated(&self) -> bool {
+    pub(crate) fn is_emulated(&self) -> bool {
         self.type_ == EMULATED_TYPE
     }
 }
@@ -83,11 +83,11 @@ pub struct EventList {
 
 impl EventList {
     /// Every event, in the order given.
-    pub fn iter(&self) -> impl Iterator<Item = &EventSpec> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &EventSpec> {
         self.groups.iter().flatten()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.iter().count()
     }
 
@@ -99,7 +99,7 @@ impl EventList {
 /// What `perf stat -d` counts, plus the software events of a plain `perf stat`. Grouped so that
 /// each derived ratio is computed from events counted at the same time; task-clock stands
 /// alone (see `CounterSet::open`).
-pub const DEFAULT_EVENTS: &str = "{cycles,instructions,branches,branch-misses},\
+pub(crate) const DEFAULT_EVENTS: &str = "{cycles,instructions,branches,branch-misses},\
 {L1-dcache-loads,L1-dcache-load-misses},\
 task-clock,{context-switches,cpu-migrations,page-faults}";
 
@@ -208,7 +208,7 @@ fn lookup(name: &str) -> Option<(u32, u64)> {
 }
 
 /// Parse one event such as `cycles`, `L1-dcache-load-misses:u` or `r01c2:k`.
-pub fn parse_event(token: &str) -> Result<EventSpec, EventParseError> {
+pub(crate) fn parse_event(token: &str) -> Result<EventSpec, EventParseError> {
     let token = token.trim();
     let (name, mods) = match token.split_once(':') {
         Some((n, m)) => (n, m),
@@ -350,7 +350,7 @@ pub fn default_events() -> EventList {
 }
 
 /// Every event name syscost knows, for `--list-events`.
-pub fn known_event_names() -> Vec<String> {
+pub(crate) fn known_event_names() -> Vec<String> {
     let mut out: Vec<String> = HARDWARE.iter().map(|(n, _)| n.to_string()).collect();
     out.extend(SOFTWARE.iter().map(|(n, _)| n.to_string()));
     for (id, _) in CACHE_IDS {

@@ -4,8 +4,8 @@
 //! An event the machine cannot count is never reported as zero: it carries an [`EventStatus`]
 //! that says why (no PMU, not permitted, rejected), and its samples hold no value.
 
-pub mod emulated;
-pub mod events;
+pub(crate) mod emulated;
+pub(crate) mod events;
 
 pub use crate::core::perf::{hardware_pmu_present, perf_event_paranoid};
 pub use events::{EventList, EventSpec, default_events, parse_event_list};
@@ -29,12 +29,12 @@ pub enum EventStatus {
 }
 
 impl EventStatus {
-    pub fn is_counting(&self) -> bool {
+    pub(crate) fn is_counting(&self) -> bool {
         matches!(self, EventStatus::Counting)
     }
 
     /// The short label perf prints in place of a value.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             EventStatus::Counting => "counting",
             EventStatus::NotSupported(_) => "<not supported>",
@@ -43,7 +43,7 @@ impl EventStatus {
         }
     }
 
-    pub fn reason(&self) -> Option<&str> {
+    pub(crate) fn reason(&self) -> Option<&str> {
         match self {
             EventStatus::Counting => None,
             EventStatus::NotSupported(r)
@@ -63,7 +63,7 @@ pub struct RawCount {
 
 impl RawCount {
     /// The counts between two readings.
-    pub fn since(&self, before: &RawCount) -> RawCount {
+    pub(crate) fn since(&self, before: &RawCount) -> RawCount {
         RawCount {
             value: self.value.wrapping_sub(before.value),
             enabled: self.enabled.wrapping_sub(before.enabled),
@@ -73,7 +73,7 @@ impl RawCount {
 
     /// The value scaled for multiplexing (`value * enabled / running`), as perf stat does.
     /// `None` when the counter never ran in the interval ("not counted").
-    pub fn scaled(&self) -> Option<f64> {
+    pub(crate) fn scaled(&self) -> Option<f64> {
         if self.running == 0 {
             if self.enabled == 0 && self.value == 0 {
                 // An empty interval: nothing happened and nothing was missed.
@@ -103,14 +103,14 @@ struct OpenGroup {
 }
 
 /// Counters for the calling thread (and, with `inherit`, the children it creates afterwards).
-pub struct CounterSet {
+pub(crate) struct CounterSet {
     groups: Vec<OpenGroup>,
     statuses: Vec<EventStatus>,
 }
 
 /// Options for opening counters.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct OpenOptions {
+pub(crate) struct OpenOptions {
     /// Count the children the thread creates after opening (for whole-command workloads).
     pub inherit: bool,
 }
@@ -143,7 +143,7 @@ impl CounterSet {
     /// read 0 or a fraction of the truth; each alone read exactly (trials here). Software
     /// events are never multiplexed, so counting a clock apart loses nothing. perf-event2's
     /// `Group` is not used for the same reason.
-    pub fn open(events: &EventList, opts: OpenOptions) -> CounterSet {
+    pub(crate) fn open(events: &EventList, opts: OpenOptions) -> CounterSet {
         let mut set = CounterSet {
             groups: Vec::new(),
             statuses: vec![EventStatus::Counting; events.len()],
@@ -194,12 +194,12 @@ impl CounterSet {
     }
 
     /// One status per event, in the order of the event list.
-    pub fn statuses(&self) -> &[EventStatus] {
+    pub(crate) fn statuses(&self) -> &[EventStatus] {
         &self.statuses
     }
 
     /// Start counting.
-    pub fn enable(&mut self) -> io::Result<()> {
+    pub(crate) fn enable(&mut self) -> io::Result<()> {
         for g in &mut self.groups {
             g.leader.enable_group()?;
         }
@@ -207,7 +207,7 @@ impl CounterSet {
     }
 
     /// Stop counting.
-    pub fn disable(&mut self) -> io::Result<()> {
+    pub(crate) fn disable(&mut self) -> io::Result<()> {
         for g in &mut self.groups {
             g.leader.disable_group()?;
         }
@@ -216,7 +216,7 @@ impl CounterSet {
 
     /// Read every counting event into `out` (one slot per event; events not counting are left
     /// `None`). One read(2) per group.
-    pub fn read_into(&mut self, out: &mut [Option<RawCount>]) -> io::Result<()> {
+    pub(crate) fn read_into(&mut self, out: &mut [Option<RawCount>]) -> io::Result<()> {
         for g in &mut self.groups {
             let data = g.leader.read_group()?;
             let enabled = data
@@ -241,12 +241,8 @@ impl CounterSet {
     }
 
     /// Number of events (counting or not).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.statuses.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.statuses.is_empty()
     }
 }
 

@@ -11,7 +11,7 @@ use std::fs;
 use std::io::Read;
 use std::path::Path;
 
-pub use crate::core::caches::Cache;
+pub(crate) use crate::core::caches::Cache;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cpu {
@@ -122,7 +122,7 @@ fn read_num<T: std::str::FromStr>(path: impl AsRef<Path>) -> Option<T> {
 }
 
 /// Parse `KEY=value` lines of a kernel .config, keeping `keys`.
-pub fn parse_config(text: &str, keys: &[&str]) -> BTreeMap<String, String> {
+pub(crate) fn parse_config(text: &str, keys: &[&str]) -> BTreeMap<String, String> {
     text.lines()
         .filter_map(|l| l.split_once('='))
         .filter(|(k, _)| keys.contains(k))
@@ -277,7 +277,7 @@ fn nonempty(s: Option<String>) -> Option<String> {
 
 impl Environment {
     /// Read everything from this machine.
-    pub fn collect() -> Environment {
+    pub(crate) fn collect() -> Environment {
         let (hostname, release, version, machine) = uname();
         let (config_source, config) = kernel_config(release.as_deref());
         let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
@@ -328,7 +328,7 @@ impl Environment {
     }
 
     /// Set-up choices that add noise or change what is measured, each with what to do.
-    pub fn noise_warnings(&self) -> Vec<String> {
+    pub(crate) fn noise_warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
         if self.cpu.virtualized {
             w.push(

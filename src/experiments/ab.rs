@@ -11,7 +11,7 @@ use anyhow::Result;
 use std::path::PathBuf;
 
 /// The file name a variant's result is saved under in `--save DIR`.
-pub fn file_name(label: &str) -> String {
+pub(crate) fn file_name(label: &str) -> String {
     let name: String = label
         .chars()
         .map(|c| {
@@ -32,7 +32,7 @@ pub fn file_name(label: &str) -> String {
 /// its value alone. Variants whose workloads are alike (they differ in run options, or not at
 /// all) keep their `--variant` text. Repeated labels get `#2`, `#3`, so each is unique (they
 /// name the `--save` files).
-pub fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<String> {
+pub(crate) fn default_labels(workloads: &[WorkloadSpec], variants: &[String]) -> Vec<String> {
     let params: Vec<Vec<(String, String)>> = workloads
         .iter()
         .map(|w| match serde_json::to_value(w) {
@@ -135,7 +135,7 @@ fn check_arms(plans: &[Plan], variants: &[String]) -> Result<()> {
 /// Refuse, before anything is measured, a number of rounds whose paired test can never reach
 /// `alpha` over `comparisons` variants (Holm multiplies the smallest p by their number);
 /// `flag` is the option that sets the rounds (`--runs`, `--boots`).
-pub fn decidable(opt: Opt, rounds: usize, comparisons: usize, alpha: f64) -> Result<()> {
+pub(crate) fn decidable(opt: Opt, rounds: usize, comparisons: usize, alpha: f64) -> Result<()> {
     let need = crate::stats::paired::pairs_to_decide(alpha, comparisons);
     if rounds < need {
         let smallest =
@@ -155,11 +155,11 @@ pub fn decidable(opt: Opt, rounds: usize, comparisons: usize, alpha: f64) -> Res
 
 /// ab's rounds when no arm chooses `--runs`: enough for the paired test to decide (it needs 6
 /// rounds to reach p < 0.05 at all, 7 for three variants) with room for a dropped round or two.
-pub const AB_ROUNDS: u32 = 10;
+pub(crate) const AB_ROUNDS: u32 = 10;
 
 /// One configuration of an ab run: its plan as `syscost run` would measure it, the text it was
 /// given as (for labels and messages), and what of its design the command line chose.
-pub struct Arm {
+pub(crate) struct Arm {
     pub plan: Plan,
     pub text: String,
     pub chosen: Chosen,
@@ -167,7 +167,7 @@ pub struct Arm {
 
 /// What the command line chose of an arm's design; ab's defaults fill the rest for every arm.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Chosen {
+pub(crate) struct Chosen {
     /// The estimator, the samples, their time or the operations per sample.
     pub sampling: bool,
     /// The number of runs (rounds).
@@ -175,7 +175,7 @@ pub struct Chosen {
 }
 
 /// An ab run ready to measure: its plans with ab's defaults applied and checked, one label each.
-pub struct AbRequest {
+pub(crate) struct AbRequest {
     pub plans: Vec<Plan>,
     pub labels: Vec<String>,
     pub grain: Grain,
@@ -187,7 +187,7 @@ pub struct AbRequest {
 impl AbRequest {
     /// Check the arms and the labels (`labels` empty: named by what differs), apply ab's
     /// defaults where no arm chose (see [`with_defaults`]) and validate each plan once.
-    pub fn new(
+    pub(crate) fn new(
         arms: Vec<Arm>,
         labels: Vec<String>,
         grain: Grain,
@@ -226,7 +226,7 @@ impl AbRequest {
 /// of 20, where 10 samples of 100 ms called the +2% in 2 of 10. An arm that runs a command
 /// chooses its operations (`--ops`), so no arm then gets the floor: 100 executions per run
 /// could take minutes. The arms must share a design, so one arm's choice holds for all.
-pub fn with_defaults(arms: Vec<Arm>) -> Vec<Plan> {
+pub(crate) fn with_defaults(arms: Vec<Arm>) -> Vec<Plan> {
     let sampling = arms.iter().any(|a| a.chosen.sampling);
     let runs = arms.iter().any(|a| a.chosen.runs);
     arms.into_iter()
@@ -279,7 +279,7 @@ fn check_labels(arms: usize, labels: &[String]) -> Result<()> {
 
 /// Measure the request's plans interleaved at its grain and compare them, the first as the
 /// baseline. With `save`, each variant's full result is also written there.
-pub fn run(req: &AbRequest, progress: &mut dyn FnMut(Progress)) -> Result<Comparison> {
+pub(crate) fn run(req: &AbRequest, progress: &mut dyn FnMut(Progress)) -> Result<Comparison> {
     let (plans, labels, options) = (&req.plans, &req.labels, &req.options);
     let rounds = plans.iter().map(|p| p.runs).min().unwrap_or(0);
     decidable(Opt::Runs, rounds as usize, plans.len() - 1, options.alpha)?;

@@ -22,11 +22,11 @@ use serde::{Deserialize, Serialize};
 
 /// The most rules a sweep step may load. The kernel sets no limit of its own (rules are
 /// allocated until memory runs out); this keeps a typo from loading millions.
-pub const MAX_RULES: u32 = 10_000;
+pub(crate) const MAX_RULES: u32 = 10_000;
 
 /// A sweep to run.
 #[derive(Clone, Debug)]
-pub struct SweepPlan {
+pub(crate) struct SweepPlan {
     /// The benchmark: a `syscall` workload with the run options.
     pub plan: Plan,
     /// Rule counts of the audit-on steps, strictly increasing.
@@ -38,7 +38,7 @@ pub struct SweepPlan {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StepConfig {
+pub(crate) struct StepConfig {
     pub enabled: u32,
     pub task_never: bool,
     pub rules: u32,
@@ -53,7 +53,7 @@ pub struct StepConfig {
 }
 
 impl StepConfig {
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match (self.enabled, self.task_never) {
             (0, true) => "audit off (never,task)".into(),
             (0, false) => "audit off (no task rule)".into(),
@@ -69,7 +69,7 @@ impl StepConfig {
 
 /// One step's configuration and its run result.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Step {
+pub(crate) struct Step {
     pub label: String,
     #[serde(flatten)]
     pub config: StepConfig,
@@ -78,7 +78,7 @@ pub struct Step {
 
 /// A least-squares line of a metric against the rule count.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Fit {
+pub(crate) struct Fit {
     pub metric: String,
     /// Unit of the slope, e.g. `ns/call per rule`.
     pub unit: String,
@@ -91,7 +91,7 @@ pub struct Fit {
 
 /// A `syscost audit sweep` result.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Sweep {
+pub(crate) struct Sweep {
     /// Schema, version, kind and tool.
     #[serde(flatten)]
     pub envelope: Envelope,
@@ -128,7 +128,7 @@ impl Sweep {
     /// What one boot's sweep comes to when boots are compared (a campaign's): each fitted
     /// metric's cost per rule (the slope), one value, of the kind the steps measured it as;
     /// ratios are left out.
-    pub fn per_boot_metrics(&self) -> Vec<Metric> {
+    pub(crate) fn per_boot_metrics(&self) -> Vec<Metric> {
         let kind_of = |name: &str| {
             let step = self.steps.first().map(|s| &s.result.metrics);
             step.and_then(|ms| ms.iter().find(|m| m.name == name))
@@ -147,7 +147,7 @@ impl Sweep {
 
     /// The costs and fits again, from the steps as they are now: after counts were added to
     /// the steps' samples (a campaign guest's emulated counts), so the fits include them.
-    pub fn refigure(&mut self) -> Result<()> {
+    pub(crate) fn refigure(&mut self) -> Result<()> {
         let residue_step = self
             .steps
             .iter()
@@ -237,7 +237,7 @@ fn apply(session: &mut Session, c: &StepConfig, targets: &[u32]) -> Result<()> {
 /// Run the sweep, in stages: check the plan, lay out the steps, measure them interleaved,
 /// then the costs, the fits and the warnings. Every change to audit is undone before this
 /// returns, whatever happens.
-pub fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> {
+pub(crate) fn run(sp: &SweepPlan, progress: &mut dyn FnMut(Progress)) -> Result<Sweep> {
     // The syscalls the matching rules name: the workload's own.
     let targets = sp.plan.workload.syscalls();
     check(sp, &targets)?;
@@ -426,7 +426,7 @@ struct Costs {
 }
 
 /// Every metric of step `b` against step `a`, paired by round.
-pub fn delta(steps: &[Step], a: usize, b: usize) -> Result<Vec<Delta>> {
+pub(crate) fn delta(steps: &[Step], a: usize, b: usize) -> Result<Vec<Delta>> {
     let vs = vec![
         compare::Variant::from_run(&steps[a].label, "sweep", &steps[a].result),
         compare::Variant::from_run(&steps[b].label, "sweep", &steps[b].result),

@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 
 /// What `history compare` groups by.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum By {
+pub(crate) enum By {
     Kernel,
     Host,
     Boot,
@@ -19,7 +19,7 @@ pub enum By {
 
 impl By {
     /// The grouping's name in messages: `kernel`, `tag build`.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             By::Kernel => "kernel".into(),
             By::Host => "host".into(),
@@ -29,7 +29,7 @@ impl By {
     }
 
     /// The group a stored result belongs to, if it has one.
-    pub fn of(&self, e: &crate::history::Entry) -> Option<String> {
+    pub(crate) fn of(&self, e: &crate::history::Entry) -> Option<String> {
         match self {
             By::Kernel => e.kernel.clone(),
             By::Host => e.host.clone(),
@@ -87,7 +87,7 @@ fn narrowing(params: Option<&str>) -> String {
 const FEW_BOOTS: usize = 5;
 
 /// How `history compare` and `trend` group.
-pub struct Grouping<'a> {
+pub(crate) struct Grouping<'a> {
     pub by: &'a By,
     /// The baseline group (compare only).
     pub baseline: Option<&'a str>,
@@ -121,7 +121,7 @@ fn refuse_emulated_with_others(runs: &[Entry]) -> Result<()> {
 
 /// The matching run results grouped by `by`, as the sides of a comparison (the baseline
 /// first), with what was left out and why.
-pub fn grouped(
+pub(crate) fn grouped(
     s: &mut Store,
     f: &Filter,
     g: &Grouping,

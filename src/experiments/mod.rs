@@ -19,13 +19,13 @@
 //! - [`reproduce`]: a public investigation repeated by a campaign, its tables cell by cell
 //!   beside syscost's figures.
 
-pub mod ab;
+pub(crate) mod ab;
 pub mod audit_sweep;
 pub mod bisect;
 pub mod boots;
-pub mod campaign;
-pub mod grouped;
-pub mod probe;
-pub mod reproduce;
-pub mod rule_costs;
-pub mod scale;
+pub(crate) mod campaign;
+pub(crate) mod grouped;
+pub(crate) mod probe;
+pub(crate) mod reproduce;
+pub(crate) mod rule_costs;
+pub(crate) mod scale;

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 /// What to do.
 #[derive(Clone, Debug)]
-pub struct ProbeCommand {
+pub(crate) struct ProbeCommand {
     pub path: PathBuf,
     pub symbol: String,
     pub kind: ProbeKind,
@@ -32,7 +32,7 @@ pub struct ProbeCommand {
 
 /// A `syscost probe` result.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ProbeResult {
+pub(crate) struct ProbeResult {
     /// Schema, version, kind and tool.
     #[serde(flatten)]
     pub envelope: Envelope,
@@ -61,7 +61,7 @@ pub struct ProbeResult {
 /// The instructions `[user, kernel]` of each run's window, without and with the probe, in
 /// run order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProbeCounts {
+pub(crate) struct ProbeCounts {
     pub unprobed: Vec<[u64; 2]>,
     pub probed: Vec<[u64; 2]>,
 }
@@ -70,7 +70,7 @@ impl ProbeCounts {
     /// The instructions each hit added, user and kernel: the median over the probed runs of
     /// what the run counted beyond the median unprobed run, over its own hits (`hits`, one per
     /// probed run: a command's calls of the probed function may vary from run to run).
-    pub fn per_hit(&self, hits: &[u64]) -> Option<[f64; 2]> {
+    pub(crate) fn per_hit(&self, hits: &[u64]) -> Option<[f64; 2]> {
         use crate::stats::median;
         if self.unprobed.is_empty() || hits.len() != self.probed.len() || hits.contains(&0) {
             return None;
@@ -98,7 +98,7 @@ impl ProbeResult {
     /// What one boot's probe comes to when boots are compared (a campaign's): the time each
     /// hit added (the median probed run's wall time less the median unprobed one's, over the
     /// median hits per run) and the hits per run.
-    pub fn per_boot_metrics(&self) -> Vec<Metric> {
+    pub(crate) fn per_boot_metrics(&self) -> Vec<Metric> {
         use crate::stats::median;
         let hits: Vec<f64> = self.hits.iter().map(|&h| h as f64).collect();
         let per_run = median(&hits);
@@ -287,7 +287,7 @@ fn variant(label: &str, wall: &[f64], captured: &[Vec<(String, f64)>]) -> Varian
 }
 
 /// Run it.
-pub fn run(p: &ProbeCommand) -> Result<ProbeResult> {
+pub(crate) fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     if p.kind == ProbeKind::None {
         return Err(crate::refused!(
             Opt::Probe,

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 /// One rule of the file and its cost.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RuleCost {
+pub(crate) struct RuleCost {
     pub line: usize,
     pub text: String,
     pub walk: Walk,
@@ -28,7 +28,7 @@ pub struct RuleCost {
 
 /// A sweep over a rules file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FileSweep {
+pub(crate) struct FileSweep {
     pub source: String,
     /// Lines left out: syscost could not read them, or the kernel refused them.
     pub refused: Vec<Refused>,
@@ -48,7 +48,7 @@ impl FileSweep {
     /// The rules of a sweep, their costs still to be figured from its steps (by
     /// `audit_sweep`); `kept` is (line, rule) of each rule the kernel took, in the order the
     /// steps add them; `measured` the workload's syscall numbers.
-    pub fn of(set: &RuleSet, kept: &[(usize, Vec<u8>)], measured: &[u32]) -> FileSweep {
+    pub(crate) fn of(set: &RuleSet, kept: &[(usize, Vec<u8>)], measured: &[u32]) -> FileSweep {
         let rules = kept
             .iter()
             .map(|(line, bytes)| {
@@ -75,13 +75,13 @@ impl FileSweep {
     }
 
     /// Whether the first rule's figure includes the filters starting (a file of one rule).
-    pub fn first_includes_start(&self) -> bool {
+    pub(crate) fn first_includes_start(&self) -> bool {
         self.rules.len() == 1
     }
 
     /// The metric rules are ranked by: the exact emulated kernel instructions where measured,
     /// else time.
-    pub fn ranking_metric(&self) -> &'static str {
+    pub(crate) fn ranking_metric(&self) -> &'static str {
         let emulated = self
             .rules
             .iter()
@@ -90,7 +90,7 @@ impl FileSweep {
     }
 
     /// The rules, costliest first by [`Self::ranking_metric`].
-    pub fn ranked(&self) -> Vec<&RuleCost> {
+    pub(crate) fn ranked(&self) -> Vec<&RuleCost> {
         let metric = self.ranking_metric();
         let mut out: Vec<&RuleCost> = self.rules.iter().collect();
         let cost = |r: &RuleCost| r.cost(metric).unwrap_or(f64::NEG_INFINITY);
@@ -100,14 +100,14 @@ impl FileSweep {
 }
 
 /// Kernel instructions counted by a campaign guest's TCG plugin.
-pub const EMULATED: &str = "instructions:k (emulated)";
+pub(crate) const EMULATED: &str = "instructions:k (emulated)";
 
 impl RuleCost {
     /// The rule's added cost in `metric`'s unit per operation: the paired estimate of the
     /// per-round change, applied to the step without it.
     /// Where no pair could be formed (a run without a value, such as an emulated window left
     /// out for another task), the difference of the two steps' medians.
-    pub fn cost(&self, metric: &str) -> Option<f64> {
+    pub(crate) fn cost(&self, metric: &str) -> Option<f64> {
         let d = self.delta(metric)?;
         Some(match d.delta_pct {
             Some(p) => p / 100.0 * d.base_median,
@@ -116,13 +116,13 @@ impl RuleCost {
     }
 
     /// The interval of [`Self::cost`].
-    pub fn cost_ci(&self, metric: &str) -> Option<(f64, f64)> {
+    pub(crate) fn cost_ci(&self, metric: &str) -> Option<(f64, f64)> {
         let d = self.delta(metric)?;
         let c = d.ci_pct?;
         Some((c.lo / 100.0 * d.base_median, c.hi / 100.0 * d.base_median))
     }
 
-    pub fn delta(&self, metric: &str) -> Option<&Delta> {
+    pub(crate) fn delta(&self, metric: &str) -> Option<&Delta> {
         self.deltas.iter().find(|d| d.metric == metric)
     }
 }

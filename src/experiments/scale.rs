@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// One thread count.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub threads: u32,
     /// Mean total throughput over runs, M/s.
     pub mean: f64,
@@ -18,13 +18,13 @@ pub struct Row {
 }
 
 /// A sweep's figure `name` at `threads` threads, as a campaign's boot of it names it.
-pub fn threads_metric(name: &str, threads: u32) -> String {
+pub(crate) fn threads_metric(name: &str, threads: u32) -> String {
     format!("{name} ({threads} threads)")
 }
 
 /// A `--threads LIST` sweep.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Scale {
+pub(crate) struct Scale {
     /// Schema, version, kind and tool.
     #[serde(flatten)]
     pub envelope: Envelope,
@@ -36,12 +36,12 @@ pub struct Scale {
 
 impl Scale {
     /// A `--threads` sweep of a throughput workload (uprobe).
-    pub fn new(case: &str, results: Vec<RunResult>) -> Scale {
+    pub(crate) fn new(case: &str, results: Vec<RunResult>) -> Scale {
         Scale::of(case, results, |r| r.workload.threads(), "throughput")
     }
 
     /// A `--copies` sweep: copies against total throughput (M ops/s).
-    pub fn of_copies(case: &str, results: Vec<RunResult>) -> Scale {
+    pub(crate) fn of_copies(case: &str, results: Vec<RunResult>) -> Scale {
         Scale::of(
             case,
             results,
@@ -52,7 +52,7 @@ impl Scale {
 
     /// Every thread count's figures as one boot's: the first count's under their own names,
     /// then each count's as `NAME (N threads)` (a campaign's boot of a sweep).
-    pub fn per_boot_metrics(&self) -> Vec<crate::results::Metric> {
+    pub(crate) fn per_boot_metrics(&self) -> Vec<crate::results::Metric> {
         let counted = self
             .results
             .iter()

@@ -8,22 +8,22 @@
 //! in WAL mode with a busy timeout, so two syscost processes can record at once, and a process
 //! killed mid-write leaves every committed result readable.
 
-pub mod postgres;
-pub mod sqlite;
-pub mod version;
+pub(crate) mod postgres;
+pub(crate) mod sqlite;
+pub(crate) mod version;
 
 use crate::core::input::Opt;
 use anyhow::{Result, bail};
 use serde_json::Value;
 use std::path::PathBuf;
 
-pub use postgres::Pg;
-pub use sqlite::Lite;
+pub(crate) use postgres::Pg;
+pub(crate) use sqlite::Lite;
 
 /// The schema this build writes and reads. 2 moved each result's JSON into `bodies`, beside
 /// its `view` (the parts that comparisons read: metrics, workload, environment summary), so
 /// `history list` scans small rows and `history compare` parses no raw samples.
-pub const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 /// What marks a database as syscost's.
 pub(crate) const APPLICATION: &str = "syscost-history";
 
@@ -101,7 +101,7 @@ fn url_scheme(s: &str) -> Option<&str> {
 impl Location {
     /// The default: `SYSCOST_HISTORY`, else `$XDG_DATA_HOME/syscost/history.sqlite`, else
     /// `~/.local/share/syscost/history.sqlite`.
-    pub fn default_location() -> Result<Location> {
+    pub(crate) fn default_location() -> Result<Location> {
         if let Some(p) = std::env::var_os("SYSCOST_HISTORY").filter(|p| !p.is_empty()) {
             return p
                 .to_string_lossy()
@@ -126,7 +126,7 @@ impl Location {
 
     /// The location as given, password and all: only for a file only root reads (a kexec
     /// campaign's state), never to print. A relative path is made absolute.
-    pub fn unredacted(&self) -> String {
+    pub(crate) fn unredacted(&self) -> String {
         match self {
             Location::Sqlite(p) => std::path::absolute(p)
                 .unwrap_or_else(|_| p.clone())
@@ -137,7 +137,7 @@ impl Location {
     }
 
     /// `given`, else the default.
-    pub fn or_default(given: &Option<Location>) -> Result<Location> {
+    pub(crate) fn or_default(given: &Option<Location>) -> Result<Location> {
         match given {
             Some(l) => Ok(l.clone()),
             None => Location::default_location(),
@@ -167,7 +167,7 @@ pub struct Entry {
 
 /// What `history list` filters on; every field narrows.
 #[derive(Clone, Debug, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     pub workload: Option<String>,
     pub kernel: Option<String>,
     pub host: Option<String>,
@@ -193,12 +193,12 @@ impl Filter {
 }
 
 /// The longest tag key and value, in characters: names and labels, not documents.
-pub const TAG_KEY_MAX: usize = 64;
-pub const TAG_VALUE_MAX: usize = 256;
+pub(crate) const TAG_KEY_MAX: usize = 64;
+pub(crate) const TAG_VALUE_MAX: usize = 256;
 
 /// `key=value` of `--tag`. Control characters are refused (a newline in a value would forge a
 /// row in a listing pasted into a mail), and so are keys and values beyond their bounds.
-pub fn parse_tag(s: &str) -> Result<(String, String)> {
+pub(crate) fn parse_tag(s: &str) -> Result<(String, String)> {
     if s.chars().any(char::is_control) {
         return Err(crate::refused!(
             Opt::Tag,
@@ -229,7 +229,7 @@ pub fn parse_tag(s: &str) -> Result<(String, String)> {
 }
 
 /// `key=value` of `--param`: a workload parameter, as the result's workload object names it.
-pub fn parse_param(s: &str) -> Result<(String, String)> {
+pub(crate) fn parse_param(s: &str) -> Result<(String, String)> {
     match s.split_once('=') {
         Some((k, v))
             if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
@@ -297,13 +297,13 @@ pub(crate) fn view_of(v: &Value) -> String {
 }
 
 /// A result's identity: the SHA-256 of its JSON text, trimmed (what makes two imports one).
-pub fn digest(json: &str) -> String {
+pub(crate) fn digest(json: &str) -> String {
     sha256(json.trim().as_bytes())
 }
 
 /// The kernel configuration a result ran under, as 16 hex digits: a hash of its environment's
 /// config and command line (`None` for a result with no environment).
-pub fn config_hash(v: &Value) -> Option<String> {
+pub(crate) fn config_hash(v: &Value) -> Option<String> {
     let env = environment_of(v);
     let config = serde_json::json!([env["config"], env["cmdline"]]);
     (!env.is_null()).then(|| sha256(config.to_string().as_bytes())[..16].into())
@@ -443,7 +443,7 @@ pub(crate) const ENTRY_COLUMNS: &str = "id, created_unix, kind, workload, params
     kernel, cpu_model, config_hash, unit, median, ci_lo, ci_hi";
 
 /// Where results are kept: a SQLite file, or a PostgreSQL database shared by many machines.
-pub enum Store {
+pub(crate) enum Store {
     Sqlite(Lite),
     Postgres(Pg),
 }
@@ -451,7 +451,7 @@ pub enum Store {
 impl Store {
     /// Open (creating if need be) the store at `location`, to record in it. A store that is
     /// not syscost's, or of a newer schema, is refused with the reason.
-    pub fn open(location: &Location) -> Result<Store> {
+    pub(crate) fn open(location: &Location) -> Result<Store> {
         match location {
             Location::Postgres(url) => Ok(Store::Postgres(Pg::open(url)?)),
             Location::Sqlite(path) => Ok(Store::Sqlite(Lite::open(path)?)),
@@ -460,7 +460,7 @@ impl Store {
 
     /// Open the store at `location` to read it or delete from it: a SQLite file that does not
     /// exist is said to be missing, not created (with its directories) at a mistyped path.
-    pub fn open_existing(location: &Location) -> Result<Store> {
+    pub(crate) fn open_existing(location: &Location) -> Result<Store> {
         if let Location::Sqlite(path) = location
             && std::fs::symlink_metadata(path).is_err()
         {
@@ -478,7 +478,7 @@ impl Store {
     }
 
     /// The store, for messages (a URL without its password).
-    pub fn location(&self) -> String {
+    pub(crate) fn location(&self) -> String {
         match self {
             Store::Sqlite(s) => s.path().display().to_string(),
             Store::Postgres(p) => p.location().to_string(),
@@ -487,7 +487,7 @@ impl Store {
 
     /// Store a result (its JSON text, as written to files) with `tags`. Returns its id and
     /// whether it was new (the same text stored again is the same entry; new tags are added).
-    pub fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
+    pub(crate) fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
         match self {
             Store::Sqlite(s) => s.insert(json, tags),
             Store::Postgres(p) => p.insert(json, tags),
@@ -495,7 +495,7 @@ impl Store {
     }
 
     /// The entries matching `f`, oldest first.
-    pub fn list(&mut self, f: &Filter) -> Result<Vec<Entry>> {
+    pub(crate) fn list(&mut self, f: &Filter) -> Result<Vec<Entry>> {
         let mut out = match self {
             Store::Sqlite(s) => s.list(f)?,
             Store::Postgres(p) => p.list(f)?,
@@ -507,7 +507,7 @@ impl Store {
     }
 
     /// How many results match `f` (its `newest` aside).
-    pub fn count(&mut self, f: &Filter) -> Result<i64> {
+    pub(crate) fn count(&mut self, f: &Filter) -> Result<i64> {
         match self {
             Store::Sqlite(s) => s.count(f),
             Store::Postgres(p) => p.count(f),
@@ -515,7 +515,7 @@ impl Store {
     }
 
     /// A stored result's JSON text.
-    pub fn json(&mut self, id: i64) -> Result<String> {
+    pub(crate) fn json(&mut self, id: i64) -> Result<String> {
         match self {
             Store::Sqlite(s) => s.json(id),
             Store::Postgres(p) => p.json(id),
@@ -523,7 +523,7 @@ impl Store {
     }
 
     /// The parts of stored results that comparisons read, in the order of `ids`.
-    pub fn views(&mut self, ids: &[i64]) -> Result<Vec<String>> {
+    pub(crate) fn views(&mut self, ids: &[i64]) -> Result<Vec<String>> {
         match self {
             Store::Sqlite(s) => s.views(ids),
             Store::Postgres(p) => p.views(ids),
@@ -531,7 +531,7 @@ impl Store {
     }
 
     /// Remove results; an id not stored fails the whole deletion. An id given twice is one.
-    pub fn delete(&mut self, ids: &[i64]) -> Result<usize> {
+    pub(crate) fn delete(&mut self, ids: &[i64]) -> Result<usize> {
         let mut ids = ids.to_vec();
         ids.sort_unstable();
         ids.dedup();

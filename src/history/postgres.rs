@@ -31,7 +31,7 @@ fn filtered(f: &Filter) -> (String, Vec<Box<dyn ToSql + Sync>>) {
     (sql, args)
 }
 
-pub struct Pg {
+pub(crate) struct Pg {
     client: Client,
     /// The URL with its password masked.
     shown: String,
@@ -41,7 +41,7 @@ pub struct Pg {
 const CREATE_LOCK: i64 = 0x0073_7973_636f_7374; // "syscost" in ASCII
 
 impl Pg {
-    pub fn open(url: &str) -> Result<Pg> {
+    pub(crate) fn open(url: &str) -> Result<Pg> {
         let shown = crate::core::redact_url(url);
         let mut config: postgres::Config = url.parse().map_err(|e| {
             anyhow::anyhow!(
@@ -67,7 +67,7 @@ impl Pg {
         Ok(pg)
     }
 
-    pub fn location(&self) -> &str {
+    pub(crate) fn location(&self) -> &str {
         &self.shown
     }
 
@@ -111,7 +111,7 @@ impl Pg {
         Ok(())
     }
 
-    pub fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
+    pub(crate) fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
         let v: Value = serde_json::from_str(json).context("the result is not valid JSON")?;
         let digest = digest(json);
         let col = Entry::of(&v);
@@ -164,7 +164,7 @@ impl Pg {
         Ok((id, new))
     }
 
-    pub fn list(&mut self, f: &Filter) -> Result<Vec<Entry>> {
+    pub(crate) fn list(&mut self, f: &Filter) -> Result<Vec<Entry>> {
         let (conditions, args) = filtered(f);
         let sql = format!(
             "SELECT {ENTRY_COLUMNS} FROM results r WHERE 1=1{conditions}{}",
@@ -208,14 +208,14 @@ impl Pg {
         Ok(out)
     }
 
-    pub fn count(&mut self, f: &Filter) -> Result<i64> {
+    pub(crate) fn count(&mut self, f: &Filter) -> Result<i64> {
         let (conditions, args) = filtered(f);
         let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a.as_ref()).collect();
         let sql = format!("SELECT count(*) FROM results r WHERE 1=1{conditions}");
         Ok(self.client.query_one(&sql, &refs)?.get(0))
     }
 
-    pub fn json(&mut self, id: i64) -> Result<String> {
+    pub(crate) fn json(&mut self, id: i64) -> Result<String> {
         match self
             .client
             .query_opt("SELECT json FROM bodies WHERE result_id = $1", &[&id])?
@@ -228,7 +228,7 @@ impl Pg {
         }
     }
 
-    pub fn views(&mut self, ids: &[i64]) -> Result<Vec<String>> {
+    pub(crate) fn views(&mut self, ids: &[i64]) -> Result<Vec<String>> {
         let mut by_id: std::collections::HashMap<i64, String> = self
             .client
             .query(
@@ -247,7 +247,7 @@ impl Pg {
             .collect()
     }
 
-    pub fn delete(&mut self, ids: &[i64]) -> Result<usize> {
+    pub(crate) fn delete(&mut self, ids: &[i64]) -> Result<usize> {
         let mut tx = self.client.transaction()?;
         let mut n = 0;
         for id in ids {

@@ -30,7 +30,7 @@ fn filtered(f: &Filter) -> (String, Vec<rusqlite::types::Value>) {
     (sql, args)
 }
 
-pub struct Lite {
+pub(crate) struct Lite {
     conn: Connection,
     path: PathBuf,
 }
@@ -38,7 +38,7 @@ pub struct Lite {
 impl Lite {
     /// Open (creating if need be) the store at `path`: a file that is not a syscost history, or
     /// one written by a newer syscost, is refused with the reason.
-    pub fn open(path: &Path) -> Result<Lite> {
+    pub(crate) fn open(path: &Path) -> Result<Lite> {
         // SQLite would make a database of an empty file or write through a device: a path
         // that exists must already be a store.
         if let Ok(meta) = std::fs::metadata(path)
@@ -222,13 +222,13 @@ impl Lite {
             .context("migrating the history to schema 2 (a read-only store cannot be)")
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Store a result (its JSON text, as written to files) with `tags`. Returns its id and
     /// whether it was new (the same text stored again is the same entry; new tags are added).
-    pub fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
+    pub(crate) fn insert(&mut self, json: &str, tags: &[(String, String)]) -> Result<(i64, bool)> {
         let v: Value = serde_json::from_str(json).context("the result is not valid JSON")?;
         let digest = digest(json);
         let col = Entry::of(&v);
@@ -285,7 +285,7 @@ impl Lite {
     }
 
     /// The entries matching `f`, oldest first.
-    pub fn list(&self, f: &Filter) -> Result<Vec<Entry>> {
+    pub(crate) fn list(&self, f: &Filter) -> Result<Vec<Entry>> {
         let (conditions, args) = filtered(f);
         let sql = format!(
             "SELECT {ENTRY_COLUMNS} FROM results r WHERE 1=1{conditions}{}",
@@ -316,7 +316,7 @@ impl Lite {
         Ok(out)
     }
 
-    pub fn count(&self, f: &Filter) -> Result<i64> {
+    pub(crate) fn count(&self, f: &Filter) -> Result<i64> {
         let (conditions, args) = filtered(f);
         Ok(self.conn.query_row(
             &format!("SELECT count(*) FROM results r WHERE 1=1{conditions}"),
@@ -358,7 +358,7 @@ impl Lite {
     }
 
     /// A stored result's JSON text.
-    pub fn json(&self, id: i64) -> Result<String> {
+    pub(crate) fn json(&self, id: i64) -> Result<String> {
         self.conn
             .query_row("SELECT json FROM bodies WHERE result_id = ?1", [id], |r| {
                 r.get(0)
@@ -374,7 +374,7 @@ impl Lite {
 
     /// The parts of stored results that comparisons read, as a result's JSON text (see
     /// `view_of`), in the order of `ids`.
-    pub fn views(&self, ids: &[i64]) -> Result<Vec<String>> {
+    pub(crate) fn views(&self, ids: &[i64]) -> Result<Vec<String>> {
         let mut stmt = self
             .conn
             .prepare("SELECT view FROM bodies WHERE result_id = ?1")?;
@@ -388,7 +388,7 @@ impl Lite {
     }
 
     /// Remove results; the ids not stored are named.
-    pub fn delete(&mut self, ids: &[i64]) -> Result<usize> {
+    pub(crate) fn delete(&mut self, ids: &[i64]) -> Result<usize> {
         // IMMEDIATE: a deferred transaction that reads then writes fails at once (SQLITE_BUSY,
         // no wait) when another process wrote in between.
         let tx = self

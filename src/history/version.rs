@@ -60,7 +60,7 @@ fn key(release: &str) -> Key {
 }
 
 /// Kernel releases in version order; equal keys fall back to the text.
-pub fn order(a: &str, b: &str) -> Ordering {
+pub(crate) fn order(a: &str, b: &str) -> Ordering {
     key(a).cmp(&key(b)).then_with(|| a.cmp(b))
 }
 

@@ -55,7 +55,7 @@ impl Geometry {
         })
     }
 
-    pub fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         // Bounds of any real cache (a 64 KiB L1 has 64-512 sets, 4-16 ways, 64-byte lines), wide
         // enough for large L2s and LLC slices, and small enough that every figure fits in
         // memory and in a u64.
@@ -98,13 +98,13 @@ impl Geometry {
         Ok(g)
     }
 
-    pub fn set_of(&self, addr: u64) -> u64 {
+    pub(crate) fn set_of(&self, addr: u64) -> u64 {
         (addr / self.line) % self.sets
     }
 }
 
 /// kmalloc's size classes: the slab an object of `size` bytes comes from.
-pub fn slab_class(size: u64) -> Result<u64> {
+pub(crate) fn slab_class(size: u64) -> Result<u64> {
     const CLASSES: &[u64] = &[8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096];
     if size == 0 {
         bail!(crate::refused!(Opt::Size, " must be at least 1 byte"));
@@ -123,12 +123,12 @@ pub fn slab_class(size: u64) -> Result<u64> {
 
 /// The alignment objects of a slab class get: their size, or the largest power of two
 /// dividing it (96 and 192 byte objects sit at multiples of 32 and 64).
-pub fn slab_alignment(class: u64) -> u64 {
+pub(crate) fn slab_alignment(class: u64) -> u64 {
     1 << class.trailing_zeros()
 }
 
 /// The sets the first line of an object aligned to `align` can land in.
-pub fn reachable_sets(g: &Geometry, align: u64) -> Vec<u64> {
+pub(crate) fn reachable_sets(g: &Geometry, align: u64) -> Vec<u64> {
     let span = g.sets * g.line;
     let step = align.max(1);
     let mut sets: Vec<u64> = (0..span.div_ceil(step).max(1))
@@ -140,7 +140,7 @@ pub fn reachable_sets(g: &Geometry, align: u64) -> Vec<u64> {
 }
 
 /// Population per set of the first `lines` lines of each object at `addrs`.
-pub fn populations(g: &Geometry, addrs: &[u64], lines: u64) -> Vec<u64> {
+pub(crate) fn populations(g: &Geometry, addrs: &[u64], lines: u64) -> Vec<u64> {
     let mut pop = vec![0u64; g.sets as usize];
     for a in addrs {
         for k in 0..lines.max(1) {
@@ -152,7 +152,7 @@ pub fn populations(g: &Geometry, addrs: &[u64], lines: u64) -> Vec<u64> {
 
 /// The syscall-latency post's cacheline-spread: the (population) standard deviation of the
 /// populations of the reachable sets; 0 for a perfectly even layout.
-pub fn spread(pop: &[u64], reachable: &[u64]) -> f64 {
+pub(crate) fn spread(pop: &[u64], reachable: &[u64]) -> f64 {
     let v: Vec<f64> = reachable.iter().map(|&s| pop[s as usize] as f64).collect();
     if v.is_empty() { 0.0 } else { pstdev(&v) }
 }
@@ -160,7 +160,7 @@ pub fn spread(pop: &[u64], reachable: &[u64]) -> f64 {
 /// Monte Carlo: place `objects` first lines uniformly at random among the reachable sets,
 /// `trials` times; the share of trials in which some set holds more than `ways` lines, with a
 /// 95% Wilson interval.
-pub fn overflow_probability(
+pub(crate) fn overflow_probability(
     g: &Geometry,
     reachable: &[u64],
     objects: u64,
@@ -215,17 +215,17 @@ pub fn parse_addresses(text: &str, source: &str) -> Result<Vec<u64>> {
 }
 
 /// The largest cache syscost models: sets, ways and line size.
-pub const MAX_SETS: u64 = 1 << 16;
-pub const MAX_WAYS: u64 = 256;
-pub const MAX_LINE: u64 = 4096;
+pub(crate) const MAX_SETS: u64 = 1 << 16;
+pub(crate) const MAX_WAYS: u64 = 256;
+pub(crate) const MAX_LINE: u64 = 4096;
 /// The most objects, lines per object and Monte Carlo trials one analysis takes.
-pub const MAX_OBJECTS: u64 = 1 << 20;
-pub const MAX_LINES: u64 = 64;
-pub const MAX_TRIALS: u64 = 10_000_000;
+pub(crate) const MAX_OBJECTS: u64 = 1 << 20;
+pub(crate) const MAX_LINES: u64 = 64;
+pub(crate) const MAX_TRIALS: u64 = 10_000_000;
 
 /// What `syscost cachesets` reports.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     /// Schema, version, kind and tool.
     #[serde(flatten)]
     pub envelope: Envelope,
@@ -254,7 +254,7 @@ pub struct Analysis {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct MonteCarlo {
+pub(crate) struct MonteCarlo {
     pub trials: u64,
     pub seed: u64,
     /// P(some reachable set gets more lines than ways) under uniform random placement.
@@ -264,7 +264,7 @@ pub struct MonteCarlo {
 
 /// What to analyse.
 #[derive(Clone, Debug)]
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub geometry: Geometry,
     pub geometry_source: &'a str,
     /// Real addresses; `None` analyses `objects` placed as evenly as possible.
@@ -279,7 +279,7 @@ pub struct Request<'a> {
 }
 
 /// Analyse a placement.
-pub fn analyse(req: &Request) -> Result<Analysis> {
+pub(crate) fn analyse(req: &Request) -> Result<Analysis> {
     let Request {
         geometry: g,
         geometry_source,

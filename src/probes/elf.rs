@@ -63,7 +63,7 @@ pub fn symbol_offset(path: &Path, symbol: &str) -> Result<u64> {
 }
 
 /// Split `PATH:SYMBOL`.
-pub fn parse_target(s: &str) -> Result<(std::path::PathBuf, String)> {
+pub(crate) fn parse_target(s: &str) -> Result<(std::path::PathBuf, String)> {
     match s.rsplit_once(':') {
         Some((p, sym)) if !p.is_empty() && !sym.is_empty() => Ok((p.into(), sym.into())),
         _ => Err(crate::refused!(

@@ -12,7 +12,7 @@
 //! Rust, libbpf-rs needs libelf, neither worth it for so little.
 
 pub mod elf;
-pub mod targets;
+pub(crate) mod targets;
 
 use anyhow::{Context, Result};
 use perf_event::Builder;
@@ -38,7 +38,7 @@ pub enum ProbeKind {
 }
 
 /// The uprobe PMU's type and the bit of `config` that makes a return probe.
-pub fn pmu() -> Result<(u32, u32)> {
+pub(crate) fn pmu() -> Result<(u32, u32)> {
     let ty: u32 = std::fs::read_to_string(format!("{PMU}/type"))
         .map_err(|_| {
             anyhow::anyhow!(
@@ -86,7 +86,7 @@ impl perf_event::events::Event for UprobeAttr {
 
 /// Who a probe watches.
 #[derive(Clone, Copy, Debug)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The calling thread, and (inherited) the threads it starts afterwards.
     ThisProcess,
     /// Every process, on this CPU (system-wide: needs CAP_PERFMON or CAP_SYS_ADMIN).
@@ -94,7 +94,7 @@ pub enum Scope {
 }
 
 /// An attached uprobe (or uretprobe), counting its hits.
-pub struct Uprobe {
+pub(crate) struct Uprobe {
     counter: perf_event::Counter,
     /// The BPF program and its per-CPU hit counter map, with --bpf.
     bpf: Option<(OwnedFd, OwnedFd)>,
@@ -105,7 +105,7 @@ pub struct Uprobe {
 
 impl Uprobe {
     /// Place a probe at `offset` of the file `path`.
-    pub fn attach(
+    pub(crate) fn attach(
         path: &Path,
         offset: u64,
         kind: ProbeKind,
@@ -158,7 +158,7 @@ impl Uprobe {
     /// Hits so far (for an inherited probe: those of finished threads too, once joined). With a
     /// BPF program attached the perf event does not count (the program returns 0, which tells
     /// the kernel to skip the event): the program's own per-CPU count is read instead.
-    pub fn hits(&mut self) -> Result<u64> {
+    pub(crate) fn hits(&mut self) -> Result<u64> {
         match &self.bpf {
             Some((_, map)) => bpf::read_percpu_counter(map),
             None => self
@@ -186,7 +186,7 @@ fn explain(e: std::io::Error, path: &Path, offset: u64) -> anyhow::Error {
 }
 
 /// The BPF side, by raw bpf(2): a per-CPU counter map and the program.
-pub mod bpf {
+pub(crate) mod bpf {
     use anyhow::{Result, bail};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -214,7 +214,7 @@ pub mod bpf {
     }
 
     /// A BPF_MAP_TYPE_PERCPU_ARRAY of one u64.
-    pub fn percpu_counter() -> Result<OwnedFd> {
+    pub(crate) fn percpu_counter() -> Result<OwnedFd> {
         let mut attr = [0u8; 128];
         attr[0..4].copy_from_slice(&6u32.to_ne_bytes()); // BPF_MAP_TYPE_PERCPU_ARRAY
         attr[4..8].copy_from_slice(&4u32.to_ne_bytes()); // key_size
@@ -226,7 +226,7 @@ pub mod bpf {
     }
 
     /// The sum over CPUs of the counter.
-    pub fn read_percpu_counter(map: &OwnedFd) -> Result<u64> {
+    pub(crate) fn read_percpu_counter(map: &OwnedFd) -> Result<u64> {
         let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible")
             .ok()
             .and_then(|s| crate::core::CpuList::parse(s.trim()).ok())
@@ -252,7 +252,7 @@ pub mod bpf {
     /// A kprobe-type program (what uprobes run) that adds one to its CPU's slot of `map` and
     /// returns 0, like the 2024 uprobe thread's minimal program, plus the count that checks
     /// the hits.
-    pub fn load_counting_return_zero(map: &OwnedFd) -> Result<OwnedFd> {
+    pub(crate) fn load_counting_return_zero(map: &OwnedFd) -> Result<OwnedFd> {
         let fd = map.as_raw_fd();
         let prog: Vec<[u8; 8]> = vec![
             insn(0xb7, 1, 0, 0, 0),   // r1 = 0

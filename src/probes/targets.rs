@@ -53,7 +53,7 @@ unsafe extern "C" {
 
 impl Insn {
     /// The symbol of the target function.
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             Insn::Nop => "syscost_probe_nop",
             Insn::Push => "syscost_probe_push",
@@ -71,7 +71,7 @@ impl Insn {
     }
 
     /// The function to call.
-    pub fn function(self) -> unsafe extern "C" fn() {
+    pub(crate) fn function(self) -> unsafe extern "C" fn() {
         #[cfg(target_arch = "x86_64")]
         {
             match self {
@@ -87,7 +87,7 @@ impl Insn {
     }
 
     /// (path of this executable, file offset of the target).
-    pub fn location(self) -> Result<(std::path::PathBuf, u64)> {
+    pub(crate) fn location(self) -> Result<(std::path::PathBuf, u64)> {
         let exe = std::env::current_exe()?;
         let off = elf::symbol_offset(&exe, self.symbol())?;
         Ok((exe, off))

@@ -54,7 +54,7 @@ pub struct Profile {
 }
 
 /// A running sampler and the raw call chains it has collected.
-pub struct Recorder {
+pub(crate) struct Recorder {
     sampler: Sampler,
     event: String,
     notes: Vec<String>,
@@ -86,7 +86,7 @@ fn builder_for(hardware: bool, kernel: bool, inherit: bool) -> Builder<'static> 
 
 impl Recorder {
     /// Start sampling the calling thread (and, with `inherit`, the processes it starts).
-    pub fn start(inherit: bool) -> Result<Recorder> {
+    pub(crate) fn start(inherit: bool) -> Result<Recorder> {
         let mut notes = Vec::new();
         let mut attempt = None;
         'found: for hardware in [true, false] {
@@ -135,7 +135,7 @@ impl Recorder {
     }
 
     /// Move the samples out of the ring buffer (call between timed batches).
-    pub fn drain(&mut self) {
+    pub(crate) fn drain(&mut self) {
         use perf_event::data::Record as R;
         while let Some(rec) = self.sampler.next_record() {
             match rec.parse_record() {
@@ -175,7 +175,7 @@ impl Recorder {
     }
 
     /// Stop sampling and fold the chains into a flat profile.
-    pub fn finish(mut self) -> Profile {
+    pub(crate) fn finish(mut self) -> Profile {
         let _ = self.sampler.disable();
         self.drain();
         let kernel = Kallsyms::load();

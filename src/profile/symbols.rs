@@ -37,7 +37,7 @@ impl Kallsyms {
 
     /// Text symbols given as `ADDR NAME` lines (another kernel's, such as a guest's sent
     /// with its result).
-    pub fn parse(text: &str) -> Kallsyms {
+    pub(crate) fn parse(text: &str) -> Kallsyms {
         let mut syms: Vec<(u64, String)> = text
             .lines()
             .filter_map(|l| {
@@ -67,7 +67,7 @@ impl Kallsyms {
         }
     }
 
-    pub fn resolve(&self, addr: u64) -> Option<&str> {
+    pub(crate) fn resolve(&self, addr: u64) -> Option<&str> {
         let i = self.syms.partition_point(|(a, _)| *a <= addr);
         (i > 0).then(|| self.syms[i - 1].1.as_str())
     }
@@ -75,7 +75,7 @@ impl Kallsyms {
 
 /// One executable mapping of a process.
 #[derive(Clone, Debug)]
-pub struct Mapping {
+pub(crate) struct Mapping {
     pub start: u64,
     pub end: u64,
     pub offset: u64,
@@ -83,7 +83,7 @@ pub struct Mapping {
 }
 
 /// The executable mappings of a live process, from /proc/PID/maps.
-pub fn maps_of(pid: u32) -> Vec<Mapping> {
+pub(crate) fn maps_of(pid: u32) -> Vec<Mapping> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     text.lines()
         .filter_map(|l| {
@@ -159,19 +159,19 @@ impl ElfSymbols {
 
 /// Resolves user addresses of any process whose mappings it has been told about.
 #[derive(Default)]
-pub struct UserSymbols {
+pub(crate) struct UserSymbols {
     maps: HashMap<u32, Vec<Mapping>>,
     files: HashMap<String, Option<ElfSymbols>>,
 }
 
 impl UserSymbols {
-    pub fn add_mapping(&mut self, pid: u32, m: Mapping) {
+    pub(crate) fn add_mapping(&mut self, pid: u32, m: Mapping) {
         self.maps.entry(pid).or_default().push(m);
     }
 
     /// `function` (or `[file]` when the file has no symbol there), or None when the address is
     /// in no known mapping.
-    pub fn resolve(&mut self, pid: u32, addr: u64) -> Option<String> {
+    pub(crate) fn resolve(&mut self, pid: u32, addr: u64) -> Option<String> {
         let m = self
             .maps
             .get(&pid)?

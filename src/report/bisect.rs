@@ -14,7 +14,7 @@ use crate::experiments::bisect::{Bisection, Found, Shape};
 impl Bisection {
     /// The answer in one line, as the 0-day robot writes it: "first bad build X: getpid
     /// instructions +52.9% (306 to 468 per call)".
-    pub fn headline(&self) -> String {
+    pub(crate) fn headline(&self) -> String {
         let (g, b) = (
             crate::stats::median(&self.ends.good),
             crate::stats::median(&self.ends.bad),
@@ -99,7 +99,7 @@ impl Bisection {
     }
 
     /// The ends: boots, median, and the change with its interval.
-    pub fn ends_grid(&self) -> Grid {
+    pub(crate) fn ends_grid(&self) -> Grid {
         let mut g = Grid::new(&["end", "build", "boots", "median", "min", "max"])
             .right(2..=5)
             .title(format!(
@@ -143,7 +143,7 @@ impl Bisection {
     }
 
     /// Every step's evidence.
-    pub fn steps_grid(&self) -> Option<Grid> {
+    pub(crate) fn steps_grid(&self) -> Option<Grid> {
         if self.steps.is_empty() {
             return None;
         }
@@ -189,7 +189,7 @@ impl Bisection {
 
     /// Each build tried, in order, with its boots' figures: the chart of the figure along the
     /// builds.
-    pub fn builds_chart(&self) -> String {
+    pub(crate) fn builds_chart(&self) -> String {
         use super::svg::{Category, Mark, categories};
         let mut tried: Vec<(usize, Vec<f64>, usize)> = vec![
             (self.good, self.ends.good.clone(), 1),
@@ -330,4 +330,4 @@ impl ResultKind for Bisection {
 }
 
 /// A bisection: the figure along the builds it tried.
-pub const ENTRY: Entry = Entry::of::<Bisection>(Kind::Bisection, &["builds"]);
+pub(crate) const ENTRY: Entry = Entry::of::<Bisection>(Kind::Bisection, &["builds"]);

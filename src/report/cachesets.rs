@@ -80,7 +80,7 @@ impl Render for Analysis {
 }
 
 /// A cache-set analysis: its chart and its sentences.
-pub const ENTRY: Entry = Entry::of::<Analysis>(Kind::Cachesets, &["cachesets"]);
+pub(crate) const ENTRY: Entry = Entry::of::<Analysis>(Kind::Cachesets, &["cachesets"]);
 
 impl ResultKind for Analysis {
     fn kind(&self) -> Kind {

@@ -48,7 +48,7 @@ fn moved_most<'a>(arms: &[(&str, &'a EmulatedFunctions)], n: usize) -> Vec<&'a s
 
 impl Campaign {
     /// One row per arm: its boots and the spread of the per-boot values.
-    pub fn figures_grid(&self) -> Grid {
+    pub(crate) fn figures_grid(&self) -> Grid {
         // Rounds never booted only when the campaign stopped before them.
         let never = self.figures.iter().any(|f| f.unbooted > 0);
         let mut head = vec!["arm", "kernel", "boots", "failed"];
@@ -81,7 +81,7 @@ impl Campaign {
 
     /// One row per counter, a column per arm: the median over the arm's boots, or the status
     /// perf gave it (`<not supported>`) with its reason as a numbered note.
-    pub fn counters_grid(&self) -> Option<Grid> {
+    pub(crate) fn counters_grid(&self) -> Option<Grid> {
         let mut names: Vec<(&str, &str)> = Vec::new();
         for c in self.figures.iter().flat_map(|f| &f.counters) {
             if !names.iter().any(|(n, _)| *n == c.name) {
@@ -109,7 +109,7 @@ impl Campaign {
 
     /// Per arm and modelled cache, the sets with the most misses per operation: the
     /// syscall-latency post's crowded sets, for the real kernel's objects.
-    pub fn sets_grid(&self) -> Option<Grid> {
+    pub(crate) fn sets_grid(&self) -> Option<Grid> {
         let model = self.machine.as_ref()?.cache_model.as_ref()?;
         let mut g = Grid::new(&["arm", "cache", "misses", "most missed sets (set: misses)"])
             .right([2])
@@ -146,7 +146,7 @@ impl Campaign {
 
     /// Each arm's rules-file sweep (`-- audit sweep --audit-rules FILE`): its first measured
     /// boot's ranking of the rules (emulated counts agree from boot to boot within a tick).
-    pub fn rules_grids(&self) -> Vec<Grid> {
+    pub(crate) fn rules_grids(&self) -> Vec<Grid> {
         let sweep_of = |arm: &str| {
             self.boots
                 .iter()
@@ -177,7 +177,7 @@ impl Campaign {
     /// Kernel instructions per operation by function (`--emulated-profile`), a column per arm,
     /// and for each arm after the first its change against the first: the functions that
     /// moved most, or with one arm the ones that run most.
-    pub fn functions_grid(&self) -> Option<Grid> {
+    pub(crate) fn functions_grid(&self) -> Option<Grid> {
         let arms: Vec<(&str, &EmulatedFunctions)> = self
             .figures
             .iter()
@@ -229,7 +229,7 @@ impl Campaign {
 
     /// A LAVA campaign's boots, each with the job it ran as: where to read its log in the
     /// lab, the device and the worker.
-    pub fn jobs_grid(&self) -> Option<Grid> {
+    pub(crate) fn jobs_grid(&self) -> Option<Grid> {
         let mut g = Grid::new(&["arm", "round", "try", "outcome", "device", "worker", "job"])
             .right([1, 2])
             .title(" LAVA jobs, one per boot");
@@ -253,7 +253,7 @@ impl Campaign {
     }
 
     /// The boots that failed, each with its reason and the console's last line.
-    pub fn failures_grid(&self) -> Option<Grid> {
+    pub(crate) fn failures_grid(&self) -> Option<Grid> {
         let mut g = Grid::new(&["arm", "round", "try", "reason"])
             .right([1, 2])
             .title(" Failed boots");
@@ -563,7 +563,8 @@ impl Render for Campaign {
 }
 
 /// A campaign: its comparison's charts and its tables.
-pub const ENTRY: Entry = Entry::of::<Campaign>(Kind::Campaign, &["compare", "boots", "sets"]);
+pub(crate) const ENTRY: Entry =
+    Entry::of::<Campaign>(Kind::Campaign, &["compare", "boots", "sets"]);
 
 impl ResultKind for Campaign {
     fn kind(&self) -> Kind {

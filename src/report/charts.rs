@@ -27,7 +27,7 @@ fn five(v: &[f64]) -> Option<(f64, f64, f64, f64, f64)> {
 }
 
 /// Distribution of time per op: each run's samples as a strip, and a box over runs.
-pub fn run_chart(r: &RunResult) -> String {
+pub(crate) fn run_chart(r: &RunResult) -> String {
     let time = r.metrics.iter().find(|m| m.name == "time");
     let unit = time.map(|m| m.unit.clone()).unwrap_or_default();
     let oh = if r.options.subtract_overhead {
@@ -83,7 +83,7 @@ pub fn run_chart(r: &RunResult) -> String {
 }
 
 /// Top functions of a profile by self share (total share alongside).
-pub fn profile_chart(p: &crate::profile::Profile, title: &str) -> String {
+pub(crate) fn profile_chart(p: &crate::profile::Profile, title: &str) -> String {
     let mut rows = Vec::new();
     for f in p.functions.iter().take(12) {
         rows.push((format!("{} (self)", f.name), f.self_pct, 0));
@@ -102,7 +102,7 @@ pub fn profile_chart(p: &crate::profile::Profile, title: &str) -> String {
 }
 
 /// Each variant's primary metric: median (dot) with the 95% CI of the mean.
-pub fn compare_chart(c: &Comparison) -> String {
+pub(crate) fn compare_chart(c: &Comparison) -> String {
     let unit = c.primary_unit();
     let cats: Vec<Category> = c
         .variants
@@ -151,7 +151,7 @@ pub fn compare_chart(c: &Comparison) -> String {
 
 /// A trend: each group's median and interval in order, the step's change and verdict above it,
 /// regressions in the warning colour.
-pub fn trend_chart(t: &crate::compare::trend::Trend) -> String {
+pub(crate) fn trend_chart(t: &crate::compare::trend::Trend) -> String {
     let cats: Vec<Category> = t
         .points
         .iter()
@@ -201,7 +201,7 @@ pub fn trend_chart(t: &crate::compare::trend::Trend) -> String {
 }
 
 /// Delta % per metric and variant, signed bars; the verdict in the label.
-pub fn delta_chart(c: &Comparison) -> String {
+pub(crate) fn delta_chart(c: &Comparison) -> String {
     let intervals: Vec<Option<(f64, f64)>> = c
         .deltas
         .iter()
@@ -248,7 +248,7 @@ pub fn delta_chart(c: &Comparison) -> String {
 }
 
 /// The alignment RFC's ranking: variants by the primary metric.
-pub fn ranking_chart(c: &Comparison) -> Option<String> {
+pub(crate) fn ranking_chart(c: &Comparison) -> Option<String> {
     if c.ranking.is_empty() {
         return None;
     }
@@ -282,7 +282,7 @@ pub fn ranking_chart(c: &Comparison) -> Option<String> {
 }
 
 /// The functions whose share grew and shrank most.
-pub fn profile_diff_chart(c: &Comparison) -> Option<String> {
+pub(crate) fn profile_diff_chart(c: &Comparison) -> Option<String> {
     if c.profile_diff.is_empty() {
         return None;
     }
@@ -310,7 +310,7 @@ pub fn profile_diff_chart(c: &Comparison) -> Option<String> {
 }
 
 /// Boots as groups: each boot's runs, and its median.
-pub fn merge_chart(m: &Merged, primary: &str) -> String {
+pub(crate) fn merge_chart(m: &Merged, primary: &str) -> String {
     let unit = m
         .metrics
         .iter()
@@ -347,7 +347,7 @@ pub fn merge_chart(m: &Merged, primary: &str) -> String {
 }
 
 /// ns/op against the rule count, the fitted line with its 95% band, the baselines.
-pub fn sweep_chart(s: &Sweep) -> String {
+pub(crate) fn sweep_chart(s: &Sweep) -> String {
     let unit = s
         .steps
         .first()
@@ -468,7 +468,7 @@ pub fn sweep_chart(s: &Sweep) -> String {
 }
 
 /// The uprobe thread's scaling as charts: total and per-CPU throughput against threads.
-pub fn scale_charts(s: &Scale) -> Vec<String> {
+pub(crate) fn scale_charts(s: &Scale) -> Vec<String> {
     let pts: Vec<(f64, f64)> = s.rows.iter().map(|r| (r.threads as f64, r.mean)).collect();
     let err: Vec<(f64, f64)> = s
         .rows
@@ -535,7 +535,7 @@ pub fn scale_charts(s: &Scale) -> Vec<String> {
 }
 
 /// Scatter with the least-squares line; r, p and n in the title.
-pub fn correlate_chart(c: &CorrelationResult) -> String {
+pub(crate) fn correlate_chart(c: &CorrelationResult) -> String {
     let pts: Vec<(f64, f64)> = c.points.iter().map(|p| (p.x, p.y)).collect();
     let (lo, hi) = (
         pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min),
@@ -576,7 +576,7 @@ pub fn correlate_chart(c: &CorrelationResult) -> String {
 }
 
 /// Lines per set, reachable sets highlighted, the associativity as a line.
-pub fn cachesets_chart(a: &Analysis) -> String {
+pub(crate) fn cachesets_chart(a: &Analysis) -> String {
     let cats: Vec<Category> = a
         .populations
         .iter()

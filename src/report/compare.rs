@@ -45,7 +45,7 @@ impl Comparison {
     }
 
     /// The unit of the primary metric, e.g. `ns/call`.
-    pub fn primary_unit(&self) -> String {
+    pub(crate) fn primary_unit(&self) -> String {
         self.variants
             .first()
             .and_then(|v| v.metric(&self.primary_metric))
@@ -54,7 +54,7 @@ impl Comparison {
     }
 
     /// The delta table: one row per metric and variant.
-    pub fn delta_grid(&self) -> Grid {
+    pub(crate) fn delta_grid(&self) -> Grid {
         let ci = format!("{:.0}% CI of delta", 100.0 * self.bootstrap.confidence);
         let mut g = Grid::new(&[
             "metric", "variant", "baseline", "median", "delta", &ci, "p", "p adj", "effect",
@@ -81,7 +81,7 @@ impl Comparison {
     /// The deltas as one block per metric, for a mail (`--format lkml`): the baseline's median
     /// as the block's first row, then each variant's median, delta, CI, adjusted p, effect and
     /// verdict. The unadjusted p is left to the other formats, so a block fits 80 columns.
-    pub fn delta_blocks(&self) -> Vec<Grid> {
+    pub(crate) fn delta_blocks(&self) -> Vec<Grid> {
         let ci = format!("{:.0}% CI of delta", 100.0 * self.bootstrap.confidence);
         let mut metrics: Vec<&str> = Vec::new();
         for d in &self.deltas {
@@ -122,7 +122,7 @@ impl Comparison {
     }
 
     /// The audit series' table for the primary metric: Min, Mean, Median, Max, pstdev per variant.
-    pub fn seed_table(&self) -> Grid {
+    pub(crate) fn seed_table(&self) -> Grid {
         let unit = self.primary_unit();
         let mut g = Grid::new(&["", "n", "Min", "Mean", "Median", "Max", "pstdev"])
             .right(1..=6)
@@ -177,7 +177,7 @@ impl Comparison {
     }
 
     /// The alignment RFC's ranking: variants ordered by the primary metric, with % against the baseline.
-    pub fn ranking_grid(&self) -> Option<Grid> {
+    pub(crate) fn ranking_grid(&self) -> Option<Grid> {
         if self.ranking.is_empty() {
             return None;
         }
@@ -200,7 +200,7 @@ impl Comparison {
     }
 
     /// The syscall-latency post's perf-stat blocks: every metric per op, each variant in turn.
-    pub fn counter_blocks(&self) -> Vec<Grid> {
+    pub(crate) fn counter_blocks(&self) -> Vec<Grid> {
         self.variants
             .iter()
             .map(|v| {
@@ -238,7 +238,7 @@ impl Comparison {
     }
 
     /// Notes: perturbed and dropped units, warnings.
-    pub fn notes(&self) -> Vec<String> {
+    pub(crate) fn notes(&self) -> Vec<String> {
         let mut out = Vec::new();
         for v in &self.variants {
             for p in &v.perturbed {
@@ -262,14 +262,14 @@ impl Comparison {
 }
 
 /// `[label, n, min, mean, median, max, pstdev (+- x%)]`.
-pub fn summary_cells(label: &str, s: &Summary) -> Vec<Cell> {
+pub(crate) fn summary_cells(label: &str, s: &Summary) -> Vec<Cell> {
     let mut cells = vec![label.into(), Cell::Int(s.n as i64)];
     cells.extend(spread_cells(s));
     cells
 }
 
 /// The audit series' spread: `[min, mean, median, max, pstdev (+- x%)]`.
-pub fn spread_cells(s: &Summary) -> [Cell; 5] {
+pub(crate) fn spread_cells(s: &Summary) -> [Cell; 5] {
     [
         Cell::Num(s.min),
         Cell::Num(s.mean),
@@ -363,7 +363,8 @@ impl Comparison {
 }
 
 /// A comparison: its charts, deltas and the table of each variant.
-pub const ENTRY: Entry = Entry::of::<Comparison>(Kind::Compare, &["compare", "ranking", "profile"]);
+pub(crate) const ENTRY: Entry =
+    Entry::of::<Comparison>(Kind::Compare, &["compare", "ranking", "profile"]);
 
 impl ResultKind for Comparison {
     fn kind(&self) -> Kind {
@@ -399,7 +400,7 @@ impl ResultKind for Comparison {
 }
 
 /// What a comparison needs to be drawn: a baseline, and deltas and ranks that name variants.
-pub fn comparison_damage(c: &Comparison) -> Option<String> {
+pub(crate) fn comparison_damage(c: &Comparison) -> Option<String> {
     let n = c.variants.len();
     if n == 0 {
         return Some("it has no variants".into());

@@ -17,7 +17,7 @@ impl Render for CorrelationResult {
 }
 
 /// The coefficients, their p-values, and the least-squares line under the table.
-pub fn grid(r: &CorrelationResult) -> Grid {
+pub(crate) fn grid(r: &CorrelationResult) -> Grid {
     let c = &r.correlation;
     let mut g = Grid::new(&["x", "y", "n", "Pearson r", "p", "Spearman rho", "p"])
         .right(2..=6)
@@ -48,7 +48,7 @@ pub fn grid(r: &CorrelationResult) -> Grid {
 }
 
 /// A correlation: its scatter and its table.
-pub const ENTRY: Entry = Entry::of::<CorrelationResult>(Kind::Correlate, &["correlate"]);
+pub(crate) const ENTRY: Entry = Entry::of::<CorrelationResult>(Kind::Correlate, &["correlate"]);
 
 impl ResultKind for CorrelationResult {
     fn kind(&self) -> Kind {

@@ -18,7 +18,7 @@ fn listed(v: Vec<String>, sep: &str, none: &str) -> String {
 }
 
 /// `syscost env` as text: one `key  value` line per field.
-pub fn env_text(e: &Environment) -> String {
+pub(crate) fn env_text(e: &Environment) -> String {
     let mut lines: Vec<(String, String)> = Vec::new();
     kernel_rows(e, &mut lines);
     cpu_rows(&e.cpu, &mut lines);

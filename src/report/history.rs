@@ -13,7 +13,7 @@ fn when(unix: i64) -> String {
 }
 
 /// The rows of `history list`: one stored result each.
-pub fn entries_grid(entries: &[crate::history::Entry]) -> Grid {
+pub(crate) fn entries_grid(entries: &[crate::history::Entry]) -> Grid {
     let mut g = Grid::new(&[
         "id", "time", "kind", "workload", "host", "kernel", "median", "95% CI", "tags",
     ])

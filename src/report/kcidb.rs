@@ -17,11 +17,11 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// The schema version written.
-pub const MAJOR: u64 = 5;
-pub const MINOR: u64 = 0;
+pub(crate) const MAJOR: u64 = 5;
+pub(crate) const MINOR: u64 = 0;
 
 /// Check an origin name as KCIDB requires it (`^[a-z0-9_]+$`).
-pub fn check_origin(origin: &str) -> Result<()> {
+pub(crate) fn check_origin(origin: &str) -> Result<()> {
     if origin.is_empty()
         || !origin
             .chars()
@@ -85,7 +85,7 @@ fn test_path(workload: &Value, metric: &str) -> String {
 
 /// The KCIDB report of `results` (each: where it came from, and its JSON text). Results other
 /// than runs are left out, with a warning each.
-pub fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Vec<String>)> {
+pub(crate) fn document(results: &[(String, String)], origin: &str) -> Result<(Value, Vec<String>)> {
     check_origin(origin)?;
     let mut warnings = Vec::new();
     let mut checkouts: BTreeMap<String, Value> = BTreeMap::new();

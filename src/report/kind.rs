@@ -60,7 +60,7 @@ pub struct Entry {
 
 impl Entry {
     /// A kind decoded straight into `T`.
-    pub const fn of<T: ResultKind + DeserializeOwned + 'static>(
+    pub(crate) const fn of<T: ResultKind + DeserializeOwned + 'static>(
         kind: Kind,
         charts: &'static [&'static str],
     ) -> Entry {
@@ -72,7 +72,7 @@ impl Entry {
     }
 
     /// A kind with its own decoder.
-    pub const fn with(
+    pub(crate) const fn with(
         kind: Kind,
         charts: &'static [&'static str],
         decode: fn(&Checked, Reading) -> Result<Loaded, LoadError>,

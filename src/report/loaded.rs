@@ -12,7 +12,7 @@ use crate::results::load::{self, Accept, Checked, LoadError};
 use std::path::Path;
 
 /// Every result kind: one line each.
-pub const REGISTRY: &[Entry] = &[
+pub(crate) const REGISTRY: &[Entry] = &[
     super::run::ENTRY,
     super::compare::ENTRY,
     super::merge::ENTRY,
@@ -40,7 +40,7 @@ pub fn chart_names() -> Vec<&'static str> {
 
 /// Read a result of any kind, with one clear error naming the file. A run result's raw samples
 /// are read only as far as the page draws them.
-pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+pub(crate) fn load(path: &Path) -> Result<Loaded, LoadError> {
     let checked = load::open_checked(path, Accept::ANY)?;
     decode_as(&checked, Reading::ForPage)
 }
@@ -52,7 +52,7 @@ pub fn parse(name: &str, text: &str) -> Result<Loaded, LoadError> {
 }
 
 /// A checked result of any kind, read whole (`show`).
-pub fn decode(c: &Checked) -> Result<Loaded, LoadError> {
+pub(crate) fn decode(c: &Checked) -> Result<Loaded, LoadError> {
     decode_as(c, Reading::Whole)
 }
 

@@ -14,7 +14,7 @@ use crate::core::Kind;
 /// A merged result shown for one metric (`merge --metric`); its JSON is the merged result.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
-pub struct MergeTables<'a> {
+pub(crate) struct MergeTables<'a> {
     pub merged: &'a Merged,
     #[serde(skip)]
     pub metric: &'a str,
@@ -34,7 +34,7 @@ impl Render for MergeTables<'_> {
 }
 
 impl Merged {
-    pub fn preamble(&self, primary: &str) -> Vec<String> {
+    pub(crate) fn preamble(&self, primary: &str) -> Vec<String> {
         let unit = self
             .metrics
             .iter()
@@ -50,7 +50,7 @@ impl Merged {
     }
 
     /// The audit series' table: one row per boot (over its runs) and one over boots.
-    pub fn seed_table(&self, primary: &str) -> Grid {
+    pub(crate) fn seed_table(&self, primary: &str) -> Grid {
         let mut g = Grid::new(&["", "n", "Min", "Mean", "Median", "Max", "pstdev"]).right(1..=6);
         for grp in &self.groups {
             if let Some(s) = grp
@@ -83,7 +83,7 @@ impl Merged {
     }
 
     /// Within-boot against between-boot spread per metric.
-    pub fn variance_grid(&self) -> Grid {
+    pub(crate) fn variance_grid(&self) -> Grid {
         let mut g = Grid::new(&[
             "metric",
             "within-boot pstdev",
@@ -109,7 +109,7 @@ impl Merged {
 }
 
 /// A merge across boots: its chart, the table over boots and the variance split.
-pub const ENTRY: Entry = Entry::of::<Merged>(Kind::Merged, &["merge"]);
+pub(crate) const ENTRY: Entry = Entry::of::<Merged>(Kind::Merged, &["merge"]);
 
 impl ResultKind for Merged {
     fn kind(&self) -> Kind {

@@ -4,37 +4,37 @@
 //! them out; [`html`] draws the page of `syscost report` from results of any kind ([`loaded`]) with the
 //! [`charts`], drawn by [`svg`].
 
-pub mod bisect;
-pub mod cachesets;
-pub mod campaign;
-pub mod charts;
-pub mod compare;
-pub mod correlate;
-pub mod env;
+pub(crate) mod bisect;
+pub(crate) mod cachesets;
+pub(crate) mod campaign;
+pub(crate) mod charts;
+pub(crate) mod compare;
+pub(crate) mod correlate;
+pub(crate) mod env;
 pub mod format;
-pub mod history;
+pub(crate) mod history;
 pub mod html;
-pub mod kcidb;
-pub mod kind;
+pub(crate) mod kcidb;
+pub(crate) mod kind;
 pub mod loaded;
-pub mod merge;
-pub mod probe;
-pub mod reproduce;
-pub mod rule_costs;
-pub mod run;
-pub mod scale;
-pub mod section;
-pub mod svg;
-pub mod sweep;
-pub mod trend;
+pub(crate) mod merge;
+pub(crate) mod probe;
+pub(crate) mod reproduce;
+pub(crate) mod rule_costs;
+pub(crate) mod run;
+pub(crate) mod scale;
+pub(crate) mod section;
+pub(crate) mod svg;
+pub(crate) mod sweep;
+pub(crate) mod trend;
 
-pub use env::env_text;
+pub(crate) use env::env_text;
 pub use run::{profile_grid, run_grid, run_preamble};
 
 use format::{Format, Grid};
 
 /// A result as text: free lines first, then tables with their titles and notes.
-pub trait Render {
+pub(crate) trait Render {
     /// Lines above the tables.
     fn preamble(&self) -> Vec<String> {
         Vec::new()
@@ -57,12 +57,14 @@ pub fn run_text(r: &crate::results::RunResult, format: Format) -> String {
 /// that only repeats the name (`CPUs-utilized`, in CPUs utilized) is not said twice.
 /// `warnings` as the lines under a text table (`Warnings:`, then one `- ` line each); `None`
 /// when there are none. A page shows them in a list of its own instead.
-pub fn warning_notes<'a>(warnings: impl IntoIterator<Item = &'a String>) -> Option<Vec<String>> {
+pub(crate) fn warning_notes<'a>(
+    warnings: impl IntoIterator<Item = &'a String>,
+) -> Option<Vec<String>> {
     let lines: Vec<String> = warnings.into_iter().map(|w| format!("   - {w}")).collect();
     (!lines.is_empty()).then(|| [vec![" Warnings:".to_string()], lines].concat())
 }
 
-pub fn metric_label(name: &str, unit: &str) -> String {
+pub(crate) fn metric_label(name: &str, unit: &str) -> String {
     if unit.replace(' ', "-").eq_ignore_ascii_case(name) {
         name.to_string()
     } else {

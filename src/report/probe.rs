@@ -64,7 +64,7 @@ impl Render for ProbeResult {
 }
 
 /// A probe: its hits and its comparison.
-pub const ENTRY: Entry = Entry::of::<ProbeResult>(Kind::Probe, &["compare"]);
+pub(crate) const ENTRY: Entry = Entry::of::<ProbeResult>(Kind::Probe, &["compare"]);
 
 impl ResultKind for ProbeResult {
     fn kind(&self) -> Kind {

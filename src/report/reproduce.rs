@@ -16,7 +16,7 @@ use crate::stats::correlation::Correlation;
 
 impl Reproduction {
     /// How many cells of each class agree, in a line.
-    pub fn agreement_line(&self) -> String {
+    pub(crate) fn agreement_line(&self) -> String {
         let parts: Vec<String> = self
             .summary
             .iter()
@@ -355,4 +355,4 @@ impl ResultKind for Reproduction {
 }
 
 /// A reproduction: the paper's tables beside syscost's figures.
-pub const ENTRY: Entry = Entry::of::<Reproduction>(Kind::Reproduction, &[]);
+pub(crate) const ENTRY: Entry = Entry::of::<Reproduction>(Kind::Reproduction, &[]);

@@ -10,7 +10,7 @@ use crate::core::input::{Opt, spelled};
 use crate::experiments::rule_costs::{EMULATED, FileSweep, RuleCost};
 
 /// The ranking, with the totals, refusals and advice as notes.
-pub fn ranking_grid(f: &FileSweep, time_unit: &str) -> Grid {
+pub(crate) fn ranking_grid(f: &FileSweep, time_unit: &str) -> Grid {
     let metric = f.ranking_metric();
     let unit = if metric == EMULATED {
         "instructions/call"

@@ -211,7 +211,7 @@ impl Render for RunResult {
 }
 
 /// A run: its samples per run, its lines, its table and its profile.
-pub const ENTRY: Entry = Entry::with(Kind::Run, &["run", "profile"], decode_run);
+pub(crate) const ENTRY: Entry = Entry::with(Kind::Run, &["run", "profile"], decode_run);
 
 fn decode_run(c: &Checked, reading: Reading) -> Result<Loaded, LoadError> {
     Ok(Box::new(match reading {

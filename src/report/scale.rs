@@ -37,7 +37,7 @@ impl Render for Scale {
 }
 
 /// A thread-count sweep: its charts and its lines.
-pub const ENTRY: Entry = Entry::of::<Scale>(Kind::Scale, &["scale"]);
+pub(crate) const ENTRY: Entry = Entry::of::<Scale>(Kind::Scale, &["scale"]);
 
 impl ResultKind for Scale {
     fn kind(&self) -> Kind {

@@ -9,7 +9,7 @@ use super::svg::esc;
 use crate::compare::Comparison;
 
 /// A grid as an HTML table.
-pub fn table(g: &Grid) -> String {
+pub(crate) fn table(g: &Grid) -> String {
     let mut s = String::from("<table>");
     if let Some(t) = &g.title {
         s.push_str(&format!("<caption>{}</caption>", esc(t.trim())));
@@ -73,37 +73,37 @@ pub struct Section {
 
 impl Section {
     /// A chart in its figure.
-    pub fn figure(&mut self, chart: &str) {
+    pub(crate) fn figure(&mut self, chart: &str) {
         self.html.push_str(&format!("<figure>{chart}</figure>"));
     }
 
     /// A line of text above the tables.
-    pub fn meta(&mut self, line: &str) {
+    pub(crate) fn meta(&mut self, line: &str) {
         self.html
             .push_str(&format!("<p class=\"meta\">{}</p>", esc(line.trim())));
     }
 
     /// A line that is already HTML.
-    pub fn raw(&mut self, html: &str) {
+    pub(crate) fn raw(&mut self, html: &str) {
         self.html.push_str(html);
     }
 
-    pub fn table(&mut self, g: &Grid) {
+    pub(crate) fn table(&mut self, g: &Grid) {
         self.html.push_str(&table(g));
     }
 
     /// Preformatted text (a kind whose text is its own shape).
-    pub fn pre(&mut self, text: &str) {
+    pub(crate) fn pre(&mut self, text: &str) {
         self.html.push_str(&format!("<pre>{}</pre>", esc(text)));
     }
 
-    pub fn warn(&mut self, warnings: &[String]) {
+    pub(crate) fn warn(&mut self, warnings: &[String]) {
         self.warnings.extend(warnings.iter().cloned());
     }
 }
 
 /// A comparison's section: its charts, lines and tables (also a probe's).
-pub fn compare_section(s: &mut Section, c: &Comparison) {
+pub(crate) fn compare_section(s: &mut Section, c: &Comparison) {
     s.warn(&c.warnings);
     s.figure(&compare_chart(c));
     s.figure(&delta_chart(c));

@@ -6,7 +6,7 @@
 use crate::core::fmt_num;
 use std::fmt::Write;
 
-pub const WIDTH: f64 = 680.0;
+pub(crate) const WIDTH: f64 = 680.0;
 const PLOT_H: f64 = 300.0;
 const LEFT: f64 = 78.0;
 const RIGHT: f64 = 24.0;
@@ -15,7 +15,7 @@ const AXIS_H: f64 = 58.0;
 const LEGEND_ROW: f64 = 20.0;
 
 /// Escape text for SVG and HTML.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -24,10 +24,10 @@ pub fn esc(s: &str) -> String {
 
 /// The most characters of a visible title that fit the chart's width at its font size; the
 /// whole title stays in the chart's <title> element.
-pub const TITLE_CHARS: usize = 74;
+pub(crate) const TITLE_CHARS: usize = 74;
 
 /// A title shortened to fit the chart.
-pub fn fit_title(t: &str) -> String {
+pub(crate) fn fit_title(t: &str) -> String {
     if t.chars().count() <= TITLE_CHARS {
         t.to_string()
     } else {
@@ -41,7 +41,7 @@ fn n(v: f64) -> String {
 }
 
 /// Round tick positions covering [lo, hi]: steps of 1, 2 or 5 times a power of ten.
-pub fn ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
+pub(crate) fn ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
     if !(lo.is_finite() && hi.is_finite()) || hi <= lo {
         return vec![lo];
     }
@@ -64,7 +64,7 @@ pub fn ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
 
 /// Ticks for an axis of whole numbers (threads, rules, copies): whole positions only, so the
 /// steps are never below one.
-pub fn whole_ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
+pub(crate) fn whole_ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
     let t = ticks(lo, hi, want);
     if t.len() >= 2 && t[1] - t[0] < 1.0 {
         let mut out = Vec::new();
@@ -118,7 +118,7 @@ impl Axis {
 
 /// What a legend entry looks like.
 #[derive(Clone, Copy)]
-pub enum Mark {
+pub(crate) enum Mark {
     Dot,
     Line,
     DashedLine,
@@ -250,7 +250,7 @@ impl Frame {
 }
 
 /// A numeric series.
-pub enum Series {
+pub(crate) enum Series {
     /// Points, optionally with a vertical interval each.
     Points {
         class: usize,
@@ -419,7 +419,13 @@ fn finite_extent(v: &[f64]) -> (f64, f64) {
 }
 
 /// A chart with numeric axes.
-pub fn xy(title: &str, x_label: &str, y_label: &str, series: &[Series], y_zero: bool) -> String {
+pub(crate) fn xy(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    y_zero: bool,
+) -> String {
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for s in series {
         s.extent(&mut xs, &mut ys);
@@ -481,7 +487,7 @@ fn x_ticks(f: &mut Frame, xa: &Axis, xs: &[f64]) {
 
 /// One category's content in a categorical chart.
 #[derive(Clone, Debug, Default)]
-pub struct Category {
+pub(crate) struct Category {
     pub label: String,
     /// Dots (a strip), spread evenly across the category's width.
     pub strip: Vec<f64>,
@@ -498,7 +504,7 @@ pub struct Category {
 }
 
 /// A chart with categories on the x axis.
-pub fn categories(
+pub(crate) fn categories(
     title: &str,
     x_label: &str,
     y_label: &str,
@@ -666,7 +672,7 @@ impl Category {
 
 /// Horizontal bars, one per labelled row (top to bottom), diverging from zero when values
 /// are signed; `values` in the unit of `x_label`.
-pub fn hbars(
+pub(crate) fn hbars(
     title: &str,
     x_label: &str,
     rows: &[(String, f64, usize)],
@@ -777,7 +783,7 @@ pub fn hbars(
 }
 
 /// Styles for the charts: used inline in a standalone SVG and in the HTML page.
-pub const STYLE: &str = r#"
+pub(crate) const STYLE: &str = r#"
 .chart { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
 .chart .bg { fill: var(--bg, #ffffff); }
 .chart .title { font-size: 15px; font-weight: 600; fill: var(--fg, #1b1b1f); }
@@ -807,7 +813,7 @@ pub const STYLE: &str = r#"
 "#;
 
 /// A chart as a standalone SVG file.
-pub fn standalone(chart: &str) -> String {
+pub(crate) fn standalone(chart: &str) -> String {
     let body = chart
         .trim_start_matches(|c| c != '>')
         .trim_start_matches('>');

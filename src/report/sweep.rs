@@ -140,7 +140,7 @@ impl Sweep {
         }
     }
 
-    pub fn step_grid(&self) -> Grid {
+    pub(crate) fn step_grid(&self) -> Grid {
         let unit = self.time_unit();
         let mut g = Grid::new(&[
             "step",
@@ -195,7 +195,7 @@ impl Sweep {
         ))
     }
 
-    pub fn fit_grid(&self) -> Grid {
+    pub(crate) fn fit_grid(&self) -> Grid {
         let mut g = Grid::new(&["metric", "per rule", "95% CI", "R²", "n", "at 0 rules"])
             .right(1..=5)
             .title(format!(
@@ -217,7 +217,7 @@ impl Sweep {
 }
 
 /// An audit sweep: its chart, lines and tables.
-pub const ENTRY: Entry = Entry::of::<Sweep>(Kind::AuditSweep, &["sweep"]);
+pub(crate) const ENTRY: Entry = Entry::of::<Sweep>(Kind::AuditSweep, &["sweep"]);
 
 impl ResultKind for Sweep {
     fn kind(&self) -> Kind {

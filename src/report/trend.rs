@@ -14,7 +14,7 @@ use crate::stats::Interval;
 
 impl Trend {
     /// The steps flagged as regressions.
-    pub fn regressions(&self) -> usize {
+    pub(crate) fn regressions(&self) -> usize {
         self.steps.iter().filter(|s| s.regression).count()
     }
 }
@@ -112,7 +112,7 @@ impl Trend {
 }
 
 /// A trend: its chart, lines and the table of steps.
-pub const ENTRY: Entry = Entry::of::<Trend>(Kind::Trend, &["trend"]);
+pub(crate) const ENTRY: Entry = Entry::of::<Trend>(Kind::Trend, &["trend"]);
 
 impl ResultKind for Trend {
     fn kind(&self) -> Kind {

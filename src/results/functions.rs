@@ -32,7 +32,11 @@ pub struct EmulatedFunctions {
 impl EmulatedFunctions {
     /// The blocks' instructions (`address -> instructions`, summed over windows of `ops`
     /// operations in all), each block credited to the function its first address is in.
-    pub fn of(blocks: &HashMap<u64, u64>, ops: u64, symbols: &Kallsyms) -> EmulatedFunctions {
+    pub(crate) fn of(
+        blocks: &HashMap<u64, u64>,
+        ops: u64,
+        symbols: &Kallsyms,
+    ) -> EmulatedFunctions {
         let per_op = |n: u64| n as f64 / ops.max(1) as f64;
         let mut by_name: HashMap<&str, u64> = HashMap::new();
         let mut unnamed = 0;
@@ -60,7 +64,7 @@ impl EmulatedFunctions {
 
     /// Each function's median over `profiles` (several boots of one kernel), and the median
     /// total; a function missing from a profile counts 0 there.
-    pub fn median(profiles: &[EmulatedFunctions]) -> Option<EmulatedFunctions> {
+    pub(crate) fn median(profiles: &[EmulatedFunctions]) -> Option<EmulatedFunctions> {
         let median = |f: &dyn Fn(&EmulatedFunctions) -> f64| {
             crate::stats::median(&profiles.iter().map(f).collect::<Vec<f64>>())
         };
@@ -87,7 +91,7 @@ impl EmulatedFunctions {
     }
 
     /// The function's instructions per operation (0 when it is not among those kept).
-    pub fn per_op(&self, name: &str) -> f64 {
+    pub(crate) fn per_op(&self, name: &str) -> f64 {
         self.functions
             .iter()
             .find(|f| f.name == name)

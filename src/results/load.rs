@@ -67,7 +67,7 @@ pub enum LoadError {
 
 /// Which kinds a command reads, and how to say so when it gets another.
 #[derive(Clone, Copy, Debug)]
-pub struct Accept {
+pub(crate) struct Accept {
     /// Empty: every kind.
     pub kinds: &'static [Kind],
     /// What to give instead, e.g. "results of `syscost run` or `syscost merge`".
@@ -76,7 +76,7 @@ pub struct Accept {
 
 impl Accept {
     /// Any kind of result.
-    pub const ANY: Accept = Accept {
+    pub(crate) const ANY: Accept = Accept {
         kinds: &[],
         wanted: "a syscost result",
     };
@@ -107,7 +107,7 @@ fn json_error(path: &str, e: serde_json::Error) -> LoadError {
 }
 
 /// Check the envelope's fields, as found in the file, against what the command accepts.
-pub fn check_envelope(
+pub(crate) fn check_envelope(
     path: &str,
     schema: Option<&str>,
     version: Option<u64>,
@@ -190,7 +190,7 @@ fn probe_kind(
 
 /// Check JSON text (from a file named `path`): not empty, valid, and an envelope `accept`
 /// allows. Only the envelope is decoded here; the document is decoded once, by [`decode`].
-pub fn check_text(path: &str, text: &str, accept: Accept) -> Result<Kind, LoadError> {
+pub(crate) fn check_text(path: &str, text: &str, accept: Accept) -> Result<Kind, LoadError> {
     if text.trim().is_empty() {
         return Err(LoadError::Empty { path: path.into() });
     }
@@ -198,7 +198,7 @@ pub fn check_text(path: &str, text: &str, accept: Accept) -> Result<Kind, LoadEr
 }
 
 /// Read a whole result file, checked: its kind and its text.
-pub fn read_checked(path: &Path, accept: Accept) -> Result<(Kind, String), LoadError> {
+pub(crate) fn read_checked(path: &Path, accept: Accept) -> Result<(Kind, String), LoadError> {
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_string(&mut text))
@@ -211,7 +211,7 @@ pub fn read_checked(path: &Path, accept: Accept) -> Result<(Kind, String), LoadE
 }
 
 /// A result file whose envelope has been checked, ready to be decoded into its type.
-pub struct Checked {
+pub(crate) struct Checked {
     pub kind: Kind,
     name: String,
     source: Source,
@@ -231,7 +231,7 @@ const STREAM_FROM_BYTES: u64 = 8 << 20;
 /// envelope, then the document), so a file of hundreds of megabytes is never held whole in
 /// memory; a pipe (`<(...)`, /dev/stdin) can be read only once, so it is read whole, as is a
 /// file under 8 MB.
-pub fn open_checked(path: &Path, accept: Accept) -> Result<Checked, LoadError> {
+pub(crate) fn open_checked(path: &Path, accept: Accept) -> Result<Checked, LoadError> {
     let read_error = |error| LoadError::Read {
         path: name(path),
         error,
@@ -263,7 +263,11 @@ pub fn open_checked(path: &Path, accept: Accept) -> Result<Checked, LoadError> {
 
 impl Checked {
     /// JSON text already in memory (named `name` in errors), its envelope checked.
-    pub fn from_text(name: &str, text: String, accept: Accept) -> Result<Checked, LoadError> {
+    pub(crate) fn from_text(
+        name: &str,
+        text: String,
+        accept: Accept,
+    ) -> Result<Checked, LoadError> {
         let kind = check_text(name, &text, accept)?;
         Ok(Checked {
             kind,
@@ -273,12 +277,12 @@ impl Checked {
     }
 
     /// The file's name, as errors give it.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Decode the document into its type, straight from the file or the text.
-    pub fn decode<T: DeserializeOwned>(&self) -> Result<T, LoadError> {
+    pub(crate) fn decode<T: DeserializeOwned>(&self) -> Result<T, LoadError> {
         match &self.source {
             Source::Text(text) => decode(&self.name, self.kind, text),
             Source::File(path) => {
@@ -299,7 +303,11 @@ impl Checked {
 }
 
 /// The typed result of checked text, decoded straight from it (no intermediate tree).
-pub fn decode<T: DeserializeOwned>(path: &str, kind: Kind, text: &str) -> Result<T, LoadError> {
+pub(crate) fn decode<T: DeserializeOwned>(
+    path: &str,
+    kind: Kind,
+    text: &str,
+) -> Result<T, LoadError> {
     serde_json::from_str(text).map_err(|e| LoadError::Damaged {
         path: path.into(),
         kind: kind.name().into(),
@@ -307,16 +315,14 @@ pub fn decode<T: DeserializeOwned>(path: &str, kind: Kind, text: &str) -> Result
     })
 }
 
-/// Read and decode a result of one type.
-pub fn load<T: DeserializeOwned>(path: &Path, accept: Accept) -> Result<T, LoadError> {
-    open_checked(path, accept)?.decode()
-}
-
 /// Check the metrics read from a file and summarise them again from their values: a value
 /// that is not a finite number, or a list of units that does not match the values, is refused
 /// with the file and the metric named; a stored summary is never trusted (an edited or stale
 /// one would print a delta its own interval contradicts).
-pub fn resummarise(path: &str, metrics: &mut [crate::results::Metric]) -> Result<(), LoadError> {
+pub(crate) fn resummarise(
+    path: &str,
+    metrics: &mut [crate::results::Metric],
+) -> Result<(), LoadError> {
     for m in metrics.iter_mut() {
         let bad = |problem: String| LoadError::BadMetric {
             path: path.into(),
@@ -344,7 +350,7 @@ pub fn resummarise(path: &str, metrics: &mut [crate::results::Metric]) -> Result
 
 /// Deserialise a file straight into `T`, a light reading type whose envelope fields are
 /// optional: the caller then checks them with [`check_envelope`].
-pub fn stream<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
+pub(crate) fn stream<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
     let read_error = |error| LoadError::Read {
         path: name(path),
         error,

@@ -26,7 +26,7 @@ pub enum MetricKind {
 }
 
 /// The status of an event that counted but has no value: perf's label for it.
-pub const NOT_COUNTED: &str = "<not counted>";
+pub(crate) const NOT_COUNTED: &str = "<not counted>";
 
 /// One metric per operation, with its value for each unit of replication and their summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,7 +54,7 @@ pub struct Metric {
 
 impl Metric {
     /// A metric with a value for each unit, summarised; `units` defaults to 0, 1, 2, ...
-    pub fn of_values(
+    pub(crate) fn of_values(
         name: impl Into<String>,
         unit: impl Into<String>,
         kind: MetricKind,
@@ -178,7 +178,8 @@ fn chosen(samples: &[Sample], estimator: Estimator) -> Vec<Sample> {
 
 /// Compute the per-op metrics and the overhead metrics of a set of runs, each run's value the
 /// pooled mean of its samples (see [`analyze_with`]).
-pub fn analyze(
+#[cfg(test)]
+pub(crate) fn analyze(
     runs: &[RunRecord],
     events: &[EventRecord],
     op_name: &str,
@@ -189,7 +190,7 @@ pub fn analyze(
 
 /// Compute the per-op metrics and the overhead metrics of a set of runs, each run's value taken
 /// by `estimator` from its samples.
-pub fn analyze_with(
+pub(crate) fn analyze_with(
     runs: &[RunRecord],
     events: &[EventRecord],
     op_name: &str,
@@ -438,7 +439,7 @@ fn derived(
 
 /// The figures a workload's shape adds to its metrics: time per part (per rule walked, ...)
 /// and throughput for workloads of several producers.
-pub fn add_derived(metrics: &mut Vec<Metric>, workload: &crate::workloads::WorkloadSpec) {
+pub(crate) fn add_derived(metrics: &mut Vec<Metric>, workload: &crate::workloads::WorkloadSpec) {
     if let Some((part, n)) = workload.parts() {
         add_per_part(metrics, part, n);
     }
@@ -449,7 +450,7 @@ pub fn add_derived(metrics: &mut Vec<Metric>, workload: &crate::workloads::Workl
 
 /// Add `time-per-PART` (e.g. ns per rule of a replica walk): the time metric divided by the
 /// number of parts in one operation.
-pub fn add_per_part(metrics: &mut Vec<Metric>, part: &str, count: f64) {
+pub(crate) fn add_per_part(metrics: &mut Vec<Metric>, part: &str, count: f64) {
     let Some(time) = metrics.iter().find(|m| m.name == "time").cloned() else {
         return;
     };
@@ -472,7 +473,7 @@ pub fn add_per_part(metrics: &mut Vec<Metric>, part: &str, count: f64) {
 
 /// Add throughput figures for a workload of `threads` producers: `throughput` (M ops/s over
 /// all producers) and `throughput-per-cpu`, per unit of replication, from the time per op.
-pub fn add_throughput(metrics: &mut Vec<Metric>, threads: u32) {
+pub(crate) fn add_throughput(metrics: &mut Vec<Metric>, threads: u32) {
     let Some(time) = metrics.iter().find(|m| m.name == "time").cloned() else {
         return;
     };

@@ -11,14 +11,14 @@
 
 #[cfg(test)]
 pub(crate) mod fixture;
-pub mod functions;
-pub mod load;
-pub mod metrics;
-pub mod sets;
-pub mod slots;
-pub mod thin;
-pub mod validity;
-pub mod view;
+pub(crate) mod functions;
+pub(crate) mod load;
+pub(crate) mod metrics;
+pub(crate) mod sets;
+pub(crate) mod slots;
+pub(crate) mod thin;
+pub(crate) mod validity;
+pub(crate) mod view;
 
 use crate::core::{CpuList, Envelope, Kind};
 use crate::counters::{EventSpec, EventStatus, RawCount};
@@ -28,11 +28,11 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-pub use load::{Accept, LoadError};
-pub use metrics::{Metric, MetricKind};
+pub(crate) use load::{Accept, LoadError};
+pub(crate) use metrics::{Metric, MetricKind};
 
 /// The clock that times every sample (`std::time::Instant` is CLOCK_MONOTONIC on Linux).
-pub const CLOCK: &str = "CLOCK_MONOTONIC (clock_gettime via the vDSO)";
+pub(crate) const CLOCK: &str = "CLOCK_MONOTONIC (clock_gettime via the vDSO)";
 
 /// One timed batch: `ops` operations between two clock and counter readings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,7 +109,7 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// Every batch of the run in the order its worker timed them: warm-up, samples, overhead.
-    pub fn batches(&self) -> impl Iterator<Item = &Sample> {
+    pub(crate) fn batches(&self) -> impl Iterator<Item = &Sample> {
         self.warmup
             .iter()
             .chain(&self.samples)
@@ -117,7 +117,7 @@ impl RunRecord {
     }
 
     /// [`RunRecord::batches`], to change.
-    pub fn batches_mut(&mut self) -> impl Iterator<Item = &mut Sample> {
+    pub(crate) fn batches_mut(&mut self) -> impl Iterator<Item = &mut Sample> {
         let samples = self.warmup.iter_mut().chain(&mut self.samples);
         samples.chain(&mut self.overhead)
     }
@@ -197,7 +197,7 @@ pub struct RunResult {
     pub environment: Environment,
     pub runs: Vec<RunRecord>,
     /// Per-op metrics summarised over the units of replication; derived from `runs` (see
-    /// [`metrics::analyze`]) and stored for readers that do not recompute.
+    /// [`metrics::analyze_with`]) and stored for readers that do not recompute.
     pub metrics: Vec<Metric>,
     /// The empty-loop overhead per op, summarised the same way.
     pub overhead: Vec<Metric>,
@@ -228,7 +228,7 @@ pub struct RunResult {
 impl RunResult {
     /// Flag runs whose invariant counters moved (see [`validity`]) in the warnings, and
     /// with `drop` leave them out of every metric.
-    pub fn check_perturbed(&mut self, threshold_pct: f64, drop: bool) {
+    pub(crate) fn check_perturbed(&mut self, threshold_pct: f64, drop: bool) {
         if self.runs.len() < 3 {
             return;
         }
@@ -261,7 +261,7 @@ impl RunResult {
 
     /// The per-op metrics and the overhead again from the runs, as the run computed them
     /// (after counts were added to the samples: the emulator's, counted outside the guest).
-    pub fn recompute(&mut self) {
+    pub(crate) fn recompute(&mut self) {
         let runs = std::mem::take(&mut self.runs);
         self.analyse(&runs);
         self.runs = runs;
@@ -282,12 +282,12 @@ impl RunResult {
     }
 
     /// Serialise as pretty JSON.
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("result types serialise")
     }
 
     /// Write to `path` atomically.
-    pub fn save(&self, path: &Path) -> Result<()> {
+    pub(crate) fn save(&self, path: &Path) -> Result<()> {
         let mut s = self.to_json();
         s.push('\n');
         crate::core::write_atomic(path, s.as_bytes())
@@ -309,7 +309,10 @@ impl RunResult {
     /// summarise its metrics again from their values.
     ///
     /// [`load_thinned`]: RunResult::load_thinned
-    pub fn decode(checked: &load::Checked, budget: Option<usize>) -> Result<RunResult, LoadError> {
+    pub(crate) fn decode(
+        checked: &load::Checked,
+        budget: Option<usize>,
+    ) -> Result<RunResult, LoadError> {
         let mut r: RunResult = match budget {
             None => checked.decode()?,
             Some(b) => {

@@ -17,7 +17,7 @@ pub struct EmulatedSets {
 
 impl EmulatedSets {
     /// The `n` sets of `misses` with the most misses, most first: (set, misses per op).
-    pub fn crowded(misses: &[f64], n: usize) -> Vec<(usize, f64)> {
+    pub(crate) fn crowded(misses: &[f64], n: usize) -> Vec<(usize, f64)> {
         let mut sets: Vec<(usize, f64)> = misses.iter().copied().enumerate().collect();
         sets.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         sets.truncate(n);
@@ -30,7 +30,7 @@ impl EmulatedSets {
     /// gives, and they show one real placement rather than each set's median from
     /// different runs. A median taken set by set does neither: a placement that crowds set
     /// 0 in one run and set 48 in another would show neither set crowded.
-    pub fn median<S: std::borrow::Borrow<EmulatedSets>>(all: &[S]) -> Option<EmulatedSets> {
+    pub(crate) fn median<S: std::borrow::Borrow<EmulatedSets>>(all: &[S]) -> Option<EmulatedSets> {
         let all = all.iter().map(S::borrow);
         (all.len() > 0).then(|| EmulatedSets {
             l1d: middle(all.clone().map(|s| &s.l1d).collect()),
@@ -39,7 +39,7 @@ impl EmulatedSets {
     }
 
     /// Total misses per operation.
-    pub fn total(misses: &[f64]) -> f64 {
+    pub(crate) fn total(misses: &[f64]) -> f64 {
         misses.iter().sum()
     }
 }
@@ -56,9 +56,9 @@ pub struct MissedLine {
 
 impl MissedLine {
     /// As many lines as a run keeps, the most missed (the plugin lists 32 per window).
-    pub const LISTED: usize = 32;
+    pub(crate) const LISTED: usize = 32;
 
-    pub fn new(line: u64, per_op: f64) -> MissedLine {
+    pub(crate) fn new(line: u64, per_op: f64) -> MissedLine {
         MissedLine {
             line: format!("{line:#x}"),
             per_op,
@@ -66,7 +66,7 @@ impl MissedLine {
     }
 
     /// The line's address, if it parses.
-    pub fn address(&self) -> Option<u64> {
+    pub(crate) fn address(&self) -> Option<u64> {
         crate::core::num::parse_hex(&self.line)
     }
 }

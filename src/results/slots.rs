@@ -43,7 +43,7 @@ fn per_sample(r: &RunResult, run: &RunRecord) -> Vec<Metric> {
 /// same paced rounds with the same warm-up and sample counts (their k-th samples share a slot),
 /// and for `--estimator min`: the fastest sample of each run is its clean moment, chosen from
 /// each run alone, so the rounds compare the runs' values (the floors) instead.
-pub fn round_changes(base: &RunResult, other: &RunResult) -> Vec<RoundChanges> {
+pub(crate) fn round_changes(base: &RunResult, other: &RunResult) -> Vec<RoundChanges> {
     let paced = |r: &RunResult| {
         r.options.interleaved == Some(Grain::Samples) && r.options.estimator != Estimator::Min
     };

@@ -31,7 +31,7 @@ pub struct Thinning {
 
 impl Thinning {
     /// Whether any sample was left out.
-    pub fn dropped_any(&self) -> bool {
+    pub(crate) fn dropped_any(&self) -> bool {
         self.kept < self.total
     }
 }
@@ -47,7 +47,7 @@ impl Drop for Scope {
 
 /// Run `decode` keeping at most `budget` samples of each sample list it meets (0: none), and
 /// say how many were kept of how many.
-pub fn with_budget<T>(budget: usize, decode: impl FnOnce() -> T) -> (T, Thinning) {
+pub(crate) fn with_budget<T>(budget: usize, decode: impl FnOnce() -> T) -> (T, Thinning) {
     KEPT.set(0);
     SEEN.set(0);
     BUDGET.set(Some(budget));

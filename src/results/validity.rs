@@ -7,7 +7,7 @@ use crate::stats::{Summary, median};
 use serde::{Deserialize, Serialize};
 
 /// Counters that should not move between runs of the same workload.
-pub const INVARIANTS: &[&str] = &[
+pub(crate) const INVARIANTS: &[&str] = &[
     "instructions",
     "context-switches",
     "cpu-migrations",
@@ -25,7 +25,7 @@ pub struct Perturbation {
 }
 
 impl Perturbation {
-    pub fn describe(&self, unit_name: &str) -> String {
+    pub(crate) fn describe(&self, unit_name: &str) -> String {
         format!(
             "{unit_name} {}: {} {} against a median of {}",
             self.unit,
@@ -39,7 +39,7 @@ impl Perturbation {
 /// Flag units whose invariant counters differ from the median of all units by more than
 /// `threshold_pct` percent of the median and by more than `floor` per op (for counts near zero:
 /// one event per sample is `1 / ops_per_sample`).
-pub fn find(metrics: &[Metric], threshold_pct: f64, floor: f64) -> Vec<Perturbation> {
+pub(crate) fn find(metrics: &[Metric], threshold_pct: f64, floor: f64) -> Vec<Perturbation> {
     let mut out = Vec::new();
     for m in metrics {
         let base = m.name.split(':').next().unwrap_or(&m.name);
@@ -63,7 +63,7 @@ pub fn find(metrics: &[Metric], threshold_pct: f64, floor: f64) -> Vec<Perturbat
 }
 
 /// Keep only the values whose unit `keep` accepts, and summarise again.
-pub fn retain_units(metrics: &mut [Metric], keep: impl Fn(u32) -> bool) {
+pub(crate) fn retain_units(metrics: &mut [Metric], keep: impl Fn(u32) -> bool) {
     for m in metrics {
         let (values, units): (Vec<f64>, Vec<u32>) = m
             .values

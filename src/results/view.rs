@@ -8,17 +8,17 @@ use crate::core::Kind;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
-/// One run's identity (its samples are skipped while reading).
+/// One run's identity (its samples are skipped while reading): read only so that a run
+/// without its index is refused as a damaged file, as the full reading refuses it.
 #[derive(Clone, Debug, Deserialize)]
-pub struct RunMeta {
+pub(crate) struct RunMeta {
+    #[allow(dead_code)]
     pub index: u32,
-    #[serde(default)]
-    pub pid: u32,
 }
 
 /// The parts of the environment comparisons show.
 #[derive(Clone, Debug, Default, Deserialize)]
-pub struct EnvSummary {
+pub(crate) struct EnvSummary {
     #[serde(default)]
     pub hostname: Option<String>,
     #[serde(default)]
@@ -31,7 +31,7 @@ pub struct EnvSummary {
 
 /// A group (one boot) of a merged result.
 #[derive(Clone, Debug, Deserialize, serde::Serialize, PartialEq)]
-pub struct Group {
+pub(crate) struct Group {
     pub label: String,
     pub source: String,
     pub created_unix: u64,
@@ -71,7 +71,7 @@ struct Raw {
 
 /// What compare, merge and correlate need of a `run` or `merged` result.
 #[derive(Clone, Debug)]
-pub struct ResultView {
+pub(crate) struct ResultView {
     pub path: PathBuf,
     /// `run` or `merged`.
     pub kind: Kind,
@@ -89,7 +89,7 @@ pub struct ResultView {
 
 impl ResultView {
     /// The file's name, for tables.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         self.path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -97,7 +97,7 @@ impl ResultView {
     }
 
     /// Whether the per-op values had the empty-loop overhead subtracted.
-    pub fn subtract_overhead(&self) -> bool {
+    pub(crate) fn subtract_overhead(&self) -> bool {
         self.options
             .get("subtract_overhead")
             .and_then(|v| v.as_bool())
@@ -105,12 +105,12 @@ impl ResultView {
     }
 
     /// The metric named `name`, if the result has it.
-    pub fn metric(&self, name: &str) -> Option<&Metric> {
+    pub(crate) fn metric(&self, name: &str) -> Option<&Metric> {
         self.metrics.iter().find(|m| m.name == name)
     }
 
     /// Read `path`, with one error naming the file and what is wrong with it.
-    pub fn load(path: &Path) -> Result<ResultView, LoadError> {
+    pub(crate) fn load(path: &Path) -> Result<ResultView, LoadError> {
         let raw: Raw = load::stream(path)?;
         Self::of_raw(path, raw)
     }
@@ -118,7 +118,7 @@ impl ResultView {
     /// A result's JSON text (e.g. from the history store), named `name` in messages.
     /// A view of the figures a result of another kind comes to (one value each: an audit
     /// sweep's cost per rule, a probe's cost per hit), so its boots compare like runs.
-    pub fn of_figures(
+    pub(crate) fn of_figures(
         name: &str,
         kind: Kind,
         created_unix: u64,
@@ -142,7 +142,7 @@ impl ResultView {
         }
     }
 
-    pub fn from_text(name: &str, text: &str) -> Result<ResultView, LoadError> {
+    pub(crate) fn from_text(name: &str, text: &str) -> Result<ResultView, LoadError> {
         let raw: Raw = serde_json::from_str(text).map_err(|e| LoadError::Syntax {
             path: name.to_string(),
             detail: e.to_string(),

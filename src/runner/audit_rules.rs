@@ -13,7 +13,7 @@ use anyhow::Result;
 type State = (Vec<(usize, Vec<u8>)>, u32);
 
 /// The audit state of each plan of a design.
-pub struct AuditArms {
+pub(crate) struct AuditArms {
     session: Session,
     /// Per plan: the rules the kernel took (line, rule) and the enabled flag, or none (audit
     /// as found).
@@ -26,7 +26,7 @@ impl AuditArms {
     /// `None` when no plan has rules; else every plan's set loaded once (its refusals
     /// reported, or recorded to go on), and the machine in the first plan's state (the one
     /// every arm shares when their runs are paced together, see [`blocker`]).
-    pub fn prepare(plans: &[Plan]) -> Result<Option<AuditArms>> {
+    pub(crate) fn prepare(plans: &[Plan]) -> Result<Option<AuditArms>> {
         if plans.iter().all(|p| p.audit_rules.is_none()) {
             return Ok(None);
         }
@@ -67,7 +67,7 @@ impl AuditArms {
     }
 
     /// Put the machine in plan `k`'s audit state.
-    pub fn apply(&mut self, k: usize) -> Result<()> {
+    pub(crate) fn apply(&mut self, k: usize) -> Result<()> {
         match &self.arms[k] {
             Some((rules, enabled)) => {
                 self.session.hold_rules(rules)?;
@@ -83,7 +83,7 @@ impl AuditArms {
 
     /// Each plan's notes in its result, and every change undone now (it is undone on drop
     /// too, where an error can only be printed).
-    pub fn finish(mut self, results: &mut [crate::results::RunResult]) -> Result<()> {
+    pub(crate) fn finish(mut self, results: &mut [crate::results::RunResult]) -> Result<()> {
         for (r, notes) in results.iter_mut().zip(&self.notes) {
             r.notes.extend(notes.iter().cloned());
         }
@@ -105,7 +105,7 @@ fn summary(set: &RuleSet, loaded: usize, enabled: u32, original: u32) -> String 
 }
 
 /// Why plans cannot share the machine sample by sample: their audit rules differ.
-pub fn blocker(plans: &[Plan]) -> Option<&'static str> {
+pub(crate) fn blocker(plans: &[Plan]) -> Option<&'static str> {
     let first = &plans.first()?.audit_rules;
     plans
         .iter()

@@ -124,7 +124,7 @@ fn copy_loop(spec: &WorkloadSpec, line: &Line, stop: &AtomicU64) -> Result<()> {
 }
 
 /// A workload run as N copies (see the module's text).
-pub struct Copies {
+pub(crate) struct Copies {
     spec: WorkloadSpec,
     n: usize,
     mode: CopyMode,
@@ -140,7 +140,12 @@ pub struct Copies {
 
 impl Copies {
     /// `cpus`: the CPUs the copies are pinned to, copy i on `cpus[i % len]`.
-    pub fn new(spec: &WorkloadSpec, n: u32, mode: CopyMode, cpus: CpuList) -> Result<Copies> {
+    pub(crate) fn new(
+        spec: &WorkloadSpec,
+        n: u32,
+        mode: CopyMode,
+        cpus: CpuList,
+    ) -> Result<Copies> {
         Ok(Copies {
             spec: spec.clone(),
             n: n as usize,

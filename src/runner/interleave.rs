@@ -29,7 +29,7 @@ pub fn round_order(round: u32, n: usize) -> Vec<usize> {
 
 /// What an interleaved design is asked as it goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     /// Run arm `arm` in round `round`.
     Visit { round: u32, arm: usize },
     /// `rounds` rounds are done (0 before the first): answer whether to run another.
@@ -38,7 +38,10 @@ pub enum Event {
 
 /// Run rounds of `n` arms in alternating order for as long as `step(Event::Between)` answers
 /// true; returns the number of rounds run. What `step(Event::Visit)` answers is not used.
-pub fn interleave_with(n: usize, mut step: impl FnMut(Event) -> Result<bool>) -> Result<u32> {
+pub(crate) fn interleave_with(
+    n: usize,
+    mut step: impl FnMut(Event) -> Result<bool>,
+) -> Result<u32> {
     let mut round = 0;
     while step(Event::Between { rounds: round })? {
         for arm in round_order(round, n) {
@@ -178,7 +181,7 @@ fn same_batch(p: &Plan, q: &Plan) -> bool {
 }
 
 /// Why the arms cannot alternate sample by sample, if they cannot.
-pub fn paced_blocker(plans: &[Plan]) -> Option<String> {
+pub(crate) fn paced_blocker(plans: &[Plan]) -> Option<String> {
     // Each check says what would go wrong.
     let said = |s: crate::core::input::Said| Some(s.spell(spelled));
     if plans.iter().any(|p| p.copies.is_some()) {

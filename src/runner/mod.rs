@@ -7,13 +7,13 @@
 //! assembly of results can be checked without root or timing. Every alternating design (`ab`,
 //! the audit sweep, thread sweeps, `probe`) goes through [`interleave`].
 
-pub mod audit_rules;
-pub mod copies;
+pub(crate) mod audit_rules;
+pub(crate) mod copies;
 pub mod interleave;
-pub mod paced;
-pub mod worker;
+pub(crate) mod paced;
+pub(crate) mod worker;
 
-pub use crate::core::CpuList;
+pub(crate) use crate::core::CpuList;
 pub use interleave::{interleave, round_order, run_interleaved, run_interleaved_with};
 
 use crate::core::input::{Opt, spelled};
@@ -32,17 +32,17 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use worker::{Mode, Reply, Request};
 
-pub use crate::results::CLOCK;
+pub(crate) use crate::results::CLOCK;
 
 /// The floor design: each run 100 samples of 10 ms, its value the fastest (the estimator, the
 /// samples per run and the sample time). On a busy host (this project's VM) it resolved a 2%
 /// change where 10 samples of 100 ms could not (docs/src/comparing.md, "Noisy machines"). `ab`'s default;
 /// suggested by a run's warnings when most runs were hit.
-pub const FLOOR_DESIGN: (Estimator, u32, Duration) =
+pub(crate) const FLOOR_DESIGN: (Estimator, u32, Duration) =
     (Estimator::Min, 100, Duration::from_millis(10));
 
 /// The floor design as command-line options, e.g. for a message.
-pub fn floor_options() -> String {
+pub(crate) fn floor_options() -> String {
     let (estimator, samples, time) = FLOOR_DESIGN;
     crate::said!(
         Opt::Estimator,
@@ -111,7 +111,7 @@ pub enum Progress {
 }
 
 /// Validate a plan before anything runs; every message says what to change.
-pub fn validate(plan: &Plan) -> Result<()> {
+pub(crate) fn validate(plan: &Plan) -> Result<()> {
     if plan.runs == 0 {
         bail!(refused!(Opt::Runs, " must be at least 1"));
     }
@@ -186,8 +186,8 @@ pub fn validate(plan: &Plan) -> Result<()> {
 /// The most runs of a plan (each a worker process) and samples of a run (each kept in the
 /// result): enough for any real experiment, and a typo such as 4000000000 is refused rather
 /// than aborting on an allocation.
-pub const MAX_RUNS: u32 = 100_000;
-pub const MAX_SAMPLES: u32 = 100_000;
+pub(crate) const MAX_RUNS: u32 = 100_000;
+pub(crate) const MAX_SAMPLES: u32 = 100_000;
 
 /// What a calibration found: `ops` operations made one batch last `batch_ns`, the first
 /// doubling to reach the sample time.
@@ -226,7 +226,7 @@ pub trait Executor {
 }
 
 /// The real executor: every run in a fresh worker process, each preceded by the plan's --pre.
-pub struct Workers;
+pub(crate) struct Workers;
 
 impl Executor for Workers {
     fn calibrate(&mut self, plan: &Plan) -> Result<Calibration> {
@@ -308,7 +308,7 @@ impl Executor for Workers {
 }
 
 /// Find the batch size: `--ops` as given, or calibrated by the executor.
-pub fn batch_size(
+pub(crate) fn batch_size(
     exec: &mut dyn Executor,
     plan: &Plan,
     progress: &mut dyn FnMut(Progress),
@@ -326,7 +326,7 @@ pub fn batch_size(
 /// The longest a calibrated sample may be (`--sample-time`) and a given `--ops` batch may
 /// last: a stop (Ctrl-C, SIGTERM, syscost's own death) is seen between batches, so it ends a
 /// run within about this long.
-pub const MAX_BATCH: Duration = Duration::from_secs(1);
+pub(crate) const MAX_BATCH: Duration = Duration::from_secs(1);
 
 /// Refuse a given `--ops` whose batch would outlast [`MAX_BATCH`] by far, measured by a short
 /// probe batch. Workloads that must be told `--ops` (a command's runs) are exempt: one of
@@ -396,13 +396,13 @@ fn pre(plan: &Plan) -> Result<()> {
 }
 
 /// Calibrate if needed, run every repetition in worker processes, and build the result.
-pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<RunResult> {
+pub(crate) fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<RunResult> {
     let mut results = run_interleaved(std::slice::from_ref(plan), Grain::Runs, progress)?;
     Ok(results.remove(0))
 }
 
 /// Build the result of a plan from its runs.
-pub fn assemble(
+pub(crate) fn assemble(
     plan: &Plan,
     ops: u64,
     calibrated: bool,

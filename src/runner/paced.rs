@@ -19,7 +19,7 @@ use std::process::{Child, ChildStdin, ChildStdout};
 /// The order in which slot `slot` (warm-up and measured samples counted together) of round
 /// `round` visits `n` arms: alternating from slot to slot and, at the first slot, from round to
 /// round.
-pub fn slot_order(round: u32, slot: u32, n: usize) -> Vec<usize> {
+pub(crate) fn slot_order(round: u32, slot: u32, n: usize) -> Vec<usize> {
     round_order(round.wrapping_add(slot), n)
 }
 
@@ -113,7 +113,10 @@ impl Drop for Live {
 
 /// One run of each arm, alive together, their samples alternating (see [`slot_order`]);
 /// `index` numbers the round. Returns the runs in the arms' order.
-pub fn measure(arms: &[(&Plan, u64)], index: u32) -> Result<Vec<(RunRecord, Vec<EventStatus>)>> {
+pub(crate) fn measure(
+    arms: &[(&Plan, u64)],
+    index: u32,
+) -> Result<Vec<(RunRecord, Vec<EventStatus>)>> {
     let slots: Vec<u32> = arms.iter().map(|(p, _)| p.warmup + p.samples).collect();
     // Started in the round's order, as run-by-run rounds would start them.
     let mut started: Vec<(usize, Live)> = Vec::with_capacity(arms.len());

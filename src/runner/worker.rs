@@ -22,7 +22,7 @@ use std::time::Instant;
 
 /// What the parent asks of a worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Request {
+pub(crate) struct Request {
     /// The parent's pid: a worker whose parent is gone stops (see [`main`]).
     pub parent: u32,
     pub workload: WorkloadSpec,
@@ -39,7 +39,7 @@ pub struct Request {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Find how many operations make one sample last at least `target_ns`, doubling from one
     /// up to `max_ops` at most (a given `--ops`, whose length is being checked).
     Calibrate {
@@ -66,7 +66,7 @@ pub enum Mode {
 /// What a worker answers.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "kebab-case")]
-pub enum Reply {
+pub(crate) enum Reply {
     Calibrated {
         ops: u64,
         batch_ns: u64,
@@ -88,7 +88,7 @@ pub enum Reply {
 
 /// Entry point of `syscost __worker`: read the request, do it, print the reply. Returns the
 /// process exit status.
-pub fn main() -> i32 {
+pub(crate) fn main() -> i32 {
     let signal = Arc::new(AtomicUsize::new(0));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // Record the signal; the worker stops at the next sample boundary and tears down.

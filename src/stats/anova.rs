@@ -8,7 +8,7 @@ use super::mean;
 
 /// The variance components of grouped values.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Components {
+pub(crate) struct Components {
     /// The within-group variance: the pooled mean square within (N - k degrees of freedom).
     pub within: f64,
     /// The between-group variance component, (MSB - MSW) / n0, clamped at 0.
@@ -20,7 +20,7 @@ pub struct Components {
 /// Variance components of `groups` (at least two groups, not all of one value). With one
 /// value per group there is no within-group information: `within` is 0 and `between` the
 /// variance of the values.
-pub fn components(groups: &[&[f64]]) -> Option<Components> {
+pub(crate) fn components(groups: &[&[f64]]) -> Option<Components> {
     let k = groups.len();
     let n_total: usize = groups.iter().map(|g| g.len()).sum();
     if k < 2 || groups.iter().any(|g| g.is_empty()) {

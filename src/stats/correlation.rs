@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Correlation {
+pub(crate) struct Correlation {
     pub n: usize,
     pub pearson_r: f64,
     pub pearson_p: f64,
@@ -44,7 +44,7 @@ fn p_df(r: f64, df: f64) -> f64 {
 
 /// Correlate paired values. `None` for fewer than three pairs, unequal lengths, or a constant
 /// series (r undefined).
-pub fn correlate(x: &[f64], y: &[f64]) -> Option<Correlation> {
+pub(crate) fn correlate(x: &[f64], y: &[f64]) -> Option<Correlation> {
     if x.len() != y.len() || x.len() < 3 {
         return None;
     }
@@ -68,7 +68,7 @@ pub fn correlate(x: &[f64], y: &[f64]) -> Option<Correlation> {
 /// first (Student's t with n - 1 - k). Pooling groups whose means differ makes a correlation of
 /// the group means, not of the runs: two files with independent x and y within each gave
 /// p < 0.05 in 100 of 100 trials pooled.
-pub fn correlate_within(x: &[f64], y: &[f64], group: &[usize]) -> Option<Correlation> {
+pub(crate) fn correlate_within(x: &[f64], y: &[f64], group: &[usize]) -> Option<Correlation> {
     let n = x.len();
     if y.len() != n || group.len() != n {
         return None;

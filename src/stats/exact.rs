@@ -9,11 +9,11 @@
 use super::Interval;
 
 /// Boots per arm the rule needs: two give an arm's boot-to-boot range.
-pub const MIN_BOOTS: usize = 2;
+pub(crate) const MIN_BOOTS: usize = 2;
 
 /// The evidence of the range rule for one figure of two arms.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RangeRule {
+pub(crate) struct RangeRule {
     /// The change of the means, percent of the baseline's.
     pub delta_pct: f64,
     /// The smallest and the largest change between a boot of the baseline and a boot of the
@@ -28,18 +28,18 @@ pub struct RangeRule {
 impl RangeRule {
     /// The two arms differ: every cross-boot change is beyond both the arms' own range and the
     /// resolution, on the same side of zero.
-    pub fn apart(&self) -> bool {
+    pub(crate) fn apart(&self) -> bool {
         let bar = self.bar_pct();
         self.cross.lo > bar || self.cross.hi < -bar
     }
 
     /// Every cross-boot change is within the resolution.
-    pub fn equal(&self) -> bool {
+    pub(crate) fn equal(&self) -> bool {
         self.cross.inside(self.floor_pct)
     }
 
     /// What a change must exceed: the larger of the arms' own range and the resolution.
-    pub fn bar_pct(&self) -> f64 {
+    pub(crate) fn bar_pct(&self) -> f64 {
         self.own_range_pct.max(self.floor_pct)
     }
 }
@@ -47,7 +47,7 @@ impl RangeRule {
 /// The range rule for `base` against `other` (one value per boot), with `floor_pct` the
 /// resolution. `None` when either arm has fewer than two boots (no range to compare with) or
 /// the baseline is not positive.
-pub fn range_rule(base: &[f64], other: &[f64], floor_pct: f64) -> Option<RangeRule> {
+pub(crate) fn range_rule(base: &[f64], other: &[f64], floor_pct: f64) -> Option<RangeRule> {
     if base.len() < MIN_BOOTS
         || other.len() < MIN_BOOTS
         || base.iter().any(|&a| a <= 0.0 || a.is_nan())

@@ -3,15 +3,15 @@
 //!
 //! Distribution quantiles come from `statrs`; the rest is arithmetic.
 
-pub mod anova;
-pub mod correlation;
-pub mod exact;
-pub mod paired;
-pub mod rank_tests;
-pub mod registry;
-pub mod regression;
-pub mod significance;
-pub mod t_tests;
+pub(crate) mod anova;
+pub(crate) mod correlation;
+pub(crate) mod exact;
+pub(crate) mod paired;
+pub(crate) mod rank_tests;
+pub(crate) mod registry;
+pub(crate) mod regression;
+pub(crate) mod significance;
+pub(crate) mod t_tests;
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -26,26 +26,26 @@ pub struct Interval {
 }
 
 impl Interval {
-    pub fn new(lo: f64, hi: f64) -> Interval {
+    pub(crate) fn new(lo: f64, hi: f64) -> Interval {
         Interval { lo, hi }
     }
 
     /// Both ends mapped by `f` (e.g. a log ratio to a percentage).
-    pub fn map(self, f: impl Fn(f64) -> f64) -> Interval {
+    pub(crate) fn map(self, f: impl Fn(f64) -> f64) -> Interval {
         Interval::new(f(self.lo), f(self.hi))
     }
 
     /// Neither end reaches zero.
-    pub fn excludes_zero(self) -> bool {
+    pub(crate) fn excludes_zero(self) -> bool {
         self.lo > 0.0 || self.hi < 0.0
     }
 
     /// Both ends strictly inside ±`t`.
-    pub fn inside(self, t: f64) -> bool {
+    pub(crate) fn inside(self, t: f64) -> bool {
         self.lo > -t && self.hi < t
     }
 
-    pub fn width(self) -> f64 {
+    pub(crate) fn width(self) -> f64 {
         self.hi - self.lo
     }
 }
@@ -65,7 +65,7 @@ impl From<Interval> for (f64, f64) {
 /// A test's statistic and its two-sided p-value, with how p was found ("exact", "asymptotic",
 /// "normal").
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Tested {
+pub(crate) struct Tested {
     pub statistic: f64,
     pub p: f64,
     pub method: &'static str,
@@ -91,7 +91,7 @@ pub struct Summary {
 }
 
 /// Arithmetic mean; `NaN` for an empty slice.
-pub fn mean(xs: &[f64]) -> f64 {
+pub(crate) fn mean(xs: &[f64]) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
@@ -99,12 +99,12 @@ pub fn mean(xs: &[f64]) -> f64 {
 }
 
 /// Median (mean of the two middle values for an even count); `NaN` for an empty slice.
-pub fn median(xs: &[f64]) -> f64 {
+pub(crate) fn median(xs: &[f64]) -> f64 {
     quantile(xs, 0.5)
 }
 
 /// Quantile with linear interpolation between order statistics (numpy's default, "type 7").
-pub fn quantile(xs: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(xs: &[f64], q: f64) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
@@ -122,7 +122,7 @@ fn sum_sq_dev(xs: &[f64], m: f64) -> f64 {
 }
 
 /// Population standard deviation.
-pub fn pstdev(xs: &[f64]) -> f64 {
+pub(crate) fn pstdev(xs: &[f64]) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
@@ -130,7 +130,7 @@ pub fn pstdev(xs: &[f64]) -> f64 {
 }
 
 /// Sample standard deviation; 0 for a single value.
-pub fn stdev(xs: &[f64]) -> f64 {
+pub(crate) fn stdev(xs: &[f64]) -> f64 {
     if xs.len() < 2 {
         return 0.0;
     }
@@ -139,13 +139,13 @@ pub fn stdev(xs: &[f64]) -> f64 {
 
 /// The two-sided critical value of Student's t for `confidence` (e.g. 0.95) and `df` degrees of
 /// freedom.
-pub fn t_critical(confidence: f64, df: f64) -> f64 {
+pub(crate) fn t_critical(confidence: f64, df: f64) -> f64 {
     let t = StudentsT::new(0.0, 1.0, df).expect("degrees of freedom are positive");
     t.inverse_cdf(0.5 + confidence / 2.0)
 }
 
 /// Confidence interval of the mean at `confidence`; `None` for fewer than two values.
-pub fn mean_ci(xs: &[f64], confidence: f64) -> Option<(f64, f64)> {
+pub(crate) fn mean_ci(xs: &[f64], confidence: f64) -> Option<(f64, f64)> {
     if xs.len() < 2 {
         return None;
     }
@@ -159,7 +159,7 @@ pub fn mean_ci(xs: &[f64], confidence: f64) -> Option<(f64, f64)> {
 /// statistics x_(k) and x_(n+1-k) with the largest k such that P(Binomial(n, 1/2) < k) <=
 /// (1 - confidence) / 2. Returns the interval and its exact coverage; `None` when even the
 /// whole range covers less (n < 6 at 95%).
-pub fn median_ci(xs: &[f64], confidence: f64) -> Option<((f64, f64), f64)> {
+pub(crate) fn median_ci(xs: &[f64], confidence: f64) -> Option<((f64, f64), f64)> {
     use statrs::distribution::{Binomial, DiscreteCDF};
     let n = xs.len();
     if n == 0 {

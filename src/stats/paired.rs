@@ -19,11 +19,11 @@ use super::{mean, stdev, t_critical};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// Up to this many non-zero pairs without ties, the exact distribution is used.
-pub const EXACT_MAX: usize = 50;
+pub(crate) const EXACT_MAX: usize = 50;
 
 /// The number of subsets of {1..n} with each rank sum: the exact null distribution of W+ for
 /// n pairs is `counts[w] / 2^n`.
-pub fn signed_rank_counts(n: usize) -> Vec<f64> {
+pub(crate) fn signed_rank_counts(n: usize) -> Vec<f64> {
     let max = n * (n + 1) / 2;
     let mut c = vec![0.0; max + 1];
     c[0] = 1.0;
@@ -43,7 +43,7 @@ fn exact_cdf(counts: &[f64], w: usize, n: usize) -> f64 {
 
 /// The signed-rank test of `d` against 0: W+, the two-sided p, "exact" or "normal". Zeros are
 /// dropped (scipy's `zero_method="wilcox"`). `None` with no non-zero difference.
-pub fn signed_rank(d: &[f64]) -> Option<Tested> {
+pub(crate) fn signed_rank(d: &[f64]) -> Option<Tested> {
     let nz: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
     let n = nz.len();
     if n == 0 {
@@ -75,14 +75,14 @@ pub fn signed_rank(d: &[f64]) -> Option<Tested> {
 }
 
 /// The smallest two-sided p-value the signed-rank test can give for n pairs: 2 / 2^n.
-pub fn min_signed_rank_p(n: usize) -> f64 {
+pub(crate) fn min_signed_rank_p(n: usize) -> f64 {
     (2.0 / 2f64.powi(n as i32)).min(1.0)
 }
 
 /// The fewest pairs whose signed-rank test can give a p below `alpha` when Holm multiplies the
 /// smallest p by `comparisons` (the variants compared with the baseline): 6 for one comparison
 /// at 0.05 (5 pairs cannot go below 0.0625), 7 for two.
-pub fn pairs_to_decide(alpha: f64, comparisons: usize) -> usize {
+pub(crate) fn pairs_to_decide(alpha: f64, comparisons: usize) -> usize {
     let k = comparisons.max(1) as f64;
     (1..=200)
         .find(|&n| min_signed_rank_p(n) * k < alpha)
@@ -103,14 +103,14 @@ fn walsh(d: &[f64]) -> Vec<f64> {
 
 /// A centre and, when the data can reach the confidence asked, its interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Located {
+pub(crate) struct Located {
     pub estimate: f64,
     pub interval: Option<Interval>,
 }
 
 /// The paired t's mean, p and interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MeanInterval {
+pub(crate) struct MeanInterval {
     pub mean: f64,
     /// `None` when every difference is the same (no spread to test against).
     pub p: Option<f64>,
@@ -121,7 +121,7 @@ pub struct MeanInterval {
 /// its `confidence` interval: the Walsh averages at the signed-rank test's critical values
 /// (exact for up to 50 pairs without ties, the normal approximation beyond). `None` for fewer
 /// than 2 pairs; the interval is `None` when n is too small to reach `confidence` at all.
-pub fn hodges_lehmann(d: &[f64], confidence: f64) -> Option<Located> {
+pub(crate) fn hodges_lehmann(d: &[f64], confidence: f64) -> Option<Located> {
     let n = d.len();
     if n < 2 {
         return None;
@@ -157,7 +157,7 @@ pub fn hodges_lehmann(d: &[f64], confidence: f64) -> Option<Located> {
 
 /// Student's t on `d`: the mean, the two-sided p and the `confidence` interval of the mean.
 /// `None` for fewer than 2 pairs.
-pub fn paired_t(d: &[f64], confidence: f64) -> Option<MeanInterval> {
+pub(crate) fn paired_t(d: &[f64], confidence: f64) -> Option<MeanInterval> {
     let n = d.len();
     if n < 2 {
         return None;

@@ -4,9 +4,9 @@
 use super::paired::{hodges_lehmann, min_signed_rank_p, signed_rank};
 use super::significance::{PairedTest, SignificanceTest, Unpaired, mann_whitney};
 
-pub struct Ranks;
+pub(crate) struct Ranks;
 
-pub static RANKS: Ranks = Ranks;
+pub(crate) static RANKS: Ranks = Ranks;
 
 impl SignificanceTest for Ranks {
     fn name_unpaired(&self) -> &'static str {
@@ -40,7 +40,7 @@ impl SignificanceTest for Ranks {
 
 /// The smallest two-sided p-value Mann-Whitney U can give for samples of n1 and n2 without
 /// ties: 2 / C(n1 + n2, n1).
-pub fn min_mann_whitney_p(n1: usize, n2: usize) -> f64 {
+pub(crate) fn min_mann_whitney_p(n1: usize, n2: usize) -> f64 {
     let (k, n) = (n1.min(n2), n1 + n2);
     let mut c = 1.0f64;
     for i in 0..k {

@@ -22,7 +22,7 @@ pub enum TestKind {
 
 impl TestKind {
     /// The test's implementation: the registry of statistical tests, one line each.
-    pub fn test(self) -> &'static dyn SignificanceTest {
+    pub(crate) fn test(self) -> &'static dyn SignificanceTest {
         match self {
             TestKind::MannWhitney | TestKind::SignedRank => &super::rank_tests::RANKS,
             TestKind::Welch | TestKind::T => &super::t_tests::T,

@@ -5,7 +5,7 @@ use super::{mean, t_critical};
 
 /// A least-squares line.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Line {
+pub(crate) struct Line {
     pub slope: f64,
     /// 95% CI of the slope (Student t, n - 2 degrees of freedom).
     pub slope_ci95: (f64, f64),
@@ -15,7 +15,7 @@ pub struct Line {
 
 /// Least squares of `y` on `x` with the slope's 95% CI and R²; `None` for fewer than three
 /// points or a constant `x`.
-pub fn fit(x: &[f64], y: &[f64]) -> Option<Line> {
+pub(crate) fn fit(x: &[f64], y: &[f64]) -> Option<Line> {
     let n = x.len();
     if n < 3 || n != y.len() {
         return None;

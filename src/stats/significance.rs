@@ -10,7 +10,7 @@ use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 /// A statistical test as a comparison uses it: on two independent samples, or on the per-round
 /// changes of paired rounds. Each family of tests is one file implementing this
 /// (`rank_tests`, `t_tests`) and one line in `registry::TestKind::test`.
-pub trait SignificanceTest: Sync {
+pub(crate) trait SignificanceTest: Sync {
     /// The test's name on independent samples, as results print it.
     fn name_unpaired(&self) -> &'static str;
     /// The test's name on paired rounds.
@@ -25,14 +25,14 @@ pub trait SignificanceTest: Sync {
 
 /// An unpaired test's p and, for a rank test, the smallest p its sample sizes allow.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Unpaired {
+pub(crate) struct Unpaired {
     pub p: Option<f64>,
     pub min_p: Option<f64>,
 }
 
 /// A paired test on per-round changes, in the changes' own scale.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PairedTest {
+pub(crate) struct PairedTest {
     pub centre: Option<f64>,
     pub interval: Option<Interval>,
     pub equivalence: Option<Interval>,
@@ -42,7 +42,7 @@ pub struct PairedTest {
 }
 
 /// Ranks starting at 1, ties given their average rank; also returns Σ(t³ - t) over tie groups.
-pub fn ranks(xs: &[f64]) -> (Vec<f64>, f64) {
+pub(crate) fn ranks(xs: &[f64]) -> (Vec<f64>, f64) {
     let mut idx: Vec<usize> = (0..xs.len()).collect();
     idx.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
     let mut r = vec![0.0; xs.len()];
@@ -96,7 +96,7 @@ fn exact_u_counts(n1: usize, n2: usize) -> Vec<f64> {
 /// Exact distribution without ties for samples of up to 20 each (as scipy's 'exact'),
 /// otherwise the normal approximation with tie and continuity correction (scipy's
 /// 'asymptotic').
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<Tested> {
+pub(crate) fn mann_whitney(a: &[f64], b: &[f64]) -> Option<Tested> {
     let (n1, n2) = (a.len(), b.len());
     if n1 == 0 || n2 == 0 {
         return None;
@@ -128,7 +128,7 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<Tested> {
 
 /// Welch's two-sided t-test.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Welch {
+pub(crate) struct Welch {
     pub t: f64,
     /// Welch-Satterthwaite degrees of freedom.
     pub df: f64,
@@ -136,7 +136,7 @@ pub struct Welch {
 }
 
 /// Welch's two-sided t-test. `None` with fewer than two values in either sample.
-pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+pub(crate) fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
     if a.len() < 2 || b.len() < 2 {
         return None;
     }
@@ -168,7 +168,7 @@ pub(crate) fn tested(statistic: f64, p: f64, method: &'static str) -> Tested {
 }
 
 /// Holm-Bonferroni adjusted p-values, in the order given.
-pub fn holm(p: &[f64]) -> Vec<f64> {
+pub(crate) fn holm(p: &[f64]) -> Vec<f64> {
     let m = p.len();
     let mut idx: Vec<usize> = (0..m).collect();
     idx.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
@@ -244,7 +244,7 @@ impl MedianResampler {
 /// with `seed` (PCG64, so the interval is the same on every machine and version), and cuts the
 /// one distribution at each of `confidences` (one interval each). Each resample's median is
 /// drawn directly (see [`MedianResampler`]), so the cost is one sort plus O(resamples).
-pub fn bootstrap_delta_pct(
+pub(crate) fn bootstrap_delta_pct(
     a: &[f64],
     b: &[f64],
     resamples: usize,

@@ -4,9 +4,9 @@
 use super::paired::paired_t;
 use super::significance::{PairedTest, SignificanceTest, Unpaired, welch};
 
-pub struct TTests;
+pub(crate) struct TTests;
 
-pub static T: TTests = TTests;
+pub(crate) static T: TTests = TTests;
 
 impl SignificanceTest for TTests {
     fn name_unpaired(&self) -> &'static str {

@@ -22,11 +22,11 @@ unsafe extern "C" {
 }
 
 /// The kernel's sizes, checked against the C side's at setup.
-pub const ENTRY_SIZE: usize = 408;
-pub const CONTEXT_SIZE: usize = 920;
+pub(crate) const ENTRY_SIZE: usize = 408;
+pub(crate) const CONTEXT_SIZE: usize = 920;
 /// kmalloc-512 and kmalloc-1k: where the kernel's entries and contexts come from.
-pub const ENTRY_STRIDE: usize = 512;
-pub const CONTEXT_ALIGN: usize = 1024;
+pub(crate) const ENTRY_STRIDE: usize = 512;
+pub(crate) const CONTEXT_ALIGN: usize = 1024;
 const MAJOR_OFFSET: usize = 20;
 const SERIAL_LO_OFFSET: usize = 12;
 
@@ -283,14 +283,14 @@ const MAX_SLAB_FILL: u32 = 90;
 
 /// The shape of a kmalloc-512 slab: objects per slab and the slab's page order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SlabShape {
+pub(crate) struct SlabShape {
     pub objects: u32,
     pub order: u32,
 }
 
 impl SlabShape {
     /// kmalloc-512 as this kernel's SLUB has it (/sys/kernel/slab/kmalloc-512), if shown.
-    pub fn of_kmalloc_512() -> Option<SlabShape> {
+    pub(crate) fn of_kmalloc_512() -> Option<SlabShape> {
         let read = |f: &str| -> Option<u32> {
             std::fs::read_to_string(format!("/sys/kernel/slab/kmalloc-512/{f}"))
                 .ok()?
@@ -306,7 +306,7 @@ impl SlabShape {
 
     /// How full this kernel's partial kmalloc-512 slabs are, percent: where SLUB puts new
     /// objects. `None` where /sys/kernel/slab is not readable (it is root's) or shows none.
-    pub fn partial_fill_pct() -> Option<u32> {
+    pub(crate) fn partial_fill_pct() -> Option<u32> {
         let read = |f: &str| -> Option<u64> {
             std::fs::read_to_string(format!("/sys/kernel/slab/kmalloc-512/{f}"))
                 .ok()?
@@ -324,12 +324,12 @@ impl SlabShape {
         (slots > 0).then(|| ((100 * objects / slots) as u32).min(MAX_SLAB_FILL))
     }
 
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         PAGE << self.order
     }
 
     /// A slab must hold its objects of 512 bytes, and fit the region with room to spare.
-    pub fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         if self.order > 4 {
             bail!(
                 "--slab-order {}: at most 4 (64 KiB slabs; kmalloc-512 uses order 0 to 3)",
@@ -395,7 +395,7 @@ impl Drop for Mapping {
 
 /// How the region's pages came out, checked in /proc/self/smaps after it was touched.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Backing {
+pub(crate) struct Backing {
     pub asked: Pages,
     /// hugetlb (reserved pages) or THP.
     pub hugetlb: bool,
@@ -405,7 +405,7 @@ pub struct Backing {
 
 impl Backing {
     /// One line for the run's notes.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match (self.asked, self.hugetlb) {
             (Pages::Small, _) => format!(
                 "region of {} MiB on 4 KiB pages (--pages 4k): each slab page needs its own \
@@ -541,7 +541,7 @@ fn huge_kb(smaps: &str, start: usize, len: usize) -> u64 {
 }
 
 /// The arena holding a placed list and its context.
-pub struct Replica {
+pub(crate) struct Replica {
     _lock: MutexGuard<'static, ()>,
     _mapping: Mapping,
     region: *mut u8,
@@ -582,7 +582,7 @@ fn choose(
 /// objects handed out in the order of a shuffled freelist (CONFIG_SLAB_FREELIST_RANDOM),
 /// skipping the `fill_pct` of them other users hold, and the next slab taken only when this one
 /// is full. Frame 0 holds the context.
-pub fn slab_slots(
+pub(crate) fn slab_slots(
     n: usize,
     shape: SlabShape,
     fill_pct: u32,
@@ -714,7 +714,7 @@ unsafe fn link(region: *mut u8, entries: &[usize], p: &Params) {
 impl Replica {
     /// Build the list: `rules` entries at offsets chosen by `placement` (`seed` makes it
     /// reproducible), `matching` of them (spread evenly) naming `major`.
-    pub fn new(p: &Params, seed: u64) -> Result<Replica> {
+    pub(crate) fn new(p: &Params, seed: u64) -> Result<Replica> {
         let mut p = p.clone();
         p.complete_command_line()?;
         if p.major >= 64 * 32 {
@@ -765,12 +765,13 @@ impl Replica {
     }
 
     /// How the region's pages came out.
-    pub fn backing(&self) -> &Backing {
+    #[cfg(test)]
+    pub(crate) fn backing(&self) -> &Backing {
         &self.backing
     }
 
     /// `walks` list walks with `variant`: the walk's result and the filter calls it made.
-    pub fn walk(&mut self, variant: Variant, walks: u64) -> (i32, u64) {
+    pub(crate) fn walk(&mut self, variant: Variant, walks: u64) -> (i32, u64) {
         // SAFETY: the list and context were built by `new` and stay valid while self lives;
         // the lock keeps other replicas of this process away from the global list.
         unsafe {
@@ -782,7 +783,7 @@ impl Replica {
     }
 
     /// First-line addresses of the entries.
-    pub fn addresses(&self) -> Vec<u64> {
+    pub(crate) fn addresses(&self) -> Vec<u64> {
         self.entries
             .iter()
             .map(|o| self.region as u64 + *o as u64)
@@ -791,7 +792,7 @@ impl Replica {
 
     /// Distinct 4 KiB pages the entries' first lines are on: the TLB entries a walk needs
     /// on 4 KiB pages.
-    pub fn pages_touched(&self) -> usize {
+    pub(crate) fn pages_touched(&self) -> usize {
         let mut pages: Vec<usize> = self.entries.iter().map(|o| o / PAGE).collect();
         pages.sort_unstable();
         pages.dedup();
@@ -799,7 +800,7 @@ impl Replica {
     }
 
     /// The set of this machine's L1 that holds the most entry lines (the lowest on a tie).
-    pub fn fullest_set(&self) -> usize {
+    pub(crate) fn fullest_set(&self) -> usize {
         let pop = layout::populations(&self.geometry, &self.addresses(), 1);
         let most = pop.iter().copied().max().unwrap_or(0);
         pop.iter().position(|&p| p == most).unwrap_or(0)
@@ -807,7 +808,7 @@ impl Replica {
 
     /// The syscall-latency post's cacheline-spread of this placement on this machine's L1, and
     /// the largest number of entry lines in one set.
-    pub fn spread(&self) -> (f64, u64) {
+    pub(crate) fn spread(&self) -> (f64, u64) {
         let g = &self.geometry;
         let pop = layout::populations(g, &self.addresses(), 1);
         let reach = layout::reachable_sets(g, ENTRY_STRIDE as u64);
@@ -832,13 +833,13 @@ impl Drop for Replica {
 }
 
 /// The workload: one operation is one walk of the list.
-pub struct AuditReplica {
+pub(crate) struct AuditReplica {
     params: Params,
     replica: Option<Replica>,
 }
 
 impl AuditReplica {
-    pub fn new(p: &Params) -> AuditReplica {
+    pub(crate) fn new(p: &Params) -> AuditReplica {
         AuditReplica {
             params: p.clone(),
             replica: None,

@@ -49,12 +49,12 @@ impl std::str::FromStr for Capture {
 }
 
 /// Compiled captures, applied to each output.
-pub struct Captor {
+pub(crate) struct Captor {
     captures: Vec<(String, regex_lite::Regex)>,
 }
 
 impl Captor {
-    pub fn new(captures: &[Capture]) -> Result<Captor> {
+    pub(crate) fn new(captures: &[Capture]) -> Result<Captor> {
         let captures = captures
             .iter()
             .map(|c| Ok((c.name.clone(), regex_lite::Regex::new(&c.pattern)?)))
@@ -62,13 +62,13 @@ impl Captor {
         Ok(Captor { captures })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.captures.is_empty()
     }
 
     /// Each capture's number in `output` (the first match, its first group; thousands
     /// separators allowed), or an error naming the capture and showing the output's last lines.
-    pub fn apply(&self, output: &str) -> Result<Vec<(String, f64)>> {
+    pub(crate) fn apply(&self, output: &str) -> Result<Vec<(String, f64)>> {
         let mut out = Vec::new();
         for (name, re) in &self.captures {
             let found = re

@@ -3,7 +3,7 @@
 
 use super::Workload;
 
-pub struct EmptyLoop;
+pub(crate) struct EmptyLoop;
 
 impl Workload for EmptyLoop {
     fn run_batch(&mut self, ops: u64) -> anyhow::Result<()> {

@@ -49,7 +49,7 @@ impl Spec for Params {
     }
 }
 
-pub struct Exec {
+pub(crate) struct Exec {
     command: Vec<String>,
     captor: super::capture::Captor,
     /// Each capture's values, one per run of the command.
@@ -59,7 +59,7 @@ pub struct Exec {
 }
 
 impl Exec {
-    pub fn new(p: &Params) -> Result<Exec> {
+    pub(crate) fn new(p: &Params) -> Result<Exec> {
         if p.command.is_empty() {
             bail!("exec needs a command after --, e.g. syscost run exec --ops 1000 -- ./bench");
         }

@@ -117,7 +117,7 @@ impl Spec for Params {
     }
 }
 
-pub struct FileCalls {
+pub(crate) struct FileCalls {
     op: FileOp,
     dir: Option<PathBuf>,
     file: Option<ScratchFile>,

@@ -154,7 +154,7 @@ enum Partner {
     },
 }
 
-pub struct Ipc {
+pub(crate) struct Ipc {
     op: IpcOp,
     working_set: Vec<u64>,
     partner: Partner,

@@ -111,7 +111,7 @@ impl Spec for Params {
     }
 }
 
-pub struct Mem {
+pub(crate) struct Mem {
     op: MemOp,
     size: usize,
     dir: Option<PathBuf>,

@@ -31,10 +31,10 @@ macro_rules! with_workloads {
 
 pub(crate) use with_workloads;
 
-pub mod capture;
-pub mod empty;
-pub mod recorded;
-pub mod scratch;
+pub(crate) mod capture;
+pub(crate) mod empty;
+pub(crate) mod recorded;
+pub(crate) mod scratch;
 
 macro_rules! declare_modules {
     ($($variant:ident($module:ident)),* $(,)?) => {
@@ -44,7 +44,7 @@ macro_rules! declare_modules {
 with_workloads!(declare_modules);
 
 use anyhow::Result;
-pub use recorded::RecordedWorkload;
+pub(crate) use recorded::RecordedWorkload;
 use serde::{Deserialize, Serialize};
 
 /// One measurable operation, executed in batches by the runner's worker process.
@@ -52,7 +52,7 @@ use serde::{Deserialize, Serialize};
 /// The worker calls [`setup`](Workload::setup) once, then [`run_batch`](Workload::run_batch)
 /// for each sample between two timer and counter readings, then
 /// [`teardown`](Workload::teardown) on every exit path (normal, error, SIGINT, SIGTERM).
-pub trait Workload {
+pub(crate) trait Workload {
     /// Prepare everything the batches need. Not timed. An error here ends the run with the
     /// message shown to the user.
     fn setup(&mut self) -> Result<()> {
@@ -119,7 +119,7 @@ pub enum CopyMode {
 
 /// What a workload's parameters say about it: the one trait a workload's file implements on
 /// its `Params` (its command-line options, stored in result files) besides [`Workload`].
-pub trait Spec {
+pub(crate) trait Spec {
     /// The subcommand of `syscost run`, and the `workload` tag in result files.
     const NAME: &'static str;
     /// What one operation is called ("call", "iteration", "walk").
@@ -210,7 +210,7 @@ macro_rules! workload_spec {
 
         impl WorkloadSpec {
             /// Instantiate the workload (in the worker process).
-            pub fn build(&self) -> Result<Box<dyn Workload>> {
+            pub(crate) fn build(&self) -> Result<Box<dyn Workload>> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.build(),)*
                     WorkloadSpec::Empty => Ok(Box::new(empty::EmptyLoop)),
@@ -218,7 +218,7 @@ macro_rules! workload_spec {
             }
 
             /// The workload's name, as in `syscost run NAME`.
-            pub fn name(&self) -> &'static str {
+            pub(crate) fn name(&self) -> &'static str {
                 match self {
                     $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::NAME,)*
                     WorkloadSpec::Empty => "empty",
@@ -226,7 +226,7 @@ macro_rules! workload_spec {
             }
 
             /// What one operation is, in a few words (see [`Spec::case_label`]).
-            pub fn case_label(&self) -> String {
+            pub(crate) fn case_label(&self) -> String {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.case_label(),)*
                     WorkloadSpec::Empty => "empty".into(),
@@ -234,7 +234,7 @@ macro_rules! workload_spec {
             }
 
             /// One line for table headers, e.g. `syscall getpid (nr 39)`.
-            pub fn describe(&self) -> String {
+            pub(crate) fn describe(&self) -> String {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.describe(),)*
                     WorkloadSpec::Empty => "empty loop".into(),
@@ -242,7 +242,7 @@ macro_rules! workload_spec {
             }
 
             /// Parts of one operation worth a per-part figure (see [`Spec::parts`]).
-            pub fn parts(&self) -> Option<(&'static str, f64)> {
+            pub(crate) fn parts(&self) -> Option<(&'static str, f64)> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.parts(),)*
                     WorkloadSpec::Empty => None,
@@ -250,7 +250,7 @@ macro_rules! workload_spec {
             }
 
             /// Producer threads, for throughput figures (M/s and M/s per CPU).
-            pub fn threads(&self) -> Option<u32> {
+            pub(crate) fn threads(&self) -> Option<u32> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.threads(),)*
                     WorkloadSpec::Empty => None,
@@ -258,7 +258,7 @@ macro_rules! workload_spec {
             }
 
             /// Whether counters must follow the processes the workload starts.
-            pub fn inherit(&self) -> bool {
+            pub(crate) fn inherit(&self) -> bool {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.inherit(),)*
                     WorkloadSpec::Empty => false,
@@ -266,7 +266,7 @@ macro_rules! workload_spec {
             }
 
             /// Why one operation sleeps by its nature, if it does.
-            pub fn waits(&self) -> Option<&'static str> {
+            pub(crate) fn waits(&self) -> Option<&'static str> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.waits(),)*
                     WorkloadSpec::Empty => None,
@@ -274,7 +274,7 @@ macro_rules! workload_spec {
             }
 
             /// Why counting perturbs the operation's time, if it does (see [`Spec`]).
-            pub fn counting_perturbs(&self) -> Option<&'static str> {
+            pub(crate) fn counting_perturbs(&self) -> Option<&'static str> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.counting_perturbs(),)*
                     WorkloadSpec::Empty => None,
@@ -282,7 +282,7 @@ macro_rules! workload_spec {
             }
 
             /// What to try when the loop sleeps though it should not.
-            pub fn sleep_hint(&self) -> Option<&'static str> {
+            pub(crate) fn sleep_hint(&self) -> Option<&'static str> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.sleep_hint(),)*
                     WorkloadSpec::Empty => None,
@@ -290,7 +290,7 @@ macro_rules! workload_spec {
             }
 
             /// What one operation is called.
-            pub fn op_name(&self) -> &'static str {
+            pub(crate) fn op_name(&self) -> &'static str {
                 match self {
                     $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::OP_NAME,)*
                     WorkloadSpec::Empty => "iteration",
@@ -298,7 +298,7 @@ macro_rules! workload_spec {
             }
 
             /// Why copies cannot run as threads of one process, if they cannot.
-            pub fn not_as_threads(&self) -> Option<&'static str> {
+            pub(crate) fn not_as_threads(&self) -> Option<&'static str> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.not_as_threads(),)*
                     WorkloadSpec::Empty => None,
@@ -306,28 +306,28 @@ macro_rules! workload_spec {
             }
 
             /// Why two runs must not be alive together, if they must not.
-            pub fn not_paced(&self) -> Option<&'static str> {
+            pub(crate) fn not_paced(&self) -> Option<&'static str> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.not_paced(),)*
                     WorkloadSpec::Empty => None,
                 }
             }
 
-            pub fn syscalls(&self) -> Vec<u32> {
+            pub(crate) fn syscalls(&self) -> Vec<u32> {
                 match self {
                     $(WorkloadSpec::$variant(p) => p.syscalls(),)*
                     WorkloadSpec::Empty => Vec::new(),
                 }
             }
 
-            pub fn extra_events(&self) -> &'static str {
+            pub(crate) fn extra_events(&self) -> &'static str {
                 match self {
                     $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::EXTRA_EVENTS,)*
                     WorkloadSpec::Empty => "",
                 }
             }
 
-            pub fn ops_required(&self) -> Option<&'static str> {
+            pub(crate) fn ops_required(&self) -> Option<&'static str> {
                 match self {
                     $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::OPS_REQUIRED,)*
                     WorkloadSpec::Empty => None,

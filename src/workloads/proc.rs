@@ -97,7 +97,7 @@ impl Spec for Params {
     }
 }
 
-pub struct Proc {
+pub(crate) struct Proc {
     op: ProcOp,
     /// The worker's heap while it is marked wipe-on-fork.
     heap: Option<Range>,

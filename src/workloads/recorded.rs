@@ -14,7 +14,7 @@ pub enum RecordedWorkload {
 
 impl RecordedWorkload {
     /// A one-line description: a known workload's, else the JSON as written.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             RecordedWorkload::Known(w) => w.describe(),
             RecordedWorkload::Foreign(v) => v.to_string(),
@@ -23,7 +23,7 @@ impl RecordedWorkload {
 
     /// What one operation is, in a few words: a known workload's (see `Spec::case_label`),
     /// else its registry name.
-    pub fn case_label(&self) -> String {
+    pub(crate) fn case_label(&self) -> String {
         match self {
             RecordedWorkload::Known(w) => w.case_label(),
             RecordedWorkload::Foreign(_) => self.name().unwrap_or("workload").to_string(),
@@ -31,7 +31,7 @@ impl RecordedWorkload {
     }
 
     /// The workload's registry name (`syscall`, `exec`), when the file gives one.
-    pub fn name(&self) -> Option<&str> {
+    pub(crate) fn name(&self) -> Option<&str> {
         match self {
             RecordedWorkload::Known(w) => Some(w.name()),
             RecordedWorkload::Foreign(v) => v.get("workload").and_then(|w| w.as_str()),
@@ -39,7 +39,7 @@ impl RecordedWorkload {
     }
 
     /// The workload this version knows, if it is one.
-    pub fn known(&self) -> Option<&WorkloadSpec> {
+    pub(crate) fn known(&self) -> Option<&WorkloadSpec> {
         match self {
             RecordedWorkload::Known(w) => Some(w),
             RecordedWorkload::Foreign(_) => None,
@@ -47,7 +47,7 @@ impl RecordedWorkload {
     }
 
     /// Its parameters as JSON (to say which differ between two results).
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         match self {
             RecordedWorkload::Known(w) => serde_json::to_value(w).unwrap_or_default(),
             RecordedWorkload::Foreign(v) => v.clone(),

@@ -7,13 +7,13 @@ use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
 /// Why a loop over a scratch file may sleep, and what to do (the "loop sleeps" warning).
-pub const SLEEP_HINT: &str = "on ext4, O_TRUNC then close of a written file waits for a block \
+pub(crate) const SLEEP_HINT: &str = "on ext4, O_TRUNC then close of a written file waits for a block \
     write: try a tmpfs such as /dev/shm";
 
 /// Remove files and directories of `dir` named `{prefix}{pid}...` by a syscost worker that no
 /// longer runs (killed with SIGKILL before its teardown). Names of live processes, and every
 /// other name, are left alone.
-pub fn remove_stale(dir: &Path, prefix: &str) {
+pub(crate) fn remove_stale(dir: &Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -37,12 +37,12 @@ pub fn remove_stale(dir: &Path, prefix: &str) {
 }
 
 /// A file of `size` bytes syscost owns in `dir` (default: $TMPDIR or /tmp), removed on drop.
-pub struct ScratchFile {
+pub(crate) struct ScratchFile {
     pub path: PathBuf,
 }
 
 impl ScratchFile {
-    pub fn create(kind: &str, dir: Option<&Path>, size: u64) -> Result<ScratchFile> {
+    pub(crate) fn create(kind: &str, dir: Option<&Path>, size: u64) -> Result<ScratchFile> {
         let dir = dir
             .map(Path::to_path_buf)
             .unwrap_or_else(std::env::temp_dir);

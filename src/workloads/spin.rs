@@ -38,7 +38,7 @@ impl Spec for Params {
     }
 }
 
-pub struct Spin {
+pub(crate) struct Spin {
     iterations: u64,
 }
 

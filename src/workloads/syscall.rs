@@ -50,7 +50,7 @@ impl Spec for Params {
 /// A system call syscost can time: argument-free or with fixed arguments, without side effects
 /// that accumulate over millions of calls.
 #[derive(Clone, Copy, Debug)]
-pub struct Known {
+pub(crate) struct Known {
     pub name: &'static str,
     pub nr: libc::c_long,
     /// Up to three arguments (all zero/NULL here); `None` calls with no arguments.
@@ -58,7 +58,7 @@ pub struct Known {
 }
 
 /// The system calls `--syscall` accepts.
-pub const KNOWN: &[Known] = &[
+pub(crate) const KNOWN: &[Known] = &[
     Known {
         name: "getpid",
         nr: libc::SYS_getpid,
@@ -119,12 +119,12 @@ pub const KNOWN: &[Known] = &[
     },
 ];
 
-pub fn find(name: &str) -> Option<Known> {
+pub(crate) fn find(name: &str) -> Option<Known> {
     KNOWN.iter().copied().find(|k| k.name == name)
 }
 
 /// The names `--syscall` accepts, comma-separated, for messages.
-pub fn known_names() -> String {
+pub(crate) fn known_names() -> String {
     KNOWN.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
 }
 
@@ -138,12 +138,12 @@ fn parse_name(s: &str) -> Result<String, String> {
     }
 }
 
-pub struct SyscallLoop {
+pub(crate) struct SyscallLoop {
     call: Known,
 }
 
 impl SyscallLoop {
-    pub fn new(p: &Params) -> Result<SyscallLoop> {
+    pub(crate) fn new(p: &Params) -> Result<SyscallLoop> {
         match find(&p.syscall) {
             Some(call) => Ok(SyscallLoop { call }),
             None => bail!(

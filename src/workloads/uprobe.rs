@@ -40,7 +40,7 @@ pub struct Params {
 }
 
 /// Thread counts: `2`, `1-4`, `1,2,4`.
-pub fn parse_threads(s: &str) -> Result<Vec<u32>> {
+pub(crate) fn parse_threads(s: &str) -> Result<Vec<u32>> {
     let list = crate::core::CpuList::parse(s).map_err(|_| {
         anyhow::anyhow!("--threads '{s}': give a count like 2 or a list like 1-4 or 1,2,4")
     })?;
@@ -90,7 +90,7 @@ Needs CAP_PERFMON (root) or perf_event_paranoid <= 1; --bpf needs CAP_BPF too.";
 
 impl Params {
     /// The uprobe thread's name for the case: `uprobe-nop`, `uretprobe-push`, ...
-    pub fn case(&self) -> String {
+    pub(crate) fn case(&self) -> String {
         let probe = match self.probe {
             ProbeKind::None => "unprobed",
             ProbeKind::Uprobe => "uprobe",
@@ -109,7 +109,7 @@ struct Producers {
     stop: Arc<AtomicBool>,
 }
 
-pub struct UprobeLoop {
+pub(crate) struct UprobeLoop {
     params: Params,
     probe: Option<Uprobe>,
     calls: u64,
@@ -119,7 +119,7 @@ pub struct UprobeLoop {
 }
 
 impl UprobeLoop {
-    pub fn new(p: &Params) -> Result<UprobeLoop> {
+    pub(crate) fn new(p: &Params) -> Result<UprobeLoop> {
         if p.threads == 0 {
             bail!("--threads must be at least 1");
         }

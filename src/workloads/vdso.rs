@@ -92,7 +92,7 @@ fn vdso_symbol(symbol: &str) -> Result<usize> {
     Ok(base + (sym.address() - load) as usize)
 }
 
-pub struct VdsoLoop {
+pub(crate) struct VdsoLoop {
     call: Call,
     /// The function's address, found in `setup`.
     func: usize,

@@ -68,7 +68,7 @@ impl Spec for Params {
 /// Every name syscost gives files and directories here starts with this, then the owner's pid.
 const PREFIX: &str = "syscost-vfs-";
 
-pub struct VfsMix {
+pub(crate) struct VfsMix {
     dir: Option<PathBuf>,
     /// The directory syscost created (and removes), when no --dir was given.
     own_dir: Option<PathBuf>,
@@ -99,7 +99,7 @@ fn in_memory(path: &Path) -> bool {
 }
 
 /// The file system type of `path`, by statfs magic.
-pub fn fs_type(path: &Path) -> String {
+pub(crate) fn fs_type(path: &Path) -> String {
     let Some(m) = magic(path) else {
         return "unknown".into();
     };
@@ -123,7 +123,7 @@ fn remove_stale(dir: &Path) {
 }
 
 impl VfsMix {
-    pub fn new(p: &Params) -> VfsMix {
+    pub(crate) fn new(p: &Params) -> VfsMix {
         VfsMix {
             dir: p.dir.clone(),
             own_dir: None,

@@ -19,7 +19,7 @@ use std::process::Command as Process;
 /// as bad).
 #[derive(Debug, thiserror::Error)]
 #[error("{1}")]
-pub struct StepStatus(pub i32, pub String);
+pub(crate) struct StepStatus(pub i32, pub String);
 
 /// The status of a step that cannot go on.
 const STOP: i32 = 128;

@@ -17,7 +17,7 @@ use crate::experiments::boots::kept::{self, Kept, RunKind};
 use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context;
 use common::{Common, boot_line, ends_equal, metric_refused};
-pub use git::{GitArgs, StepArgs, StepStatus};
+pub(crate) use git::{GitArgs, StepArgs, StepStatus};
 use std::cell::RefCell;
 use std::path::Path;
 

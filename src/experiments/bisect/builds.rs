@@ -12,7 +12,7 @@ const MAX_LIST: u64 = 1 << 20;
 
 /// The builds in `path` (a list file or a directory), named by their `NAME=` or their file
 /// name.
-pub fn read(path: &Path) -> Result<Vec<Arm>> {
+pub(crate) fn read(path: &Path) -> Result<Vec<Arm>> {
     let meta = std::fs::metadata(path).with_context(|| builds_said(path, ": cannot read it"))?;
     let builds = if meta.is_dir() {
         from_dir(path)?
@@ -44,7 +44,7 @@ pub fn read(path: &Path) -> Result<Vec<Arm>> {
 
 /// One build per line: `[NAME=]KERNEL [words...]`; the words are added to its kernel command
 /// line. A relative KERNEL is relative to the list's directory.
-pub fn from_list(text: &str, base: &Path) -> Result<Vec<Arm>> {
+pub(crate) fn from_list(text: &str, base: &Path) -> Result<Vec<Arm>> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();

@@ -18,12 +18,12 @@ use serde::{Deserialize, Serialize};
 
 /// The fewest rounds a timed step tests: Student's t needs a spread, and with two pairs its
 /// one degree of freedom cannot reach a small p.
-pub const MIN_ROUNDS: usize = 3;
+pub(crate) const MIN_ROUNDS: usize = 3;
 
 /// How a build is classified.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "class", content = "why")]
-pub enum Class {
+pub(crate) enum Class {
     Good,
     Bad,
     /// Its boots did not decide (between the ends, or the step's budget spent).
@@ -33,7 +33,7 @@ pub enum Class {
 }
 
 impl Class {
-    pub fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             Class::Good => "good",
             Class::Bad => "bad",
@@ -47,7 +47,7 @@ impl Class {
 /// figure, 1 the bad end's), and either a p (timed) or how far it lies from the midpoint
 /// against the tolerance (exact).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Decision {
+pub(crate) struct Decision {
     #[serde(flatten)]
     pub class: Class,
     pub position: Option<f64>,
@@ -60,7 +60,7 @@ pub struct Decision {
 
 impl Decision {
     /// A build that could not be measured, and why.
-    pub fn skipped(why: &str) -> Decision {
+    pub(crate) fn skipped(why: &str) -> Decision {
         Decision {
             class: Class::Skipped(why.into()),
             ..Decision::undecided()
@@ -68,7 +68,7 @@ impl Decision {
     }
 
     /// No evidence either way.
-    pub fn undecided() -> Decision {
+    pub(crate) fn undecided() -> Decision {
         Decision {
             class: Class::Undecided,
             position: None,
@@ -98,13 +98,13 @@ fn exact_bar(good: &[f64], bad: &[f64], floor_pct: f64) -> (f64, f64) {
 }
 
 /// Where `x` lies between the ends' medians: 0 at the good end, 1 at the bad end.
-pub fn position(x: f64, good: &[f64], bad: &[f64]) -> Option<f64> {
+pub(crate) fn position(x: f64, good: &[f64], bad: &[f64]) -> Option<f64> {
     let (g, b) = (crate::stats::median(good), crate::stats::median(bad));
     (b != g && !good.is_empty() && !bad.is_empty()).then(|| (x - g) / (b - g))
 }
 
 /// One boot's exact count `x` against the ends' boots.
-pub fn exact(x: f64, good: &[f64], bad: &[f64], floor_pct: f64) -> Decision {
+pub(crate) fn exact(x: f64, good: &[f64], bad: &[f64], floor_pct: f64) -> Decision {
     let (mid, bar) = exact_bar(good, bad, floor_pct);
     let towards_bad = (x - mid) * (crate::stats::median(bad) - crate::stats::median(good)).signum();
     let class = if towards_bad > bar {
@@ -124,7 +124,7 @@ pub fn exact(x: f64, good: &[f64], bad: &[f64], floor_pct: f64) -> Decision {
 
 /// The rounds of a timed step so far, each `(good, candidate, bad)`, tested at `level` (the
 /// step's share of the error bound over its looks). `None` before [`MIN_ROUNDS`].
-pub fn timed(rounds: &[(f64, f64, f64)], level: f64) -> Option<Decision> {
+pub(crate) fn timed(rounds: &[(f64, f64, f64)], level: f64) -> Option<Decision> {
     if rounds.len() < MIN_ROUNDS {
         return None;
     }
@@ -151,7 +151,7 @@ pub fn timed(rounds: &[(f64, f64, f64)], level: f64) -> Option<Decision> {
 
 /// Whether the ends differ, timed: Student's t on the rounds' differences (bad less good) at
 /// `level`; its p.
-pub fn ends_timed(rounds: &[(f64, f64)], level: f64) -> Option<(bool, Option<f64>)> {
+pub(crate) fn ends_timed(rounds: &[(f64, f64)], level: f64) -> Option<(bool, Option<f64>)> {
     if rounds.len() < MIN_ROUNDS {
         return None;
     }
@@ -163,7 +163,7 @@ pub fn ends_timed(rounds: &[(f64, f64)], level: f64) -> Option<(bool, Option<f64
 /// The error bound shared out: the steps a bisection of `interior` builds between its ends
 /// takes when none is skipped (ceil(log2(interior + 1))), each step's share, and each look's.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Budget {
+pub(crate) struct Budget {
     pub bound: f64,
     pub steps: usize,
     pub per_step: f64,
@@ -172,7 +172,7 @@ pub struct Budget {
 }
 
 impl Budget {
-    pub fn new(bound: f64, interior: usize, max_rounds: usize) -> Budget {
+    pub(crate) fn new(bound: f64, interior: usize, max_rounds: usize) -> Budget {
         let steps = (usize::BITS - interior.leading_zeros()).max(1) as usize;
         let looks = max_rounds.saturating_sub(MIN_ROUNDS) + 1;
         let per_step = bound / steps as f64;

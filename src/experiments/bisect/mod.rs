@@ -13,8 +13,8 @@
 //! again, so the same seed takes the same path.
 
 pub mod builds;
-pub mod decide;
-pub mod search;
+pub(crate) mod decide;
+pub(crate) mod search;
 
 use crate::compare;
 use crate::core::{Envelope, Kind};
@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 /// A bisection to run: its builds are the boot plan's arms, in order.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BisectPlan {
+pub(crate) struct BisectPlan {
     pub boot: BootPlan,
     /// The error bound (as alpha), the noise threshold and the exact counts' resolution.
     pub options: compare::Options,
@@ -53,7 +53,7 @@ impl crate::experiments::boots::kept::Planned for BisectPlan {
 
 /// The ends' boots and whether they differ.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Ends {
+pub(crate) struct Ends {
     pub good: Vec<f64>,
     pub bad: Vec<f64>,
     pub differ: bool,
@@ -67,7 +67,7 @@ pub struct Ends {
 
 /// One build tried.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Step {
+pub(crate) struct Step {
     pub number: usize,
     pub build: String,
     pub index: usize,
@@ -83,7 +83,7 @@ pub struct Step {
 /// What the bisection found.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "found")]
-pub enum Found {
+pub(crate) enum Found {
     /// The ends do not differ: nothing to bisect.
     EndsEqual,
     /// `first_bad` is the first bad build, `last_good` the build before it.
@@ -103,7 +103,7 @@ pub enum Found {
 /// Whether the change happened at one build or over several.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "shape")]
-pub enum Shape {
+pub(crate) enum Shape {
     /// The step between the last good and the first bad build is most of the change.
     Step { share: f64 },
     /// It is less than half of it: the figure moves over several builds.
@@ -112,7 +112,7 @@ pub enum Shape {
 
 /// The result of a bisection (kind `bisection`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Bisection {
+pub(crate) struct Bisection {
     #[serde(flatten)]
     pub envelope: Envelope,
     pub id: String,
@@ -152,14 +152,14 @@ pub struct Bisection {
 /// bisection is refused.
 #[derive(Debug, thiserror::Error)]
 #[error("{build}: {why}")]
-pub struct NoSuchFigure {
+pub(crate) struct NoSuchFigure {
     pub build: String,
     /// What the result has instead.
     pub why: String,
 }
 
 /// What the bisection does with each boot as it ends (show it, record it, save it).
-pub type OnBoot<'a> = dyn FnMut(&BootRecord, &[BootRecord]) + 'a;
+pub(crate) type OnBoot<'a> = dyn FnMut(&BootRecord, &[BootRecord]) + 'a;
 
 /// Boots builds by index, taking saved boots first, and reads each boot's figure.
 struct Boots<'p, 'a> {
@@ -255,7 +255,7 @@ fn end_word(good: bool) -> &'static str {
 
 /// Run a bisection: the ends, then the steps; `saved`: boots saved before, taken instead of
 /// booting their builds again in their rounds; `lava`: the lab of a LAVA bisection.
-pub fn run<'p>(
+pub(crate) fn run<'p>(
     plan: &'p BisectPlan,
     saved: Vec<BootRecord>,
     lava: Option<LavaRun<'p>>,
@@ -456,7 +456,7 @@ fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Ste
 /// Whether the change between the last good build and the first bad one (`good`, `bad`: the
 /// ends, or builds some step tried) is most of the ends' change, from their positions (0 at
 /// the good end's figure, 1 at the bad end's).
-pub fn shape_of(steps: &[Step], good: usize, bad: usize) -> Option<Shape> {
+pub(crate) fn shape_of(steps: &[Step], good: usize, bad: usize) -> Option<Shape> {
     let at = |i: usize, end: f64| {
         let step = steps.iter().find(|st| st.index == i);
         step.map_or(Some(end), |st| st.decision.position)

@@ -8,7 +8,7 @@ use super::decide::Class;
 
 /// Where a search stands: the builds' classes so far (the ends included) and the two bounds.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Search {
+pub(crate) struct Search {
     pub classes: Vec<Option<Class>>,
     /// The last build known good, and the first known bad after it.
     pub good: usize,
@@ -17,7 +17,7 @@ pub struct Search {
 
 /// What a finished search found.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Found {
+pub(crate) enum Found {
     /// Next to each other: `bad` is the first bad build.
     Exact { good: usize, bad: usize },
     /// The first bad build is one of `good + 1 ..= bad`: the builds between were skipped or
@@ -27,7 +27,7 @@ pub enum Found {
 
 impl Search {
     /// A search of `n` builds between a good end and a bad end (indices, `good < bad`).
-    pub fn new(n: usize, good: usize, bad: usize) -> Search {
+    pub(crate) fn new(n: usize, good: usize, bad: usize) -> Search {
         let mut classes = vec![None; n];
         classes[good] = Some(Class::Good);
         classes[bad] = Some(Class::Bad);
@@ -36,7 +36,7 @@ impl Search {
 
     /// The next build to try: the untried one nearest the middle of the bounds (the lower of
     /// two as near), `None` when every build between them is tried.
-    pub fn next(&self) -> Option<usize> {
+    pub(crate) fn next(&self) -> Option<usize> {
         let mid = (self.good + self.bad) as f64 / 2.0;
         (self.good + 1..self.bad)
             .filter(|&i| self.classes[i].is_none())
@@ -47,7 +47,7 @@ impl Search {
     }
 
     /// Record build `i`'s class, moving a bound when it is good or bad.
-    pub fn record(&mut self, i: usize, class: Class) {
+    pub(crate) fn record(&mut self, i: usize, class: Class) {
         match class {
             Class::Good if i > self.good && i < self.bad => self.good = i,
             Class::Bad if i > self.good && i < self.bad => self.bad = i,
@@ -57,7 +57,7 @@ impl Search {
     }
 
     /// What the search found once [`Search::next`] is `None`.
-    pub fn found(&self) -> Found {
+    pub(crate) fn found(&self) -> Found {
         if self.bad == self.good + 1 {
             Found::Exact {
                 good: self.good,
@@ -73,7 +73,8 @@ impl Search {
 }
 
 /// Run a search to its end with `classify` deciding each build it tries, in the order tried.
-pub fn run(mut s: Search, mut classify: impl FnMut(usize) -> Class) -> (Search, Vec<usize>) {
+#[cfg(test)]
+pub(crate) fn run(mut s: Search, mut classify: impl FnMut(usize) -> Class) -> (Search, Vec<usize>) {
     let mut tried = Vec::new();
     while let Some(i) = s.next() {
         s.record(i, classify(i));

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 /// The part of an arm a problem is in; the command says which of its options (or which line
 /// of a list) gave that part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArmPart {
+pub(crate) enum ArmPart {
     Name,
     Kernel,
     CommandLine,
@@ -25,7 +25,7 @@ pub enum ArmPart {
 /// What is wrong with one arm, in the arm's own words: it cannot be booted as given.
 #[derive(Debug, thiserror::Error)]
 #[error("{arm}: {why}")]
-pub struct ArmProblem {
+pub(crate) struct ArmProblem {
     /// The arm's name, as it can be shown (control characters escaped, a long one cut).
     pub arm: String,
     pub part: ArmPart,
@@ -45,7 +45,7 @@ fn problem(arm: &str, part: ArmPart, why: String) -> ArmProblem {
 /// missing or has lines syscost cannot set up, guest files that are not regular files or do
 /// not fit the guest, arms named twice. Returns each arm's rules, read here (by auditctl's
 /// library, which the guest lacks) and sent to the guest as JSON, by arm name.
-pub fn check(plan: &BootPlan) -> Result<Vec<(String, String)>> {
+pub(crate) fn check(plan: &BootPlan) -> Result<Vec<(String, String)>> {
     if plan.arms.is_empty() {
         return Err(crate::refused!(
             "give ",
@@ -81,7 +81,7 @@ pub fn check(plan: &BootPlan) -> Result<Vec<(String, String)>> {
 /// Fetch each arm whose kernel is a URL into `dir` (once: a resumed run finds its copy), its
 /// SHA-256 checked when one was given; the arm's `kernel` is then that copy. A kexec boot loads
 /// files of this machine that outlive the run, so [`check`] refuses a URL there.
-pub fn fetch_kernels(plan: &mut BootPlan, dir: &std::path::Path) -> Result<(), ArmProblem> {
+pub(crate) fn fetch_kernels(plan: &mut BootPlan, dir: &std::path::Path) -> Result<(), ArmProblem> {
     for a in plan.arms.iter_mut() {
         let Some(url) = &a.url else { continue };
         check_name(&a.name)?;
@@ -125,7 +125,7 @@ fn check_aged(plan: &BootPlan) -> Result<(), ArmProblem> {
 
 /// What every boot shares: a measuring command, and guest files that are regular files, fit
 /// the guest and hold what the command opens.
-pub fn check_setup(plan: &BootPlan) -> Result<()> {
+pub(crate) fn check_setup(plan: &BootPlan) -> Result<()> {
     if plan.measure.is_empty() {
         return Err(crate::refused!(
             "give the measuring command after --, e.g. -- run syscall ",
@@ -143,7 +143,7 @@ pub fn check_setup(plan: &BootPlan) -> Result<()> {
 /// The directories syscost's initramfs gives a guest, when an arm has rules that may name
 /// paths and the boots start from that initramfs (not kexec's, which boot this machine's
 /// own root file system).
-pub fn guest_tree(plan: &BootPlan) -> Result<Option<initramfs::Tree>> {
+pub(crate) fn guest_tree(plan: &BootPlan) -> Result<Option<initramfs::Tree>> {
     if matches!(plan.backend, Backend::Kexec) || plan.arms.iter().all(|a| a.rules.is_none()) {
         return Ok(None);
     }
@@ -160,7 +160,7 @@ pub fn guest_tree(plan: &BootPlan) -> Result<Option<initramfs::Tree>> {
 /// (in `tree`, the guest's directories, when it boots syscost's initramfs), and audit not
 /// turned off for the boot. Returns its rules, read here (by auditctl's library, which the
 /// guest lacks) as the JSON the guest is sent; what is wrong is an [`ArmProblem`].
-pub fn check_arm(
+pub(crate) fn check_arm(
     a: &Arm,
     on_error: crate::audit::rules_file::OnError,
     tree: Option<&initramfs::Tree>,
@@ -283,7 +283,7 @@ fn check_needed(needs: &[Needed], guest_files: &[PathBuf]) -> Result<()> {
 }
 
 /// The longest arm name: it names files, a kernel parameter, history tags and table rows.
-pub const NAME_MAX: usize = 64;
+pub(crate) const NAME_MAX: usize = 64;
 
 /// An arm's name: 1 to 64 letters, digits, `.`, `_`, `-` or `+`. Anything else could break
 /// the kernel command line it is passed on (a space), a file name (`/`) or a table (a newline

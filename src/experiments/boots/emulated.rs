@@ -23,7 +23,7 @@ use std::collections::HashMap;
 /// then its costs and fits again, so the fits include instructions per rule); other kinds are
 /// left as they are. `symbols`: the arm's kernel symbols and where this boot's text started,
 /// which name the blocks of an emulated profile.
-pub fn join(result: &mut serde_json::Value, windows: &[Window], symbols: Option<Rebased>) {
+pub(crate) fn join(result: &mut serde_json::Value, windows: &[Window], symbols: Option<Rebased>) {
     match with_windows(result, windows, symbols) {
         None => {}
         Some(Ok(v)) => *result = v,
@@ -37,7 +37,7 @@ pub fn join(result: &mut serde_json::Value, windows: &[Window], symbols: Option<
 
 /// `windows` join `result` (a run, an audit sweep or a probe) one to one: every batch it ran
 /// has its window. A guest that receives the windows as they are counted stops waiting then.
-pub fn joins(result: &serde_json::Value, windows: &[Window]) -> bool {
+pub(crate) fn joins(result: &serde_json::Value, windows: &[Window]) -> bool {
     matches!(with_windows(result, windows, None), Some(Ok(_)))
 }
 
@@ -66,14 +66,14 @@ fn with_windows(
 
 /// An arm's kernel symbols: the table one of its boots sent, and where that boot's text
 /// started. Every boot of the arm runs the same kernel; KASLR moves its text as a whole.
-pub struct ArmSymbols {
+pub(crate) struct ArmSymbols {
     text: u64,
     table: Kallsyms,
 }
 
 impl ArmSymbols {
     /// The table a boot sent, if it sent one.
-    pub fn of(sent: &GuestSymbols) -> Option<ArmSymbols> {
+    pub(crate) fn of(sent: &GuestSymbols) -> Option<ArmSymbols> {
         let text = unzipped(&sent.table)?;
         Some(ArmSymbols {
             text: sent.text,
@@ -82,7 +82,7 @@ impl ArmSymbols {
     }
 
     /// The table for a boot whose text started at `text`.
-    pub fn at(&self, text: u64) -> Rebased<'_> {
+    pub(crate) fn at(&self, text: u64) -> Rebased<'_> {
         Rebased {
             symbols: self,
             shift: self.text.wrapping_sub(text),
@@ -92,7 +92,7 @@ impl ArmSymbols {
 
 /// An arm's symbols for one boot: add `shift` to the boot's addresses to look them up.
 #[derive(Clone, Copy)]
-pub struct Rebased<'a> {
+pub(crate) struct Rebased<'a> {
     symbols: &'a ArmSymbols,
     shift: u64,
 }

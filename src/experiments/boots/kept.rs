@@ -17,14 +17,14 @@ use std::path::{Path, PathBuf};
 
 /// What a kept run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunKind {
+pub(crate) enum RunKind {
     Campaign,
     Bisection,
 }
 
 impl RunKind {
     /// Its name in messages: `campaign`, `bisection`.
-    pub fn noun(self) -> &'static str {
+    pub(crate) fn noun(self) -> &'static str {
         match self {
             RunKind::Campaign => "campaign",
             RunKind::Bisection => "bisection",
@@ -33,7 +33,7 @@ impl RunKind {
 
     /// The key of the history tag, and the word of its LAVA jobs' names, that name the run:
     /// `campaign`, `bisect`.
-    pub fn tag(self) -> &'static str {
+    pub(crate) fn tag(self) -> &'static str {
         match self {
             RunKind::Campaign => "campaign",
             RunKind::Bisection => "bisect",
@@ -41,7 +41,7 @@ impl RunKind {
     }
 
     /// The history tag that names an arm's boots: `arm` in a campaign, `build` in a bisection.
-    pub fn arm_tag(self) -> &'static str {
+    pub(crate) fn arm_tag(self) -> &'static str {
         match self {
             RunKind::Campaign => "arm",
             RunKind::Bisection => "build",
@@ -50,7 +50,7 @@ impl RunKind {
 }
 
 /// What a kept run runs: a campaign's or a bisection's plan.
-pub trait Planned {
+pub(crate) trait Planned {
     const KIND: RunKind;
     /// How it boots.
     fn backend(&self) -> &Backend;
@@ -61,7 +61,7 @@ pub trait Planned {
 /// (`#[serde(flatten)]`), so its state file stays one flat object.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(bound(deserialize = "P: Deserialize<'de>"))]
-pub struct Kept<P> {
+pub(crate) struct Kept<P> {
     pub id: String,
     pub seed: u64,
     /// The words after `syscost campaign` or `syscost bisect`.
@@ -85,7 +85,7 @@ pub struct Kept<P> {
 
 impl<P: Planned> Kept<P> {
     /// A new run's state, with no boot yet.
-    pub fn new(id: String, seed: u64, args: Vec<String>, plan: Option<P>) -> Kept<P> {
+    pub(crate) fn new(id: String, seed: u64, args: Vec<String>, plan: Option<P>) -> Kept<P> {
         Kept {
             id,
             seed,
@@ -98,14 +98,14 @@ impl<P: Planned> Kept<P> {
     }
 
     /// How it boots, when its plan is kept.
-    pub fn backend(&self) -> Option<&Backend> {
+    pub(crate) fn backend(&self) -> Option<&Backend> {
         self.plan.as_ref().map(P::backend)
     }
 }
 
 /// The state of a campaign or a bisection in progress, as the shared life needs it: the
 /// [`Kept`] it holds, and what else it saves with it.
-pub trait KeptRun: Serialize {
+pub(crate) trait KeptRun: Serialize {
     type Plan: Planned;
     const KIND: RunKind = <Self::Plan as Planned>::KIND;
     fn kept(&self) -> &Kept<Self::Plan>;
@@ -124,12 +124,12 @@ impl<P: Planned + Serialize> KeptRun for Kept<P> {
 
 /// A kept run's own files, beside its state file `state`: its arms' kernels fetched from URLs,
 /// and the files a LAVA lab on this machine fetches (a killed run's jobs still fetch them).
-pub fn files_of(state: &Path) -> PathBuf {
+pub(crate) fn files_of(state: &Path) -> PathBuf {
     state.with_extension("files")
 }
 
 /// Write `run`'s state to `path` atomically, in a directory only its owner reads.
-pub fn save<K: KeptRun>(run: &K, path: &Path) -> Result<()> {
+pub(crate) fn save<K: KeptRun>(run: &K, path: &Path) -> Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
     make_dir(dir.unwrap_or(Path::new(".")))?;
     crate::core::write_atomic(path, serde_json::to_string(run)?.as_bytes()).with_context(|| {
@@ -144,7 +144,11 @@ pub fn save<K: KeptRun>(run: &K, path: &Path) -> Result<()> {
 /// What a kept run's LAVA boots need besides the plan: the `lab`, the files beside its state
 /// at `path`, the jobs a killed run submitted, and each job kept in the state as it is
 /// submitted and read back.
-pub fn lava_run<'a, K: KeptRun>(lab: Lab, run: &'a RefCell<K>, path: &'a Path) -> LavaRun<'a> {
+pub(crate) fn lava_run<'a, K: KeptRun>(
+    lab: Lab,
+    run: &'a RefCell<K>,
+    path: &'a Path,
+) -> LavaRun<'a> {
     let (tag, pending) = {
         let r = run.borrow();
         (
@@ -169,14 +173,14 @@ pub fn lava_run<'a, K: KeptRun>(lab: Lab, run: &'a RefCell<K>, path: &'a Path) -
 
 /// Remove a kept run's state at `path` and its files: it ended, was dropped, or can never
 /// go on (its boots stay in the history).
-pub fn forget(path: &Path) {
+pub(crate) fn forget(path: &Path) {
     let _ = std::fs::remove_file(path);
     let _ = std::fs::remove_dir_all(files_of(path));
 }
 
 /// Where syscost keeps the state of what it runs across processes (campaigns, bisections):
 /// `$XDG_STATE_HOME/syscost`, else `~/.local/state/syscost`; `opt` picks another place.
-pub fn state_home(opt: Opt) -> Result<PathBuf> {
+pub(crate) fn state_home(opt: Opt) -> Result<PathBuf> {
     let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
         Some(d) => PathBuf::from(d),
         None => match std::env::var_os("HOME") {
@@ -194,7 +198,7 @@ pub fn state_home(opt: Opt) -> Result<PathBuf> {
 
 /// Refuse, before any boot, a state directory the boots cannot be kept in; `opt` picks
 /// another.
-pub fn check_dir(dir: &Path, opt: Opt) -> Result<()> {
+pub(crate) fn check_dir(dir: &Path, opt: Opt) -> Result<()> {
     let refused = || {
         crate::refused!(
             format!("cannot keep the boots in {}: give ", dir.display()),
@@ -209,7 +213,7 @@ pub fn check_dir(dir: &Path, opt: Opt) -> Result<()> {
 }
 
 /// Create `dir` (and its parents) readable by its owner alone, if it is not there.
-pub fn make_dir(dir: &Path) -> Result<()> {
+pub(crate) fn make_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     if dir.is_dir() {
         return Ok(());

@@ -175,7 +175,7 @@ fn kernel_of(
 
 /// Boots arms of a plan as LAVA jobs, one at a time, from what every job shares: the
 /// initramfs, the plugin and each arm's kernel, where the lab fetches them.
-pub struct LavaBooter<'p> {
+pub(crate) struct LavaBooter<'p> {
     plan: &'p BootPlan,
     target: &'p LavaTarget,
     lab: Box<dyn lava::LabApi + 'p>,
@@ -203,7 +203,7 @@ pub struct LavaBooter<'p> {
 /// What a LAVA campaign or bisection brings to its boots besides the plan: the lab (with the
 /// token), the name its jobs carry, the jobs a killed run submitted, and who keeps each job's
 /// id as it is submitted.
-pub struct LavaRun<'a> {
+pub(crate) struct LavaRun<'a> {
     pub lab: Lab,
     pub tag: String,
     /// Where the initramfs and the plugin stay while the run lasts, for a lab on this
@@ -215,7 +215,7 @@ pub struct LavaRun<'a> {
 }
 
 /// What a run hears of its jobs, to keep those a resume must wait for.
-pub enum JobEvent<'a> {
+pub(crate) enum JobEvent<'a> {
     /// Submitted for a try.
     Submitted(&'a PendingJob),
     /// Read back, or cancelled: nothing to wait for.
@@ -224,7 +224,7 @@ pub enum JobEvent<'a> {
 
 impl JobEvent<'_> {
     /// The jobs a resume must wait for, after this event.
-    pub fn apply(&self, jobs: &mut Vec<PendingJob>) {
+    pub(crate) fn apply(&self, jobs: &mut Vec<PendingJob>) {
         match self {
             JobEvent::Submitted(job) => jobs.push((*job).clone()),
             JobEvent::Ended(id) => jobs.retain(|j| j.id != *id),
@@ -234,7 +234,7 @@ impl JobEvent<'_> {
 
 /// A job submitted for a try, not yet read back.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PendingJob {
+pub(crate) struct PendingJob {
     pub arm: String,
     pub round: u32,
     pub attempt: u32,
@@ -244,7 +244,7 @@ pub struct PendingJob {
 impl<'p> LavaBooter<'p> {
     /// Check the lab (the token, the device type, a job it validates) and put what the jobs
     /// fetch where it reaches it.
-    pub fn start(
+    pub(crate) fn start(
         plan: &'p BootPlan,
         target: &'p LavaTarget,
         run: LavaRun<'p>,
@@ -330,7 +330,7 @@ impl<'p> LavaBooter<'p> {
     }
 
     /// How each arm's kernel started on the lab's `qemu` devices (none on boards).
-    pub fn entries(&self) -> Vec<super::ArmEntry> {
+    pub(crate) fn entries(&self) -> Vec<super::ArmEntry> {
         let arms = self.plan.arms.iter().zip(&self.entries);
         arms.filter_map(|(a, e)| e.as_ref().map(|e| e.of(&a.name)))
             .collect()
@@ -815,7 +815,7 @@ pub const LAB_CASES: crate::boot::guest::LabCases = crate::boot::guest::LabCases
 /// figure (`old_syscall_getpid_task_clock`), with the plugin's exact counts joined from
 /// `windows` (`old_syscall_getpid_instructions_emulated`: the figure such a campaign compares
 /// by). The guest's init sends them ([`LAB_CASES`]).
-pub fn cases(result: &[u8], windows: &[Window]) -> Vec<Case> {
+pub(crate) fn cases(result: &[u8], windows: &[Window]) -> Vec<Case> {
     let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(result) else {
         return Vec::new();
     };
@@ -1202,8 +1202,6 @@ pub(crate) mod unit {
         let case = lava::TestCase {
             name: "job".into(),
             result: "fail".into(),
-            measurement: None,
-            unit: None,
             metadata: Some("error_msg: 'Unable to fetch'\nerror_type: Infrastructure\n".into()),
         };
         Script {

@@ -7,18 +7,18 @@
 //! boot per process, over the same schedule). A campaign boots the schedule's rounds; a
 //! bisection boots the slots its search chooses.
 
-pub mod checks;
-pub mod emulated;
-pub mod kept;
+pub(crate) mod checks;
+pub(crate) mod emulated;
+pub(crate) mod kept;
 pub mod lava;
-pub mod pin;
-pub mod plan;
-pub mod qemu;
-pub mod record;
-pub mod schedule;
-pub mod start;
+pub(crate) mod pin;
+pub(crate) mod plan;
+pub(crate) mod qemu;
+pub(crate) mod record;
+pub(crate) mod schedule;
+pub(crate) mod start;
 
-pub use lava::{JobEvent, LavaBooter, LavaRun, PendingJob};
-pub use plan::{Arm, Backend, BootPlan, LavaTarget, Needed, Served};
-pub use qemu::{ArmEntry, Booter};
-pub use record::{BootRecord, BootSplit, Outcome};
+pub(crate) use lava::{JobEvent, LavaBooter, LavaRun, PendingJob};
+pub(crate) use plan::{Arm, Backend, BootPlan, LavaTarget, Needed, Served};
+pub(crate) use qemu::{ArmEntry, Booter};
+pub(crate) use record::{BootRecord, BootSplit, Outcome};

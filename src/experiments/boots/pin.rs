@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 /// of the type, by name, that is in good health and has a tag of its own. Exact counts do not
 /// depend on the device: without a device asked for, they go to any. A pin chosen before (a
 /// resumed run) is kept; its device must still be there with its tag.
-pub fn place(target: &mut LavaTarget, lab: &Lab) -> Result<()> {
+pub(crate) fn place(target: &mut LavaTarget, lab: &Lab) -> Result<()> {
     let timed = !target.machine.emulated_counters;
     if target.pin.is_none() && target.device.is_none() && !timed {
         return Ok(());
@@ -128,7 +128,7 @@ fn pin_of(devices: &[Device], wanted: Option<&str>, ty: &str, by_name: bool) -> 
 
 /// Why jobs cannot go to device `name` (`what` says who sends them), when its health keeps
 /// the scheduler from it: they would wait in the queue until the queue limit.
-pub fn unhealthy(name: &str, health: Health, what: &str) -> Option<anyhow::Error> {
+pub(crate) fn unhealthy(name: &str, health: Health, what: &str) -> Option<anyhow::Error> {
     (!health.takes_jobs()).then(|| {
         anyhow::anyhow!(
             "{what}: LAVA device {name} is in {health} health, and the lab schedules no job on \

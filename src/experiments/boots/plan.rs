@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// One arm: a kernel, what its command line adds, and the audit rules set up before measuring.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Arm {
+pub(crate) struct Arm {
     pub name: String,
     pub kernel: PathBuf,
     pub append: String,
@@ -26,7 +26,7 @@ pub struct Arm {
 /// Where the boots happen.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Backend {
+pub(crate) enum Backend {
     /// Each boot a QEMU virtual machine.
     Qemu(Machine),
     /// This machine, rebooted into each arm by kexec.
@@ -39,7 +39,7 @@ pub enum Backend {
 /// (a QEMU there as `machine` says, TCG with syscost's plugin when it counts; or a board by
 /// iPXE), and how the lab gets the files.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LavaTarget {
+pub(crate) struct LavaTarget {
     /// The server's URL, without any password (the token is never kept: it is read again
     /// from the environment or `token_file` when a campaign resumes).
     pub lab: String,
@@ -85,7 +85,7 @@ fn queue_depth() -> u32 {
 /// The device a run's jobs stay on, and the tag that takes them there (LAVA 2023.01 sends a
 /// job to a device only through tags): one of its own, or none when the type has one device.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Pin {
+pub(crate) struct Pin {
     pub device: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
@@ -97,13 +97,13 @@ fn one() -> u32 {
 
 /// A directory the lab fetches files from, and its URL.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Served {
+pub(crate) struct Served {
     pub dir: PathBuf,
     pub url: String,
 }
 
 impl Backend {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Backend::Qemu(_) => "qemu",
             Backend::Kexec => "kexec",
@@ -112,7 +112,7 @@ impl Backend {
     }
 
     /// The QEMU machine each boot is: none for kexec, nor for a LAVA board.
-    pub fn machine(&self) -> Option<&Machine> {
+    pub(crate) fn machine(&self) -> Option<&Machine> {
         match self {
             Backend::Qemu(m) => Some(m),
             Backend::Lava(t) if t.boot == crate::boot::lava::BootMethod::Qemu => Some(&t.machine),
@@ -124,7 +124,7 @@ impl Backend {
 /// What every boot of a campaign or a bisection shares: the arms, the measuring command run
 /// inside each boot, where the boots happen and how a failed boot is retried.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BootPlan {
+pub(crate) struct BootPlan {
     pub arms: Vec<Arm>,
     pub seed: u64,
     /// The syscost measuring command run inside every boot (`run syscall ...`).
@@ -172,20 +172,20 @@ impl BootPlan {
     }
 
     /// The command a boot of `arm` measures with.
-    pub fn measure_of(&self, arm: &str) -> &[String] {
+    pub(crate) fn measure_of(&self, arm: &str) -> &[String] {
         self.arm_measure.get(arm).unwrap_or(&self.measure)
     }
 }
 
 /// A file the measuring command needs in the guest, and what in the command names it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Needed {
+pub(crate) struct Needed {
     pub what: String,
     pub path: PathBuf,
 }
 
 /// Rounds of arm indices, each a shuffle of every arm by a generator seeded with `seed`.
-pub fn order(arms: usize, rounds: u32, seed: u64) -> Vec<Vec<usize>> {
+pub(crate) fn order(arms: usize, rounds: u32, seed: u64) -> Vec<Vec<usize>> {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
     (0..rounds)
         .map(|_| {

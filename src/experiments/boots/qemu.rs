@@ -19,7 +19,7 @@ use std::time::Instant;
 /// How an arm's kernel started in its QEMU boots: at its PVH entry (its vmlinux, taken out
 /// of the bzImage on the host) or as a bzImage, and why not at the PVH entry.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ArmEntry {
+pub(crate) struct ArmEntry {
     pub arm: String,
     pub entry: KernelEntry,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -118,7 +118,7 @@ pub(super) fn guest_args(arm: &Arm, kallsyms: bool, panic: i32) -> String {
 /// work directory (removed when the booter is dropped), its initramfs, syscost's TCG plugin,
 /// and each kernel as QEMU starts it (taken out once, at its first boot). A campaign boots
 /// its schedule with it; a bisection boots the builds it chooses.
-pub struct Booter<'p> {
+pub(crate) struct Booter<'p> {
     plan: &'p BootPlan,
     machine: &'p Machine,
     dir: tempfile::TempDir,
@@ -131,7 +131,7 @@ pub struct Booter<'p> {
 impl<'p> Booter<'p> {
     /// Check what QEMU needs, build the initramfs (with `rules`: each arm's rules as JSON, by
     /// arm name), and, under KVM, check a guest starts.
-    pub fn start(plan: &'p BootPlan, rules: &[(String, String)]) -> Result<Booter<'p>> {
+    pub(crate) fn start(plan: &'p BootPlan, rules: &[(String, String)]) -> Result<Booter<'p>> {
         let Backend::Qemu(machine) = &plan.backend else {
             bail!(
                 "QEMU boots need a QEMU backend; a kexec campaign starts with campaign::kexec::start"
@@ -170,7 +170,7 @@ impl<'p> Booter<'p> {
     }
 
     /// How each arm booted so far started (see [`ArmEntry`]).
-    pub fn entries(&self) -> Vec<ArmEntry> {
+    pub(crate) fn entries(&self) -> Vec<ArmEntry> {
         let arms = self.plan.arms.iter().zip(&self.entries);
         arms.filter_map(|(a, e)| e.as_ref().map(|e| e.of(&a.name)))
             .collect()

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 /// How one boot ended.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The measurement's whole result.
     Measured { result: serde_json::Value },
     /// Why there is none, in words and in kind, and the console's last lines.
@@ -29,7 +29,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// A failure of `failure`'s kind, with no console kept.
-    pub fn failed(reason: String, failure: Failure) -> Outcome {
+    pub(crate) fn failed(reason: String, failure: Failure) -> Outcome {
         Outcome::Failed {
             reason,
             console: Vec::new(),
@@ -55,7 +55,7 @@ fn failure_or_flag<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Failure, D:
 
 /// One boot.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BootRecord {
+pub(crate) struct BootRecord {
     pub arm: String,
     pub round: u32,
     /// 0 for the first try, 1 for the first retry.
@@ -80,7 +80,7 @@ pub struct BootRecord {
 /// measurement, and what lies outside the guest's clock (QEMU's start, the firmware, loading
 /// and decompressing the kernel and the initramfs, powering off, reading the result).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BootSplit {
+pub(crate) struct BootSplit {
     pub kernel: f64,
     pub init: f64,
     /// The wait for the boot's own work to end (`--settle`), 0 without one.
@@ -92,7 +92,7 @@ pub struct BootSplit {
 
 impl BootSplit {
     /// The split of a boot of `seconds` whose guest sent `clock`.
-    pub fn of(clock: &GuestClock, seconds: f64) -> BootSplit {
+    pub(crate) fn of(clock: &GuestClock, seconds: f64) -> BootSplit {
         // A guest that did not wait sent no settle_from.
         let settle_from = if clock.settle_from > 0.0 {
             clock.settle_from
@@ -109,7 +109,7 @@ impl BootSplit {
     }
 
     /// The mean split over `boots` (the parts of a mean add up to the mean boot).
-    pub fn mean<'a>(boots: impl IntoIterator<Item = &'a BootSplit>) -> Option<BootSplit> {
+    pub(crate) fn mean<'a>(boots: impl IntoIterator<Item = &'a BootSplit>) -> Option<BootSplit> {
         let all: Vec<&BootSplit> = boots.into_iter().collect();
         let n = all.len() as f64;
         let mean = |f: fn(&BootSplit) -> f64| all.iter().map(|s| f(s)).sum::<f64>() / n;
@@ -141,7 +141,7 @@ impl std::fmt::Display for BootSplit {
 impl BootRecord {
     /// The first try of `arm`'s boot in round 1, ended as `outcome`, one second long.
     #[cfg(test)]
-    pub fn of(arm: &str, outcome: Outcome) -> BootRecord {
+    pub(crate) fn of(arm: &str, outcome: Outcome) -> BootRecord {
         BootRecord {
             arm: arm.into(),
             round: 1,
@@ -155,7 +155,7 @@ impl BootRecord {
     }
 
     /// Its result as the guest sent it (with its emulated counts joined), if it measured.
-    pub fn result(&self) -> Option<&serde_json::Value> {
+    pub(crate) fn result(&self) -> Option<&serde_json::Value> {
         match &self.outcome {
             Outcome::Measured { result } => Some(result),
             Outcome::Failed { .. } => None,
@@ -164,12 +164,12 @@ impl BootRecord {
 
     /// Its result decoded once, by its kind (see [`Decoded`]); `None`: it did not measure;
     /// `Err`: its result cannot be read, and why.
-    pub fn decoded(&self) -> Option<Result<Decoded, String>> {
+    pub(crate) fn decoded(&self) -> Option<Result<Decoded, String>> {
         self.result().map(|r| Decoded::of(&self.name(), r))
     }
 
     /// Why it failed, if it did.
-    pub fn failure_reason(&self) -> Option<&str> {
+    pub(crate) fn failure_reason(&self) -> Option<&str> {
         match &self.outcome {
             Outcome::Failed { reason, .. } => Some(reason),
             Outcome::Measured { .. } => None,
@@ -184,7 +184,7 @@ impl BootRecord {
     /// Its value of `metric` (the median of its samples or runs, as a campaign takes each
     /// boot's value) and its unit; `Err` says why there is none. The one way to ask a boot
     /// for a figure.
-    pub fn figure(&self, metric: &str) -> Result<(f64, String), String> {
+    pub(crate) fn figure(&self, metric: &str) -> Result<(f64, String), String> {
         match &self.outcome {
             Outcome::Failed { reason, .. } => Err(reason.clone()),
             Outcome::Measured { result } => Decoded::of(&self.name(), result)?.figure(metric),
@@ -196,7 +196,7 @@ impl BootRecord {
 /// result's metrics, an audit sweep's cost per rule, a probe's cost per hit) and what a
 /// run's emulated counts add (misses by cache set, kernel instructions by function).
 #[derive(Clone, Debug)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     pub view: ResultView,
     pub sets: Option<EmulatedSets>,
     pub functions: Option<EmulatedFunctions>,
@@ -204,7 +204,7 @@ pub struct Decoded {
 
 impl Decoded {
     /// `result` decoded, named `name` in messages.
-    pub fn of(name: &str, result: &serde_json::Value) -> Result<Decoded, String> {
+    pub(crate) fn of(name: &str, result: &serde_json::Value) -> Result<Decoded, String> {
         Ok(Decoded {
             view: view_of(name, result)?,
             sets: field_of(result, "emulated_sets"),
@@ -213,7 +213,7 @@ impl Decoded {
     }
 
     /// Its value of `metric`, the median of its values, and its unit.
-    pub fn figure(&self, metric: &str) -> Result<(f64, String), String> {
+    pub(crate) fn figure(&self, metric: &str) -> Result<(f64, String), String> {
         match self.view.metric(metric).filter(|m| !m.values.is_empty()) {
             Some(m) => Ok((crate::stats::median(&m.values), m.unit.clone())),
             None => {
@@ -229,7 +229,7 @@ impl Decoded {
 
 /// Per arm with rules, in the order of its first boot, each different audit state its
 /// measured boots ran under (one, unless a boot differed): what a table says of them.
-pub fn audit_by_arm(boots: &[BootRecord]) -> Vec<(String, Vec<ArmAudit>)> {
+pub(crate) fn audit_by_arm(boots: &[BootRecord]) -> Vec<(String, Vec<ArmAudit>)> {
     let mut out: Vec<(String, Vec<ArmAudit>)> = Vec::new();
     for b in boots {
         let Some(a) = b

@@ -15,7 +15,7 @@ use super::record::{BootRecord, Outcome};
 use anyhow::Result;
 
 /// A way to boot a kernel: one try at one arm.
-pub trait Boot {
+pub(crate) trait Boot {
     /// Boot arm `arm` (its index in the plan) for `round`, try `attempt` (0 first), and say
     /// how it ended. `Err` only for what ends the whole schedule (the host cannot boot at all).
     fn boot(&mut self, arm: usize, round: u32, attempt: u32) -> Result<BootRecord>;
@@ -38,7 +38,7 @@ pub trait Boot {
 
 /// Where one slot (an arm in a round) stands, from its tries so far.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Slot {
+pub(crate) enum Slot {
     /// A try measured.
     Measured,
     /// Every try failed and the retries are spent.
@@ -51,7 +51,7 @@ pub enum Slot {
 
 impl Slot {
     /// Where a slot stands after `tries` (its tries, in the order they ended).
-    pub fn of(tries: &[&BootRecord], retries: u32) -> Slot {
+    pub(crate) fn of(tries: &[&BootRecord], retries: u32) -> Slot {
         if tries.iter().any(|b| b.result().is_some()) {
             return Slot::Measured;
         }
@@ -70,7 +70,7 @@ impl Slot {
 }
 
 /// The tries of `arm` in `round` among `boots`, in the order they ended.
-pub fn tries<'a>(boots: &'a [BootRecord], arm: &str, round: u32) -> Vec<&'a BootRecord> {
+pub(crate) fn tries<'a>(boots: &'a [BootRecord], arm: &str, round: u32) -> Vec<&'a BootRecord> {
     boots
         .iter()
         .filter(|b| b.arm == arm && b.round == round)
@@ -79,7 +79,7 @@ pub fn tries<'a>(boots: &'a [BootRecord], arm: &str, round: u32) -> Vec<&'a Boot
 
 /// Boot one slot until it ends, from the tries `boots` already holds; each new try is added
 /// to `boots` and handed to `progress` as it ends. How the slot ended.
-pub fn boot_slot(
+pub(crate) fn boot_slot(
     booter: &mut dyn Boot,
     (arm, name): (usize, &str),
     round: u32,
@@ -101,7 +101,7 @@ pub fn boot_slot(
 
 /// A campaign's rounds: per round, the arms (indices into `arms`) in the order they boot.
 #[derive(Clone, Debug)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     pub arms: Vec<String>,
     pub order: Vec<Vec<usize>>,
     pub retries: u32,
@@ -109,7 +109,7 @@ pub struct Schedule {
 
 /// The next try to boot.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Next {
+pub(crate) struct Next {
     pub arm: usize,
     pub round: u32,
     pub attempt: u32,
@@ -119,7 +119,7 @@ pub struct Next {
 
 /// Where the schedule stands after some boots.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Walk {
+pub(crate) struct Walk {
     /// The try to boot next; `None` when the schedule is over.
     pub next: Option<Next>,
     /// Per arm, why it was stopped (its boots fail in the guest), if it was.
@@ -137,28 +137,24 @@ impl Schedule {
     }
 
     /// The arm and the round (from 1) of slot `slot`, if the schedule has it.
-    pub fn at(&self, slot: usize) -> Option<(usize, u32)> {
+    pub(crate) fn at(&self, slot: usize) -> Option<(usize, u32)> {
         self.slots().nth(slot).map(|(_, a, round)| (a, round))
     }
 
     /// Per round, the arms' names in the order they boot.
-    pub fn named_order(&self) -> Vec<Vec<String>> {
+    pub(crate) fn named_order(&self) -> Vec<Vec<String>> {
         let names = |r: &Vec<usize>| r.iter().map(|&a| self.arms[a].clone()).collect();
         self.order.iter().map(names).collect()
     }
 
     /// How many slots the schedule has.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.order.iter().map(Vec::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Walk the schedule over `boots` (the boots so far, in any order): the first slot left
     /// to boot and from which try, with the arms stopped on the way.
-    pub fn walk(&self, boots: &[BootRecord]) -> Walk {
+    pub(crate) fn walk(&self, boots: &[BootRecord]) -> Walk {
         let (mut next, stopped, done) = self.walk_upto(boots, 1);
         Walk {
             next: next.pop(),
@@ -210,7 +206,7 @@ impl Schedule {
     /// interrupted run of the same schedule: none is booted again); `progress` hears of each
     /// new try as it ends. A booter with several tries in flight is given the next slots of
     /// the schedule at once. Every boot, the kept first, and the arms stopped.
-    pub fn run(
+    pub(crate) fn run(
         &self,
         booter: &mut dyn Boot,
         kept: &[BootRecord],
@@ -232,7 +228,7 @@ impl Schedule {
 
 /// Whether the arms not stopped are too few to go on: fewer than two of a comparison, none of
 /// a campaign of one arm.
-pub fn too_few_left(stopped: &[Option<String>]) -> bool {
+pub(crate) fn too_few_left(stopped: &[Option<String>]) -> bool {
     stopped.iter().filter(|s| s.is_none()).count() < stopped.len().min(2)
 }
 

@@ -8,14 +8,14 @@ use super::{ArmEntry, Backend, BootPlan, BootRecord, Booter, LavaBooter, LavaRun
 use anyhow::{Result, bail};
 
 /// A started booter of either kind.
-pub enum Started<'p> {
+pub(crate) enum Started<'p> {
     Qemu(Box<Booter<'p>>),
     Lava(Box<LavaBooter<'p>>),
 }
 
 /// The booter `plan`'s backend asks for, started; `lava` must be given for a LAVA plan (the
 /// lab and the token, which the plan does not keep) and only then.
-pub fn start<'p>(
+pub(crate) fn start<'p>(
     plan: &'p BootPlan,
     rules: &[(String, String)],
     lava: Option<LavaRun<'p>>,
@@ -36,7 +36,7 @@ pub fn start<'p>(
 
 impl Started<'_> {
     /// How each arm's kernel was started, for the arms booted so far.
-    pub fn entries(&self) -> Vec<ArmEntry> {
+    pub(crate) fn entries(&self) -> Vec<ArmEntry> {
         match self {
             Started::Qemu(b) => b.entries(),
             Started::Lava(b) => b.entries(),

@@ -15,7 +15,7 @@ use crate::stats::Summary;
 use anyhow::Result;
 
 /// The figures per arm and the comparison of the arms, from the boots.
-pub fn analyse(
+pub(crate) fn analyse(
     plan: &CampaignPlan,
     order: Vec<Vec<String>>,
     boots: Vec<BootRecord>,

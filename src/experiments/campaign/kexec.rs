@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where a campaign's state lives while it runs.
-pub const STATE_DIR: &str = crate::boot::hook::STATE_DIR;
+pub(crate) const STATE_DIR: &str = crate::boot::hook::STATE_DIR;
 const STATE: &str = crate::boot::hook::STATE_NAME;
 /// The copy of syscost every boot of the campaign measures with (a rebuild mid-campaign
 /// does not change the measuring code).
@@ -30,14 +30,14 @@ const BOOT_PARAM: &str = "syscost.boot";
 
 /// Where the recorded results go (the command line's history options, kept as written).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Recording {
+pub(crate) struct Recording {
     pub history: Option<String>,
     pub no_history: bool,
     pub tags: Vec<String>,
 }
 
 /// What a kexec campaign needs beyond its plan.
-pub struct Setup {
+pub(crate) struct Setup {
     /// The campaign's result file, written when it ends [default: /var/lib/syscost/campaign-ID.json].
     pub output: Option<PathBuf>,
     pub recording: Recording,
@@ -45,7 +45,7 @@ pub struct Setup {
 
 /// The boot the campaign rebooted into and has not yet recorded.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Pending {
+pub(crate) struct Pending {
     pub slot: usize,
     pub attempt: u32,
     pub issued_unix: f64,
@@ -53,7 +53,7 @@ pub struct Pending {
 
 /// The saved campaign: its plan, where it is, and every boot so far.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct State {
+pub(crate) struct State {
     pub id: String,
     pub created_unix: u64,
     /// The plan itself, as the campaign started (its arms' kernels as absolute paths): no
@@ -75,7 +75,7 @@ pub struct State {
 }
 
 /// What to do after a step: reboot into the next arm, or the campaign is over.
-pub enum Step {
+pub(crate) enum Step {
     /// The next arm is loaded: `reboot` into it.
     Next { arm: String, round: u32 },
     /// Every boot is done; the result is written and the hook and state are removed.
@@ -83,7 +83,7 @@ pub enum Step {
 }
 
 /// Where one resume got to.
-pub struct Resumed {
+pub(crate) struct Resumed {
     /// The boot this resume recorded (none when it was not a campaign boot).
     pub recorded: Option<BootRecord>,
     pub step: Step,
@@ -98,7 +98,7 @@ impl State {
     }
 
     /// The campaign in progress, if any.
-    pub fn load(dir: &Path) -> Result<Option<State>> {
+    pub(crate) fn load(dir: &Path) -> Result<Option<State>> {
         match std::fs::read(State::path(dir)) {
             Ok(b) => serde_json::from_slice(&b)
                 .map(Some)
@@ -166,7 +166,7 @@ impl State {
 }
 
 /// The running kernel's command line without what the boot loader and syscost added.
-pub fn base_cmdline(running: &str) -> String {
+pub(crate) fn base_cmdline(running: &str) -> String {
     running
         .split_whitespace()
         .filter(|w| {
@@ -194,7 +194,7 @@ fn now() -> f64 {
 
 /// Start a kexec campaign: check everything, save the plan, install the boot hook, load the
 /// first arm. The caller then records nothing yet and reboots ([`reboot`]).
-pub fn start(plan: &CampaignPlan, setup: Setup, dir: &Path) -> Result<Resumed> {
+pub(crate) fn start(plan: &CampaignPlan, setup: Setup, dir: &Path) -> Result<Resumed> {
     let hook = Hook::detect()?;
     if let Some(s) = State::load(dir)? {
         bail!(
@@ -283,7 +283,7 @@ fn begin(st: &mut State, dir: &Path) -> Result<Resumed> {
 
 /// After a boot: record it (when it is the one the campaign rebooted into), then load the
 /// next arm, or finish.
-pub fn resume(dir: &Path) -> Result<Resumed> {
+pub(crate) fn resume(dir: &Path) -> Result<Resumed> {
     let mut st = State::load(dir)?.with_context(|| {
         format!(
             "no campaign in progress on this machine (no {})",
@@ -374,7 +374,7 @@ fn end(dir: &Path, hook: Hook) -> Result<()> {
 
 /// End the campaign in progress without finishing it; its id, or none when there was none.
 /// The next boot is the machine's default kernel.
-pub fn abort(dir: &Path) -> Result<Option<String>> {
+pub(crate) fn abort(dir: &Path) -> Result<Option<String>> {
     let Some(st) = State::load(dir)? else {
         return Ok(None);
     };
@@ -385,7 +385,7 @@ pub fn abort(dir: &Path) -> Result<Option<String>> {
 /// Reboot as the step says: into the loaded arm, or after the last boot into the default
 /// kernel through the firmware. A campaign guest's init instead sends the result back and
 /// powers off, so it is not rebooted after the last boot.
-pub fn reboot(step: &Step, hook: Hook) -> Result<()> {
+pub(crate) fn reboot(step: &Step, hook: Hook) -> Result<()> {
     match (step, hook) {
         (Step::Next { .. }, _) => kx::reboot(Reboot::Kexec),
         (Step::Finished(_), Hook::Systemd) => kx::reboot(Reboot::Firmware),
@@ -447,7 +447,7 @@ fn check_this_boot(st: &mut State, arm: &Arm, p: &Pending) -> Result<()> {
 }
 
 /// Where a campaign in progress stands.
-pub struct Progress {
+pub(crate) struct Progress {
     pub done: usize,
     pub total: usize,
     pub measured: usize,
@@ -457,7 +457,7 @@ pub struct Progress {
 }
 
 impl State {
-    pub fn progress(&self) -> Progress {
+    pub(crate) fn progress(&self) -> Progress {
         let measured = self.boots.iter().filter(|b| b.result().is_some()).count();
         let schedule = self.schedule();
         Progress {

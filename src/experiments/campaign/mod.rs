@@ -5,11 +5,11 @@
 //! builds, as one command. The boots run in QEMU (this module) or, on this machine itself,
 //! one after another by kexec ([`kexec`]).
 
-pub mod analysis;
-pub mod kexec;
-pub mod saved;
+pub(crate) mod analysis;
+pub(crate) mod kexec;
+pub(crate) mod saved;
 
-pub use analysis::analyse;
+pub(crate) use analysis::analyse;
 
 use crate::boot::qemu::Machine;
 use crate::compare::{self, Comparison};
@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 /// A campaign to run: its boots, its rounds, and how the arms are compared.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct CampaignPlan {
+pub(crate) struct CampaignPlan {
     pub boot: BootPlan,
     /// Rounds: each boots every arm once.
     pub rounds: u32,
@@ -34,7 +34,7 @@ pub struct CampaignPlan {
 
 impl CampaignPlan {
     /// Its rounds: each a shuffle of the arms seeded by the campaign's seed.
-    pub fn schedule(&self) -> Schedule {
+    pub(crate) fn schedule(&self) -> Schedule {
         let arms = &self.boot.arms;
         Schedule {
             arms: arms.iter().map(|a| a.name.clone()).collect(),
@@ -46,7 +46,7 @@ impl CampaignPlan {
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum BootFigure {
+pub(crate) enum BootFigure {
     /// `run`: the median of its runs.
     #[default]
     RunMedian,
@@ -65,7 +65,7 @@ impl BootFigure {
         }
     }
 
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             BootFigure::RunMedian => "the median of its runs",
             BootFigure::SweepSlope => "the cost per rule its audit sweep fitted",
@@ -76,7 +76,7 @@ impl BootFigure {
 
 /// An arm's primary figure over its good boots (one value per boot: see [`BootFigure`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ArmFigures {
+pub(crate) struct ArmFigures {
     pub arm: String,
     /// The kernel releases its boots ran (one, unless the image changed).
     pub releases: Vec<String>,
@@ -105,7 +105,7 @@ pub struct ArmFigures {
 /// An arm's figure for one counter (or a ratio of two): the median over its good boots of
 /// each boot's median, or, when no boot counted it, why not (perf's status and reason).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CounterFigure {
+pub(crate) struct CounterFigure {
     pub name: String,
     pub unit: String,
     /// The boots that counted it.
@@ -119,7 +119,7 @@ pub struct CounterFigure {
 
 /// The result of a campaign (kind `campaign`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Campaign {
+pub(crate) struct Campaign {
     #[serde(flatten)]
     pub envelope: Envelope,
     pub id: String,
@@ -163,14 +163,14 @@ pub struct Campaign {
 }
 
 /// An arm needs this many good boots for a verdict.
-pub const MIN_BOOTS: usize = 3;
+pub(crate) const MIN_BOOTS: usize = 3;
 
 /// An arm whose boots count emulated instructions needs this many for a verdict: its exact
 /// counts' boot-to-boot range (`stats::exact`); its times stay undecided with so few.
-pub const MIN_EXACT_BOOTS: usize = crate::stats::exact::MIN_BOOTS;
+pub(crate) const MIN_EXACT_BOOTS: usize = crate::stats::exact::MIN_BOOTS;
 
 /// The comparison's options: the signed-rank test on boots paired by round.
-pub fn compare_options(alpha: f64, noise_pct: f64, seed: u64) -> compare::Options {
+pub(crate) fn compare_options(alpha: f64, noise_pct: f64, seed: u64) -> compare::Options {
     compare::Options {
         test: crate::stats::registry::TestKind::SignedRank,
         alpha,
@@ -187,7 +187,7 @@ pub fn compare_options(alpha: f64, noise_pct: f64, seed: u64) -> compare::Option
 /// (its setup or its measuring command) is stopped there; the campaign stops when fewer than
 /// two arms are left. `kept`: the boots of an interrupted run of the same plan; a boot they
 /// finished is not booted again, and `progress` hears of the new ones only.
-pub fn run(
+pub(crate) fn run(
     plan: &CampaignPlan,
     rules: &[(String, String)],
     kept: &[BootRecord],

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 /// A campaign in progress, as saved: what every kept run holds, the directory it was started
 /// in and the process that runs it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Saved {
+pub(crate) struct Saved {
     #[serde(flatten)]
     pub kept: Kept<CampaignPlan>,
     /// The directory the campaign was started in (its paths may be relative to it).
@@ -25,13 +25,13 @@ pub struct Saved {
 }
 
 /// Where QEMU campaigns keep their states: `campaigns` under [`state_home`].
-pub fn default_dir() -> Result<PathBuf> {
+pub(crate) fn default_dir() -> Result<PathBuf> {
     Ok(state_home(crate::core::input::Opt::State)?.join("campaigns"))
 }
 
 impl Saved {
     /// A new campaign's state, owned by this process.
-    pub fn new(id: String, seed: u64, args: Vec<String>) -> Result<Saved> {
+    pub(crate) fn new(id: String, seed: u64, args: Vec<String>) -> Result<Saved> {
         Ok(Saved {
             kept: Kept::new(id, seed, args, None),
             dir: std::env::current_dir().context("cannot read the current directory")?,
@@ -40,24 +40,24 @@ impl Saved {
     }
 
     /// The state's file in `dir`.
-    pub fn path(&self, dir: &Path) -> PathBuf {
+    pub(crate) fn path(&self, dir: &Path) -> PathBuf {
         file_of(dir, &self.kept.id)
     }
 
     /// Whether the process that started it still runs it.
-    pub fn running(&self) -> bool {
+    pub(crate) fn running(&self) -> bool {
         self.owner != crate::audit::session::me()
             && crate::audit::session::alive(self.owner.0, self.owner.1)
     }
 
     /// Take it over for this process (a resume).
-    pub fn adopt(&mut self) {
+    pub(crate) fn adopt(&mut self) {
         self.owner = crate::audit::session::me();
     }
 
     /// Write it atomically, in a directory only its owner reads (its command line may name a
     /// history URL with a password).
-    pub fn save(&self, dir: &Path) -> Result<()> {
+    pub(crate) fn save(&self, dir: &Path) -> Result<()> {
         kept::save(self, &self.path(dir))
     }
 }
@@ -80,12 +80,12 @@ impl Planned for CampaignPlan {
 }
 
 /// The state file of campaign `id` in `dir`.
-pub fn file_of(dir: &Path, id: &str) -> PathBuf {
+pub(crate) fn file_of(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{id}.json"))
 }
 
 /// Every campaign state in `dir`, oldest first; a file that is not one is named in an error.
-pub fn list(dir: &Path) -> Result<Vec<Saved>> {
+pub(crate) fn list(dir: &Path) -> Result<Vec<Saved>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -110,7 +110,7 @@ fn load(path: &Path) -> Result<Saved> {
 }
 
 /// The campaign `id` names, or the only one there is (`None`: none is kept).
-pub fn pick(dir: &Path, id: Option<&str>) -> Result<Option<Saved>> {
+pub(crate) fn pick(dir: &Path, id: Option<&str>) -> Result<Option<Saved>> {
     let all = list(dir)?;
     let ids = |v: &[Saved]| {
         v.iter()

@@ -6,7 +6,7 @@ use super::paper::Class;
 use serde::{Deserialize, Serialize};
 
 /// How far apart a class's figures may be and still agree, as a fraction of the paper's.
-pub fn tolerance(class: Class) -> Option<f64> {
+pub(crate) fn tolerance(class: Class) -> Option<f64> {
     match class {
         // Exact counts of the same path on another kernel: close, not equal.
         Class::Exact => Some(0.05),
@@ -20,7 +20,7 @@ pub fn tolerance(class: Class) -> Option<f64> {
 
 /// Half a unit of the last digit `written` prints (`2.39`: 0.005; `~0`: 0.5): a figure within
 /// it of the paper's cannot be told apart from it.
-pub fn rounding(written: &str) -> f64 {
+pub(crate) fn rounding(written: &str) -> f64 {
     let number: String = super::paper::figure_text(written)
         .chars()
         .filter(|c| c.is_ascii_digit() || *c == '.')
@@ -31,14 +31,14 @@ pub fn rounding(written: &str) -> f64 {
 
 /// Whether `ours` agrees with `paper` for a cell of `class` whose printed rounding is
 /// `slack` (in the same unit); `None` when the class is never compared.
-pub fn agrees(class: Class, paper: f64, ours: f64, slack: f64) -> Option<bool> {
+pub(crate) fn agrees(class: Class, paper: f64, ours: f64, slack: f64) -> Option<bool> {
     let tol = tolerance(class)?;
     Some((ours - paper).abs() <= (tol * paper.abs()).max(slack))
 }
 
 /// How the cells of one class fared.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ClassSummary {
+pub(crate) struct ClassSummary {
     pub class: Class,
     pub cells: usize,
     /// Cells syscost measured a figure for.
@@ -50,7 +50,7 @@ pub struct ClassSummary {
 }
 
 /// Per class, from each cell's class and its agreement (`None`: not measured).
-pub fn summarise(cells: &[(Class, Option<bool>)]) -> Vec<ClassSummary> {
+pub(crate) fn summarise(cells: &[(Class, Option<bool>)]) -> Vec<ClassSummary> {
     Class::ALL
         .iter()
         .map(|&class| {

@@ -5,10 +5,10 @@
 //! every cell: the paper's figure beside syscost's, their ratio, the cell's class and why it
 //! differs ([`agreement`] says when two agree).
 
-pub mod agreement;
-pub mod owners;
-pub mod paper;
-pub mod placement;
+pub(crate) mod agreement;
+pub(crate) mod owners;
+pub(crate) mod paper;
+pub(crate) mod placement;
 
 use crate::boot::bzimage::Sizes;
 use crate::boot::disk::GuestDisk;
@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 /// A kernel series an arm boots: the newest image of it found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Series {
+pub(crate) enum Series {
     /// Debian 12's 6.1 (linux-image-6.1.0-N-cloud-amd64 or -amd64).
     Linux61,
     /// Debian 12's backported 6.12 (linux-image-6.12.N+deb12-cloud-amd64 or -amd64).
@@ -60,7 +60,7 @@ impl Series {
 
 /// The kernel an arm boots, found in `--kernels DIR`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Image {
+pub(crate) enum Image {
     /// The newest image of a Debian series: the arm cannot be left out.
     Newest(Series),
     /// A build of the user's, by file name: an arm whose build is missing is left out, unless
@@ -70,7 +70,7 @@ pub enum Image {
 
 /// One arm of an investigation's campaign.
 #[derive(Clone, Debug)]
-pub struct ArmSpec {
+pub(crate) struct ArmSpec {
     pub name: &'static str,
     pub image: Image,
     /// Added to the kernel's command line.
@@ -87,7 +87,7 @@ pub struct ArmSpec {
 /// What a campaign's boots measure: the command line (`cli/reproduce.rs`) says it in words,
 /// with the reproduction's runs and samples.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Measure {
+pub(crate) enum Measure {
     /// `run syscall`: getpid.
     Syscall,
     /// `run vfs-mix` in this directory.
@@ -100,11 +100,11 @@ pub enum Measure {
 
 /// The objects an aged arm's slab is aged with: 16 kmalloc-512 slabs' worth, half freed,
 /// leaves 128 holes for 37 or 42 entries.
-pub const AGED_OBJECTS: usize = 256;
+pub(crate) const AGED_OBJECTS: usize = 256;
 
 /// An investigation syscost repeats.
 #[derive(Debug)]
-pub struct Investigation {
+pub(crate) struct Investigation {
     pub name: &'static str,
     /// What it asks, in a line.
     pub about: &'static str,
@@ -241,14 +241,14 @@ const ALIGNMENT_BUILDS: Building = Building {
 
 /// How to make an investigation's builds, and where they land.
 #[derive(Clone, Copy, Debug)]
-pub struct Building {
+pub(crate) struct Building {
     pub how: &'static str,
     pub into: &'static str,
 }
 
 impl Building {
     /// What to do, then which directory to give.
-    pub fn said(&self) -> String {
+    pub(crate) fn said(&self) -> String {
         crate::said!(self.how, ", then give ", Opt::Kernels, " ", self.into).spell(spelled)
     }
 }
@@ -268,7 +268,7 @@ const fn build_arm(name: &'static str, file: &'static str) -> ArmSpec {
 }
 
 /// Every investigation, in the order `--list` shows them.
-pub const ALL: &[Investigation] = &[
+pub(crate) const ALL: &[Investigation] = &[
     Investigation {
         name: "audit-series",
         about: "the 2022 audit syscall-exit series: what 42 exit rules add to a getpid()",
@@ -356,7 +356,7 @@ pub const ALL: &[Investigation] = &[
 ];
 
 /// The investigation named `name`.
-pub fn named(name: &str) -> Result<&'static Investigation, String> {
+pub(crate) fn named(name: &str) -> Result<&'static Investigation, String> {
     ALL.iter().find(|i| i.name == name).ok_or_else(|| {
         let names: Vec<&str> = ALL.iter().map(|i| i.name).collect();
         crate::said!(
@@ -374,12 +374,12 @@ pub fn named(name: &str) -> Result<&'static Investigation, String> {
 
 impl Investigation {
     /// Its paper, checked.
-    pub fn paper(&self) -> Result<Paper, String> {
+    pub(crate) fn paper(&self) -> Result<Paper, String> {
         Paper::parse(self.tables)
     }
 
     /// The L1d of its cache model, as the placement tables count sets.
-    pub fn l1d(&self) -> Result<crate::layout::Geometry, String> {
+    pub(crate) fn l1d(&self) -> Result<crate::layout::Geometry, String> {
         let g = crate::counters::emulated::CacheModel::parse(self.cache_model)?.l1d;
         Ok(crate::layout::Geometry {
             sets: g.sets.into(),
@@ -391,7 +391,7 @@ impl Investigation {
     /// The arms that boot and each one's kernel: the newest image of its series in `dir`, or
     /// its build there, unless `given` names one. A build that is not there leaves its arm out;
     /// a needed one, or a series without an image, refuses, saying how to get it.
-    pub fn kernels(
+    pub(crate) fn kernels(
         &self,
         dir: &Path,
         given: &[(String, PathBuf)],
@@ -470,7 +470,7 @@ fn newest(dir: &Path, series: Series) -> Option<PathBuf> {
 
 /// One cell: the paper's figure beside syscost's.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub table: String,
     pub row: String,
     pub column: String,
@@ -496,7 +496,7 @@ pub struct Row {
 
 /// The result of `syscost reproduce` (kind `reproduction`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Reproduction {
+pub(crate) struct Reproduction {
     #[serde(flatten)]
     pub envelope: Envelope,
     pub investigation: String,
@@ -524,7 +524,7 @@ pub struct Reproduction {
 
 /// A table's heading and conditions.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TableInfo {
+pub(crate) struct TableInfo {
     pub id: String,
     pub caption: String,
     pub source: String,
@@ -540,7 +540,7 @@ const L1D_MISSES: [&str; 2] = [
 
 /// The paper's cells beside the campaign's figures, and where each boot's rule entries were
 /// in an L1d of `l1d`.
-pub fn compare(
+pub(crate) fn compare(
     p: &Paper,
     c: Campaign,
     l1d: crate::layout::Geometry,
@@ -609,7 +609,7 @@ pub fn compare(
 }
 
 /// A measured boot and its result, decoded.
-pub type Measured<'a> = (&'a BootRecord, Decoded);
+pub(crate) type Measured<'a> = (&'a BootRecord, Decoded);
 
 /// What a cell's figure is read from: the campaign's measured boots, where their entries
 /// were, and each arm's kernel's sections.
@@ -622,7 +622,7 @@ struct Figures<'a> {
 /// The figures a kernel's sections give a cell, as size(1) prints them (text, data, bss, dec),
 /// but text and dec without the linker's padding around the entry code (2 MiB steps in
 /// kernels since 4.15; the RFC's had none).
-pub const KERNEL_SIZES: [&str; 4] = [
+pub(crate) const KERNEL_SIZES: [&str; 4] = [
     "kernel text without padding (bytes)",
     "kernel data (bytes)",
     "kernel bss (bytes)",
@@ -646,11 +646,11 @@ fn kernel_sizes(p: &Paper, c: &Campaign) -> Vec<(String, Sizes)> {
 }
 
 /// The figure a placement gives a cell: the syscall-latency post's cacheline-spread.
-pub const SPREAD: &str = "cacheline-spread";
+pub(crate) const SPREAD: &str = "cacheline-spread";
 
 /// The figure the per-function profile gives a cell: the kernel instructions per operation of
 /// the functions whose name says audit (the syscall-latency post's audit-only share).
-pub const AUDIT_FUNCTIONS: &str = "audit functions' instructions";
+pub(crate) const AUDIT_FUNCTIONS: &str = "audit functions' instructions";
 
 impl Figures<'_> {
     /// An arm's figure for `metrics` added together, per measured boot in round order (a boot
@@ -677,14 +677,14 @@ impl Figures<'_> {
 /// `metrics` of a boot added together: the median over its runs of their sums (user and
 /// kernel parts vary from run to run, and a sum of their medians mixes runs, so it would
 /// disagree with the cache sets' median run); `None` when it lacks one.
-pub fn sum_of(d: &Decoded, metrics: &[String]) -> Option<f64> {
+pub(crate) fn sum_of(d: &Decoded, metrics: &[String]) -> Option<f64> {
     let runs = per_run(d, metrics);
     (!runs.is_empty()).then(|| crate::stats::median(&runs))
 }
 
 /// `metrics` added together in each run of a boot, in run order; empty when a run lacks one
 /// (the metrics must have figures from the same runs).
-pub fn per_run(d: &Decoded, metrics: &[String]) -> Vec<f64> {
+pub(crate) fn per_run(d: &Decoded, metrics: &[String]) -> Vec<f64> {
     let runs: Vec<&crate::results::Metric> =
         metrics.iter().filter_map(|m| d.view.metric(m)).collect();
     let n = runs.first().map_or(0, |r| r.values.len());

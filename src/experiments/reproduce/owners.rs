@@ -23,7 +23,7 @@ const KERNEL_IMAGE: u64 = 0xffff_ffff_8000_0000;
 /// What a missed line belonged to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Owner {
+pub(crate) enum Owner {
     RuleEntry,
     Own(ObjectKind),
     KernelImage,
@@ -32,7 +32,7 @@ pub enum Owner {
 }
 
 impl Owner {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Owner::RuleEntry => "rule entries",
             Owner::Own(k) => k.label(),
@@ -43,7 +43,7 @@ impl Owner {
     }
 
     /// Every owner, in the order tables show them.
-    pub const ALL: [Owner; 10] = [
+    pub(crate) const ALL: [Owner; 10] = [
         Owner::RuleEntry,
         Owner::Own(ObjectKind::AuditContext),
         Owner::Own(ObjectKind::Task),
@@ -59,7 +59,7 @@ impl Owner {
 
 /// One run's misses by owner, per operation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunOwners {
+pub(crate) struct RunOwners {
     pub run: u32,
     /// The misses of the lines listed (a run keeps its 32 most missed), by owner, most first.
     pub owners: Vec<(Owner, f64)>,
@@ -86,7 +86,7 @@ struct RunLines {
 }
 
 /// Each run of `result` that kept missed lines, with `entries` the boot's rule entries.
-pub fn runs_of(result: &serde_json::Value, entries: &[u64], g: Geometry) -> Vec<RunOwners> {
+pub(crate) fn runs_of(result: &serde_json::Value, entries: &[u64], g: Geometry) -> Vec<RunOwners> {
     let Some(runs) = result.get("runs").and_then(|r| r.as_array()) else {
         return Vec::new();
     };

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 /// One investigation's document and tables.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Paper {
+pub(crate) struct Paper {
     pub name: String,
     pub title: String,
     pub document: String,
@@ -21,7 +21,7 @@ pub struct Paper {
 /// One table of the document.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Table {
+pub(crate) struct Table {
     pub id: String,
     /// The table's own heading, as printed.
     pub caption: String,
@@ -39,7 +39,7 @@ pub struct Table {
 /// One published figure.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PaperCell {
+pub(crate) struct PaperCell {
     pub row: String,
     pub column: String,
     /// Exactly as printed (`4,174,224,305`, `~6.6*`, `(+- 1.45%)`).
@@ -65,7 +65,7 @@ pub struct PaperCell {
 
 impl PaperCell {
     /// For a ratio, the (row, column) of the cell it is divided by.
-    pub fn denominator(&self) -> Option<(&str, &str)> {
+    pub(crate) fn denominator(&self) -> Option<(&str, &str)> {
         if self.over.is_none() && self.over_row.is_none() {
             return None;
         }
@@ -79,7 +79,7 @@ impl PaperCell {
 /// How a published figure can be repeated under emulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Class {
+pub(crate) enum Class {
     /// An exact count of the emulated CPU (instructions, branches, loads).
     Exact,
     /// A count of the cache model of the paper's CPU.
@@ -91,14 +91,14 @@ pub enum Class {
 }
 
 impl Class {
-    pub const ALL: [Class; 4] = [
+    pub(crate) const ALL: [Class; 4] = [
         Class::Exact,
         Class::Modelled,
         Class::Ratio,
         Class::NotReproducible,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Class::Exact => "exact",
             Class::Modelled => "modelled",
@@ -111,7 +111,7 @@ impl Class {
 impl Paper {
     /// The paper in `json`, checked: every cell's reason exists, every repeatable cell says
     /// what measures it, every ratio's column exists in its row.
-    pub fn parse(json: &str) -> Result<Paper, String> {
+    pub(crate) fn parse(json: &str) -> Result<Paper, String> {
         let p: Paper = serde_json::from_str(json).map_err(|e| e.to_string())?;
         for t in &p.tables {
             for c in &t.cells {
@@ -142,7 +142,7 @@ impl Paper {
     }
 
     /// Every cell, with its table.
-    pub fn cells(&self) -> impl Iterator<Item = (&Table, &PaperCell)> {
+    pub(crate) fn cells(&self) -> impl Iterator<Item = (&Table, &PaperCell)> {
         self.tables
             .iter()
             .flat_map(|t| t.cells.iter().map(move |c| (t, c)))
@@ -150,7 +150,7 @@ impl Paper {
 }
 
 impl Table {
-    pub fn cell(&self, row: &str, column: &str) -> Option<&PaperCell> {
+    pub(crate) fn cell(&self, row: &str, column: &str) -> Option<&PaperCell> {
         self.cells
             .iter()
             .find(|c| c.row == row && c.column == column)
@@ -158,20 +158,20 @@ impl Table {
 
     /// A cell's figure per operation: as written, times the table's factor; a spread in
     /// percent (perf's `( +-  0.07% )`) as written, being per operation already.
-    pub fn value(&self, c: &PaperCell) -> f64 {
+    pub(crate) fn value(&self, c: &PaperCell) -> f64 {
         let factor = if c.unit == "%" { 1.0 } else { self.factor };
         written_value(&c.written).unwrap_or(f64::NAN) * factor
     }
 }
 
 /// The figure of a written cell: what comes before a `±` spread (`3.565 ± 0.004M/s`).
-pub fn figure_text(w: &str) -> &str {
+pub(crate) fn figure_text(w: &str) -> &str {
     w.split('±').next().unwrap_or(w).trim()
 }
 
 /// The number a figure is written as: thousands separators, a `~`, a footnote's `*`, a
 /// spread's `(+- 1.45%)` or `± 0.004`, and a unit after it (`191ns`, `M/s/cpu`) dropped.
-pub fn written_value(w: &str) -> Result<f64, String> {
+pub(crate) fn written_value(w: &str) -> Result<f64, String> {
     let digits: String = figure_text(w)
         .trim_end_matches(')')
         .trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '/')

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 /// One boot's placement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BootPlacement {
+pub(crate) struct BootPlacement {
     pub round: u32,
     /// How the entries' slab was aged before they loaded (none: a fresh boot's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,7 +45,7 @@ pub struct BootPlacement {
 
 /// A boot's most missed L1d set.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MostMissed {
+pub(crate) struct MostMissed {
     pub set: u64,
     pub misses: f64,
     pub entries: u64,
@@ -53,7 +53,7 @@ pub struct MostMissed {
 
 /// An arm's boots' placements.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ArmPlacement {
+pub(crate) struct ArmPlacement {
     pub arm: String,
     pub boots: Vec<BootPlacement>,
     /// Misses against spread over the boots (3 or more, spread not constant).
@@ -70,7 +70,7 @@ pub struct ArmPlacement {
 
 /// Each arm's placements, from its boots' results (`audit_entries`, which a boot with rules
 /// records), with `misses` (metrics added together) per boot, in an L1d of `geometry`.
-pub fn placements(
+pub(crate) fn placements(
     boots: &[Measured],
     arms: &[&str],
     geometry: Geometry,
@@ -107,7 +107,7 @@ pub fn placements(
 /// The boots of the arms that boot one kernel (a fresh and an aged slab's), pooled: whether
 /// misses follow the entries' placement across both.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct KernelPlacement {
+pub(crate) struct KernelPlacement {
     pub kernel: String,
     pub arms: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,7 +117,7 @@ pub struct KernelPlacement {
 }
 
 /// `placed` pooled by kernel (`kernel_of` an arm's), for kernels booted by two or more arms.
-pub fn by_kernel(
+pub(crate) fn by_kernel(
     placed: &[ArmPlacement],
     kernel_of: impl Fn(&str) -> Option<String>,
 ) -> Vec<KernelPlacement> {

@@ -42,12 +42,12 @@ pub enum Cell {
 
 impl Cell {
     /// A number whose printed form is `text`.
-    pub fn shown(value: f64, text: impl Into<String>) -> Cell {
+    pub(crate) fn shown(value: f64, text: impl Into<String>) -> Cell {
         Cell::shown_in(value, text, "")
     }
 
     /// A number in `unit` whose printed form is `text`: its CSV column is named with the unit.
-    pub fn shown_in(value: f64, text: impl Into<String>, unit: &'static str) -> Cell {
+    pub(crate) fn shown_in(value: f64, text: impl Into<String>, unit: &'static str) -> Cell {
         Cell::Shown {
             value,
             text: text.into(),
@@ -56,14 +56,14 @@ impl Cell {
     }
 
     /// An interval of values, or "-".
-    pub fn interval(i: Option<(f64, f64)>) -> Cell {
+    pub(crate) fn interval(i: Option<(f64, f64)>) -> Cell {
         i.map_or(Cell::Missing, |(lo, hi)| {
             Cell::Interval(Interval::new(lo, hi))
         })
     }
 
     /// The cell as the human formats print it.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let change = |v: f64| format!("{v:+.2}%");
         match self {
             Cell::Text(s) => s.clone(),
@@ -81,7 +81,7 @@ impl Cell {
     }
 
     /// How many CSV fields the cell takes: two for an interval or a value with its spread.
-    pub fn arity(&self) -> usize {
+    pub(crate) fn arity(&self) -> usize {
         match self {
             Cell::Interval(_) | Cell::ChangeInterval(_) | Cell::Spread { .. } => 2,
             _ => 1,
@@ -90,7 +90,7 @@ impl Cell {
 
     /// The names of the CSV columns a column of such cells takes under `header`: a column in
     /// percent says so ("delta %") unless its header does.
-    pub fn headers(&self, header: &str) -> Vec<String> {
+    pub(crate) fn headers(&self, header: &str) -> Vec<String> {
         let pct = if header.ends_with('%') { "" } else { " %" };
         match self {
             Cell::Pct(_) | Cell::Change(_) => vec![format!("{header}{pct}")],
@@ -106,7 +106,7 @@ impl Cell {
 
     /// The cell's CSV fields: plain numbers (Rust's shortest exact form), no grouping, no
     /// sign or unit; a non-finite number is an empty field.
-    pub fn plain(&self) -> Vec<String> {
+    pub(crate) fn plain(&self) -> Vec<String> {
         let n = |v: f64| {
             if v.is_finite() {
                 v.to_string()

@@ -4,7 +4,7 @@
 
 use super::{Cell, Grid, Layout};
 
-pub struct Csv;
+pub(crate) struct Csv;
 
 impl Layout for Csv {
     fn has_prose(&self) -> bool {

@@ -4,6 +4,6 @@
 use serde::Serialize;
 
 /// A result as pretty JSON, without a trailing newline.
-pub fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
+pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string_pretty(value).expect("result types serialise")
 }

@@ -2,7 +2,7 @@
 
 use super::{Grid, Layout};
 
-pub struct Lkml;
+pub(crate) struct Lkml;
 
 impl Layout for Lkml {
     fn for_mail(&self) -> bool {
@@ -38,7 +38,7 @@ pub fn ascii(s: &str) -> String {
 }
 
 /// The width every line fits, as a mail client wraps at and the audit series' tables keep to.
-pub const WIDTH: usize = 80;
+pub(crate) const WIDTH: usize = 80;
 
 /// Columns narrower than this are never wrapped to make a table fit.
 const MIN_WRAP: usize = 16;
@@ -46,7 +46,7 @@ const MIN_WRAP: usize = 16;
 /// Word-wrap one line of prose to [`WIDTH`]: continuation lines keep the line's indent, and a
 /// list item ("- ") or footnote ("[3] ") hangs under its text. A word longer than a line (a
 /// long path) is cut, so no line is wider.
-pub fn wrap_prose(line: &str) -> String {
+pub(crate) fn wrap_prose(line: &str) -> String {
     let indent = line.len() - line.trim_start().len();
     let body = &line[indent..];
     let hang = if body.starts_with("- ") {

@@ -2,7 +2,7 @@
 
 use super::{Grid, Layout};
 
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 impl Layout for Markdown {
     fn title(&self, t: &str) -> String {

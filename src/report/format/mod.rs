@@ -5,16 +5,16 @@
 //! hands them to the format's [`Layout`], which alone turns their typed [`Cell`]s into text. A
 //! new format is one file implementing [`Layout`] and one variant of [`Format`].
 
-pub mod cell;
-pub mod csv;
-pub mod json;
-pub mod lkml;
-pub mod markdown;
-pub mod table;
+pub(crate) mod cell;
+pub(crate) mod csv;
+pub(crate) mod json;
+pub(crate) mod lkml;
+pub(crate) mod markdown;
+pub(crate) mod table;
 
 use serde::{Deserialize, Serialize};
 
-pub use cell::Cell;
+pub(crate) use cell::Cell;
 pub use lkml::ascii;
 
 /// An output format.
@@ -45,29 +45,29 @@ pub struct Grid {
 }
 
 impl Grid {
-    pub fn new(headers: &[&str]) -> Grid {
+    pub(crate) fn new(headers: &[&str]) -> Grid {
         Grid {
             headers: headers.iter().map(|h| h.to_string()).collect(),
             ..Grid::default()
         }
     }
 
-    pub fn title(mut self, t: impl Into<String>) -> Grid {
+    pub(crate) fn title(mut self, t: impl Into<String>) -> Grid {
         self.title = Some(t.into());
         self
     }
 
-    pub fn right(mut self, cols: impl IntoIterator<Item = usize>) -> Grid {
+    pub(crate) fn right(mut self, cols: impl IntoIterator<Item = usize>) -> Grid {
         self.right = cols.into_iter().collect();
         self
     }
 
-    pub fn row(&mut self, cells: impl IntoIterator<Item = impl Into<Cell>>) {
+    pub(crate) fn row(&mut self, cells: impl IntoIterator<Item = impl Into<Cell>>) {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
     /// The rows as the human formats print them.
-    pub fn texts(&self) -> Vec<Vec<String>> {
+    pub(crate) fn texts(&self) -> Vec<Vec<String>> {
         self.rows
             .iter()
             .map(|r| r.iter().map(Cell::text).collect())
@@ -76,7 +76,7 @@ impl Grid {
 }
 
 /// How one text format lays out a document of free text and tables.
-pub trait Layout {
+pub(crate) trait Layout {
     /// Whether free text (the preamble, titles, notes) is written at all.
     fn has_prose(&self) -> bool {
         true
@@ -104,7 +104,7 @@ pub trait Layout {
 
 impl Format {
     /// The layout of a text format (JSON documents are not laid out: they are serialised).
-    pub fn layout(self) -> &'static dyn Layout {
+    pub(crate) fn layout(self) -> &'static dyn Layout {
         match self {
             Format::Table | Format::Json => &table::Table,
             Format::Csv => &csv::Csv,
@@ -116,7 +116,7 @@ impl Format {
 
 /// Render grids, with free text (`preamble`, printed first, and each grid's title and notes)
 /// for the formats that carry prose. CSV carries the tables only. JSON is not a grid format.
-pub fn render(format: Format, preamble: &[String], grids: &[Grid]) -> String {
+pub(crate) fn render(format: Format, preamble: &[String], grids: &[Grid]) -> String {
     let l = format.layout();
     let mut out = String::new();
     if l.has_prose() {

@@ -4,7 +4,7 @@ use super::{Grid, Layout};
 use comfy_table::{CellAlignment, presets};
 use unicode_width::UnicodeWidthStr;
 
-pub struct Table;
+pub(crate) struct Table;
 
 impl Layout for Table {
     fn table(&self, g: &Grid) -> String {
