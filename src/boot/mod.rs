@@ -22,6 +22,7 @@ pub mod outcome;
 pub mod qemu;
 pub(crate) mod qmp;
 pub(crate) mod settle;
+pub(crate) mod sparse_elf;
 
 use crate::audit::load::ArmAudit;
 use anyhow::{Context, Result};
