@@ -34,7 +34,8 @@ one() {
 	t0=$(date +%s.%N)
 	case $1 in
 		direct) "$bin" campaign --accel tcg "${common[@]}" "${measure[@]}" >/dev/null 2>&1 ;;
-		lava) "$bin" campaign --via lava --lava-url "$(cat "$lab/url")" "${common[@]}" "${measure[@]}" >/dev/null 2>&1 ;;
+		lava) "$bin" campaign --via lava --lava-url "$(cat "$lab/url")" --lava-events "$(cat "$lab/events-url")" \
+			"${common[@]}" "${measure[@]}" >/dev/null 2>&1 ;;
 	esac
 	t1=$(date +%s.%N)
 	echo "$1 $(echo "$t1 - $t0" | bc)"

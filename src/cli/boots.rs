@@ -114,11 +114,14 @@ impl BootsOpts {
         let (guest, measure) = (&self.guest, &self.measure);
         let l = &self.lava;
         if via != Via::Lava
-            && (l.lava_url.is_some() || l.lava_files.is_some() || l.lava_device.is_some())
+            && (l.lava_url.is_some()
+                || l.lava_files.is_some()
+                || l.lava_device.is_some()
+                || l.lava_events.is_some())
         {
             anyhow::bail!(
-                "--lava-url, --lava-files and --lava-device are for boots on a LAVA lab: give \
-                 --via lava too"
+                "--lava-url, --lava-files, --lava-device and --lava-events are for boots on a \
+                 LAVA lab: give --via lava too"
             );
         }
         guest.check(via, measure)?;
@@ -411,6 +414,13 @@ pub struct LavaOpts {
     /// who can read it) or personal (the token's user alone).
     #[arg(long, value_enum, default_value_t = crate::boot::lava::JobVisibility::Public, value_name = "WHO")]
     pub lava_visibility: crate::boot::lava::JobVisibility,
+    /// With --via lava: LAVA's event stream, followed to hear at once that a job ended
+    /// (lava-publisher's websocket; an http(s):// or ws(s):// URL), or off [default: the
+    /// server's ws/, where LAVA's web server configuration serves it]. While it answers, the
+    /// API is asked about the jobs every 5 s, as a safety net; a stream that does not answer
+    /// (said once) or is off leaves syscost asking every 0.5 s.
+    #[arg(long, value_name = "URL", value_parser = crate::boot::lava_events::EventsAt::parse)]
+    pub lava_events: Option<crate::boot::lava_events::EventsAt>,
 }
 
 impl LavaOpts {
@@ -451,6 +461,7 @@ impl LavaOpts {
             jobs: self.lava_jobs,
             priority: self.lava_priority,
             visibility: self.lava_visibility,
+            events: self.lava_events.clone().unwrap_or_default(),
         })
     }
 }

@@ -26,6 +26,7 @@ pub(crate) fn flag(o: Opt) -> &'static str {
         Opt::Kernels => "--kernels",
         Opt::Label => "--label",
         Opt::LavaDevice => "--lava-device",
+        Opt::LavaEvents => "--lava-events",
         Opt::LavaFiles => "--lava-files",
         Opt::LavaQueueDepth => "--lava-queue-depth",
         Opt::LavaTokenFile => "--lava-token-file",

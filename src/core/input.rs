@@ -24,6 +24,7 @@ pub(crate) enum Opt {
     Kernels,
     Label,
     LavaDevice,
+    LavaEvents,
     LavaFiles,
     LavaQueueDepth,
     LavaTokenFile,
@@ -79,7 +80,7 @@ pub(crate) enum Opt {
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
     #[cfg(test)]
-    pub(crate) const ALL: [Opt; 66] = [
+    pub(crate) const ALL: [Opt; 67] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -96,6 +97,7 @@ impl Opt {
         Opt::Kernels,
         Opt::Label,
         Opt::LavaDevice,
+        Opt::LavaEvents,
         Opt::LavaFiles,
         Opt::LavaQueueDepth,
         Opt::LavaTokenFile,

@@ -36,6 +36,8 @@ struct Lab {
     dir: PathBuf,
     url: String,
     token: String,
+    /// Its publisher's event stream.
+    events: String,
 }
 
 impl Lab {
@@ -50,6 +52,7 @@ impl Lab {
             dir: dir.to_path_buf(),
             url: String::new(),
             token: String::new(),
+            events: String::new(),
         };
         assert!(
             out.status.success(),
@@ -62,7 +65,7 @@ impl Lab {
                 .trim()
                 .to_string()
         };
-        (lab.url, lab.token) = (read("url"), read("token"));
+        (lab.url, lab.token, lab.events) = (read("url"), read("token"), read("events-url"));
         lab
     }
 
@@ -156,13 +159,15 @@ fn syscost_in(tmp: &Path, token: &str) -> Command {
     c
 }
 
-/// `syscost campaign ARGS -- MEASURE` through `lab` with `token`, state and work files in `tmp`.
+/// `syscost campaign ARGS -- MEASURE` through `lab` with `token`, state and work files in `tmp`,
+/// following the lab's event stream unless ARGS say where.
 fn campaign(tmp: &Path, lab: &Lab, token: &str, args: &[String]) -> Command {
     let mut c = syscost_in(tmp, token);
-    c.args(["campaign", "--via", "lava", "--lava-url", &lab.url])
-        .args(args)
-        .arg("--")
-        .args(MEASURE);
+    c.args(["campaign", "--via", "lava", "--lava-url", &lab.url]);
+    if !args.iter().any(|a| a == "--lava-events") {
+        c.args(["--lava-events", &lab.events]);
+    }
+    c.args(args).arg("--").args(MEASURE);
     c
 }
 
@@ -358,6 +363,8 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
             "lava",
             "--lava-url",
             &lab.url,
+            "--lava-events",
+            &lab.events,
             "--builds",
         ])
         .arg(&builds)
@@ -412,6 +419,9 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         "--retries",
         "0",
         "--emulated-counters",
+        // Where nothing answers (the discard port): the jobs are polled instead.
+        "--lava-events",
+        "ws://127.0.0.1:9/ws/",
     ]
     .map(String::from);
     let panic_tmp = scratch();
@@ -468,6 +478,8 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     lab.lab(&["start", lab.dir.to_str().unwrap()]);
     let (ok, err) = finish(resume);
     assert!(ok, "{err}");
+    // The resume followed the stream the campaign was told of, kept with its plan.
+    assert!(!err.contains("event stream"), "{err}");
     // The token's user, as the lab's system/whoami/ names it (scripts/lava-lab's admin).
     assert!(err.contains(", submitting as admin:"), "{err}");
     assert_eq!(
@@ -613,6 +625,11 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
 
     let (ok, err) = finish(panicking);
     assert!(!ok, "{err}");
+    assert!(
+        err.contains("LAVA's event stream did not answer (ws://127.0.0.1:9/ws/: ")
+            && err.contains("asking the lab about its jobs every 0.5 s (--lava-events"),
+        "{err}"
+    );
     assert!(
         err.contains("the kernel panicked: VFS: Unable to mount root fs"),
         "{err}"

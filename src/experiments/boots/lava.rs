@@ -15,6 +15,7 @@ use crate::boot::bzimage::Entry;
 use crate::boot::console::{self, CASE_PATTERN, Case};
 use crate::boot::guest;
 use crate::boot::lava::{self, BootMethod, Job, Lab, LabJob};
+use crate::boot::lava_events::{Events, EventsAt};
 use crate::boot::outcome::{self, Ended, Failure};
 use crate::boot::qemu;
 use crate::core::input::Opt;
@@ -36,6 +37,34 @@ type JobParts = (serde_json::Value, [serde_json::Value; 2], (String, String));
 /// Jobs that end in an infrastructure error (the boot never ran) are submitted again, up to
 /// this many times per try.
 const INFRA_RETRIES: u32 = 3;
+
+/// Between looks at the open jobs without an event stream: a job's end is heard 0.25 s late
+/// on average, for a request to the lab each time.
+const POLL: Duration = Duration::from_millis(500);
+
+/// Between looks at the open jobs while the event stream lasts: a safety net, should an event
+/// be lost.
+const EVENTS_NET: Duration = Duration::from_secs(5);
+
+/// The event stream `at` says, for the lab at `lab`; `None` (said once) when it is off or
+/// does not answer.
+fn follow(at: &EventsAt, lab: &str) -> Option<Events> {
+    let url = at.url(lab)?;
+    match Events::connect(&url) {
+        Ok(e) => Some(e),
+        Err(e) => {
+            let how = crate::said!(
+                "syscost: LAVA's event stream did not answer (",
+                format!("{e:#}"),
+                "): asking the lab about its jobs every 0.5 s (",
+                Opt::LavaEvents,
+                " says where it is)"
+            );
+            eprintln!("{}", how.spell(crate::core::input::spelled));
+            None
+        }
+    }
+}
 
 /// Seconds between looks at a full queue: a job takes minutes, a look costs the lab a query.
 const QUEUE_POLL_S: u64 = 10;
@@ -193,6 +222,10 @@ pub(crate) struct LavaBooter<'p> {
     releases: Vec<Option<String>>,
     /// Whether Ctrl-C (or SIGTERM, SIGHUP) came: [`crate::signals::check`], or a test's own.
     interrupted: Box<dyn Fn() -> Result<(), crate::signals::Interrupted> + 'p>,
+    /// LAVA's event stream while it lasts: the open jobs are looked at when it names one.
+    events: Option<Events>,
+    /// Sleeps between polls without it: `std::thread::sleep`, or a test's own.
+    nap: Box<dyn Fn(Duration) + 'p>,
 }
 
 /// What a LAVA campaign or bisection brings to its boots besides the plan: the lab (with the
@@ -311,15 +344,17 @@ impl<'p> LavaBooter<'p> {
         // Built here, then put where the lab fetches them.
         let dir = crate::boot::workdir()?;
         let (checked, files) = std::thread::scope(|s| {
-            let checks =
-                s.spawn(|| -> Result<_> { Ok((lab.check()?, lab.devices(&target.device_type)?)) });
+            let checks = s.spawn(|| -> Result<_> {
+                let (server, devices) = (lab.check()?, lab.devices(&target.device_type)?);
+                Ok((server, devices, follow(&target.events, lab.url())))
+            });
             let files = Files::make(plan, target, rules, dir.path(), &run.files);
             let checked = checks
                 .join()
                 .unwrap_or_else(|_| Err(anyhow::anyhow!("the lab's checks panicked")));
             (checked, files)
         });
-        let (server, devices) = checked?;
+        let (server, devices, events) = checked?;
         let Files {
             initrd,
             plugin,
@@ -356,6 +391,8 @@ impl<'p> LavaBooter<'p> {
                 .map(|a| crate::boot::bzimage::release(&a.kernel))
                 .collect(),
             interrupted: Box::new(crate::signals::check),
+            events,
+            nap: Box::new(std::thread::sleep),
         };
         if let Some(s) = served {
             booter.check_served(s)?;
@@ -683,7 +720,8 @@ impl Boot for LavaBooter<'_> {
             }
             open = still;
             if !open.is_empty() {
-                std::thread::sleep(Duration::from_millis(500));
+                let ids: Vec<u64> = open.iter().map(|(_, id, ..)| *id).collect();
+                self.pause(&ids);
             }
         }
         Ok(())
@@ -691,6 +729,19 @@ impl Boot for LavaBooter<'_> {
 }
 
 impl LavaBooter<'_> {
+    /// Until the next look at the jobs `ids`: the event stream's next word of one of them
+    /// (at most [`EVENTS_NET`]) while it lasts, else [`POLL`].
+    fn pause(&mut self, ids: &[u64]) {
+        if let Some(e) = &self.events {
+            if e.wait(ids, EVENTS_NET).is_ok() {
+                return;
+            }
+            eprintln!("syscost: LAVA's event stream ended: asking the lab every 0.5 s");
+            self.events = None;
+        }
+        (self.nap)(POLL);
+    }
+
     /// Job `id` is read back (or cancelled): not to be waited for again.
     fn close(&mut self, id: u64) {
         self.pending.retain(|p| p.id != id);
@@ -908,6 +959,7 @@ pub(crate) mod unit {
             jobs: 1,
             priority: Default::default(),
             visibility: Default::default(),
+            events: Default::default(),
         }
     }
 
@@ -999,6 +1051,8 @@ pub(crate) mod unit {
             device_key,
             releases: vec![Some("6.1.0-56-cloud-amd64".into())],
             interrupted: Box::new(|| Ok(())),
+            events: None,
+            nap: Box::new(std::thread::sleep),
         }
     }
 
@@ -1353,6 +1407,44 @@ pub(crate) mod unit {
         assert_eq!(seen.borrow().polls, 1, "the jobs were looked at once");
         assert_eq!(seen.borrow().cancelled, [1, 2]);
         assert_eq!(*ended.borrow(), [1, 2]);
+    }
+
+    /// While LAVA's event stream lasts, a job is looked at again when the stream names it,
+    /// not every 0.5 s; once the stream ends, every 0.5 s.
+    #[test]
+    fn jobs_are_looked_at_when_the_event_stream_names_them() {
+        let t = target(BootMethod::Qemu, None);
+        let plan = plan_of(&t);
+        let mut slow = complete();
+        let running = (lava::JobState::Running, lava::JobHealth::Unknown);
+        slow.states.splice(0..0, [running; 3]);
+        let (lab, seen) = Scripted::new(vec![slow]);
+        let mut b = booter(&plan, &t, Box::new(lab), false, false);
+        // A publisher that names job 1 twice, then closes its stream.
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("ws://{}/ws/", server.local_addr().unwrap());
+        let publisher = std::thread::spawn(move || {
+            let mut ws = tungstenite::accept(server.accept().unwrap().0).unwrap();
+            for state in ["Running", "Finished"] {
+                let data = format!("{{\"state\": \"{state}\", \"job\": 1}}");
+                let event = serde_json::json!(["org.lavasoftware.testjob", "u", "t", "a", data]);
+                ws.send(tungstenite::Message::text(event.to_string()))
+                    .unwrap();
+            }
+            ws.close(None).unwrap();
+            while ws.read().is_ok() {}
+        });
+        b.events = Some(Events::connect(&url).unwrap());
+        let naps = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let taken = naps.clone();
+        b.nap = Box::new(move |d| taken.borrow_mut().push(d));
+        let record = b.boot(0, 1, 0).unwrap();
+        publisher.join().unwrap();
+        assert!(record.result().is_some(), "{:?}", record.failure_reason());
+        // Two looks at the events, one after a nap once the stream ended, and the first.
+        assert_eq!(seen.borrow().polls, 4);
+        assert_eq!(*naps.borrow(), [POLL]);
+        assert!(b.events.is_none());
     }
 
     /// Jobs under way are polled together, one request a tick, not one each.

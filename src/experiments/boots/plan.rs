@@ -75,6 +75,10 @@ pub(crate) struct LavaTarget {
     pub priority: crate::boot::lava::JobPriority,
     #[serde(default)]
     pub visibility: crate::boot::lava::JobVisibility,
+    /// Where the run hears of its jobs' changes (a plan kept before this existed: the
+    /// server's `/ws/`).
+    #[serde(default)]
+    pub events: crate::boot::lava_events::EventsAt,
 }
 
 /// KernelCI's default queue depth per device type.
