@@ -26,12 +26,17 @@ pub enum EventsAt {
 }
 
 impl EventsAt {
-    /// `off`, or an http(s):// or ws(s):// URL.
+    /// `off`, or an http(s):// or ws(s):// URL, kept without any `user:password@` (the
+    /// stream asks for none, and the plan is written to disk).
     pub fn parse(s: &str) -> Result<EventsAt, String> {
         if s == "off" {
             return Ok(EventsAt::Off);
         }
-        ws_url(s).map(|_| EventsAt::Url(s.to_string()))
+        ws_url(s)?;
+        let (scheme, rest) = s.split_once("://").unwrap_or(("", s));
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        Ok(EventsAt::Url(format!("{scheme}://{host}/{path}")))
     }
 
     /// The stream's ws:// or wss:// URL, for the lab at `lab` (its API's shown URL).
@@ -177,6 +182,8 @@ mod unit {
         let own = EventsAt::parse("http://127.0.0.1:5501/ws/").unwrap();
         assert_eq!(own.url(lab).as_deref(), Some("ws://127.0.0.1:5501/ws/"));
         assert_eq!(EventsAt::parse("off").unwrap().url(lab), None);
+        let secret = EventsAt::parse("https://me:s3cret@lab.example/ws/").unwrap();
+        assert_eq!(secret, EventsAt::Url("https://lab.example/ws/".into()));
         assert!(EventsAt::parse("ftp://x/").is_err());
     }
 
