@@ -15,7 +15,7 @@ const CONNECT: Duration = Duration::from_secs(5);
 
 /// Where a run hears of its jobs.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum EventsAt {
+pub(crate) enum EventsAt {
     /// The server's `/ws/`, as LAVA serves it.
     #[default]
     Server,
@@ -28,7 +28,7 @@ pub enum EventsAt {
 impl EventsAt {
     /// `off`, or an http(s):// or ws(s):// URL, kept without any `user:password@` (the
     /// stream asks for none, and the plan is written to disk).
-    pub fn parse(s: &str) -> Result<EventsAt, String> {
+    pub(crate) fn parse(s: &str) -> Result<EventsAt, String> {
         if s == "off" {
             return Ok(EventsAt::Off);
         }

@@ -17,7 +17,7 @@ pub(crate) mod hook;
 pub mod initramfs;
 pub(crate) mod kexec;
 pub(crate) mod lava;
-pub mod lava_events;
+pub(crate) mod lava_events;
 pub(crate) mod mount;
 pub mod outcome;
 pub mod qemu;

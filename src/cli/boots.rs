@@ -419,8 +419,8 @@ pub struct LavaOpts {
     /// server's ws/, where LAVA's web server configuration serves it]. While it answers, the
     /// API is asked about the jobs every 5 s, as a safety net; a stream that does not answer
     /// (said once) or is off leaves syscost asking every 0.5 s.
-    #[arg(long, value_name = "URL", value_parser = crate::boot::lava_events::EventsAt::parse)]
-    pub lava_events: Option<crate::boot::lava_events::EventsAt>,
+    #[arg(long, value_name = "URL")]
+    pub lava_events: Option<String>,
 }
 
 impl LavaOpts {
@@ -461,7 +461,12 @@ impl LavaOpts {
             jobs: self.lava_jobs,
             priority: self.lava_priority,
             visibility: self.lava_visibility,
-            events: self.lava_events.clone().unwrap_or_default(),
+            events: match &self.lava_events {
+                None => Default::default(),
+                Some(u) => crate::boot::lava_events::EventsAt::parse(u).map_err(|e| {
+                    anyhow::anyhow!("--lava-events {}: {e}", crate::core::redact_url(u))
+                })?,
+            },
         })
     }
 }
