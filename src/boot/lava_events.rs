@@ -128,23 +128,18 @@ impl Drop for Events {
     }
 }
 
+/// The host and port to connect to, as the websocket handshake reads the URL (`http::Uri`,
+/// which tungstenite parses it with).
 fn host_port(url: &str) -> Option<(String, u16)> {
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split('/').next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => v6.split_once(']').map(|(h, p)| (h, p.strip_prefix(':')))?,
-        None => match authority.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (authority, None),
-        },
+    let uri: tungstenite::http::Uri = url.parse().ok()?;
+    let host = uri.host().filter(|h| !h.is_empty())?;
+    let default = if uri.scheme_str() == Some("wss") {
+        443
+    } else {
+        80
     };
-    let port = match port {
-        Some(p) => p.parse().ok()?,
-        None if scheme == "wss" => 443,
-        None => 80,
-    };
-    (!host.is_empty()).then(|| (host.to_string(), port))
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Some((host.to_string(), uri.port_u16().unwrap_or(default)))
 }
 
 /// The job a publisher's message is about: `[topic, uuid, time, user, data]`, the data a JSON
@@ -157,6 +152,37 @@ fn job_of(message: &str) -> Option<u64> {
     }
     let data: serde_json::Value = serde_json::from_str(&data).ok()?;
     data.get("job")?.as_u64()
+}
+
+/// A publisher on a local port for tests: it sends an event for each (job, state), then
+/// closes its stream once told (or once the returned sender is dropped).
+#[cfg(test)]
+pub(crate) fn publisher(
+    events: &[(u64, &str)],
+) -> (
+    String,
+    std::sync::mpsc::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}/ws/", server.local_addr().unwrap());
+    let texts: Vec<String> = (events.iter())
+        .map(|(id, state)| {
+            let data = format!("{{\"state\": \"{state}\", \"job\": {id}}}");
+            serde_json::json!(["org.lavasoftware.testjob", "u", "t", "admin", data]).to_string()
+        })
+        .collect();
+    let (close, closing) = std::sync::mpsc::channel();
+    let peer = std::thread::spawn(move || {
+        let mut ws = tungstenite::accept(server.accept().unwrap().0).unwrap();
+        for t in texts {
+            ws.send(Message::text(t)).unwrap();
+        }
+        let _ = closing.recv();
+        ws.close(None).unwrap();
+        while ws.read().is_ok() {}
+    });
+    (url, close, peer)
 }
 
 #[cfg(test)]
@@ -219,24 +245,11 @@ mod unit {
 
     #[test]
     fn a_stream_that_ends_says_so_and_one_that_is_quiet_times_out() {
-        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("ws://{}/ws/", server.local_addr().unwrap());
-        let peer = std::thread::spawn(move || {
-            let (s, _) = server.accept().unwrap();
-            let mut ws = tungstenite::accept(s).unwrap();
-            let event = |id: u64| {
-                let data = format!("{{\"state\": \"Finished\", \"job\": {id}}}");
-                serde_json::json!(["lava.testjob", "u", "t", "admin", data]).to_string()
-            };
-            ws.send(Message::text(event(7))).unwrap();
-            ws.send(Message::text(event(8))).unwrap();
-            std::thread::sleep(Duration::from_millis(300));
-            ws.close(None).unwrap();
-            while ws.read().is_ok() {}
-        });
+        let (url, close, peer) = publisher(&[(7, "Finished"), (8, "Finished")]);
         let events = Events::connect(&url).unwrap();
         assert!(events.wait(&[8], Duration::from_secs(10)).unwrap());
         assert!(!events.wait(&[9], Duration::from_millis(50)).unwrap());
+        close.send(()).unwrap();
         peer.join().unwrap();
         assert!(events.wait(&[9], Duration::from_secs(10)).is_err());
     }

@@ -11,9 +11,9 @@
 //! Written here: `object` (already a dependency) reads ELF but builds a new one only with its
 //! `write` feature, a larger writer than these sixty lines need.
 
+use object::Endianness;
 use object::elf::{FileHeader64, PT_LOAD, ProgramHeader64};
 use object::read::elf::{FileHeader, ProgramHeader};
-use object::{Endianness, U16, U64};
 
 const PAGE: u64 = 4096;
 /// A shorter run of zero pages stays in the file: each run left out costs a program header.
@@ -45,12 +45,10 @@ pub(crate) fn without_zero_pages(elf: &[u8]) -> Result<Vec<u8>, String> {
     let count = pieces.len() + others.len();
     let phdrs = std::mem::size_of::<FileHeader64<Endianness>>() as u64;
     let mut at = phdrs + (count * std::mem::size_of::<ProgramHeader64<Endianness>>()) as u64;
-    let mut placed = Vec::new();
     for p in &mut pieces {
         // A loaded piece's offset keeps its address's place in a page.
         at = at.next_multiple_of(PAGE) + p.header.p_vaddr.get(e) % PAGE;
         p.header.p_offset.set(e, at);
-        placed.push((p.from, p.len, at));
         at += p.len;
     }
     for o in &mut others {
@@ -59,20 +57,19 @@ pub(crate) fn without_zero_pages(elf: &[u8]) -> Result<Vec<u8>, String> {
             o.p_offset.set(e, 0);
             continue;
         }
-        let inside = placed
-            .iter()
-            .find(|(f, l, _)| *f <= from && from + len <= f + l);
-        let Some((f, _, to)) = inside else {
+        let inside = (pieces.iter()).find(|p| p.from <= from && from + len <= p.from + p.len);
+        let Some(p) = inside else {
             return Err(format!(
                 "a segment of type {} lies outside the loaded data",
                 o.p_type(e)
             ));
         };
-        o.p_offset.set(e, to + (from - f));
+        o.p_offset
+            .set(e, p.header.p_offset.get(e) + (from - p.from));
     }
     let mut h = *header;
-    h.e_phoff = U64::new(e, phdrs);
-    h.e_phnum = U16::new(e, count as u16);
+    h.e_phoff.set(e, phdrs);
+    h.e_phnum.set(e, count as u16);
     h.e_shoff.set(e, 0);
     h.e_shnum.set(e, 0);
     h.e_shstrndx.set(e, object::elf::SHN_UNDEF);
@@ -175,7 +172,7 @@ mod unit {
             let mut ph: ProgramHeader64<Endianness> = zeroed();
             ph.p_type.set(e, *kind);
             ph.p_offset.set(e, at);
-            (ph.p_vaddr, ph.p_paddr) = (U64::new(e, *addr), U64::new(e, *addr));
+            (ph.p_vaddr, ph.p_paddr) = (object::U64::new(e, *addr), object::U64::new(e, *addr));
             ph.p_filesz.set(e, bytes.len() as u64);
             ph.p_memsz.set(e, *mem);
             out.extend_from_slice(object::pod::bytes_of(&ph));

@@ -1421,19 +1421,9 @@ pub(crate) mod unit {
         let (lab, seen) = Scripted::new(vec![slow]);
         let mut b = booter(&plan, &t, Box::new(lab), false, false);
         // A publisher that names job 1 twice, then closes its stream.
-        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("ws://{}/ws/", server.local_addr().unwrap());
-        let publisher = std::thread::spawn(move || {
-            let mut ws = tungstenite::accept(server.accept().unwrap().0).unwrap();
-            for state in ["Running", "Finished"] {
-                let data = format!("{{\"state\": \"{state}\", \"job\": 1}}");
-                let event = serde_json::json!(["org.lavasoftware.testjob", "u", "t", "a", data]);
-                ws.send(tungstenite::Message::text(event.to_string()))
-                    .unwrap();
-            }
-            ws.close(None).unwrap();
-            while ws.read().is_ok() {}
-        });
+        let (url, close, publisher) =
+            crate::boot::lava_events::publisher(&[(1, "Running"), (1, "Finished")]);
+        drop(close);
         b.events = Some(Events::connect(&url).unwrap());
         let naps = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         let taken = naps.clone();
