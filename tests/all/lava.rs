@@ -554,6 +554,16 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
             (definition.lines()).any(|l| l.contains("kernel.version") && l.contains(release)),
             "{definition}"
         );
+        // The lab's template took the job's card: none on the PCI bus, as a direct boot has
+        // none (the job's plain log, not a request the pattern below counts).
+        let log = format!("{}/log_file/plain", j["url"].as_str().unwrap());
+        let log = ureq::get(&log).call().unwrap().into_body().read_to_string();
+        let log = log.unwrap();
+        assert!(
+            (log.lines())
+                .any(|l| l.contains("Boot command:") && l.contains("-net nic,model=ne2k_isa,")),
+            "{log}"
+        );
     }
     assert!(!String::from_utf8_lossy(&std::fs::read(&out_file).unwrap()).contains(&lab.token));
     boots_export_to_kcidb_with_their_job_logs(&out_file, boots);
