@@ -5,11 +5,12 @@
 # counts. Prints each command's wall time, the medians and their ratio, and the median of the
 # pairs' own ratios (the machine's speed drifts between pairs, less within one).
 #
-#   bench/lava_boot.sh [N] [LAB_DIR]   N pairs (default 5); LAB_DIR: a lab started by
+#   bench/lava_boot.sh [N] [LAB_DIR]   N pairs (default 10, 6 or more give the interval of
+#                                      their median ratio); LAB_DIR: a lab started by
 #                                      scripts/lava-lab (default: one started here and removed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n=${1:-5}
+n=${1:-10}
 lab=${2:-}
 cargo build --release -q
 bin=target/release/syscost
@@ -46,7 +47,7 @@ for i in $(seq 1 "$n"); do
 	if [ $((i % 2)) = 1 ]; then one direct; one lava; else one lava; one direct; fi
 done | tee "$results"
 python3 - "$results" <<'EOF'
-import statistics, sys
+import math, statistics, sys
 t, pairs, pair = {}, [], {}
 for line in open(sys.argv[1]):
     k, v = line.split()
@@ -60,4 +61,15 @@ print(f"median direct {d:.1f} s, via LAVA {l:.1f} s: x{l / d:.2f}, +{l - d:.1f} 
 # The machine's speed drifts between pairs; the two runs of a pair ran back to back.
 ratios = " ".join(f"{r:.2f}" for r in pairs)
 print(f"each pair's ratio: {ratios}; median x{statistics.median(pairs):.2f}")
+# The distribution-free 95% interval of that median: the order statistics x_(k), x_(n+1-k)
+# with the largest k whose binomial tail P(X < k) is at most 2.5% (the interval scipy's
+# quantile_test(pairs, p=0.5).confidence_interval() gives; syscost's stats::median_ci).
+n, tail = len(pairs), lambda k: sum(math.comb(len(pairs), i) for i in range(k)) / 2 ** len(pairs)
+ks = [k for k in range(1, n // 2 + 1) if tail(k) <= 0.025]
+if ks:
+    k, s = ks[-1], sorted(pairs)
+    print(f"95% interval of the pairs' median ratio: x{s[k - 1]:.2f} to x{s[n - k]:.2f} "
+          f"(coverage {100 * (1 - 2 * tail(k)):.1f}%)")
+else:
+    print(f"no 95% interval of the pairs' median ratio from {n} pairs: give 6 or more")
 EOF
