@@ -336,9 +336,16 @@ impl Campaign {
         let measured = self.boots.iter().filter(|b| b.result().is_some());
         let splits: Vec<&BootSplit> = measured.filter_map(|b| b.split.as_ref()).collect();
         let s = BootSplit::mean(splits.iter().copied())?;
+        let outside = match self.boots.iter().any(|b| b.job.is_some()) {
+            true => {
+                "the lab's queue, the job's start and download, QEMU's start and firmware, \
+                     the job's end"
+            }
+            false => "QEMU's start, firmware, loading the kernel and initramfs, power-off",
+        };
         Some(format!(
             " Time per measured boot (mean of {}): {:.1} s = {s} (outside the guest's clock: \
-             QEMU's start, firmware, loading the kernel and initramfs, power-off)",
+             {outside})",
             splits.len(),
             s.kernel + s.init + s.settle + s.measurement + s.outside
         ))

@@ -519,6 +519,8 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
         assert!(j["url"].as_str().unwrap().starts_with(&lab.url), "{j}");
         assert!(j["device"].as_str().unwrap().starts_with("qemu-"), "{j}");
         assert_eq!(j["worker"], "lab");
+        // Under -icount the guest's clock runs on instructions: no split in seconds.
+        assert!(b["split"].is_null(), "{}", b["split"]);
         // Its figures are LAVA test cases too, named by arm, call and figure as sent.
         let tests = lab.get(&format!("jobs/{}/tests/?limit=100", j["id"]));
         let tests = tests["results"].as_array().unwrap();
@@ -673,8 +675,23 @@ fn campaigns_boot_as_lava_jobs_and_give_the_figures_of_direct_boots() {
     for b in boots {
         assert_eq!(b["job"]["device"], "board-01", "{b}");
     }
+    // Shown again, the time per boot says what lies outside the guest's clock in a lab.
+    let shown = syscost().arg("show").arg(&board_out).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        (shown.lines())
+            .any(|l| l.contains("Time per measured boot") && l.contains("the lab's queue")),
+        "{shown}"
+    );
     for b in boots.iter().filter(|b| b["outcome"] == "measured") {
         assert!(median(metric(&b["result"], "time")) > 0.0);
+        // The guest's clock splits the job: its kernel's boot, and the lab's part outside it.
+        let part = |p: &str| b["split"][p].as_f64().unwrap_or(-1.0);
+        assert!(
+            part("kernel") > 0.0 && part("outside") > 0.0,
+            "{}",
+            b["split"]
+        );
         let job = lab.get(&format!("jobs/{}/", b["job"]["id"]));
         assert_eq!(job["tags"].as_array().map(Vec::len), Some(1), "{job}");
         let definition = job["definition"].as_str().unwrap();

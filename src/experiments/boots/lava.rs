@@ -782,9 +782,9 @@ impl LavaBooter<'_> {
             },
         };
         let machine = &self.target.machine;
+        // Its seconds run from the batch's submission: outside the guest's clock are the
+        // lab's queue, the job's start and download, QEMU's start and the job's end.
         let mut record = record_of(ended, arm, at, started, &mut self.symbols[a], machine);
-        // The guest's clock splits the job's whole time (queue, download, boot) meaninglessly.
-        record.split = None;
         record.job = Some(lab_job);
         Ok((record, never_ran))
     }

@@ -60,7 +60,7 @@ pub(crate) struct BootRecord {
     pub round: u32,
     /// 0 for the first try, 1 for the first retry.
     pub attempt: u32,
-    /// From starting QEMU to its end.
+    /// From starting QEMU (a LAVA boot: submitting its job) to its end.
     pub seconds: f64,
     /// Where those seconds went, when the guest sent its clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,7 +78,8 @@ pub(crate) struct BootRecord {
 /// Where a QEMU boot's seconds went, read from the guest's clock: its kernel's boot up to
 /// the init, syscost's init around the measurement (mounts, the arm's state, sending), the
 /// measurement, and what lies outside the guest's clock (QEMU's start, the firmware, loading
-/// and decompressing the kernel and the initramfs, powering off, reading the result).
+/// and decompressing the kernel and the initramfs, powering off, reading the result; for a
+/// LAVA boot also the lab's queue, the job's start and its download).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct BootSplit {
     pub kernel: f64,
