@@ -50,12 +50,13 @@ for i in $(seq 1 "$n"); do
 	if [ $((i % 2)) = 1 ]; then one direct "$i"; one lava "$i"; else one lava "$i"; one direct "$i"; fi
 done | tee "$results"
 python3 - "$results" <<'EOF'
-import json, math, statistics, sys
+import json, math, os, statistics, sys
 t, pairs, pair, split = {}, [], {}, {}
 for line in open(sys.argv[1]):
     k, v, out = line.split()
     t.setdefault(k, []).append(float(v))
-    for b in json.load(open(out))["boots"]:
+    # A campaign that failed wrote no result: its time stands, its split is missing.
+    for b in json.load(open(out))["boots"] if os.path.exists(out) else []:
         for part, s in (b.get("split") or {}).items():
             split.setdefault((k, part), []).append(s)
     pair[k] = float(v)
