@@ -378,17 +378,23 @@ impl LabApi for Lab {
     }
 }
 
+/// A URL's scheme, host (without any `user:password@`) and path (after the host's `/`), as a
+/// URL of the lab's is kept: the token, not a password, authenticates.
+pub(crate) fn url_parts(url: &str) -> Option<(&str, &str, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    Some((scheme, host, path))
+}
+
 /// The server's URL as shown and kept: `user:password@` taken out, a `/` at the end.
 pub(crate) fn shown_url(url: &str) -> Result<String> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .filter(|(s, _)| *s == "http" || *s == "https")
+    let (scheme, host, path) = url_parts(url)
+        .filter(|(s, ..)| *s == "http" || *s == "https")
         .with_context(|| {
             let url = crate::core::redact_url(url);
             crate::refused!(Opt::LavaUrl, " ", url, ": give an http:// or https:// URL")
         })?;
-    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
     if host.is_empty() {
         let url = crate::core::redact_url(url);
         return Err(crate::refused!(

@@ -33,9 +33,7 @@ impl EventsAt {
             return Ok(EventsAt::Off);
         }
         ws_url(s)?;
-        let (scheme, rest) = s.split_once("://").unwrap_or(("", s));
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let (scheme, host, path) = super::lava::url_parts(s).unwrap_or(("", s, ""));
         Ok(EventsAt::Url(format!("{scheme}://{host}/{path}")))
     }
 

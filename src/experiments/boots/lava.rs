@@ -56,7 +56,10 @@ fn follow(at: &EventsAt, lab: &str) -> Option<Events> {
             let how = crate::said!(
                 "syscost: LAVA's event stream did not answer (",
                 format!("{e:#}"),
-                "): asking the lab about its jobs every 0.5 s (",
+                format!(
+                    "): asking the lab about its jobs every {} s (",
+                    POLL.as_secs_f64()
+                ),
                 Opt::LavaEvents,
                 " says where it is)"
             );
@@ -692,8 +695,7 @@ impl Boot for LavaBooter<'_> {
                 }
                 return Err(i.into());
             }
-            let ids: Vec<u64> = open.iter().map(|(_, id, ..)| *id).collect();
-            let mut jobs = self.lab.jobs(&ids)?;
+            let mut jobs = self.lab.jobs(&ids_of(&open))?;
             let mut still = Vec::new();
             for (t, id, infra, submitted) in open {
                 // One the list left out is asked for alone, which says why it is missing.
@@ -721,12 +723,16 @@ impl Boot for LavaBooter<'_> {
             }
             open = still;
             if !open.is_empty() {
-                let ids: Vec<u64> = open.iter().map(|(_, id, ..)| *id).collect();
-                self.pause(&ids);
+                self.pause(&ids_of(&open));
             }
         }
         Ok(())
     }
+}
+
+/// The jobs of the open tries (each try, its job, its infrastructure retries, its submission).
+fn ids_of(open: &[(Next, u64, u32, Instant)]) -> Vec<u64> {
+    open.iter().map(|(_, id, ..)| *id).collect()
 }
 
 impl LavaBooter<'_> {
@@ -737,7 +743,8 @@ impl LavaBooter<'_> {
             if e.wait(ids, EVENTS_NET).is_ok() {
                 return;
             }
-            eprintln!("syscost: LAVA's event stream ended: asking the lab every 0.5 s");
+            let every = POLL.as_secs_f64();
+            eprintln!("syscost: LAVA's event stream ended: asking the lab every {every} s");
             self.events = None;
         }
         (self.nap)(POLL);
