@@ -89,6 +89,8 @@ struct qemu_plugin_hwaddr;
 struct qemu_plugin_hwaddr *qemu_plugin_get_hwaddr(qemu_plugin_meminfo_t, uint64_t);
 uint64_t qemu_plugin_hwaddr_phys_addr(const struct qemu_plugin_hwaddr *);
 void qemu_plugin_outs(const char *);
+typedef void (*qemu_plugin_simple_cb_t)(qemu_plugin_id_t);
+void qemu_plugin_reset(qemu_plugin_id_t, qemu_plugin_simple_cb_t);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
@@ -97,6 +99,35 @@ enum { INSN, BR, BRA, LD, ST, LDM, STM, IM, L2M, KINDS };
 static uint64_t count[KINDS][2], at[KINDS][2];
 static uint64_t window;
 static bool in_window;
+
+/* Interrupts, left out of the counts once the guest has declared its kernel's interrupt and
+ * exception entry points (marks 3 and 4, below): QEMU 7.2's plugin API tells a plugin nothing
+ * of interrupts, but an interrupt's first block starts at an IDT entry, and the handler ends
+ * with IRETQ. A block starting at an interrupt's entry opens interrupt context (depth 1); an
+ * exception's entry nests inside it (its IRETQ must not close the interrupt) but, met at
+ * depth 0, is the measured task's own (a page fault, a uprobe's int3) and counted as its
+ * work; each IRETQ at depth > 0 closes one level. What the inline adds counted from the
+ * entry's block to the closing IRETQ (instructions, branches) moves from the counts to
+ * `irq`; the callbacks (loads, stores, the models' misses, blocks) skip it, though the
+ * modelled caches still see its accesses. The last IRETQ's own stack loads come after its
+ * callback: `iret_loads` leaves them out until the next block starts. */
+enum { ENTRY_EXC = 1, ENTRY_IRQ = 2 };
+struct entry {
+	uint64_t lo, hi;
+	int kind;
+};
+static struct entry *entries;
+static size_t n_entries;
+static qemu_plugin_id_t self;
+static int depth;
+static bool iret_loads;
+static uint64_t snap[LD][2], irq[LD][2], irq_at[LD][2], irqs, irqs_at;
+/* What the guest declares: 64-bit words sent 16 bits at a time (mark 3: the low 16 bits of
+ * the named address), read as (kind, lo, hi) triples at mark 4. */
+static uint64_t *said;
+static size_t n_said, cap_said;
+static uint64_t word;
+static unsigned pieces;
 
 /* A set-associative cache with LRU replacement: each set's tags, most recent first. */
 struct cache {
@@ -195,7 +226,7 @@ static size_t n_met, cap_met;
 static void block_ran(unsigned int vcpu, void *u)
 {
 	struct block *b = u;
-	if (!in_window)
+	if (!in_window || depth)
 		return;
 	if (!b->in_window) {
 		if (n_met == cap_met) {
@@ -250,14 +281,15 @@ static void accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vad
 	if (!in_window)
 		return;
 	int kernel = (uintptr_t)k, store = qemu_plugin_mem_is_store(info);
-	count[store ? ST : LD][kernel]++;
-	if (hit(&l1d, vaddr, !store))
+	bool own = !depth && !iret_loads;
+	count[store ? ST : LD][kernel] += own;
+	if (hit(&l1d, vaddr, !store && own))
 		return;
-	count[store ? STM : LDM][kernel]++;
+	count[store ? STM : LDM][kernel] += own;
 	if (with_l2) {
 		struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, vaddr);
 		if (!hit(&l2, h ? qemu_plugin_hwaddr_phys_addr(h) : vaddr, false))
-			count[L2M][kernel]++;
+			count[L2M][kernel] += own;
 	}
 }
 
@@ -271,15 +303,17 @@ struct lines {
 static void fetched(unsigned int vcpu, void *u)
 {
 	struct lines *l = u;
+	iret_loads = false;
 	if (!in_window)
 		return;
+	bool own = !depth;
 	for (unsigned i = 0; i < l->n; i++) {
 		uint64_t addr = l->line[i] << l1i.line_shift;
-		if (hit(&l1i, addr, true))
+		if (hit(&l1i, addr, own))
 			continue;
-		count[IM][l->kernel]++;
+		count[IM][l->kernel] += own;
 		if (with_l2 && !hit(&l2, addr, false))
-			count[L2M][l->kernel]++;
+			count[L2M][l->kernel] += own;
 	}
 }
 
@@ -299,11 +333,44 @@ static void print_sets(char kind, const struct cache *c)
 	free(line);
 }
 
+static void entered(unsigned int vcpu, void *u);
+static void returned(unsigned int vcpu, void *u);
+static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+static void piece(void);
+static void declared(void);
+static size_t opcode_at(const unsigned char *d, size_t n);
+
+/* `Q NAME IRQS INSN_U INSN_K BR_U BR_K BRA_U BRA_K OPEN`: the interrupts left out of the
+ * window, what they counted, and the depth the window ended at (0 unless an interrupt's
+ * return was never seen). Only once the guest declared its entries. */
+static void print_interrupts(void)
+{
+	char line[256];
+	int n = snprintf(line, sizeof line, "Q %llx %llu", (unsigned long long)window,
+			 (unsigned long long)(irqs - irqs_at));
+	for (int k = 0; k < LD; k++)
+		for (int priv = 0; priv < 2; priv++)
+			n += snprintf(line + n, sizeof line - n, " %llu",
+				      (unsigned long long)(irq[k][priv] - irq_at[k][priv]));
+	snprintf(line + n, sizeof line - n, " %d\n", depth);
+	qemu_plugin_outs(line);
+	send_counts(line);
+}
+
 static void marked(unsigned int vcpu, void *kind)
 {
 	char line[512];
 	int n = 0, kinds = !modelled ? LD : with_l2 ? KINDS : L2M;
+	if ((uintptr_t)kind == 3)
+		return piece();
+	if ((uintptr_t)kind == 4)
+		return declared();
 	if ((uintptr_t)kind == 1) {
+		/* The window opens in the measured task, in user space: no interrupt is open. */
+		depth = 0;
+		iret_loads = false;
+		memcpy(irq_at, irq, sizeof irq_at);
+		irqs_at = irqs;
 		memcpy(at, count, sizeof at);
 		for (size_t i = 0; i < n_met; i++) /* a window whose end was never met */
 			met[i]->in_window = 0;
@@ -326,6 +393,8 @@ static void marked(unsigned int vcpu, void *kind)
 	snprintf(line + n, sizeof line - n, "\n");
 	qemu_plugin_outs(line);
 	send_counts(line);
+	if (n_entries)
+		print_interrupts();
 	if (modelled) {
 		print_sets('D', &l1d);
 		print_sets('I', &l1i);
@@ -333,6 +402,116 @@ static void marked(unsigned int vcpu, void *kind)
 	}
 	if (by_block)
 		print_blocks();
+}
+
+/* Mark 3: 16 more bits of the word being declared. */
+static void piece(void)
+{
+	word = word << 16 | (window & 0xffff);
+	if (++pieces < 4)
+		return;
+	if (n_said == cap_said) {
+		cap_said = cap_said ? 2 * cap_said : 256;
+		said = realloc(said, cap_said * sizeof *said);
+	}
+	said[n_said++] = word;
+	word = 0;
+	pieces = 0;
+}
+
+static int by_lo(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Translations made before the entries were known have no entry callbacks: start again. */
+static void reinstalled(qemu_plugin_id_t id)
+{
+	qemu_plugin_register_vcpu_tb_trans_cb(id, translated);
+}
+
+/* Mark 4: the words said so far are the entries, (kind, lo, hi) each, then a check word
+ * (FNV-1a over them: a piece read wrong drops the declaration); a second declaration replaces
+ * the first. */
+static void declared(void)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i + 1 < n_said; i++)
+		h = (h ^ said[i]) * 0x100000001b3ull;
+	if (!n_said || h != said[n_said - 1] || pieces || (n_said - 1) % 3) {
+		qemu_plugin_outs("E bad\n");
+		n_said = word = pieces = 0;
+		return;
+	}
+	n_said--;
+	free(entries);
+	n_entries = 0;
+	entries = malloc((n_said / 3 + 1) * sizeof *entries);
+	for (size_t i = 0; i + 2 < n_said; i += 3)
+		if ((said[i] == ENTRY_EXC || said[i] == ENTRY_IRQ) && said[i + 1] < said[i + 2])
+			entries[n_entries++] = (struct entry){ said[i + 1], said[i + 2], (int)said[i] };
+	qsort(entries, n_entries, sizeof *entries, by_lo);
+	n_said = 0;
+	word = 0;
+	pieces = 0;
+	char line[64];
+	snprintf(line, sizeof line, "E %zu\n", n_entries);
+	qemu_plugin_outs(line);
+	qemu_plugin_reset(self, reinstalled);
+}
+
+/* The kind of entry a kernel block starting at `a` is, or 0. */
+static int entry_at(uint64_t a)
+{
+	size_t lo = 0, hi = n_entries;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (entries[mid].hi <= a)
+			lo = mid + 1;
+		else if (entries[mid].lo > a)
+			hi = mid;
+		else
+			return entries[mid].kind;
+	}
+	return 0;
+}
+
+/* An entry's block starts: its `n` instructions are counted here (it has no inline add), and
+ * an interrupt, or an exception inside one, opens a level. */
+static void entered(unsigned int vcpu, void *u)
+{
+	uintptr_t kind = (uintptr_t)u & 3, n = (uintptr_t)u >> 2;
+	if (depth == 0 && kind == ENTRY_EXC) {
+		count[INSN][1] += n;
+		return;
+	}
+	if (depth++ == 0)
+		memcpy(snap, count, sizeof snap);
+	count[INSN][1] += n;
+}
+
+/* An IRETQ (its branch is counted here, not inline): the last level's closes the interrupt,
+ * whose counts move to `irq`. */
+static void returned(unsigned int vcpu, void *u)
+{
+	count[BRA][1]++;
+	if (depth == 0 || --depth)
+		return;
+	for (int k = 0; k < LD; k++)
+		for (int priv = 0; priv < 2; priv++) {
+			irq[k][priv] += count[k][priv] - snap[k][priv];
+			count[k][priv] = snap[k][priv];
+		}
+	irqs++;
+	iret_loads = modelled;
+}
+
+/* IRETQ (REX.W cf): how a Linux interrupt or exception handler returns. */
+static bool iretq(const unsigned char *d, size_t n)
+{
+	size_t i = opcode_at(d, n);
+	return i < n && d[i] == 0xcf && i > 0 && (d[i - 1] & 0xf8) == 0x48;
 }
 
 /* Where the opcode of an instruction starts: after its legacy prefixes and a REX prefix. */
@@ -383,12 +562,13 @@ static bool branch(const unsigned char *d, size_t n)
 	       (d[i + 1] == 0x05 || d[i + 1] == 0x07 || d[i + 1] == 0x34 || d[i + 1] == 0x35);
 }
 
-/* nopl 0x5c05c0KK(%rax): 0f 1f 80 KK c0 05 5c, KK = 01 begin, 02 end. */
+/* nopl 0x5c05c0KK(%rax): 0f 1f 80 KK c0 05 5c, KK = 01 begin, 02 end, 03 a piece of a
+ * declared word, 04 the declaration's end. */
 static int mark_of(const unsigned char *d, size_t n)
 {
 	static const unsigned char NOP[7] = {0x0f, 0x1f, 0x80, 0x00, 0xc0, 0x05, 0x5c};
 	if (n != sizeof NOP || memcmp(d, NOP, 3) || memcmp(d + 4, NOP + 4, 3) ||
-	    (d[3] != 1 && d[3] != 2))
+	    d[3] < 1 || d[3] > 4)
 		return 0;
 	return d[3];
 }
@@ -413,9 +593,15 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	size_t n = qemu_plugin_tb_n_insns(tb);
 	if (n == 0)
 		return;
-	int kernel = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0)) >= 0xffff800000000000ull;
-	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &count[INSN][kernel],
-						 n);
+	uint64_t first = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
+	int kernel = first >= 0xffff800000000000ull, entry = kernel ? entry_at(first) : 0;
+	/* Registered first: the callbacks below see the level it opens. */
+	if (entry)
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, entered, QEMU_PLUGIN_CB_NO_REGS,
+						     (void *)(uintptr_t)(n << 2 | entry));
+	else
+		qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64,
+							 &count[INSN][kernel], n);
 	if (modelled)
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, fetched, QEMU_PLUGIN_CB_NO_REGS,
 						     lines_of(tb, n, kernel));
@@ -432,7 +618,10 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		if (conditional(d, size))
 			qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
 								   &count[BR][kernel], 1);
-		if (branch(d, size))
+		if (kernel && n_entries && iretq(d, size))
+			qemu_plugin_register_vcpu_insn_exec_cb(in, returned, QEMU_PLUGIN_CB_NO_REGS,
+							       NULL);
+		else if (branch(d, size))
 			qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
 								   &count[BRA][kernel], 1);
 		if (modelled)
@@ -514,6 +703,7 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 		return -1;
 	}
 	modelled = d;
+	self = id;
 	qemu_plugin_register_vcpu_tb_trans_cb(id, translated);
 	return 0;
 }

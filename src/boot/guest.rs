@@ -332,6 +332,9 @@ fn measure(
     // must run (held off, its timers and softirqs would land in every window), and the
     // windows it runs in are left out.
     let quiet = settled.is_some_and(|s| s.quiet);
+    if plan.mark {
+        leave_out_interrupts();
+    }
     let alone = match plan.mark && quiet {
         true => super::alone::take_the_cpu(),
         false => Vec::new(),
@@ -357,6 +360,22 @@ fn measure(
         result,
         plan.kallsyms.then(|| GuestSymbols::here(whole)).flatten(),
     ))
+}
+
+/// Tell the plugin this kernel's interrupt entries, so that its windows count the measured
+/// task's instructions alone (a kernel whose symbols cannot be read is counted with its
+/// interrupts, and the joined result says so). Here 0.2 s of a Debian 6.1 boot and 0.45 s of
+/// a 6.12 one, nearly all of it the kernel formatting /proc/kallsyms up to .entry.text.
+fn leave_out_interrupts() {
+    use crate::counters::emulated::{declare, interrupt_entries};
+    use std::io::BufRead as _;
+    let Ok(f) = std::fs::File::open("/proc/kallsyms") else {
+        return;
+    };
+    let entries = interrupt_entries(std::io::BufReader::new(f).lines().map_while(Result::ok));
+    if !entries.is_empty() {
+        declare(&entries);
+    }
 }
 
 /// A result with `warning` added to its warnings (a result without any is sent as it is).

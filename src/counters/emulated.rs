@@ -51,7 +51,12 @@ pub(crate) fn end(k: usize) {
 /// bytes (0f 1f 80 KIND c0 05 5c) and the window by the load's address.
 #[inline(always)]
 fn mark<const KIND: u8>(k: usize) {
-    let slot = SLOT[k % SLOTS].as_ptr();
+    mark_at::<KIND>(SLOT[k % SLOTS].as_ptr())
+}
+
+/// The mark of `KIND` naming the address `slot`.
+#[inline(always)]
+fn mark_at<const KIND: u8>(slot: *mut u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a one-byte load from a static, and a no-op; rax (its low byte) is clobbered.
     unsafe {
@@ -67,6 +72,115 @@ fn mark<const KIND: u8>(k: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = slot;
 }
+
+/// What an entry point of the guest kernel's interrupt table starts: an interrupt (a device's,
+/// the local APIC timer's, an IPI, an NMI), which the plugin leaves out of the windows, or an
+/// exception, which is the measured task's own work (a page fault, a uprobe's int3) unless it
+/// happens inside an interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EntryKind {
+    Exception = 1,
+    Interrupt = 2,
+}
+
+/// Where the kernel's code for one kind of entry starts: a block that starts in `lo..hi` is
+/// that entry's first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub kind: EntryKind,
+    pub lo: u64,
+    pub hi: u64,
+}
+
+/// The interrupt table's entry points of the kernel whose /proc/kallsyms lines are `lines`
+/// (in its order, by address), by the names x86-64 Linux gives them
+/// (arch/x86/include/asm/idtentry.h): the system vectors (`asm_sysvec_*`: the APIC timer,
+/// IPIs) and the NMI are interrupts, as are the external vectors' stubs (`irq_entries_start`
+/// and `spurious_entries_start`, up to the next symbol: one stub per vector, each a push and a
+/// jump); the other `asm_exc_*` and the int 0x80 entries are exceptions. All of them are in
+/// .entry.text (page-table isolation maps it for user space): the lines are read only up to
+/// `__entry_text_end`, since the kernel formats the file a symbol at a time (under TCG, 0.1 s
+/// for 30,000 lines).
+pub(crate) fn interrupt_entries(lines: impl Iterator<Item = impl AsRef<str>>) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    // The stubs' ranges still open: they end at the next text symbol beyond them.
+    let mut open: Vec<usize> = Vec::new();
+    for l in lines {
+        let mut f = l.as_ref().split_whitespace();
+        let (Some(addr), Some(kind), Some(name), None) = (f.next(), f.next(), f.next(), f.next())
+        else {
+            continue;
+        };
+        if name == "__entry_text_end" {
+            break;
+        }
+        let a = match u64::from_str_radix(addr, 16) {
+            Ok(a) if a != 0 && matches!(kind, "t" | "T") => a,
+            _ => continue,
+        };
+        open.retain(|&i| {
+            let beyond = a > out[i].lo;
+            if beyond {
+                out[i].hi = a;
+            }
+            !beyond
+        });
+        let kind = match name {
+            "irq_entries_start" | "spurious_entries_start" => {
+                open.push(out.len());
+                EntryKind::Interrupt
+            }
+            "asm_exc_nmi" => EntryKind::Interrupt,
+            n if n.starts_with("asm_sysvec_") => EntryKind::Interrupt,
+            n if n.starts_with("asm_exc_")
+                || n == "asm_int80_emulation"
+                || n == "entry_INT80_compat" =>
+            {
+                EntryKind::Exception
+            }
+            _ => continue,
+        };
+        out.push(Entry {
+            kind,
+            lo: a,
+            hi: a + 1,
+        });
+    }
+    // A stub range never closed is not known to end: left out rather than guessed.
+    let unclosed: Vec<u64> = open.iter().map(|&i| out[i].lo).collect();
+    out.retain(|e| !unclosed.contains(&e.lo));
+    out
+}
+
+/// Tell the plugin where the kernel's interrupt and exception entries are, so that it leaves
+/// the interrupts out of every window from now on (marks 3 and 4: the words (kind, lo, hi) of
+/// each entry and a check word, 16 bits a mark, each named by a byte of a 64 KiB-aligned
+/// table; a declaration the plugin reads wrong, by its check word, is dropped). Outside the
+/// emulator it costs a few thousand instructions.
+pub(crate) fn declare(entries: &[Entry]) {
+    let words: Vec<u64> = entries
+        .iter()
+        .flat_map(|e| [e.kind as u64, e.lo, e.hi])
+        .collect();
+    for w in words.iter().copied().chain([check_word(&words)]) {
+        for shift in [48, 32, 16, 0] {
+            mark_at::<3>(PIECES.0[((w >> shift) & 0xffff) as usize].as_ptr());
+        }
+    }
+    mark_at::<4>(PIECES.0[0].as_ptr());
+}
+
+/// The last word of a declaration: FNV-1a over the words, as the plugin computes it.
+fn check_word(words: &[u64]) -> u64 {
+    words.iter().fold(0xcbf29ce484222325, |h, w| {
+        (h ^ w).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// The bytes whose addresses' low 16 bits are a declaration's pieces.
+#[repr(C, align(65536))]
+struct Pieces([AtomicU8; 1 << 16]);
+static PIECES: Pieces = Pieces([const { AtomicU8::new(0) }; 1 << 16]);
 
 /// A modelled cache's shape: sets, ways (LRU) and line size in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -346,6 +460,19 @@ pub struct Window {
     pub l1i_sets: Vec<u64>,
     pub blocks: Vec<(u64, u64)>,
     pub missed_lines: Vec<(u64, u64)>,
+    /// The interrupts the plugin left out of the window, once the guest declared its entries
+    /// ([`declare`]); `None`: they are in its counts.
+    pub interrupts: Option<Interrupts>,
+}
+
+/// The interrupts left out of a window: how many, what they counted (instructions,
+/// conditional branches and branches, each `[user, kernel]`), and whether one was still open
+/// when the window closed (its return never seen: the window's counts cannot be trusted).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Interrupts {
+    pub n: u64,
+    pub counts: [[u64; 2]; 3],
+    pub open: bool,
 }
 
 impl Window {
@@ -358,7 +485,8 @@ impl Window {
 
 /// The windows of a plugin log, in the order they closed: each `W NAME COUNTS...` line, with
 /// the `D NAME MISSES...`, `I NAME MISSES...`, `L NAME LINE:MISSES...` and `B NAME
-/// ADDR:INSNS...` lines that follow it; other lines (QEMU's own) are skipped.
+/// ADDR:INSNS...` lines that follow it, and its `Q NAME IRQS COUNTS... OPEN` line when the
+/// interrupts were left out; other lines (QEMU's own) are skipped.
 pub(crate) fn windows(log: &str) -> Vec<Window> {
     let mut out: Vec<Window> = Vec::new();
     for l in log.lines() {
@@ -388,6 +516,13 @@ pub(crate) fn windows(log: &str) -> Vec<Window> {
             continue;
         };
         match (tag, out.last_mut()) {
+            ("Q", Some(last)) if last.name == name && numbers.len() == 8 => {
+                last.interrupts.get_or_insert(Interrupts {
+                    n: numbers[0],
+                    counts: [1, 3, 5].map(|i| [numbers[i], numbers[i + 1]]),
+                    open: numbers[7] != 0,
+                });
+            }
             ("W", _) if numbers.len() >= 2 && numbers.len() % 2 == 0 => out.push(Window {
                 name,
                 counts: numbers.chunks(2).map(|c| [c[0], c[1]]).collect(),
@@ -436,6 +571,15 @@ mod unit {
         let w = windows(log);
         let want = [(0xffffffff81000010, 31), (0xffffffff81000040, 3)];
         assert_eq!(w[0].blocks, want);
+        let log = "W 7 1 2 3 4 5 6\nQ 7 2 0 4100 0 300 0 410 0\nW 8 1 2 3 4 5 6\nQ 8 1 0 9 0 \
+                   1 0 2 1";
+        let w = windows(log);
+        let q = w[0].interrupts.as_ref().unwrap();
+        assert_eq!(
+            (q.n, q.counts, q.open),
+            (2, [[0, 4100], [0, 300], [0, 410]], false)
+        );
+        assert!(w[1].interrupts.as_ref().unwrap().open);
         let log = "W 7 1 2 3 4\nL 7 ffff888004123440:2a 7ffc10:1\nL 7 1:1\nL 8 2:2";
         let w = windows(log);
         assert_eq!(w[0].missed_lines, [(0xffff888004123440, 42), (0x7ffc10, 1)]);
@@ -469,7 +613,68 @@ mod unit {
     }
 
     #[test]
+    fn interrupt_entries_are_read_from_kallsyms() {
+        // Lines of this machine's /proc/kallsyms (6.18), with a data symbol, a hidden one and
+        // a module's after .entry.text's end, which are not read.
+        let k = "ffffffff81000000 T _text\nffffffff81000300 T irq_entries_start\n\
+                 ffffffff81000960 T spurious_entries_start\nffffffff81000980 d some_data\n\
+                 ffffffff81000a10 T asm_exc_divide_error\nffffffff81000c60 T asm_exc_page_fault\n\
+                 0000000000000000 T asm_sysvec_hidden\n\
+                 ffffffff81000df0 T asm_sysvec_apic_timer_interrupt\nffffffff810015b0 T asm_exc_nmi\n\
+                 ffffffff81001600 T __entry_text_end\nffffffff81002000 T asm_sysvec_after\n\
+                 ffffffffc0000000 t asm_exc_mod [some_module]";
+        let e = interrupt_entries(k.lines());
+        let at = |lo| e.iter().find(|e| e.lo == lo).copied();
+        let irq = |lo, hi| {
+            Some(Entry {
+                kind: EntryKind::Interrupt,
+                lo,
+                hi,
+            })
+        };
+        assert_eq!(
+            at(0xffffffff81000300),
+            irq(0xffffffff81000300, 0xffffffff81000960)
+        );
+        assert_eq!(
+            at(0xffffffff81000960),
+            irq(0xffffffff81000960, 0xffffffff81000a10)
+        );
+        assert_eq!(
+            at(0xffffffff81000df0),
+            irq(0xffffffff81000df0, 0xffffffff81000df1)
+        );
+        assert_eq!(
+            at(0xffffffff810015b0).map(|e| e.kind),
+            Some(EntryKind::Interrupt)
+        );
+        assert_eq!(
+            at(0xffffffff81000c60).map(|e| e.kind),
+            Some(EntryKind::Exception)
+        );
+        assert_eq!(e.len(), 6, "no data, hidden or later symbol: {e:?}");
+        // A stub range that nothing after it ends is not guessed.
+        let e = interrupt_entries(["ffffffff81000300 T irq_entries_start"].iter());
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn the_check_word_is_fnv_1a_over_the_words() {
+        // FNV-1a of no words is its offset basis; of one, as the plugin computes it in C.
+        assert_eq!(check_word(&[]), 0xcbf29ce484222325);
+        assert_eq!(
+            check_word(&[1]),
+            (0xcbf29ce484222325u64 ^ 1).wrapping_mul(0x100000001b3)
+        );
+    }
+
+    #[test]
     fn a_mark_is_harmless_outside_the_emulator() {
+        declare(&[Entry {
+            kind: EntryKind::Interrupt,
+            lo: 1,
+            hi: 2,
+        }]);
         for k in 0..3 * SLOTS {
             begin(k);
             end(k);

@@ -177,6 +177,26 @@ pub struct EventRecord {
 pub struct EmulatedWindows {
     pub windows: usize,
     pub left_out: usize,
+    /// The interrupts the plugin left out of the kept sample windows' counts; `None`: the
+    /// counts include them (the guest could not tell the plugin its kernel's entry points).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupts: Option<InterruptsLeftOut>,
+}
+
+/// Interrupts left out of emulated counts: how many, their instructions (kernel and user
+/// together), over how many operations of the windows they landed in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterruptsLeftOut {
+    pub interrupts: u64,
+    pub instructions: u64,
+    pub ops: u64,
+}
+
+impl InterruptsLeftOut {
+    /// Their instructions per operation of the windows.
+    pub fn instructions_per_op(&self) -> f64 {
+        self.instructions as f64 / self.ops.max(1) as f64
+    }
 }
 
 /// A `syscost run` result.

@@ -16,7 +16,9 @@ use crate::experiments::probe::{ProbeCounts, ProbeResult};
 use crate::profile::symbols::Kallsyms;
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::{EmulatedSets, MissedLine};
-use crate::results::{EmulatedWindows, EventRecord, RunRecord, RunResult, Sample};
+use crate::results::{
+    EmulatedWindows, EventRecord, InterruptsLeftOut, RunRecord, RunResult, Sample,
+};
 use std::collections::HashMap;
 
 /// Join `windows` to the boot's `result`: a run's, or an audit sweep's (each step's runs, and
@@ -181,9 +183,18 @@ fn joined(
         r.emulated_windows = j.switches.map(|_| EmulatedWindows {
             windows: j.windows,
             left_out: j.crowded,
+            interrupts: j.interrupts,
         });
         r.warnings
             .extend(crowded_warning(j.switches, j.crowded, j.windows));
+        if j.interrupts.is_none() {
+            r.warnings.push(
+                "emulated counts include the interrupts that landed in their windows (timer \
+                 ticks, on the host's clock): the guest could not tell the plugin its kernel's \
+                 interrupt entries (/proc/kallsyms)"
+                    .into(),
+            );
+        }
     }
     Ok(())
 }
@@ -197,6 +208,8 @@ struct Joined {
     waits: bool,
     crowded: usize,
     windows: usize,
+    /// The interrupts left out of the kept sample windows, when the plugin left them out.
+    interrupts: Option<InterruptsLeftOut>,
     /// Each run's misses by set per operation, for the runs whose windows modelled caches.
     sets: Vec<EmulatedSets>,
     blocks: BlockSums,
@@ -213,6 +226,7 @@ impl Joined {
             waits: r.workload.waits().is_some(),
             crowded: 0,
             windows: 0,
+            interrupts: None,
             sets: Vec::new(),
             blocks: BlockSums::default(),
         }
@@ -227,24 +241,33 @@ impl Joined {
             .map(|i| (i, allowed_switches(run, i, self.waits || run.waits)));
         let (index, warmup, samples) = (run.index, run.warmup.len(), run.samples.len());
         let workload_batches = warmup + samples;
-        let alone = |k: usize, s: &Sample| {
-            allowed.is_none_or(|(i, per_op)| {
-                let per_op = if k < workload_batches { per_op } else { 0.0 };
-                s.counts[i].is_some_and(|c| c.value as f64 <= allowance(per_op, s.ops))
-            })
+        // A window an interrupt was still open at the end of (its return never seen) counted
+        // that interrupt's rest as the task's: left out too.
+        let alone = |k: usize, s: &Sample, w: &Window| {
+            !w.interrupts.as_ref().is_some_and(|q| q.open)
+                && allowed.is_none_or(|(i, per_op)| {
+                    let per_op = if k < workload_batches { per_op } else { 0.0 };
+                    s.counts[i].is_some_and(|c| c.value as f64 <= allowance(per_op, s.ops))
+                })
         };
         if let Some(k) = out_of_order(windows.iter().copied()) {
             return Err(format!("run {index}: batch {k}'s window is out of order"));
         }
         let mut sets = SetSums::default();
         for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
-            let alone = alone(k, sample);
+            let alone = alone(k, sample, w);
             self.crowded += usize::from(!alone);
             self.windows += 1;
             self.blocks.seen |= !w.blocks.is_empty();
             if alone && (warmup..warmup + samples).contains(&k) {
                 sets.add(w, sample.ops);
                 self.blocks.add(w, sample.ops);
+                if let Some(q) = &w.interrupts {
+                    let sum = self.interrupts.get_or_insert_with(Default::default);
+                    sum.interrupts += q.n;
+                    sum.instructions += q.counts[0][0] + q.counts[0][1];
+                    sum.ops += sample.ops;
+                }
             }
             let count = |value| {
                 alone.then_some(RawCount {
@@ -460,6 +483,7 @@ impl BlockSums {
 #[cfg(test)]
 mod unit {
     use super::*;
+    use crate::counters::emulated::Interrupts;
     use crate::results::fixture::fixed_result;
 
     /// The index of `r`'s context-switches event.
@@ -491,6 +515,12 @@ mod unit {
                         (0xffffffffa1000010, (kernel - 5) * s.ops),
                         (0xffffffffa1000100, 5 * s.ops),
                     ],
+                    // A timer tick of 2,000 instructions, left out by the plugin.
+                    interrupts: Some(Interrupts {
+                        n: 1,
+                        counts: [[0, 2000], [0, 100], [0, 200]],
+                        open: false,
+                    }),
                 });
             }
         }
@@ -647,9 +677,19 @@ mod unit {
         assert!(joined.runs[0].samples[0].counts[n - 1].is_some());
         let said = joined.warnings.join("; ");
         assert!(said.contains("1 of 12 windows left out"), "{said}");
+        // The interrupts of the sample windows kept: every run's samples but the crowded one.
+        let samples = r.runs.iter().flat_map(|run| &run.samples);
+        let kept: Vec<u64> = samples.map(|s| s.ops).collect();
+        let ops = kept.iter().sum::<u64>() - r.runs[1].samples[0].ops;
+        let n = (kept.len() - 1) as u64;
         let kept = EmulatedWindows {
             windows: 12,
             left_out: 1,
+            interrupts: Some(InterruptsLeftOut {
+                interrupts: n,
+                instructions: 2000 * n,
+                ops,
+            }),
         };
         assert_eq!(joined.emulated_windows, Some(kept));
         let insns = joined
@@ -663,6 +703,38 @@ mod unit {
             runs,
             "the crowded run keeps its other windows"
         );
+    }
+
+    /// A window an interrupt was still open at the end of is left out; windows counted with
+    /// their interrupts (no `Q` lines) are joined with a warning that says so.
+    #[test]
+    fn interrupts_left_out_are_kept_apart_and_an_open_one_leaves_its_window_out() {
+        let mut r = fixed_result();
+        let cs = switches_of(&r);
+        for run in &mut r.runs {
+            run.batches_mut()
+                .for_each(|s| s.counts[cs].as_mut().unwrap().value = 0);
+        }
+        let mut windows = windows_of(&r, 305);
+        windows[3].interrupts.as_mut().unwrap().open = true;
+        let mut v = serde_json::to_value(&r).unwrap();
+        join(&mut v, &windows, None);
+        let joined: RunResult = serde_json::from_value(v).unwrap();
+        assert_eq!(joined.emulated_windows.unwrap().left_out, 1);
+        assert!(
+            !joined
+                .warnings
+                .join("; ")
+                .contains("include the interrupts")
+        );
+        let mut windows = windows_of(&r, 305);
+        windows.iter_mut().for_each(|w| w.interrupts = None);
+        let mut v = serde_json::to_value(&r).unwrap();
+        join(&mut v, &windows, None);
+        let joined: RunResult = serde_json::from_value(v).unwrap();
+        assert_eq!(joined.emulated_windows.unwrap().interrupts, None);
+        let said = joined.warnings.join("; ");
+        assert!(said.contains("include the interrupts"), "{said}");
     }
 
     /// A pipe round trip switches twice per operation by itself: those switches leave no
