@@ -54,9 +54,10 @@ pub struct BootsOpts {
     pub noise_threshold: f64,
     /// Emulated counts closer than this percentage are equal. Two arms' counts differ when
     /// every boot of one is apart from every boot of the other by more than this and than
-    /// either arm's own boot-to-boot range (the timer interrupts in the windows, which come on
-    /// the host's clock: up to 0.2% here between boots the host ran at different speeds;
-    /// under --icount 0, 0.001%, and a finer resolution can be given).
+    /// either arm's own boot-to-boot range. The interrupts that land in a window are left out
+    /// of its counts, so boots of one kernel agree to 0.0001 instruction per getpid here: the
+    /// default is 0.03 instructions of a 305-instruction getpid, and one instruction decides
+    /// with two boots per side.
     #[arg(long, default_value_t = compare::EXACT_FLOOR_PCT, value_name = "PCT", value_parser = parse_resolution)]
     pub exact_resolution: f64,
     /// A rules-file line that cannot be set up (here, or by the guest's kernel): stop, naming

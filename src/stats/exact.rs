@@ -1,7 +1,7 @@
 //! Exact counts compared: the range rule for figures that do not vary with the host (an
-//! emulator's instruction counts). Such a count moves between boots only by what lands in its
-//! windows (a timer interrupt, a few thousand instructions over millions), so a significance
-//! test has nothing to model: two boots per arm tell their boot-to-boot range, and a change is
+//! emulator's instruction counts, the interrupts in their windows left out). Such a count
+//! moves between boots only by what the measured work itself does differently, so a
+//! significance test has nothing to model: two boots per arm tell their boot-to-boot range, and a change is
 //! a difference that every pair of boots shows, larger than either arm's own range and than the
 //! counting's resolution. Nothing here is a p-value; the decision is on the interval of every
 //! cross-boot change (`Interval`), as the other tests' decisions are on theirs.

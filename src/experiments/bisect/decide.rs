@@ -1,8 +1,8 @@
 //! How one step of a bisection classifies a build: like the good end, like the bad end, or
 //! undecided, from its boots and the ends' boots.
 //!
-//! - **Exact counts** (emulated instructions): a count moves between boots only by the
-//!   interrupts in its windows, so one boot of a candidate decides when it lies on one side of
+//! - **Exact counts** (emulated instructions, the interrupts in their windows left out): a
+//!   count does not move between boots of one kernel, so one boot of a candidate decides when it lies on one side of
 //!   the ends' midpoint by more than the ends' own boot-to-boot range and the resolution (the
 //!   range rule of `stats::exact`, applied to a build against the two ends).
 //! - **Timed figures**: each round boots the good end, the candidate and the bad end in a
