@@ -10,6 +10,12 @@ use crate::boot::qemu::Accel;
 use crate::core::Kind;
 use crate::experiments::bisect::decide::Class;
 use crate::experiments::bisect::{Bisection, Found, Shape};
+use crate::results::functions::EmulatedFunctions;
+
+/// The most functions the step's profile shows.
+const FUNCTIONS_SHOWN: usize = 15;
+/// The least change of a function's instructions per operation the step's profile shows.
+const MOVED: f64 = 0.01;
 
 impl Bisection {
     /// The answer in one line, as the 0-day robot writes it: "first bad build X: getpid
@@ -39,9 +45,10 @@ impl Bisection {
             Found::Range {
                 first_bad, between, ..
             } => format!(
-                "first bad build one of {}, {first_bad} ({} skipped or undecided): {change}",
+                "first bad build one of {}, {first_bad} (the {} before it skipped or \
+                 undecided): {change}",
                 between.join(", "),
-                between.join(", ")
+                if between.len() == 1 { "one" } else { "builds" }
             ),
         }
     }
@@ -51,8 +58,8 @@ impl Bisection {
         if self.exact {
             return format!(
                 " Exact counts: each build decided by one boot, beyond the ends' own boot-to-boot \
-                 range and {}% from their midpoint (not a test: emulated counts move between boots \
-                 only by the interrupts in their windows)",
+                 range and {}% from their midpoint (not a test: the interrupts in the windows are \
+                 left out, so boots of one kernel count the same)",
                 crate::core::fmt_num(self.resolution_pct)
             );
         }
@@ -179,10 +186,73 @@ impl Bisection {
                 },
                 s.decision
                     .position
-                    .map_or(Cell::Missing, |p| Cell::Text(format!("{:.3}", p + 0.0))),
+                    // Rounded first: a build at an end reads 0.000, not -0.000.
+                    .map_or(Cell::Missing, |p| {
+                        Cell::Text(format!("{:.3}", (p * 1e3).round() / 1e3 + 0.0))
+                    }),
                 s.decision.class.word().into(),
                 evidence,
             ]);
+        }
+        Some(g)
+    }
+
+    /// The kernel instructions per operation of `build` by function: the median over its boots
+    /// (`--emulated-profile`), if they were counted.
+    fn functions_of(&self, build: &str) -> Option<EmulatedFunctions> {
+        let boots: Vec<EmulatedFunctions> = (self.boots.iter())
+            .filter(|b| b.arm == build)
+            .filter_map(|b| b.decoded()?.ok()?.functions)
+            .collect();
+        EmulatedFunctions::median(&boots)
+    }
+
+    /// With an emulated profile, the functions whose kernel instructions per operation moved
+    /// from the last good build to the first bad one, most first (what `perf diff` of the two
+    /// would show, exactly): where the step's change is.
+    pub(crate) fn functions_grid(&self) -> Option<Grid> {
+        let Found::Build {
+            last_good,
+            first_bad,
+        } = &self.found
+        else {
+            return None;
+        };
+        let (good, bad) = (self.functions_of(last_good)?, self.functions_of(first_bad)?);
+        let mut names: Vec<&str> = (good.functions.iter())
+            .chain(&bad.functions)
+            .map(|f| f.name.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let moved = |n: &str| bad.per_op(n) - good.per_op(n);
+        names.retain(|n| moved(n).abs() >= MOVED);
+        names.sort_by(|a, b| moved(b).abs().total_cmp(&moved(a).abs()).then(a.cmp(b)));
+        let mut g = Grid::new(&["function", last_good, first_bad, "change"])
+            .right(1..=3)
+            .title(format!(
+                " Kernel instructions per operation by function at the step (emulated, exact; \
+                 each build's median over its boots): the functions that moved from {last_good} \
+                 to {first_bad}"
+            ));
+        let row = |name: &str, a: f64, b: f64| {
+            let d = b - a;
+            [
+                Cell::from(name),
+                Cell::Num(a),
+                Cell::Num(b),
+                Cell::shown(d, format!("{d:+.2}")),
+            ]
+        };
+        g.row(row("(all)", good.total_per_op, bad.total_per_op));
+        let shown = names.len().min(FUNCTIONS_SHOWN);
+        for n in &names[..shown] {
+            g.row(row(n, good.per_op(n), bad.per_op(n)));
+        }
+        if names.len() > shown {
+            g.notes = vec![format!("{} more functions moved", names.len() - shown)];
+        } else if names.is_empty() {
+            g.notes = vec!["no function moved by 0.01 instruction per operation or more".into()];
         }
         Some(g)
     }
@@ -280,6 +350,7 @@ impl Render for Bisection {
     fn grids(&self) -> Vec<Grid> {
         let mut out = vec![self.ends_grid()];
         out.extend(self.steps_grid());
+        out.extend(self.functions_grid());
         out
     }
 
@@ -315,6 +386,9 @@ impl ResultKind for Bisection {
         }
         s.table(&self.ends_grid());
         if let Some(g) = self.steps_grid() {
+            s.table(&g);
+        }
+        if let Some(g) = self.functions_grid() {
             s.table(&g);
         }
         s.figure(&self.builds_chart());

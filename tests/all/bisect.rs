@@ -125,13 +125,14 @@ fn words(v: &[&str]) -> Vec<String> {
 
 /// k at the start: the first build after the good end is the first bad one (audit=1 and 40
 /// rules from it on). One boot per build decides; a SIGKILL after the ends leaves a state that
-/// `bisect resume` finishes without booting the ends again, and nothing behind.
+/// `bisect resume` finishes without booting the ends again, and nothing behind. With the
+/// emulated profile, the answer names the functions the step moved.
 fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
     let Some(k) = kernels() else { return };
     let tmp = scratch();
     let (file, names) = list(tmp.path(), &k, 1);
     let rules = forty_rules(tmp.path());
-    let mut args = words(&["--emulated-counters", "--builds"]);
+    let mut args = words(&["--emulated-counters", "--emulated-profile", "--builds"]);
     args.push(file.display().to_string());
     for n in &names[1..] {
         args.extend(["--audit-rules".into(), format!("{n}={}", rules.display())]);
@@ -194,6 +195,17 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("first bad build b1:"), "{text}");
     assert!(text.contains("Last good build: b0"), "{text}");
+    // The step's profile: the 40 rules' walk is audit_filter_syscall's, absent at audit=0.
+    let at = text
+        .find("the functions that moved from b0 to b1")
+        .unwrap_or_else(|| panic!("{text}"));
+    let walk = text[at..]
+        .lines()
+        .find(|l| l.starts_with(" audit_filter_syscall "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cols: Vec<&str> = walk.split_whitespace().collect();
+    assert_eq!(cols[1], "0", "{walk}");
+    assert!(cols[3].starts_with('+'), "{walk}");
     // Each build with rules that measured says how many the kernel took, with audit on.
     let audit: Vec<&str> = text
         .lines()
