@@ -158,6 +158,8 @@ pub struct CampaignArgs {
     /// whether audit was on.
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
     pub rules: Vec<String>,
+    #[command(flatten)]
+    pub every: EveryArm,
     /// Load an arm's audit rules into an aged slab: NAME=OBJECTS. A fresh guest's slab gives a
     /// burst of rule entries whole kmalloc-512 slabs, so they spread evenly over the L1d sets
     /// an object can start in; a machine's slabs after uptime are full of holes, which new
@@ -327,6 +329,7 @@ impl CampaignArgs {
             let (name, file) = name_value("--audit-rules", r)?;
             arm_named(&mut arms, "--audit-rules", name)?.rules = Some(file.into());
         }
+        self.every.apply(&mut arms);
         Ok(arms)
     }
 
@@ -661,6 +664,35 @@ fn abort_kexec() -> Result<()> {
     Ok(())
 }
 
+/// What every arm of a campaign (every build of a bisection) takes, so that a series of
+/// kernels needs one flag, not one per kernel.
+#[derive(Args, Debug, Clone, Default)]
+pub struct EveryArm {
+    /// Kernel command-line additions of every arm (of a bisection: every build), before each
+    /// one's own --append or list words, e.g. 'audit=1'.
+    #[arg(long = "append-all", value_name = "ARGS")]
+    pub append: Option<String>,
+    /// Audit rules set up in every arm's (build's) guest that has no --audit-rules NAME=FILE
+    /// of its own: FILE, read as --audit-rules reads it.
+    #[arg(long = "audit-rules-all", value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+}
+
+impl EveryArm {
+    /// `arms` with what every one takes: the additions before each one's own, the rules where
+    /// it has none.
+    pub(super) fn apply(&self, arms: &mut [Arm]) {
+        for a in arms {
+            if let Some(all) = &self.append {
+                a.append = format!("{all} {}", a.append).trim().into();
+            }
+            if a.rules.is_none() {
+                a.rules.clone_from(&self.rules);
+            }
+        }
+    }
+}
+
 pub(super) fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {
     match s.split_once('=') {
         Some((n, v)) if !n.is_empty() && !v.is_empty() => Ok((n, v)),
@@ -688,4 +720,37 @@ fn with_flag(e: anyhow::Error) -> anyhow::Error {
         ArmPart::AgedSlab => "--aged-slab",
     };
     anyhow::anyhow!("{flag} {p}")
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn every_arm_takes_the_all_settings_before_its_own() {
+        let arm = |name: &str, append: &str, rules: Option<&str>| Arm {
+            name: name.into(),
+            kernel: "k".into(),
+            append: append.into(),
+            rules: rules.map(PathBuf::from),
+            initrd: None,
+            url: None,
+        };
+        let mut arms = vec![arm("a", "", None), arm("b", "nosmt", Some("own.rules"))];
+        let every = EveryArm {
+            append: Some("audit=1".into()),
+            rules: Some("all.rules".into()),
+        };
+        every.apply(&mut arms);
+        assert_eq!(arms[0].append, "audit=1");
+        assert_eq!(
+            arms[1].append, "audit=1 nosmt",
+            "the arm's own words last: they win"
+        );
+        assert_eq!(arms[0].rules, Some(PathBuf::from("all.rules")));
+        assert_eq!(arms[1].rules, Some(PathBuf::from("own.rules")));
+        let mut arms = vec![arm("a", "x", None)];
+        EveryArm::default().apply(&mut arms);
+        assert_eq!((arms[0].append.as_str(), &arms[0].rules), ("x", &None));
+    }
 }

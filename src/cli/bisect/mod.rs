@@ -93,6 +93,8 @@ pub struct BisectArgs {
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
     pub rules: Vec<String>,
     #[command(flatten)]
+    pub every: crate::cli::campaign::EveryArm,
+    #[command(flatten)]
     pub state: StateArg,
     #[command(flatten)]
     pub common: Common,
@@ -146,6 +148,7 @@ impl BisectArgs {
             let (name, file) = name_value("--audit-rules", r)?;
             build_named(&mut builds, "--audit-rules", name)?.rules = Some(file.into());
         }
+        self.every.apply(&mut builds);
         let index = |flag: &str, name: &Option<String>, default: usize| match name {
             None => Ok(default),
             Some(n) => builds
