@@ -10,7 +10,7 @@
 //! second. A kernel built without CONFIG_PVH, or compressed in a format syscost does not read
 //! (bzip2, lzma, lzo), boots as a bzImage, as before, and the campaign says why.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use std::io::Read;
 use std::path::Path;
 
@@ -76,21 +76,34 @@ impl Header {
         })
     }
 
-    /// The header of the kernel image at `path`; refuses a file that is not a bzImage.
+    /// The header of the kernel image at `path`; refuses a file that is not a bzImage, and one
+    /// cut short of the compressed kernel its header places (a partial copy boots and fails).
     pub(crate) fn read(path: &Path) -> Result<Header> {
         let mut head = Vec::with_capacity(0x270);
-        std::fs::File::open(path)
-            .with_context(|| format!("cannot open the kernel {}", path.display()))?
-            .take(0x270)
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot open the kernel {}", path.display()))?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+        file.take(0x270)
             .read_to_end(&mut head)
             .with_context(|| format!("cannot read the kernel {}", path.display()))?;
-        Header::parse(&head).with_context(|| {
+        let header = Header::parse(&head).with_context(|| {
             format!(
                 "{} is not a kernel image (no bzImage \"HdrS\" header at 0x202): give a \
                  build's arch/x86/boot/bzImage or a /boot/vmlinuz-VERSION",
                 path.display()
             )
-        })
+        })?;
+        if let Some((at, n)) = header.payload
+            && (at as u64).saturating_add(n as u64) > len
+        {
+            bail!(
+                "{} is cut short: its header puts the compressed kernel at bytes {at} to {} but \
+                 the file has {len} (a partial copy or download?): copy it again",
+                path.display(),
+                at + n
+            );
+        }
+        Ok(header)
     }
 }
 
@@ -349,6 +362,18 @@ mod unit {
         image[0x202..0x206].copy_from_slice(b"HdrS");
         std::fs::write(&p, image).unwrap();
         Header::read(&p).unwrap();
+    }
+
+    #[test]
+    fn an_image_cut_short_of_its_payload_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("vmlinuz");
+        let whole = image(&[7u8; 3000]);
+        std::fs::write(&p, &whole).unwrap();
+        Header::read(&p).unwrap();
+        std::fs::write(&p, &whole[..4096]).unwrap();
+        let e = Header::read(&p).unwrap_err().to_string();
+        assert!(e.contains("is cut short") && e.contains("has 4096"), "{e}");
     }
 
     #[test]

@@ -92,6 +92,22 @@ impl BootsOpts {
         }
     }
 
+    /// A --metric no run's result can hold is refused before any boot (a `run` measures in
+    /// every boot; a sweep's or a probe's figures are named by what they fit).
+    fn check_metric(&self) -> Result<()> {
+        match (&self.metric, self.measure.first().map(String::as_str)) {
+            (Some(m), Some("run")) if !crate::results::metrics::run_could_have(m) => {
+                anyhow::bail!(
+                    "--metric {}: no boot's result can have it: a run's figures are time, its \
+                     events (task-clock, instructions:k, ...), with --emulated-counters \
+                     `instructions (emulated)` and its parts, and ratios such as CPUs-utilized",
+                    crate::core::printable(m)
+                )
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The comparison's options at `alpha`, seeded by `seed`, of the figure compared.
     pub(super) fn options(&self, alpha: f64, seed: u64) -> compare::Options {
         compare::Options {
@@ -131,6 +147,7 @@ impl BootsOpts {
         }
         let vcpus = (via != Via::Kexec).then(|| guest.guest_cpus(via));
         let (needs, rules) = check_measure(owner, measure, vcpus)?;
+        self.check_metric()?;
         let backend = match via {
             Via::Qemu => Backend::Qemu(guest.machine(via)),
             Via::Kexec => Backend::Kexec,

@@ -665,17 +665,18 @@ fn abort_kexec() -> Result<()> {
 }
 
 /// What every arm of a campaign (every build of a bisection) takes, so that a series of
-/// kernels needs one flag, not one per kernel.
+/// kernels needs one flag, not one per kernel. (Its fields' names are clap's ids: they must
+/// differ from those of the commands it is flattened into.)
 #[derive(Args, Debug, Clone, Default)]
 pub struct EveryArm {
     /// Kernel command-line additions of every arm (of a bisection: every build), before each
     /// one's own --append or list words, e.g. 'audit=1'.
     #[arg(long = "append-all", value_name = "ARGS")]
-    pub append: Option<String>,
+    pub append_all: Option<String>,
     /// Audit rules set up in every arm's (build's) guest that has no --audit-rules NAME=FILE
     /// of its own: FILE, read as --audit-rules reads it.
     #[arg(long = "audit-rules-all", value_name = "FILE")]
-    pub rules: Option<PathBuf>,
+    pub rules_all: Option<PathBuf>,
 }
 
 impl EveryArm {
@@ -683,11 +684,11 @@ impl EveryArm {
     /// it has none.
     pub(super) fn apply(&self, arms: &mut [Arm]) {
         for a in arms {
-            if let Some(all) = &self.append {
+            if let Some(all) = &self.append_all {
                 a.append = format!("{all} {}", a.append).trim().into();
             }
             if a.rules.is_none() {
-                a.rules.clone_from(&self.rules);
+                a.rules.clone_from(&self.rules_all);
             }
         }
     }
@@ -738,8 +739,8 @@ mod unit {
         };
         let mut arms = vec![arm("a", "", None), arm("b", "nosmt", Some("own.rules"))];
         let every = EveryArm {
-            append: Some("audit=1".into()),
-            rules: Some("all.rules".into()),
+            append_all: Some("audit=1".into()),
+            rules_all: Some("all.rules".into()),
         };
         every.apply(&mut arms);
         assert_eq!(arms[0].append, "audit=1");

@@ -37,7 +37,7 @@ fn target(path: &Path) -> Result<Target> {
 /// a typo in `-o` wastes the user's time.
 pub(crate) fn check_writable(path: &Path) -> Result<()> {
     let Target::Replace(file) = target(path)? else {
-        return Ok(());
+        return check_stream(path);
     };
     let dir = parent_dir(&file);
     if !dir.is_dir() {
@@ -58,6 +58,24 @@ pub(crate) fn check_writable(path: &Path) -> Result<()> {
                 dir.display()
             )
         })?;
+    Ok(())
+}
+
+/// A device written directly: refused when every write to it fails (Linux's /dev/full, the
+/// character device 1:7, answers ENOSPC to each: a campaign would boot, then lose its result).
+fn check_stream(path: &Path) -> Result<()> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Ok(m) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let dev = m.rdev();
+    if m.file_type().is_char_device() && libc::major(dev) == 1 && libc::minor(dev) == 7 {
+        bail!(
+            "cannot write results to {}: it is the full device, every write to it fails; give \
+             a file, or /dev/null to keep nothing",
+            path.display()
+        );
+    }
     Ok(())
 }
 
@@ -138,6 +156,15 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    #[test]
+    fn the_full_device_is_refused_and_null_is_not() {
+        let e = check_writable(Path::new("/dev/full"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("every write to it fails"), "{e}");
+        check_writable(Path::new("/dev/null")).unwrap();
+    }
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temporary() {

@@ -104,6 +104,26 @@ const DERIVED: &[(&str, &str, &str, f64, &str)] = &[
     ("CPUs-utilized", "task-clock", "time", 1.0, "CPUs utilized"),
 ];
 
+/// Whether a run's result can hold a metric named `name`: its time, an event perf or syscost's
+/// emulator counts, or a ratio derived from those (`IPC:u`, `L1-dcache-miss-% (emulated)`). A
+/// name none can hold is refused before a campaign or a bisection boots for it.
+pub(crate) fn run_could_have(name: &str) -> bool {
+    use crate::counters::emulated::Count;
+    let emulated = || {
+        Count::ALL
+            .iter()
+            .any(|c| c.parts().iter().any(|&p| c.part_name(p) == name))
+    };
+    let event = || crate::counters::events::parse_event_list(&[name]).is_ok();
+    let ratio = || {
+        DERIVED.iter().any(|(d, num, ..)| {
+            name.strip_prefix(d)
+                .is_some_and(|suffix| run_could_have(&format!("{num}{suffix}")))
+        })
+    };
+    name == "time" || emulated() || event() || ratio()
+}
+
 /// Pooled totals over a set of samples.
 struct Pool {
     ops: f64,
@@ -689,6 +709,25 @@ mod tests {
             vec![19.0, 17.0],
             "each run minus its own overhead"
         );
+    }
+
+    #[test]
+    fn the_names_a_run_could_have_are_known_before_it_runs() {
+        for name in [
+            "time",
+            "task-clock",
+            "instructions:k",
+            "instructions (emulated)",
+            "conditional-branches:u (emulated)",
+            "L1-dcache-miss-% (emulated)",
+            "IPC:u",
+            "CPUs-utilized",
+        ] {
+            assert!(run_could_have(name), "{name}");
+        }
+        for name in ["nonsense", "instructions (emulated", "IPCx", "time:u"] {
+            assert!(!run_could_have(name), "{name}");
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ crate::tests! {
     Shared bisect_git_outside_a_git_tree_says_so,
     Shared completions_and_man_page_come_from_the_command_line,
     Shared a_variant_failing_in_a_paced_round_stops_the_round,
+    Shared boots_that_could_only_fail_are_refused_before_booting,
 }
 
 fn fails_with(args: &[&str], needles: &[&str]) {
@@ -382,5 +383,58 @@ fn a_variant_failing_in_a_paced_round_stops_the_round() {
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,
         "the first variant's scratch file is removed"
+    );
+}
+
+/// A kernel cut short, an output every write to fails, and a figure no result can have are
+/// refused before a campaign or a bisection boots anything (each took a boot, or all of them,
+/// to fail).
+fn boots_that_could_only_fail_are_refused_before_booting() {
+    let Some(k) = kernels_in("boot", 1) else {
+        return;
+    };
+    let tmp = scratch();
+    let cut = tmp.path().join("vmlinuz-cut");
+    let head: Vec<u8> = std::fs::read(&k[0]).unwrap()[..4096].to_vec();
+    std::fs::write(&cut, head).unwrap();
+    let (cut, whole) = (cut.display().to_string(), k[0].display().to_string());
+    let campaign = |arms: [&str; 2], extra: &[&str]| {
+        let mut a = vec!["campaign", "--accel", "tcg", "--emulated-counters"];
+        for arm in arms {
+            a.extend(["--arm", arm]);
+        }
+        a.extend(extra);
+        a.extend(["--", "run", "syscall"]);
+        a.iter().map(|s| s.to_string()).collect::<Vec<String>>()
+    };
+    let (a_cut, b) = (format!("a={cut}"), format!("b={whole}"));
+    let args = campaign([&a_cut, &b], &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails_with(
+        &args,
+        &["--arm a:", "is cut short", "but the file has 4096"],
+    );
+    let a = format!("a={whole}");
+    let args = campaign([&a, &b], &["-o", "/dev/full"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails_with(&args, &["/dev/full", "every write to it fails"]);
+    let list = tmp.path().join("builds.list");
+    std::fs::write(&list, format!("g={whole}\nb={whole} audit=1\n")).unwrap();
+    let list = list.display().to_string();
+    fails_with(
+        &[
+            "bisect",
+            "--accel",
+            "tcg",
+            "--emulated-counters",
+            "--builds",
+            &list,
+            "--metric",
+            "nonsense",
+            "--",
+            "run",
+            "syscall",
+        ],
+        &["--metric nonsense: no boot's result can have it"],
     );
 }
