@@ -112,12 +112,17 @@ pub(crate) fn trend(groups: Vec<Variant>, by: &str, opts: &Options) -> Result<Tr
             .collect::<Vec<_>>(),
     );
     let lower = lower_is_better(&metric);
+    // Exact counts were decided by the range rule in each step's comparison: that decision
+    // stands (a timing threshold or a p-value would judge what does not vary), and more of a
+    // count per operation is the worse way.
+    let exact = crate::counters::emulated::is_emulated(&metric);
     let steps = steps
         .into_iter()
         .enumerate()
         .map(|(s, (to, d))| {
             let p_adjusted = tested.iter().position(|&t| t == s).map(|k| adjusted[k]);
             let (decision, verdict) = match &d {
+                Some(d) if exact => (d.decision, d.verdict.clone()),
                 Some(d) => decide(
                     &Evidence {
                         ci: d.ci_pct,
@@ -133,12 +138,17 @@ pub(crate) fn trend(groups: Vec<Variant>, by: &str, opts: &Options) -> Result<Tr
                 ),
                 None => (Decision::NoTest, "no test".into()),
             };
-            let worse = matches!(decision, Decision::Slower)
-                || (!lower && matches!(decision, Decision::Lower));
-            let beyond = d
-                .as_ref()
-                .and_then(|d| d.ci_pct)
-                .is_some_and(|c| c.lo > opts.noise_pct || c.hi < -opts.noise_pct);
+            let worse = match exact {
+                true => decision == Decision::Higher,
+                false => {
+                    matches!(decision, Decision::Slower)
+                        || (!lower && matches!(decision, Decision::Lower))
+                }
+            };
+            let beyond = exact
+                || d.as_ref()
+                    .and_then(|d| d.ci_pct)
+                    .is_some_and(|c| c.lo > opts.noise_pct || c.hi < -opts.noise_pct);
             Step {
                 from: to - 1,
                 to,
@@ -211,5 +221,42 @@ mod unit {
             )
             .is_err()
         );
+    }
+
+    /// Exact counts over a series of kernels (one value per boot): each step by the range
+    /// rule, as campaign and history compare decide them; +2 instructions per getpid is a
+    /// change and a regression, though far inside the 2% noise threshold of timed figures.
+    #[test]
+    fn exact_steps_are_decided_by_the_range_rule() {
+        use crate::results::metrics::{Metric, MetricKind};
+        let name = "instructions (emulated)";
+        let boots = |label: &str, v: &[f64]| {
+            let mut g = Variant::of_times(label, &[100.0, 100.0]);
+            g.unit = "boot".into();
+            g.metrics = vec![Metric::of_values(
+                name,
+                "/call",
+                MetricKind::Emulated,
+                "boot",
+                v.to_vec(),
+                None,
+            )];
+            g
+        };
+        let groups = vec![
+            boots("6.12.113", &[314.0, 314.0]),
+            boots("6.12.115", &[314.0, 314.0001]),
+            boots("6.12.117", &[316.0, 316.0]),
+        ];
+        let opts = Options {
+            primary: name.into(),
+            ..Options::default()
+        };
+        let t = trend(groups, "kernel", &opts).unwrap();
+        let d: Vec<Decision> = t.steps.iter().map(|s| s.decision).collect();
+        assert_eq!(d, [Decision::Equivalent, Decision::Higher], "{:?}", t.steps);
+        assert!(t.steps[1].verdict.contains("exact"), "{}", t.steps[1].verdict);
+        let flags: Vec<bool> = t.steps.iter().map(|s| s.regression).collect();
+        assert_eq!(flags, [false, true]);
     }
 }
