@@ -69,18 +69,9 @@ print(f"median direct {d:.1f} s, via LAVA {l:.1f} s: x{l / d:.2f}, +{l - d:.1f} 
 for part in ("kernel", "outside"):
     m = {k: statistics.median(split.get((k, part), [math.nan])) for k in ("direct", "lava")}
     print(f"median {part} (guest's clock split): direct {m['direct']:.2f} s, via LAVA {m['lava']:.2f} s")
-# The machine's speed drifts between pairs; the two runs of a pair ran back to back.
-ratios = " ".join(f"{r:.2f}" for r in pairs)
-print(f"each pair's ratio: {ratios}; median x{statistics.median(pairs):.2f}")
-# The distribution-free 95% interval of that median: the order statistics x_(k), x_(n+1-k)
-# with the largest k whose binomial tail P(X < k) is at most 2.5% (the interval scipy's
-# quantile_test(pairs, p=0.5).confidence_interval() gives; syscost's stats::median_ci).
-n, tail = len(pairs), lambda k: sum(math.comb(len(pairs), i) for i in range(k)) / 2 ** len(pairs)
-ks = [k for k in range(1, n // 2 + 1) if tail(k) <= 0.025]
-if ks:
-    k, s = ks[-1], sorted(pairs)
-    print(f"95% interval of the pairs' median ratio: x{s[k - 1]:.2f} to x{s[n - k]:.2f} "
-          f"(coverage {100 * (1 - 2 * tail(k)):.1f}%)")
-else:
-    print(f"no 95% interval of the pairs' median ratio from {n} pairs: give 6 or more")
+# The machine's speed drifts between pairs; the two runs of a pair ran back to back. Each
+# pair's ratio, their median and its distribution-free 95% interval (bench/pairs_ci.py).
+sys.path.insert(0, "bench")
+from pairs_ci import interval_line
+print(interval_line(pairs))
 EOF
