@@ -81,7 +81,13 @@ pub(super) fn estimate(tested: &[Variant], opts: &Options) -> Estimated {
                 let (est, exact) = exact_estimate(bm, om, opts);
                 out.limits.push(None);
                 out.exact.push(Some(exact));
-                out.deltas.push(delta(vi, bm, om, est));
+                // No effect in σ: a count that does not vary between boots has no spread to
+                // measure a change in (a 1% change read +58268σ).
+                let d = delta(vi, bm, om, est);
+                out.deltas.push(Delta {
+                    effect_sigma: None,
+                    ..d
+                });
                 continue;
             }
             let est = if opts.paired {

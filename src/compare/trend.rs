@@ -255,7 +255,11 @@ mod unit {
         let t = trend(groups, "kernel", &opts).unwrap();
         let d: Vec<Decision> = t.steps.iter().map(|s| s.decision).collect();
         assert_eq!(d, [Decision::Equivalent, Decision::Higher], "{:?}", t.steps);
-        assert!(t.steps[1].verdict.contains("exact"), "{}", t.steps[1].verdict);
+        assert!(
+            t.steps[1].verdict.contains("exact"),
+            "{}",
+            t.steps[1].verdict
+        );
         let flags: Vec<bool> = t.steps.iter().map(|s| s.regression).collect();
         assert_eq!(flags, [false, true]);
     }

@@ -374,7 +374,9 @@ impl Campaign {
         let icount = self.machine.as_ref().and_then(|m| m.icount).map(|shift| {
             format!(
                 "; the guests' clocks ran on their instructions (-icount shift={shift}: {} ns \
-                 each), so their times are instruction counts, not time",
+                 each), so their times are instruction counts, not time, of every instruction \
+                 the guest ran: they exceed instructions (emulated), which leaves out the \
+                 interrupts in its windows, by those and by the clock reads around each batch",
                 1u32 << shift
             )
         });
@@ -538,12 +540,12 @@ impl Render for Campaign {
         out.extend(self.functions_grid());
         out.extend(self.rules_grids());
         if let Some(c) = &self.comparison {
-            let mut d = c.delta_grid();
+            let mut d = c.decisive_delta_grid();
             d.title = Some(format!(
                 " Each arm against {}: boots are the units, paired by round; {}",
                 self.arms[0].name, c.analysis
             ));
-            d.notes = c.notes();
+            d.notes.extend(c.notes());
             out.push(d);
             out.extend(c.ranking_grid());
         }

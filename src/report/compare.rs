@@ -7,8 +7,9 @@ use super::charts::{compare_chart, profile_diff_chart, ranking_chart};
 use super::format::{Cell, Format, Grid};
 use super::kind::{Entry, ResultKind};
 use super::section::{Section, compare_section};
-use crate::compare::Comparison;
+use crate::compare::{Comparison, Decision, Delta};
 use crate::core::Kind;
+use crate::counters::emulated::is_emulated;
 use crate::results::MetricKind;
 use crate::stats::Summary;
 
@@ -55,13 +56,47 @@ impl Comparison {
 
     /// The delta table: one row per metric and variant.
     pub(crate) fn delta_grid(&self) -> Grid {
+        self.delta_grid_of(|_| true)
+    }
+
+    /// The deltas a reviewer pastes: where an exact count decided (a change, or equivalence),
+    /// the rows that could not decide (too few rounds for their test) or had nothing to test
+    /// are left out, and a note names them with why; every row stays in `-o`'s JSON.
+    pub(crate) fn decisive_delta_grid(&self) -> Grid {
+        let decided = |d: &Delta| d.decision.is_change() || d.decision == Decision::Equivalent;
+        let exact_decides = (self.deltas.iter()).any(|d| is_emulated(&d.metric) && decided(d));
+        let idle = |d: &Delta| matches!(d.decision, Decision::TooFewUnits | Decision::NoTest);
+        let mut g = self.delta_grid_of(|d| !(exact_decides && idle(d)));
+        if !exact_decides {
+            return g;
+        }
+        for kind in [Decision::TooFewUnits, Decision::NoTest] {
+            let left: Vec<&Delta> = self.deltas.iter().filter(|d| d.decision == kind).collect();
+            let Some(first) = left.first() else { continue };
+            let mut names: Vec<&str> = Vec::new();
+            for d in &left {
+                if !names.contains(&d.metric.as_str()) {
+                    names.push(&d.metric);
+                }
+            }
+            g.notes.push(format!(
+                "not shown, the exact counts deciding: {}: {}",
+                names.join(", "),
+                first.verdict
+            ));
+        }
+        g
+    }
+
+    /// The deltas `keep` keeps, a row each.
+    fn delta_grid_of(&self, keep: impl Fn(&Delta) -> bool) -> Grid {
         let ci = format!("{:.0}% CI of delta", 100.0 * self.bootstrap.confidence);
         let mut g = Grid::new(&[
             "metric", "variant", "baseline", "median", "delta", &ci, "p", "p adj", "effect",
             "verdict",
         ])
         .right(2..=8);
-        for d in &self.deltas {
+        for d in self.deltas.iter().filter(|d| keep(d)) {
             g.row([
                 super::metric_label(&d.metric, &d.unit).into(),
                 self.variants[d.variant].label.clone().into(),
