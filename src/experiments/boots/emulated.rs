@@ -495,6 +495,17 @@ mod unit {
         cs.expect("the fixture counts context switches")
     }
 
+    /// The fixture with no context switch in any batch: every window the worker's alone.
+    fn alone_result() -> RunResult {
+        let mut r = fixed_result();
+        let cs = switches_of(&r);
+        for run in &mut r.runs {
+            run.batches_mut()
+                .for_each(|s| s.counts[cs].as_mut().unwrap().value = 0);
+        }
+        r
+    }
+
     /// One window per batch of `r`, named by consecutive slots in each run, with `kernel`
     /// instructions per operation.
     fn windows_of(r: &RunResult, kernel: u64) -> Vec<Window> {
@@ -657,12 +668,8 @@ mod unit {
 
     #[test]
     fn a_window_another_task_ran_in_is_left_out_and_said() {
-        let mut r = fixed_result();
+        let mut r = alone_result();
         let cs = switches_of(&r);
-        for run in &mut r.runs {
-            run.batches_mut()
-                .for_each(|s| s.counts[cs].as_mut().unwrap().value = 0);
-        }
         r.runs[1].samples[0].counts[cs] = Some(RawCount {
             value: 1,
             enabled: 1,
@@ -709,12 +716,7 @@ mod unit {
     /// their interrupts (no `Q` lines) are joined with a warning that says so.
     #[test]
     fn interrupts_left_out_are_kept_apart_and_an_open_one_leaves_its_window_out() {
-        let mut r = fixed_result();
-        let cs = switches_of(&r);
-        for run in &mut r.runs {
-            run.batches_mut()
-                .for_each(|s| s.counts[cs].as_mut().unwrap().value = 0);
-        }
+        let r = alone_result();
         let mut windows = windows_of(&r, 305);
         windows[3].interrupts.as_mut().unwrap().open = true;
         let mut v = serde_json::to_value(&r).unwrap();
