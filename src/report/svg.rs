@@ -535,6 +535,8 @@ pub(crate) fn categories(
     let mut f = Frame::new(title, x_label, y_label, legend);
     f.y_axis(&ya);
     let column = Column { w, narrow };
+    let labels: Vec<&str> = cats.iter().map(|c| c.label.as_str()).collect();
+    let shown = distinct_parts(&labels, |s| column.fits(s) == s);
     for (i, c) in cats.iter().enumerate() {
         c.draw(
             &mut f.body,
@@ -542,7 +544,7 @@ pub(crate) fn categories(
             LEFT + w * (i as f64 + 0.5),
             (w * 0.3).min(40.0),
         );
-        column.texts(&mut f, c, i);
+        column.texts(&mut f, c, &shown[i], i);
     }
     if let Some((class, y)) = hline {
         let _ = write!(
@@ -555,6 +557,67 @@ pub(crate) fn categories(
         );
     }
     f.finish()
+}
+
+/// What tells `labels` apart when some do not fit (`fits`): each without the start and the end
+/// they all share (a series of builds named vmlinuz-6.12.N+deb12-cloud-amd64 shows N), cut at
+/// a `-`, `.`, `+` or `_` so a version reads whole; the labels as they are when they fit, when
+/// there is one, or when that would leave one empty.
+fn distinct_parts(labels: &[&str], fits: impl Fn(&str) -> bool) -> Vec<String> {
+    let whole = || labels.iter().map(|l| l.to_string()).collect();
+    if labels.len() < 2 || labels.iter().all(|l| fits(l)) {
+        return whole();
+    }
+    let common = |a: &str, b: &str, rev: bool| -> usize {
+        let (x, y): (Vec<char>, Vec<char>) = match rev {
+            false => (a.chars().collect(), b.chars().collect()),
+            true => (a.chars().rev().collect(), b.chars().rev().collect()),
+        };
+        x.iter().zip(&y).take_while(|(p, q)| p == q).count()
+    };
+    let (first, rest) = (labels[0], &labels[1..]);
+    let lead = rest
+        .iter()
+        .map(|l| common(first, l, false))
+        .min()
+        .unwrap_or(0);
+    let tail = rest
+        .iter()
+        .map(|l| common(first, l, true))
+        .min()
+        .unwrap_or(0);
+    let sep = |c: char| matches!(c, '-' | '.' | '+' | '_' | '/' | '=');
+    // Back to the last separator within the shared part, so "6.12.100" and "6.12.101" keep
+    // "100" and "101" rather than "0" and "1".
+    let cut_lead = |l: &str| -> usize {
+        let c: Vec<char> = l.chars().collect();
+        (0..=lead.min(c.len()))
+            .rev()
+            .find(|&i| i == 0 || sep(c[i - 1]))
+            .unwrap_or(0)
+    };
+    let cut_tail = |l: &str| -> usize {
+        let c: Vec<char> = l.chars().collect();
+        let n = c.len();
+        (0..=tail.min(n))
+            .rev()
+            .find(|&k| k == 0 || sep(c[n - k]))
+            .unwrap_or(0)
+    };
+    let parts: Vec<String> = labels
+        .iter()
+        .map(|l| {
+            let c: Vec<char> = l.chars().collect();
+            let (a, b) = (cut_lead(l), c.len().saturating_sub(cut_tail(l)));
+            c.get(a..b.max(a))
+                .map(|s| s.iter().collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    match parts.iter().any(String::is_empty) {
+        true => whole(),
+        false => parts,
+    }
 }
 
 /// A category's column: its width, and whether its texts are staggered.
@@ -575,9 +638,10 @@ impl Column {
         }
     }
 
-    /// The note above column `i` and its label below. Within its column, every other one a
-    /// line lower when columns are narrow, so neighbours neither overlap nor run past the plot.
-    fn texts(&self, f: &mut Frame, c: &Category, i: usize) {
+    /// The note above column `i` and its label below (`shown` of it; the whole label is its
+    /// tooltip). Within its column, every other one a line lower when columns are narrow, so
+    /// neighbours neither overlap nor run past the plot.
+    fn texts(&self, f: &mut Frame, c: &Category, shown: &str, i: usize) {
         let cx = LEFT + self.w * (i as f64 + 0.5);
         let lower = self.narrow && i % 2 == 1;
         if let Some(note) = &c.note {
@@ -595,7 +659,7 @@ impl Column {
             n(cx),
             n(f.plot_bottom() + if lower { 28.0 } else { 16.0 }),
             esc(&c.label),
-            esc(&self.fits(&c.label))
+            esc(&self.fits(shown))
         );
     }
 }
@@ -829,6 +893,27 @@ pub(crate) fn standalone(chart: &str) -> String {
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    #[test]
+    fn labels_that_do_not_fit_show_what_tells_them_apart() {
+        let long = [
+            "vmlinuz-6.12.100+deb12-cloud-amd64",
+            "vmlinuz-6.12.101+deb12-cloud-amd64",
+        ];
+        let shown = distinct_parts(&long, |s| s.len() <= 17);
+        assert_eq!(shown, ["100", "101"]);
+        let short = ["v100", "v101"];
+        assert_eq!(distinct_parts(&short, |s| s.len() <= 17), ["v100", "v101"]);
+        // One label the start of another: cut back to a separator, each still has its part.
+        let nested = ["build-6.12", "build-6.12-rc1-with-a-long-name"];
+        assert_eq!(
+            distinct_parts(&nested, |s| s.len() <= 10),
+            ["12", "12-rc1-with-a-long-name"]
+        );
+        // Labels with nothing in common stay whole.
+        let apart = ["good-kernel-build", "bad-kernel-image"];
+        assert_eq!(distinct_parts(&apart, |s| s.len() <= 4), apart);
+    }
 
     #[test]
     fn counts_get_whole_ticks() {
