@@ -452,14 +452,21 @@ impl Campaign {
 /// A line per arm (or build) with audit rules: how many the kernel took and whether audit
 /// was on while it measured (rules are walked only with audit on).
 pub(super) fn audit_lines(boots: &[BootRecord], what: &str) -> Vec<String> {
-    crate::experiments::boots::record::audit_by_arm(boots)
-        .into_iter()
-        .map(|(arm, states)| {
-            let said: Vec<String> = states.iter().map(|a| a.describe()).collect();
-            format!(
-                " Audit rules, {what} {arm}: {}",
-                said.join("; in other boots: ")
-            )
+    // Arms whose boots ran under the same audit state share a line (a series of eleven
+    // kernels with one rules file said the same thing eleven times).
+    let mut same: Vec<(String, Vec<String>)> = Vec::new();
+    for (arm, states) in crate::experiments::boots::record::audit_by_arm(boots) {
+        let said: Vec<String> = states.iter().map(|a| a.describe()).collect();
+        let said = said.join("; in other boots: ");
+        match same.iter_mut().find(|(s, _)| *s == said) {
+            Some((_, arms)) => arms.push(arm),
+            None => same.push((said, vec![arm])),
+        }
+    }
+    same.into_iter()
+        .map(|(said, arms)| match &arms[..] {
+            [one] => format!(" Audit rules, {what} {one}: {said}"),
+            _ => format!(" Audit rules, {what}s {}: {said}", arms.join(", ")),
         })
         .collect()
 }

@@ -209,7 +209,9 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
     // Each build with rules that measured says how many the kernel took, with audit on.
     let audit: Vec<&str> = text
         .lines()
-        .filter(|l| l.starts_with(" Audit rules, build b"))
+        .filter(|l| {
+            l.starts_with(" Audit rules, build b") || l.starts_with(" Audit rules, builds b")
+        })
         .collect();
     assert!(!audit.is_empty(), "{text}");
     for l in &audit {
