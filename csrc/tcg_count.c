@@ -439,22 +439,21 @@ static void declared(void)
 	uint64_t h = 0xcbf29ce484222325ull;
 	for (size_t i = 0; i + 1 < n_said; i++)
 		h = (h ^ said[i]) * 0x100000001b3ull;
-	if (!n_said || h != said[n_said - 1] || pieces || (n_said - 1) % 3) {
+	size_t n = n_said;
+	bool whole = n && h == said[n - 1] && !pieces && (n - 1) % 3 == 0;
+	n_said = word = pieces = 0; /* the next declaration starts afresh either way */
+	if (!whole) {
 		qemu_plugin_outs("E bad\n");
-		n_said = word = pieces = 0;
 		return;
 	}
-	n_said--;
+	n--;
 	free(entries);
 	n_entries = 0;
-	entries = malloc((n_said / 3 + 1) * sizeof *entries);
-	for (size_t i = 0; i + 2 < n_said; i += 3)
+	entries = malloc((n / 3 + 1) * sizeof *entries);
+	for (size_t i = 0; i + 2 < n; i += 3)
 		if ((said[i] == ENTRY_EXC || said[i] == ENTRY_IRQ) && said[i + 1] < said[i + 2])
 			entries[n_entries++] = (struct entry){ said[i + 1], said[i + 2], (int)said[i] };
 	qsort(entries, n_entries, sizeof *entries, by_lo);
-	n_said = 0;
-	word = 0;
-	pieces = 0;
 	char line[64];
 	snprintf(line, sizeof line, "E %zu\n", n_entries);
 	qemu_plugin_outs(line);
@@ -482,11 +481,7 @@ static int entry_at(uint64_t a)
 static void entered(unsigned int vcpu, void *u)
 {
 	uintptr_t kind = (uintptr_t)u & 3, n = (uintptr_t)u >> 2;
-	if (depth == 0 && kind == ENTRY_EXC) {
-		count[INSN][1] += n;
-		return;
-	}
-	if (depth++ == 0)
+	if ((depth > 0 || kind == ENTRY_IRQ) && depth++ == 0)
 		memcpy(snap, count, sizeof snap);
 	count[INSN][1] += n;
 }

@@ -81,13 +81,7 @@ pub(super) fn estimate(tested: &[Variant], opts: &Options) -> Estimated {
                 let (est, exact) = exact_estimate(bm, om, opts);
                 out.limits.push(None);
                 out.exact.push(Some(exact));
-                // No effect in σ: a count that does not vary between boots has no spread to
-                // measure a change in (a 1% change read +58268σ).
-                let d = delta(vi, bm, om, est);
-                out.deltas.push(Delta {
-                    effect_sigma: None,
-                    ..d
-                });
+                out.deltas.push(delta(vi, bm, om, est));
                 continue;
             }
             let est = if opts.paired {
@@ -125,7 +119,10 @@ fn delta(vi: usize, bm: &Metric, om: &Metric, est: Estimate) -> Delta {
         n: est.n,
         p: est.p,
         p_adjusted: None,
-        effect_sigma: (bs.pstdev > 0.0).then(|| (os.median - bs.median) / bs.pstdev),
+        // None for an exact count: one that does not vary between boots has no spread to
+        // measure a change in (a 1% change read +58268σ).
+        effect_sigma: (bs.pstdev > 0.0 && bm.kind != MetricKind::Emulated)
+            .then(|| (os.median - bs.median) / bs.pstdev),
         base_pstdev_pct: bs.pstdev_pct,
         decision: Decision::NoTest,
         verdict: String::new(),

@@ -219,15 +219,9 @@ impl Bisection {
             return None;
         };
         let (good, bad) = (self.functions_of(last_good)?, self.functions_of(first_bad)?);
-        let mut names: Vec<&str> = (good.functions.iter())
-            .chain(&bad.functions)
-            .map(|f| f.name.as_str())
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        let moved = |n: &str| bad.per_op(n) - good.per_op(n);
-        names.retain(|n| moved(n).abs() >= MOVED);
-        names.sort_by(|a, b| moved(b).abs().total_cmp(&moved(a).abs()).then(a.cmp(b)));
+        let pair = [(last_good.as_str(), &good), (first_bad.as_str(), &bad)];
+        let mut names = super::campaign::moved_most(&pair, usize::MAX);
+        names.retain(|n| (bad.per_op(n) - good.per_op(n)).abs() >= MOVED);
         let mut g = Grid::new(&["function", last_good, first_bad, "change"])
             .right(1..=3)
             .title(format!(

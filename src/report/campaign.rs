@@ -22,7 +22,7 @@ const FUNCTIONS_SHOWN: usize = 15;
 
 /// The `n` functions whose count moved most from the first arm to any other (with one arm,
 /// the ones with the most), then by the first arm's count.
-fn moved_most<'a>(arms: &[(&str, &'a EmulatedFunctions)], n: usize) -> Vec<&'a str> {
+pub(super) fn moved_most<'a>(arms: &[(&str, &'a EmulatedFunctions)], n: usize) -> Vec<&'a str> {
     let base = arms[0].1;
     let mut names: Vec<&str> = arms
         .iter()
