@@ -12,6 +12,14 @@ use crate::experiments::bisect::decide::Class;
 use crate::experiments::bisect::{Bisection, Found, Shape};
 use crate::results::functions::EmulatedFunctions;
 
+/// A change with its sign, as the figures are shown.
+fn signed(x: f64) -> String {
+    match x >= 0.0 {
+        true => format!("+{}", crate::core::fmt_num(x)),
+        false => crate::core::fmt_num(x),
+    }
+}
+
 /// The most functions the step's profile shows.
 const FUNCTIONS_SHOWN: usize = 15;
 /// The least change of a function's instructions per operation the step's profile shows.
@@ -19,8 +27,9 @@ const MOVED: f64 = 0.01;
 
 impl Bisection {
     /// The answer in one line, as the 0-day robot writes it: "first bad build X: getpid
-    /// instructions +52.9% (306 to 468 per call)".
+    /// instructions +52.9% (306 to 468 per call)", or a change per step when there are several.
     pub(crate) fn headline(&self) -> String {
+        let num = crate::core::fmt_num;
         let (g, b) = (
             crate::stats::median(&self.ends.good),
             crate::stats::median(&self.ends.bad),
@@ -29,17 +38,27 @@ impl Bisection {
             "{} {:+.1}% ({} to {} {})",
             self.metric,
             self.ends.change_pct,
-            crate::core::fmt_num(g),
-            crate::core::fmt_num(b),
+            num(g),
+            num(b),
             self.unit
         );
         match &self.found {
             Found::EndsEqual => format!(
                 "the ends do not differ: nothing to bisect ({} {} to {} {})",
                 self.metric,
-                crate::core::fmt_num(g),
-                crate::core::fmt_num(b),
+                num(g),
+                num(b),
                 self.unit
+            ),
+            Found::Unplaceable { change, tolerance } => format!(
+                "the ends differ by {} {} ({} to {}), within twice the tolerance (±{}): a build \
+                 between them could count as both, so none was tried{}",
+                signed(*change),
+                self.unit,
+                num(g),
+                num(b),
+                num(*tolerance),
+                self.settle(*change)
             ),
             Found::Build { first_bad, .. } => format!("first bad build {first_bad}: {change}"),
             Found::Range {
@@ -50,16 +69,68 @@ impl Bisection {
                 between.join(", "),
                 if between.len() == 1 { "one" } else { "builds" }
             ),
+            Found::Steps { steps } => {
+                let each: Vec<String> = steps
+                    .iter()
+                    .map(|f| {
+                        let named = match f.between.is_empty() {
+                            true => f.first_bad.clone(),
+                            false => format!("one of {}, {}", f.between.join(", "), f.first_bad),
+                        };
+                        format!(
+                            "{named} {} ({} to {})",
+                            signed(f.to - f.from),
+                            num(f.from),
+                            num(f.to)
+                        )
+                    })
+                    .collect();
+                format!(
+                    "{} moves in {} steps, first bad builds: {} {}",
+                    self.metric,
+                    steps.len(),
+                    each.join(", "),
+                    self.unit
+                )
+            }
         }
+    }
+
+    /// What would let ends `change` apart be placed: a finer resolution, unless the ends' own
+    /// boots disagree by more.
+    fn settle(&self, change: f64) -> String {
+        let (g, b) = (
+            crate::stats::median(&self.ends.good),
+            crate::stats::median(&self.ends.bad),
+        );
+        let need = 100.0 * change.abs() / (g + b).abs();
+        let own = crate::experiments::bisect::decide::exact_bar(
+            (g + b) / 2.0,
+            &self.ends.good,
+            &self.ends.bad,
+            0.0,
+        );
+        if 2.0 * own >= change.abs() {
+            return format!(
+                "; the ends' own boots differ by up to {}: more boots of them will not settle it",
+                crate::core::fmt_num(own)
+            );
+        }
+        format!(
+            "; --exact-resolution under {:.4}% (now {}%) would place it",
+            need,
+            crate::core::fmt_num(self.resolution_pct)
+        )
     }
 
     /// How sure the steps are.
     fn bound_line(&self) -> String {
         if self.exact {
             return format!(
-                " Exact counts: each build decided by one boot, beyond the ends' own boot-to-boot \
-                 range and {}% from their midpoint (not a test: the interrupts in the windows are \
-                 left out, so boots of one kernel count the same)",
+                " Exact counts: each build decided by one boot, the same count as a measured build \
+                 it lies between when within the ends' own boot-to-boot range and {}% of it, else \
+                 a count of its own, which splits the search (a finding per step). Not a test: \
+                 the interrupts in the windows are left out, so boots of one kernel count the same",
                 crate::core::fmt_num(self.resolution_pct)
             );
         }
@@ -190,7 +261,11 @@ impl Bisection {
                     .map_or(Cell::Missing, |p| {
                         Cell::Text(format!("{:.3}", (p * 1e3).round() / 1e3 + 0.0))
                     }),
-                s.decision.class.word().into(),
+                match (&s.decision.class, &s.same_as) {
+                    (Class::Other, Some(like)) => Cell::Text(format!("as {like}")),
+                    (Class::Other, None) => "new count".into(),
+                    (c, _) => c.word().into(),
+                },
                 evidence,
             ]);
         }
@@ -207,19 +282,38 @@ impl Bisection {
         EmulatedFunctions::median(&boots)
     }
 
+    /// The steps found: each last good build and the first bad one after it.
+    fn found_steps(&self) -> Vec<(&str, &str)> {
+        match &self.found {
+            Found::Build {
+                last_good,
+                first_bad,
+            }
+            | Found::Range {
+                last_good,
+                first_bad,
+                ..
+            } => vec![(last_good, first_bad)],
+            Found::Steps { steps } => (steps.iter())
+                .map(|f| (f.last_good.as_str(), f.first_bad.as_str()))
+                .collect(),
+            Found::EndsEqual | Found::Unplaceable { .. } => Vec::new(),
+        }
+    }
+
+    /// With an emulated profile, one table per step found (see [`Bisection::functions_grid`]).
+    pub(crate) fn functions_grids(&self) -> Vec<Grid> {
+        (self.found_steps().into_iter())
+            .filter_map(|(good, bad)| self.functions_grid(good, bad))
+            .collect()
+    }
+
     /// With an emulated profile, the functions whose kernel instructions per operation moved
     /// from the last good build to the first bad one, most first (what `perf diff` of the two
     /// would show, exactly): where the step's change is.
-    pub(crate) fn functions_grid(&self) -> Option<Grid> {
-        let Found::Build {
-            last_good,
-            first_bad,
-        } = &self.found
-        else {
-            return None;
-        };
+    fn functions_grid(&self, last_good: &str, first_bad: &str) -> Option<Grid> {
         let (good, bad) = (self.functions_of(last_good)?, self.functions_of(first_bad)?);
-        let pair = [(last_good.as_str(), &good), (first_bad.as_str(), &bad)];
+        let pair = [(last_good, &good), (first_bad, &bad)];
         let mut names = super::campaign::moved_most(&pair, usize::MAX);
         names.retain(|n| (bad.per_op(n) - good.per_op(n)).abs() >= MOVED);
         let mut g = Grid::new(&["function", last_good, first_bad, "change"])
@@ -263,6 +357,7 @@ impl Bisection {
             let class = match s.decision.class {
                 Class::Good => 1,
                 Class::Bad => 2,
+                Class::Other => 4,
                 _ => 3,
             };
             tried.push((s.index, s.values.clone(), class));
@@ -287,6 +382,7 @@ impl Bisection {
                 (1, "good".into(), Mark::Dot),
                 (2, "bad".into(), Mark::Dot),
                 (3, "skipped or undecided".into(), Mark::Dot),
+                (4, "neither end's count".into(), Mark::Dot),
             ],
             None,
         )
@@ -320,6 +416,23 @@ impl Render for Bisection {
         if let Found::Build { last_good, .. } | Found::Range { last_good, .. } = &self.found {
             lines.push(format!(" Last good build: {last_good}"));
         }
+        if let Found::Steps { steps } = &self.found {
+            for (k, f) in steps.iter().enumerate() {
+                lines.push(format!(
+                    " Step {}: first bad build {}, last good build {}: {} to {} {} ({})",
+                    k + 1,
+                    match f.between.is_empty() {
+                        true => f.first_bad.clone(),
+                        false => format!("one of {}, {}", f.between.join(", "), f.first_bad),
+                    },
+                    f.last_good,
+                    crate::core::fmt_num(f.from),
+                    crate::core::fmt_num(f.to),
+                    self.unit,
+                    signed(f.to - f.from)
+                ));
+            }
+        }
         lines.push(self.bound_line());
         let tcg = self.machine.as_ref().is_some_and(|m| m.accel == Accel::Tcg);
         if tcg && !self.exact {
@@ -330,7 +443,11 @@ impl Render for Bisection {
             );
         }
         lines.extend(self.shape_line());
-        lines.extend(super::campaign::audit_lines(&self.boots, "build"));
+        lines.extend(super::campaign::audit_lines(
+            &self.boots,
+            "build",
+            &self.builds,
+        ));
         if !skipped.is_empty() {
             lines.push(format!(
                 " Skipped (not a kernel, or did not boot): {}",
@@ -344,7 +461,7 @@ impl Render for Bisection {
     fn grids(&self) -> Vec<Grid> {
         let mut out = vec![self.ends_grid()];
         out.extend(self.steps_grid());
-        out.extend(self.functions_grid());
+        out.extend(self.functions_grids());
         out
     }
 
@@ -382,7 +499,7 @@ impl ResultKind for Bisection {
         if let Some(g) = self.steps_grid() {
             s.table(&g);
         }
-        if let Some(g) = self.functions_grid() {
+        for g in self.functions_grids() {
             s.table(&g);
         }
         s.figure(&self.builds_chart());

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 crate::tests! {
     // longest first (see main.rs)
     // exact counts: another guest on the other CPU moves them well within the resolution
-    Shared builds_that_cannot_boot_are_skipped_and_the_answer_still_found,
+    Shared a_figure_that_moves_twice_gives_two_findings_around_builds_that_cannot_boot,
     Shared emulated_counts_name_the_first_bad_build_and_resume_after_a_kill,
     Shared bisect_git_builds_the_ends_and_finds_the_middle_commit,
     Shared git_bisect_run_with_the_step_command_ends_on_the_right_commit,
@@ -239,48 +239,74 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-/// A file that is not a kernel and a build whose command line cannot finish (its init does
-/// not exist) where the search looks first: both are skipped, stepped around, and the first
-/// bad build is still found.
-fn builds_that_cannot_boot_are_skipped_and_the_answer_still_found() {
+/// A figure that moves in two steps (audit=1 from b2 on, 40 exit rules from b6 on), with a
+/// file that is not a kernel and a build whose command line cannot finish where the search
+/// looks first: both are skipped and stepped around, the middle build counts neither end's
+/// figure and splits the search, and each step is its own finding with the functions it moved.
+fn a_figure_that_moves_twice_gives_two_findings_around_builds_that_cannot_boot() {
     let Some(k) = kernels() else { return };
     let tmp = scratch();
     let not_kernel = tmp.path().join("vmlinuz-broken");
     std::fs::write(&not_kernel, b"not a kernel").unwrap();
     let mut kernels = k.clone();
     kernels.insert(3, not_kernel);
-    // b0..b7: b3 is not a kernel, b4 cannot finish, b6 is the first with audit=1. The search
-    // tries b3 first (the middle), then b4, then steps around them.
-    let (file, _) = list(tmp.path(), &kernels, 6);
-    let mut args = words(&["--emulated-counters", "--builds"]);
+    // b0..b7: b3 is not a kernel, b4 cannot finish. The search tries b3 first (the middle),
+    // then b4, then b2 (audit on: neither end's count), then b1 and b5, b6 on each side.
+    let (file, _) = list(tmp.path(), &kernels, 2);
+    let rules = forty_rules(tmp.path()).display().to_string();
+    let mut args = words(&["--emulated-counters", "--emulated-profile", "--builds"]);
     args.push(file.display().to_string());
     args.extend(words(&["--append", "b4=rdinit=/nonexistent"]));
+    for b in ["b6", "b7"] {
+        args.extend(["--audit-rules".into(), format!("{b}={rules}")]);
+    }
     let (out, json) = bisect(tmp.path(), &args);
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     let b = json.unwrap();
-    assert_eq!(b["found"]["found"], "build", "{}", b["found"]);
-    assert_eq!(b["found"]["first_bad"], "b6", "{}", b["found"]);
-    assert_eq!(b["found"]["last_good"], "b5", "{}", b["found"]);
+    assert_eq!(b["found"]["found"], "steps", "{}", b["found"]);
+    let found = b["found"]["steps"].as_array().unwrap();
+    let ends: Vec<(&str, &str)> = found
+        .iter()
+        .map(|f| {
+            (
+                f["last_good"].as_str().unwrap(),
+                f["first_bad"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ends, [("b1", "b2"), ("b5", "b6")], "{}", b["found"]);
+    // Each step's figures: audit on adds to audit off's, the rules add more.
+    let (from, to) = (
+        |f: &Value| f["from"].as_f64().unwrap(),
+        |f: &Value| f["to"].as_f64().unwrap(),
+    );
+    assert!(
+        from(&found[0]) < to(&found[0]) && (to(&found[0]) - from(&found[1])).abs() < 0.1,
+        "{found:?}"
+    );
+    assert!(to(&found[1]) > from(&found[1]) + 40.0, "{found:?}");
     let steps = b["steps"].as_array().unwrap();
-    let class = |name: &str| {
-        steps
-            .iter()
-            .find(|s| s["build"] == name)
-            .map(|s| s["decision"].clone())
-    };
-    let b3 = class("b3").unwrap();
+    let step = |name: &str| steps.iter().find(|s| s["build"] == name).unwrap().clone();
+    let b3 = &step("b3")["decision"];
     assert_eq!(b3["class"], "skipped");
     assert!(b3["why"].as_str().unwrap().contains("not a kernel"), "{b3}");
-    let b4 = class("b4").unwrap();
-    assert_eq!(b4["class"], "skipped", "{b4}");
-    assert!(measured_steps(&b) <= 3 + 2, "{}", b["steps"]);
+    assert_eq!(step("b4")["decision"]["class"], "skipped", "{}", step("b4"));
+    assert_eq!(step("b2")["decision"]["class"], "other", "{}", step("b2"));
+    assert_eq!(step("b5")["same_as"], "b2", "{}", step("b5"));
+    assert_eq!(measured_steps(&b), 4, "{}", b["steps"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("Skipped (not a kernel, or did not boot): b3, b4"),
-        "{text}"
-    );
-    assert_eq!(b["shape"]["shape"], "step", "{}", b["shape"]);
+    for line in [
+        "Skipped (not a kernel, or did not boot): b3, b4",
+        "moves in 2 steps, first bad builds: b2 +",
+        "Step 1: first bad build b2, last good build b1: ",
+        "Step 2: first bad build b6, last good build b5: ",
+        "the functions that moved from b1 to b2",
+        "the functions that moved from b5 to b6",
+    ] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
+    assert!(text.contains("as b2"), "{text}");
 }
 
 /// Ends that do not differ stop the bisection before any step.

@@ -84,9 +84,10 @@ pub(super) fn finish(b: &Bisection, c: &Common) -> Result<()> {
     show(b, c.shared.format, &c.shared.output)
 }
 
-/// The ends that do not differ end the command with an error after the table.
+/// The ends that do not differ (or too little to place a build between them) end the command
+/// with an error after the table.
 pub(super) fn ends_equal(b: &Bisection) -> Result<()> {
-    if let Found::EndsEqual = b.found {
+    if let Found::EndsEqual | Found::Unplaceable { .. } = b.found {
         anyhow::bail!("{}", b.headline());
     }
     Ok(())
@@ -97,12 +98,37 @@ pub(super) fn boot_line(b: &BootRecord) -> String {
     crate::cli::boots::boot_line(b)
 }
 
-/// The exit status `git bisect run` reads from a step.
+/// The exit status `git bisect run` reads from a step. A build whose exact count is neither
+/// end's answers by the end it lies nearer (git bisect follows one step; the list form,
+/// `syscost bisect --builds`, finds each).
 pub(super) fn step_status(b: &Bisection) -> i32 {
-    match (&b.found, b.steps.first().map(|s| &s.decision.class)) {
-        (Found::EndsEqual, _) => 128,
-        (_, Some(Class::Good)) => 0,
-        (_, Some(Class::Bad)) => 1,
+    let step = b.steps.first();
+    match (
+        &b.found,
+        step.map(|s| (&s.decision.class, s.decision.position)),
+    ) {
+        (Found::EndsEqual | Found::Unplaceable { .. }, _) => 128,
+        (_, Some((Class::Good, _))) => 0,
+        (_, Some((Class::Bad, _))) => 1,
+        (_, Some((Class::Other, Some(at)))) => i32::from(at > 0.5),
         _ => 125,
     }
+}
+
+/// What a step whose build counts neither end's figure tells git bisect, said on stderr.
+pub(super) fn other_said(b: &Bisection) -> Option<String> {
+    let s = b
+        .steps
+        .first()
+        .filter(|s| s.decision.class == Class::Other)?;
+    Some(format!(
+        "{}: its count ({}) is neither end's: the figure moves in more than one step, and git \
+         bisect follows one, so this step answers {} (the end it lies nearer); `syscost bisect \
+         --builds` over the commits' images finds each step",
+        s.build,
+        s.values
+            .first()
+            .map_or("-".into(), |v| crate::core::fmt_num(*v)),
+        if step_status(b) == 1 { "bad" } else { "good" }
+    ))
 }

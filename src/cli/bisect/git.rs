@@ -2,7 +2,9 @@
 //! bisect git` (git bisect driven by syscost). syscost never builds on its own initiative: it
 //! runs the user's --build in the user's tree, and boots the image it leaves.
 
-use super::common::{Common, boot_line, ends_equal, finish, metric_refused, step_status};
+use super::common::{
+    Common, boot_line, ends_equal, finish, metric_refused, other_said, step_status,
+};
 use crate::cli::boots::lava_lab;
 use crate::cli::kept_run::{made, record_boot};
 use crate::cli::*;
@@ -127,6 +129,9 @@ impl StepArgs {
         save_step(&mut state, &b);
         save(&state_path, &state)?;
         ends_equal(&b).map_err(|e| StepStatus(STOP, format!("{e:#}")))?;
+        if let Some(said) = other_said(&b) {
+            eprintln!("syscost: {said}");
+        }
         Ok(step_status(&b))
     }
 
@@ -548,6 +553,7 @@ mod unit {
                 p: None,
                 bar: 0.0,
             },
+            same_as: None,
         }
     }
 

@@ -1,10 +1,12 @@
-//! How one step of a bisection classifies a build: like the good end, like the bad end, or
-//! undecided, from its boots and the ends' boots.
+//! How one step of a bisection classifies a build: like the good end, like the bad end, like
+//! neither (exact counts), or undecided, from its boots and the ends' boots.
 //!
 //! - **Exact counts** (emulated instructions, the interrupts in their windows left out): a
-//!   count does not move between boots of one kernel, so one boot of a candidate decides when it lies on one side of
-//!   the ends' midpoint by more than the ends' own boot-to-boot range and the resolution (the
-//!   range rule of `stats::exact`, applied to a build against the two ends).
+//!   count does not move between boots of one kernel, so one boot of a candidate decides: it is
+//!   the same count as one of the two measured builds it lies between when within the tolerance
+//!   of it (the larger of the ends' own boot-to-boot range and the resolution: the range rule of
+//!   `stats::exact`), else a count of its own, which splits the search in two (a figure that
+//!   moves in two steps gives two findings).
 //! - **Timed figures**: each round boots the good end, the candidate and the bad end in a
 //!   shuffled order, and gives one difference: the candidate less the midpoint of that round's
 //!   ends, signed so that positive leans to the bad end. Student's t on those differences
@@ -26,6 +28,8 @@ pub(crate) const MIN_ROUNDS: usize = 3;
 pub(crate) enum Class {
     Good,
     Bad,
+    /// Its exact count is neither end's: the figure moves in more than one step.
+    Other,
     /// Its boots did not decide (between the ends, or the step's budget spent).
     Undecided,
     /// It could not be measured: not a kernel, or no boot measured it.
@@ -37,6 +41,7 @@ impl Class {
         match self {
             Class::Good => "good",
             Class::Bad => "bad",
+            Class::Other => "other",
             Class::Undecided => "undecided",
             Class::Skipped(_) => "skipped",
         }
@@ -78,23 +83,16 @@ impl Decision {
     }
 }
 
-/// The midpoint of the ends and the tolerance of exact counts: the larger of the ends' own
-/// boot-to-boot ranges and `floor_pct` of the midpoint.
-fn exact_bar(good: &[f64], bad: &[f64], floor_pct: f64) -> (f64, f64) {
+/// The tolerance of exact counts around `x`: the larger of the ends' own boot-to-boot ranges
+/// and `floor_pct` of `x`. Two counts closer than it are the same.
+pub(crate) fn exact_bar(x: f64, good: &[f64], bad: &[f64], floor_pct: f64) -> f64 {
     let range = |v: &[f64]| {
         let (lo, hi) = v
             .iter()
             .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
-        hi - lo
+        if v.is_empty() { 0.0 } else { hi - lo }
     };
-    let (g, b) = (crate::stats::median(good), crate::stats::median(bad));
-    let mid = (g + b) / 2.0;
-    (
-        mid,
-        range(good)
-            .max(range(bad))
-            .max(mid.abs() * floor_pct / 100.0),
-    )
+    range(good).max(range(bad)).max(x.abs() * floor_pct / 100.0)
 }
 
 /// Where `x` lies between the ends' medians: 0 at the good end, 1 at the bad end.
@@ -103,23 +101,50 @@ pub(crate) fn position(x: f64, good: &[f64], bad: &[f64]) -> Option<f64> {
     (b != g && !good.is_empty() && !bad.is_empty()).then(|| (x - g) / (b - g))
 }
 
-/// One boot's exact count `x` against the ends' boots.
-pub(crate) fn exact(x: f64, good: &[f64], bad: &[f64], floor_pct: f64) -> Decision {
-    let (mid, bar) = exact_bar(good, bad, floor_pct);
-    let towards_bad = (x - mid) * (crate::stats::median(bad) - crate::stats::median(good)).signum();
-    let class = if towards_bad > bar {
-        Class::Bad
-    } else if towards_bad < -bar {
-        Class::Good
-    } else {
-        Class::Undecided
+/// Which of the two measured builds a build was tried between its exact count is the same as.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Equals {
+    Lo,
+    Hi,
+    /// Neither: a count of its own.
+    Neither,
+    /// Both are within the tolerance of it: it cannot be placed.
+    Both,
+}
+
+/// One boot's exact count `x` against the boots of the two measured builds it lies between
+/// (`lo`, `hi`), the ends' boots (`good`, `bad`) giving its position and the tolerance; the
+/// decision's class is the caller's to set from what it equals.
+pub(crate) fn exact(
+    x: f64,
+    (lo, hi): (&[f64], &[f64]),
+    (good, bad): (&[f64], &[f64]),
+    floor_pct: f64,
+) -> (Equals, Decision) {
+    let bar = exact_bar(x, good, bad, floor_pct);
+    let near = |v: &[f64]| (x - crate::stats::median(v)).abs() <= bar;
+    let equals = match (near(lo), near(hi)) {
+        (true, false) => Equals::Lo,
+        (false, true) => Equals::Hi,
+        (false, false) => Equals::Neither,
+        (true, true) => Equals::Both,
     };
-    Decision {
-        class,
+    let decision = Decision {
+        class: Class::Undecided,
         position: position(x, good, bad),
         p: None,
         bar,
-    }
+    };
+    (equals, decision)
+}
+
+/// Whether exact ends that differ can place a build between them: only when they lie more than
+/// twice the tolerance apart can no count be the same as both. `None` when they can; else the
+/// change and the tolerance, in the figure's unit.
+pub(crate) fn exact_unplaceable(good: &[f64], bad: &[f64], floor_pct: f64) -> Option<(f64, f64)> {
+    let (g, b) = (crate::stats::median(good), crate::stats::median(bad));
+    let bar = exact_bar((g + b) / 2.0, good, bad, floor_pct);
+    ((b - g).abs() <= 2.0 * bar).then_some((b - g, bar))
 }
 
 /// The rounds of a timed step so far, each `(good, candidate, bad)`, tested at `level` (the
@@ -191,17 +216,48 @@ mod unit {
     use super::*;
 
     #[test]
-    fn one_boot_of_exact_counts_decides_beyond_the_ends_range() {
-        // Kernel instructions per getpid: audit off on two boots, 40 exit rules on two.
-        let (good, bad) = ([305.36, 305.31], [1567.28, 1567.40]);
-        let d = exact(305.9, &good, &bad, 0.1);
-        assert_eq!(d.class, Class::Good, "{d:?}");
-        assert!(d.position.unwrap().abs() < 0.01);
-        assert_eq!(exact(1566.0, &good, &bad, 0.1).class, Class::Bad);
-        // At the midpoint, within the tolerance (0.1% of it): undecided.
-        assert_eq!(exact(936.5, &good, &bad, 0.1).class, Class::Undecided);
-        // The ends the other way round (an improvement) classify by nearness too.
-        assert_eq!(exact(305.0, &bad, &good, 0.1).class, Class::Bad);
+    fn one_boot_of_an_exact_count_is_the_same_as_a_bound_or_neither() {
+        // Kernel instructions per getpid, interrupts left out: audit off on two boots, 40
+        // exit rules on two; at the default resolution (0.01%).
+        let (good, bad) = ([305.0, 305.0], [1567.0, 1567.0]);
+        let ends = (&good[..], &bad[..]);
+        let (e, d) = exact(305.0, ends, ends, 0.01);
+        assert_eq!(e, Equals::Lo, "{d:?}");
+        assert_eq!(d.position, Some(0.0));
+        assert!((d.bar - 0.0305).abs() < 1e-9, "{d:?}");
+        assert_eq!(exact(1567.1, ends, ends, 0.01).0, Equals::Hi);
+        // One instruction off the good end: a count of its own, not the good end's.
+        let (e, d) = exact(306.0, ends, ends, 0.01);
+        assert_eq!(e, Equals::Neither);
+        assert!(d.position.unwrap() > 0.0);
+        // Between two measured builds inside the ends: the same as the one it equals.
+        let mid = [936.0];
+        assert_eq!(exact(936.0, (&good, &mid), ends, 0.01).0, Equals::Hi);
+        // The ends' own boot-to-boot range widens the tolerance.
+        let wide = [305.0, 305.5];
+        assert_eq!(
+            exact(305.4, (&wide, &bad), (&wide, &bad), 0.01).0,
+            Equals::Lo
+        );
+    }
+
+    #[test]
+    fn ends_too_close_to_place_a_build_between_them_are_said() {
+        // 0.05% apart at a 0.01% resolution: 0.15 instructions, tolerance 0.03: placeable.
+        assert_eq!(exact_unplaceable(&[305.0; 2], &[305.15; 2], 0.01), None);
+        // 0.05 apart: a count between could be the same as both.
+        let (change, bar) = exact_unplaceable(&[305.0; 2], &[305.05; 2], 0.01).unwrap();
+        assert!(
+            (change - 0.05).abs() < 1e-9 && (bar - 0.0305025).abs() < 1e-6,
+            "{bar}"
+        );
+        let (e, _) = exact(
+            305.025,
+            (&[305.0; 2], &[305.05; 2]),
+            (&[305.0; 2], &[305.05; 2]),
+            0.01,
+        );
+        assert_eq!(e, Equals::Both);
     }
 
     #[test]
@@ -252,12 +308,13 @@ mod unit {
             (Some("skipped"), Some("no boot"))
         );
         assert_eq!(serde_json::from_value::<Decision>(v).unwrap(), d);
-        let good = serde_json::to_value(exact(1.0, &[1.0, 1.0], &[2.0, 2.0], 0.1)).unwrap();
-        assert_eq!(good["class"], "good");
-        assert_eq!(
-            serde_json::from_value::<Decision>(good).unwrap().class,
-            Class::Good
-        );
+        let other = Decision {
+            class: Class::Other,
+            ..exact(1.5, (&[1.0; 2], &[2.0; 2]), (&[1.0; 2], &[2.0; 2]), 0.1).1
+        };
+        let v = serde_json::to_value(&other).unwrap();
+        assert_eq!(v["class"], "other");
+        assert_eq!(serde_json::from_value::<Decision>(v).unwrap(), other);
     }
 
     #[test]

@@ -78,6 +78,21 @@ pub(crate) struct Step {
     #[serde(default)]
     pub rounds: usize,
     pub decision: Decision,
+    /// The build between the ends whose exact count this one's is (class `other`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_as: Option<String>,
+}
+
+/// One step of the figure: `first_bad` is the first build at `to`, `last_good` the last at
+/// `from` before it; the builds `between` them were skipped or undecided.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Finding {
+    pub last_good: String,
+    pub first_bad: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub between: Vec<String>,
+    pub from: f64,
+    pub to: f64,
 }
 
 /// What the bisection found.
@@ -86,6 +101,13 @@ pub(crate) struct Step {
 pub(crate) enum Found {
     /// The ends do not differ: nothing to bisect.
     EndsEqual,
+    /// The ends' exact counts differ by no more than twice the tolerance (`change` and
+    /// `tolerance` in the figure's unit): a build between them could count as both, so none is
+    /// tried.
+    Unplaceable { change: f64, tolerance: f64 },
+    /// The figure moves in more than one step (exact counts: a build counted neither end's
+    /// figure), each its own finding, in order.
+    Steps { steps: Vec<Finding> },
     /// `first_bad` is the first bad build, `last_good` the build before it.
     Build {
         last_good: String,
@@ -282,19 +304,28 @@ pub(crate) fn run<'p>(
     let ends = ends(&mut boots, &budget)?;
     let end_rounds = boots.round;
     let mut s = search::Search::new(plan.boot.arms.len(), plan.good, plan.bad);
-    let mut steps = Vec::new();
-    if ends.differ {
-        while let Some(i) = s.next() {
-            let step = match &skip[i] {
-                Some(why) => step_of(plan, i, Decision::skipped(why)),
-                None => classify(&mut boots, i, &ends, &budget)?,
-            };
-            s.record(i, step.decision.class.clone());
-            steps.push(Step {
-                number: steps.len() + 1,
-                ..step
-            });
-        }
+    let mut steps: Vec<Step> = Vec::new();
+    while let Some(probe) = s.next().filter(|_| searched(plan, &ends)) {
+        let i = probe.build;
+        let (mut step, outcome) = match &skip[i] {
+            Some(why) => (
+                step_of(plan, i, Decision::skipped(why)),
+                search::Outcome::Unplaced,
+            ),
+            None => {
+                let bounds = (
+                    values_of(plan, &ends, &steps, probe.lo),
+                    values_of(plan, &ends, &steps, probe.hi),
+                );
+                classify(&mut boots, probe, &ends, bounds, &budget)?
+            }
+        };
+        s.record(i, outcome);
+        placed(plan, &s, &mut step, outcome);
+        steps.push(Step {
+            number: steps.len() + 1,
+            ..step
+        });
     }
     Ok(finish(plan, boots, budget, (ends, end_rounds), steps, &s))
 }
@@ -309,6 +340,7 @@ fn step_of(plan: &BisectPlan, i: usize, decision: Decision) -> Step {
         values: Vec::new(),
         rounds: 0,
         decision,
+        same_as: None,
     }
 }
 
@@ -397,23 +429,86 @@ fn shuffled(builds: &[usize], seed: u64, round: u32) -> Vec<usize> {
     order[0].iter().map(|&k| builds[k]).collect()
 }
 
-/// Classify build `i`: one boot against the ends' boots (exact), or rounds with both ends
-/// until the step decides or its rounds are spent (timed).
-fn classify(b: &mut Boots, i: usize, ends: &Ends, budget: &Budget) -> Result<Step> {
-    let plan = b.plan;
+/// Whether the search goes on after the ends: they differ, by enough to place a build between
+/// them.
+fn searched(plan: &BisectPlan, ends: &Ends) -> bool {
+    ends.differ
+        && !(plan.exact
+            && decide::exact_unplaceable(&ends.good, &ends.bad, plan.options.exact_floor_pct)
+                .is_some())
+}
+
+/// The boots' figures of build `i`: an end's, or those of the step that measured it.
+fn values_of(plan: &BisectPlan, ends: &Ends, steps: &[Step], i: usize) -> Vec<f64> {
+    match i {
+        i if i == plan.good => ends.good.clone(),
+        i if i == plan.bad => ends.bad.clone(),
+        i => (steps.iter().find(|s| s.index == i)).map_or_else(Vec::new, |s| s.values.clone()),
+    }
+}
+
+/// A step's class once the search placed it: as the good end, as the bad end, or (exact) as
+/// neither, then named with the build between whose count it shares, if any.
+fn placed(plan: &BisectPlan, s: &search::Search, step: &mut Step, outcome: search::Outcome) {
+    let class = match s.level_of(step.index) {
+        None => return,
+        Some(l) if Some(l) == s.level_of(plan.good) => Class::Good,
+        Some(l) if Some(l) == s.level_of(plan.bad) => Class::Bad,
+        Some(_) => Class::Other,
+    };
+    if let (Class::Other, search::Outcome::Same(j)) = (&class, outcome) {
+        step.same_as = Some(plan.boot.arms[j].name.clone());
+    }
+    step.decision.class = class;
+}
+
+/// Classify the build `probe` tries: one boot against the boots of the two measured builds it
+/// lies between (`bounds`, exact), or rounds with both ends until the step decides or its rounds
+/// are spent (timed).
+fn classify(
+    b: &mut Boots,
+    probe: search::Probe,
+    ends: &Ends,
+    bounds: (Vec<f64>, Vec<f64>),
+    budget: &Budget,
+) -> Result<(Step, search::Outcome)> {
+    let (plan, i) = (b.plan, probe.build);
     let mut step = step_of(plan, i, Decision::undecided());
     if plan.exact {
         let round = b.round();
         step.boots = 1;
-        step.decision = match b.boot(i, round)? {
-            Ok(x) => {
-                step.values.push(x);
-                decide::exact(x, &ends.good, &ends.bad, plan.options.exact_floor_pct)
+        let x = match b.boot(i, round)? {
+            Ok(x) => x,
+            Err(why) => {
+                step.decision = Decision::skipped(&why);
+                return Ok((step, search::Outcome::Unplaced));
             }
-            Err(why) => Decision::skipped(&why),
         };
-        return Ok(step);
+        step.values.push(x);
+        let floor = plan.options.exact_floor_pct;
+        let (equals, d) = decide::exact(x, (&bounds.0, &bounds.1), (&ends.good, &ends.bad), floor);
+        step.decision = d;
+        let outcome = match equals {
+            decide::Equals::Lo => search::Outcome::Same(probe.lo),
+            decide::Equals::Hi => search::Outcome::Same(probe.hi),
+            decide::Equals::Neither => search::Outcome::New,
+            decide::Equals::Both => search::Outcome::Unplaced,
+        };
+        return Ok((step, outcome));
     }
+    let step = timed_step(b, step, budget)?;
+    let outcome = match step.decision.class {
+        Class::Good => search::Outcome::Same(plan.good),
+        Class::Bad => search::Outcome::Same(plan.bad),
+        _ => search::Outcome::Unplaced,
+    };
+    Ok((step, outcome))
+}
+
+/// A timed step: rounds of the good end, the build and the bad end in a shuffled order until
+/// Student's t decides or the rounds are spent.
+fn timed_step(b: &mut Boots, mut step: Step, budget: &Budget) -> Result<Step> {
+    let (plan, i) = (b.plan, step.index);
     let mut rounds = Vec::new();
     while step.rounds < plan.max_rounds {
         let round = b.round();
@@ -468,6 +563,66 @@ pub(crate) fn shape_of(steps: &[Step], good: usize, bad: usize) -> Option<Shape>
     })
 }
 
+/// What the search found, and (one timed step) whether it is most of the change.
+fn found_of(
+    plan: &BisectPlan,
+    ends: &Ends,
+    steps: &[Step],
+    s: &search::Search,
+) -> (Found, Option<Shape>) {
+    let floor = plan.options.exact_floor_pct;
+    let unplaceable = plan
+        .exact
+        .then(|| decide::exact_unplaceable(&ends.good, &ends.bad, floor));
+    match (ends.differ, unplaceable.flatten()) {
+        (false, _) => return (Found::EndsEqual, None),
+        (true, Some((change, tolerance))) => {
+            return (Found::Unplaceable { change, tolerance }, None);
+        }
+        _ => {}
+    }
+    let name = |i: usize| plan.boot.arms[i].name.clone();
+    let value = |i: usize| crate::stats::median(&values_of(plan, ends, steps, i));
+    let findings: Vec<(Finding, (usize, usize))> = s
+        .found()
+        .into_iter()
+        .map(|f| {
+            let (search::Found::Exact { good, bad } | search::Found::Range { good, bad }) = f;
+            let finding = Finding {
+                last_good: name(good),
+                first_bad: name(bad),
+                between: (good + 1..bad).map(name).collect(),
+                from: value(good),
+                to: value(bad),
+            };
+            (finding, (good, bad))
+        })
+        .collect();
+    match &findings[..] {
+        [(f, (good, bad))] if f.between.is_empty() => (
+            Found::Build {
+                last_good: f.last_good.clone(),
+                first_bad: f.first_bad.clone(),
+            },
+            shape_of(steps, *good, *bad),
+        ),
+        [(f, _)] => (
+            Found::Range {
+                last_good: f.last_good.clone(),
+                first_bad: f.first_bad.clone(),
+                between: f.between.clone(),
+            },
+            None,
+        ),
+        _ => (
+            Found::Steps {
+                steps: findings.into_iter().map(|f| f.0).collect(),
+            },
+            None,
+        ),
+    }
+}
+
 /// The result: what the search found, and whether the change is one step.
 fn finish(
     plan: &BisectPlan,
@@ -477,25 +632,7 @@ fn finish(
     steps: Vec<Step>,
     s: &search::Search,
 ) -> Bisection {
-    let name = |i: usize| plan.boot.arms[i].name.clone();
-    let (found, shape) = match (ends.differ, s.found()) {
-        (false, _) => (Found::EndsEqual, None),
-        (true, search::Found::Exact { good, bad }) => (
-            Found::Build {
-                last_good: name(good),
-                first_bad: name(bad),
-            },
-            shape_of(&steps, good, bad),
-        ),
-        (true, search::Found::Range { good, bad }) => (
-            Found::Range {
-                last_good: name(good),
-                first_bad: name(bad),
-                between: (good + 1..bad).map(name).collect(),
-            },
-            None,
-        ),
-    };
+    let (found, shape) = found_of(plan, &ends, &steps, s);
     let created_unix = crate::core::now_unix();
     Bisection {
         envelope: Envelope::new(Kind::Bisection),
@@ -546,6 +683,7 @@ mod unit {
                 p: None,
                 bar: 0.01,
             },
+            same_as: None,
         }
     }
 

@@ -1,84 +1,137 @@
-//! The search over builds in order, as `git bisect` searches commits: the last build known
-//! good and the first known bad close in on each other; the next build tried is the untried
-//! one nearest the middle between them, so a build that is skipped (it does not build or boot)
-//! or undecided is stepped around, and when only such builds are left between the two, the
-//! answer is the range they hold.
+//! The search over builds in order, as `git bisect` searches commits, and as the 0-day robot
+//! reports a series: each build measured gets a level (builds of one level count the same), and
+//! wherever two measured builds next in order differ, the untried build nearest the middle
+//! between them is tried next. A build that counts as one of them moves that bound; one that
+//! counts as neither (exact counts only) splits the range in two, each searched on its own, so a
+//! figure that moves in several steps gives a finding per step. A build that is skipped (it does
+//! not build or boot) or undecided is stepped around; when only such builds are left between
+//! two levels, the finding is the range they hold. Steps that cancel between two builds of one
+//! level are not seen: a bisection only looks where its measured builds differ.
 
-use super::decide::Class;
-
-/// Where a search stands: the builds' classes so far (the ends included) and the two bounds.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Search {
-    pub classes: Vec<Option<Class>>,
-    /// The last build known good, and the first known bad after it.
-    pub good: usize,
-    pub bad: usize,
+/// What a build tried was found to be.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Outcome {
+    /// It counts as build `j` (one of the bounds it was tried between).
+    Same(usize),
+    /// It counts as neither bound: a level of its own.
+    New,
+    /// It could not be measured or decided: stepped around.
+    Unplaced,
 }
 
-/// What a finished search found.
+/// The next build to try, and the two measured builds it lies between.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Probe {
+    pub build: usize,
+    pub lo: usize,
+    pub hi: usize,
+}
+
+/// Where a search stands: the builds tried so far (the ends included), and each measured one's
+/// level.
 #[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Search {
+    tried: Vec<bool>,
+    levels: Vec<Option<usize>>,
+    good: usize,
+    bad: usize,
+    next_level: usize,
+}
+
+/// One step a finished search found: `bad`'s level differs from `good`'s, the builds between
+/// them (if any) skipped or undecided.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Found {
-    /// Next to each other: `bad` is the first bad build.
+    /// Next to each other: `bad` is the first bad build after `good`.
     Exact { good: usize, bad: usize },
-    /// The first bad build is one of `good + 1 ..= bad`: the builds between were skipped or
-    /// undecided.
+    /// The first build of the new level is one of `good + 1 ..= bad`.
     Range { good: usize, bad: usize },
 }
 
 impl Search {
-    /// A search of `n` builds between a good end and a bad end (indices, `good < bad`).
+    /// A search of `n` builds between a good end and a bad end (indices, `good < bad`) whose
+    /// figures differ.
     pub(crate) fn new(n: usize, good: usize, bad: usize) -> Search {
-        let mut classes = vec![None; n];
-        classes[good] = Some(Class::Good);
-        classes[bad] = Some(Class::Bad);
-        Search { classes, good, bad }
+        let mut s = Search {
+            tried: vec![false; n],
+            levels: vec![None; n],
+            good,
+            bad,
+            next_level: 2,
+        };
+        (s.tried[good], s.tried[bad]) = (true, true);
+        (s.levels[good], s.levels[bad]) = (Some(0), Some(1));
+        s
     }
 
-    /// The next build to try: the untried one nearest the middle of the bounds (the lower of
-    /// two as near), `None` when every build between them is tried.
-    pub(crate) fn next(&self) -> Option<usize> {
-        let mid = (self.good + self.bad) as f64 / 2.0;
-        (self.good + 1..self.bad)
-            .filter(|&i| self.classes[i].is_none())
-            .min_by(|&a, &b| {
-                let (da, db) = ((a as f64 - mid).abs(), (b as f64 - mid).abs());
-                da.total_cmp(&db).then(a.cmp(&b))
+    /// Two measured builds next in order (builds tried but unplaced aside) whose levels differ.
+    fn differing(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let measured: Vec<usize> = (self.good..=self.bad)
+            .filter(|&i| self.levels[i].is_some())
+            .collect();
+        let pairs: Vec<(usize, usize)> = measured
+            .windows(2)
+            .map(|w| (w[0], w[1]))
+            .filter(|&(a, b)| self.levels[a] != self.levels[b])
+            .collect();
+        pairs.into_iter()
+    }
+
+    /// The next build to try: in the first range whose bounds differ and that has an untried
+    /// build, the one nearest its middle (the lower of two as near); `None` when there is none.
+    pub(crate) fn next(&self) -> Option<Probe> {
+        self.differing().find_map(|(lo, hi)| {
+            let mid = (lo + hi) as f64 / 2.0;
+            (lo + 1..hi)
+                .filter(|&i| !self.tried[i])
+                .min_by(|&a, &b| {
+                    let (da, db) = ((a as f64 - mid).abs(), (b as f64 - mid).abs());
+                    da.total_cmp(&db).then(a.cmp(&b))
+                })
+                .map(|build| Probe { build, lo, hi })
+        })
+    }
+
+    /// Record what build `i` was found to be.
+    pub(crate) fn record(&mut self, i: usize, outcome: Outcome) {
+        self.tried[i] = true;
+        self.levels[i] = match outcome {
+            Outcome::Same(j) => self.levels[j],
+            Outcome::New => {
+                self.next_level += 1;
+                Some(self.next_level - 1)
+            }
+            Outcome::Unplaced => None,
+        };
+    }
+
+    /// Whether build `i` counts as the good end, the bad end, or neither (`None`: unplaced).
+    pub(crate) fn level_of(&self, i: usize) -> Option<usize> {
+        self.levels[i]
+    }
+
+    /// Every step found once [`Search::next`] is `None`, in order.
+    pub(crate) fn found(&self) -> Vec<Found> {
+        self.differing()
+            .map(|(good, bad)| match bad == good + 1 {
+                true => Found::Exact { good, bad },
+                false => Found::Range { good, bad },
             })
-    }
-
-    /// Record build `i`'s class, moving a bound when it is good or bad.
-    pub(crate) fn record(&mut self, i: usize, class: Class) {
-        match class {
-            Class::Good if i > self.good && i < self.bad => self.good = i,
-            Class::Bad if i > self.good && i < self.bad => self.bad = i,
-            _ => {}
-        }
-        self.classes[i] = Some(class);
-    }
-
-    /// What the search found once [`Search::next`] is `None`.
-    pub(crate) fn found(&self) -> Found {
-        if self.bad == self.good + 1 {
-            Found::Exact {
-                good: self.good,
-                bad: self.bad,
-            }
-        } else {
-            Found::Range {
-                good: self.good,
-                bad: self.bad,
-            }
-        }
+            .collect()
     }
 }
 
-/// Run a search to its end with `classify` deciding each build it tries, in the order tried.
+/// Run a search to its end with `outcome` placing each build it tries (given the probe), in
+/// the order tried.
 #[cfg(test)]
-pub(crate) fn run(mut s: Search, mut classify: impl FnMut(usize) -> Class) -> (Search, Vec<usize>) {
+pub(crate) fn run(
+    mut s: Search,
+    mut outcome: impl FnMut(Probe) -> Outcome,
+) -> (Search, Vec<usize>) {
     let mut tried = Vec::new();
-    while let Some(i) = s.next() {
-        s.record(i, classify(i));
-        tried.push(i);
+    while let Some(p) = s.next() {
+        s.record(p.build, outcome(p));
+        tried.push(p.build);
     }
     (s, tried)
 }
@@ -87,25 +140,39 @@ pub(crate) fn run(mut s: Search, mut classify: impl FnMut(usize) -> Class) -> (S
 mod unit {
     use super::*;
 
-    /// Builds from `k` on are bad; those in `skip` cannot be measured.
-    fn step_at(k: usize, skip: &[usize]) -> impl Fn(usize) -> Class + '_ {
-        move |i| match i {
-            i if skip.contains(&i) => Class::Skipped("does not boot".into()),
-            i if i >= k => Class::Bad,
-            _ => Class::Good,
+    /// Builds whose figures are `fig` (`None`: it cannot be measured), each tried one placed by
+    /// whether its figure is one of its bounds'.
+    fn by_figure(fig: &[Option<u32>]) -> impl Fn(Probe) -> Outcome + '_ {
+        move |p| match fig[p.build] {
+            None => Outcome::Unplaced,
+            x if x == fig[p.lo] => Outcome::Same(p.lo),
+            x if x == fig[p.hi] => Outcome::Same(p.hi),
+            Some(_) => Outcome::New,
         }
+    }
+
+    /// `n` builds: 0 before `k`, 1 from it on; those in `skip` cannot be measured.
+    fn step_at(n: usize, k: usize, skip: &[usize]) -> Vec<Option<u32>> {
+        (0..n)
+            .map(|i| (!skip.contains(&i)).then_some(u32::from(i >= k)))
+            .collect()
+    }
+
+    fn search(fig: &[Option<u32>]) -> (Vec<Found>, Vec<usize>) {
+        let (s, tried) = run(Search::new(fig.len(), 0, fig.len() - 1), by_figure(fig));
+        (s.found(), tried)
     }
 
     #[test]
     fn seven_builds_take_at_most_three_tries_for_any_first_bad_build() {
         for k in 1..7 {
-            let (s, tried) = run(Search::new(7, 0, 6), step_at(k, &[]));
+            let (found, tried) = search(&step_at(7, k, &[]));
             assert_eq!(
-                s.found(),
-                Found::Exact {
+                found,
+                [Found::Exact {
                     good: k - 1,
                     bad: k
-                },
+                }],
                 "k={k}"
             );
             assert!(tried.len() <= 3, "k={k}: tried {tried:?}");
@@ -115,38 +182,81 @@ mod unit {
     #[test]
     fn a_skipped_build_is_stepped_around_or_bounds_the_answer() {
         // The middle build (3) does not boot; the first bad is 5: found exactly around it.
-        let (s, tried) = run(Search::new(7, 0, 6), step_at(5, &[3]));
-        assert_eq!(s.found(), Found::Exact { good: 4, bad: 5 }, "{tried:?}");
+        let (found, tried) = search(&step_at(7, 5, &[3]));
+        assert_eq!(found, [Found::Exact { good: 4, bad: 5 }], "{tried:?}");
         assert_eq!(tried[0], 3, "the middle is tried first");
         // The first bad is 4, next to the skipped 3: it could be either, and the search says so.
-        let (s, _) = run(Search::new(7, 0, 6), step_at(4, &[3]));
-        assert_eq!(s.found(), Found::Range { good: 2, bad: 4 });
+        let (found, _) = search(&step_at(7, 4, &[3]));
+        assert_eq!(found, [Found::Range { good: 2, bad: 4 }]);
         // The first bad is 3 itself: it could be 3 or 4, and the search says so.
-        let (s, _) = run(Search::new(7, 0, 6), step_at(3, &[3]));
-        assert_eq!(s.found(), Found::Range { good: 2, bad: 4 });
+        let (found, _) = search(&step_at(7, 3, &[3]));
+        assert_eq!(found, [Found::Range { good: 2, bad: 4 }]);
         // Every build between the ends skipped: the answer is the whole range.
-        let (s, tried) = run(Search::new(4, 0, 3), step_at(2, &[1, 2]));
+        let (found, tried) = search(&step_at(4, 2, &[1, 2]));
         assert_eq!(
-            (s.found(), tried.len()),
-            (Found::Range { good: 0, bad: 3 }, 2)
+            (found, tried.len()),
+            (vec![Found::Range { good: 0, bad: 3 }], 2)
         );
     }
 
     #[test]
     fn an_undecided_build_is_a_range_not_a_guess() {
-        let classify = |i: usize| match i {
-            3 => Class::Undecided,
-            i if i > 3 => Class::Bad,
-            _ => Class::Good,
+        let undecided = |p: Probe| match p.build {
+            3 => Outcome::Unplaced,
+            i if i > 3 => Outcome::Same(p.hi),
+            _ => Outcome::Same(p.lo),
         };
-        let (s, _) = run(Search::new(7, 0, 6), classify);
-        assert_eq!(s.found(), Found::Range { good: 2, bad: 4 });
+        let (s, _) = run(Search::new(7, 0, 6), undecided);
+        assert_eq!(s.found(), [Found::Range { good: 2, bad: 4 }]);
     }
 
     #[test]
     fn the_ends_next_to_each_other_need_no_step() {
         let s = Search::new(2, 0, 1);
         assert_eq!(s.next(), None);
-        assert_eq!(s.found(), Found::Exact { good: 0, bad: 1 });
+        assert_eq!(s.found(), [Found::Exact { good: 0, bad: 1 }]);
+    }
+
+    #[test]
+    fn a_figure_that_moves_twice_gives_a_finding_per_step() {
+        // 0, 0, 0, 1, 1, 1, 2: the middle build counts as neither end and splits the search.
+        let fig = [0, 0, 0, 1, 1, 1, 2].map(Some);
+        let (found, tried) = search(&fig);
+        assert_eq!(
+            found,
+            [
+                Found::Exact { good: 2, bad: 3 },
+                Found::Exact { good: 5, bad: 6 }
+            ],
+            "{tried:?}"
+        );
+        assert_eq!(tried, [3, 1, 2, 4, 5]);
+        // A step past the bad end's figure and back: two findings too.
+        let (found, _) = search(&[0, 0, 5, 5, 1].map(Some));
+        assert_eq!(
+            found,
+            [
+                Found::Exact { good: 1, bad: 2 },
+                Found::Exact { good: 3, bad: 4 }
+            ]
+        );
+        // Three levels with a skipped build at the second step: an exact step and a range.
+        let fig = [Some(0), Some(1), None, Some(2), Some(2)];
+        let (found, _) = search(&fig);
+        assert_eq!(
+            found,
+            [
+                Found::Exact { good: 0, bad: 1 },
+                Found::Range { good: 1, bad: 3 }
+            ]
+        );
+    }
+
+    #[test]
+    fn steps_that_cancel_between_builds_of_one_level_are_not_seen() {
+        // 1 then back to 0 before the middle build, which counts as the good end.
+        let (found, tried) = search(&[0, 1, 0, 0, 2].map(Some));
+        assert_eq!(found, [Found::Exact { good: 3, bad: 4 }]);
+        assert_eq!(tried, [2, 3]);
     }
 }
