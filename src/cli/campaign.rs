@@ -186,6 +186,11 @@ pub struct CampaignArgs {
     /// are shown, and no verdict.
     #[arg(long)]
     pub no_verdict: bool,
+    /// The arms are a series in order (consecutive kernel updates, a patch series): each is
+    /// also compared with the one before it, a step table (exact counts by the range rule),
+    /// with the functions each step moved under --emulated-profile.
+    #[arg(long)]
+    pub steps: bool,
     #[command(flatten)]
     pub shared: BootsOpts,
     /// Significance level.
@@ -244,6 +249,7 @@ impl CampaignArgs {
             boot,
             rounds,
             options,
+            steps: self.steps,
         })
     }
 

@@ -9,7 +9,7 @@ use super::kind::{Entry, ResultKind};
 use super::section::{Section, compare_section};
 use crate::core::Kind;
 use crate::counters::emulated::Geometry;
-use crate::experiments::boots::{BootRecord, BootSplit, Outcome};
+use crate::experiments::boots::{Arm, BootRecord, BootSplit, Outcome};
 use crate::experiments::campaign::{Campaign, CounterFigure};
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
@@ -19,6 +19,8 @@ type SetsOf = fn(&EmulatedSets) -> &Vec<f64>;
 
 /// Functions a campaign's profile table shows.
 const FUNCTIONS_SHOWN: usize = 15;
+/// Functions the step table shows per step.
+const STEP_FUNCTIONS_SHOWN: usize = 5;
 
 /// The `n` functions whose count moved most from the first arm to any other (with one arm,
 /// the ones with the most), then by the first arm's count.
@@ -211,6 +213,71 @@ impl Campaign {
             g.row(row(name, &|f| f.per_op(name)));
         }
         Some(g)
+    }
+
+    /// With `--steps`, each arm against the one before it, and with an emulated profile the
+    /// functions each step moved.
+    pub(crate) fn steps_grids(&self) -> Vec<Grid> {
+        let Some(t) = &self.steps else {
+            return Vec::new();
+        };
+        let mut g = t.table();
+        g.title = Some(format!(
+            " Each arm against the one before it (--steps): {}, Holm over the {} steps{}",
+            t.test,
+            t.steps.len(),
+            match crate::counters::emulated::is_emulated(&t.metric) {
+                true => "; exact counts by the range rule, never in σ",
+                false => "",
+            }
+        ));
+        let mut out = vec![g];
+        out.extend(self.step_functions_grid(t));
+        out
+    }
+
+    /// The functions whose kernel instructions per operation moved at each step of `t`, most
+    /// first (what `perf diff` of the two arms would show, exactly).
+    fn step_functions_grid(&self, t: &crate::compare::trend::Trend) -> Option<Grid> {
+        let functions = |label: &str| {
+            let f = self.figures.iter().find(|f| f.arm == label)?;
+            f.functions.as_ref()
+        };
+        let mut g = Grid::new(&["step", "function", "before", "after", "change"])
+            .right(2..=4)
+            .title(
+                " Kernel instructions per operation by function at each step (emulated, exact; \
+                 each function's median over the boots): the functions that moved most",
+            );
+        let mut any = false;
+        for s in &t.steps {
+            let (a, b) = (&t.points[s.from].label, &t.points[s.to].label);
+            let (Some(fa), Some(fb)) = (functions(a), functions(b)) else {
+                continue;
+            };
+            any = true;
+            let step = format!("{a} -> {b}");
+            let pair = [(a.as_str(), fa), (b.as_str(), fb)];
+            let mut names = moved_most(&pair, STEP_FUNCTIONS_SHOWN);
+            names.retain(|n| (fb.per_op(n) - fa.per_op(n)).abs() >= 0.01);
+            let mut rows = vec![("(all)", fa.total_per_op, fb.total_per_op)];
+            rows.extend(names.iter().map(|n| (*n, fa.per_op(n), fb.per_op(n))));
+            for (k, (name, x, y)) in rows.into_iter().enumerate() {
+                let d = y - x;
+                g.row([
+                    if k == 0 {
+                        step.clone().into()
+                    } else {
+                        Cell::from("")
+                    },
+                    name.into(),
+                    Cell::Num(x),
+                    Cell::Num(y),
+                    Cell::shown(d, format!("{d:+.2}")),
+                ]);
+            }
+        }
+        any.then_some(g)
     }
 
     /// Whether the boots ran under QEMU's emulator.
@@ -451,7 +518,7 @@ impl Campaign {
 
 /// A line per arm (or build) with audit rules: how many the kernel took and whether audit
 /// was on while it measured (rules are walked only with audit on).
-pub(super) fn audit_lines(boots: &[BootRecord], what: &str) -> Vec<String> {
+pub(super) fn audit_lines(boots: &[BootRecord], what: &str, order: &[Arm]) -> Vec<String> {
     // Arms whose boots ran under the same audit state share a line (a series of eleven
     // kernels with one rules file said the same thing eleven times).
     let mut same: Vec<(String, Vec<String>)> = Vec::new();
@@ -463,6 +530,11 @@ pub(super) fn audit_lines(boots: &[BootRecord], what: &str) -> Vec<String> {
             None => same.push((said, vec![arm])),
         }
     }
+    let at = |arm: &String| order.iter().position(|a| &a.name == arm);
+    for (_, arms) in same.iter_mut() {
+        arms.sort_by_key(at);
+    }
+    same.sort_by_key(|(_, arms)| arms.first().and_then(at));
     same.into_iter()
         .map(|(said, arms)| match &arms[..] {
             [one] => format!(" Audit rules, {what} {one}: {said}"),
@@ -532,7 +604,7 @@ impl Render for Campaign {
         lines.extend(self.accel_line());
         lines.extend(self.pinning_line());
         lines.extend(self.time_line());
-        lines.extend(audit_lines(&self.boots, "arm"));
+        lines.extend(audit_lines(&self.boots, "arm", &self.arms));
         if !self.complete {
             lines.push(" INCOMPLETE: some boots failed (see the failed boots below)".into());
         }
@@ -556,6 +628,7 @@ impl Render for Campaign {
             out.push(d);
             out.extend(c.ranking_grid());
         }
+        out.extend(self.steps_grids());
         out.extend(self.failures_grid());
         out.extend(self.jobs_grid());
         out
@@ -572,6 +645,7 @@ impl Render for Campaign {
             Some(c) if format.layout().for_mail() => grids.extend(c.delta_blocks()),
             _ => return super::format::render(format, &self.preamble(), &self.grids()),
         }
+        grids.extend(self.steps_grids());
         grids.extend(self.failures_grid());
         grids.extend(self.jobs_grid());
         super::format::render(format, &self.preamble(), &grids)
@@ -646,6 +720,9 @@ impl ResultKind for Campaign {
         match &self.comparison {
             Some(c) => compare_section(s, c),
             None => s.figure(&self.boots_chart()),
+        }
+        for g in self.steps_grids() {
+            s.table(&g);
         }
         if let Some(f) = self.failures_grid() {
             s.table(&f);

@@ -61,7 +61,7 @@ impl Render for Trend {
 
 impl Trend {
     /// The steps' table and its notes; the warnings go apart (a page shows them above it).
-    fn table(&self) -> Grid {
+    pub(super) fn table(&self) -> Grid {
         let confidence = 100.0 * (1.0 - self.alpha);
         let mut g = Grid::new(&[
             &self.by,

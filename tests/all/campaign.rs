@@ -344,6 +344,135 @@ fn check_profile(c: &Value, text: &str, out_file: &Path, base: usize, rules: usi
     assert_eq!(grew.1, "audit_filter_syscall", "{grew:?}");
 }
 
+/// The range rule of exact counts, from each arm's per-boot values at the default resolution
+/// (0.01%), as the test computes it itself: every cross-boot change beyond both arms' own range
+/// and the resolution on one side, every one within the resolution, or neither.
+fn range_rule(base: &[f64], other: &[f64]) -> &'static str {
+    let range = |v: &[f64]| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        100.0 * (hi - lo) / (v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let cross: Vec<f64> = base
+        .iter()
+        .flat_map(|a| other.iter().map(move |b| 100.0 * (b - a) / a))
+        .collect();
+    let bar = range(base).max(range(other)).max(0.01);
+    let (lo, hi) = cross
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    match () {
+        _ if lo > bar => "higher",
+        _ if hi < -bar => "lower",
+        _ if lo >= -0.01 && hi <= 0.01 => "equivalent",
+        _ => "inconclusive",
+    }
+}
+
+/// Every output of one campaign's boots says the same of an exact count: its comparison with
+/// the first arm, its step view (`--steps`: each arm against the one before, with the functions
+/// each step moved), `history compare` and `history trend` over the same boots, each what the
+/// range rule on the per-boot values says.
+fn check_exact_agreement(c: &Value, text: &str, tmp: &Path) {
+    let metric = "instructions (emulated)";
+    let values = |arm: &str| -> Vec<f64> {
+        let f = c["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["arm"] == arm);
+        let v = f.unwrap()["values"].as_array().unwrap();
+        v.iter().map(|x| x.as_f64().unwrap()).collect()
+    };
+    let decided = |deltas: &Value, labels: &Value, arm: &str| -> String {
+        let i = labels
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|l| l["label"] == arm)
+            .unwrap();
+        let d = deltas
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["variant"] == i && d["metric"] == metric);
+        d.unwrap()["decision"].as_str().unwrap().to_string()
+    };
+    let arms = ["base", "same", "newer", "rules"];
+    for arm in &arms[1..] {
+        let rule = range_rule(&values("base"), &values(arm));
+        let cmp = &c["comparison"];
+        assert_eq!(
+            decided(&cmp["deltas"], &cmp["variants"], arm),
+            rule,
+            "{arm}"
+        );
+    }
+    // The step view: each arm against the one before it, in the arms' order.
+    let steps = c["steps"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{}", c["steps"]);
+    let points = c["steps"]["points"].as_array().unwrap();
+    for (k, s) in steps.iter().enumerate() {
+        assert_eq!(points[k + 1]["label"], arms[k + 1], "{}", c["steps"]);
+        let rule = range_rule(&values(arms[k]), &values(arms[k + 1]));
+        assert_eq!(s["decision"], rule, "{} -> {}: {s}", arms[k], arms[k + 1]);
+    }
+    assert!(
+        text.contains("Each arm against the one before it (--steps)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("newer -> rules"),
+        "the functions each step moved: {text}"
+    );
+    // The history holds the same boots, tagged with their arm.
+    let history = |args: &[&str]| -> Value {
+        let file = tmp.join("h.json");
+        let id = format!("campaign={}", c["id"].as_str().unwrap());
+        let out = syscost()
+            .arg("history")
+            .arg("--history")
+            .arg(tmp.join("history.sqlite"))
+            .args(args)
+            .args(["--by", "tag:arm", "--tag", &id, "--metric", metric, "-o"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
+    };
+    let h = history(&["compare", "--baseline", "base"]);
+    for arm in &arms[1..] {
+        let rule = range_rule(&values("base"), &values(arm));
+        assert_eq!(
+            decided(&h["deltas"], &h["variants"], arm),
+            rule,
+            "history compare {arm}"
+        );
+    }
+    // A trend's groups come in the order of their first boot: each step by the rule too.
+    let t = history(&["trend"]);
+    for s in t["steps"].as_array().unwrap() {
+        let label = |i: &Value| {
+            t["points"][i.as_u64().unwrap() as usize]["label"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        let (a, b) = (label(&s["from"]), label(&s["to"]));
+        assert_eq!(
+            s["decision"],
+            range_rule(&values(&a), &values(&b)),
+            "history trend {a} -> {b}"
+        );
+    }
+}
+
 /// An audit sweep in a guest counting emulated instructions: every step's runs get their
 /// counts, and the sweep's fit of kernel instructions per getpid against the rule count is a
 /// line (the exit rules are walked one by one on every syscall).
@@ -970,8 +1099,9 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
     // Into an aged slab: fillers added, half deleted, the rules loaded into the holes, the
     // other fillers deleted (the walk is the file's 40 rules alone: the delta below).
     args.extend(["--aged-slab".into(), "rules=64".into()]);
-    // With the per-function profile (see check_profile): the same boots.
-    args.extend(["--emulated-counters", "--emulated-profile", "-o"].map(String::from));
+    // With the per-function profile (see check_profile) and the step view (see
+    // check_exact_agreement): the same boots.
+    args.extend(["--emulated-counters", "--emulated-profile", "--steps", "-o"].map(String::from));
     args.push(out_file.display().to_string());
     let out = campaign_measuring(tmp.path(), &args, &measure);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -985,6 +1115,7 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
         "the default: 2 rounds"
     );
     check_profile(&c, &text, &out_file, 0, 3);
+    check_exact_agreement(&c, &text, tmp.path());
     // With exact counts the headline is the instructions per call, and the verdicts lead
     // with them; time is one of the other figures.
     let insns = "instructions (emulated)";

@@ -4,6 +4,7 @@
 use super::{
     ArmFigures, BootFigure, Campaign, CampaignPlan, CounterFigure, MIN_BOOTS, MIN_EXACT_BOOTS,
 };
+use crate::compare::trend::{self, Trend};
 use crate::compare::{self, Comparison, groups};
 use crate::core::{Envelope, Kind};
 use crate::experiments::boots::record::Decoded;
@@ -40,7 +41,7 @@ pub(crate) fn analyse(
         .flatten()
         .next()
         .map_or(BootFigure::RunMedian, |(_, d)| BootFigure::of(d.view.kind));
-    let comparison = compare_arms(plan, &views, &mut warnings)?;
+    let (comparison, steps) = compare_arms(plan, &views, &mut warnings)?;
     let created_unix = crate::core::now_unix();
     let complete = figures
         .iter()
@@ -68,6 +69,7 @@ pub(crate) fn analyse(
         boot_figure,
         figures,
         comparison,
+        steps,
         complete,
         warnings,
     })
@@ -210,12 +212,13 @@ fn counters_of(views: &[(u32, Decoded)], primary: &str) -> Vec<CounterFigure> {
 }
 
 /// Each arm with 3 good boots or more (2 when the compared metric is an exact emulated count)
-/// against the first, paired by round over the rounds in which all of them were measured.
+/// against the first, paired by round over the rounds in which all of them were measured; with
+/// `--steps`, each also against the one before it.
 fn compare_arms(
     plan: &CampaignPlan,
     views: &[Vec<(u32, Decoded)>],
     warnings: &mut Vec<String>,
-) -> Result<Option<Comparison>> {
+) -> Result<(Option<Comparison>, Option<Trend>)> {
     let primary = views
         .iter()
         .flatten()
@@ -232,7 +235,7 @@ fn compare_arms(
         ));
     }
     if arms.len() < 2 || arms[0] != 0 {
-        return Ok(None);
+        return Ok((None, None));
     }
     let rounds: Vec<u32> = views[0]
         .iter()
@@ -255,14 +258,17 @@ fn compare_arms(
         paired: true,
         ..plan.options.clone()
     };
+    let steps = plan.steps.then(|| variants.clone());
     // The boots are kept whatever the comparison says: one it refuses is a warning.
-    match compare::compare(variants, &options) {
-        Ok(c) => Ok(Some(c)),
-        Err(e) => {
-            warnings.push(format!("no comparison: {e:#}"));
-            Ok(None)
-        }
-    }
+    let comparison = compare::compare(variants, &options)
+        .map_err(|e| warnings.push(format!("no comparison: {e:#}")))
+        .ok();
+    let steps = steps.and_then(|v| {
+        trend::trend(v, "arm", &options)
+            .map_err(|e| warnings.push(format!("no step table: {e:#}")))
+            .ok()
+    });
+    Ok((comparison, steps))
 }
 
 #[cfg(test)]

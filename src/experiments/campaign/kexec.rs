@@ -514,6 +514,7 @@ mod unit {
             boot,
             rounds: 4,
             options,
+            steps: false,
         };
         let setup = Setup {
             output: Some("/o.json".into()),
@@ -577,6 +578,7 @@ mod unit {
                 boot,
                 rounds,
                 options: super::super::compare_options(0.05, 2.0, 1),
+                steps: false,
             },
             cmdline: "root=/dev/sda1 ro".into(),
             rules: BTreeMap::new(),

@@ -30,6 +30,9 @@ pub(crate) struct CampaignPlan {
     /// Rounds: each boots every arm once.
     pub rounds: u32,
     pub options: compare::Options,
+    /// The arms are a series in order: each is also compared with the one before it.
+    #[serde(default)]
+    pub steps: bool,
 }
 
 impl CampaignPlan {
@@ -157,6 +160,10 @@ pub(crate) struct Campaign {
     /// Each arm against the first with boots as units, paired by round; `None` when fewer
     /// than two arms have 3 good boots.
     pub comparison: Option<Comparison>,
+    /// With `--steps`: each arm against the one before it (exact counts by the range rule), in
+    /// the arms' order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<crate::compare::trend::Trend>,
     /// Every planned boot measured.
     pub complete: bool,
     pub warnings: Vec<String>,
