@@ -1,6 +1,7 @@
 //! `lkml`: fixed-width plain ASCII for mailing lists, with a dashed rule under the header.
 
 use super::{Grid, Layout};
+use unicode_width::UnicodeWidthStr;
 
 pub(crate) struct Lkml;
 
@@ -43,81 +44,45 @@ pub(crate) const WIDTH: usize = 80;
 /// Columns narrower than this are never wrapped to make a table fit.
 const MIN_WRAP: usize = 16;
 
-/// Word-wrap one line of prose to [`WIDTH`]: continuation lines keep the line's indent, and a
-/// list item ("- ") or footnote ("[3] ") hangs under its text. A word longer than a line (a
-/// long path) is cut, so no line is wider.
+/// One line of prose wrapped to [`WIDTH`] (see [`super::wrap::prose`]).
 pub(crate) fn wrap_prose(line: &str) -> String {
-    let indent = line.len() - line.trim_start().len();
-    let body = &line[indent..];
-    let hang = if body.starts_with("- ") {
-        2
-    } else if body.starts_with('[') {
-        body.find("] ").map_or(0, |i| i + 2)
-    } else {
-        0
-    };
-    let first = " ".repeat(indent);
-    let next = " ".repeat((indent + hang).min(WIDTH / 2));
-    wrap_words(body, WIDTH - indent, WIDTH - next.len())
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| format!("{}{l}", if i == 0 { &first } else { &next }))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Greedy word wrap: the first line to `first` columns, the others to `rest`.
-fn wrap_words(text: &str, first: usize, rest: usize) -> Vec<String> {
-    let mut lines = vec![String::new()];
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let mut word = word.to_string();
-        loop {
-            let width = if lines.len() == 1 { first } else { rest }.max(1);
-            let cur = lines.last_mut().unwrap();
-            let need = if cur.is_empty() { 0 } else { cur.len() + 1 };
-            if need + word.len() <= width {
-                if !cur.is_empty() {
-                    cur.push(' ');
-                }
-                cur.push_str(&word);
-                break;
-            }
-            if cur.is_empty() {
-                // A word wider than a whole line: cut it.
-                let tail = word.split_off(width);
-                cur.push_str(&word);
-                word = tail;
-            }
-            lines.push(String::new());
-        }
-    }
-    lines
+    super::wrap::prose(line, WIDTH, 0)
 }
 
 /// A cell wrapped to `width` columns (one line if it fits).
 fn wrap_cell(c: &str, width: usize) -> Vec<String> {
-    if c.len() <= width {
+    if c.width() <= width {
         return vec![c.to_string()];
     }
-    wrap_words(c, width, width)
+    super::wrap::words(c, width, width)
 }
 
-/// A table in plain fixed-width ASCII, every line within [`WIDTH`]. A table that is wider
-/// first has its widest text column wrapped inside its cells; if that is not enough, its
-/// columns are dealt into stacked tables that each repeat the leading label columns (as R
-/// prints a wide data frame), so nothing is cut and no line wraps in a mail client.
+/// A table in plain fixed-width ASCII, every line within [`WIDTH`], with a dashed rule under
+/// its header.
 fn fixed_width(g: &Grid) -> String {
+    fit(g, WIDTH, true)
+}
+
+/// A table with every line within `limit` columns (`mail`: in ASCII, with a dashed rule under
+/// the header). A table that is wider first has its widest text column wrapped inside its
+/// cells; if that is not enough, its columns are dealt into stacked tables that each repeat the
+/// leading label columns (as R prints a wide data frame), so nothing is cut and no line wraps.
+pub(crate) fn fit(g: &Grid, limit: usize, mail: bool) -> String {
     let rows = g.texts();
     let cells: Vec<Vec<String>> = std::iter::once(&g.headers)
         .chain(&rows)
-        .map(|r| r.iter().map(|c| ascii(c)).collect())
+        .map(|r| {
+            r.iter()
+                .map(|c| if mail { ascii(c) } else { c.clone() })
+                .collect()
+        })
         .collect();
     let ncol = g.headers.len();
     let width: Vec<usize> = (0..ncol)
         .map(|i| {
             cells
                 .iter()
-                .map(|r| r.get(i).map_or(0, |c| c.len()))
+                .map(|r| r.get(i).map_or(0, |c| c.width()))
                 .max()
                 .unwrap_or(0)
         })
@@ -126,8 +91,8 @@ fn fixed_width(g: &Grid) -> String {
         cols.iter().map(|&c| w[c]).sum::<usize>() + 2 * cols.len().saturating_sub(1)
     };
     let all: Vec<usize> = (0..ncol).collect();
-    if span(&all, &width) <= WIDTH {
-        return block(&cells, &all, &width, &g.right);
+    if span(&all, &width) <= limit {
+        return block(&cells, &all, &width, (&g.right, mail));
     }
     // One table, with the widest left-aligned column (a verdict, a note) wrapped.
     let text_col = (1..ncol)
@@ -135,23 +100,23 @@ fn fixed_width(g: &Grid) -> String {
         .max_by_key(|&c| width[c]);
     if let Some(c) = text_col {
         let others = span(&all, &width) - width[c];
-        if others + MIN_WRAP <= WIDTH {
+        if others + MIN_WRAP <= limit {
             let mut w = width.clone();
-            w[c] = WIDTH - others;
-            return block(&cells, &all, &w, &g.right);
+            w[c] = limit - others;
+            return block(&cells, &all, &w, (&g.right, mail));
         }
     }
     // Stacked tables: the leading left-aligned columns (the labels) in each.
     let mut keys = vec![0];
     for c in 1..ncol {
-        if g.right.contains(&c) || span(&[keys.clone(), vec![c]].concat(), &width) > WIDTH / 2 {
+        if g.right.contains(&c) || span(&[keys.clone(), vec![c]].concat(), &width) > limit / 2 {
             break;
         }
         keys.push(c);
     }
     let mut w = width.clone();
-    w[0] = w[0].min(WIDTH / 2);
-    let room = WIDTH - span(&keys, &w) - 2;
+    w[0] = w[0].min(limit / 2);
+    let room = limit - span(&keys, &w) - 2;
     let mut chunks: Vec<Vec<usize>> = vec![Vec::new()];
     for c in keys.last().unwrap() + 1..ncol {
         w[c] = w[c].min(room);
@@ -169,7 +134,7 @@ fn fixed_width(g: &Grid) -> String {
                 &cells,
                 &[keys.clone(), chunk.clone()].concat(),
                 &w,
-                &g.right,
+                (&g.right, mail),
             )
         })
         .collect::<Vec<_>>()
@@ -177,8 +142,13 @@ fn fixed_width(g: &Grid) -> String {
 }
 
 /// The columns `cols` of `cells` (the header first), each `width[c]` wide, with a dashed rule
-/// under the header; a cell wider than its column wraps onto more lines.
-fn block(cells: &[Vec<String>], cols: &[usize], width: &[usize], right: &[usize]) -> String {
+/// under the header when `rule`; a cell wider than its column wraps onto more lines.
+fn block(
+    cells: &[Vec<String>],
+    cols: &[usize],
+    width: &[usize],
+    (right, rule): (&[usize], bool),
+) -> String {
     let mut out = String::new();
     for (ri, r) in cells.iter().enumerate() {
         let wrapped: Vec<Vec<String>> = cols
@@ -203,7 +173,7 @@ fn block(cells: &[Vec<String>], cols: &[usize], width: &[usize], right: &[usize]
             out.push_str(line.trim_end());
             out.push('\n');
         }
-        if ri == 0 {
+        if ri == 0 && rule {
             let total = cols.iter().map(|&c| width[c]).sum::<usize>() + 2 * (cols.len() - 1);
             out.push_str(&"-".repeat(total));
             out.push('\n');

@@ -11,6 +11,7 @@ pub(crate) mod json;
 pub(crate) mod lkml;
 pub(crate) mod markdown;
 pub(crate) mod table;
+pub(crate) mod wrap;
 
 use serde::{Deserialize, Serialize};
 

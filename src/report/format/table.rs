@@ -6,18 +6,34 @@ use unicode_width::UnicodeWidthStr;
 
 pub(crate) struct Table;
 
+/// The width every line of the table format keeps to, prose and tables: what a reviewer
+/// pastes into a patch's cover letter or a bug without a line wrapping.
+pub(crate) const WIDTH: usize = 100;
+
 impl Layout for Table {
+    fn prose(&self, s: &str) -> String {
+        super::wrap::prose(s, WIDTH, 2)
+    }
+
     fn table(&self, g: &Grid) -> String {
         let rows = g.texts();
-        if rows
-            .iter()
-            .flatten()
-            .chain(&g.headers)
-            .any(|c| c.contains('\n'))
-        {
-            terminal(g, &rows)
-        } else {
-            aligned(g, &rows)
+        let multiline = (rows.iter().flatten().chain(&g.headers)).any(|c| c.contains('\n'));
+        let out = match multiline {
+            true => terminal(g, &rows),
+            false => aligned(g, &rows),
+        };
+        match out.lines().any(|l| l.width() > WIDTH) {
+            // Wider than a terminal's line: its widest text column wrapped, or its columns
+            // stacked under their labels, as the mail format fits 80.
+            true => {
+                super::lkml::fit(g, WIDTH - 1, false)
+                    .lines()
+                    .map(|l| format!(" {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+                    + "\n"
+            }
+            false => out,
         }
     }
 }
@@ -99,5 +115,25 @@ mod unit {
         assert_eq!(aligned(&g, &rows), terminal(&g, &rows));
         let empty = Grid::new(&["a", "b"]);
         assert_eq!(aligned(&empty, &[]), terminal(&empty, &[]));
+    }
+
+    #[test]
+    fn a_table_wider_than_a_line_wraps_its_cells_to_fit() {
+        // A campaign's profile of seven arms: a column per arm and one per change.
+        let headers: Vec<String> = std::iter::once("function".to_string())
+            .chain((0..13).map(|i| format!("vmlinuz-6.12.{i}")))
+            .collect();
+        let mut g = Grid::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
+        g.row(
+            std::iter::once("syscall_exit_to_user_mode_prepare".to_string())
+                .chain((0..13).map(|i| format!("{}.00", 300 + i))),
+        );
+        let out = Table.table(&g);
+        assert!(out.lines().all(|l| l.width() <= WIDTH), "{out}");
+        assert!(out.contains("301.00"), "{out}");
+        // A narrow one keeps its one-line layout.
+        let mut small = Grid::new(&["a", "b"]);
+        small.row(["x", "1"]);
+        assert_eq!(Table.table(&small), " a  b\n x  1\n");
     }
 }
