@@ -176,9 +176,11 @@ impl BootsOpts {
 #[derive(Args, Debug, Clone)]
 pub struct GuestOpts {
     /// How the guest CPU runs: kvm (used only after a probe boot shows it works) or tcg
-    /// (emulation; figures follow instructions executed, not hardware).
-    #[arg(long, value_enum, default_value_t = Accel::Kvm)]
-    pub accel: Accel,
+    /// (emulation; figures follow instructions executed, not hardware) [default: tcg with
+    /// --emulated-counters, --emulated-profile, --cache-model or --icount, which count what
+    /// QEMU emulates; else kvm].
+    #[arg(long, value_enum)]
+    pub accel: Option<Accel>,
     /// vCPUs of each guest [default: one per --host-cpus CPU; else 1 under tcg, 2 under
     /// kvm]. Under tcg one vCPU is the default because text patching races between two
     /// emulated vCPUs ("Oops: int3" in 1 of 50 boots of Debian's 6.12 here, none in 100 with
@@ -269,11 +271,15 @@ impl GuestOpts {
         self.emulated_counters || self.cache_model.is_some() || self.emulated_profile
     }
 
-    /// How the guest's CPU runs: a LAVA job's always under tcg.
+    /// How the guest's CPU runs: a LAVA job's always under tcg; else as given, or tcg when
+    /// the boots count what QEMU emulates.
     fn accel(&self, via: Via) -> Accel {
-        match via {
-            Via::Lava => Accel::Tcg,
-            _ => self.accel,
+        let counted = self.emulated() || self.icount.is_some();
+        match (via, self.accel) {
+            (Via::Lava, _) => Accel::Tcg,
+            (_, Some(a)) => a,
+            (_, None) if counted => Accel::Tcg,
+            (_, None) => Accel::Kvm,
         }
     }
 
@@ -721,5 +727,35 @@ fn parse_settle(s: &str) -> Result<Duration, String> {
     match s.trim() {
         "0" | "0s" => Ok(Duration::ZERO),
         _ => parse_duration(s),
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn guest(words: &str) -> GuestOpts {
+        let line = format!("syscost campaign --arm a=x {words} -- run syscall");
+        let Command::Campaign(c) = Cli::try_parse_from(line.split_whitespace()).unwrap().command
+        else {
+            panic!("{line}")
+        };
+        c.shared.guest
+    }
+
+    /// Counting what QEMU emulates implies its emulator; an --accel given stands (and kvm with
+    /// emulated counters is refused by check).
+    #[test]
+    fn emulated_counts_boot_under_tcg_unless_told_otherwise() {
+        assert_eq!(guest("").accel(Via::Qemu), Accel::Kvm);
+        assert_eq!(guest("--emulated-counters").accel(Via::Qemu), Accel::Tcg);
+        assert_eq!(guest("--cache-model skylake-x").accel(Via::Qemu), Accel::Tcg);
+        assert_eq!(guest("--icount 0").accel(Via::Qemu), Accel::Tcg);
+        let kvm = guest("--accel kvm --emulated-counters");
+        assert_eq!(kvm.accel(Via::Qemu), Accel::Kvm);
+        let said = kvm.check(Via::Qemu, &["run".into()]).unwrap_err().to_string();
+        assert!(said.contains("--emulated-counters needs --accel tcg"), "{said}");
     }
 }

@@ -29,6 +29,12 @@ pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
       --append audit0=audit=0 --append audit1=audit=1 --audit-rules audit1=prod.rules \\
       -- run syscall --runs 3
       the audit series' audit=0 against audit=1 with production rules, over 12 boots each
+  syscost campaign --accel tcg --emulated-counters --emulated-profile --steps \\
+      --append-all audit=1 --audit-rules-all exit.rules \\
+      --arm v100=vmlinuz-6.12.100 --arm v101=vmlinuz-6.12.101 \\
+      --arm v107=vmlinuz-6.12.107 -- run syscall
+      a series of updates in order: each against the one before it, counted exactly, with the
+      functions each step moved (every update booted: steps that cancel are seen)
   syscost campaign --via kexec --yes --arm base=/boot/vmlinuz-6.1.0-28-amd64 \\
       --arm fix=/boot/vmlinuz-6.1.0-28+fix-amd64 -- run syscall --cpu 1 --runs 5
       bare metal: this machine rebooted into each arm by kexec; a systemd unit resumes the
