@@ -738,7 +738,9 @@ mod unit {
 
     fn guest(words: &str) -> GuestOpts {
         let line = format!("syscost campaign --arm a=x {words} -- run syscall");
-        let Command::Campaign(c) = Cli::try_parse_from(line.split_whitespace()).unwrap().command
+        let Command::Campaign(c) = Cli::try_parse_from(line.split_whitespace())
+            .unwrap()
+            .command
         else {
             panic!("{line}")
         };
@@ -751,11 +753,20 @@ mod unit {
     fn emulated_counts_boot_under_tcg_unless_told_otherwise() {
         assert_eq!(guest("").accel(Via::Qemu), Accel::Kvm);
         assert_eq!(guest("--emulated-counters").accel(Via::Qemu), Accel::Tcg);
-        assert_eq!(guest("--cache-model skylake-x").accel(Via::Qemu), Accel::Tcg);
+        assert_eq!(
+            guest("--cache-model skylake-x").accel(Via::Qemu),
+            Accel::Tcg
+        );
         assert_eq!(guest("--icount 0").accel(Via::Qemu), Accel::Tcg);
         let kvm = guest("--accel kvm --emulated-counters");
         assert_eq!(kvm.accel(Via::Qemu), Accel::Kvm);
-        let said = kvm.check(Via::Qemu, &["run".into()]).unwrap_err().to_string();
-        assert!(said.contains("--emulated-counters needs --accel tcg"), "{said}");
+        let said = kvm
+            .check(Via::Qemu, &["run".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            said.contains("--emulated-counters needs --accel tcg"),
+            "{said}"
+        );
     }
 }

@@ -60,6 +60,19 @@ impl Bisection {
                 num(*tolerance),
                 self.settle(*change)
             ),
+            Found::Underpowered { need, step_rounds } => format!(
+                "the ends differ ({change}), but a step of {step_rounds} rounds cannot place a \
+                 build between them: at the ends' boot-to-boot spread, a build at one end \
+                 reaches its step's level {}",
+                match need {
+                    Some(n) => format!("in about {n} rounds: give --step-rounds {n}"),
+                    None => format!(
+                        "only in more than {} rounds (the most a step takes): count exactly with \
+                         --emulated-counters",
+                        crate::experiments::bisect::decide::MOST_ROUNDS
+                    ),
+                }
+            ),
             Found::Build { first_bad, .. } => format!("first bad build {first_bad}: {change}"),
             Found::Range {
                 first_bad, between, ..
@@ -297,7 +310,7 @@ impl Bisection {
             Found::Steps { steps } => (steps.iter())
                 .map(|f| (f.last_good.as_str(), f.first_bad.as_str()))
                 .collect(),
-            Found::EndsEqual | Found::Unplaceable { .. } => Vec::new(),
+            Found::EndsEqual | Found::Unplaceable { .. } | Found::Underpowered { .. } => Vec::new(),
         }
     }
 

@@ -405,6 +405,15 @@ fn time_alone_finds_the_build_or_says_the_step_was_undecided() {
             assert_eq!(ends["good"].as_array().unwrap().len(), 3, "{ends}");
             assert_eq!(b["steps"].as_array().unwrap().len(), 0);
         }
+        "underpowered" => {
+            // The ends differ, but at their spread a step of 3 rounds could not place a build
+            // that sits at one end: refused before any step, with the rounds that would.
+            eprintln!("the timed ends' spread needs more than 3 rounds a step here");
+            assert!(!out.status.success());
+            assert!(ends_p < bar && ends["differ"] == true, "{ends}");
+            assert!(err.contains("cannot place a build between them"), "{err}");
+            assert_eq!(b["steps"].as_array().unwrap().len(), 0);
+        }
         other => panic!("found {other}: {text}"),
     }
 }

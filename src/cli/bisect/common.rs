@@ -87,7 +87,7 @@ pub(super) fn finish(b: &Bisection, c: &Common) -> Result<()> {
 /// The ends that do not differ (or too little to place a build between them) end the command
 /// with an error after the table.
 pub(super) fn ends_equal(b: &Bisection) -> Result<()> {
-    if let Found::EndsEqual | Found::Unplaceable { .. } = b.found {
+    if let Found::EndsEqual | Found::Unplaceable { .. } | Found::Underpowered { .. } = b.found {
         anyhow::bail!("{}", b.headline());
     }
     Ok(())
@@ -107,7 +107,7 @@ pub(super) fn step_status(b: &Bisection) -> i32 {
         &b.found,
         step.map(|s| (&s.decision.class, s.decision.position)),
     ) {
-        (Found::EndsEqual | Found::Unplaceable { .. }, _) => 128,
+        (Found::EndsEqual | Found::Unplaceable { .. } | Found::Underpowered { .. }, _) => 128,
         (_, Some((Class::Good, _))) => 0,
         (_, Some((Class::Bad, _))) => 1,
         (_, Some((Class::Other, Some(at)))) => i32::from(at > 0.5),

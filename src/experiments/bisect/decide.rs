@@ -185,6 +185,28 @@ pub(crate) fn ends_timed(rounds: &[(f64, f64)], level: f64) -> Option<(bool, Opt
     Some((t.p.is_some_and(|p| p < level), t.p))
 }
 
+/// The most rounds a timed step may be given (`--step-rounds`).
+pub(crate) const MOST_ROUNDS: usize = 100;
+
+/// The rounds a timed step needs to place a build that sits at one end, from the ends' rounds
+/// (each `(good, bad)`): the fewest `n` for which its expected t, half the ends' change over
+/// the spread of a step's differences (a candidate less the midpoint of two ends: 0.75 of the
+/// variance of the ends' own differences), reaches the two-sided critical value at `level`
+/// (an even chance of deciding). `None` when more than [`MOST_ROUNDS`] would be needed, or the
+/// ends' differences have no spread to judge by.
+pub(crate) fn timed_rounds_needed(rounds: &[(f64, f64)], level: f64) -> Option<usize> {
+    let d: Vec<f64> = rounds.iter().map(|(g, b)| b - g).collect();
+    let (change, sd) = (crate::stats::mean(&d), crate::stats::stdev(&d));
+    if d.len() < 2 || sd <= 0.0 {
+        return (sd <= 0.0 && change != 0.0).then_some(MIN_ROUNDS);
+    }
+    let step_sd = (0.75f64).sqrt() * sd;
+    (MIN_ROUNDS..=MOST_ROUNDS).find(|&n| {
+        let t = (change.abs() / 2.0) * (n as f64).sqrt() / step_sd;
+        t > crate::stats::t_critical(1.0 - level, n as f64 - 1.0)
+    })
+}
+
 /// The error bound shared out: the steps a bisection of `interior` builds between its ends
 /// takes when none is skipped (ceil(log2(interior + 1))), each step's share, and each look's.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -315,6 +337,23 @@ mod unit {
         let v = serde_json::to_value(&other).unwrap();
         assert_eq!(v["class"], "other");
         assert_eq!(serde_json::from_value::<Decision>(v).unwrap(), other);
+    }
+
+    /// A change of 10 against a spread of 2 per round places a build in the fewest rounds; a
+    /// change of 1 against the same spread needs more than a step may take.
+    #[test]
+    fn a_timed_change_too_small_for_the_step_s_rounds_is_said() {
+        let rounds = |change: f64| -> Vec<(f64, f64)> {
+            [1.0, -1.0, 2.0, -2.0, 0.0]
+                .iter()
+                .map(|e| (100.0, 100.0 + change + e))
+                .collect()
+        };
+        let large = timed_rounds_needed(&rounds(10.0), 0.05 / 12.0);
+        assert!(large.is_some_and(|n| n <= 6), "{large:?}");
+        let small = timed_rounds_needed(&rounds(1.0), 0.05 / 12.0);
+        assert!(small.is_some_and(|n| n > 6), "{small:?}");
+        assert_eq!(timed_rounds_needed(&rounds(0.05), 0.05 / 12.0), None);
     }
 
     #[test]

@@ -105,6 +105,14 @@ pub(crate) enum Found {
     /// `tolerance` in the figure's unit): a build between them could count as both, so none is
     /// tried.
     Unplaceable { change: f64, tolerance: f64 },
+    /// The ends' timed change is too small for their boot-to-boot spread to place a build
+    /// between them within `--step-rounds` rounds a step: about `need` rounds would (`None`:
+    /// more than a step may take).
+    Underpowered {
+        need: Option<usize>,
+        #[serde(default)]
+        step_rounds: usize,
+    },
     /// The figure moves in more than one step (exact counts: a build counted neither end's
     /// figure), each its own finding, in order.
     Steps { steps: Vec<Finding> },
@@ -305,7 +313,7 @@ pub(crate) fn run<'p>(
     let end_rounds = boots.round;
     let mut s = search::Search::new(plan.boot.arms.len(), plan.good, plan.bad);
     let mut steps: Vec<Step> = Vec::new();
-    while let Some(probe) = s.next().filter(|_| searched(plan, &ends)) {
+    while let Some(probe) = s.next().filter(|_| searched(plan, &ends, &budget)) {
         let i = probe.build;
         let (mut step, outcome) = match &skip[i] {
             Some(why) => (
@@ -431,11 +439,29 @@ fn shuffled(builds: &[usize], seed: u64, round: u32) -> Vec<usize> {
 
 /// Whether the search goes on after the ends: they differ, by enough to place a build between
 /// them.
-fn searched(plan: &BisectPlan, ends: &Ends) -> bool {
-    ends.differ
-        && !(plan.exact
-            && decide::exact_unplaceable(&ends.good, &ends.bad, plan.options.exact_floor_pct)
-                .is_some())
+fn searched(plan: &BisectPlan, ends: &Ends, budget: &Budget) -> bool {
+    ends.differ && unplaceable(plan, ends, budget).is_none()
+}
+
+/// Why ends that differ cannot place a build between them, if they cannot: exact counts within
+/// twice the tolerance, or a timed change too small for a step's rounds.
+fn unplaceable(plan: &BisectPlan, ends: &Ends, budget: &Budget) -> Option<Found> {
+    if plan.exact {
+        let floor = plan.options.exact_floor_pct;
+        let (change, tolerance) = decide::exact_unplaceable(&ends.good, &ends.bad, floor)?;
+        return Some(Found::Unplaceable { change, tolerance });
+    }
+    let rounds: Vec<(f64, f64)> = ends
+        .good
+        .iter()
+        .copied()
+        .zip(ends.bad.iter().copied())
+        .collect();
+    let need = decide::timed_rounds_needed(&rounds, budget.per_look);
+    (need.is_none_or(|n| n > plan.max_rounds)).then_some(Found::Underpowered {
+        need,
+        step_rounds: plan.max_rounds,
+    })
 }
 
 /// The boots' figures of build `i`: an end's, or those of the step that measured it.
@@ -566,19 +592,13 @@ pub(crate) fn shape_of(steps: &[Step], good: usize, bad: usize) -> Option<Shape>
 /// What the search found, and (one timed step) whether it is most of the change.
 fn found_of(
     plan: &BisectPlan,
-    ends: &Ends,
+    (ends, budget): (&Ends, &Budget),
     steps: &[Step],
     s: &search::Search,
 ) -> (Found, Option<Shape>) {
-    let floor = plan.options.exact_floor_pct;
-    let unplaceable = plan
-        .exact
-        .then(|| decide::exact_unplaceable(&ends.good, &ends.bad, floor));
-    match (ends.differ, unplaceable.flatten()) {
+    match (ends.differ, unplaceable(plan, ends, budget)) {
         (false, _) => return (Found::EndsEqual, None),
-        (true, Some((change, tolerance))) => {
-            return (Found::Unplaceable { change, tolerance }, None);
-        }
+        (true, Some(why)) => return (why, None),
         _ => {}
     }
     let name = |i: usize| plan.boot.arms[i].name.clone();
@@ -632,7 +652,7 @@ fn finish(
     steps: Vec<Step>,
     s: &search::Search,
 ) -> Bisection {
-    let (found, shape) = found_of(plan, &ends, &steps, s);
+    let (found, shape) = found_of(plan, (&ends, &budget), &steps, s);
     let created_unix = crate::core::now_unix();
     Bisection {
         envelope: Envelope::new(Kind::Bisection),
