@@ -77,6 +77,9 @@ pub(crate) fn flag(o: Opt) -> &'static str {
         Opt::Trials => "--trials",
         Opt::Until => "--until",
         Opt::Warmup => "--warmup",
+        Opt::ExactResolution => "--exact-resolution",
+        Opt::StepRounds => "--step-rounds",
+        Opt::Steps => "--steps",
     }
 }
 

@@ -75,12 +75,15 @@ pub(crate) enum Opt {
     Trials,
     Until,
     Warmup,
+    ExactResolution,
+    StepRounds,
+    Steps,
 }
 
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
     #[cfg(test)]
-    pub(crate) const ALL: [Opt; 67] = [
+    pub(crate) const ALL: [Opt; 70] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -148,6 +151,9 @@ impl Opt {
         Opt::Trials,
         Opt::Until,
         Opt::Warmup,
+        Opt::ExactResolution,
+        Opt::StepRounds,
+        Opt::Steps,
     ];
 }
 

@@ -8,6 +8,7 @@ use super::kind::{Entry, ResultKind};
 use super::section::Section;
 use crate::boot::qemu::Accel;
 use crate::core::Kind;
+use crate::core::input::{Opt, spelled};
 use crate::experiments::bisect::decide::Class;
 use crate::experiments::bisect::{Bisection, Found, Shape};
 use crate::results::functions::EmulatedFunctions;
@@ -65,11 +66,13 @@ impl Bisection {
                  build between them: at the ends' boot-to-boot spread, a build at one end \
                  reaches its step's level {}",
                 match need {
-                    Some(n) => format!("in about {n} rounds: give --step-rounds {n}"),
+                    Some(n) =>
+                        format!("in about {n} rounds: give {} {n}", spelled(Opt::StepRounds)),
                     None => format!(
                         "only in more than {} rounds (the most a step takes): count exactly with \
-                         --emulated-counters",
-                        crate::experiments::bisect::decide::MOST_ROUNDS
+                         {}",
+                        crate::experiments::bisect::decide::MOST_ROUNDS,
+                        spelled(Opt::EmulatedCounters)
                     ),
                 }
             ),
@@ -130,7 +133,8 @@ impl Bisection {
             );
         }
         format!(
-            "; --exact-resolution under {:.4}% (now {}%) would place it",
+            "; {} under {:.4}% (now {}%) would place it",
+            spelled(Opt::ExactResolution),
             need,
             crate::core::fmt_num(self.resolution_pct)
         )
@@ -332,9 +336,8 @@ impl Bisection {
         let mut g = Grid::new(&["function", last_good, first_bad, "change"])
             .right(1..=3)
             .title(format!(
-                " Kernel instructions per operation by function at the step (emulated, exact; \
-                 each build's median over its boots): the functions that moved from {last_good} \
-                 to {first_bad}"
+                " The functions that moved from {last_good} to {first_bad}: kernel instructions \
+                 per operation by function (emulated, exact; each build's median over its boots)"
             ));
         let row = |name: &str, a: f64, b: f64| {
             let d = b - a;

@@ -223,7 +223,8 @@ impl Campaign {
         };
         let mut g = t.table();
         g.title = Some(format!(
-            " Each arm against the one before it (--steps): {}, Holm over the {} steps{}",
+            " Each arm against the one before it ({}): {}, Holm over the {} steps{}",
+            crate::core::input::spelled(crate::core::input::Opt::Steps),
             t.test,
             t.steps.len(),
             match crate::counters::emulated::is_emulated(&t.metric) {

@@ -197,7 +197,7 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
     assert!(text.contains("Last good build: b0"), "{text}");
     // The step's profile: the 40 rules' walk is audit_filter_syscall's, absent at audit=0.
     let at = text
-        .find("the functions that moved from b0 to b1")
+        .find("functions that moved from b0 to b1")
         .unwrap_or_else(|| panic!("{text}"));
     let walk = text[at..]
         .lines()
@@ -207,7 +207,8 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
     assert_eq!(cols[1], "0", "{walk}");
     assert!(cols[3].starts_with('+'), "{walk}");
     // Each build with rules that measured says how many the kernel took, with audit on.
-    let audit: Vec<&str> = text
+    let whole = crate::common::unwrapped(&text);
+    let audit: Vec<&str> = whole
         .lines()
         .filter(|l| {
             l.starts_with(" Audit rules, build b") || l.starts_with(" Audit rules, builds b")
@@ -301,8 +302,8 @@ fn a_figure_that_moves_twice_gives_two_findings_around_builds_that_cannot_boot()
         "moves in 2 steps, first bad builds: b2 +",
         "Step 1: first bad build b2, last good build b1: ",
         "Step 2: first bad build b6, last good build b5: ",
-        "the functions that moved from b1 to b2",
-        "the functions that moved from b5 to b6",
+        "functions that moved from b1 to b2",
+        "functions that moved from b5 to b6",
     ] {
         assert!(text.contains(line), "{line}: {text}");
     }
@@ -333,9 +334,13 @@ fn ends_that_do_not_differ_stop_before_any_step() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("cannot keep the boots in /proc/nope"), "{err}");
     assert!(!err.contains(": measured ("), "{err}");
+    // The same question with audit on and 40 exit rules at every build, in two flags.
+    let (file, _) = list(tmp.path(), &[k[0].clone(), k[0].clone(), k[0].clone()], 0);
+    let rules = forty_rules(tmp.path()).display().to_string();
     let mut args = words(&["--emulated-counters", "--builds"]);
     args.push(file.display().to_string());
-    args.extend(words(&["--bad", "b1"]));
+    args.extend(words(&["--bad", "b1", "--append-all", "nokaslr"]));
+    args.extend(["--audit-rules-all".into(), rules]);
     let (out, json) = bisect(tmp.path(), &args);
     let err = stderr(&out);
     assert!(!out.status.success(), "{err}");
@@ -343,7 +348,21 @@ fn ends_that_do_not_differ_stop_before_any_step() {
         err.contains("the ends do not differ: nothing to bisect"),
         "{err}"
     );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(" Audit rules, builds b0, b1: 40 rule(s) of "),
+        "{text}"
+    );
     let b = json.unwrap();
+    for boot in b["boots"].as_array().unwrap() {
+        assert_eq!(boot["result"]["arm_audit"]["rules"], 40, "{boot}");
+    }
+    let cmdline = |i: usize| b["builds"][i]["append"].as_str().unwrap().to_string();
+    // Every build's own line after what applies to all.
+    assert_eq!(
+        (cmdline(0), cmdline(1)),
+        ("nokaslr audit=1".into(), "nokaslr audit=1".into())
+    );
     assert_eq!(b["found"]["found"], "ends-equal");
     assert_eq!(b["steps"].as_array().unwrap().len(), 0);
     assert_eq!(

@@ -1145,7 +1145,8 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
     assert_eq!(d["decision"], "higher", "{d}");
     assert!(d["delta_pct"].as_f64().unwrap() > 100.0, "{d}");
     // The boot had audit off (no audit=1): the guest turned it on, and the table says so.
-    let said = text
+    let whole = crate::common::unwrapped(&text);
+    let said = whole
         .lines()
         .find(|l| l.starts_with(" Audit rules, arm rules: 40 rule(s) of "))
         .unwrap_or_else(|| panic!("{text}"));

@@ -416,3 +416,25 @@ pub fn sha256_of(file: &std::path::Path) -> String {
     let text = String::from_utf8(out.stdout).unwrap();
     text.split_whitespace().next().unwrap().to_string()
 }
+
+/// The table format's prose with its wrapped lines joined again: a line that syscost wrapped
+/// at 100 columns goes on in lines indented two more than it (` Campaign ...` then
+/// `   its x86 devices ...`).
+pub fn unwrapped(text: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        match out.last_mut() {
+            Some(prev)
+                if indent >= 3
+                    && prev.chars().count() > 80
+                    && indent == prev.len() - prev.trim_start().len() + 2 =>
+            {
+                prev.push(' ');
+                prev.push_str(line.trim_start());
+            }
+            _ => out.push(line.to_string()),
+        }
+    }
+    out.join("\n")
+}
