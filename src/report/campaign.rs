@@ -264,7 +264,7 @@ impl Campaign {
             let mut rows = vec![("(all)", fa.total_per_op, fb.total_per_op)];
             rows.extend(names.iter().map(|n| (*n, fa.per_op(n), fb.per_op(n))));
             for (k, (name, x, y)) in rows.into_iter().enumerate() {
-                let d = y - x;
+                let d = ((y - x) * 100.0).round() / 100.0 + 0.0;
                 g.row([
                     if k == 0 {
                         step.clone().into()

@@ -103,10 +103,17 @@ impl Trend {
             ]);
         }
         let n = self.regressions();
-        g.notes.push(format!(
-            " {n} regression(s) beyond the {}% noise threshold",
-            self.noise_threshold_pct
-        ));
+        g.notes
+            .push(match crate::counters::emulated::is_emulated(&self.metric) {
+                // An exact count has no noise: any step the range rule calls higher is one.
+                true => format!(
+                    " {n} regression(s): steps whose exact count the range rule called higher"
+                ),
+                false => format!(
+                    " {n} regression(s) beyond the {}% noise threshold",
+                    self.noise_threshold_pct
+                ),
+            });
         g
     }
 }

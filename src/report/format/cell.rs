@@ -64,7 +64,8 @@ impl Cell {
 
     /// The cell as the human formats print it.
     pub(crate) fn text(&self) -> String {
-        let change = |v: f64| format!("{v:+.2}%");
+        // Rounded first: a change that rounds to nothing reads +0.00%, not -0.00%.
+        let change = |v: f64| format!("{:+.2}%", (v * 100.0).round() / 100.0 + 0.0);
         match self {
             Cell::Text(s) => s.clone(),
             Cell::Num(v) => fmt_num(*v),
@@ -153,6 +154,7 @@ mod unit {
         assert_eq!(Cell::Num(1234.5).text(), "1234.50");
         assert_eq!(Cell::Num(12345.6).text(), "12,346");
         assert_eq!(Cell::Change(2.0).text(), "+2.00%");
+        assert_eq!(Cell::Change(-0.0004).text(), "+0.00%");
         assert_eq!(Cell::Pct(0.6).text(), "0.60%");
         assert_eq!(
             Cell::ChangeInterval(Interval::new(-1.0, 2.5)).text(),
