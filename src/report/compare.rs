@@ -66,10 +66,12 @@ impl Comparison {
         let decided = |d: &Delta| d.decision.is_change() || d.decision == Decision::Equivalent;
         let exact_decides = (self.deltas.iter()).any(|d| is_emulated(&d.metric) && decided(d));
         let idle = |d: &Delta| matches!(d.decision, Decision::TooFewUnits | Decision::NoTest);
-        let mut g = self.delta_grid_of(|d| !(exact_decides && idle(d)));
+        let g = self.delta_grid_of(|d| !(exact_decides && idle(d)));
         if !exact_decides {
             return g;
         }
+        // Rows of exact counts alone have no p and no effect in σ: their columns go.
+        let mut g = g.without_empty(&[6, 7, 8]);
         for kind in [Decision::TooFewUnits, Decision::NoTest] {
             let left: Vec<&Delta> = self.deltas.iter().filter(|d| d.decision == kind).collect();
             let Some(first) = left.first() else { continue };

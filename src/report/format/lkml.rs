@@ -121,10 +121,17 @@ pub(crate) fn fit(g: &Grid, limit: usize, mail: bool) -> String {
     for c in keys.last().unwrap() + 1..ncol {
         w[c] = w[c].min(room);
         let cur = chunks.last_mut().unwrap();
-        if !cur.is_empty() && span(&[cur.clone(), vec![c]].concat(), &w) > room {
-            chunks.push(vec![c]);
-        } else {
+        if cur.is_empty() || span(&[cur.clone(), vec![c]].concat(), &w) <= room {
             cur.push(c);
+            continue;
+        }
+        // A text column (a verdict) wraps into what is left of the block, if enough is.
+        let left = room.saturating_sub(span(cur, &w) + 2);
+        if !g.right.contains(&c) && left >= MIN_WRAP {
+            w[c] = left;
+            cur.push(c);
+        } else {
+            chunks.push(vec![c]);
         }
     }
     chunks

@@ -67,6 +67,28 @@ impl Grid {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
+    /// Without those of columns `cols` that hold nothing in any row (every cell missing).
+    pub(crate) fn without_empty(mut self, cols: &[usize]) -> Grid {
+        let mut empty: Vec<usize> = (cols.iter().copied())
+            .filter(|&c| (self.rows.iter()).all(|r| matches!(r.get(c), Some(Cell::Missing) | None)))
+            .collect();
+        empty.sort_unstable();
+        for &c in empty.iter().rev() {
+            self.headers.remove(c);
+            for r in &mut self.rows {
+                if c < r.len() {
+                    r.remove(c);
+                }
+            }
+            self.right.retain(|&x| x != c);
+            self.right
+                .iter_mut()
+                .filter(|x| **x > c)
+                .for_each(|x| *x -= 1);
+        }
+        self
+    }
+
     /// The rows as the human formats print them.
     pub(crate) fn texts(&self) -> Vec<Vec<String>> {
         self.rows
@@ -179,6 +201,27 @@ mod unit {
             .map(|l| l.find('%').unwrap())
             .collect();
         assert_eq!(ends[0], ends[1]);
+    }
+
+    #[test]
+    fn columns_with_nothing_in_any_row_can_go() {
+        let mut g = Grid::new(&["metric", "p", "effect", "verdict"]).right([1, 2]);
+        g.row([
+            Cell::from("insns"),
+            Cell::Missing,
+            Cell::Num(2.0),
+            Cell::from("higher"),
+        ]);
+        g.row([
+            Cell::from("branches"),
+            Cell::Missing,
+            Cell::Missing,
+            Cell::from("equal"),
+        ]);
+        let g = g.without_empty(&[1, 2]);
+        assert_eq!(g.headers, ["metric", "effect", "verdict"]);
+        assert_eq!(g.right, [1]);
+        assert_eq!(g.rows[0][1], Cell::Num(2.0));
     }
 
     #[test]

@@ -28,7 +28,13 @@ impl Layout for Table {
             true => {
                 super::lkml::fit(g, WIDTH - 1, false)
                     .lines()
-                    .map(|l| format!(" {l}"))
+                    .map(|l| {
+                        if l.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" {l}")
+                        }
+                    })
                     .collect::<Vec<_>>()
                     .join("\n")
                     + "\n"
