@@ -78,7 +78,7 @@ pub(crate) fn fit(g: &Grid, limit: usize, mail: bool) -> String {
         })
         .collect();
     let ncol = g.headers.len();
-    let width: Vec<usize> = (0..ncol)
+    let mut width: Vec<usize> = (0..ncol)
         .map(|i| {
             cells
                 .iter()
@@ -91,6 +91,19 @@ pub(crate) fn fit(g: &Grid, limit: usize, mail: bool) -> String {
         cols.iter().map(|&c| w[c]).sum::<usize>() + 2 * cols.len().saturating_sub(1)
     };
     let all: Vec<usize> = (0..ncol).collect();
+    if span(&all, &width) <= limit {
+        return block(&cells, &all, &width, (&g.right, mail));
+    }
+    // A header wider than its column's cells wraps at its words first.
+    for (c, w) in width.iter_mut().enumerate() {
+        let data = (cells[1..].iter()).map(|r| r.get(c).map_or(0, |x| x.width()));
+        let word = g.headers[c]
+            .split(' ')
+            .map(|x| x.width())
+            .max()
+            .unwrap_or(0);
+        *w = data.max().unwrap_or(0).max(word).min(*w);
+    }
     if span(&all, &width) <= limit {
         return block(&cells, &all, &width, (&g.right, mail));
     }
