@@ -10,8 +10,16 @@ use crate::boot::qemu::Accel;
 use crate::core::Kind;
 use crate::core::input::{Opt, spelled};
 use crate::experiments::bisect::decide::Class;
-use crate::experiments::bisect::{Bisection, Found, Shape};
+use crate::experiments::bisect::{Bisection, Finding, Found, Shape};
 use crate::results::functions::EmulatedFunctions;
+
+/// A step's first bad build, or the builds it is one of when those before it were skipped.
+fn first_bad_of(f: &Finding) -> String {
+    match f.between.is_empty() {
+        true => f.first_bad.clone(),
+        false => format!("one of {}, {}", f.between.join(", "), f.first_bad),
+    }
+}
 
 /// A change with its sign, as the figures are shown.
 fn signed(x: f64) -> String {
@@ -23,8 +31,6 @@ fn signed(x: f64) -> String {
 
 /// The most functions the step's profile shows.
 const FUNCTIONS_SHOWN: usize = 15;
-/// The least change of a function's instructions per operation the step's profile shows.
-const MOVED: f64 = 0.01;
 
 impl Bisection {
     /// The answer in one line, as the 0-day robot writes it: "first bad build X: getpid
@@ -89,12 +95,9 @@ impl Bisection {
                 let each: Vec<String> = steps
                     .iter()
                     .map(|f| {
-                        let named = match f.between.is_empty() {
-                            true => f.first_bad.clone(),
-                            false => format!("one of {}, {}", f.between.join(", "), f.first_bad),
-                        };
                         format!(
-                            "{named} {} ({} to {})",
+                            "{} {} ({} to {})",
+                            first_bad_of(f),
                             signed(f.to - f.from),
                             num(f.from),
                             num(f.to)
@@ -330,9 +333,7 @@ impl Bisection {
     /// would show, exactly): where the step's change is.
     fn functions_grid(&self, last_good: &str, first_bad: &str) -> Option<Grid> {
         let (good, bad) = (self.functions_of(last_good)?, self.functions_of(first_bad)?);
-        let pair = [(last_good, &good), (first_bad, &bad)];
-        let mut names = super::campaign::moved_most(&pair, usize::MAX);
-        names.retain(|n| (bad.per_op(n) - good.per_op(n)).abs() >= MOVED);
+        let names = super::campaign::moved_between(&good, &bad);
         let mut g = Grid::new(&["function", last_good, first_bad, "change"])
             .right(1..=3)
             .title(format!(
@@ -340,12 +341,11 @@ impl Bisection {
                  per operation by function (emulated, exact; each build's median over its boots)"
             ));
         let row = |name: &str, a: f64, b: f64| {
-            let d = b - a;
             [
                 Cell::from(name),
                 Cell::Num(a),
                 Cell::Num(b),
-                Cell::shown(d, format!("{d:+.2}")),
+                super::campaign::count_change(b - a),
             ]
         };
         g.row(row("(all)", good.total_per_op, bad.total_per_op));
@@ -437,10 +437,7 @@ impl Render for Bisection {
                 lines.push(format!(
                     " Step {}: first bad build {}, last good build {}: {} to {} {} ({})",
                     k + 1,
-                    match f.between.is_empty() {
-                        true => f.first_bad.clone(),
-                        false => format!("one of {}, {}", f.between.join(", "), f.first_bad),
-                    },
+                    first_bad_of(f),
                     f.last_good,
                     crate::core::fmt_num(f.from),
                     crate::core::fmt_num(f.to),

@@ -22,9 +22,29 @@ const FUNCTIONS_SHOWN: usize = 15;
 /// Functions the step table shows per step.
 const STEP_FUNCTIONS_SHOWN: usize = 5;
 
+/// The least change of a function's instructions per operation a step's profile shows.
+const MOVED: f64 = 0.01;
+
+/// The functions whose count moved by [`MOVED`] or more from `a` to `b`, most first (what `perf
+/// diff` of the two would show, exactly).
+pub(super) fn moved_between<'a>(
+    a: &'a EmulatedFunctions,
+    b: &'a EmulatedFunctions,
+) -> Vec<&'a str> {
+    let mut names = moved_most(&[("a", a), ("b", b)], usize::MAX);
+    names.retain(|n| (b.per_op(n) - a.per_op(n)).abs() >= MOVED);
+    names
+}
+
+/// A change of a function's count as the step tables show it, rounded first (+0.00, not -0.00).
+pub(super) fn count_change(d: f64) -> Cell {
+    let d = (d * 100.0).round() / 100.0 + 0.0;
+    Cell::shown(d, format!("{d:+.2}"))
+}
+
 /// The `n` functions whose count moved most from the first arm to any other (with one arm,
 /// the ones with the most), then by the first arm's count.
-pub(super) fn moved_most<'a>(arms: &[(&str, &'a EmulatedFunctions)], n: usize) -> Vec<&'a str> {
+fn moved_most<'a>(arms: &[(&str, &'a EmulatedFunctions)], n: usize) -> Vec<&'a str> {
     let base = arms[0].1;
     let mut names: Vec<&str> = arms
         .iter()
@@ -258,13 +278,11 @@ impl Campaign {
             };
             any = true;
             let step = format!("{a} -> {b}");
-            let pair = [(a.as_str(), fa), (b.as_str(), fb)];
-            let mut names = moved_most(&pair, STEP_FUNCTIONS_SHOWN);
-            names.retain(|n| (fb.per_op(n) - fa.per_op(n)).abs() >= 0.01);
+            let names = moved_between(fa, fb);
             let mut rows = vec![("(all)", fa.total_per_op, fb.total_per_op)];
-            rows.extend(names.iter().map(|n| (*n, fa.per_op(n), fb.per_op(n))));
+            let shown = names.iter().take(STEP_FUNCTIONS_SHOWN);
+            rows.extend(shown.map(|n| (*n, fa.per_op(n), fb.per_op(n))));
             for (k, (name, x, y)) in rows.into_iter().enumerate() {
-                let d = ((y - x) * 100.0).round() / 100.0 + 0.0;
                 g.row([
                     if k == 0 {
                         step.clone().into()
@@ -274,7 +292,7 @@ impl Campaign {
                     name.into(),
                     Cell::Num(x),
                     Cell::Num(y),
-                    Cell::shown(d, format!("{d:+.2}")),
+                    count_change(y - x),
                 ]);
             }
         }

@@ -311,9 +311,14 @@ pub(crate) fn run<'p>(
     );
     let ends = ends(&mut boots, &budget)?;
     let end_rounds = boots.round;
+    // Decided once, from the ends: whether there is anything to search.
+    let stopped = match ends.differ {
+        false => Some(Found::EndsEqual),
+        true => unplaceable(plan, &ends, &budget),
+    };
     let mut s = search::Search::new(plan.boot.arms.len(), plan.good, plan.bad);
     let mut steps: Vec<Step> = Vec::new();
-    while let Some(probe) = s.next().filter(|_| searched(plan, &ends, &budget)) {
+    while let Some(probe) = s.next().filter(|_| stopped.is_none()) {
         let i = probe.build;
         let (mut step, outcome) = match &skip[i] {
             Some(why) => (
@@ -335,7 +340,18 @@ pub(crate) fn run<'p>(
             ..step
         });
     }
-    Ok(finish(plan, boots, budget, (ends, end_rounds), steps, &s))
+    let found = match stopped {
+        Some(why) => (why, None),
+        None => found_of(plan, &ends, &steps, &s),
+    };
+    Ok(finish(
+        plan,
+        boots,
+        budget,
+        (ends, end_rounds),
+        steps,
+        found,
+    ))
 }
 
 /// Build `i` tried, with no boot yet, as `decision` has it.
@@ -435,12 +451,6 @@ fn ends_of(plan: &BisectPlan, rounds: &[(f64, f64)], budget: &Budget) -> Ends {
 fn shuffled(builds: &[usize], seed: u64, round: u32) -> Vec<usize> {
     let order = plan::order(builds.len(), 1, seed ^ (u64::from(round) << 32));
     order[0].iter().map(|&k| builds[k]).collect()
-}
-
-/// Whether the search goes on after the ends: they differ, by enough to place a build between
-/// them.
-fn searched(plan: &BisectPlan, ends: &Ends, budget: &Budget) -> bool {
-    ends.differ && unplaceable(plan, ends, budget).is_none()
 }
 
 /// Why ends that differ cannot place a build between them, if they cannot: exact counts within
@@ -589,18 +599,14 @@ pub(crate) fn shape_of(steps: &[Step], good: usize, bad: usize) -> Option<Shape>
     })
 }
 
-/// What the search found, and (one timed step) whether it is most of the change.
+/// What the search found (the ends differed by enough to search), and (one timed step)
+/// whether it is most of the change.
 fn found_of(
     plan: &BisectPlan,
-    (ends, budget): (&Ends, &Budget),
+    ends: &Ends,
     steps: &[Step],
     s: &search::Search,
 ) -> (Found, Option<Shape>) {
-    match (ends.differ, unplaceable(plan, ends, budget)) {
-        (false, _) => return (Found::EndsEqual, None),
-        (true, Some(why)) => return (why, None),
-        _ => {}
-    }
     let name = |i: usize| plan.boot.arms[i].name.clone();
     let value = |i: usize| crate::stats::median(&values_of(plan, ends, steps, i));
     let findings: Vec<(Finding, (usize, usize))> = s
@@ -650,9 +656,8 @@ fn finish(
     budget: Budget,
     (ends, end_rounds): (Ends, u32),
     steps: Vec<Step>,
-    s: &search::Search,
+    (found, shape): (Found, Option<Shape>),
 ) -> Bisection {
-    let (found, shape) = found_of(plan, (&ends, &budget), &steps, s);
     let created_unix = crate::core::now_unix();
     Bisection {
         envelope: Envelope::new(Kind::Bisection),
