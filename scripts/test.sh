@@ -89,6 +89,14 @@ if [ ! -x /usr/bin/lava-server ] || ! command -v lava-worker >/dev/null \
 		scripts/lava-lab install || echo "note: LAVA could not be installed: the LAVA tests will fail" >&2
 	fi
 fi
+# Debian's linux-source-6.1 and the tools to build it, for the reproduction that builds the
+# 2022 audit syscall-exit series' kernels (kept in ~/.cache/syscost/kernels: a machine builds
+# them once).
+if ! dpkg -s linux-source-6.1 flex bison libelf-dev bc patch make >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq linux-source-6.1 flex bison libelf-dev bc patch make >/dev/null
+fi
 # git, for the bisection's git mode test.
 if ! command -v git >/dev/null && [ "$(id -u)" = 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive

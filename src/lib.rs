@@ -13,7 +13,8 @@
 //!    ELF offsets, BPF), [`audit`] (netlink, rules, the owned session), [`layout`] (cache-set
 //!    analysis of a given geometry).
 //! 4. [`environment`]: what makes two results comparable, from the mechanisms' read-only
-//!    snapshots; [`workloads`]: what is measured, one file per workload.
+//!    snapshots; [`workloads`]: what is measured, one file per workload; [`kbuild`]: kernels
+//!    built from a source package and published changes, kept by a content hash.
 //! 5. [`results`]: run records, per-op metrics, run validity, and one loader for every kind.
 //! 6. [`runner`]: plans, worker processes and the one interleaving routine; [`boot`]: kernels
 //!    booted in QEMU with syscost as their init; [`compare`]: comparisons, merges across boots,
@@ -40,6 +41,7 @@ pub mod probes;
 pub mod profile;
 
 pub mod environment;
+pub mod kbuild;
 pub mod workloads;
 
 pub mod results;

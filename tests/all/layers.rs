@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["core"],
     &["stats", "signals"],
     &["counters", "profile", "probes", "audit", "layout"],
-    &["environment", "workloads"],
+    &["environment", "workloads", "kbuild"],
     &["results"],
     &["runner", "boot", "compare", "history"],
     &["experiments"],

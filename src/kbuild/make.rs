@@ -1,0 +1,295 @@
+//! The steps of one build, and the cache's own state: its lock, the unpacked source, the base
+//! trees builds with changes start from, and what a killed build left (removed under the lock
+//! by the next build).
+//!
+//! A tree is the unpacked source hard-linked (no copy of its 1.5 GB) with its object tree
+//! inside it (`linux/out`), so Kbuild names the source `..` in every command it records: the
+//! object tree of a base copied into another tree of the same source is up to date there, and
+//! `make` compiles only the files a change touched (GNU patch writes a changed file anew, so
+//! the pristine source it was linked to is left as it was).
+
+use super::{Built, Progress, Recipe, Source};
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The cache's lock, held for a whole build: one build at a time per cache.
+pub(super) struct Lock {
+    _held: std::fs::File,
+}
+
+impl Lock {
+    /// Taken, waiting for another syscost's build to end (an interruption stops the wait).
+    pub(super) fn take(root: &Path) -> Result<Lock> {
+        use std::os::fd::AsRawFd;
+        let path = root.join(".lock");
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        loop {
+            // SAFETY: flock(2) on a descriptor this function owns.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(Lock { _held: f });
+            }
+            crate::signals::check()?;
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// Remove what a killed build left: the work tree, half-unpacked sources, half-kept builds
+/// and base trees whose build did not finish. Called with the lock held, so none is in use.
+pub(super) fn remove_leftovers(root: &Path) -> Result<()> {
+    let mut gone: Vec<PathBuf> = Vec::new();
+    for dir in [root.to_path_buf(), root.join("sources"), root.join("trees")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let p = e.path();
+            let unfinished = dir.ends_with("trees") && !p.join("done").is_file();
+            if name == "work" || name.ends_with(".tmp") || unfinished {
+                gone.push(p);
+            }
+        }
+    }
+    for p in gone {
+        std::fs::remove_dir_all(&p)
+            .with_context(|| format!("cannot remove a killed build's {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// The source unpacked once per tarball (`sources/SHA/linux`), read-only by convention.
+pub(super) fn unpacked(
+    root: &Path,
+    s: Source,
+    tarball: &Path,
+    sha: &str,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<PathBuf> {
+    let dir = root.join("sources").join(&sha[..16]);
+    let linux = dir.join("linux");
+    if linux.join("Makefile").is_file() {
+        return Ok(linux);
+    }
+    progress(Progress::Unpacking);
+    let tmp = root.join("sources").join(format!("{}.tmp", &sha[..16]));
+    std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let log = root.join("logs").join(format!("unpack-{}.log", &sha[..16]));
+    let mut tar = Command::new("tar");
+    tar.arg("-xaf").arg(tarball).arg("-C").arg(&tmp);
+    run(tar, &log, &format!("unpacking {}", s.package))?;
+    std::fs::rename(tmp.join(s.top), tmp.join("linux"))
+        .with_context(|| format!("{} did not unpack into {}", s.package, s.top))?;
+    std::fs::rename(&tmp, &dir).with_context(|| format!("cannot keep {}", dir.display()))?;
+    Ok(linux)
+}
+
+/// Compile `recipe` (kept as `key`): a base in its own kept tree; a build with changes in a
+/// work tree from `base_tree`'s objects, whose bzImage is kept and the rest removed.
+pub(super) fn compile(
+    root: &Path,
+    recipe: &Recipe,
+    key: &str,
+    pristine: &Path,
+    base_tree: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Built> {
+    let is_base = recipe.changes.is_empty();
+    // Every build is made at one path: objtool's build records absolute paths, so a base's
+    // objects are up to date only where they were made.
+    let tree = root.join("work");
+    let log = root.join("logs").join(format!("{key}.log"));
+    let _ = std::fs::remove_file(&log);
+    let started = Instant::now();
+    progress(Progress::Starting {
+        from_base: !is_base,
+    });
+    let made = steps(recipe, &tree, pristine, base_tree, &log);
+    let kept = made.and_then(|_| {
+        let image = tree.join("linux/out/arch/x86/boot/bzImage");
+        keep(root, key, recipe, &image, started.elapsed().as_secs_f64())
+    });
+    // A base's tree is kept, whole, for the builds with changes; every other tree goes.
+    match &kept {
+        Ok(_) if is_base => {
+            std::fs::write(tree.join("done"), "")?;
+            std::fs::create_dir_all(root.join("trees"))?;
+            let _ = std::fs::remove_dir_all(base_tree);
+            std::fs::rename(&tree, base_tree)
+                .with_context(|| format!("cannot keep {}", base_tree.display()))?;
+        }
+        _ => std::fs::remove_dir_all(&tree)
+            .with_context(|| format!("cannot remove the build tree {}", tree.display()))?,
+    }
+    kept
+}
+
+/// Link the source into `tree`, configure it or copy the base's objects and apply the
+/// changes, and make the bzImage.
+fn steps(
+    recipe: &Recipe,
+    tree: &Path,
+    pristine: &Path,
+    base_tree: &Path,
+    log: &Path,
+) -> Result<()> {
+    let is_base = recipe.changes.is_empty();
+    let linux = tree.join("linux");
+    let said = |step: &str| format!("building {} ({step})", recipe.name);
+    std::fs::create_dir_all(tree).with_context(|| format!("cannot create {}", tree.display()))?;
+    let mut cp = Command::new("cp");
+    cp.arg("-al").arg(pristine).arg(&linux);
+    run(cp, log, &said("linking the source"))?;
+    if is_base {
+        configure(&linux, recipe, log, &said("configuring"))?;
+    } else {
+        let mut cp = Command::new("cp");
+        cp.arg("-a").arg(base_tree.join("linux/out")).arg(&linux);
+        run(cp, log, &said("copying the base's objects"))?;
+        for c in &recipe.changes {
+            apply(&linux, c, log, &said(&format!("applying {}", c.name)))?;
+        }
+    }
+    let mut make = kbuild(&linux);
+    make.arg(format!("-j{}", jobs()))
+        .arg(format!("KCFLAGS={}", recipe.kcflags))
+        .arg("bzImage");
+    run(make, log, &said("make bzImage"))
+}
+
+/// `make` in `linux` with its object tree in `linux/out`.
+fn kbuild(linux: &Path) -> Command {
+    let mut c = Command::new("make");
+    c.arg("-C").arg(linux).arg("O=out").arg("ARCH=x86_64");
+    c
+}
+
+fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// tinyconfig, then the guest's options ([`super::config`]), completed by olddefconfig.
+fn configure(linux: &Path, recipe: &Recipe, log: &Path, step: &str) -> Result<()> {
+    let mut tiny = kbuild(linux);
+    tiny.arg("tinyconfig");
+    run(tiny, log, step)?;
+    let mut config = Command::new(linux.join("scripts/config"));
+    config
+        .arg("--file")
+        .arg(linux.join("out/.config"))
+        .args(super::config::script_args(recipe.optimize));
+    run(config, log, step)?;
+    let mut old = kbuild(linux);
+    old.arg("olddefconfig");
+    run(old, log, step)
+}
+
+/// Apply one change with GNU patch, refusing one that does not apply exactly.
+fn apply(linux: &Path, c: &super::Change, log: &Path, step: &str) -> Result<()> {
+    let file = linux.join(format!("{}.syscost-change", c.name));
+    std::fs::write(&file, c.diff)?;
+    let mut patch = Command::new("patch");
+    patch
+        .arg("-p1")
+        .arg("--forward")
+        .arg("--no-backup-if-mismatch")
+        .arg("-F0")
+        .arg("-d")
+        .arg(linux)
+        .arg("-i")
+        .arg(&file);
+    let r = run(patch, log, step);
+    std::fs::remove_file(&file)?;
+    r
+}
+
+/// Keep the bzImage, its vmlinux and what it is (`KEY/bzImage`, `KEY/vmlinux`,
+/// `KEY/build.json`), atomically.
+fn keep(root: &Path, key: &str, recipe: &Recipe, image: &Path, seconds: f64) -> Result<Built> {
+    let tmp = root.join(format!("{key}.tmp"));
+    let dir = root.join(key);
+    std::fs::create_dir_all(&tmp)?;
+    std::fs::copy(image, tmp.join("bzImage"))
+        .with_context(|| format!("cannot keep {}", image.display()))?;
+    // The ELF with its symbols, for objdump and the size of each section (22 MB here).
+    let vmlinux = image.ancestors().nth(4).map(|out| out.join("vmlinux"));
+    if let Some(v) = vmlinux.filter(|v| v.is_file()) {
+        std::fs::copy(&v, tmp.join("vmlinux"))
+            .with_context(|| format!("cannot keep {}", v.display()))?;
+    }
+    let mut b = Built {
+        name: recipe.name.clone(),
+        image: dir.join("bzImage"),
+        key: key.to_string(),
+        changes: recipe.changes.iter().map(|c| c.name.to_string()).collect(),
+        seconds,
+        cached: false,
+    };
+    std::fs::write(tmp.join("build.json"), serde_json::to_vec_pretty(&b)?)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&tmp, &dir).with_context(|| format!("cannot keep {}", dir.display()))?;
+    b.image = dir.join("bzImage");
+    Ok(b)
+}
+
+/// Run `c` with its output appended to `log`, in a process group of its own that dies with
+/// syscost (its compilers finish the file they compile, seconds) and is killed on an
+/// interruption; a failure names `step` and the log's last lines.
+fn run(mut c: Command, log: &Path, step: &str) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    if let Some(d) = log.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("cannot write {}", log.display()))?;
+    c.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
+    // SAFETY: setpgid and prctl are async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let program = c.get_program().to_string_lossy().into_owned();
+    let mut child = c
+        .spawn()
+        .with_context(|| format!("{step}: cannot start {program}"))?;
+    let _guard = crate::signals::ChildGuard::new(child.id());
+    let status = loop {
+        if let Err(i) = crate::signals::check() {
+            // SAFETY: kill(2) of the process group this function started.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            return Err(i.into());
+        }
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    if !status.success() {
+        bail!(
+            "{step} failed ({status}); its log is {}, ending:\n{}",
+            log.display(),
+            tail(log, 12)
+        );
+    }
+    Ok(())
+}
+
+fn tail(log: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
