@@ -27,6 +27,14 @@ pub(crate) fn fmt_num(v: f64) -> String {
     }
 }
 
+/// A change with its sign, as the figures are shown (`+2.00`, `-11.00`).
+pub(crate) fn fmt_signed(x: f64) -> String {
+    match x >= 0.0 {
+        true => format!("+{}", fmt_num(x)),
+        false => fmt_num(x),
+    }
+}
+
 /// A p-value as the tables print it: four decimals, scientific below 0.0001, and a p that
 /// underflowed to zero (a huge sample and a clear shift) as "<1e-300", not "0.0e0".
 pub(crate) fn fmt_p(p: f64) -> String {

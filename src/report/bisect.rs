@@ -21,14 +21,6 @@ fn first_bad_of(f: &Finding) -> String {
     }
 }
 
-/// A change with its sign, as the figures are shown.
-fn signed(x: f64) -> String {
-    match x >= 0.0 {
-        true => format!("+{}", crate::core::fmt_num(x)),
-        false => crate::core::fmt_num(x),
-    }
-}
-
 /// The most functions the step's profile shows.
 const FUNCTIONS_SHOWN: usize = 15;
 
@@ -60,7 +52,7 @@ impl Bisection {
             Found::Unplaceable { change, tolerance } => format!(
                 "the ends differ by {} {} ({} to {}), within twice the tolerance (±{}): a build \
                  between them could count as both, so none was tried{}",
-                signed(*change),
+                crate::core::num::fmt_signed(*change),
                 self.unit,
                 num(g),
                 num(b),
@@ -98,7 +90,7 @@ impl Bisection {
                         format!(
                             "{} {} ({} to {})",
                             first_bad_of(f),
-                            signed(f.to - f.from),
+                            crate::core::num::fmt_signed(f.to - f.from),
                             num(f.from),
                             num(f.to)
                         )
@@ -442,7 +434,7 @@ impl Render for Bisection {
                     crate::core::fmt_num(f.from),
                     crate::core::fmt_num(f.to),
                     self.unit,
-                    signed(f.to - f.from)
+                    crate::core::num::fmt_signed(f.to - f.from)
                 ));
             }
         }
