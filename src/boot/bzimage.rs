@@ -231,7 +231,7 @@ fn lz4_legacy(s: &[u8], size: usize) -> Result<Vec<u8>, String> {
 
 /// A kernel's sections in size(1)'s Berkeley totals: what the 2015 alignment RFC printed per
 /// build, and what a function alignment changes (its text).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Sizes {
     /// Allocated sections that are code or read-only.
     pub text: u64,

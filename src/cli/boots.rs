@@ -260,7 +260,8 @@ pub struct GuestOpts {
     /// before the boot, attached as NVMe, removed after it), mounted on /disk: measure on it
     /// with `--dir /disk`, as the 2015 function-alignment RFC ran its VFS-mix loop on ext4
     /// (the guest's own file systems are tmpfs). The kernel needs NVMe and ext4 built in, as
-    /// Debian's cloud kernels and bench/alignment_builds.sh's builds have [default: none].
+    /// Debian's cloud kernels and syscost's own builds (`reproduce --build`) have [default:
+    /// none].
     #[arg(long, value_enum, value_name = "FS")]
     pub guest_disk: Option<GuestDisk>,
 }

@@ -80,6 +80,7 @@ pub(crate) fn flag(o: Opt) -> &'static str {
         Opt::ExactResolution => "--exact-resolution",
         Opt::StepRounds => "--step-rounds",
         Opt::Steps => "--steps",
+        Opt::Build => "--build",
     }
 }
 

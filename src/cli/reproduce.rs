@@ -6,31 +6,37 @@ use super::campaign::name_value;
 use super::*;
 use crate::experiments::reproduce::Measure;
 use crate::experiments::reproduce::{self, ArmSpec, Investigation};
+use crate::kbuild;
 use anyhow::Context as _;
 use std::path::Path;
 
 pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
   syscost reproduce --list
       each investigation: what it repeats, what it needs and what it costs
-  syscost reproduce audit-series --kernels target/kernels/boot -o audit-series
-      the 2022 audit syscall-exit series: Debian's 6.1 at audit=0 and at audit=1 with 42 exit
-      rules of the series' shape, 2 boots each under TCG with the Skylake-X cache model; the
-      series' four tables beside syscost's figures, cell by cell, in audit-series/
-  syscost reproduce syscall-latency --kernels target/kernels/boot --boots 4
-      the syscall-latency post: Debian's 6.1 and 6.12 (for UEK5 and UEK6) with 37 rules of
-      its shape loaded into an aged slab, and a fresh boot of each beside them; each boot's
-      entries' cacheline-spread and crowded sets beside its misses
-  bench/alignment_builds.sh 16 64 && syscost reproduce alignment-rfc --kernels target/alignment/boot
-      the 2015 function-alignment RFC: each build of linux-source-6.1 found there is an arm
-      (vmlinuz-align-16 is needed), the VFS-mix loop under a model of the RFC's Xeon; misses,
-      time and text size as ratios over the 16-byte build, instructions exact
+  syscost reproduce audit-series --build -o audit-series
+      the 2022 audit syscall-exit series on its own code: Debian's linux-source-6.1 built
+      as it is and with the series' patches 1, 1-2 and 1-3 (once per machine, kept in
+      ~/.cache/syscost), each booted under TCG with 42 exit rules of the series' shape and
+      swept over 0, 21 and 42 rules; each patch's exact change per getpid and per turn of
+      the rule walk beside the series' figures, cell by cell, in audit-series/
+  syscost reproduce syscall-latency --build --kernels target/kernels/boot
+      the syscall-latency post: Debian's 6.1 for UEK5, the 6.1 source built before and
+      after the fixes for UEK6 and its patched column, 37 rules in an aged slab, 6 boots
+      each; each boot's entries' cacheline-spread and crowded sets beside its misses
+  syscost reproduce alignment-rfc --build --only a16,a64
+      the 2015 function-alignment RFC: the 6.1 source built with -falign-functions=16 and
+      =64, the VFS-mix loop under a model of the RFC's Xeon; misses and text size as ratios
+      over the 16-byte build, instructions exact
   syscost reproduce uprobe-thread --kernels target/kernels/boot
       the 2024 uprobe thread: uprobe and uretprobe on a nop and a ret, each an arm of
       Debian's 6.12 on 2 vCPUs sweeping 1 and 2 threads; its x86-64 table as ratios
-Every cell is classed: exact (emulated instructions, branches, loads), modelled (the cache
-model of the paper's CPU), ratio (time under TCG: between columns only) or not reproducible
-here (cycles, branch misses, another machine's time), each with its reason. Boots are not
-kept in the history; the campaign command it ran is printed, to run again or change.";
+Every cell is classed by how it is scored: exact (a count of the code the paper changed, or
+its change, within a stated band), modelled (the cache model of the paper's CPU: the paper's
+figure within the boots' range), ratio (a count's ratio, within 10% where that tells it from
+1), direction (a change's sign); or shown, never scored: a stand-in's totals, time under TCG,
+a figure printed twice, a misprint, or not reproducible here (cycles, branch misses). Boots
+are not kept in the history; the campaign command it ran is printed, to run again or change.
+syscost show DIR/NAME.json scores a saved reproduction again with the current tables.";
 
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
@@ -45,12 +51,26 @@ pub struct ReproduceArgs {
     /// (vmlinuz-align-N from bench/alignment_builds.sh: each one there is an arm).
     #[arg(long, value_name = "DIR", default_value = "/boot")]
     pub kernels: PathBuf,
-    /// An arm's kernel instead of the one --kernels finds: NAME=KERNEL (a bzImage).
+    /// An arm's kernel instead of the one --kernels finds or syscost built: NAME=KERNEL (a
+    /// bzImage).
     #[arg(long = "arm", value_name = "NAME=KERNEL")]
     pub arms: Vec<String>,
-    /// Boots per arm: two let exact counts show their boot-to-boot range (1 for a quick look).
-    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub boots: u32,
+    /// Build the kernels the investigation compares that are not built yet (audit-series: Debian's
+    /// linux-source-6.1 and the series' patches 1, 1-2 and 1-3; alignment-rfc: its 11
+    /// alignments), kept in $SYSCOST_CACHE, else $XDG_CACHE_HOME/syscost, else
+    /// ~/.cache/syscost, by a hash of source, changes and configuration. Without it, only
+    /// builds already made boot.
+    #[arg(long)]
+    pub build: bool,
+    /// Boot only these arms (comma-separated): a part of the investigation, whose other cells
+    /// are then not measured.
+    #[arg(long, value_name = "ARMS", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Boots per arm [default: the investigation's: 2, which let exact counts show their
+    /// boot-to-boot range; syscall-latency 6, whose modelled misses are scored against the
+    /// boots' range of placements]. 1 for a quick look.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub boots: Option<u32>,
     /// Runs of the measurement in each boot (each a fresh worker process).
     #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub runs: u32,
@@ -88,9 +108,17 @@ impl ReproduceArgs {
             }
             given.push((n.to_string(), PathBuf::from(k)));
         }
-        let kernels = inv
-            .kernels(&self.kernels, &given)
-            .map_err(anyhow::Error::msg)?;
+        for n in &self.only {
+            if !inv.arms.iter().any(|x| x.name == n) {
+                let names: Vec<&str> = inv.arms.iter().map(|x| x.name).collect();
+                anyhow::bail!("--only {n}: {name} has the arms {}", names.join(", "));
+            }
+        }
+        let mut progress = building_line;
+        let build = self
+            .build
+            .then_some(&mut progress as &mut dyn FnMut(kbuild::Progress));
+        let kernels = inv.kernels(&self.kernels, &given, &self.only, build)?;
         // Without -o, the rules go to a directory of this process's, removed when it ends.
         let scratch;
         let rules_dir = match &self.output {
@@ -112,7 +140,8 @@ impl ReproduceArgs {
         let started = std::time::Instant::now();
         let c = campaign::run_for(&command, &mut |b| eprintln!("syscost: {}", boot_line(b)))?;
         let l1d = inv.l1d().map_err(anyhow::Error::msg)?;
-        let r = reproduce::compare(&paper, c, l1d, command, started.elapsed().as_secs_f64());
+        let seconds = started.elapsed().as_secs_f64();
+        let r = reproduce::compare(&paper, inv.series, c, l1d, command, seconds);
         self.write(inv, &r)?;
         if self.format == Format::Json {
             out(format!("{}\n", json::to_json(&r)))
@@ -144,14 +173,23 @@ impl ReproduceArgs {
         {
             c.extend(["--guest-disk".into(), fs.get_name().into()]);
         }
-        c.extend(["--boots".into(), self.boots.to_string()]);
+        let boots = self.boots.unwrap_or(inv.boots);
+        c.extend(["--boots".into(), boots.to_string()]);
         // Timed arms need more rounds to be told apart than a reproduction boots: its
         // cells compare with the paper, not the arms with each other.
-        if self.boots < 2 || !inv.counts {
+        if boots < 2 || !inv.counts {
             c.push("--no-verdict".into());
         }
         if inv.profile {
             c.push("--emulated-profile".into());
+        }
+        // A rule walk's sweep measures three steps under the cache model: about a minute of a
+        // boot here, three on a loaded machine.
+        if kernels
+            .iter()
+            .any(|(a, _)| a.measure == Some(Measure::RuleWalk))
+        {
+            c.extend(["--boot-timeout".into(), "10min".into()]);
         }
         if let Some(s) = self.seed {
             c.extend(["--seed".into(), s.to_string()]);
@@ -182,10 +220,12 @@ impl ReproduceArgs {
         c
     }
 
-    /// A measuring command with this reproduction's runs, samples and sample time.
+    /// A measuring command with this reproduction's runs, samples and sample time (a rule
+    /// walk's sweep: one run a step, its slope exact from one).
     fn measuring(&self, m: Measure) -> Vec<String> {
         let mut c = measure_words(m);
-        c.extend(["--runs".into(), self.runs.to_string()]);
+        let runs = if m == Measure::RuleWalk { 1 } else { self.runs };
+        c.extend(["--runs".into(), runs.to_string()]);
         if let Some(n) = self.samples {
             c.extend(["--samples".into(), n.to_string()]);
         }
@@ -208,6 +248,32 @@ impl ReproduceArgs {
             .map_err(|e| anyhow::anyhow!("the reproduction does not read back: {e}"))?;
         let page = report::html::page(&[(format!("{}.json", inv.name), loaded)]);
         write_file(&dir.join(format!("{}.html", inv.name)), page.as_bytes())
+    }
+}
+
+/// A build's progress, on stderr.
+fn building_line(p: kbuild::Progress) {
+    use kbuild::Progress;
+    match p {
+        Progress::Cached(b) => eprintln!(
+            "syscost: build {} is made ({}, built in {:.0} s)",
+            b.name,
+            b.image.display(),
+            b.seconds
+        ),
+        Progress::Unpacking => eprintln!("syscost: unpacking the kernel source (once)"),
+        Progress::Starting { from_base: false } => {
+            eprintln!("syscost: building the base kernel (once; 7.5 minutes on 2 CPUs here)")
+        }
+        Progress::Starting { from_base: true } => {
+            eprintln!("syscost: building a change on the base's objects (about a minute)")
+        }
+        Progress::Built(b) => eprintln!(
+            "syscost: built {} in {:.0} s: {}",
+            b.name,
+            b.seconds,
+            b.image.display()
+        ),
     }
 }
 
@@ -241,6 +307,13 @@ fn measure_words(m: Measure) -> Vec<String> {
         Measure::Syscall => vec!["run".into(), "syscall".into()],
         Measure::VfsMixIn(dir) => vec!["run".into(), "vfs-mix".into(), "--dir".into(), dir.into()],
         Measure::Uprobe => vec!["run".into(), "uprobe".into()],
+        Measure::RuleWalk => vec![
+            "audit".into(),
+            "sweep".into(),
+            "--rules".into(),
+            reproduce::WALK_RULES.into(),
+            "--no-residue-step".into(),
+        ],
         Measure::UprobeSweep { probe, insn } => {
             use clap::ValueEnum;
             vec![

@@ -78,12 +78,13 @@ pub(crate) enum Opt {
     ExactResolution,
     StepRounds,
     Steps,
+    Build,
 }
 
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
     #[cfg(test)]
-    pub(crate) const ALL: [Opt; 70] = [
+    pub(crate) const ALL: [Opt; 71] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -154,6 +155,7 @@ impl Opt {
         Opt::ExactResolution,
         Opt::StepRounds,
         Opt::Steps,
+        Opt::Build,
     ];
 }
 

@@ -6,9 +6,11 @@
 //! differs ([`agreement`] says when two agree).
 
 pub(crate) mod agreement;
+pub(crate) mod builds;
 pub(crate) mod owners;
 pub(crate) mod paper;
 pub(crate) mod placement;
+pub(crate) mod steps;
 
 use crate::boot::bzimage::Sizes;
 use crate::boot::disk::GuestDisk;
@@ -18,6 +20,7 @@ use crate::core::{Envelope, Kind};
 use crate::experiments::boots::BootRecord;
 use crate::experiments::boots::record::Decoded;
 use crate::experiments::campaign::Campaign;
+use crate::kbuild;
 use crate::probes::ProbeKind;
 use crate::probes::targets::Insn;
 use agreement::ClassSummary;
@@ -58,14 +61,17 @@ impl Series {
     }
 }
 
-/// The kernel an arm boots, found in `--kernels DIR`.
+/// The kernel an arm boots: found in `--kernels DIR`, or built by syscost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Image {
     /// The newest image of a Debian series: the arm cannot be left out.
     Newest(Series),
-    /// A build of the user's, by file name: an arm whose build is missing is left out, unless
-    /// it is `needed` (the one the others are divided by).
-    Built { file: &'static str, needed: bool },
+    /// A build syscost makes (`reproduce --build`) and keeps: an arm whose build is not made
+    /// is left out, unless it is `needed` (the one the others are compared with).
+    Build {
+        spec: builds::BuildSpec,
+        needed: bool,
+    },
 }
 
 /// One arm of an investigation's campaign.
@@ -96,7 +102,13 @@ pub(crate) enum Measure {
     UprobeSweep { probe: ProbeKind, insn: Insn },
     /// `run uprobe` as it defaults (each arm says its own).
     Uprobe,
+    /// `audit sweep` of [`WALK_RULES`] exit rules that never match the measured getpid: each
+    /// rule one turn of the exit list's walk, its fitted slope the cost of a turn.
+    RuleWalk,
 }
+
+/// The rule counts of a [`Measure::RuleWalk`]: none, half and all of the series' 42.
+pub(crate) const WALK_RULES: &str = "0,21,42";
 
 /// The objects an aged arm's slab is aged with: 16 kmalloc-512 slabs' worth, half freed,
 /// leaves 128 holes for 37 or 42 entries.
@@ -125,35 +137,80 @@ pub(crate) struct Investigation {
     pub retries: Option<u32>,
     /// Whether its cells need the kernel's instructions by function (`--emulated-profile`).
     pub profile: bool,
+    /// Boots per arm by default: two show exact counts' boot-to-boot range; a modelled
+    /// figure scored against the boots' range needs more placements.
+    pub boots: u32,
     /// The syscost command measured in every boot, before the options `reproduce` adds.
     pub measure: Measure,
     /// What it needs and costs, for `reproduce --list`.
     pub needs: &'static str,
-    /// How to make the builds its arms boot, when they are builds.
-    pub how_to_build: Option<Building>,
+    /// The builds of a series of changes it shows step by step (none: no such table).
+    pub series: &'static [steps::SeriesBuild],
 }
 
+/// The series' four kernels, built from Debian's linux-source-6.1: audit=0 and audit=1 with
+/// 42 exit rules of the series' shape on the baseline, then each step of the series; and each
+/// kernel's cost per rule, from an audit sweep of 0, 21 and 42 rules that never match getpid
+/// (each rule one turn of the list walk the series changed).
 const AUDIT_SERIES_ARMS: &[ArmSpec] = &[
     ArmSpec {
-        name: "audit0",
-        image: Image::Newest(Series::Linux61),
         append: "audit=0",
         rules: None,
-        aged: None,
-        measure: None,
+        ..series_arm("audit0", builds::BASELINE, None)
     },
-    ArmSpec {
-        name: "audit1",
-        image: Image::Newest(Series::Linux61),
-        append: "audit=1",
-        rules: Some("audit-series.rules"),
-        aged: None,
-        measure: None,
-    },
+    series_arm("baseline", builds::BASELINE, None),
+    series_arm("patch1", builds::PATCH_1, None),
+    series_arm("patch1-2", builds::PATCH_1_2, None),
+    series_arm("patch1-3", builds::PATCH_1_3, None),
+    series_arm("walk-baseline", builds::BASELINE, Some(Measure::RuleWalk)),
+    series_arm("walk-patch1", builds::PATCH_1, Some(Measure::RuleWalk)),
+    series_arm("walk-patch1-2", builds::PATCH_1_2, Some(Measure::RuleWalk)),
+    series_arm("walk-patch1-3", builds::PATCH_1_3, Some(Measure::RuleWalk)),
 ];
 
-/// The post's machines had run for a while: its kernels' arms load their rules into an aged
-/// slab, and a fresh boot's of each kernel stands beside them in the placement table.
+/// The series step by step: each build's arm with the 42 rules and its rule walk's.
+const AUDIT_SERIES_STEPS: &[steps::SeriesBuild] = &[
+    series_build("baseline", "walk-baseline"),
+    series_build("patch1", "walk-patch1"),
+    series_build("patch1-2", "walk-patch1-2"),
+    series_build("patch1-3", "walk-patch1-3"),
+];
+
+const fn series_build(arm: &'static str, walk: &'static str) -> steps::SeriesBuild {
+    steps::SeriesBuild {
+        build: arm,
+        arm,
+        walk,
+    }
+}
+
+/// An arm of a series build at audit=1: with the series' 42 rules, or its own measuring
+/// command (which loads its own).
+const fn series_arm(
+    name: &'static str,
+    spec: builds::BuildSpec,
+    measure: Option<Measure>,
+) -> ArmSpec {
+    ArmSpec {
+        name,
+        image: Image::Build {
+            spec,
+            needed: spec.changes.is_empty(),
+        },
+        append: "audit=1",
+        rules: match measure {
+            None => Some("audit-series.rules"),
+            Some(_) => None,
+        },
+        aged: None,
+        measure,
+    }
+}
+
+/// The post's kernels, both before the series' fixes, and UEK6 with them: Debian's packaged 6.1
+/// for UEK5, syscost's build of its linux-source-6.1 for UEK6, and that build with the series'
+/// patches 1-3 for the patched column (so before and patched differ by the fixes alone). The
+/// post's machines had run for a while: every arm loads its rules into an aged slab.
 const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
     ArmSpec {
         name: "old",
@@ -163,31 +220,23 @@ const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
         aged: Some(AGED_OBJECTS),
         measure: None,
     },
+    latency_arm("new", builds::BASELINE),
+    latency_arm("patched", builds::PATCH_1_3),
+];
+
+const fn latency_arm(name: &'static str, spec: builds::BuildSpec) -> ArmSpec {
     ArmSpec {
-        name: "new",
-        image: Image::Newest(Series::Linux612),
+        name,
+        image: Image::Build {
+            spec,
+            needed: spec.changes.is_empty(),
+        },
         append: "audit=1",
         rules: Some("syscall-latency.rules"),
         aged: Some(AGED_OBJECTS),
         measure: None,
-    },
-    ArmSpec {
-        name: "old-fresh",
-        image: Image::Newest(Series::Linux61),
-        append: "audit=1",
-        rules: Some("syscall-latency.rules"),
-        aged: None,
-        measure: None,
-    },
-    ArmSpec {
-        name: "new-fresh",
-        image: Image::Newest(Series::Linux612),
-        append: "audit=1",
-        rules: Some("syscall-latency.rules"),
-        aged: None,
-        measure: None,
-    },
-];
+    }
+}
 
 /// One arm per line of the thread's x86-64 table: a probe kind on an instruction, each sweeping
 /// 1 and 2 threads on Debian's 6.12.
@@ -209,57 +258,66 @@ const fn uprobe_arm(name: &'static str, probe: ProbeKind, insn: Insn) -> ArmSpec
     }
 }
 
-/// The RFC's 11 builds, one arm each, as `bench/alignment_builds.sh` names them: -Os, and
-/// -falign-functions=1 to 512. The 16-byte build (the vanilla kernel's alignment) is the one
-/// the others are divided by.
+/// The RFC's 11 builds of linux-source-6.1, one arm each: -Os, and -falign-functions=1 to 512.
+/// The 16-byte build (the vanilla kernel's alignment) is the one the others are divided by.
 const ALIGNMENT_RFC_ARMS: &[ArmSpec] = &[
-    build_arm("os", "vmlinuz-align-os"),
-    build_arm("a1", "vmlinuz-align-1"),
-    build_arm("a2", "vmlinuz-align-2"),
-    build_arm("a4", "vmlinuz-align-4"),
-    build_arm("a8", "vmlinuz-align-8"),
-    ArmSpec {
-        image: Image::Built {
-            file: "vmlinuz-align-16",
-            needed: true,
-        },
-        ..build_arm("a16", "")
-    },
-    build_arm("a32", "vmlinuz-align-32"),
-    build_arm("a64", "vmlinuz-align-64"),
-    build_arm("a128", "vmlinuz-align-128"),
-    build_arm("a256", "vmlinuz-align-256"),
-    build_arm("a512", "vmlinuz-align-512"),
+    build_arm("os", builds::SIZE, false),
+    build_arm(
+        "a1",
+        builds::aligned("align-1", "-falign-functions=1"),
+        false,
+    ),
+    build_arm(
+        "a2",
+        builds::aligned("align-2", "-falign-functions=2"),
+        false,
+    ),
+    build_arm(
+        "a4",
+        builds::aligned("align-4", "-falign-functions=4"),
+        false,
+    ),
+    build_arm(
+        "a8",
+        builds::aligned("align-8", "-falign-functions=8"),
+        false,
+    ),
+    build_arm(
+        "a16",
+        builds::aligned("align-16", "-falign-functions=16"),
+        true,
+    ),
+    build_arm(
+        "a32",
+        builds::aligned("align-32", "-falign-functions=32"),
+        false,
+    ),
+    build_arm(
+        "a64",
+        builds::aligned("align-64", "-falign-functions=64"),
+        false,
+    ),
+    build_arm(
+        "a128",
+        builds::aligned("align-128", "-falign-functions=128"),
+        false,
+    ),
+    build_arm(
+        "a256",
+        builds::aligned("align-256", "-falign-functions=256"),
+        false,
+    ),
+    build_arm(
+        "a512",
+        builds::aligned("align-512", "-falign-functions=512"),
+        false,
+    ),
 ];
 
-const ALIGNMENT_BUILDS: Building = Building {
-    how: "bench/alignment_builds.sh 16 64 builds the 16- and 64-byte variants into \
-          target/alignment/boot (os 1 2 4 8 32 128 256 512 the others; 12 minutes a build \
-          here)",
-    into: "target/alignment/boot",
-};
-
-/// How to make an investigation's builds, and where they land.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Building {
-    pub how: &'static str,
-    pub into: &'static str,
-}
-
-impl Building {
-    /// What to do, then which directory to give.
-    pub(crate) fn said(&self) -> String {
-        crate::said!(self.how, ", then give ", Opt::Kernels, " ", self.into).spell(spelled)
-    }
-}
-
-const fn build_arm(name: &'static str, file: &'static str) -> ArmSpec {
+const fn build_arm(name: &'static str, spec: builds::BuildSpec, needed: bool) -> ArmSpec {
     ArmSpec {
         name,
-        image: Image::Built {
-            file,
-            needed: false,
-        },
+        image: Image::Build { spec, needed },
         append: "",
         rules: None,
         aged: None,
@@ -284,10 +342,14 @@ pub(crate) const ALL: &[Investigation] = &[
         guest_disk: None,
         retries: None,
         profile: false,
+        boots: 2,
+        series: AUDIT_SERIES_STEPS,
         measure: Measure::Syscall,
-        how_to_build: None,
-        needs: "a Debian 6.1 kernel image; QEMU (TCG); 2 arms (audit=0, audit=1 with 42 rules) \
-                x 2 boots, about 30 s a boot here",
+        needs: "syscost's builds of Debian's linux-source-6.1 and of it with the series' \
+                patches 1, 1-2 and 1-3 (--build: 8 minutes for the first, 25 s for each patch \
+                here, once per machine); QEMU (TCG); 9 arms (audit=0 and the four builds with \
+                42 rules, and each build's rule walk, an audit sweep) x 2 boots, 20 to 80 s a \
+                boot here",
     },
     Investigation {
         name: "syscall-latency",
@@ -304,11 +366,13 @@ pub(crate) const ALL: &[Investigation] = &[
         guest_disk: None,
         retries: None,
         profile: true,
+        boots: 6,
+        series: &[],
         measure: Measure::Syscall,
-        how_to_build: None,
-        needs: "Debian 6.1 and 6.12 kernel images (for UEK5 and UEK6); QEMU (TCG); 4 arms \
-                (each kernel with an aged slab and a fresh one) x 2 boots with the per-function \
-                profile, about 35 s a boot here",
+        needs: "a Debian 6.1 kernel image (for UEK5) and syscost's builds of Debian's \
+                linux-source-6.1 without and with the 2022 series' patches 1-3 (for UEK6 before \
+                and patched; --build, once per machine); QEMU (TCG); 3 arms, each with 37 rules \
+                in an aged slab, x 6 boots with the per-function profile, about 35 s a boot here",
     },
     Investigation {
         name: "alignment-rfc",
@@ -324,13 +388,13 @@ pub(crate) const ALL: &[Investigation] = &[
         guest_disk: Some(GuestDisk::Ext4),
         retries: None,
         profile: false,
+        boots: 2,
+        series: &[],
         measure: Measure::VfsMixIn(SCRATCH_DIR),
-        how_to_build: Some(ALIGNMENT_BUILDS),
-        needs: "builds of Debian's linux-source-6.1 that differ only in their function \
-                alignment, made by bench/alignment_builds.sh (16 and 64 by default, 12 minutes \
-                a build here; the 16-byte one is needed, the others are compared with it); QEMU \
-                (TCG); an arm per build found x 2 boots on an ext4 disk, about 25 s a boot \
-                here",
+        needs: "syscost's builds of Debian's linux-source-6.1 that differ only in their \
+                function alignment (--build makes all 11, 8 minutes each here, once per machine; \
+                the 16-byte one is needed, each other one found is an arm compared with it); \
+                QEMU (TCG); an arm per build x 2 boots on an ext4 disk, about 25 s a boot here",
     },
     Investigation {
         name: "uprobe-thread",
@@ -347,8 +411,9 @@ pub(crate) const ALL: &[Investigation] = &[
         // of 10 here.
         retries: Some(3),
         profile: false,
+        boots: 2,
+        series: &[],
         measure: Measure::Uprobe,
-        how_to_build: None,
         needs: "a Debian 6.12 kernel image; QEMU (TCG, 2 vCPUs); 4 arms (uprobe and uretprobe \
                 on nop and ret, each sweeping 1 and 2 threads) x 2 boots, about 30 s a boot \
                 here, and up to 3 retries of a boot that panics (1 to 4 in 10 do on 2 vCPUs)",
@@ -389,43 +454,78 @@ impl Investigation {
     }
 
     /// The arms that boot and each one's kernel: the newest image of its series in `dir`, or
-    /// its build there, unless `given` names one. A build that is not there leaves its arm out;
-    /// a needed one, or a series without an image, refuses, saying how to get it.
+    /// its build, made now with `build` or found made, unless `given` names one; only the arms
+    /// `only` names when it names any. A build not made leaves its arm out; a needed one, or a
+    /// series without an image, refuses, saying how to get it.
     pub(crate) fn kernels(
         &self,
         dir: &Path,
         given: &[(String, PathBuf)],
-    ) -> Result<Vec<(&'static ArmSpec, PathBuf)>, String> {
+        only: &[String],
+        mut build: Option<&mut dyn FnMut(kbuild::Progress)>,
+    ) -> anyhow::Result<Vec<(&'static ArmSpec, PathBuf)>> {
+        let mut image_of = |spec: &builds::BuildSpec| -> anyhow::Result<Option<PathBuf>> {
+            Ok(match build.as_deref_mut() {
+                Some(progress) => Some(kbuild::build(&spec.recipe(), progress)?.image),
+                None => kbuild::find(&spec.recipe())?.map(|b| b.image),
+            })
+        };
+        self.kernels_with(dir, given, only, &mut image_of)
+    }
+
+    /// [`Investigation::kernels`], a build's image from `image_of` (`None`: not made).
+    fn kernels_with(
+        &self,
+        dir: &Path,
+        given: &[(String, PathBuf)],
+        only: &[String],
+        image_of: &mut dyn FnMut(&builds::BuildSpec) -> anyhow::Result<Option<PathBuf>>,
+    ) -> anyhow::Result<Vec<(&'static ArmSpec, PathBuf)>> {
         let mut chosen = Vec::new();
+        let mut made: Vec<(&str, Option<PathBuf>)> = Vec::new();
         for a in self.arms {
+            if !only.is_empty() && !only.iter().any(|n| n == a.name) {
+                continue;
+            }
             if let Some((_, k)) = given.iter().find(|(n, _)| n == a.name) {
                 chosen.push((a, k.clone()));
                 continue;
             }
             match a.image {
                 Image::Newest(series) => {
-                    let k = newest(dir, series).ok_or_else(|| self.no_image(a, series, dir))?;
+                    let k = newest(dir, series)
+                        .ok_or_else(|| anyhow::anyhow!(self.no_image(a, series, dir)))?;
                     chosen.push((a, k));
                 }
-                Image::Built { file, needed } => {
-                    let k = dir.join(file);
-                    if k.is_file() {
-                        chosen.push((a, k));
-                    } else if needed {
-                        return Err(self.no_build(a, file, dir));
+                Image::Build { spec, needed } => {
+                    let k = match made.iter().find(|(n, _)| *n == spec.name) {
+                        Some((_, k)) => k.clone(),
+                        None => {
+                            let k = image_of(&spec)?;
+                            made.push((spec.name, k.clone()));
+                            k
+                        }
+                    };
+                    match k {
+                        Some(k) => chosen.push((a, k)),
+                        None if needed => anyhow::bail!(self.no_build(a, spec)),
+                        None => {}
                     }
                 }
             }
         }
         if chosen.len() < 2 {
-            let builds: Vec<&str> = self.arms.iter().map(|a| a.name).collect();
-            return Err(format!(
-                "{} compares builds, and {} holds only one of {}: {}",
+            let arms: Vec<&str> = self.arms.iter().map(|a| a.name).collect();
+            let which = match only.is_empty() {
+                true => format!("its arms ({})", arms.join(", ")),
+                false => format!("the arms given ({})", only.join(", ")),
+            };
+            anyhow::bail!(
+                "{} compares kernels, and only {} of {which} has one: {}",
                 self.name,
-                dir.display(),
-                builds.join(", "),
-                self.how_to_build.map(|b| b.said()).unwrap_or_default()
-            ));
+                chosen.len(),
+                self.how_to_build()
+            );
         }
         Ok(chosen)
     }
@@ -444,15 +544,36 @@ impl Investigation {
         )
     }
 
-    fn no_build(&self, a: &ArmSpec, file: &str, dir: &Path) -> String {
+    fn no_build(&self, a: &ArmSpec, spec: builds::BuildSpec) -> String {
         format!(
-            "{}'s arm {} boots the build {file}, which every other build is compared with, and \
-             {} has none: {}",
+            "{}'s arm {} boots syscost's build {} of {}, which the other arms are compared              with, and it is not built yet: {}",
             self.name,
             a.name,
-            dir.display(),
-            self.how_to_build.map(|b| b.said()).unwrap_or_default()
+            spec.name,
+            kbuild::LINUX_SOURCE_61.package,
+            self.how_to_build()
         )
+    }
+
+    /// How to make its builds.
+    fn how_to_build(&self) -> String {
+        crate::said!(
+            format!("syscost reproduce {} ", self.name),
+            Opt::Build,
+            format!(
+                " builds them from Debian's {} ",
+                kbuild::LINUX_SOURCE_61.package
+            ),
+            format!(
+                "(apt-get install {} {}) ",
+                kbuild::LINUX_SOURCE_61.package,
+                kbuild::TOOLS.join(" ")
+            ),
+            "and keeps them, once per machine (",
+            Opt::List,
+            " says what each costs)"
+        )
+        .spell(spelled)
     }
 }
 
@@ -489,6 +610,12 @@ pub(crate) struct Row {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f64>,
     pub class: Class,
+    /// An exact cell's band: syscost's figure agrees within it of the paper's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<f64>,
+    /// A repeat's scored cell, `TABLE / ROW / COLUMN`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<String>,
     pub why: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agrees: Option<bool>,
@@ -518,6 +645,13 @@ pub(crate) struct Reproduction {
     /// The placements of the arms that boot one kernel, pooled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_placements: Vec<placement::KernelPlacement>,
+    /// The investigation's series of changes, build by build.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<steps::Step>,
+    /// Each arm's kernel's sections, where a cell compares them (kept, so that scoring again
+    /// does not need the kernels).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<(String, Sizes)>,
     pub seconds: f64,
     pub campaign: Campaign,
 }
@@ -542,10 +676,38 @@ const L1D_MISSES: [&str; 2] = [
 /// in an L1d of `l1d`.
 pub(crate) fn compare(
     p: &Paper,
+    series: &[steps::SeriesBuild],
     c: Campaign,
     l1d: crate::layout::Geometry,
     campaign_command: Vec<String>,
     seconds: f64,
+) -> Reproduction {
+    let sizes = kernel_sizes(p, &c);
+    compare_sized(p, series, c, l1d, campaign_command, seconds, sizes)
+}
+
+/// A saved reproduction scored again with its investigation's tables and scorer as they are
+/// now: its campaign's boots, and the kernel sizes it kept, compared cell by cell (nothing is
+/// booted).
+pub(crate) fn rescored(r: Reproduction) -> Result<Reproduction, String> {
+    let inv = named(&r.investigation)?;
+    let p = inv.paper()?;
+    let l1d = inv.l1d()?;
+    let (c, command, seconds, sizes) = (r.campaign, r.campaign_command, r.seconds, r.sizes);
+    Ok(compare_sized(
+        &p, inv.series, c, l1d, command, seconds, sizes,
+    ))
+}
+
+/// [`compare`], with each arm's kernel's sections given.
+fn compare_sized(
+    p: &Paper,
+    series: &[steps::SeriesBuild],
+    c: Campaign,
+    l1d: crate::layout::Geometry,
+    campaign_command: Vec<String>,
+    seconds: f64,
+    sizes: Vec<(String, Sizes)>,
 ) -> Reproduction {
     let arms: Vec<&str> = c.arms.iter().map(|a| a.name.as_str()).collect();
     let misses = L1D_MISSES.map(String::from);
@@ -560,7 +722,6 @@ pub(crate) fn compare(
         let a = c.arms.iter().find(|a| a.name == arm)?;
         Some(a.kernel.file_name()?.to_string_lossy().into_owned())
     });
-    let sizes = kernel_sizes(p, &c);
     let figures = Figures {
         boots: &decoded,
         placements: &placements,
@@ -570,7 +731,11 @@ pub(crate) fn compare(
         .cells()
         .map(|(t, cell)| row(p, t, cell, &figures))
         .collect();
-    let classes: Vec<(Class, Option<bool>)> = rows.iter().map(|r| (r.class, r.agrees)).collect();
+    let steps = steps::steps(series, &figures);
+    let classes: Vec<agreement::Counted> = rows
+        .iter()
+        .map(|r| (r.class, r.ours.is_some(), r.agrees))
+        .collect();
     let mut not_booted: Vec<String> = Vec::new();
     for (_, cell) in p.cells() {
         if let Some(a) = &cell.arm
@@ -603,6 +768,8 @@ pub(crate) fn compare(
         rows,
         placements,
         kernel_placements,
+        steps,
+        sizes,
         seconds,
         campaign: c,
     }
@@ -613,7 +780,7 @@ pub(crate) type Measured<'a> = (&'a BootRecord, Decoded);
 
 /// What a cell's figure is read from: the campaign's measured boots, where their entries
 /// were, and each arm's kernel's sections.
-struct Figures<'a> {
+pub(crate) struct Figures<'a> {
     boots: &'a [Measured<'a>],
     placements: &'a [placement::ArmPlacement],
     sizes: &'a [(String, Sizes)],
@@ -713,6 +880,10 @@ fn audit_functions(d: &Decoded) -> Option<f64> {
 
 fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
     let per_boot = |arm: &str| f.per_boot(arm, &cell.metrics);
+    let median_of = |arm: &str| {
+        let v = per_boot(arm);
+        (!v.is_empty()).then(|| crate::stats::median(&v))
+    };
     let over = cell
         .denominator()
         .and_then(|(row, column)| t.cell(row, column));
@@ -728,12 +899,28 @@ fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
             _ => Vec::new(),
         };
     }
-    // The denominator of a ratio row is not compared: its figure is time of another machine.
-    if cell.class == Class::Ratio && over.is_none() {
+    if let Some(from) = &cell.from {
+        ours_boots = match median_of(from) {
+            Some(b) => ours_boots.iter().map(|v| v - b).collect(),
+            None => Vec::new(),
+        };
+    }
+    // The denominator of a ratio row is not compared: its figure is another machine's.
+    if matches!(cell.class, Class::Ratio | Class::Time) && over.is_none() {
         ours_boots.clear();
     }
     let ours = (!ours_boots.is_empty()).then(|| crate::stats::median(&ours_boots));
     let slack = agreement::rounding(&cell.written) * if over.is_some() { 0.0 } else { t.factor };
+    let band = cell
+        .within
+        .unwrap_or(0.0)
+        .max(cell.within_share.unwrap_or(0.0) * paper.abs());
+    let model = agreement::Model {
+        class: cell.class,
+        band,
+        slack,
+    };
+    let boots_range = range(&ours_boots);
     Row {
         table: t.id.clone(),
         row: cell.row.clone(),
@@ -742,11 +929,15 @@ fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
         unit: cell.unit.clone(),
         paper,
         ours,
-        boots_range: range(&ours_boots),
+        boots_range,
         ratio: ours.filter(|_| paper != 0.0).map(|o| o / paper),
         class: cell.class,
+        band: (cell.class == Class::Exact).then_some(band.max(slack)),
+        repeats: cell.repeats.clone(),
         why: p.reasons.get(&cell.why).cloned().unwrap_or_default(),
-        agrees: ours.and_then(|o| agreement::agrees(cell.class, paper, o, slack)),
+        agrees: ours
+            .zip(boots_range)
+            .and_then(|(o, r)| agreement::agrees(model, paper, o, r)),
     }
 }
 
@@ -907,9 +1098,14 @@ mod unit {
     #[test]
     fn a_missing_kernel_says_how_to_get_one_and_the_newest_is_taken() {
         let dir = tempfile::tempdir().unwrap();
-        let i = named("audit-series").unwrap();
-        let e = i.kernels(dir.path(), &[]).unwrap_err();
-        assert!(e.contains("apt-get download linux-image-6.1.0-"), "{e}");
+        let i = named("syscall-latency").unwrap();
+        let mut none = |_: &builds::BuildSpec| Ok(None);
+        let e = i.kernels_with(dir.path(), &[], &[], &mut none).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("apt-get download linux-image-6.1.0-"),
+            "{e}"
+        );
         for v in [
             "6.1.0-9-amd64",
             "6.1.0-56-cloud-amd64",
@@ -917,35 +1113,66 @@ mod unit {
         ] {
             std::fs::write(dir.path().join(format!("vmlinuz-{v}")), "").unwrap();
         }
-        let k = i.kernels(dir.path(), &[]).unwrap();
+        let mut built = |b: &builds::BuildSpec| Ok(Some(PathBuf::from(format!("/c/{}", b.name))));
+        let k = i.kernels_with(dir.path(), &[], &[], &mut built).unwrap();
         assert!(k[0].1.ends_with("vmlinuz-6.1.0-56-cloud-amd64"), "{k:?}");
-        let given = [("audit1".to_string(), PathBuf::from("/x/bzImage"))];
-        assert_eq!(
-            i.kernels(dir.path(), &given).unwrap()[1].1,
-            Path::new("/x/bzImage")
-        );
+        let given = [("new".to_string(), PathBuf::from("/x/bzImage"))];
+        let k = i.kernels_with(dir.path(), &given, &[], &mut built).unwrap();
+        assert_eq!(k[1].1, Path::new("/x/bzImage"));
         assert!(named("nope").unwrap_err().contains("audit-series"));
     }
 
     #[test]
-    fn builds_boot_when_found_and_the_vanilla_one_is_needed() {
+    fn builds_boot_when_made_each_once_and_the_base_one_is_needed() {
         let dir = tempfile::tempdir().unwrap();
-        let i = named("alignment-rfc").unwrap();
-        let e = i.kernels(dir.path(), &[]).unwrap_err();
+        let i = named("audit-series").unwrap();
+        let mut none = |_: &builds::BuildSpec| Ok(None);
+        let e = i
+            .kernels_with(dir.path(), &[], &[], &mut none)
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("arm a16 boots the build vmlinuz-align-16"),
+            e.contains("arm audit0 boots syscost's build baseline"),
             "{e}"
         );
-        assert!(e.contains("bench/alignment_builds.sh 16 64"), "{e}");
-        std::fs::write(dir.path().join("vmlinuz-align-16"), "").unwrap();
-        let e = i.kernels(dir.path(), &[]).unwrap_err();
-        assert!(e.contains("holds only one of os, a1"), "{e}");
-        std::fs::write(dir.path().join("vmlinuz-align-64"), "").unwrap();
-        std::fs::write(dir.path().join("vmlinuz-align-1"), "").unwrap();
-        let k = i.kernels(dir.path(), &[]).unwrap();
+        assert!(e.contains("reproduce audit-series --build"), "{e}");
+        let mut asked = Vec::new();
+        let mut some = |b: &builds::BuildSpec| {
+            asked.push(b.name);
+            Ok((b.name != "patch1-2").then(|| PathBuf::from(format!("/c/{}", b.name))))
+        };
+        let k = i.kernels_with(dir.path(), &[], &[], &mut some).unwrap();
         let arms: Vec<&str> = k.iter().map(|(a, _)| a.name).collect();
-        assert_eq!(arms, ["a1", "a16", "a64"], "in the RFC's order");
-        let given = [("a512".to_string(), PathBuf::from("/x/bzImage"))];
-        assert_eq!(i.kernels(dir.path(), &given).unwrap().len(), 4);
+        assert_eq!(
+            arms,
+            [
+                "audit0",
+                "baseline",
+                "patch1",
+                "patch1-3",
+                "walk-baseline",
+                "walk-patch1",
+                "walk-patch1-3"
+            ],
+            "a build not made leaves its arms out"
+        );
+        assert_eq!(
+            asked,
+            ["baseline", "patch1", "patch1-2", "patch1-3"],
+            "each build once"
+        );
+        assert_eq!(k[0].1, k[1].1, "audit0 and baseline boot one build");
+        let only = ["baseline".to_string(), "patch1".to_string()];
+        let mut all = |b: &builds::BuildSpec| Ok(Some(PathBuf::from(format!("/c/{}", b.name))));
+        let k = i.kernels_with(dir.path(), &[], &only, &mut all).unwrap();
+        assert_eq!(k.len(), 2);
+        let rfc = named("alignment-rfc").unwrap();
+        let mut a16 =
+            |b: &builds::BuildSpec| Ok((b.name == "align-16").then(|| PathBuf::from("/c/16")));
+        let e = rfc
+            .kernels_with(dir.path(), &[], &[], &mut a16)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only 1 of its arms (os, a1,"), "{e}");
     }
 }

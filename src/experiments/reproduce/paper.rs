@@ -61,6 +61,20 @@ pub(crate) struct PaperCell {
     pub over: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_row: Option<String>,
+    /// For a change: the arm whose figure is subtracted (syscost's: each boot of `arm` less
+    /// the median boot of `from`; the paper's figure is the change as printed or computed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// An exact cell's band, in its unit per operation: syscost's figure agrees within it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<f64>,
+    /// An exact cell's band as a share of the paper's figure (0.10: 10% of the change); the
+    /// wider of the two bands holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_share: Option<f64>,
+    /// For a figure printed twice: the one scored, `TABLE / ROW / COLUMN`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<String>,
 }
 
 impl PaperCell {
@@ -76,25 +90,47 @@ impl PaperCell {
     }
 }
 
-/// How a published figure can be repeated under emulation.
+/// How a published figure is repeated here, and how it is scored (its error model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Class {
-    /// An exact count of the emulated CPU (instructions, branches, loads).
+    /// A count of the code the paper changed, or its change, counted exactly on that code
+    /// (syscost's builds of it): scored within the cell's stated band (the compiler and
+    /// configuration are not the paper's).
     Exact,
-    /// A count of the cache model of the paper's CPU.
+    /// A figure of the cache model of the paper's CPU, which follows where each boot's slab
+    /// put its objects: scored as whether the paper's figure lies within the boots' range.
     Modelled,
-    /// Time under TCG: only a ratio between arms compares.
+    /// A count's ratio between two arms: scored within 10%, and only where 10% is less than
+    /// its distance from 1 (a null result must not agree with an effect).
     Ratio,
+    /// Which way a change goes: scored by its sign.
+    Direction,
+    /// An exact count of a stand-in (another kernel, configuration or compiler than the
+    /// paper's): shown beside the paper's, never scored.
+    Shown,
+    /// Time under TCG, or a ratio of it: the emulator models none of its causes; shown, never
+    /// scored.
+    Time,
+    /// A figure printed twice (per call and per 10^7 calls; task-clock and elapsed): scored
+    /// once, where [`PaperCell::repeats`] points.
+    Repeat,
+    /// A misprint, with its evidence in the reason: never scored.
+    Misprint,
     /// Nothing here measures it (cycles, branch misses, another machine's time).
     NotReproducible,
 }
 
 impl Class {
-    pub(crate) const ALL: [Class; 4] = [
+    pub(crate) const ALL: [Class; 9] = [
         Class::Exact,
         Class::Modelled,
         Class::Ratio,
+        Class::Direction,
+        Class::Shown,
+        Class::Time,
+        Class::Repeat,
+        Class::Misprint,
         Class::NotReproducible,
     ];
 
@@ -103,8 +139,26 @@ impl Class {
             Class::Exact => "exact",
             Class::Modelled => "modelled",
             Class::Ratio => "ratio",
+            Class::Direction => "direction",
+            Class::Shown => "shown",
+            Class::Time => "time",
+            Class::Repeat => "repeat",
+            Class::Misprint => "misprint",
             Class::NotReproducible => "not reproducible",
         }
+    }
+
+    /// Whether its cells are scored: those with an error model.
+    pub(crate) fn scored(self) -> bool {
+        matches!(
+            self,
+            Class::Exact | Class::Modelled | Class::Ratio | Class::Direction
+        )
+    }
+
+    /// Whether syscost measures a figure for its cells.
+    fn measured(self) -> bool {
+        !matches!(self, Class::NotReproducible | Class::Misprint)
     }
 }
 
@@ -127,18 +181,41 @@ impl Paper {
             return Err(format!("no reason named {}", c.why));
         }
         written_value(&c.written)?;
-        let repeated = c.class != Class::NotReproducible;
-        if repeated != (c.arm.is_some() && !c.metrics.is_empty()) {
-            return Err("a repeatable cell needs an arm and metrics, and only it".into());
+        let measured = c.arm.is_some() && !c.metrics.is_empty();
+        if c.class.measured() && c.class != Class::Repeat && !measured {
+            return Err(format!(
+                "a {} cell needs an arm and metrics",
+                c.class.name()
+            ));
+        }
+        if !c.class.measured() && measured {
+            return Err(format!("a {} cell is not measured", c.class.name()));
         }
         if let Some((row, column)) = c.denominator()
-            && (c.class != Class::Ratio || t.cell(row, column).is_none())
+            && (!matches!(c.class, Class::Ratio | Class::Time) || t.cell(row, column).is_none())
         {
             return Err(format!(
                 "over {row} / {column}: no such cell in this table, or not a ratio"
             ));
         }
-        Ok(())
+        if c.class == Class::Exact && c.within.is_none() && c.within_share.is_none() {
+            return Err("an exact cell states its band (within or within_share)".into());
+        }
+        match (&c.repeats, c.class) {
+            (Some(r), Class::Repeat) if self.cell_at(r).is_some() => Ok(()),
+            (Some(r), Class::Repeat) => Err(format!("repeats {r}: no such cell")),
+            (None, Class::Repeat) => Err("a repeat names the cell it repeats".into()),
+            (Some(_), _) => Err("only a repeat names a cell it repeats".into()),
+            (None, _) => Ok(()),
+        }
+    }
+
+    /// The cell at `TABLE / ROW / COLUMN`.
+    pub(crate) fn cell_at(&self, at: &str) -> Option<(&Table, &PaperCell)> {
+        let mut parts = at.splitn(3, " / ");
+        let (table, row, column) = (parts.next()?, parts.next()?, parts.next()?);
+        let t = self.tables.iter().find(|t| t.id == table)?;
+        Some((t, t.cell(row, column)?))
     }
 
     /// Every cell, with its table.
