@@ -33,7 +33,7 @@ pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
 Every cell is classed by how it is scored: exact (a count of the code the paper changed, or
 its change, within a stated band), modelled (the cache model of the paper's CPU: the paper's
 figure within the boots' range), ratio (a count's ratio, within 10% where that tells it from
-1), direction (a change's sign); or shown, never scored: a stand-in's totals, time under TCG,
+1), direction (every boot's change has the paper's sign); or shown, never scored: a stand-in's totals, time under TCG,
 a figure printed twice, a misprint, or not reproducible here (cycles, branch misses). Boots
 are not kept in the history; the campaign command it ran is printed, to run again or change.
 syscost show DIR/NAME.json scores a saved reproduction again with the current tables.";
@@ -46,9 +46,9 @@ pub struct ReproduceArgs {
     /// List the investigations: what each repeats, needs and costs.
     #[arg(long, conflicts_with = "name")]
     pub list: bool,
-    /// The directory holding the kernels: Debian's images (vmlinuz-VERSION), each arm booting
-    /// the newest of its series there, or the builds an investigation compares
-    /// (vmlinuz-align-N from bench/alignment_builds.sh: each one there is an arm).
+    /// The directory holding Debian's kernel images (vmlinuz-VERSION) for the arms that boot
+    /// one, each the newest of its series there (syscall-latency's UEK5, uprobe-thread's
+    /// arms); the other arms boot syscost's own builds (--build).
     #[arg(long, value_name = "DIR", default_value = "/boot")]
     pub kernels: PathBuf,
     /// An arm's kernel instead of the one --kernels finds or syscost built: NAME=KERNEL (a

@@ -23,7 +23,7 @@ impl Reproduction {
             Class::Exact => "within their bands",
             Class::Modelled => "within the boots' range",
             Class::Ratio => "within 10%",
-            _ => "in the paper's direction",
+            _ => "with every boot moving the paper's way",
         };
         let scored: Vec<String> = (self.summary.iter())
             .filter(|s| s.class.scored())

@@ -166,17 +166,17 @@ const NOT_RUN: &[(&str, &str)] = &[
         "a LAVA lab (tests/all/lava.rs starts one)",
     ),
     (
-        "syscost reproduce audit-series --kernels target/kernels/boot",
-        "tests/all/reproduce.rs runs it on the fetched kernels, one boot per arm",
+        "syscost reproduce audit-series --build",
+        "18 boots; tests/all/reproduce.rs builds the baseline and patch 1 and boots their arms",
     ),
     (
-        "syscost reproduce syscall-latency --kernels target/kernels/boot",
-        "24 boots; tests/all/reproduce.rs runs the audit series, the same command on one kernel",
+        "syscost reproduce syscall-latency --build --kernels target/kernels/boot",
+        "18 boots; tests/all/reproduce.rs runs the audit series on the same builds",
     ),
     (
-        "syscost reproduce alignment-rfc --kernels target/alignment/boot",
-        "its builds take 12 minutes each (bench/alignment_builds.sh); tests/all/reproduce.rs \
-         runs the audit series, and its refusal without them",
+        "syscost reproduce alignment-rfc --build",
+        "its builds take 8 minutes each; tests/all/reproduce.rs builds the audit series' and \
+         refuses a part of the RFC with one build",
     ),
     (
         "syscost reproduce uprobe-thread --kernels target/kernels/boot",

@@ -85,9 +85,18 @@ fn the_audit_series_is_rebuilt_and_its_change_counted_exactly() {
             .find(|s| s["build"] == build && s["counter"] == counter)
             .unwrap_or_else(|| panic!("{build} {counter}: {steps:?}"))
     };
-    for counter in ["instructions", "branches", "L1-dcache-loads"] {
+    // The cache model's loads per getpid carry a few hundredths of the loop's own bookkeeping
+    // spread over its calls; per turn of the walk they are whole too.
+    for (counter, fields) in [
+        (
+            "instructions",
+            &["change", "per_rule", "per_rule_change"][..],
+        ),
+        ("branches", &["change", "per_rule", "per_rule_change"]),
+        ("L1-dcache-loads", &["per_rule", "per_rule_change"]),
+    ] {
         let s = step("patch1", counter);
-        for f in ["change", "per_rule", "per_rule_change"] {
+        for f in fields {
             assert!(whole(s[f].as_f64().unwrap()), "{counter} {f}: {s}");
         }
     }
@@ -107,7 +116,12 @@ fn the_audit_series_is_rebuilt_and_its_change_counted_exactly() {
     // audit=0 against audit=1 on one build: the rules' cost, shown.
     let audit = ours("changes", "instructions", "audit=1 - audit=0").unwrap();
     assert!(audit > 1000.0, "42 rules: {text}");
-    for f in r["campaign"]["figures"].as_array().unwrap() {
+    // Per getpid (a rule walk's figures are per turn, where every branch is conditional).
+    let figures = r["campaign"]["figures"].as_array().unwrap();
+    for f in figures
+        .iter()
+        .filter(|f| !f["arm"].as_str().unwrap().starts_with("walk-"))
+    {
         let counter = |name: &str| {
             let c = f["counters"]
                 .as_array()

@@ -40,7 +40,9 @@ pub(crate) fn agrees(m: Model, paper: f64, ours: f64, range: (f64, f64)) -> Opti
         Class::Modelled => Some(range.0 - m.slack <= paper && paper <= range.1 + m.slack),
         Class::Ratio if (paper - 1.0).abs() <= RATIO_TOLERANCE => None,
         Class::Ratio => Some((ours - paper).abs() <= (RATIO_TOLERANCE * paper.abs()).max(m.slack)),
-        Class::Direction => Some(ours != 0.0 && ours.signum() == paper.signum()),
+        // Every boot moved the paper's way: a median's sign alone follows one placement.
+        Class::Direction if paper < 0.0 => Some(range.1 < 0.0),
+        Class::Direction => Some(range.0 > 0.0),
         _ => None,
     }
 }
@@ -109,14 +111,11 @@ mod unit {
             agrees(model(Class::Modelled, 0.0, 0.5), 0.0, 0.3, (0.1, 0.4)),
             Some(true)
         );
-        assert_eq!(
-            agrees(model(Class::Direction, 0.0, 0.0), -2.0, -0.1, (0.0, 0.0)),
-            Some(true)
-        );
-        assert_eq!(
-            agrees(model(Class::Direction, 0.0, 0.0), -2.0, 0.0, (0.0, 0.0)),
-            Some(false)
-        );
+        let direction = model(Class::Direction, 0.0, 0.0);
+        assert_eq!(agrees(direction, -2.0, -0.1, (-0.3, -0.1)), Some(true));
+        let one_placement = agrees(direction, -2.0, -0.1, (-0.3, 10.9));
+        assert_eq!(one_placement, Some(false), "not every boot moved that way");
+        assert_eq!(agrees(direction, 2.0, 0.0, (0.0, 0.0)), Some(false));
         for class in [
             Class::Shown,
             Class::Time,

@@ -104,7 +104,7 @@ pub(crate) enum Class {
     /// A count's ratio between two arms: scored within 10%, and only where 10% is less than
     /// its distance from 1 (a null result must not agree with an effect).
     Ratio,
-    /// Which way a change goes: scored by its sign.
+    /// Which way a change goes: scored by whether every boot's change has the paper's sign.
     Direction,
     /// An exact count of a stand-in (another kernel, configuration or compiler than the
     /// paper's): shown beside the paper's, never scored.
