@@ -21,10 +21,21 @@ const LIBRARY_DIRS: &[&str] = &[
     "/usr/lib",
 ];
 
+/// Where to read `p` from: syscost's own executable, replaced on disk while this process runs
+/// (a rebuild or an upgrade during a long campaign: the kernel names it `PATH (deleted)`), is
+/// read from the file this process runs, /proc/self/exe.
+fn readable(p: &Path) -> &Path {
+    let own = std::env::current_exe().ok();
+    match !p.exists() && own.as_deref() == Some(p) {
+        true => Path::new("/proc/self/exe"),
+        false => p,
+    }
+}
+
 /// The interpreter and the libraries `exe` needs, transitively, as host paths.
 pub(crate) fn shared_libraries(exe: &Path) -> Result<Vec<PathBuf>> {
     let mut found = BTreeSet::new();
-    let mut todo = vec![exe.to_path_buf()];
+    let mut todo = vec![readable(exe).to_path_buf()];
     while let Some(path) = todo.pop() {
         let data =
             std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -151,7 +162,7 @@ fn normal(p: &Path) -> PathBuf {
 pub fn build(exe: &Path, contents: &Contents, out: &Path) -> Result<()> {
     let mut entries: Vec<(String, u32, Vec<u8>)> = Vec::new();
     let read = |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
-    entries.push(("init".into(), EXECUTABLE, read(exe)?));
+    entries.push(("init".into(), EXECUTABLE, read(readable(exe))?));
     let files = host_files(exe, &contents.files)?;
     for f in &files {
         let name = f.to_string_lossy().trim_start_matches('/').to_string();
