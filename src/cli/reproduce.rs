@@ -262,12 +262,19 @@ fn building_line(p: kbuild::Progress) {
             b.seconds
         ),
         Progress::Unpacking => eprintln!("syscost: unpacking the kernel source (once)"),
-        Progress::Starting { from_base: false } => {
-            eprintln!("syscost: building the base kernel (once; 7.5 minutes on 2 CPUs here)")
-        }
-        Progress::Starting { from_base: true } => {
-            eprintln!("syscost: building a change on the base's objects (about a minute)")
-        }
+        Progress::Starting {
+            name,
+            from_base: false,
+        } => eprintln!(
+            "syscost: building {name}: the whole source tree compiles, once per machine \
+             (minutes: 6 to 9 on 2 CPUs)"
+        ),
+        Progress::Starting {
+            name,
+            from_base: true,
+        } => eprintln!(
+            "syscost: building {name} on its base's objects: only what it changes compiles"
+        ),
         Progress::Built(b) => eprintln!(
             "syscost: built {} in {:.0} s: {}",
             b.name,

@@ -109,6 +109,7 @@ pub(super) fn compile(
     let _ = std::fs::remove_file(&log);
     let started = Instant::now();
     progress(Progress::Starting {
+        name: recipe.name.clone(),
         from_base: !is_base,
     });
     let made = steps(recipe, &tree, pristine, base_tree, &log);

@@ -78,7 +78,11 @@ pub(crate) struct Built {
 pub(crate) enum Progress {
     Cached(Built),
     Unpacking,
-    Starting { from_base: bool },
+    /// A build begins: its name, and whether it starts from its base's objects.
+    Starting {
+        name: String,
+        from_base: bool,
+    },
     Built(Built),
 }
 
@@ -104,7 +108,7 @@ impl Recipe {
     /// changes starts from.
     pub(crate) fn base(&self) -> Recipe {
         Recipe {
-            name: "base".into(),
+            name: format!("the base of {}", self.name),
             changes: Vec::new(),
             ..self.clone()
         }

@@ -276,13 +276,13 @@ fn cells(r: &Row, mark: usize) -> Vec<Cell> {
     let printed = written_value(&r.written).is_ok_and(|w| w == r.paper);
     let paper = match (r.class, r.ours) {
         (_, _) if printed => Cell::shown(r.paper, r.written.clone()),
-        (Class::Ratio, Some(_)) => {
+        (Class::Ratio | Class::Time, Some(_)) => {
             Cell::shown(r.paper, format!("x{} ({})", fmt_num(r.paper), r.written))
         }
         _ => Cell::shown(r.paper, format!("{} ({})", fmt_num(r.paper), r.written)),
     };
     let ours = match (r.class, r.ours) {
-        (Class::Ratio, Some(v)) => Cell::shown(v, format!("x{}", fmt_num(v))),
+        (Class::Ratio | Class::Time, Some(v)) => Cell::shown(v, format!("x{}", fmt_num(v))),
         (_, Some(v)) => Cell::Num(v),
         (_, None) => Cell::Missing,
     };
