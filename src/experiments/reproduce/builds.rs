@@ -163,6 +163,8 @@ mod unit {
         for (i, k) in keys.iter().enumerate() {
             assert!(!keys[i + 1..].contains(k), "{k}");
         }
-        assert_eq!(PATCH_1_3.recipe().base(), BASELINE.recipe().base());
+        let base = |b: BuildSpec| b.recipe().base().key("source");
+        assert_eq!(base(PATCH_1_3), base(BASELINE), "one base for the series");
+        assert_eq!(base(BASELINE), BASELINE.recipe().key("source"));
     }
 }
