@@ -8,8 +8,9 @@
 # itself never calls auditctl); python3-venv and
 # KernelCI's kcidb-io schema package in target/kcidb-venv, which validates `syscost export
 # kcidb`; qemu-system-x86 and two Debian kernel images, for the campaign tests, and seven 6.12 images
-# and git for the bisection tests; Debian's LAVA for the LAVA tests; mdBook for the book's
-# test), then runs every test.
+# and git for the bisection tests; Debian's linux-source-6.1 and its build tools for the
+# reproduction that builds the 2022 audit series' kernels; Debian's LAVA for the LAVA tests;
+# mdBook for the book's test), then runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # mdBook builds the book (docs/) in its test. It is not in Debian 12: crates.io's, without its

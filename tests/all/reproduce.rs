@@ -36,9 +36,11 @@ fn the_audit_series_is_rebuilt_and_its_change_counted_exactly() {
     );
     assert!(out.status.success(), "{err}");
     assert!(err.contains("syscost: build patch1 "), "{err}");
-    assert!(text.contains("Agreement: exact "), "{text}");
-    assert!(text.contains(". Not scored: shown "), "{text}");
-    assert!(text.contains("The series build by build"), "{text}");
+    // The preamble's lines wrap at 100 columns, going on two spaces in: read them whole.
+    let whole_lines = text.replace("\n  ", " ");
+    assert!(whole_lines.contains("Agreement: exact "), "{text}");
+    assert!(whole_lines.contains(". Not scored: shown "), "{text}");
+    assert!(whole_lines.contains("The series build by build"), "{text}");
     let r: Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("audit-series.json")).unwrap())
             .unwrap();

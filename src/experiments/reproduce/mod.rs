@@ -66,7 +66,7 @@ impl Series {
 pub(crate) enum Image {
     /// The newest image of a Debian series: the arm cannot be left out.
     Newest(Series),
-    /// A build syscost makes (`reproduce --build`) and keeps: an arm whose build is not made
+    /// A build syscost makes (reproduce's build option) and keeps: an arm whose build is not made
     /// is left out, unless it is `needed` (the one the others are compared with).
     Build {
         spec: builds::BuildSpec,
@@ -346,8 +346,8 @@ pub(crate) const ALL: &[Investigation] = &[
         series: AUDIT_SERIES_STEPS,
         measure: Measure::Syscall,
         needs: "syscost's builds of Debian's linux-source-6.1 and of it with the series' \
-                patches 1, 1-2 and 1-3 (--build: 8 minutes for the first, 25 s for each patch \
-                here, once per machine); QEMU (TCG); 9 arms (audit=0 and the four builds with \
+                patches 1, 1-2 and 1-3 (built once per machine: 8 minutes for the first, 25 s for \
+                each patch here); QEMU (TCG); 9 arms (audit=0 and the four builds with \
                 42 rules, and each build's rule walk, an audit sweep) x 2 boots, 20 to 80 s a \
                 boot here",
     },
@@ -371,7 +371,7 @@ pub(crate) const ALL: &[Investigation] = &[
         measure: Measure::Syscall,
         needs: "a Debian 6.1 kernel image (for UEK5) and syscost's builds of Debian's \
                 linux-source-6.1 without and with the 2022 series' patches 1-3 (for UEK6 before \
-                and patched; --build, once per machine); QEMU (TCG); 3 arms, each with 37 rules \
+                and patched; built once per machine); QEMU (TCG); 3 arms, each with 37 rules \
                 in an aged slab, x 6 boots with the per-function profile, about 35 s a boot here",
     },
     Investigation {
@@ -392,7 +392,7 @@ pub(crate) const ALL: &[Investigation] = &[
         series: &[],
         measure: Measure::VfsMixIn(SCRATCH_DIR),
         needs: "syscost's builds of Debian's linux-source-6.1 that differ only in their \
-                function alignment (--build makes all 11, 8 minutes each here, once per machine; \
+                function alignment (built once per machine, 8 minutes each here; \
                 the 16-byte one is needed, each other one found is an arm compared with it); \
                 QEMU (TCG); an arm per build x 2 boots on an ext4 disk, about 25 s a boot here",
     },
