@@ -231,7 +231,6 @@ fn keep(root: &Path, key: &str, recipe: &Recipe, image: &Path, seconds: f64) -> 
         key: key.to_string(),
         changes: recipe.changes.iter().map(|c| c.name.to_string()).collect(),
         seconds,
-        cached: false,
     };
     std::fs::write(tmp.join("build.json"), serde_json::to_vec_pretty(&b)?)?;
     let _ = std::fs::remove_dir_all(&dir);

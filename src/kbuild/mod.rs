@@ -68,9 +68,6 @@ pub(crate) struct Built {
     pub changes: Vec<String>,
     /// How long its build took when it was made.
     pub seconds: f64,
-    /// Whether this call found it made.
-    #[serde(skip)]
-    pub cached: bool,
 }
 
 /// How far a build has come, for a progress line.
@@ -162,6 +159,11 @@ pub(crate) fn build_in(
     std::fs::create_dir_all(root)
         .with_context(|| format!("cannot create the kernel cache {}", root.display()))?;
     let _lock = make::Lock::take(root)?;
+    // Another syscost may have made it while this one waited for the lock.
+    if let Some(b) = made(root, &key, recipe) {
+        progress(Progress::Cached(b.clone()));
+        return Ok(b);
+    }
     make::remove_leftovers(root)?;
     let pristine = make::unpacked(root, recipe.source, tarball, &sha, progress)?;
     let base = recipe.base();
@@ -191,7 +193,6 @@ fn made(root: &Path, key: &str, recipe: &Recipe) -> Option<Built> {
     dir.join("bzImage").is_file().then_some(())?;
     b.image = dir.join("bzImage");
     b.name = recipe.name.clone();
-    b.cached = true;
     Some(b)
 }
 
