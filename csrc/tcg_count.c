@@ -18,6 +18,12 @@
  * own counts and can report them as the job's test cases. Sent without waiting (a full socket
  * drops the line: the guest then lacks that window, never the log).
  *
+ * With the argument `asleep=1`, nothing but the marks is instrumented until the guest's first
+ * mark of the interrupts' declaration (4) or a wake mark (`nopl 0x5c05c005(%rax)`): a boot runs
+ * at the emulator's own speed up to the measurement, and the cache models see nothing before
+ * it. The wake flushes every translation (qemu_plugin_reset), so all code runs counted from
+ * then on; a window begun while still asleep is refused (`E asleep`), never counted in part.
+ *
  * With the argument `blocks=1`, the kernel instructions of each translated block executed in
  * a window, by the block's first address (a callback per kernel block, acting only inside a
  * window), for syscost to name from the guest's kallsyms.
@@ -99,6 +105,8 @@ enum { INSN, BR, BRA, LD, ST, LDM, STM, IM, L2M, KINDS };
 static uint64_t count[KINDS][2], at[KINDS][2];
 static uint64_t window;
 static bool in_window;
+/* `asleep=1` until the first wake: only the marks are instrumented. */
+static bool asleep;
 
 /* Interrupts, left out of the counts once the guest has declared its kernel's interrupt and
  * exception entry points (marks 3 and 4, below): QEMU 7.2's plugin API tells a plugin nothing
@@ -338,6 +346,10 @@ static void returned(unsigned int vcpu, void *u);
 static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 static void piece(void);
 static void declared(void);
+static void wake(void);
+static void instrument_mark(struct qemu_plugin_tb *tb, size_t i, const unsigned char *d,
+			    size_t size);
+static void translated_asleep(struct qemu_plugin_tb *tb, size_t n, bool kernel);
 static size_t opcode_at(const unsigned char *d, size_t n);
 
 /* `Q NAME IRQS INSN_U INSN_K BR_U BR_K BRA_U BRA_K OPEN`: the interrupts left out of the
@@ -361,10 +373,16 @@ static void marked(unsigned int vcpu, void *kind)
 {
 	char line[512];
 	int n = 0, kinds = !modelled ? LD : with_l2 ? KINDS : L2M;
+	if (asleep && ((uintptr_t)kind == 1 || (uintptr_t)kind == 2)) {
+		qemu_plugin_outs("E asleep\n");
+		return wake();
+	}
 	if ((uintptr_t)kind == 3)
 		return piece();
 	if ((uintptr_t)kind == 4)
 		return declared();
+	if ((uintptr_t)kind == 5)
+		return asleep ? wake() : (void)0;
 	if ((uintptr_t)kind == 1) {
 		/* The window opens in the measured task, in user space: no interrupt is open. */
 		depth = 0;
@@ -444,6 +462,8 @@ static void declared(void)
 	n_said = word = pieces = 0; /* the next declaration starts afresh either way */
 	if (!whole) {
 		qemu_plugin_outs("E bad\n");
+		if (asleep)
+			wake();
 		return;
 	}
 	n--;
@@ -457,6 +477,14 @@ static void declared(void)
 	char line[64];
 	snprintf(line, sizeof line, "E %zu\n", n_entries);
 	qemu_plugin_outs(line);
+	asleep = false;
+	qemu_plugin_reset(self, reinstalled);
+}
+
+/* Mark 5, or the first declaration: instrument everything from now on. */
+static void wake(void)
+{
+	asleep = false;
 	qemu_plugin_reset(self, reinstalled);
 }
 
@@ -563,7 +591,7 @@ static int mark_of(const unsigned char *d, size_t n)
 {
 	static const unsigned char NOP[7] = {0x0f, 0x1f, 0x80, 0x00, 0xc0, 0x05, 0x5c};
 	if (n != sizeof NOP || memcmp(d, NOP, 3) || memcmp(d + 4, NOP + 4, 3) ||
-	    d[3] < 1 || d[3] > 4)
+	    d[3] < 1 || d[3] > 5)
 		return 0;
 	return d[3];
 }
@@ -590,6 +618,8 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		return;
 	uint64_t first = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
 	int kernel = first >= 0xffff800000000000ull, entry = kernel ? entry_at(first) : 0;
+	if (asleep)
+		return translated_asleep(tb, n, kernel);
 	/* Registered first: the callbacks below see the level it opens. */
 	if (entry)
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, entered, QEMU_PLUGIN_CB_NO_REGS,
@@ -623,18 +653,34 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			qemu_plugin_register_vcpu_mem_cb(in, accessed, QEMU_PLUGIN_CB_NO_REGS,
 							 QEMU_PLUGIN_MEM_RW,
 							 (void *)(uintptr_t)kernel);
-		int mark = kernel ? 0 : mark_of(d, size);
-		if (!mark)
-			continue;
-		/* The load that names the window ends the block before when the block splits
-		 * between the two: its window is then the last one named (syscost checks the
-		 * sequence of names). */
-		if (i > 0)
-			qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i - 1), named,
-							 QEMU_PLUGIN_CB_NO_REGS,
-							 QEMU_PLUGIN_MEM_RW, NULL);
-		qemu_plugin_register_vcpu_insn_exec_cb(in, marked, QEMU_PLUGIN_CB_NO_REGS,
-						       (void *)(uintptr_t)mark);
+		if (!kernel)
+			instrument_mark(tb, i, d, size);
+	}
+}
+
+/* The callbacks of a mark at instruction `i` of a user block, if it is one. */
+static void instrument_mark(struct qemu_plugin_tb *tb, size_t i, const unsigned char *d,
+			    size_t size)
+{
+	int mark = mark_of(d, size);
+	if (!mark)
+		return;
+	/* The load that names the window ends the block before when the block splits between
+	 * the two: its window is then the last one named (syscost checks the sequence of
+	 * names). */
+	if (i > 0)
+		qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i - 1), named,
+						 QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+	qemu_plugin_register_vcpu_insn_exec_cb(qemu_plugin_tb_get_insn(tb, i), marked,
+					       QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)mark);
+}
+
+/* Asleep: a user block's marks alone. */
+static void translated_asleep(struct qemu_plugin_tb *tb, size_t n, bool kernel)
+{
+	for (size_t i = 0; !kernel && i < n; i++) {
+		struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
+		instrument_mark(tb, i, qemu_plugin_insn_data(in), qemu_plugin_insn_size(in));
 	}
 }
 
@@ -671,6 +717,10 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 	for (int a = 0; a < argc; a++) {
 		if (!strncmp(argv[a], "counts=", 7) && argv[a][7]) {
 			counts_path = strdup(argv[a] + 7); /* argv is QEMU's, freed after install */
+			continue;
+		}
+		if (!strcmp(argv[a], "asleep=1")) {
+			asleep = true;
 			continue;
 		}
 		if (!strcmp(argv[a], "blocks=1")) {

@@ -140,7 +140,9 @@ pub(crate) fn check_installed() -> Result<()> {
     }
 }
 
-/// `-plugin`'s value: syscost's plugin at `file`, with the machine's cache model.
+/// `-plugin`'s value: syscost's plugin at `file`, with the machine's cache model, asleep (the
+/// marks alone instrumented) until syscost's init wakes it before measuring: the kernel's boot
+/// runs at the emulator's speed and the cache models see the measurement's accesses alone.
 pub(crate) fn plugin_arg(m: &Machine, file: &Path) -> String {
     let file = file.to_string_lossy().replace(',', ",,");
     let args = m
@@ -148,7 +150,7 @@ pub(crate) fn plugin_arg(m: &Machine, file: &Path) -> String {
         .as_ref()
         .map(|c| format!(",{}", c.plugin_args()));
     let blocks = if m.emulated_profile { ",blocks=1" } else { "" };
-    format!("file={file}{}{blocks}", args.unwrap_or_default())
+    format!("file={file},asleep=1{}{blocks}", args.unwrap_or_default())
 }
 
 /// Load syscost's plugin at `file` into a QEMU that runs nothing (no machine, paused, told to
@@ -562,7 +564,7 @@ mod unit {
             args[i + 1].clone()
         };
         assert_eq!(after("-icount"), "shift=0,sleep=off");
-        assert_eq!(after("-plugin"), "file=/x/tcg_count.so,blocks=1");
+        assert_eq!(after("-plugin"), "file=/x/tcg_count.so,asleep=1,blocks=1");
         let plain = Machine { icount: None, ..m };
         let args: Vec<_> = command(&plain, &b)
             .get_args()

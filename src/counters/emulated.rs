@@ -170,6 +170,13 @@ pub(crate) fn declare(entries: &[Entry]) {
     mark_at::<4>(PIECES.0[0].as_ptr());
 }
 
+/// Wake a plugin started `asleep=1` (instrumenting the marks alone while the kernel boots):
+/// from this mark on it counts everything. A declaration wakes it too; a window begun before
+/// either is refused by the plugin, never counted in part.
+pub(crate) fn wake() {
+    mark_at::<5>(PIECES.0[0].as_ptr());
+}
+
 /// The last word of a declaration: FNV-1a over the words, as the plugin computes it.
 fn check_word(words: &[u64]) -> u64 {
     words.iter().fold(0xcbf29ce484222325, |h, w| {
