@@ -477,11 +477,10 @@ static void declared(void)
 	char line[64];
 	snprintf(line, sizeof line, "E %zu\n", n_entries);
 	qemu_plugin_outs(line);
-	asleep = false;
-	qemu_plugin_reset(self, reinstalled);
+	wake(); /* the translations made before have no entry callbacks, asleep or not */
 }
 
-/* Mark 5, or the first declaration: instrument everything from now on. */
+/* Mark 5, or a declaration: instrument everything from now on. */
 static void wake(void)
 {
 	asleep = false;

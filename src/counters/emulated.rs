@@ -682,6 +682,7 @@ mod unit {
             lo: 1,
             hi: 2,
         }]);
+        wake();
         for k in 0..3 * SLOTS {
             begin(k);
             end(k);
