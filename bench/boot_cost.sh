@@ -115,7 +115,7 @@ if len(boots) == 2:
     for which in ("old", "new"):
         c, p = (med(x[0] for x in boots[k][which]) for k in ("cache", "plain"))
         print(f"{which}: a cache-model boot costs x{c / p:.2f} of a plain one (medians)")
-if os.path.getsize(sys.argv[2]) if os.path.exists(sys.argv[2]) else 0:
+if os.path.exists(sys.argv[2]) and os.path.getsize(sys.argv[2]):
     labs = {"old": [], "new": []}
     for line in open(sys.argv[2]):
         w, s = line.split()

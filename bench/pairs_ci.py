@@ -1,5 +1,5 @@
 """The median of paired ratios and its distribution-free 95% interval, for the benches that
-interleave two ways of doing one thing (bench/lava_boot.sh, bench/exact_boot_cost.sh).
+interleave two ways of doing one thing (bench/lava_boot.sh, bench/boot_cost.sh).
 
 The interval is the order statistics x_(k), x_(n+1-k) with the largest k whose binomial tail
 P(X < k) is at most 2.5%: the interval scipy's quantile_test(pairs, p=0.5).confidence_interval()

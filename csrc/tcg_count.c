@@ -616,9 +616,10 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	if (n == 0)
 		return;
 	uint64_t first = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
-	int kernel = first >= 0xffff800000000000ull, entry = kernel ? entry_at(first) : 0;
+	int kernel = first >= 0xffff800000000000ull;
 	if (asleep)
 		return translated_asleep(tb, n, kernel);
+	int entry = kernel ? entry_at(first) : 0;
 	/* Registered first: the callbacks below see the level it opens. */
 	if (entry)
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, entered, QEMU_PLUGIN_CB_NO_REGS,

@@ -33,8 +33,9 @@ pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
 Every cell is classed by how it is scored: exact (a count of the code the paper changed, or
 its change, within a stated band), modelled (the cache model of the paper's CPU: the paper's
 figure within the boots' range), ratio (a count's ratio, within 10% where that tells it from
-1), direction (every boot's change has the paper's sign); or shown, never scored: a stand-in's totals, time under TCG,
-a figure printed twice, a misprint, or not reproducible here (cycles, branch misses). Boots
+1), direction (every boot's change has the paper's sign); or shown, never scored: a stand-in's
+totals, time under TCG, a figure printed twice, a misprint, or not reproducible here (cycles,
+branch misses). Boots
 are not kept in the history; the campaign command it ran is printed, to run again or change.
 syscost show DIR/NAME.json scores a saved reproduction again with the current tables.";
 
