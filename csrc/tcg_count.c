@@ -6,7 +6,8 @@
  * conditional branches and all branches (inline adds, always); with the argument `l1d=SETS:WAYS:LINE` (and
  * `l1i=...`), memory loads and stores and the misses of a set-associative LRU model of L1d and
  * L1i, per set too (callbacks that act only inside a window: the models see the windows'
- * accesses alone, each window starting from the state the last one left). The L1 models are
+ * accesses alone, each window starting from the state the last one left, and once the
+ * interrupts are declared, none of theirs). The L1 models are
  * indexed by virtual address, as a VIPT L1 is: SETS * LINE must fit in a 4 KiB page. With
  * `l2=SETS:WAYS:LINE` too, an LRU L2 behind both takes their misses: a data line by its
  * physical address (qemu_plugin_hwaddr_phys_addr), an instruction line by its virtual one,
@@ -22,7 +23,8 @@
  * mark of the interrupts' declaration (4) or a wake mark (`nopl 0x5c05c005(%rax)`): a boot runs
  * at the emulator's own speed up to the measurement, and the cache models see nothing before
  * it. The wake flushes every translation (qemu_plugin_reset), so all code runs counted from
- * then on; a window begun while still asleep is refused (`E asleep`), never counted in part.
+ * then on; a window begun while still asleep is refused (`R NAME asleep`, and its end `R NAME
+ * unopened`), never counted in part.
  *
  * With the argument `blocks=1`, the kernel instructions of each translated block executed in
  * a window, by the block's first address (a callback per kernel block, acting only inside a
@@ -37,6 +39,7 @@
  *                                  missed most, by virtual address, most first, at most 32)
  *   B NAME ADDR:INSNS ...   (with blocks=1; hexadecimal, a block's address may repeat when it
  *                            was translated again)
+ *   R NAME asleep | unopened   (a window refused: begun before the wake, or ended unbegun)
  *
  * build.rs compiles it into a shared object that syscost carries and writes beside a
  * campaign's boots (`campaign --emulated-counters`); bench/tcg_count.sh builds it on its own
@@ -116,9 +119,10 @@ static bool asleep;
  * depth 0, is the measured task's own (a page fault, a uprobe's int3) and counted as its
  * work; each IRETQ at depth > 0 closes one level. What the inline adds counted from the
  * entry's block to the closing IRETQ (instructions, branches) moves from the counts to
- * `irq`; the callbacks (loads, stores, the models' misses, blocks) skip it, though the
- * modelled caches still see its accesses. The last IRETQ's own stack loads come after its
- * callback: `iret_loads` leaves them out until the next block starts. */
+ * `irq`; the callbacks (loads, stores, the models, blocks) skip it: the modelled caches do
+ * not see its accesses either. The last IRETQ's own stack loads come after its callback:
+ * `iret_loads` leaves them out until the next block starts; the delivery's accesses before
+ * the entry's block are left out by `delivered`. */
 enum { ENTRY_EXC = 1, ENTRY_IRQ = 2 };
 struct entry {
 	uint64_t lo, hi;
@@ -284,20 +288,60 @@ static bool hit(struct cache *c, uint64_t addr, bool tally)
 	return found;
 }
 
+/* The last instruction of a block while it runs: how many accesses it makes itself, learned
+ * from the runs of it that no interrupt or exception followed (-1 until one has), and how many
+ * it has made this time. QEMU 7.2 hands the accesses of an interrupt's or exception's delivery
+ * (the IDT and GDT reads, the stack pushes), which no instruction makes, to the memory
+ * callbacks of the instruction before it: beyond what that instruction makes itself, they are
+ * left out of the counts and the models (they were 6.7 loads an interrupt of a window's
+ * count, and with them its loads followed the host's speed). */
+struct last {
+	int learned;
+};
+static struct last *last_insn;
+static int since_last;
+
+static void last_started(unsigned int vcpu, void *u)
+{
+	last_insn = u;
+	since_last = 0;
+}
+
+/* A block starts: what its predecessor's last instruction made is learned, unless the block
+ * is an entry, which the delivery's accesses came before. */
+static void block_started(bool entry)
+{
+	if (last_insn && !entry)
+		last_insn->learned = since_last;
+	last_insn = NULL;
+}
+
+/* Whether this access is a delivery's, not an instruction's. */
+static bool delivered(void)
+{
+	if (!last_insn)
+		return false;
+	since_last++;
+	return last_insn->learned >= 0 && since_last > last_insn->learned;
+}
+
 static void accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *k)
 {
-	if (!in_window)
+	/* An interrupt's accesses are left out of the models as out of the counts: how many
+	 * land in a window follows the host's speed (the guest's timer runs on the host's clock),
+	 * and a window's misses are then the measured task's alone, the same in every boot for
+	 * the same placement of its objects. */
+	if (delivered() || !in_window || depth || iret_loads)
 		return;
 	int kernel = (uintptr_t)k, store = qemu_plugin_mem_is_store(info);
-	bool own = !depth && !iret_loads;
-	count[store ? ST : LD][kernel] += own;
-	if (hit(&l1d, vaddr, !store && own))
+	count[store ? ST : LD][kernel]++;
+	if (hit(&l1d, vaddr, !store))
 		return;
-	count[store ? STM : LDM][kernel] += own;
+	count[store ? STM : LDM][kernel]++;
 	if (with_l2) {
 		struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, vaddr);
 		if (!hit(&l2, h ? qemu_plugin_hwaddr_phys_addr(h) : vaddr, false))
-			count[L2M][kernel] += own;
+			count[L2M][kernel]++;
 	}
 }
 
@@ -311,17 +355,17 @@ struct lines {
 static void fetched(unsigned int vcpu, void *u)
 {
 	struct lines *l = u;
+	block_started(false);
 	iret_loads = false;
-	if (!in_window)
+	if (!in_window || depth)
 		return;
-	bool own = !depth;
 	for (unsigned i = 0; i < l->n; i++) {
 		uint64_t addr = l->line[i] << l1i.line_shift;
-		if (hit(&l1i, addr, own))
+		if (hit(&l1i, addr, true))
 			continue;
-		count[IM][l->kernel] += own;
+		count[IM][l->kernel]++;
 		if (with_l2 && !hit(&l2, addr, false))
-			count[L2M][l->kernel] += own;
+			count[L2M][l->kernel]++;
 	}
 }
 
@@ -374,7 +418,8 @@ static void marked(unsigned int vcpu, void *kind)
 	char line[512];
 	int n = 0, kinds = !modelled ? LD : with_l2 ? KINDS : L2M;
 	if (asleep && ((uintptr_t)kind == 1 || (uintptr_t)kind == 2)) {
-		qemu_plugin_outs("E asleep\n");
+		snprintf(line, sizeof line, "R %llx asleep\n", (unsigned long long)window);
+		qemu_plugin_outs(line);
 		return wake();
 	}
 	if ((uintptr_t)kind == 3)
@@ -400,6 +445,13 @@ static void marked(unsigned int vcpu, void *kind)
 			n_missed = 0;
 		}
 		in_window = true;
+		return;
+	}
+	if (!in_window) {
+		/* The end of a window never begun (begun asleep): refused, not counted from a
+		 * begin of another. */
+		snprintf(line, sizeof line, "R %llx unopened\n", (unsigned long long)window);
+		qemu_plugin_outs(line);
 		return;
 	}
 	in_window = false;
@@ -508,6 +560,7 @@ static int entry_at(uint64_t a)
 static void entered(unsigned int vcpu, void *u)
 {
 	uintptr_t kind = (uintptr_t)u & 3, n = (uintptr_t)u >> 2;
+	block_started(true);
 	if ((depth > 0 || kind == ENTRY_IRQ) && depth++ == 0)
 		memcpy(snap, count, sizeof snap);
 	count[INSN][1] += n;
@@ -653,6 +706,12 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			qemu_plugin_register_vcpu_mem_cb(in, accessed, QEMU_PLUGIN_CB_NO_REGS,
 							 QEMU_PLUGIN_MEM_RW,
 							 (void *)(uintptr_t)kernel);
+		if (modelled && i == n - 1) {
+			struct last *l = malloc(sizeof *l);
+			l->learned = -1;
+			qemu_plugin_register_vcpu_insn_exec_cb(in, last_started,
+							       QEMU_PLUGIN_CB_NO_REGS, l);
+		}
 		if (!kernel)
 			instrument_mark(tb, i, d, size);
 	}
