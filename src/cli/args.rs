@@ -250,7 +250,9 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub estimator: Option<Estimator>,
 
-    /// Timed samples per run; each run pools its samples. [default: 10]
+    /// Timed samples per run; each run pools its samples. Counted exactly under syscost's
+    /// emulator (a campaign's guest), the windows of a run, of 1, 2 and 4 times the base
+    /// batch in turn. [default: 10; counted exactly, 3]
     #[arg(long, value_name = "N")]
     pub samples: Option<u32>,
 
@@ -260,11 +262,15 @@ pub struct RunArgs {
 
     /// Target length of one sample: calibration doubles the batch until one batch lasts this
     /// long, so the clock's cost and resolution vanish in it (as pyperf does). At most 1s.
-    /// [default: 100ms]
+    /// Counted exactly under the emulator, time sizes nothing unless this is given: the base
+    /// window is then calibrated to it. [default: 100ms]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub sample_time: Option<Duration>,
 
-    /// Operations per sample; skips calibration.
+    /// Operations per sample; skips calibration. Counted exactly under the emulator, the base
+    /// window: the windows are N, 2N and 4N operations, and each count is its slope over
+    /// them, so what a window pays once cancels [default there: the workload's own, e.g. 256
+    /// calls of a syscall].
     #[arg(long, value_name = "N")]
     pub ops: Option<u64>,
 
@@ -362,14 +368,24 @@ impl RunArgs {
     /// How each run is sampled: as given, else run's default (10 samples of 100 ms, the
     /// median), or, with --until and nothing of it given, the floor (`runner::FLOOR_DESIGN`): the
     /// precision target is then met in seconds on a busy machine (docs/src/comparing.md, "Noisy machines").
-    pub(super) fn design(&self, commands: bool) -> (Estimator, u32, Duration) {
+    /// Sized by count (counted exactly under the emulator), one window of each size of
+    /// `runner::SIZE_CYCLE` unless --samples says otherwise: repeating a count adds nothing.
+    pub(super) fn design(
+        &self,
+        commands: bool,
+        sizing: runner::Sizing,
+    ) -> (Estimator, u32, Duration) {
         let chosen = self.chosen().sampling || commands;
-        if self.until.is_some() && !chosen {
+        if self.until.is_some() && !chosen && !sizing.counted() {
             return runner::FLOOR_DESIGN;
         }
+        let samples = match sizing.counted() {
+            true => runner::SIZE_CYCLE.len() as u32,
+            false => 10,
+        };
         (
             self.estimator.unwrap_or(Estimator::Median),
-            self.samples.unwrap_or(10),
+            self.samples.unwrap_or(samples),
             self.sample_time.unwrap_or(Duration::from_millis(100)),
         )
     }

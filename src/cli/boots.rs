@@ -205,9 +205,13 @@ pub struct GuestOpts {
     /// boot's run result (or each step of an audit sweep, whose fits then give instructions
     /// per rule; or a probe, each run of its command a window: instructions per hit) gains
     /// `instructions:k (emulated)` and the like per operation, `instructions (emulated)` the
-    /// headline figure. Exact paths, not hardware: no cycles, no speculation. Two boots per arm
-    /// decide (the range rule: every boot apart by more than the arms' own range and
-    /// --exact-resolution). Once its boot's own work has ended (--settle), the guest measures
+    /// headline figure. Exact paths, not hardware: no cycles, no speculation. The windows are
+    /// sized by count, not time: each run's are 1, 2 and 4 times a base batch (the workload's,
+    /// e.g. 256 getpid calls, unless the measuring command gives --ops or --sample-time), and
+    /// each count is its slope over them, so what a window pays once cancels and a figure is
+    /// whole wherever the code is; time under the emulator is shown and sizes nothing. Two
+    /// boots per arm decide (the range rule: every boot apart by more than the arms' own range
+    /// and --exact-resolution). Once its boot's own work has ended (--settle), the guest measures
     /// at SCHED_FIFO 99 with RT throttling, the fair server, the soft-lockup watchdog and the
     /// audit backlog limit off, so no other task runs in the counted windows; one that still
     /// does is left out, and the result says how many.
@@ -216,7 +220,8 @@ pub struct GuestOpts {
     /// Model the caches too (implies --emulated-counters): every load and store of a window
     /// goes through an LRU model of L1d, every instruction fetch through one of L1i, and
     /// their misses through an L2 behind both when the model has one, adding loads, stores
-    /// and the models' misses per operation, and the L1d and L1i misses of each set. MODEL:
+    /// and the models' misses per operation, and the L1d and L1i misses of each set (the
+    /// measured task's alone: the interrupts' accesses are left out of the models too). MODEL:
     /// host (this machine's L1s and L2, from sysfs), skylake-x (L1s of 32 KiB, 8-way, and an
     /// L2 of 1 MiB, 16-way, 64-byte lines: the audit series' machine) or
     /// SETSxWAYSxLINE[,SETSxWAYSxLINE[,SETSxWAYSxLINE]] (L1d, then L1i if it differs, then

@@ -75,10 +75,12 @@ pub struct ReproduceArgs {
     /// Runs of the measurement in each boot (each a fresh worker process).
     #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub runs: u32,
-    /// Samples of each run [default: run's].
+    /// Samples of each run [default: run's: counted exactly, one window each of 1, 2 and 4
+    /// times its base].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub samples: Option<u32>,
-    /// Each sample's length, e.g. 50ms [default: run's].
+    /// Each sample's length, e.g. 50ms [default: run's: counted exactly, windows are sized by
+    /// count, not time].
     #[arg(long, value_name = "DURATION")]
     pub sample_time: Option<String>,
     /// The order of the boots is seeded by this number [default: from the clock].

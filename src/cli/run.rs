@@ -103,7 +103,8 @@ pub(super) fn unchecked_plan_of(workload: WorkloadSpec, args: &RunArgs) -> Resul
             workload.name()
         );
     }
-    let (estimator, samples, sample_time) = args.design(workload.ops_required().is_some());
+    let sizing = runner::Sizing::here(args.sample_time.is_some());
+    let (estimator, samples, sample_time) = args.design(workload.ops_required().is_some(), sizing);
     let plan = Plan {
         copies: counts.first().copied(),
         copy_mode: args.copy_mode,
@@ -118,6 +119,7 @@ pub(super) fn unchecked_plan_of(workload: WorkloadSpec, args: &RunArgs) -> Resul
         warmup: args.warmup,
         sample_time,
         ops: args.ops,
+        sizing,
         overhead_samples: args.overhead_samples,
         subtract_overhead: args.subtract_overhead,
         pre: args.pre.clone(),

@@ -470,6 +470,9 @@ pub struct Window {
     /// The interrupts the plugin left out of the window, once the guest declared its entries
     /// ([`declare`]); `None`: they are in its counts.
     pub interrupts: Option<Interrupts>,
+    /// The plugin refused the window: it began while the plugin was asleep (before the
+    /// guest woke it), so nothing of it was counted.
+    pub asleep: bool,
 }
 
 /// The interrupts left out of a window: how many, what they counted (instructions,
@@ -493,7 +496,8 @@ impl Window {
 /// The windows of a plugin log, in the order they closed: each `W NAME COUNTS...` line, with
 /// the `D NAME MISSES...`, `I NAME MISSES...`, `L NAME LINE:MISSES...` and `B NAME
 /// ADDR:INSNS...` lines that follow it, and its `Q NAME IRQS COUNTS... OPEN` line when the
-/// interrupts were left out; other lines (QEMU's own) are skipped.
+/// interrupts were left out; a window the plugin refused (`R NAME asleep`, then `R NAME
+/// unopened` at its end) is one without counts; other lines (QEMU's own) are skipped.
 pub(crate) fn windows(log: &str) -> Vec<Window> {
     let mut out: Vec<Window> = Vec::new();
     for l in log.lines() {
@@ -504,6 +508,17 @@ pub(crate) fn windows(log: &str) -> Vec<Window> {
         let Ok(name) = u64::from_str_radix(name, 16) else {
             continue;
         };
+        if tag == "R" {
+            // A refused window: `R NAME asleep` at its begin, `R NAME unopened` at its end.
+            if out.last().is_none_or(|x| x.name != name || !x.asleep) {
+                out.push(Window {
+                    name,
+                    asleep: true,
+                    ..Window::default()
+                });
+            }
+            continue;
+        }
         if tag == "B" || tag == "L" {
             if let Some(last) = out.last_mut().filter(|x| x.name == name)
                 && let Some(pairs) = w.map(hex_pair).collect::<Option<Vec<_>>>()
@@ -587,6 +602,12 @@ mod unit {
             (2, [[0, 4100], [0, 300], [0, 410]], false)
         );
         assert!(w[1].interrupts.as_ref().unwrap().open);
+        // A window begun asleep is refused at both ends, one window; an end never begun too.
+        let log = "E 45\nR 6 asleep\nR 6 unopened\nW 7 1 2 3 4\nR 8 unopened\nW 9 1 2";
+        let w = windows(log);
+        let refused: Vec<(u64, bool)> = w.iter().map(|w| (w.name, w.asleep)).collect();
+        assert_eq!(refused, [(6, true), (7, false), (8, true), (9, false)]);
+        assert!(w[0].counts.is_empty());
         let log = "W 7 1 2 3 4\nL 7 ffff888004123440:2a 7ffc10:1\nL 7 1:1\nL 8 2:2";
         let w = windows(log);
         assert_eq!(w[0].missed_lines, [(0xffff888004123440, 42), (0x7ffc10, 1)]);

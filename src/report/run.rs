@@ -99,20 +99,7 @@ pub fn run_preamble(r: &RunResult) -> Vec<String> {
             op = r.op_name,
             w = r.workload.describe()
         ),
-        format!(
-            " {runs} run(s) x {samples} sample(s) x {ops} {op} ({how}), {warm} warm-up \
-             sample(s) per run, {cpus}, {sched}",
-            op = crate::core::plural(&r.op_name),
-            runs = o.runs,
-            samples = o.samples,
-            ops = group_thousands(&o.ops_per_sample.to_string()),
-            how = if o.calibrated {
-                "calibrated".to_string()
-            } else {
-                spelled(Opt::Ops)
-            },
-            warm = o.warmup,
-        ),
+        sizing_line(r, &cpus, &sched),
         format!(
             " Timed by {}{clocksource}; statistics over {replication}s (n={}){floor}; pstdev is \
              the population standard deviation, ±% is pstdev/mean; CI: 95% of the mean \
@@ -127,6 +114,46 @@ pub fn run_preamble(r: &RunResult) -> Vec<String> {
     ];
     lines.extend(notes.into_iter().map(|n| format!(" {n}")));
     lines
+}
+
+/// How the runs were sized: samples of one size (by time or `--ops`), or, counted exactly,
+/// windows of the sizes in turn whose slope is each count's figure.
+fn sizing_line(r: &RunResult, cpus: &str, sched: &str) -> String {
+    let o = &r.options;
+    let op = crate::core::plural(&r.op_name);
+    let sized = |k: u64| group_thousands(&o.ops_per_sample.saturating_mul(k).to_string());
+    let base = match (o.calibrated, o.sizes.is_empty()) {
+        (true, _) => "calibrated".to_string(),
+        (false, true) => spelled(Opt::Ops),
+        (false, false) if !o.workload_base => {
+            crate::said!("the base from ", Opt::Ops).spell(spelled)
+        }
+        (false, false) => format!("{}'s base for an exact count", r.workload.name()),
+    };
+    if o.sizes.is_empty() {
+        return format!(
+            " {} run(s) x {} sample(s) x {} {op} ({base}), {} warm-up sample(s) per run, {cpus}, \
+             {sched}",
+            o.runs,
+            o.samples,
+            sized(1),
+            o.warmup
+        );
+    }
+    let sizes: Vec<String> = o.sizes.iter().map(|&k| sized(k)).collect();
+    format!(
+        " {} run(s) x {} window(s) of {} {op} in turn ({base}), {} warm-up window(s) of {} per \
+         run, {cpus}, {sched}; sized by count: each exact count is its slope over the windows, \
+         so what a window pays once cancels, and time under the emulator sizes nothing",
+        o.runs,
+        o.samples,
+        match sizes.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => sizes.join(""),
+        },
+        o.warmup,
+        sized(1),
+    )
 }
 
 /// The run table: one row per metric, per operation, with notes (reasons for missing values,

@@ -30,16 +30,12 @@ pub struct EmulatedFunctions {
 }
 
 impl EmulatedFunctions {
-    /// The blocks' instructions (`address -> instructions`, summed over windows of `ops`
-    /// operations in all), each block credited to the function its first address is in.
-    pub(crate) fn of(
-        blocks: &HashMap<u64, u64>,
-        ops: u64,
-        symbols: &Kallsyms,
-    ) -> EmulatedFunctions {
-        let per_op = |n: u64| n as f64 / ops.max(1) as f64;
-        let mut by_name: HashMap<&str, u64> = HashMap::new();
-        let mut unnamed = 0;
+    /// The blocks' instructions per operation (`address -> instructions`), each block
+    /// credited to the function its first address is in.
+    pub(crate) fn of(blocks: &HashMap<u64, f64>, symbols: &Kallsyms) -> EmulatedFunctions {
+        let per_op = |n: f64| n;
+        let mut by_name: HashMap<&str, f64> = HashMap::new();
+        let mut unnamed = 0.0;
         for (&addr, &n) in blocks {
             match symbols.resolve(addr) {
                 Some(name) => *by_name.entry(name).or_default() += n,
@@ -116,7 +112,11 @@ mod unit {
             (0xffffffff81000280, 550),
             (0xffffffff80000000, 10),
         ]);
-        let f = EmulatedFunctions::of(&blocks, 10, &symbols);
+        let blocks = blocks
+            .into_iter()
+            .map(|(a, n)| (a, n as f64 / 10.0))
+            .collect();
+        let f = EmulatedFunctions::of(&blocks, &symbols);
         assert_eq!(f.total_per_op, 101.0);
         assert_eq!(f.unnamed_per_op, 1.0, "below the first symbol");
         let names: Vec<(&str, f64)> = f

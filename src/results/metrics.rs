@@ -259,7 +259,8 @@ impl Units {
 /// The measured units and the overhead units (one per run that measured its overhead).
 /// `exact[i]`: event `i` is an emulator's count, pooled over every window of a run that
 /// counted it whatever sample time's estimator chose: a window another task ran in has no
-/// count, and the run keeps its figure while any window counted.
+/// count, and the run keeps its figure while any window counted. Windows of different sizes
+/// (sized by count) give such a count as its slope over them ([`exact_fits`]).
 fn units_of(
     runs: &[RunRecord],
     exact: &[bool],
@@ -270,13 +271,24 @@ fn units_of(
     let by_sample = runs.len() == 1;
     let (mut measured, mut overhead) = (Units::default(), Units::default());
     for run in runs {
-        let oh = per_op(&pool(&run.overhead, n));
+        let mut oh = per_op(&pool(&run.overhead, n));
+        for (i, fit) in exact_fits(&run.overhead, exact) {
+            oh[i + 1] = Some(fit.slope());
+        }
         if !run.overhead.is_empty() {
             overhead.values.push(oh.clone());
             overhead.ids.push(run.index);
         }
-        let pools: Vec<Pool> = if by_sample {
-            let one = |s| pool(std::slice::from_ref(s), n);
+        let fits = exact_fits(&run.samples, exact);
+        let values: Vec<Vec<Option<f64>>> = if by_sample {
+            let one = |s: &Sample| {
+                let mut v = per_op(&pool(std::slice::from_ref(s), n));
+                for (i, fit) in &fits {
+                    let c = s.counts[*i].map(|c| c.value);
+                    v[i + 1] = c.and_then(|c| fit.per_op(s.ops, c));
+                }
+                v
+            };
             run.samples.iter().map(one).collect()
         } else {
             let mut p = pool(&chosen(&run.samples, estimator), n);
@@ -284,13 +296,16 @@ fn units_of(
             for (i, _) in exact.iter().enumerate().filter(|(_, e)| **e) {
                 p.counts[i] = every.counts[i];
             }
-            vec![p]
+            let mut v = per_op(&p);
+            for (i, fit) in &fits {
+                v[i + 1] = Some(fit.slope());
+            }
+            vec![v]
         };
-        for (k, p) in pools.into_iter().enumerate() {
+        for (k, mut v) in values.into_iter().enumerate() {
             measured
                 .ids
                 .push(if by_sample { k as u32 } else { run.index });
-            let mut v = per_op(&p);
             if subtract_overhead && !run.overhead.is_empty() {
                 for (x, o) in v.iter_mut().zip(&oh) {
                     if let (Some(x), Some(o)) = (x.as_mut(), o) {
@@ -302,6 +317,22 @@ fn units_of(
         }
     }
     (measured, overhead)
+}
+
+/// Each exact event's line over `samples` (event index, fit), where its counted windows have
+/// two sizes or more: its figure is then the slope, and what a window pays once cancels.
+fn exact_fits(samples: &[Sample], exact: &[bool]) -> Vec<(usize, crate::stats::slope::Fit)> {
+    (exact.iter().enumerate())
+        .filter(|(_, e)| **e)
+        .filter_map(|(i, _)| Some((i, crate::stats::slope::Fit::of(windows_of(samples, i))?)))
+        .collect()
+}
+
+/// Event `i`'s counted windows among `samples`: (operations, count).
+pub(crate) fn windows_of(samples: &[Sample], i: usize) -> impl Iterator<Item = (u64, u64)> + '_ {
+    samples
+        .iter()
+        .filter_map(move |s| Some((s.ops, s.counts.get(i).copied().flatten()?.value)))
 }
 
 /// Each event's (running, enabled) time summed over every sample: how much of the time it was
@@ -667,6 +698,47 @@ mod tests {
         assert!(m.values.is_empty());
         let why = m.reason.as_deref().unwrap();
         assert!(why.contains("window") && !why.contains("PMU"), "{why}");
+    }
+
+    #[test]
+    fn windows_sized_by_count_give_each_exact_count_its_slope() {
+        let events = vec![
+            ev("task-clock", EventStatus::Counting),
+            EventRecord {
+                spec: EventSpec::emulated("instructions:k (emulated)", true),
+                group: 1,
+                status: EventStatus::Counting,
+            },
+        ];
+        // 305 instructions a call and 43 a window (the marks, the call into the loop); a
+        // window another task ran in has no count and is left out of the line.
+        let w = |n: u64, count: Option<u64>| sample(n, 700 * n, &[Some(690 * n), count]);
+        let sized = vec![
+            w(256, Some(305 * 256 + 43)),
+            w(512, Some(305 * 512 + 43)),
+            w(1024, None),
+            w(1024, Some(305 * 1024 + 43)),
+        ];
+        let runs = vec![run(0, sized.clone(), vec![]), run(1, sized.clone(), vec![])];
+        let m = &analyze_with(&runs, &events, "call", false, Estimator::Median).0;
+        assert_eq!(
+            m[2].values,
+            [305.0, 305.0],
+            "whole, the window's own cost cancelled"
+        );
+        assert_eq!(m[0].values, [700.0, 700.0], "time is pooled as before");
+        // One run: each window is a unit, its count less the line's fixed cost over its calls.
+        let one = &analyze_with(&runs[..1], &events, "call", false, Estimator::Median).0;
+        assert_eq!(one[2].values, [305.0, 305.0, 305.0]);
+        assert_eq!(one[2].units, [0, 1, 3]);
+        // Windows of one size (sized by time): the pooled ratio, its fixed cost in it.
+        let timed = vec![run(0, vec![w(256, Some(305 * 256 + 43)); 2], vec![]); 2];
+        let m = &analyze_with(&timed, &events, "call", false, Estimator::Median).0;
+        assert!(
+            m[2].values[0] > 305.16 && m[2].values[0] < 305.17,
+            "{:?}",
+            m[2].values
+        );
     }
 
     #[test]

@@ -137,8 +137,17 @@ pub struct RunOptions {
     pub samples: u32,
     pub warmup: u32,
     pub ops_per_sample: u64,
-    /// True when `ops_per_sample` came from calibration, false when the user gave `--ops`.
+    /// Sized by count (an exact counter's windows): the samples (and overhead batches) were
+    /// these multiples of `ops_per_sample` in turn, and each exact count's figure is its slope
+    /// over them. Empty: every batch was `ops_per_sample`, sized by time or as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<u64>,
+    /// True when `ops_per_sample` came from calibration, false when the user gave `--ops`
+    /// or it is the workload's own base for an exact count (`workload_base`).
     pub calibrated: bool,
+    /// Sized by count, `ops_per_sample` is the workload's base (`Spec::COUNTED_OPS`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workload_base: bool,
     /// Target duration of one sample used by calibration, ns.
     pub sample_time_ns: u64,
     /// CPUs the workers were pinned to (`None`: not pinned).
@@ -245,6 +254,10 @@ pub struct RunResult {
     pub thinned: Option<thin::Thinning>,
 }
 
+/// The smallest change of an exact count's cost per operation between window sizes that is
+/// flagged (`RunResult::size_bends`): below it a figure prints the same either way.
+const BEND_FLOOR: f64 = 0.005;
+
 impl RunResult {
     /// Flag runs whose invariant counters moved (see [`validity`]) in the warnings, and
     /// with `drop` leave them out of every metric.
@@ -277,6 +290,39 @@ impl RunResult {
                 self.runs.len()
             ));
         }
+    }
+
+    /// Warnings for the exact counts whose cost per operation depends on the window's size
+    /// alike in every run (`stats::slope::bends`): a figure that is not a line's slope, flagged
+    /// rather than passed off as one.
+    pub(crate) fn size_bends(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, ev) in self.events.iter().enumerate() {
+            if !ev.spec.is_emulated() {
+                continue;
+            }
+            let windows: Vec<Vec<(u64, u64)>> = (self.runs.iter())
+                .map(|r| metrics::windows_of(&r.samples, i).collect())
+                .collect();
+            let Some(b) = crate::stats::slope::bends(&windows, BEND_FLOOR) else {
+                continue;
+            };
+            let (op, ops) = (&self.op_name, crate::core::plural(&self.op_name));
+            out.push(format!(
+                "{} depends on the window's length in every run: {} per {op} between the smaller \
+                 windows, {} between the larger ({} to {} {ops}, the medians of the runs): a \
+                 cache still filling, or a cost paid once in thousands of {ops}; its figure is \
+                 the slope over every window, not one {op}'s cost. {} larger shows whether it \
+                 settles",
+                ev.spec.name,
+                crate::core::fmt_num(b.small),
+                crate::core::fmt_num(b.large),
+                crate::core::num::group_thousands(&b.sizes.0.to_string()),
+                crate::core::num::group_thousands(&b.sizes.1.to_string()),
+                crate::core::input::spelled(crate::core::input::Opt::Ops),
+            ));
+        }
+        out
     }
 
     /// The per-op metrics and the overhead again from the runs, as the run computed them

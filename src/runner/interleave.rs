@@ -623,6 +623,7 @@ pub(crate) mod unit {
             warmup: 1,
             sample_time: Duration::from_millis(10),
             ops: None,
+            sizing: super::super::Sizing::Time,
             overhead_samples: 0,
             subtract_overhead: false,
             pre: None,

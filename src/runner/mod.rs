@@ -67,8 +67,11 @@ pub struct Plan {
     pub warmup: u32,
     /// Target duration of one sample for calibration.
     pub sample_time: Duration,
-    /// Operations per sample; `None` calibrates.
+    /// Operations per sample (the base size under [`Sizing::Count`]); `None` calibrates,
+    /// or under [`Sizing::Count`] takes the workload's own.
     pub ops: Option<u64>,
+    /// How the batches are sized: by time, or by count for an exact counter.
+    pub sizing: Sizing,
     /// Empty-loop samples per run for the overhead figure.
     pub overhead_samples: u32,
     pub subtract_overhead: bool,
@@ -86,6 +89,53 @@ pub struct Plan {
     pub copy_mode: crate::workloads::CopyMode,
     /// Audit rules loaded for this plan's runs (`--audit-rules`; see [`audit_rules`]).
     pub audit_rules: Option<crate::audit::rules_file::RuleSet>,
+}
+
+/// How the batches of a run are sized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sizing {
+    /// By time: every batch of a run the same size, calibrated so that one lasts
+    /// `sample_time` (or `ops` as given); a figure is a run's total over its operations.
+    Time,
+    /// By count, for an exact counter (syscost's TCG plugin counting each batch's window: a
+    /// count does not get truer by repeating it, and time under the emulator says nothing of
+    /// the kernel): a run's samples are [`SIZE_CYCLE`] times the base batch in turn, and each
+    /// exact count's figure is its slope over them (`stats::slope`), so what a window pays
+    /// once cancels. The base: `ops` when given; calibrated to `sample_time` when `by_time`
+    /// (`--sample-time` given); else the workload's own (`WorkloadSpec::counted_ops`).
+    Count { by_time: bool },
+}
+
+impl Sizing {
+    /// How this process sizes its batches: by count when its windows are counted exactly
+    /// (a campaign guest's measurement under syscost's TCG plugin), `by_time` when a sample
+    /// time was asked for all the same.
+    pub(crate) fn here(by_time: bool) -> Sizing {
+        if crate::counters::emulated::marking() {
+            Sizing::Count { by_time }
+        } else {
+            Sizing::Time
+        }
+    }
+
+    pub(crate) fn counted(self) -> bool {
+        matches!(self, Sizing::Count { .. })
+    }
+}
+
+/// Under [`Sizing::Count`], the sizes of a run's samples in turn, as multiples of the base:
+/// the slope between 1 and 2 cancels what a window pays once, and a third size shows a cost
+/// per operation that depends on the window's length (a cache still filling: `stats::slope`'s
+/// bend).
+pub(crate) const SIZE_CYCLE: [u64; 3] = [1, 2, 4];
+
+/// The operations of a run's `k`th sample (or overhead batch) of base size `ops`; warm-up
+/// batches take the base.
+pub(crate) fn sample_ops(ops: u64, counted: bool, k: usize) -> u64 {
+    match counted {
+        true => ops.saturating_mul(SIZE_CYCLE[k % SIZE_CYCLE.len()]),
+        false => ops,
+    }
 }
 
 /// When adaptive runs stop (`--until PCT --max-time DURATION`). Stopping is on precision,
@@ -288,6 +338,7 @@ impl Executor for Workers {
                 overhead_samples: 0,
                 profile: true,
                 paced: false,
+                counted: false,
             },
         );
         match spawn(&req)? {
@@ -317,6 +368,9 @@ pub(crate) fn batch_size(
         check_batch_length(exec, plan, ops)?;
         return Ok((ops, false));
     }
+    if plan.sizing == (Sizing::Count { by_time: false }) {
+        return Ok((plan.workload.counted_ops(), false));
+    }
     progress(Progress::Calibrating);
     let ops = exec.calibrate(plan)?.ops;
     progress(Progress::Calibrated { ops });
@@ -332,7 +386,9 @@ pub(crate) const MAX_BATCH: Duration = Duration::from_secs(1);
 /// probe batch. Workloads that must be told `--ops` (a command's runs) are exempt: one of
 /// their operations is as long as the command.
 fn check_batch_length(exec: &mut dyn Executor, plan: &Plan, ops: u64) -> Result<()> {
-    if plan.workload.ops_required().is_some() {
+    // Under the emulator nobody stops a guest's measurement but its boot's timeout, and its
+    // time says nothing of the batch: only the count sizes it.
+    if plan.workload.ops_required().is_some() || plan.sizing.counted() {
         return Ok(());
     }
     let per_op = exec.batch_ns_per_op(plan, ops)?;
@@ -446,7 +502,12 @@ pub(crate) fn assemble(
             samples: plan.samples,
             warmup: plan.warmup,
             ops_per_sample: ops,
+            sizes: match plan.sizing.counted() {
+                true => SIZE_CYCLE.to_vec(),
+                false => Vec::new(),
+            },
             calibrated,
+            workload_base: plan.sizing == (Sizing::Count { by_time: false }) && plan.ops.is_none(),
             sample_time_ns: plan.sample_time.as_nanos() as u64,
             cpus: plan.cpus.clone(),
             fifo: plan.fifo,
@@ -484,6 +545,7 @@ fn measuring(plan: &Plan, ops: u64, index: u32, paced: bool) -> Mode {
         overhead_samples: plan.overhead_samples,
         profile: false,
         paced,
+        counted: plan.sizing.counted(),
     }
 }
 

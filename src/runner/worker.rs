@@ -60,6 +60,10 @@ pub(crate) enum Mode {
         /// Wait for the parent's word before each sample (see the module's documentation).
         #[serde(default)]
         paced: bool,
+        /// Sized by count (`runner::Sizing::Count`): the samples and overhead batches are
+        /// `runner::SIZE_CYCLE` times `ops` in turn.
+        #[serde(default)]
+        counted: bool,
     },
 }
 
@@ -170,6 +174,7 @@ fn serve(req: &Request, signal: &AtomicUsize, input: &mut dyn BufRead) -> Result
             overhead_samples,
             profile,
             paced,
+            counted,
         } => measure(
             workload.as_mut(),
             req,
@@ -181,6 +186,7 @@ fn serve(req: &Request, signal: &AtomicUsize, input: &mut dyn BufRead) -> Result
                 samples: *samples,
                 overhead_samples: *overhead_samples,
                 profile: *profile,
+                counted: *counted,
             },
             paced.then_some(Pacer { input }).as_mut(),
             signal,
@@ -334,6 +340,7 @@ struct Shape {
     samples: u32,
     overhead_samples: u32,
     profile: bool,
+    counted: bool,
 }
 
 fn measure(
@@ -351,6 +358,7 @@ fn measure(
         samples,
         overhead_samples,
         profile,
+        counted,
     } = shape;
     let mut counters = CounterSet::open(
         &req.events,
@@ -398,7 +406,11 @@ fn measure(
         }
         interrupted(signal)?;
         let window = mark.then_some(i as usize);
-        let s = timed_batch(w, &mut counters, ops, (&mut before, &mut after), window)?;
+        let size = match i.checked_sub(warmup) {
+            Some(k) => super::sample_ops(ops, counted, k as usize),
+            None => ops,
+        };
+        let s = timed_batch(w, &mut counters, size, (&mut before, &mut after), window)?;
         if let Some(r) = recorder.as_mut() {
             r.drain();
         }
@@ -440,7 +452,7 @@ fn measure(
         let s = timed_batch(
             &mut empty,
             &mut counters,
-            ops,
+            super::sample_ops(ops, counted, j as usize),
             (&mut before, &mut after),
             window,
         )?;

@@ -11,6 +11,7 @@ pub(crate) mod rank_tests;
 pub(crate) mod registry;
 pub(crate) mod regression;
 pub(crate) mod significance;
+pub(crate) mod slope;
 pub(crate) mod t_tests;
 
 use serde::{Deserialize, Serialize};

@@ -130,6 +130,12 @@ pub(crate) trait Spec {
     const EXAMPLES: &'static str;
     /// When the workload cannot be calibrated, the message asking for `--ops`.
     const OPS_REQUIRED: Option<&'static str> = None;
+    /// The base window of an exact count (`runner::Sizing::Count`: windows of 1, 2 and 4
+    /// times it): what the figure needs, not what fills a time. Its slope cancels whatever a
+    /// window pays once, so the base need only be long enough that a cost paid every few
+    /// dozen operations (a slab's refill, a page's worth of a file) averages over it, and far
+    /// longer than the few operations a cache model takes to repeat its misses call after call.
+    const COUNTED_OPS: u64 = 256;
 
     /// Instantiate the workload (in the worker process).
     fn build(&self) -> Result<Box<dyn Workload>>;
@@ -324,6 +330,14 @@ macro_rules! workload_spec {
                 match self {
                     $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::EXTRA_EVENTS,)*
                     WorkloadSpec::Empty => "",
+                }
+            }
+
+            /// The base window of an exact count (`Spec::COUNTED_OPS`).
+            pub(crate) fn counted_ops(&self) -> u64 {
+                match self {
+                    $(WorkloadSpec::$variant(_) => <$module::Params as Spec>::COUNTED_OPS,)*
+                    WorkloadSpec::Empty => 256,
                 }
             }
 

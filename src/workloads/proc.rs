@@ -58,6 +58,9 @@ pub struct Params {
 impl Spec for Params {
     const NAME: &'static str = "proc";
     const OP_NAME: &'static str = "process";
+    /// A process created and reaped is tens of thousands of instructions and a few page
+    /// faults: 16 of them average the allocator's refills, at a fraction of a second emulated.
+    const COUNTED_OPS: u64 = 16;
     const ABOUT: &'static str = "Process and thread creation as lmbench's lat_proc times it: \
         fork+exit+wait, fork+exec of a tiny static program, posix_spawn, thread create+join";
     const EXAMPLES: &'static str = "Examples:

@@ -24,6 +24,9 @@ pub struct Params {
 impl Spec for Params {
     const NAME: &'static str = "vfs-mix";
     const OP_NAME: &'static str = "iteration";
+    /// An iteration is a dozen file system calls: 64 of them average the page cache's and
+    /// the dentry cache's occasional slow paths.
+    const COUNTED_OPS: u64 = 64;
     const ABOUT: &'static str = "The VFS-mix loop of Ingo Molnar's 2015 function-alignment RFC (creat, lstat, lseek, close, open O_TRUNC, write, mmap, store, munmap, close, unlink) on the file system holding --dir";
     const EXAMPLES: &'static str = "Examples:
   syscost run vfs-mix --dir /dev/shm --cpu 1 --fifo 90 --pre sync

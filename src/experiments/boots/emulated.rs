@@ -19,6 +19,7 @@ use crate::results::sets::{EmulatedSets, MissedLine};
 use crate::results::{
     EmulatedWindows, EventRecord, InterruptsLeftOut, RunRecord, RunResult, Sample,
 };
+use crate::stats::slope;
 use std::collections::HashMap;
 
 /// Join `windows` to the boot's `result`: a run's, or an audit sweep's (each step's runs, and
@@ -128,8 +129,9 @@ fn joined_as<T: serde::de::DeserializeOwned + serde::Serialize>(
 
 /// The counts every window has (the plugin counts the same in all of them).
 fn counted(windows: &[Window]) -> Result<&'static [Count], String> {
-    let n = windows.first().map_or(0, |w| w.counts.len());
-    if windows.iter().any(|w| w.counts.len() != n) || n > Count::ALL.len() {
+    let mut counting = windows.iter().filter(|w| !w.asleep);
+    let n = counting.clone().next().map_or(0, |w| w.counts.len());
+    if counting.any(|w| w.counts.len() != n) || n > Count::ALL.len() {
         return Err("the plugin's windows differ in what they count".into());
     }
     Ok(&Count::ALL[..n])
@@ -172,7 +174,7 @@ fn joined(
     for (i, k) in run_order(results) {
         let run = &mut results[i].runs[k];
         let mine: Vec<&Window> = next.by_ref().take(run.batches().count()).collect();
-        joins[i].run(run, &mine)?;
+        joins[i].run(run, &mine, counts)?;
     }
     for (r, j) in results.iter_mut().zip(joins) {
         add_events(r, counts);
@@ -180,6 +182,7 @@ fn joined(
         r.emulated_functions = j.blocks.named(symbols);
         r.warnings.extend(j.blocks.missing(symbols.is_some()));
         r.recompute();
+        r.warnings.extend(r.size_bends());
         r.emulated_windows = j.switches.map(|_| EmulatedWindows {
             windows: j.windows,
             left_out: j.crowded,
@@ -187,6 +190,14 @@ fn joined(
         });
         r.warnings
             .extend(crowded_warning(j.switches, j.crowded, j.windows));
+        if j.asleep > 0 {
+            r.warnings.push(format!(
+                "emulated counts: {} of {} windows left out: they began while syscost's plugin \
+                 was asleep (before the guest woke it, as syscost's own guest does before it \
+                 measures), and nothing of them was counted",
+                j.asleep, j.windows
+            ));
+        }
         if j.interrupts.is_none() {
             r.warnings.push(
                 "emulated counts include the interrupts that landed in their windows (timer \
@@ -207,6 +218,8 @@ struct Joined {
     /// of the operation.
     waits: bool,
     crowded: usize,
+    /// Windows the plugin refused: begun while it was asleep.
+    asleep: usize,
     windows: usize,
     /// The interrupts left out of the kept sample windows, when the plugin left them out.
     interrupts: Option<InterruptsLeftOut>,
@@ -225,6 +238,7 @@ impl Joined {
             switches,
             waits: r.workload.waits().is_some(),
             crowded: 0,
+            asleep: 0,
             windows: 0,
             interrupts: None,
             sets: Vec::new(),
@@ -232,8 +246,14 @@ impl Joined {
         }
     }
 
-    /// Join one run's windows, which must be named by consecutive slots from its first batch.
-    fn run(&mut self, run: &mut RunRecord, windows: &[&Window]) -> Result<(), String> {
+    /// Join one run's windows, which must be named by consecutive slots from its first batch;
+    /// `counts`: what the plugin counted in each.
+    fn run(
+        &mut self,
+        run: &mut RunRecord,
+        windows: &[&Window],
+        counts: &[Count],
+    ) -> Result<(), String> {
         // Another task in a window (a kworker, the boot's own asynchronous work) adds its
         // instructions to it: such a window is left out, by the context switches counted in it.
         let allowed = self
@@ -244,7 +264,8 @@ impl Joined {
         // A window an interrupt was still open at the end of (its return never seen) counted
         // that interrupt's rest as the task's: left out too.
         let alone = |k: usize, s: &Sample, w: &Window| {
-            !w.interrupts.as_ref().is_some_and(|q| q.open)
+            !w.asleep
+                && !w.interrupts.as_ref().is_some_and(|q| q.open)
                 && allowed.is_none_or(|(i, per_op)| {
                     let per_op = if k < workload_batches { per_op } else { 0.0 };
                     s.counts[i].is_some_and(|c| c.value as f64 <= allowance(per_op, s.ops))
@@ -256,7 +277,8 @@ impl Joined {
         let mut sets = SetSums::default();
         for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
             let alone = alone(k, sample, w);
-            self.crowded += usize::from(!alone);
+            self.asleep += usize::from(w.asleep);
+            self.crowded += usize::from(!alone && !w.asleep);
             self.windows += 1;
             self.blocks.seen |= !w.blocks.is_empty();
             if alone && (warmup..warmup + samples).contains(&k) {
@@ -276,11 +298,9 @@ impl Joined {
                     running: 1,
                 })
             };
-            let values = w
-                .counts
-                .iter()
-                .zip(Count::ALL)
-                .flat_map(|(c, kind)| kind.parts().iter().map(move |p| count(p.of(*c))));
+            let values = (counts.iter())
+                .map(|kind| (w.count(*kind).unwrap_or_default(), kind))
+                .flat_map(|(c, kind)| kind.parts().iter().map(move |p| count(p.of(c))));
             sample.counts.extend(values);
         }
         run.missed_lines = sets.lines_per_op();
@@ -388,11 +408,13 @@ fn crowded_warning(switches: Option<usize>, crowded: usize, windows: usize) -> O
     }
 }
 
-/// The sample windows' misses by set and by missing L1d line, summed, and their operations.
+/// A window's operations and its misses by set, L1d then L1i.
+type SetWindow = (u64, Vec<u64>, Vec<u64>);
+
+/// The sample windows' misses by set and by missing L1d line, window by window.
 #[derive(Default)]
 struct SetSums {
-    l1d: Vec<u64>,
-    l1i: Vec<u64>,
+    windows: Vec<SetWindow>,
     lines: HashMap<u64, u64>,
     ops: u64,
 }
@@ -402,10 +424,7 @@ impl SetSums {
         if w.l1d_sets.is_empty() {
             return;
         }
-        for (sum, sets) in [(&mut self.l1d, &w.l1d_sets), (&mut self.l1i, &w.l1i_sets)] {
-            sum.resize(sum.len().max(sets.len()), 0);
-            sum.iter_mut().zip(sets).for_each(|(s, m)| *s += m);
-        }
+        (self.windows).push((ops, w.l1d_sets.clone(), w.l1i_sets.clone()));
         for (line, n) in &w.missed_lines {
             *self.lines.entry(*line).or_default() += n;
         }
@@ -413,7 +432,8 @@ impl SetSums {
     }
 
     /// The lines that missed most over the windows, per operation, most first: as many as
-    /// a window lists.
+    /// a window lists. (A window lists only its most missed lines, so a line's count is its
+    /// total over the windows' operations, not a slope.)
     fn lines_per_op(&self) -> Vec<MissedLine> {
         let mut lines: Vec<(u64, u64)> = self.lines.iter().map(|(l, n)| (*l, *n)).collect();
         lines.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -423,20 +443,39 @@ impl SetSums {
             .collect()
     }
 
+    /// Each set's misses per operation: their slope over the windows' sizes (what a window
+    /// pays once, a cache state settling at its start, cancels), as the run's counts are; 0
+    /// where a set's few misses at random (the kernel's stack offset moves each call's lines)
+    /// take the slope below it.
     fn per_op(self) -> Option<EmulatedSets> {
-        let ops = self.ops as f64;
-        let per_op = |v: Vec<u64>| v.into_iter().map(|m| m as f64 / ops).collect();
+        let sets = |pick: fn(&SetWindow) -> &Vec<u64>| -> Vec<f64> {
+            let n = self
+                .windows
+                .iter()
+                .map(|w| pick(w).len())
+                .max()
+                .unwrap_or(0);
+            (0..n)
+                .map(|set| {
+                    let w: Vec<(u64, u64)> = (self.windows.iter())
+                        .map(|w| (w.0, pick(w).get(set).copied().unwrap_or(0)))
+                        .collect();
+                    slope::per_op(&w).unwrap_or(0.0).max(0.0)
+                })
+                .collect()
+        };
         (self.ops > 0).then(|| EmulatedSets {
-            l1d: per_op(self.l1d),
-            l1i: per_op(self.l1i),
+            l1d: sets(|w| &w.1),
+            l1i: sets(|w| &w.2),
         })
     }
 }
 
-/// The sample windows' kernel instructions by block, summed, and their operations.
+/// The sample windows' kernel instructions by block, window by window.
 #[derive(Default)]
 struct BlockSums {
-    blocks: HashMap<u64, u64>,
+    /// Each window's operations, and its instructions by block.
+    windows: Vec<(u64, HashMap<u64, u64>)>,
     ops: u64,
     /// The plugin counted blocks in some window.
     seen: bool,
@@ -462,21 +501,38 @@ impl BlockSums {
         if w.blocks.is_empty() {
             return;
         }
-        for &(addr, n) in &w.blocks {
-            *self.blocks.entry(addr).or_default() += n;
-        }
+        self.windows.push((ops, w.blocks.iter().copied().collect()));
         self.ops += ops;
+    }
+
+    /// Each block's instructions per operation: its slope over the windows' sizes (a block
+    /// a window runs once, on its way into the loop or out, cancels), as the run's counts
+    /// are; blocks that come to nothing are left out.
+    fn per_op(&self) -> HashMap<u64, f64> {
+        let mut addrs: Vec<u64> = (self.windows.iter())
+            .flat_map(|w| w.1.keys().copied())
+            .collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        addrs
+            .into_iter()
+            .filter_map(|a| {
+                let w: Vec<(u64, u64)> = (self.windows.iter())
+                    .map(|w| (w.0, w.1.get(&a).copied().unwrap_or(0)))
+                    .collect();
+                let v = slope::per_op(&w)?;
+                (v > 0.0).then_some((a, v))
+            })
+            .collect()
     }
 
     fn named(&self, symbols: Option<Rebased>) -> Option<EmulatedFunctions> {
         (self.ops > 0).then_some(())?;
         let s = symbols?;
-        let rebased = self
-            .blocks
-            .iter()
-            .map(|(a, n)| (a.wrapping_add(s.shift), *n))
+        let rebased = (self.per_op().into_iter())
+            .map(|(a, n)| (a.wrapping_add(s.shift), n))
             .collect();
-        Some(EmulatedFunctions::of(&rebased, self.ops, &s.symbols.table))
+        Some(EmulatedFunctions::of(&rebased, &s.symbols.table))
     }
 }
 
@@ -532,6 +588,7 @@ mod unit {
                         counts: [[0, 2000], [0, 100], [0, 200]],
                         open: false,
                     }),
+                    asleep: false,
                 });
             }
         }
@@ -597,6 +654,38 @@ mod unit {
             "a run's missed lines per operation, most first"
         );
         assert_eq!(lines[0].address(), Some(0xffff888004123440));
+    }
+
+    /// A window the plugin refused (begun before the guest woke it) is left out, and the
+    /// result says so in syscost's own words; the others still count.
+    #[test]
+    fn a_window_begun_asleep_is_left_out_and_named() {
+        let r = alone_result();
+        let mut w = windows_of(&r, 305);
+        w[1] = Window {
+            name: w[1].name,
+            asleep: true,
+            ..Window::default()
+        };
+        let mut v = serde_json::to_value(&r).unwrap();
+        join(&mut v, &w, None);
+        let joined: RunResult = serde_json::from_value(v).unwrap();
+        let m = joined
+            .metrics
+            .iter()
+            .find(|m| m.name == "instructions:k (emulated)");
+        assert_eq!(m.unwrap().values, [305.0, 305.0, 305.0]);
+        let said = joined.warnings.iter().find(|w| w.contains("asleep"));
+        assert!(
+            said.is_some_and(|s| s.starts_with("emulated counts: 1 of ")),
+            "{said:?}"
+        );
+        let first_sample = &joined.runs[0].samples[0];
+        assert_eq!(first_sample.counts.len(), joined.events.len());
+        assert!(
+            first_sample.counts.last().unwrap().is_none(),
+            "the refused window"
+        );
     }
 
     /// The runs of two results (an audit sweep's steps) took turns: their windows are joined

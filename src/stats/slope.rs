@@ -1,0 +1,280 @@
+//! What one operation adds to an exact count, from windows of different sizes: the
+//! least-squares slope of a window's count on its operations. Every cost a window pays once
+//! (its marks, the call into the loop and back, the counter reads around it, a cache state
+//! settling at its start) is the line's intercept and cancels, as nanoBench cancels its
+//! harness by running the code at N and 2N copies. The sums are kept in integers and the
+//! slope is one division, so an exact count's slope is a whole number exactly wherever the
+//! code's cost per operation is one (a pooled total over operations is not: 305 instructions
+//! a call plus 40 a window read 305.0002 over 262,144 calls).
+
+/// The least-squares line of windows' counts on their sizes, as integer sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fit {
+    /// Windows, and the sums of their sizes and counts.
+    k: i128,
+    sum_n: i128,
+    sum_c: i128,
+    /// `k Σn² - (Σn)²` and `k Σnc - Σn Σc`: the slope is their ratio.
+    sxx: i128,
+    sxy: i128,
+}
+
+impl Fit {
+    /// The line through `windows` (operations, count), or `None` when they have fewer than
+    /// two sizes (no slope: every window's fixed cost is then in its count) or their sums
+    /// would not fit in integers (a window of more than about 10^15 operations or counts).
+    pub(crate) fn of(windows: impl IntoIterator<Item = (u64, u64)>) -> Option<Fit> {
+        let (mut k, mut sn, mut sc, mut snn, mut snc) = (0i128, 0i128, 0i128, 0i128, 0i128);
+        for (n, c) in windows {
+            let (n, c) = (i128::from(n), i128::from(c));
+            k += 1;
+            sn = sn.checked_add(n)?;
+            sc = sc.checked_add(c)?;
+            snn = snn.checked_add(n.checked_mul(n)?)?;
+            snc = snc.checked_add(n.checked_mul(c)?)?;
+        }
+        let sxx = k.checked_mul(snn)?.checked_sub(sn.checked_mul(sn)?)?;
+        let sxy = k.checked_mul(snc)?.checked_sub(sn.checked_mul(sc)?)?;
+        let fit = Fit {
+            k,
+            sum_n: sn,
+            sum_c: sc,
+            sxx,
+            sxy,
+        };
+        // The intercept and the per-window values multiply these once more.
+        (sxx > 0
+            && fit.fixed_num().is_some()
+            && k.checked_mul(sxx)?.checked_mul(sc.max(sn)).is_some())
+        .then_some(fit)
+    }
+
+    /// The count one operation adds.
+    pub(crate) fn slope(&self) -> f64 {
+        ratio(self.sxy, self.sxx)
+    }
+
+    /// The intercept times `k·sxx`: `Σc·sxx - sxy·Σn`.
+    fn fixed_num(&self) -> Option<i128> {
+        let a = self.sum_c.checked_mul(self.sxx)?;
+        a.checked_sub(self.sxy.checked_mul(self.sum_n)?)
+    }
+
+    /// The count a window pays once, whatever its size (the line's intercept).
+    #[cfg(test)]
+    pub(crate) fn fixed(&self) -> f64 {
+        let num = self.fixed_num().expect("checked when fitted");
+        ratio(num, self.k * self.sxx)
+    }
+
+    /// A window's count per operation with the fixed part taken out: the slope itself for a
+    /// window on the line. Over all the windows fitted, these pool (their total over their
+    /// operations) to the slope exactly.
+    pub(crate) fn per_op(&self, ops: u64, count: u64) -> Option<f64> {
+        let (n, c) = (i128::from(ops), i128::from(count));
+        // (c - fixed) / n, over the common denominator k·sxx.
+        let num = (c.checked_mul(self.k)?.checked_mul(self.sxx)?).checked_sub(self.fixed_num()?)?;
+        let den = n.checked_mul(self.k)?.checked_mul(self.sxx)?;
+        (den > 0).then(|| ratio(num, den))
+    }
+}
+
+/// What one operation adds to a count over `windows` (operations, count): the slope when they
+/// have two sizes or more, else their total over their operations (a window's fixed cost then
+/// spread over its operations); `None` without operations.
+pub(crate) fn per_op(windows: &[(u64, u64)]) -> Option<f64> {
+    if let Some(f) = Fit::of(windows.iter().copied()) {
+        return Some(f.slope());
+    }
+    let ops: u64 = windows.iter().map(|w| w.0).sum();
+    let count: u64 = windows.iter().map(|w| w.1).sum();
+    (ops > 0).then(|| count as f64 / ops as f64)
+}
+
+/// `num / den` in floating point, exact when the quotient is whole (the integer part is
+/// divided apart from the remainder, so a large numerator loses nothing to rounding).
+fn ratio(num: i128, den: i128) -> f64 {
+    let (q, r) = (num / den, num % den);
+    q as f64 + r as f64 / den as f64
+}
+
+/// A count whose cost per operation depends on the window's size: the slope between the
+/// smaller sizes against the slope between the larger ones (a cache still filling when a
+/// window ends, a cost paid once every few thousand operations), beyond what the windows of
+/// one size differ among themselves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Bend {
+    /// The slope between the two smallest sizes, and between the two largest.
+    pub small: f64,
+    pub large: f64,
+    /// The sizes of the windows: smallest and largest.
+    pub sizes: (u64, u64),
+}
+
+/// Whether `windows` (operations, count) bend: with three sizes or more, the slopes between
+/// the two smallest and the two largest sizes (of each size's mean count) differ by more than
+/// 1% of the larger and `floor` per operation, and by more than twice what the windows of a
+/// size differ among themselves would explain. `None` when they do not, or cannot tell.
+pub(crate) fn bend(windows: &[(u64, u64)], floor: f64) -> Option<Bend> {
+    let mut sizes: Vec<u64> = windows.iter().map(|w| w.0).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    if sizes.len() < 3 {
+        return None;
+    }
+    let of = |n: u64| -> (f64, f64) {
+        let c: Vec<f64> = (windows.iter())
+            .filter(|w| w.0 == n)
+            .map(|w| w.1 as f64)
+            .collect();
+        let lo = c.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = c.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (c.iter().sum::<f64>() / c.len() as f64, hi - lo)
+    };
+    let scatter = sizes.iter().map(|&n| of(n).1).fold(0.0, f64::max);
+    let slope = |a: u64, b: u64| (of(b).0 - of(a).0) / (b - a) as f64;
+    let s = sizes.len();
+    let (small, large) = (slope(sizes[0], sizes[1]), slope(sizes[s - 2], sizes[s - 1]));
+    let gap = (sizes[1] - sizes[0]).min(sizes[s - 1] - sizes[s - 2]) as f64;
+    let d = (large - small).abs();
+    let bent = d > 0.01 * small.abs().max(large.abs()) && d > floor && d * gap > 2.0 * scatter;
+    bent.then_some(Bend {
+        small,
+        large,
+        sizes: (sizes[0], sizes[s - 1]),
+    })
+}
+
+/// Whether the windows of every run (each run's (operations, count)) bend alike: two runs or
+/// more, each bent ([`bend`]) the same way, and the runs' bends (the large slope less the
+/// small) all further from zero than they are spread: so a count that varies from call to
+/// call at random (a cache model's misses under the kernel's randomised stack offset) is not
+/// taken for one whose cost grows or shrinks with the window. The runs' median slopes.
+pub(crate) fn bends(runs: &[Vec<(u64, u64)>], floor: f64) -> Option<Bend> {
+    let each: Vec<Bend> = runs.iter().map(|w| bend(w, floor)).collect::<Option<_>>()?;
+    if each.len() < 2 {
+        return None;
+    }
+    let d: Vec<f64> = each.iter().map(|b| b.large - b.small).collect();
+    let (lo, hi) = d
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+    let apart = (lo > 0.0 || hi < 0.0) && lo.abs().min(hi.abs()) > hi - lo;
+    let median = |f: fn(&Bend) -> f64| super::median(&each.iter().map(f).collect::<Vec<_>>());
+    apart.then(|| Bend {
+        small: median(|b| b.small),
+        large: median(|b| b.large),
+        sizes: each[0].sizes,
+    })
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn a_fixed_cost_cancels_and_the_slope_is_whole() {
+        // 305 a call and 40 a window, at 1, 2 and 4 times 1,024 calls.
+        let w: Vec<(u64, u64)> = [1024u64, 2048, 4096, 1024, 2048, 4096]
+            .iter()
+            .map(|&n| (n, 305 * n + 40))
+            .collect();
+        let f = Fit::of(w.iter().copied()).unwrap();
+        assert_eq!(f.slope(), 305.0);
+        assert_eq!(f.fixed(), 40.0);
+        for &(n, c) in &w {
+            assert_eq!(f.per_op(n, c), Some(305.0));
+        }
+        // Pooled, the fixed cost is spread over the calls and the figure is not whole.
+        let pooled =
+            w.iter().map(|w| w.1).sum::<u64>() as f64 / w.iter().map(|w| w.0).sum::<u64>() as f64;
+        assert!(pooled > 305.01 && pooled < 305.02, "{pooled}");
+        assert_eq!(bend(&w, 0.005), None);
+    }
+
+    #[test]
+    fn a_large_count_keeps_its_whole_slope() {
+        // Counts beyond 2^53 in their sums: the integer part is divided exactly.
+        let w = [(1u64 << 20, 2534u64 << 20), (2 << 20, 2534 * (2 << 20) + 7)];
+        let f = Fit::of(w).unwrap();
+        assert_eq!(f.slope(), 2534.0 + 7.0 / (1u64 << 20) as f64);
+        let w = [
+            (1u64 << 30, (1u64 << 30) * 1_000_003),
+            (3 << 30, (3 << 30) * 1_000_003),
+        ];
+        assert_eq!(Fit::of(w).unwrap().slope(), 1_000_003.0);
+    }
+
+    #[test]
+    fn one_size_has_no_slope() {
+        assert_eq!(Fit::of([(100, 3000), (100, 3001)]), None);
+        assert_eq!(Fit::of([]), None);
+        assert_eq!(
+            Fit::of([(u64::MAX, u64::MAX), (1, 1)]),
+            None,
+            "too large to sum"
+        );
+        // A figure is still had, with the windows' fixed cost in it.
+        assert_eq!(per_op(&[(100, 3000), (100, 3001)]), Some(30.005));
+        assert_eq!(per_op(&[(100, 3000), (200, 6000)]), Some(30.0));
+        assert_eq!(per_op(&[]), None);
+    }
+
+    #[test]
+    fn the_slope_is_least_squares() {
+        // Against scipy.stats.linregress([1,2,4,1,2,4], [10,21,39,12,20,41]): slope
+        // 9.678571428571427, intercept 1.25.
+        let w = [(1, 10), (2, 21), (4, 39), (1, 12), (2, 20), (4, 41)];
+        let f = Fit::of(w).unwrap();
+        assert!((f.slope() - 9.678_571_428_571_427).abs() < 1e-12);
+        assert!((f.fixed() - 1.25).abs() < 1e-12);
+        // The windows' per-op values pool to the slope.
+        let total: f64 = w
+            .iter()
+            .map(|&(n, c)| f.per_op(n, c).unwrap() * n as f64)
+            .sum();
+        assert!((total / 14.0 - f.slope()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_cache_still_filling_bends_the_line() {
+        // 4 misses a call once warm, but the first 3,000 calls of a window miss 2 more each:
+        // windows of 1,024 and 2,048 calls are still filling, 4,096 is past it.
+        let misses = |n: u64| 4 * n + 2 * n.min(3000);
+        let w: Vec<(u64, u64)> = [1024u64, 2048, 4096]
+            .iter()
+            .map(|&n| (n, misses(n)))
+            .collect();
+        let b = bend(&w, 0.005).expect("bent");
+        assert_eq!((b.small, b.sizes), (6.0, (1024, 4096)));
+        assert!(b.large < 5.0, "{b:?}");
+        // The same line with scatter between repeated windows as large as the bend: not told.
+        let noisy = [
+            (10, 100),
+            (10, 140),
+            (20, 200),
+            (20, 240),
+            (40, 380),
+            (40, 420),
+        ];
+        assert_eq!(bend(&noisy, 0.005), None);
+        // Two sizes cannot show a bend.
+        assert_eq!(bend(&w[..2], 0.005), None);
+        // Every run bends alike: flagged; one run alone, or runs bent at random, are not.
+        let runs = vec![w.clone(), w.clone(), w.clone()];
+        assert_eq!(bends(&runs, 0.005).map(|b| b.small), Some(6.0));
+        assert_eq!(bends(&runs[..1], 0.005), None);
+        let up = vec![(256, 2928), (512, 5459), (1024, 11475)];
+        let down = vec![(256, 1190), (512, 2129), (1024, 3906)];
+        assert!(bend(&up, 0.005).is_some() && bend(&down, 0.005).is_some());
+        assert_eq!(bends(&[up, down.clone()], 0.005), None, "opposite ways");
+        let less = vec![(256, 1190), (512, 2300), (1024, 4300)];
+        assert_eq!(
+            bends(&[down, less], 0.005),
+            None,
+            "spread wider than the bends"
+        );
+    }
+}
