@@ -1,4 +1,8 @@
 fn main() {
+    // A worker (one run of a measurement) goes straight to its work.
+    if let Some(status) = syscost::cli::worker() {
+        std::process::exit(status);
+    }
     // Messages below the command line name options; it says how each is spelled.
     syscost::cli::flags::install();
     // In a campaign's guest syscost is the init (process 1): it measures and powers off.

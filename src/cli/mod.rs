@@ -183,9 +183,37 @@ const REPORT_EXAMPLES: &str = "Examples:
 Result files come from run -o, compare -o, ab -o, merge -o, audit sweep -o, correlate -o,
 run uprobe --threads LIST -o, probe -o, history trend -o, and cachesets --json > FILE.";
 
+/// A worker process (`syscost __worker`: the runner starts one for every run) runs without
+/// parsing syscost's command line, which under the emulator costs more than a counted run
+/// (0.2 s of a guest's, against 0.02 s for the run's windows): its exit status, or `None` for
+/// any other command.
+pub fn worker() -> Option<i32> {
+    let first = std::env::args_os().nth(1);
+    (first.as_deref() == Some(std::ffi::OsStr::new("__worker")) && std::env::args_os().len() == 2)
+        .then(runner::worker::main)
+}
+
+/// The command line parsed, as `Cli::parse` does, but with clap's tree of every command's
+/// arguments left to the process's exit instead of dropped: dropping it costs as much as
+/// building it (a third of a guest's `run` start under the emulator).
+fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut tree = Cli::command();
+    let parsed = tree
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|mut m| {
+            let cli = Cli::from_arg_matches_mut(&mut m);
+            std::mem::forget(m);
+            cli
+        })
+        .map_err(|e| e.format(&mut tree));
+    std::mem::forget(tree);
+    parsed.unwrap_or_else(|e| e.exit())
+}
+
 /// Parse the arguments, run the command, and return the process exit status.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = parse();
     if let Command::Worker = cli.command {
         return runner::worker::main();
     }
@@ -223,12 +251,15 @@ pub fn main() -> i32 {
 /// The one output routine: the result's JSON to `-o` (atomically) if asked, then the result on
 /// stdout in `format` (JSON as written to files; text laid out by the format).
 fn show<R: Render + Serialize>(r: &R, format: Format, output: &Option<PathBuf>) -> Result<()> {
-    let json = json::to_json(r);
     if let Some(p) = output {
-        write_file(p, format!("{json}\n").as_bytes())?;
+        write_file(p, format!("{}\n", json::to_json(r)).as_bytes())?;
+    }
+    // Nobody reads it (a campaign guest's measurement): laying a table out is work for nothing.
+    if crate::core::files::stdout_discarded() {
+        return Ok(());
     }
     if format == Format::Json {
-        out(format!("{json}\n"))
+        out(format!("{}\n", json::to_json(r)))
     } else {
         out(r.text(format))
     }

@@ -1,13 +1,13 @@
 //! Numbers as the tables print them.
 
-/// Format a number the way the tables do: thousands grouped for large values, two decimals in
-/// the usual range, three significant digits below one.
 /// An address as results keep it (`0xffff...`, hexadecimal: beyond a double's exact
 /// integers), read back.
 pub(crate) fn parse_hex(s: &str) -> Option<u64> {
     u64::from_str_radix(s.trim_start_matches("0x"), 16).ok()
 }
 
+/// Format a number the way the tables do: thousands grouped for large values, two decimals in
+/// the usual range, three significant digits below one.
 pub(crate) fn fmt_num(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
