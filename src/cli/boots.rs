@@ -241,8 +241,8 @@ pub struct GuestOpts {
     #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u8).range(0..=10))]
     pub icount: Option<u8>,
     /// Before measuring, each guest waits up to this long for its boot's own work (kernel
-    /// threads such as 6.12's crypto self-tests) to end: until its CPU is under 2% busy over
-    /// 250 ms (from /proc/stat). Every instruction in a window counts under the emulator, so
+    /// threads such as 6.12's crypto self-tests) to end: until its CPU shows no busy tick in
+    /// 100 ms (from /proc/stat). Every instruction in a window counts under the emulator, so
     /// with --emulated-counters it waits [default: 30s with --emulated-counters, 0 (measure at
     /// once) otherwise]; a guest still busy at the limit measures anyway and its result says
     /// so. Either way, a window in which another task ran is left out of the counts.

@@ -409,6 +409,49 @@ impl RunResult {
 mod tests {
     use super::*;
 
+    /// The fixture with an exact count joined: each run three windows of 256, 512 and 1,024
+    /// calls counting `count(calls)`.
+    fn counted(count: impl Fn(u64) -> u64) -> RunResult {
+        let mut r = fixture::fixed_result();
+        r.events.push(EventRecord {
+            spec: EventSpec::emulated("L1-dcache-load-misses:k (emulated)", true),
+            group: 9,
+            status: crate::counters::EventStatus::Counting,
+        });
+        for run in &mut r.runs {
+            let first = run.samples[0].clone();
+            run.samples = [256, 512, 1024]
+                .map(|n| {
+                    let mut s = first.clone();
+                    s.ops = n;
+                    s.counts.push(Some(crate::counters::RawCount {
+                        value: count(n),
+                        enabled: 1,
+                        running: 1,
+                    }));
+                    s
+                })
+                .to_vec();
+        }
+        r.recompute();
+        r
+    }
+
+    #[test]
+    fn a_count_that_bends_with_the_window_is_flagged_not_averaged_quietly() {
+        // A cache still filling: 2 misses more a call over the first 700 calls of a window.
+        let filling = counted(|n| 4 * n + 2 * n.min(700) + 30);
+        let said = filling.size_bends();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].starts_with("L1-dcache-load-misses:k (emulated) depends on the window"));
+        assert!(said[0].contains("6.00 per call between the smaller windows"), "{}", said[0]);
+        // A line: its slope, whole, and nothing said.
+        let line = counted(|n| 4 * n + 30);
+        assert!(line.size_bends().is_empty());
+        let m = line.metrics.iter().find(|m| m.name.starts_with("L1-dcache-load-misses"));
+        assert_eq!(m.unwrap().values, [4.0, 4.0, 4.0]);
+    }
+
     #[test]
     fn bad_files_are_refused_clearly() {
         let msg = |t: &str| format!("{:#}", RunResult::from_json(t).unwrap_err());

@@ -488,8 +488,8 @@ fn an_emulated_audit_sweep_fits_instructions_per_rule() {
         vec![out_file.display().to_string()],
     ]
     .concat();
-    let sweep = "audit sweep --rules 0,8,16,32 --no-residue-step --runs 2 --samples 2 \
-                 --sample-time 10ms";
+    // Sized by count: each step's windows are 256, 512 and 1,024 calls.
+    let sweep = "audit sweep --rules 0,8,16,32 --no-residue-step --runs 2";
     let words: Vec<&str> = sweep.split_whitespace().collect();
     let out = campaign_measuring(tmp.path(), &args, &words);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -575,7 +575,8 @@ fn an_emulated_sweep_over_a_rules_file_costs_each_rule_exactly() {
         &rules,
         "--no-residue-step",
     ];
-    words.extend(["--runs", "2", "--samples", "2", "--sample-time", "50ms"]);
+    // Sized by count, as every counted measurement is by default.
+    words.extend(["--runs", "2"]);
     let out = campaign_measuring(tmp.path(), &args, &words);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -1077,16 +1078,8 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
     let Some(k) = kernels() else { return };
     let tmp = scratch();
     let out_file = tmp.path().join("c.json");
-    let measure = [
-        "run",
-        "syscall",
-        "--runs",
-        "2",
-        "--samples",
-        "2",
-        "--sample-time",
-        "50ms",
-    ];
+    // Sized by count, as a counted measurement is by default.
+    let measure = ["run", "syscall", "--runs", "2"];
     let rules = forty_rules(tmp.path());
     let (old, new) = (&k[0], &k[k.len() - 1]);
     let arms = [("base", old), ("same", old), ("newer", new), ("rules", old)];
@@ -2102,8 +2095,6 @@ fn the_cache_model_sees_the_replica_s_crowded_set() {
             "2",
             "--samples",
             "3",
-            "--sample-time",
-            "10ms",
         ];
         let out = campaign_measuring(tmp.path(), &args, &measure);
         let err = String::from_utf8_lossy(&out.stderr);
