@@ -6,8 +6,9 @@
 #    (old first, then new first), N pairs: each boot's wall time and its split (kernel,
 #    settling, measurement, outside the guest's clock), the medians, the median of the pairs'
 #    ratios with its 95% interval, for the whole boot and for all but the measurement;
-#  - the exact counts per operation of every boot, which must be the same for both binaries,
-#    and the cache model's L1d misses per operation and per set (the sets' medians);
+#  - the exact counts per operation of every boot, which must be the same for both binaries
+#    (and, from windows sized by count, whole numbers in the new tree's), and the cache model's
+#    L1d misses per operation and per set (the sets' medians);
 #  - a LAVA lab's start by each tree's scripts/lava-lab (the new one's kept database made
 #    first), alternated, N/2 pairs; with --suite also the end-to-end suite's CPU seconds under
 #    process accounting (bench/suite_cpu.sh) in each tree, one after the other (about 20
@@ -85,7 +86,9 @@ for kind, by in boots.items():
         print(f"{which}: wall " + " ".join(f"{x[0]:.2f}" for x in r)
               + f" s; medians: wall {med(x[0] for x in r):.2f} s = kernel {sp('kernel'):.2f} + init "
               f"{sp('init'):.2f} + settling {sp('settle'):.2f} + measurement {sp('measurement'):.2f} "
-              f"+ outside {sp('outside'):.2f}; operations a sample " + " ".join(str(x[4]) for x in r))
+              f"+ outside {sp('outside'):.2f}; the measurement's share "
+              f"{med(x[1]['measurement'] / x[0] for x in r):.0%}; operations a sample "
+              + " ".join(str(x[4]) for x in r))
     pairs = list(zip(by["old"], by["new"]))
     print("whole boot, new/old: " + interval_line([n[0] / o[0] for o, n in pairs]))
     around = lambda x: x[0] - x[1]["measurement"]
@@ -98,8 +101,10 @@ for kind, by in boots.items():
         o, n = ([x[2][k] for x in by[w]] for w in ("old", "new"))
         lo, hi = min(o + n), max(o + n)
         same = hi - lo <= 1e-4 * max(abs(hi), 1e-9)
+        whole = all(v == round(v) for v in n)
         print(f"{k}: old {min(o):.4f} to {max(o):.4f}, new {min(n):.4f} to {max(n):.4f}: "
-              + ("the same" if same else "DIFFERENT"))
+              + ("the same" if same else "DIFFERENT")
+              + ("; new whole in every boot" if whole else "; new NOT whole"))
     if all(x[3] for w in by for x in by[w]):
         for w in ("old", "new"):
             print(f"{w}: L1d misses per operation (the sets' sum), each boot: "
