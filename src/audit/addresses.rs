@@ -60,14 +60,18 @@ pub(crate) fn walk_list(mem: &mut dyn KernelMemory, head: u64) -> Result<Vec<u64
 /// `Ok(None)` when it is not listed; an error when addresses are hidden (all zero).
 pub(crate) fn symbol_address(kallsyms: &str, symbol: &str) -> Result<Option<u64>> {
     let mut hidden = false;
+    // Only the lines that end with the name are split: the whole file is 100,000 lines and
+    // more, read by every measuring process of a guest that names its objects' lines.
     for line in kallsyms.lines() {
-        let mut f = line.split_whitespace();
-        let (Some(addr), Some(_kind), Some(name)) = (f.next(), f.next(), f.next()) else {
+        let Some(rest) = line.strip_suffix(symbol) else {
             continue;
         };
-        if name != symbol {
+        let mut f = rest.split_whitespace();
+        let (Some(addr), Some(_kind), None, true) =
+            (f.next(), f.next(), f.next(), rest.ends_with(' '))
+        else {
             continue;
-        }
+        };
         let a = u64::from_str_radix(addr, 16)
             .with_context(|| format!("/proc/kallsyms: '{addr}' is not an address"))?;
         if a == 0 {
@@ -321,6 +325,14 @@ pub(crate) mod unit {
             Some(0xffff_ffff_8300_1000)
         );
         assert_eq!(symbol_address(text, "nosuch").unwrap(), None);
+        // A name that only ends the same, and a module's symbol, are not it.
+        let others = "ffffffff83001000 d my_audit_filter_list
+ffffffffc0001000 t \
+                      audit_filter_list\t[mod]\nffffffff83002000 d audit_filter_list\n";
+        assert_eq!(
+            symbol_address(others, "audit_filter_list").unwrap(),
+            Some(0xffff_ffff_8300_2000)
+        );
         let hidden = "0000000000000000 d audit_filter_list\n";
         let e = symbol_address(hidden, "audit_filter_list").unwrap_err();
         assert!(e.to_string().contains("kptr_restrict"), "{e}");

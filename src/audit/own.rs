@@ -81,10 +81,34 @@ pub struct OwnObjects {
     pub unreadable: Option<String>,
 }
 
+/// Where a process's objects are found in this kernel: `init_task` and the layout of the
+/// structures a walk reads. Reading them (the whole /proc/kallsyms, the kernel's BTF) took most
+/// of a second of each measuring process under the emulator, so a measurement reads them once
+/// and hands them to every worker.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub(crate) struct ObjectMap {
+    init_task: u64,
+    layout: TaskLayout,
+}
+
+impl ObjectMap {
+    /// This kernel's.
+    pub(crate) fn here() -> Result<ObjectMap> {
+        let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+        let init_task = symbol_address(&kallsyms, "init_task")?.context(
+            "init_task is not in /proc/kallsyms (a data symbol: listed only with \
+             CONFIG_KALLSYMS_ALL=y)",
+        )?;
+        let layout = TaskLayout::of(&Btf::load()?)?;
+        Ok(ObjectMap { init_task, layout })
+    }
+}
+
 impl OwnObjects {
-    /// This process's (its main thread's: the task list holds group leaders).
-    pub(crate) fn here() -> OwnObjects {
-        match read(std::process::id()) {
+    /// This process's (its main thread's: the task list holds group leaders), found through
+    /// `map` when given (read once for a measurement's workers), else read here.
+    pub(crate) fn here(map: Option<&ObjectMap>) -> OwnObjects {
+        match read(std::process::id(), map) {
             Ok(objects) => OwnObjects {
                 objects,
                 unreadable: None,
@@ -103,7 +127,7 @@ impl OwnObjects {
 }
 
 /// The offsets of `struct task_struct` a walk needs, from the kernel's BTF.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub(crate) struct TaskLayout {
     pub size: u64,
     pub tasks: u64,
@@ -211,13 +235,11 @@ fn task_objects(
     Ok(out)
 }
 
-fn read(pid: u32) -> Result<Vec<KernelObject>> {
-    let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-    let init_task = symbol_address(&kallsyms, "init_task")?.context(
-        "init_task is not in /proc/kallsyms (a data symbol: listed only with \
-         CONFIG_KALLSYMS_ALL=y)",
-    )?;
-    let layout = TaskLayout::of(&Btf::load()?)?;
+fn read(pid: u32, map: Option<&ObjectMap>) -> Result<Vec<KernelObject>> {
+    let ObjectMap { init_task, layout } = match map {
+        Some(m) => *m,
+        None => ObjectMap::here()?,
+    };
     let mut kcore = Kcore::open().context(
         "/proc/kcore cannot be read: it needs CONFIG_PROC_KCORE=y, root (CAP_SYS_RAWIO) and no \
          kernel lockdown",
@@ -295,9 +317,16 @@ mod unit {
                 "{l:?}"
             );
         }
-        let own = OwnObjects::here();
+        let own = OwnObjects::here(None);
         match own.unreadable {
-            None => assert_eq!(own.objects[0].kind, ObjectKind::Task),
+            None => {
+                assert_eq!(own.objects[0].kind, ObjectKind::Task);
+                // Through a map read once, as a measurement's workers find theirs: the same.
+                let map = ObjectMap::here().unwrap();
+                let json = serde_json::to_string(&map).unwrap();
+                let map: ObjectMap = serde_json::from_str(&json).unwrap();
+                assert_eq!(OwnObjects::here(Some(&map)), own);
+            }
             Some(e) => assert!(
                 e.contains("kallsyms") || e.contains("kcore") || e.contains("BTF"),
                 "{e}"

@@ -345,8 +345,8 @@ fn measure(
             words,
             rules.as_ref().map(|(t, p)| (t.as_str(), p.as_str())),
             aged,
-            plan.mark,
-            plan.objects,
+            (plan.mark, plan.objects),
+            super::After::PowerOff,
         ),
         Some(path) => run_here(words).and_then(|()| {
             std::fs::read(path).with_context(|| format!("the measurement wrote no {path}"))

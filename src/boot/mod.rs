@@ -71,28 +71,55 @@ pub(crate) fn remove_leftovers(dir: &Path) -> usize {
 /// campaign's resume): set up the arm's audit rules (a [`RuleSet`] as JSON, read on the
 /// host), run syscost's measuring
 /// `words` as a child of this binary with its result in a temporary file and its history
-/// entry thrown away (the campaign records it, tagged), remove the rules, return the result.
+/// entry thrown away (the campaign records it, tagged), remove the rules (unless the machine
+/// powers off next), return the result.
 /// `mark`: its workers mark their batches for syscost's TCG plugin; `objects`: and record where
 /// their kernel objects are (the plugin models the caches).
 /// `aged`: the slab the rules' entries come from is aged first with that many objects (see
-/// [`crate::audit::age`]).
+/// [`crate::audit::age`]). `after`: what becomes of the machine once measured.
 pub(crate) fn measure_here(
     words: &[String],
     rules: Option<(&str, &str)>,
     aged: Option<usize>,
-    mark: bool,
-    objects: bool,
+    (mark, objects): (bool, bool),
+    after: After,
 ) -> Result<Vec<u8>> {
-    let _rules = rules
+    let rules = rules
         .map(|(json, what)| ArmRules::set_up(json, what, aged))
         .transpose()?;
+    let result = measured(words, mark, objects, rules.as_ref());
+    if after == After::PowerOff {
+        // Nothing of this boot outlives it: removing 42 rules one by one took half a second
+        // of a guest's measurement under the emulator, for a machine about to power off.
+        std::mem::forget(rules);
+    }
+    result
+}
+
+/// What becomes of a machine after [`measure_here`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum After {
+    /// It goes on (a kexec campaign's host): the arm's rules are removed, audit put back.
+    Goes,
+    /// It powers off (a QEMU or lab guest, thrown away): nothing is put back.
+    PowerOff,
+}
+
+/// The measuring command's result under `rules`, with what the rules and the audit backlog
+/// add to it.
+fn measured(
+    words: &[String],
+    mark: bool,
+    objects: bool,
+    rules: Option<&ArmRules>,
+) -> Result<Vec<u8>> {
     let backlog = mark.then(alone::audit_backlog_unlimited).flatten();
     let result = measure_child(words, mark, objects)?;
     let result = match backlog {
         Some(w) => guest::with_warning(result, &w),
         None => result,
     };
-    Ok(match &_rules {
+    Ok(match rules {
         Some(r) => r.noted(result),
         None => result,
     })
@@ -138,13 +165,17 @@ pub(crate) fn with_output(words: &[String], path: &str) -> Vec<String> {
 /// themselves: the campaign records the result, and a guest's own record (a SQLite file made
 /// and thrown away) took 0.3 s of its measurement under the emulator.
 fn unrecorded(words: Vec<String>) -> Vec<String> {
+    use crate::core::input::{Opt, spelled};
     let split = words.iter().position(|w| w == "--").unwrap_or(words.len());
-    let named = |w: &String| w == "--no-history" || w == "--history" || w.starts_with("--history=");
+    let (history, none) = (spelled(Opt::History), spelled(Opt::NoHistory));
+    let named = |w: &String| {
+        *w == none || *w == history || w.starts_with(&format!("{history}="))
+    };
     if words[..split].iter().any(named) {
         return words;
     }
     let mut out = words[..split].to_vec();
-    out.push("--no-history".into());
+    out.push(none);
     out.extend(words[split..].iter().cloned());
     out
 }

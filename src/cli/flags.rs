@@ -51,6 +51,7 @@ pub(crate) fn flag(o: Opt) -> &'static str {
         Opt::DropPerturbed => "--drop-perturbed",
         Opt::Force => "--force",
         Opt::History => "--history",
+        Opt::NoHistory => "--no-history",
         Opt::ListEvents => "--list-events",
         Opt::Objects => "--objects",
         Opt::SamplesAsUnits => "--samples-as-units",

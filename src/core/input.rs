@@ -49,6 +49,7 @@ pub(crate) enum Opt {
     DropPerturbed,
     Force,
     History,
+    NoHistory,
     ListEvents,
     Objects,
     SamplesAsUnits,
@@ -84,7 +85,7 @@ pub(crate) enum Opt {
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
     #[cfg(test)]
-    pub(crate) const ALL: [Opt; 71] = [
+    pub(crate) const ALL: [Opt; 72] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -126,6 +127,7 @@ impl Opt {
         Opt::DropPerturbed,
         Opt::Force,
         Opt::History,
+        Opt::NoHistory,
         Opt::ListEvents,
         Opt::Objects,
         Opt::SamplesAsUnits,

@@ -444,11 +444,18 @@ mod tests {
         let said = filling.size_bends();
         assert_eq!(said.len(), 1, "{said:?}");
         assert!(said[0].starts_with("L1-dcache-load-misses:k (emulated) depends on the window"));
-        assert!(said[0].contains("6.00 per call between the smaller windows"), "{}", said[0]);
+        assert!(
+            said[0].contains("6.00 per call between the smaller windows"),
+            "{}",
+            said[0]
+        );
         // A line: its slope, whole, and nothing said.
         let line = counted(|n| 4 * n + 30);
         assert!(line.size_bends().is_empty());
-        let m = line.metrics.iter().find(|m| m.name.starts_with("L1-dcache-load-misses"));
+        let m = line
+            .metrics
+            .iter()
+            .find(|m| m.name.starts_with("L1-dcache-load-misses"));
         assert_eq!(m.unwrap().values, [4.0, 4.0, 4.0]);
     }
 

@@ -551,6 +551,7 @@ fn measuring(plan: &Plan, ops: u64, index: u32, paced: bool) -> Mode {
 
 fn request(plan: &Plan, mode: Mode) -> Request {
     Request {
+        objects: object_map(),
         parent: std::process::id(),
         workload: plan.workload.clone(),
         events: plan.events.clone(),
@@ -560,6 +561,19 @@ fn request(plan: &Plan, mode: Mode) -> Request {
         copy_mode: plan.copy_mode,
         mode,
     }
+}
+
+/// Where this kernel keeps a process's objects, when the workers name the lines their
+/// windows missed in: read once by this process for all its workers (`None` when it cannot be
+/// read: each worker then says why in its run).
+fn object_map() -> Option<crate::audit::own::ObjectMap> {
+    static MAP: std::sync::OnceLock<Option<crate::audit::own::ObjectMap>> =
+        std::sync::OnceLock::new();
+    *MAP.get_or_init(|| {
+        crate::counters::emulated::naming_objects()
+            .then(crate::audit::own::ObjectMap::here)
+            .and_then(Result::ok)
+    })
 }
 
 /// Start a worker process (its stdin and stdout piped), registered so a signal reaches it

@@ -35,6 +35,10 @@ pub(crate) struct Request {
     #[serde(default)]
     pub copy_mode: crate::workloads::CopyMode,
     pub mode: Mode,
+    /// Where this kernel keeps a process's objects, read once by the parent for its workers
+    /// when they name the lines their windows missed in (`counters::emulated::naming_objects`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects: Option<crate::audit::own::ObjectMap>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -332,6 +336,20 @@ impl Pacer<'_> {
     }
 }
 
+/// Whether the run's time was taken counted or uncounted, for a workload that counting
+/// perturbs.
+fn counting_note(req: &Request) -> Option<String> {
+    let why = req.workload.counting_perturbs()?;
+    Some(if req.events.groups.is_empty() {
+        format!("Timed uncounted, as lmbench times it: {why}. -e EVENTS counts them, at that cost")
+    } else {
+        format!(
+            "Counted, so the time includes the counters' cost: {why}. Without -e the time is \
+             taken uncounted, as lmbench takes it"
+        )
+    })
+}
+
 /// What one measured run consists of.
 struct Shape {
     index: u32,
@@ -394,7 +412,7 @@ fn measure(
     // lines its windows missed in.
     let mark = emulated::marking() && !profile;
     if mark && emulated::naming_objects() {
-        run.own_objects = Some(crate::audit::own::OwnObjects::here());
+        run.own_objects = Some(crate::audit::own::OwnObjects::here(req.objects.as_ref()));
     }
     counters.enable().context("enabling counters")?;
     if let Some(p) = pacer.as_mut() {
@@ -432,19 +450,8 @@ fn measure(
     w.finish()?;
     run.workload_metrics = w.run_metrics().into_iter().collect();
     run.notes = w.notes();
+    run.notes.extend(counting_note(req));
     run.waits = w.waits_where_it_ran();
-    if let Some(why) = req.workload.counting_perturbs() {
-        run.notes.push(if req.events.groups.is_empty() {
-            format!(
-                "Timed uncounted, as lmbench times it: {why}. -e EVENTS counts them, at that cost"
-            )
-        } else {
-            format!(
-                "Counted, so the time includes the counters' cost: {why}. Without -e the time \
-                 is taken uncounted, as lmbench takes it"
-            )
-        });
-    }
     let mut empty = EmptyLoop;
     for j in 0..overhead_samples {
         interrupted(signal)?;

@@ -1078,8 +1078,9 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
     let Some(k) = kernels() else { return };
     let tmp = scratch();
     let out_file = tmp.path().join("c.json");
-    // Sized by count, as a counted measurement is by default.
-    let measure = ["run", "syscall", "--runs", "2"];
+    // Sized by count from a base given (--ops): windows of 20,000, 40,000 and 80,000 calls,
+    // long enough for the timer's ticks to land in them and be left out (below).
+    let measure = ["run", "syscall", "--runs", "2", "--ops", "20000"];
     let rules = forty_rules(tmp.path());
     let (old, new) = (&k[0], &k[k.len() - 1]);
     let arms = [("base", old), ("same", old), ("newer", new), ("rules", old)];

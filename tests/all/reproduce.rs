@@ -35,7 +35,10 @@ fn the_audit_series_is_rebuilt_and_its_change_counted_exactly() {
     );
     assert!(out.status.success(), "{err}");
     // Built here, or found made by an earlier run on this machine: either way, named.
-    let made = ["syscost: build patch1 is made (", "syscost: built patch1 in "];
+    let made = [
+        "syscost: build patch1 is made (",
+        "syscost: built patch1 in ",
+    ];
     assert!(made.iter().any(|m| err.contains(m)), "{err}");
     // The preamble's lines wrap at 100 columns, going on two spaces in: read them whole.
     let whole_lines = text.replace("\n  ", " ");
@@ -96,7 +99,10 @@ fn the_audit_series_is_rebuilt_and_its_change_counted_exactly() {
             &["change", "per_rule", "per_rule_change"][..],
         ),
         ("branches", &["change", "per_rule", "per_rule_change"]),
-        ("L1-dcache-loads", &["change", "per_rule", "per_rule_change"]),
+        (
+            "L1-dcache-loads",
+            &["change", "per_rule", "per_rule_change"],
+        ),
     ] {
         let s = step("patch1", counter);
         for f in fields {

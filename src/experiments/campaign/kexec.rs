@@ -410,7 +410,13 @@ fn this_boot(st: &mut State, p: &Pending) -> BootRecord {
 fn measure_this_boot(st: &State, arm: &Arm) -> Outcome {
     let rules = (st.rules.get(&arm.name)).map(|t| (t.as_str(), arm.name.as_str()));
     let measure = st.plan.boot.measure_of(&arm.name);
-    match crate::boot::measure_here(measure, rules, None, false, false) {
+    match crate::boot::measure_here(
+        measure,
+        rules,
+        None,
+        (false, false),
+        crate::boot::After::Goes,
+    ) {
         Err(e) => Outcome::failed(format!("{e:#}"), Failure::InGuest),
         Ok(bytes) => match serde_json::from_slice(&bytes) {
             Ok(result) => Outcome::Measured { result },
