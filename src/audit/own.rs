@@ -81,6 +81,10 @@ pub struct OwnObjects {
     pub unreadable: Option<String>,
 }
 
+/// Where a campaign guest's init hands its measurement the [`ObjectMap`] (as JSON), read with
+/// the kallsyms it read for the arm's rules: the measurement then reads none.
+pub(crate) const OBJECT_MAP_ENV: &str = "SYSCOST_OBJECT_MAP";
+
 /// Where a process's objects are found in this kernel: `init_task` and the layout of the
 /// structures a walk reads. Reading them (the whole /proc/kallsyms, the kernel's BTF) took most
 /// of a second of each measuring process under the emulator, so a measurement reads them once
@@ -92,10 +96,19 @@ pub(crate) struct ObjectMap {
 }
 
 impl ObjectMap {
+    /// The map a guest's init handed this process ([`OBJECT_MAP_ENV`]), else this kernel's
+    /// read here.
+    pub(crate) fn given_or_here() -> Result<ObjectMap> {
+        let given = std::env::var(OBJECT_MAP_ENV).ok();
+        match given.and_then(|g| serde_json::from_str(&g).ok()) {
+            Some(map) => Ok(map),
+            None => ObjectMap::here(),
+        }
+    }
+
     /// This kernel's.
     pub(crate) fn here() -> Result<ObjectMap> {
-        let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-        let init_task = symbol_address(&kallsyms, "init_task")?.context(
+        let init_task = symbol_address(super::addresses::kallsyms(), "init_task")?.context(
             "init_task is not in /proc/kallsyms (a data symbol: listed only with \
              CONFIG_KALLSYMS_ALL=y)",
         )?;

@@ -136,6 +136,7 @@ fn measure_child(words: &[String], mark: bool, objects: bool) -> Result<Vec<u8>>
         .args(unrecorded(with_output(words, &out.to_string_lossy())))
         .env("SYSCOST_HISTORY", tmp.path().join("history.sqlite"))
         .envs(mark.then_some((MARK_ENV, marked)))
+        .envs(objects.then(object_map).flatten())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .output()
@@ -150,6 +151,14 @@ fn measure_child(words: &[String], mark: bool, objects: bool) -> Result<Vec<u8>>
         );
     }
     std::fs::read(&out).context("the measurement wrote no result")
+}
+
+/// Where this kernel keeps a process's objects, for the measurement to find its workers' with
+/// (read here with the kallsyms this process read for the arm's rules), as its environment.
+fn object_map() -> Option<(&'static str, String)> {
+    use crate::audit::own::{OBJECT_MAP_ENV, ObjectMap};
+    let map = ObjectMap::here().ok()?;
+    Some((OBJECT_MAP_ENV, serde_json::to_string(&map).ok()?))
 }
 
 /// The measuring words with `-o PATH` among syscost's options (before a `--`).
@@ -168,9 +177,7 @@ fn unrecorded(words: Vec<String>) -> Vec<String> {
     use crate::core::input::{Opt, spelled};
     let split = words.iter().position(|w| w == "--").unwrap_or(words.len());
     let (history, none) = (spelled(Opt::History), spelled(Opt::NoHistory));
-    let named = |w: &String| {
-        *w == none || *w == history || w.starts_with(&format!("{history}="))
-    };
+    let named = |w: &String| *w == none || *w == history || w.starts_with(&format!("{history}="));
     if words[..split].iter().any(named) {
         return words;
     }

@@ -571,7 +571,7 @@ fn object_map() -> Option<crate::audit::own::ObjectMap> {
         std::sync::OnceLock::new();
     *MAP.get_or_init(|| {
         crate::counters::emulated::naming_objects()
-            .then(crate::audit::own::ObjectMap::here)
+            .then(crate::audit::own::ObjectMap::given_or_here)
             .and_then(Result::ok)
     })
 }
