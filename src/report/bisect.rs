@@ -447,6 +447,11 @@ impl Render for Bisection {
                     .into(),
             );
         }
+        if let Some(s) = crate::experiments::boots::record::count_sizing(&self.boots) {
+            lines.push(format!(
+                " Sized by count: {s}, each exact count its slope over them"
+            ));
+        }
         lines.extend(self.shape_line());
         lines.extend(super::campaign::audit_lines(
             &self.boots,

@@ -466,11 +466,18 @@ impl Campaign {
                 1u32 << shift
             )
         });
+        let sized = crate::experiments::boots::record::count_sizing(&self.boots).map(|s| {
+            format!(
+                ". Sized by count: {s}, each exact count its slope over them; time under the \
+                 emulator is shown and sizes nothing"
+            )
+        });
         self.emulated().then(|| {
             format!(
                 " Emulated (QEMU TCG): figures follow the instructions executed, not this \
-                 machine's hardware; compare them only with other TCG results{}",
-                icount.unwrap_or_default()
+                 machine's hardware; compare them only with other TCG results{}{}",
+                icount.unwrap_or_default(),
+                sized.unwrap_or_default()
             )
         })
     }

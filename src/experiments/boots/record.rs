@@ -253,6 +253,34 @@ pub(crate) fn audit_by_arm(boots: &[BootRecord]) -> Vec<(String, Vec<ArmAudit>)>
     out
 }
 
+/// How the boots' counted windows were sized, when by count: the first such boot's line, e.g.
+/// "windows of 256, 512 and 1,024 calls in turn (the workload's base)" (a run's, or an audit
+/// sweep's first step's).
+pub(crate) fn count_sizing(boots: &[BootRecord]) -> Option<String> {
+    boots.iter().filter_map(|b| b.result()).find_map(|r| {
+        let run = r
+            .get("steps")
+            .and_then(|s| s.get(0)?.get("result"))
+            .unwrap_or(r);
+        let o: crate::results::RunOptions = field_of(run, "options")?;
+        let op = crate::core::plural(run.get("op_name")?.as_str()?);
+        let sizes: Vec<String> = (o.sizes.iter())
+            .map(|k| crate::core::num::group_thousands(&(k * o.ops_per_sample).to_string()))
+            .collect();
+        let (last, rest) = sizes.split_last()?;
+        use crate::core::input::{Opt, spelled};
+        let base = match (o.workload_base, o.calibrated) {
+            (true, _) => "the workload's base".to_string(),
+            (false, true) => "a base calibrated to the sample time given".to_string(),
+            (false, false) => format!("a base given by {}", spelled(Opt::Ops)),
+        };
+        Some(format!(
+            "windows of {} and {last} {op} in turn ({base})",
+            rest.join(", ")
+        ))
+    })
+}
+
 /// A result's `field` read as a `T`, when it has one that reads so.
 fn field_of<T: serde::de::DeserializeOwned>(result: &serde_json::Value, field: &str) -> Option<T> {
     serde_json::from_value(result.get(field)?.clone()).ok()
