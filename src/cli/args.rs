@@ -252,7 +252,7 @@ pub struct RunArgs {
 
     /// Timed samples per run; each run pools its samples. Counted exactly under syscost's
     /// emulator (a campaign's guest), the windows of a run, of 1, 2 and 4 times the base
-    /// batch in turn. [default: 10; counted exactly, 3]
+    /// batch in turn. [default: 10; counted exactly, 6: two windows of each size]
     #[arg(long, value_name = "N")]
     pub samples: Option<u32>,
 
@@ -368,8 +368,9 @@ impl RunArgs {
     /// How each run is sampled: as given, else run's default (10 samples of 100 ms, the
     /// median), or, with --until and nothing of it given, the floor (`runner::FLOOR_DESIGN`): the
     /// precision target is then met in seconds on a busy machine (docs/src/comparing.md, "Noisy machines").
-    /// Sized by count (counted exactly under the emulator), one window of each size of
-    /// `runner::SIZE_CYCLE` unless --samples says otherwise: repeating a count adds nothing.
+    /// Sized by count (counted exactly under the emulator), two windows of each size of
+    /// `runner::SIZE_CYCLE` unless --samples says otherwise: the least of a size's two is the
+    /// operations' own count, whatever else ran in the other.
     pub(super) fn design(
         &self,
         commands: bool,
@@ -380,7 +381,7 @@ impl RunArgs {
             return runner::FLOOR_DESIGN;
         }
         let samples = match sizing.counted() {
-            true => runner::SIZE_CYCLE.len() as u32,
+            true => 2 * runner::SIZE_CYCLE.len() as u32,
             false => 10,
         };
         (

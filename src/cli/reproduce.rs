@@ -75,7 +75,7 @@ pub struct ReproduceArgs {
     /// Runs of the measurement in each boot (each a fresh worker process).
     #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub runs: u32,
-    /// Samples of each run [default: run's: counted exactly, one window each of 1, 2 and 4
+    /// Samples of each run [default: run's: counted exactly, two windows each of 1, 2 and 4
     /// times its base].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub samples: Option<u32>,

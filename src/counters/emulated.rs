@@ -427,6 +427,14 @@ impl Count {
     }
 }
 
+/// Whether the emulated event `name` is a cache model's misses, which vary from call to call
+/// with where each call's lines land (the kernel randomises its stack's offset every syscall),
+/// rather than a count of what the code executes, which only what else runs in a window adds
+/// to.
+pub(crate) fn is_modelled(name: &str) -> bool {
+    is_emulated(name) && name.contains("-misses")
+}
+
 /// Whether a metric named `name` is one of the plugin's counts (or a ratio of two): every
 /// emulated event's name ends so (`instructions:k (emulated)`), and only theirs.
 pub(crate) fn is_emulated(name: &str) -> bool {

@@ -217,7 +217,10 @@ pub(crate) fn analyze_with(
     subtract_overhead: bool,
     estimator: Estimator,
 ) -> (Vec<Metric>, Vec<Metric>) {
-    let exact: Vec<bool> = events.iter().map(|e| e.spec.is_emulated()).collect();
+    let exact: Vec<Exact> = events
+        .iter()
+        .map(|e| Exact::of(&e.spec.name, e.spec.is_emulated()))
+        .collect();
     let (measured, overhead) = units_of(runs, &exact, subtract_overhead, estimator);
     let running = running_shares(runs, events.len());
     let replication = if runs.len() == 1 { "sample" } else { "run" };
@@ -263,7 +266,7 @@ impl Units {
 /// (sized by count) give such a count as its slope over them ([`exact_fits`]).
 fn units_of(
     runs: &[RunRecord],
-    exact: &[bool],
+    exact: &[Exact],
     subtract_overhead: bool,
     estimator: Estimator,
 ) -> (Units, Units) {
@@ -293,7 +296,7 @@ fn units_of(
         } else {
             let mut p = pool(&chosen(&run.samples, estimator), n);
             let every = pool(&run.samples, n);
-            for (i, _) in exact.iter().enumerate().filter(|(_, e)| **e) {
+            for (i, _) in exact.iter().enumerate().filter(|(_, e)| **e != Exact::No) {
                 p.counts[i] = every.counts[i];
             }
             let mut v = per_op(&p);
@@ -319,12 +322,41 @@ fn units_of(
     (measured, overhead)
 }
 
+/// Whether an event is an emulator's count, and of which kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Exact {
+    No,
+    /// A count of what the code executes: only what else runs in a window adds to it, so its
+    /// line is drawn through the least window of each size (`stats::slope::least_by_size`).
+    Count,
+    /// A cache model's misses, which vary from call to call: its line is drawn through every
+    /// window.
+    Modelled,
+}
+
+impl Exact {
+    fn of(name: &str, emulated: bool) -> Exact {
+        match (emulated, crate::counters::emulated::is_modelled(name)) {
+            (false, _) => Exact::No,
+            (true, false) => Exact::Count,
+            (true, true) => Exact::Modelled,
+        }
+    }
+}
+
 /// Each exact event's line over `samples` (event index, fit), where its counted windows have
 /// two sizes or more: its figure is then the slope, and what a window pays once cancels.
-fn exact_fits(samples: &[Sample], exact: &[bool]) -> Vec<(usize, crate::stats::slope::Fit)> {
+fn exact_fits(samples: &[Sample], exact: &[Exact]) -> Vec<(usize, crate::stats::slope::Fit)> {
+    use crate::stats::slope::{Fit, least_by_size};
     (exact.iter().enumerate())
-        .filter(|(_, e)| **e)
-        .filter_map(|(i, _)| Some((i, crate::stats::slope::Fit::of(windows_of(samples, i))?)))
+        .filter_map(|(i, e)| {
+            let fit = match e {
+                Exact::No => return None,
+                Exact::Count => Fit::of(least_by_size(windows_of(samples, i))),
+                Exact::Modelled => Fit::of(windows_of(samples, i)),
+            };
+            Some((i, fit?))
+        })
         .collect()
 }
 

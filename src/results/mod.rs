@@ -123,6 +123,10 @@ impl RunRecord {
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 fn one_copy() -> u32 {
     1
 }
@@ -186,6 +190,11 @@ pub struct EventRecord {
 pub struct EmulatedWindows {
     pub windows: usize,
     pub left_out: usize,
+    /// Sample windows left out because an interrupt landed in them, while windows of two
+    /// sizes or more that none landed in made each run's slope (an interrupt can lengthen the
+    /// task's own path: a clock read it lands in is retried).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interrupted: usize,
     /// The interrupts the plugin left out of the kept sample windows' counts; `None`: the
     /// counts include them (the guest could not tell the plugin its kernel's entry points).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -26,8 +26,7 @@ pub(crate) fn fit(x: &[f64], y: &[f64]) -> Option<Line> {
         return None;
     }
     let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let slope = sxy / sxx;
-    let intercept = my - slope * mx;
+    let (slope, intercept) = whole_line(x, y).unwrap_or((sxy / sxx, my - (sxy / sxx) * mx));
     let ssr: f64 = x
         .iter()
         .zip(y)
@@ -45,12 +44,42 @@ pub(crate) fn fit(x: &[f64], y: &[f64]) -> Option<Line> {
     })
 }
 
+/// The slope and intercept in integers, when every x and y is a whole number (rule counts
+/// and exact counts per operation): then a whole slope comes out whole, where the means'
+/// rounding in floating point left 19.000000000000004 for 19 instructions a rule.
+fn whole_line(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
+    let int = |v: f64| (v.fract() == 0.0 && v.abs() < 1e12).then_some(v as i64 as i128);
+    let (mut sx, mut sy, mut sxx, mut sxy) = (0i128, 0i128, 0i128, 0i128);
+    for (a, b) in x.iter().zip(y) {
+        let (a, b) = (int(*a)?, int(*b)?);
+        (sx, sy, sxx, sxy) = (sx + a, sy + b, sxx + a * a, sxy.checked_add(a * b)?);
+    }
+    let n = x.len() as i128;
+    let dxx = n.checked_mul(sxx)?.checked_sub(sx.checked_mul(sx)?)?;
+    let dxy = n.checked_mul(sxy)?.checked_sub(sx.checked_mul(sy)?)?;
+    let ratio = |num: i128, den: i128| (num / den) as f64 + (num % den) as f64 / den as f64;
+    // Too large for 128 bits (counts of 10^12 times thousands of runs): floating point then.
+    let a = sy.checked_mul(dxx)?.checked_sub(dxy.checked_mul(sx)?)?;
+    let b = n.checked_mul(dxx)?;
+    (dxx > 0).then(|| (ratio(dxy, dxx), ratio(a, b)))
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;
 
     // SciPy 1.17: scipy.stats.linregress([0,0,16,16,32,32], [10,11,18,19,26,27]) -> slope 0.5,
     // intercept 10.5, stderr 0.019136638615493466, rvalue**2 0.9941747572815535.
+    #[test]
+    fn whole_counts_give_a_whole_slope() {
+        // Twenty runs of four steps whose means do not divide: 19 a rule, exactly.
+        let x: Vec<f64> = [0.0, 8.0, 16.0, 32.0].repeat(5);
+        let y: Vec<f64> = x.iter().map(|r| 1386.0 + 19.0 * r).collect();
+        let l = fit(&x, &y).unwrap();
+        assert_eq!((l.slope, l.intercept), (19.0, 1386.0));
+        assert!((l.r2 - 1.0).abs() < 1e-12);
+    }
+
     #[test]
     fn least_squares_matches_scipy() {
         let x = [0.0, 0.0, 16.0, 16.0, 32.0, 32.0];

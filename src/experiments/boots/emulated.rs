@@ -186,6 +186,7 @@ fn joined(
         r.emulated_windows = j.switches.map(|_| EmulatedWindows {
             windows: j.windows,
             left_out: j.crowded,
+            interrupted: j.ticked,
             interrupts: j.interrupts,
         });
         r.warnings
@@ -220,6 +221,8 @@ struct Joined {
     crowded: usize,
     /// Windows the plugin refused: begun while it was asleep.
     asleep: usize,
+    /// Sample windows an interrupt landed in, left out for those it did not.
+    ticked: usize,
     windows: usize,
     /// The interrupts left out of the kept sample windows, when the plugin left them out.
     interrupts: Option<InterruptsLeftOut>,
@@ -239,6 +242,7 @@ impl Joined {
             waits: r.workload.waits().is_some(),
             crowded: 0,
             asleep: 0,
+            ticked: 0,
             windows: 0,
             interrupts: None,
             sets: Vec::new(),
@@ -274,14 +278,29 @@ impl Joined {
         if let Some(k) = out_of_order(windows.iter().copied()) {
             return Err(format!("run {index}: batch {k}'s window is out of order"));
         }
+        // An interrupt, left out of its window, can still lengthen the task's own path (a
+        // clock read it lands in is retried: 12 instructions of a getpid at audit=1): while
+        // the run has sample windows of two sizes that no interrupt landed in, those make
+        // its slope, whole, and the others are left out.
+        let sampled = |k: usize| (warmup..warmup + samples).contains(&k);
+        let quiet = |w: &Window| w.interrupts.as_ref().is_some_and(|q| q.n == 0);
+        let mut quiet_sizes: Vec<u64> = (run.batches().zip(windows).enumerate())
+            .filter(|(k, (s, w))| sampled(*k) && quiet(w) && alone(*k, s, w))
+            .map(|(_, (s, _))| s.ops)
+            .collect();
+        quiet_sizes.sort_unstable();
+        quiet_sizes.dedup();
+        let only_quiet = quiet_sizes.len() >= 2;
         let mut sets = SetSums::default();
         for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
-            let alone = alone(k, sample, w);
+            let ticked = only_quiet && sampled(k) && !quiet(w);
+            let alone = alone(k, sample, w) && !ticked;
             self.asleep += usize::from(w.asleep);
-            self.crowded += usize::from(!alone && !w.asleep);
+            self.ticked += usize::from(ticked && !w.asleep);
+            self.crowded += usize::from(!alone && !w.asleep && !ticked);
             self.windows += 1;
             self.blocks.seen |= !w.blocks.is_empty();
-            if alone && (warmup..warmup + samples).contains(&k) {
+            if alone && sampled(k) {
                 sets.add(w, sample.ops);
                 self.blocks.add(w, sample.ops);
                 if let Some(q) = &w.interrupts {
@@ -505,9 +524,10 @@ impl BlockSums {
         self.ops += ops;
     }
 
-    /// Each block's instructions per operation: its slope over the windows' sizes (a block
-    /// a window runs once, on its way into the loop or out, cancels), as the run's counts
-    /// are; blocks that come to nothing are left out.
+    /// Each block's instructions per operation: its slope over the least window of each size
+    /// (a block a window runs once, on its way into the loop or out, cancels, and other work in
+    /// one window counts for nothing), as the run's counts are; blocks that come to nothing
+    /// are left out.
     fn per_op(&self) -> HashMap<u64, f64> {
         let mut addrs: Vec<u64> = (self.windows.iter())
             .flat_map(|w| w.1.keys().copied())
@@ -517,10 +537,8 @@ impl BlockSums {
         addrs
             .into_iter()
             .filter_map(|a| {
-                let w: Vec<(u64, u64)> = (self.windows.iter())
-                    .map(|w| (w.0, w.1.get(&a).copied().unwrap_or(0)))
-                    .collect();
-                let v = slope::per_op(&w)?;
+                let w = (self.windows.iter()).map(|w| (w.0, w.1.get(&a).copied().unwrap_or(0)));
+                let v = slope::per_op(&slope::least_by_size(w))?;
                 (v > 0.0).then_some((a, v))
             })
             .collect()
@@ -688,6 +706,52 @@ mod unit {
         );
     }
 
+    /// A timer tick that lands in a clock read makes the task retry it (12 instructions more
+    /// in that window, the tick itself left out): while a run has windows of two sizes that no
+    /// interrupt landed in, its slope is theirs, whole, and the ticked windows are left out.
+    #[test]
+    fn windows_no_interrupt_landed_in_make_the_slope_when_there_are_two_sizes() {
+        let mut r = alone_result();
+        for run in &mut r.runs {
+            let one = run.samples[0].clone();
+            run.samples = [256, 512, 1024]
+                .map(|n| Sample {
+                    ops: n,
+                    ..one.clone()
+                })
+                .to_vec();
+        }
+        let mut w = windows_of(&r, 467);
+        let quiet = |w: &mut Window| w.interrupts.as_mut().unwrap().n = 0;
+        w.iter_mut().for_each(quiet);
+        // Run 0's 512-call window: a tick, and the retried read it caused.
+        let ticked = &mut w[2];
+        ticked.interrupts.as_mut().unwrap().n = 1;
+        ticked.counts[0][1] += 12;
+        let mut v = serde_json::to_value(&r).unwrap();
+        join(&mut v, &w, None);
+        let joined: RunResult = serde_json::from_value(v.clone()).unwrap();
+        let m = joined
+            .metrics
+            .iter()
+            .find(|m| m.name == "instructions:k (emulated)");
+        assert_eq!(m.unwrap().values, [467.0, 467.0, 467.0]);
+        assert_eq!(joined.emulated_windows.unwrap().interrupted, 1);
+        // With a tick in every window but one of a run, that run takes them all.
+        for k in [1, 3] {
+            w[k].interrupts.as_mut().unwrap().n = 1;
+        }
+        let mut v = serde_json::to_value(&r).unwrap();
+        join(&mut v, &w, None);
+        let joined: RunResult = serde_json::from_value(v).unwrap();
+        let m = joined
+            .metrics
+            .iter()
+            .find(|m| m.name == "instructions:k (emulated)");
+        let run0 = m.unwrap().values[0];
+        assert!(run0 > 466.9 && run0 < 467.0, "{run0}");
+    }
+
     /// The runs of two results (an audit sweep's steps) took turns: their windows are joined
     /// in the order the runs started.
     #[test]
@@ -781,6 +845,7 @@ mod unit {
         let kept = EmulatedWindows {
             windows: 12,
             left_out: 1,
+            interrupted: 0,
             interrupts: Some(InterruptsLeftOut {
                 interrupts: n,
                 instructions: 2000 * n,
