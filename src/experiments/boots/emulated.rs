@@ -613,6 +613,22 @@ mod unit {
         out
     }
 
+    /// `r` with `windows` joined.
+    fn joined_with(r: &RunResult, windows: &[Window]) -> RunResult {
+        let mut v = serde_json::to_value(r).unwrap();
+        join(&mut v, windows, None);
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// The values of `r`'s kernel instructions per operation.
+    fn kernel_insns(r: &RunResult) -> Vec<f64> {
+        let m = r
+            .metrics
+            .iter()
+            .find(|m| m.name == "instructions:k (emulated)");
+        m.unwrap().values.clone()
+    }
+
     /// What a boot added to its result beside the run (its arm's audit state) survives the
     /// join, which reads the result as a run and writes it back.
     #[test]
@@ -685,14 +701,8 @@ mod unit {
             asleep: true,
             ..Window::default()
         };
-        let mut v = serde_json::to_value(&r).unwrap();
-        join(&mut v, &w, None);
-        let joined: RunResult = serde_json::from_value(v).unwrap();
-        let m = joined
-            .metrics
-            .iter()
-            .find(|m| m.name == "instructions:k (emulated)");
-        assert_eq!(m.unwrap().values, [305.0, 305.0, 305.0]);
+        let joined = joined_with(&r, &w);
+        assert_eq!(kernel_insns(&joined), [305.0, 305.0, 305.0]);
         let said = joined.warnings.iter().find(|w| w.contains("asleep"));
         assert!(
             said.is_some_and(|s| s.starts_with("emulated counts: 1 of ")),
@@ -728,27 +738,15 @@ mod unit {
         let ticked = &mut w[2];
         ticked.interrupts.as_mut().unwrap().n = 1;
         ticked.counts[0][1] += 12;
-        let mut v = serde_json::to_value(&r).unwrap();
-        join(&mut v, &w, None);
-        let joined: RunResult = serde_json::from_value(v.clone()).unwrap();
-        let m = joined
-            .metrics
-            .iter()
-            .find(|m| m.name == "instructions:k (emulated)");
-        assert_eq!(m.unwrap().values, [467.0, 467.0, 467.0]);
+        let joined = joined_with(&r, &w);
+        assert_eq!(kernel_insns(&joined), [467.0, 467.0, 467.0]);
         assert_eq!(joined.emulated_windows.unwrap().interrupted, 1);
         // With a tick in every window but one of a run, that run takes them all.
         for k in [1, 3] {
             w[k].interrupts.as_mut().unwrap().n = 1;
         }
-        let mut v = serde_json::to_value(&r).unwrap();
-        join(&mut v, &w, None);
-        let joined: RunResult = serde_json::from_value(v).unwrap();
-        let m = joined
-            .metrics
-            .iter()
-            .find(|m| m.name == "instructions:k (emulated)");
-        let run0 = m.unwrap().values[0];
+        let joined = joined_with(&r, &w);
+        let run0 = kernel_insns(&joined)[0];
         assert!(run0 > 466.9 && run0 < 467.0, "{run0}");
     }
 
