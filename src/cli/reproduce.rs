@@ -32,8 +32,10 @@ pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
       Debian's 6.12 on 2 vCPUs sweeping 1 and 2 threads; its x86-64 table as ratios
 Every cell is classed by how it is scored: exact (a count of the code the paper changed, or
 its change, within a stated band), modelled (the cache model of the paper's CPU: the paper's
-figure within the boots' range), ratio (a count's ratio, within 10% where that tells it from
-1), direction (every boot's change has the paper's sign); or shown, never scored: a stand-in's
+figure within the middle 80% of the boots, unless that range holds another arm's figure for
+the row too), ratio (a count's ratio, within 10% where that tells it from 1), direction (the
+two arms' boots differ the paper's way, Mann-Whitney p < 0.05); a measured cell whose test
+could not fail or decide is said so and not scored. Shown, never scored: a stand-in's
 totals, time under TCG, a figure printed twice, a misprint, or not reproducible here (cycles,
 branch misses). Boots
 are not kept in the history; the campaign command it ran is printed, to run again or change.
@@ -68,8 +70,9 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "ARMS", value_delimiter = ',')]
     pub only: Vec<String>,
     /// Boots per arm [default: the investigation's: 2, which let exact counts show their
-    /// boot-to-boot range; syscall-latency 6, whose modelled misses are scored against the
-    /// boots' range of placements]. 1 for a quick look.
+    /// boot-to-boot range; audit-series and syscall-latency 6, whose modelled misses are
+    /// scored against the middle 80% of the boots' placements and whose misses' direction, a
+    /// rank test of two arms' boots, needs 4 or more a side]. 1 for a quick look.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub boots: Option<u32>,
     /// Runs of the measurement in each boot (each a fresh worker process).

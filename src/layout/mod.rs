@@ -157,6 +157,27 @@ pub(crate) fn spread(pop: &[u64], reachable: &[u64]) -> f64 {
     if v.is_empty() { 0.0 } else { pstdev(&v) }
 }
 
+/// Monte Carlo: the spread ([`spread`]) of `objects` first lines placed uniformly at random
+/// over `sets` sets, `draws` times, sorted: the spread a placement with no skew gives, against
+/// which a measured spread says whether the allocator crowds. (A closed form would need the
+/// multinomial's standard deviation's distribution; drawing it is exact enough at 10^4.)
+pub(crate) fn uniform_spreads(objects: u64, sets: u64, draws: u64, seed: u64) -> Vec<f64> {
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+    let mut pop = vec![0u64; sets.max(1) as usize];
+    let all: Vec<u64> = (0..pop.len() as u64).collect();
+    let mut out: Vec<f64> = (0..draws)
+        .map(|_| {
+            pop.iter_mut().for_each(|p| *p = 0);
+            for _ in 0..objects {
+                pop[rng.random_range(0..all.len())] += 1;
+            }
+            spread(&pop, &all)
+        })
+        .collect();
+    out.sort_by(f64::total_cmp);
+    out
+}
+
 /// Monte Carlo: place `objects` first lines uniformly at random among the reachable sets,
 /// `trials` times; the share of trials in which some set holds more than `ways` lines, with a
 /// 95% Wilson interval.
@@ -406,6 +427,21 @@ mod unit {
         ways: 8,
         line: 64,
     };
+
+    #[test]
+    fn uniform_spreads_are_the_multinomial_s() {
+        // 37 entries over 8 sets: each set's count is Binomial(37, 1/8), so the mean squared
+        // spread is 37 * 1/8 * 7/8 = 4.046875 exactly.
+        let s = uniform_spreads(37, 8, 20_000, 1);
+        let mean_sq = s.iter().map(|v| v * v).sum::<f64>() / s.len() as f64;
+        assert!((mean_sq - 4.046875).abs() < 0.06, "{mean_sq}");
+        // A Python draw of 10^5 (random.randrange, statistics.pstdev): median 1.932, 5% 1.111,
+        // 95% 2.826.
+        let q = |p: f64| crate::stats::quantile(&s, p);
+        assert!((q(0.5) - 1.932).abs() < 0.03, "{}", q(0.5));
+        assert!((q(0.05) - 1.111).abs() < 0.03 && (q(0.95) - 2.826).abs() < 0.03);
+        assert!(s.windows(2).all(|w| w[0] <= w[1]), "sorted");
+    }
 
     #[test]
     fn kmalloc_512_reaches_every_eighth_set() {

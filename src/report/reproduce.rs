@@ -21,23 +21,32 @@ impl Reproduction {
     pub(crate) fn agreement_line(&self) -> String {
         let model = |c: Class| match c {
             Class::Exact => "within their bands",
-            Class::Modelled => "within the boots' range",
+            Class::Modelled => "within the middle 80% of the boots",
             Class::Ratio => "within 10%",
-            _ => "with every boot moving the paper's way",
+            _ => "shifted the paper's way (Mann-Whitney, p < 0.05, boots as units)",
         };
         let scored: Vec<String> = (self.summary.iter())
             .filter(|s| s.class.scored())
             .map(|s| {
                 let unscored = s.measured - s.scored;
                 let close = match (s.class, unscored) {
-                    (Class::Ratio, 1..) => format!(", {unscored} more within 10% of 1: not scored"),
-                    _ => String::new(),
+                    (_, 0) => String::new(),
+                    (Class::Ratio, _) => format!(", {unscored} more within 10% of 1: not scored"),
+                    _ => {
+                        format!(", {unscored} more whose test could not fail or decide: not scored")
+                    }
                 };
                 let unmeasured = match s.cells - s.measured {
                     0 => String::new(),
                     n => format!(", {n} not measured"),
                 };
                 let (class, agree, of) = (s.class.name(), s.agree, s.scored);
+                if of == 0 && unscored > 0 && s.class != Class::Ratio {
+                    return format!(
+                        "{class}: {unscored} measured whose test could not fail or decide, not \
+                         scored{unmeasured}"
+                    );
+                }
                 format!(
                     "{class} {agree} of {of} {}{close}{unmeasured}",
                     model(s.class)
@@ -137,6 +146,8 @@ impl Reproduction {
                 ]);
             }
             g.notes.push(placement_note(a));
+            g.notes
+                .extend(a.uniform.as_ref().map(|u| uniform_note(&a.arm, u)));
         }
         for k in &self.kernel_placements {
             let said = correlations_said(&k.correlation, &k.peak_correlation);
@@ -251,6 +262,27 @@ fn placement_note(a: &ArmPlacement) -> String {
     }
 }
 
+/// The spread a uniform placement gives, and where the paper's lies among it.
+fn uniform_note(arm: &str, u: &crate::experiments::reproduce::placement::UniformSpread) -> String {
+    let paper = u.paper.map_or(String::new(), |(v, share)| {
+        format!(
+            "; the paper's {} lies at its {:.0}th percentile",
+            fmt_num(v),
+            100.0 * share
+        )
+    });
+    format!(
+        "{arm}: {} entries placed uniformly at random over {} sets ({} draws) give a spread of \
+         {} (5-95%: {}-{}){paper}",
+        u.entries,
+        u.sets,
+        u.draws,
+        fmt_num(u.median),
+        fmt_num(u.low),
+        fmt_num(u.high)
+    )
+}
+
 /// Misses against spread and against the most crowded set, as a note says them (empty
 /// when neither could be computed).
 fn correlations_said(spread: &Option<Correlation>, peak: &Option<Correlation>) -> String {
@@ -300,13 +332,20 @@ fn cells(r: &Row, mark: usize) -> Vec<Cell> {
     ]
 }
 
-/// Whether a cell agrees, with an exact cell's band, a repeat's scored cell or why a measured
-/// ratio is not scored.
+/// Whether a cell agrees, with an exact cell's band or a modelled cell's 10-90% range, a
+/// repeat's scored cell, or why a measured cell is not scored.
 fn agrees_said(r: &Row) -> String {
     let band = r
         .band
         .map(|b| format!(" (±{})", fmt_num(b)))
         .unwrap_or_default();
+    let band = match r.middle_range {
+        Some((lo, hi)) => format!(" (10-90%: {}-{})", fmt_num(lo), fmt_num(hi)),
+        None => band,
+    };
+    if let Some(why) = &r.unscored {
+        return format!("not scored: {why}");
+    }
     match (r.agrees, r.class, r.ours) {
         (Some(true), ..) => format!("yes{band}"),
         (Some(false), ..) => format!("no{band}"),

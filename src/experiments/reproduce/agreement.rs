@@ -1,10 +1,17 @@
 //! When syscost's figure agrees with a paper's, by the cell's error model (its class: an exact
-//! count within its band, a modelled figure within the boots' range, a ratio within 10% where
-//! that tells it from 1, a direction by its sign), each widened by the rounding of the figure as
-//! printed (`~0` is anything under 0.5); and how many cells of each class do. Cells without an
-//! error model (a stand-in's totals, time under TCG, a repeat, a misprint) are never scored.
+//! count within its band, a modelled figure within the 10-90% range of its boots, a ratio within
+//! 10% where that tells it from 1, a direction by a rank test of the two arms' boots), each
+//! widened by the rounding of the figure as printed (`~0` is anything under 0.5); and how many
+//! cells of each class do. Every scored cell's test can fail: a modelled cell whose range also
+//! holds another arm's figure for the same row, a `~0` no arm's boots could have missed, and a
+//! direction too few boots could show are measured but not scored, each with its reason. Cells
+//! without an error model (a stand-in's totals, time under TCG, a repeat, a misprint) are never
+//! scored.
 
 use super::paper::Class;
+use crate::core::num::fmt_num;
+use crate::stats::rank_tests::min_mann_whitney_p;
+use crate::stats::significance::mann_whitney;
 use serde::{Deserialize, Serialize};
 
 /// What an exact count may stray from a whole one: it is shown to two decimals.
@@ -12,6 +19,16 @@ const EXACT_SLACK: f64 = 0.005;
 
 /// A ratio agrees within 10%; one within 10% of 1 is not scored.
 pub(crate) const RATIO_TOLERANCE: f64 = 0.10;
+
+/// The quantiles of the boots a modelled figure is scored by: the middle 80% of placements.
+/// Unlike the lowest and highest boot, which can only move apart as boots are added (a paper's
+/// figure at the q-th quantile lies inside [min, max] of N boots with probability
+/// 1 - q^N - (1-q)^N), these converge on the distribution's own 10% and 90% points.
+pub(crate) const MODELLED_RANGE: (f64, f64) = (0.10, 0.90);
+
+/// A direction agrees when the two arms' boots differ the paper's way at this level
+/// (Mann-Whitney U, two-sided, boots as units).
+pub(crate) const DIRECTION_ALPHA: f64 = 0.05;
 
 /// Half a unit of the last digit `written` prints (`2.39`: 0.005; `~0`: 0.5): a figure within
 /// it of the paper's cannot be told apart from it.
@@ -34,22 +51,128 @@ pub(crate) struct Model {
     pub slack: f64,
 }
 
-/// Whether syscost's figure (`ours`, the median boot; `range`, the lowest and highest boot)
-/// agrees with `paper` under `m`; `None` when the cell is not scored (its class has no error
-/// model, or a ratio's tolerance does not tell it from 1).
-pub(crate) fn agrees(m: Model, paper: f64, ours: f64, range: (f64, f64)) -> Option<bool> {
-    match m.class {
-        // An exact count carries a few thousandths of the loop's own bookkeeping per call: a
-        // whole instruction on the band's edge (19.0003 against ~20, ±1) is in it.
-        Class::Exact => Some((ours - paper).abs() <= m.band.max(m.slack) + EXACT_SLACK),
-        Class::Modelled => Some(range.0 - m.slack <= paper && paper <= range.1 + m.slack),
-        Class::Ratio if (paper - 1.0).abs() <= RATIO_TOLERANCE => None,
-        Class::Ratio => Some((ours - paper).abs() <= (RATIO_TOLERANCE * paper.abs()).max(m.slack)),
-        // Every boot moved the paper's way: a median's sign alone follows one placement.
-        Class::Direction if paper < 0.0 => Some(range.1 < 0.0),
-        Class::Direction => Some(range.0 > 0.0),
-        _ => None,
+/// What syscost measured for one cell, beyond its median.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Evidence<'a> {
+    /// The cell's figure in each boot (a change's: each boot less the base arm's median).
+    pub boots: &'a [f64],
+    /// A direction cell's two arms, each boot's own figure: the arm and the arm it is compared
+    /// with.
+    pub arms: (&'a [f64], &'a [f64]),
+    /// The paper's figures for the same row in the table's other arms.
+    pub rivals: &'a [f64],
+    /// Every boot figure the other arms of the row measured.
+    pub rivals_boots: &'a [f64],
+}
+
+/// A measured cell's score.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Score {
+    Agrees,
+    Disagrees,
+    /// Measured, but its test could not have failed, or could not decide: why.
+    Unscored(String),
+    /// Its class has no error model.
+    NoModel,
+}
+
+impl Score {
+    pub(crate) fn agrees(&self) -> Option<bool> {
+        match self {
+            Score::Agrees => Some(true),
+            Score::Disagrees => Some(false),
+            _ => None,
+        }
     }
+
+    pub(crate) fn unscored(&self) -> Option<String> {
+        match self {
+            Score::Unscored(why) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    fn of(agrees: bool) -> Score {
+        if agrees {
+            Score::Agrees
+        } else {
+            Score::Disagrees
+        }
+    }
+}
+
+/// Whether syscost's figure (`ours`, the median boot; `e`, what else it measured) agrees with
+/// `paper` under `m`.
+pub(crate) fn score(m: Model, paper: f64, ours: f64, e: &Evidence) -> Score {
+    match m.class {
+        // An exact count is whole: a few thousandths of rounding aside, it is in its band or not.
+        Class::Exact => Score::of((ours - paper).abs() <= m.band.max(m.slack) + EXACT_SLACK),
+        Class::Modelled => modelled(m, paper, e),
+        Class::Ratio if (paper - 1.0).abs() <= RATIO_TOLERANCE => Score::NoModel,
+        Class::Ratio => {
+            Score::of((ours - paper).abs() <= (RATIO_TOLERANCE * paper.abs()).max(m.slack))
+        }
+        Class::Direction => direction(paper, e.arms),
+        _ => Score::NoModel,
+    }
+}
+
+/// The 10-90% range of the boots' figures.
+pub(crate) fn modelled_range(boots: &[f64]) -> Option<(f64, f64)> {
+    (!boots.is_empty()).then(|| {
+        let q = |p| crate::stats::quantile(boots, p);
+        (q(MODELLED_RANGE.0), q(MODELLED_RANGE.1))
+    })
+}
+
+fn modelled(m: Model, paper: f64, e: &Evidence) -> Score {
+    let Some((lo, hi)) = modelled_range(e.boots) else {
+        return Score::NoModel;
+    };
+    let inside = |v: f64| lo - m.slack <= v && v <= hi + m.slack;
+    // A `~0`: only a model that showed the row's figure above it in some arm could have
+    // failed it.
+    if paper == 0.0 && !e.rivals_boots.iter().any(|&v| v > m.slack) {
+        return Score::Unscored(format!(
+            "no arm's boots reached {}: the model could not have missed a ~0",
+            fmt_num(m.slack)
+        ));
+    }
+    if !inside(paper) {
+        return Score::Disagrees;
+    }
+    match e
+        .rivals
+        .iter()
+        .find(|&&r| (r - paper).abs() > m.slack && inside(r))
+    {
+        Some(r) => Score::Unscored(format!(
+            "cannot tell the arms apart: another arm's {} lies in this range too",
+            fmt_num(*r)
+        )),
+        None => Score::Agrees,
+    }
+}
+
+/// A change's direction: the arm's boots against the other arm's by Mann-Whitney U; agrees
+/// when they differ at [`DIRECTION_ALPHA`] the paper's way, is not scored when so few boots
+/// cannot reach it.
+fn direction(paper: f64, (arm, base): (&[f64], &[f64])) -> Score {
+    if arm.is_empty() || base.is_empty() {
+        return Score::NoModel;
+    }
+    let least = min_mann_whitney_p(arm.len(), base.len());
+    if least >= DIRECTION_ALPHA {
+        return Score::Unscored(format!(
+            "{} and {} boots cannot decide: the least p they can give is {}",
+            arm.len(),
+            base.len(),
+            fmt_num(least)
+        ));
+    }
+    let p = mann_whitney(arm, base).map_or(1.0, |t| t.p);
+    let shift = crate::stats::median(arm) - crate::stats::median(base);
+    Score::of(p < DIRECTION_ALPHA && shift * paper > 0.0)
 }
 
 /// How the cells of one class fared.
@@ -99,34 +222,26 @@ mod unit {
         Model { class, band, slack }
     }
 
+    fn one(v: f64) -> [f64; 1] {
+        [v]
+    }
+
+    fn agrees(m: Model, paper: f64, ours: f64) -> Option<bool> {
+        let boots = one(ours);
+        let e = Evidence {
+            boots: &boots,
+            ..Evidence::default()
+        };
+        score(m, paper, ours, &e).agrees()
+    }
+
     #[test]
-    fn each_class_agrees_by_its_own_error_model() {
+    fn exact_counts_and_ratios_agree_by_their_bands() {
         let exact = model(Class::Exact, 1.0, 0.5);
-        assert_eq!(
-            agrees(exact, 20.0, 18.9996, (18.9996, 18.9996)),
-            Some(true),
-            "the edge"
-        );
-        assert_eq!(agrees(exact, 20.0, 18.99, (18.99, 18.99)), Some(false));
-        assert_eq!(agrees(exact, -8.0, -7.1, (-7.1, -7.1)), Some(true));
-        assert_eq!(agrees(exact, -8.0, -6.9, (-6.9, -6.9)), Some(false));
-        assert_eq!(
-            agrees(model(Class::Exact, 34.0, 0.05), -340.8, -310.0, (0.0, 0.0)),
-            Some(true)
-        );
-        // A modelled figure lies within the boots' range, widened by the printed rounding.
-        let modelled = model(Class::Modelled, 0.0, rounding("~6.6*"));
-        assert_eq!(agrees(modelled, 6.6, 3.0, (2.0, 6.56)), Some(true));
-        assert_eq!(agrees(modelled, 6.6, 3.0, (2.0, 6.5)), Some(false));
-        assert_eq!(
-            agrees(model(Class::Modelled, 0.0, 0.5), 0.0, 0.3, (0.1, 0.4)),
-            Some(true)
-        );
-        let direction = model(Class::Direction, 0.0, 0.0);
-        assert_eq!(agrees(direction, -2.0, -0.1, (-0.3, -0.1)), Some(true));
-        let one_placement = agrees(direction, -2.0, -0.1, (-0.3, 10.9));
-        assert_eq!(one_placement, Some(false), "not every boot moved that way");
-        assert_eq!(agrees(direction, 2.0, 0.0, (0.0, 0.0)), Some(false));
+        assert_eq!(agrees(exact, 20.0, 19.0), Some(true), "the edge");
+        assert_eq!(agrees(exact, 20.0, 18.99), Some(false));
+        assert_eq!(agrees(exact, -8.0, -7.1), Some(true));
+        assert_eq!(agrees(exact, -8.0, -6.9), Some(false));
         for class in [
             Class::Shown,
             Class::Time,
@@ -134,30 +249,123 @@ mod unit {
             Class::Misprint,
             Class::NotReproducible,
         ] {
-            assert_eq!(
-                agrees(model(class, 1e9, 1e9), 1.0, 1.0, (1.0, 1.0)),
-                None,
-                "{class:?}"
-            );
+            assert_eq!(agrees(model(class, 1e9, 1e9), 1.0, 1.0), None, "{class:?}");
         }
         assert_eq!(rounding("2.39"), 0.005);
         assert_eq!(rounding("4,174,224,305"), 0.5);
         assert_eq!(rounding("~6.6*"), 0.05);
     }
 
+    /// Ten boots' misses: 0.1 to 1.0 and one placement that crowded a set (12.0).
+    const BOOTS: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 12.0];
+
+    fn modelled(paper: f64, boots: &[f64], rivals: &[f64], rivals_boots: &[f64]) -> Score {
+        let m = model(Class::Modelled, 0.0, 0.05);
+        let e = Evidence {
+            boots,
+            rivals,
+            rivals_boots,
+            ..Evidence::default()
+        };
+        score(m, paper, crate::stats::median(boots), &e)
+    }
+
+    #[test]
+    fn a_modelled_figure_outside_the_middle_of_the_placements_fails() {
+        // numpy.quantile(BOOTS, [0.1, 0.9]) == [0.19, 2.01]
+        let (lo, hi) = modelled_range(&BOOTS).unwrap();
+        assert!(
+            (lo - 0.19).abs() < 1e-12 && (hi - 2.01).abs() < 1e-12,
+            "{lo} {hi}"
+        );
+        assert_eq!(modelled(0.4, &BOOTS, &[], &[]), Score::Agrees);
+        // Inside [min, max], which the old rule took: outside the middle 80%.
+        assert_eq!(modelled(8.6, &BOOTS, &[], &[]), Score::Disagrees);
+        assert_eq!(modelled(0.1, &BOOTS, &[], &[]), Score::Disagrees);
+    }
+
+    #[test]
+    fn a_range_that_holds_the_other_arm_s_figure_too_is_not_agreement() {
+        let wide = [0.05, 0.1, 1.0, 3.0, 6.0, 9.0, 12.0, 15.6];
+        // The other arm's 8.6 lies in this arm's range as well as the paper's 0.4: swapping
+        // the arms' labels would pass too.
+        let s = modelled(0.4, &wide, &[8.6], &[]);
+        let why = s.unscored().expect("not scored");
+        assert!(
+            why.contains("cannot tell the arms apart") && why.contains("8.6"),
+            "{why}"
+        );
+        assert_eq!(s.agrees(), None);
+        // A rival equal to the paper's figure within its rounding tells nothing apart.
+        assert_eq!(modelled(0.4, &BOOTS, &[0.42], &[]), Score::Agrees);
+        assert_eq!(modelled(0.4, &BOOTS, &[8.6], &[]), Score::Agrees);
+    }
+
+    #[test]
+    fn a_near_zero_is_scored_only_where_some_arm_showed_more() {
+        let zero = model(Class::Modelled, 0.0, rounding("~0"));
+        let quiet = [0.0, 0.01, 0.02];
+        let e = |rivals_boots| Evidence {
+            boots: &quiet,
+            rivals: &[6.6],
+            rivals_boots,
+            ..Evidence::default()
+        };
+        let nothing_anywhere = score(zero, 0.0, 0.01, &e(&[0.1, 0.2]));
+        assert!(
+            nothing_anywhere
+                .unscored()
+                .unwrap()
+                .contains("could not have missed")
+        );
+        assert_eq!(score(zero, 0.0, 0.01, &e(&[3.0, 7.0])), Score::Agrees);
+        // Under 0.5 only in the lowest tenth of the placements.
+        let noisy = [0.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let e = Evidence {
+            boots: &noisy,
+            rivals_boots: &[7.0],
+            ..Evidence::default()
+        };
+        assert_eq!(score(zero, 0.0, 1.0, &e), Score::Disagrees);
+    }
+
+    fn direction(paper: f64, arm: &[f64], base: &[f64]) -> Score {
+        let e = Evidence {
+            arms: (arm, base),
+            ..Evidence::default()
+        };
+        score(model(Class::Direction, 0.0, 0.0), paper, 0.0, &e)
+    }
+
+    #[test]
+    fn a_direction_is_decided_by_the_arms_boots_and_can_fail() {
+        let before = [7.0, 8.0, 9.0, 10.0, 11.0, 12.0];
+        let fell = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        // scipy 1.17.1: mannwhitneyu(fell, before).pvalue == 0.0021645021645021645
+        assert_eq!(direction(-2.2, &fell, &before), Score::Agrees);
+        assert_eq!(
+            direction(2.2, &fell, &before),
+            Score::Disagrees,
+            "the other way"
+        );
+        // Most boots fell, one rose far: the medians moved, the ranks do not decide.
+        let mixed = [1.0, 2.0, 3.0, 4.0, 13.0, 15.0];
+        // scipy 1.17.1: mannwhitneyu(mixed, before).pvalue == 0.3939393939393939
+        assert!((mann_whitney(&mixed, &before).unwrap().p - 0.3939393939393939).abs() < 1e-12);
+        assert_eq!(direction(-2.2, &mixed, &before), Score::Disagrees);
+        let two = direction(-2.2, &fell[..2], &before[..2]);
+        assert!(two.unscored().unwrap().contains("cannot decide"), "{two:?}");
+    }
+
     #[test]
     fn a_null_ratio_never_agrees_with_an_effect() {
         let ratio = model(Class::Ratio, 0.0, 0.0);
         // The RFC's 64-byte build: 8% fewer misses; 10% cannot tell that from no change.
-        assert_eq!(agrees(ratio, 0.92, 1.0, (1.0, 1.0)), None);
-        assert_eq!(
-            agrees(ratio, 1.0, 1.0, (1.0, 1.0)),
-            None,
-            "sizes at 1 by construction"
-        );
+        assert_eq!(agrees(ratio, 0.92, 1.0), None);
+        assert_eq!(agrees(ratio, 1.0, 1.0), None, "sizes at 1 by construction");
         // The series' x2.94: a null result does not agree, a close one does.
-        assert_eq!(agrees(ratio, 2.94, 1.0, (1.0, 1.0)), Some(false));
-        assert_eq!(agrees(ratio, 2.94, 3.2, (3.2, 3.2)), Some(true));
+        assert_eq!(agrees(ratio, 2.94, 1.0), Some(false));
+        assert_eq!(agrees(ratio, 2.94, 3.2), Some(true));
     }
 
     #[test]

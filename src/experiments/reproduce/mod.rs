@@ -138,7 +138,8 @@ pub(crate) struct Investigation {
     /// Whether its cells need the kernel's instructions by function (`--emulated-profile`).
     pub profile: bool,
     /// Boots per arm by default: two show exact counts' boot-to-boot range; a modelled
-    /// figure scored against the boots' range needs more placements.
+    /// figure scored against the middle 80% of its boots needs more placements, and a
+    /// direction, a rank test of two arms' boots, at least 4 a side to reach p < 0.05.
     pub boots: u32,
     /// The syscost command measured in every boot, before the options `reproduce` adds.
     pub measure: Measure,
@@ -342,13 +343,15 @@ pub(crate) const ALL: &[Investigation] = &[
         guest_disk: None,
         retries: None,
         profile: false,
-        boots: 2,
+        // Its misses' direction is a rank test of two arms' boots: 6 and 6 can reach
+        // p = 0.0022, 2 and 2 no lower than 0.33.
+        boots: 6,
         series: AUDIT_SERIES_STEPS,
         measure: Measure::Syscall,
         needs: "syscost's builds of Debian's linux-source-6.1 and of it with the series' \
                 patches 1, 1-2 and 1-3 (built once per machine: 8 minutes for the first, 25 s for \
                 each patch here); QEMU (TCG); 9 arms (audit=0 and the four builds with \
-                42 rules, and each build's rule walk, an audit sweep) x 2 boots, 20 to 80 s a \
+                42 rules, and each build's rule walk, an audit sweep) x 6 boots, 5 to 20 s a \
                 boot here",
     },
     Investigation {
@@ -619,6 +622,13 @@ pub(crate) struct Row {
     pub why: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agrees: Option<bool>,
+    /// A modelled cell's 10-90% range of its boots, which it is scored by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub middle_range: Option<(f64, f64)>,
+    /// Why a measured cell of a scored class is not scored (its test could not have failed,
+    /// or its boots cannot decide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unscored: Option<String>,
 }
 
 /// The result of `syscost reproduce` (kind `reproduction`).
@@ -699,6 +709,23 @@ pub(crate) fn rescored(r: Reproduction) -> Result<Reproduction, String> {
     ))
 }
 
+/// Each arm's uniform placement with the paper's cacheline-spread for the arm placed among
+/// its draws, where the paper gives one.
+fn with_papers_spreads(
+    p: &Paper,
+    mut placed: Vec<placement::ArmPlacement>,
+) -> Vec<placement::ArmPlacement> {
+    for a in &mut placed {
+        let cell = p
+            .cells()
+            .find(|(_, c)| c.arm.as_deref() == Some(a.arm.as_str()) && c.metrics == [SPREAD]);
+        if let (Some((t, c)), Some(u)) = (cell, a.uniform.take()) {
+            a.uniform = Some(u.with_paper(t.value(c)));
+        }
+    }
+    placed
+}
+
 /// [`compare`], with each arm's kernel's sections given.
 fn compare_sized(
     p: &Paper,
@@ -717,7 +744,7 @@ fn compare_sized(
         .iter()
         .filter_map(|b| Some((b, b.decoded()?.ok()?)))
         .collect();
-    let placements = placement::placements(&decoded, &arms, l1d, &misses);
+    let placements = with_papers_spreads(p, placement::placements(&decoded, &arms, l1d, &misses));
     let kernel_placements = placement::by_kernel(&placements, |arm| {
         let a = c.arms.iter().find(|a| a.name == arm)?;
         Some(a.kernel.file_name()?.to_string_lossy().into_owned())
@@ -879,6 +906,55 @@ fn audit_functions(d: &Decoded) -> Option<f64> {
 }
 
 fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
+    let (paper, ours_boots, over) = paper_and_boots(t, cell, f);
+    let ours = (!ours_boots.is_empty()).then(|| crate::stats::median(&ours_boots));
+    let slack = agreement::rounding(&cell.written) * if over { 0.0 } else { t.factor };
+    let band = cell
+        .within
+        .unwrap_or(0.0)
+        .max(cell.within_share.unwrap_or(0.0) * paper.abs());
+    let model = agreement::Model {
+        class: cell.class,
+        band,
+        slack,
+    };
+    let per_boot = |arm: &str| f.per_boot(arm, &cell.metrics);
+    let arm = cell.arm.as_deref().map(per_boot).unwrap_or_default();
+    let base = cell.from.as_deref().map(per_boot).unwrap_or_default();
+    let (rivals, rivals_boots) = rivals(p, t, cell, f);
+    let evidence = agreement::Evidence {
+        boots: &ours_boots,
+        arms: (&arm, &base),
+        rivals: &rivals,
+        rivals_boots: &rivals_boots,
+    };
+    let score = ours.map(|o| agreement::score(model, paper, o, &evidence));
+    Row {
+        table: t.id.clone(),
+        row: cell.row.clone(),
+        column: cell.column.clone(),
+        written: cell.written.clone(),
+        unit: cell.unit.clone(),
+        paper,
+        ours,
+        boots_range: range(&ours_boots),
+        ratio: ours.filter(|_| paper != 0.0).map(|o| o / paper),
+        class: cell.class,
+        band: (cell.class == Class::Exact).then_some(band.max(slack)),
+        repeats: cell.repeats.clone(),
+        why: p.reasons.get(&cell.why).cloned().unwrap_or_default(),
+        agrees: score.as_ref().and_then(|s| s.agrees()),
+        middle_range: (cell.class == Class::Modelled)
+            .then(|| agreement::modelled_range(&ours_boots))
+            .flatten(),
+        unscored: score.and_then(|s| s.unscored()),
+    }
+}
+
+/// The paper's figure for `cell` per operation and syscost's figure in each boot (a ratio's
+/// over its denominator's median boot, a change's less its base arm's median boot); whether the
+/// cell is a ratio.
+fn paper_and_boots(t: &Table, cell: &PaperCell, f: &Figures) -> (f64, Vec<f64>, bool) {
     let per_boot = |arm: &str| f.per_boot(arm, &cell.metrics);
     let median_of = |arm: &str| {
         let v = per_boot(arm);
@@ -909,36 +985,33 @@ fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
     if matches!(cell.class, Class::Ratio | Class::Time) && over.is_none() {
         ours_boots.clear();
     }
-    let ours = (!ours_boots.is_empty()).then(|| crate::stats::median(&ours_boots));
-    let slack = agreement::rounding(&cell.written) * if over.is_some() { 0.0 } else { t.factor };
-    let band = cell
-        .within
-        .unwrap_or(0.0)
-        .max(cell.within_share.unwrap_or(0.0) * paper.abs());
-    let model = agreement::Model {
-        class: cell.class,
-        band,
-        slack,
+    (paper, ours_boots, over.is_some())
+}
+
+/// The paper's figures for `cell`'s row in the table's other arms (a repeat's arm is its
+/// scored cell's; none a change or a ratio), and every boot figure those arms measured: what a
+/// modelled cell must tell itself apart from.
+fn rivals(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> (Vec<f64>, Vec<f64>) {
+    let arm_of = |c: &PaperCell| -> Option<String> {
+        let repeated = c.repeats.as_deref().and_then(|at| p.cell_at(at));
+        c.arm
+            .clone()
+            .or_else(|| repeated.and_then(|(_, r)| r.arm.clone()))
     };
-    let boots_range = range(&ours_boots);
-    Row {
-        table: t.id.clone(),
-        row: cell.row.clone(),
-        column: cell.column.clone(),
-        written: cell.written.clone(),
-        unit: cell.unit.clone(),
-        paper,
-        ours,
-        boots_range,
-        ratio: ours.filter(|_| paper != 0.0).map(|o| o / paper),
-        class: cell.class,
-        band: (cell.class == Class::Exact).then_some(band.max(slack)),
-        repeats: cell.repeats.clone(),
-        why: p.reasons.get(&cell.why).cloned().unwrap_or_default(),
-        agrees: ours
-            .zip(boots_range)
-            .and_then(|(o, r)| agreement::agrees(model, paper, o, r)),
+    let (mut paper, mut boots) = (Vec::new(), Vec::new());
+    for c in t.cells.iter().filter(|c| {
+        c.row == cell.row
+            && c.from.is_none()
+            && c.denominator().is_none()
+            && matches!(c.class, Class::Modelled | Class::Repeat)
+    }) {
+        let Some(arm) = arm_of(c).filter(|a| Some(a) != cell.arm.as_ref()) else {
+            continue;
+        };
+        paper.push(t.value(c));
+        boots.extend(f.per_boot(&arm, &cell.metrics));
     }
+    (paper, boots)
 }
 
 fn range(xs: &[f64]) -> Option<(f64, f64)> {

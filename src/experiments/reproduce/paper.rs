@@ -99,12 +99,14 @@ pub(crate) enum Class {
     /// configuration are not the paper's).
     Exact,
     /// A figure of the cache model of the paper's CPU, which follows where each boot's slab
-    /// put its objects: scored as whether the paper's figure lies within the boots' range.
+    /// put its objects: scored as whether the paper's figure lies within the middle 80% of
+    /// the boots, where that range does not hold another arm's figure for the row too.
     Modelled,
     /// A count's ratio between two arms: scored within 10%, and only where 10% is less than
     /// its distance from 1 (a null result must not agree with an effect).
     Ratio,
-    /// Which way a change goes: scored by whether every boot's change has the paper's sign.
+    /// Which way a change goes: scored by whether the two arms' boots differ the paper's way
+    /// (Mann-Whitney U, p < 0.05, boots as units).
     Direction,
     /// An exact count of a stand-in (another kernel, configuration or compiler than the
     /// paper's): shown beside the paper's, never scored.

@@ -66,6 +66,53 @@ pub(crate) struct ArmPlacement {
     /// Why a boot's entries could not be read, if one's could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+    /// The spread as many entries placed uniformly at random over as many sets give.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uniform: Option<UniformSpread>,
+}
+
+/// Draws of a uniform placement: enough that its 5% and 95% points move by under 0.03.
+pub(crate) const UNIFORM_DRAWS: u64 = 10_000;
+
+/// What a placement without skew gives: the spread of an arm's entries placed uniformly at
+/// random over the sets they can reach ([`layout::uniform_spreads`], seeded, so a saved
+/// reproduction scores the same again).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct UniformSpread {
+    pub entries: usize,
+    pub sets: usize,
+    pub draws: u64,
+    pub median: f64,
+    /// Its 5% and 95% points.
+    pub low: f64,
+    pub high: f64,
+    /// The paper's spread for the arm and the share of uniform draws at or below it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper: Option<(f64, f64)>,
+}
+
+impl UniformSpread {
+    fn of(entries: usize, sets: usize) -> UniformSpread {
+        let d = layout::uniform_spreads(entries as u64, sets as u64, UNIFORM_DRAWS, 1);
+        let q = |p| crate::stats::quantile(&d, p);
+        UniformSpread {
+            entries,
+            sets,
+            draws: UNIFORM_DRAWS,
+            median: q(0.5),
+            low: q(0.05),
+            high: q(0.95),
+            paper: None,
+        }
+    }
+
+    /// With `paper`'s place among the draws.
+    pub(crate) fn with_paper(mut self, paper: f64) -> UniformSpread {
+        let d = layout::uniform_spreads(self.entries as u64, self.sets as u64, self.draws, 1);
+        let below = d.partition_point(|&v| v <= paper);
+        self.paper = Some((paper, below as f64 / d.len().max(1) as f64));
+        self
+    }
 }
 
 /// Each arm's placements, from its boots' results (`audit_entries`, which a boot with rules
@@ -93,12 +140,16 @@ pub(crate) fn placements(
                 .map(|(m, p)| of_boot(m, p, geometry, misses))
                 .collect();
             let (correlation, peak_correlation) = misses_against_placement(&boots);
+            let uniform = boots
+                .first()
+                .map(|b| UniformSpread::of(b.entries, b.reachable));
             Some(ArmPlacement {
                 arm: arm.to_string(),
                 correlation,
                 peak_correlation,
                 boots,
                 unreadable,
+                uniform,
             })
         })
         .collect()
