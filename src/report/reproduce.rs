@@ -148,6 +148,11 @@ impl Reproduction {
             g.notes.push(placement_note(a));
             g.notes
                 .extend(a.uniform.as_ref().map(|u| uniform_note(&a.arm, u)));
+            g.notes.extend(
+                (a.crowding.as_ref())
+                    .map(|c| crowding_note(&a.arm, c))
+                    .filter(|n| !n.is_empty()),
+            );
         }
         for k in &self.kernel_placements {
             let said = correlations_said(&k.correlation, &k.peak_correlation);
@@ -259,6 +264,30 @@ fn placement_note(a: &ArmPlacement) -> String {
             a.boots.len(),
             correlations_said(spread, peak)
         ),
+    }
+}
+
+/// How many boots filled a set's ways with entries, and the misses with and without.
+fn crowding_note(arm: &str, c: &crate::experiments::reproduce::placement::Crowding) -> String {
+    let put = format!(
+        "put {} or more entries (the L1d's ways) into one set",
+        c.ways
+    );
+    match (c.crowded_misses, c.other_misses) {
+        (Some(crowded), Some(other)) => format!(
+            "{arm}: {} of {} boots {put}: their misses {} a call (median), the other boots' {}",
+            c.crowded,
+            c.boots,
+            fmt_num(crowded),
+            fmt_num(other)
+        ),
+        (Some(m), None) | (None, Some(m)) => format!(
+            "{arm}: {} of {} boots {put}; their misses {} a call (median)",
+            if c.crowded == 0 { "none" } else { "all" },
+            c.boots,
+            fmt_num(m)
+        ),
+        (None, None) => String::new(),
     }
 }
 

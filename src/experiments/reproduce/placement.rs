@@ -69,6 +69,49 @@ pub(crate) struct ArmPlacement {
     /// The spread as many entries placed uniformly at random over as many sets give.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uniform: Option<UniformSpread>,
+    /// The boots whose entries filled a set's ways, against the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crowding: Option<Crowding>,
+}
+
+/// How many of an arm's boots put as many entries into one L1d set as it has ways (a set the
+/// task's own lines then overflow), and the misses of those boots and of the others: the
+/// post's mechanism, placement by placement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Crowding {
+    pub ways: u64,
+    /// Boots with misses measured.
+    pub boots: usize,
+    pub crowded: usize,
+    /// The median misses per operation of the crowded boots and of the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crowded_misses: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_misses: Option<f64>,
+}
+
+impl Crowding {
+    fn of(boots: &[BootPlacement], ways: u64) -> Option<Crowding> {
+        let measured: Vec<(bool, f64)> = boots
+            .iter()
+            .filter_map(|b| Some((b.peak >= ways, b.misses?)))
+            .collect();
+        let median = |crowded: bool| {
+            let v: Vec<f64> = measured
+                .iter()
+                .filter(|m| m.0 == crowded)
+                .map(|m| m.1)
+                .collect();
+            (!v.is_empty()).then(|| crate::stats::median(&v))
+        };
+        (!measured.is_empty()).then(|| Crowding {
+            ways,
+            boots: measured.len(),
+            crowded: measured.iter().filter(|m| m.0).count(),
+            crowded_misses: median(true),
+            other_misses: median(false),
+        })
+    }
 }
 
 /// Draws of a uniform placement: enough that its 5% and 95% points move by under 0.03.
@@ -143,6 +186,7 @@ pub(crate) fn placements(
             let uniform = boots
                 .first()
                 .map(|b| UniformSpread::of(b.entries, b.reachable));
+            let crowding = Crowding::of(&boots, geometry.ways);
             Some(ArmPlacement {
                 arm: arm.to_string(),
                 correlation,
@@ -150,6 +194,7 @@ pub(crate) fn placements(
                 boots,
                 unreadable,
                 uniform,
+                crowding,
             })
         })
         .collect()
@@ -286,5 +331,43 @@ mod unit {
             aged: None,
         };
         assert_eq!(p.addresses(), addrs, "hexadecimal round trip");
+    }
+
+    fn boot(peak: u64, misses: Option<f64>) -> BootPlacement {
+        BootPlacement {
+            round: 1,
+            aged: None,
+            entries: 37,
+            reachable: 8,
+            spread: 1.5,
+            peak,
+            crowded: vec![(0, peak)],
+            misses,
+            run_misses: Vec::new(),
+            most_missed: None,
+            runs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn boots_that_fill_a_set_s_ways_are_set_against_the_others() {
+        let boots = [
+            boot(8, Some(8.0)),
+            boot(9, Some(9.0)),
+            boot(8, Some(0.0)),
+            boot(6, Some(0.0)),
+            boot(7, Some(0.5)),
+            boot(5, None),
+        ];
+        let c = Crowding::of(&boots, 8).unwrap();
+        assert_eq!(
+            (c.boots, c.crowded),
+            (5, 3),
+            "a boot without misses is not counted"
+        );
+        assert_eq!((c.crowded_misses, c.other_misses), (Some(8.0), Some(0.25)));
+        assert!(Crowding::of(&boots[5..], 8).is_none());
+        let none = Crowding::of(&boots[3..5], 8).unwrap();
+        assert_eq!((none.crowded, none.crowded_misses), (0, None));
     }
 }
