@@ -8,6 +8,7 @@ use super::format::{Cell, Format, Grid};
 use super::kind::{Entry, ResultKind};
 use super::section::{Section, compare_section};
 use crate::core::Kind;
+use crate::core::num::fmt_num;
 use crate::counters::emulated::Geometry;
 use crate::experiments::boots::{Arm, BootRecord, BootSplit, Outcome};
 use crate::experiments::campaign::{Campaign, CounterFigure};
@@ -118,13 +119,40 @@ impl Campaign {
         let mut g = Grid::new(&headers)
             .right(1..headers.len())
             .title(self.counters_title());
+        let (mut same, mut uncounted) = (Vec::new(), Vec::new());
         for (name, unit) in names {
-            let mut row: Vec<Cell> = vec![super::metric_label(name, unit).into()];
-            for f in &self.figures {
-                let c = f.counters.iter().find(|c| c.name == name);
-                row.push(counter_cell(c, &mut g.notes));
+            let label = super::metric_label(name, unit);
+            let cells: Vec<Option<&CounterFigure>> = (self.figures.iter())
+                .map(|f| f.counters.iter().find(|c| c.name == name))
+                .collect();
+            match Across::of(&cells) {
+                // A figure no arm's boots moved is one number, and one no arm counted a name.
+                Across::Same(v) => same.push(format!("{label} {}", fmt_num(v))),
+                Across::Uncounted => {
+                    let status = cells[0].map(|c| status_text(c, &mut g.notes));
+                    uncounted.push((status.unwrap_or_default(), label));
+                }
+                Across::Differs => {
+                    let mut row: Vec<Cell> = vec![label.into()];
+                    row.extend(cells.iter().map(|c| counter_cell(*c, &mut g.notes)));
+                    g.row(row);
+                }
             }
-            g.row(row);
+        }
+        let mut statuses: Vec<&String> = uncounted.iter().map(|(s, _)| s).collect();
+        statuses.sort();
+        statuses.dedup();
+        for status in statuses {
+            let names: Vec<&str> = (uncounted.iter())
+                .filter(|(s, _)| s == status)
+                .map(|(_, n)| n.as_str())
+                .collect();
+            g.notes
+                .push(format!(" {status} in every arm: {}", names.join(", ")));
+        }
+        if !same.is_empty() {
+            g.notes
+                .push(format!(" the same in every arm: {}", same.join(", ")));
         }
         Some(g)
     }
@@ -222,15 +250,28 @@ impl Campaign {
         let row = |name: &str, of: &dyn Fn(&EmulatedFunctions) -> f64| -> Vec<Cell> {
             let mut row: Vec<Cell> = vec![name.into()];
             row.extend(arms.iter().map(|(_, f)| Cell::Num(of(f))));
-            row.extend(arms[1..].iter().map(|(_, f)| {
-                let d = of(f) - of(base);
-                Cell::shown(d, format!("{d:+.2}"))
-            }));
+            row.extend(
+                arms[1..]
+                    .iter()
+                    .map(|(_, f)| count_change(of(f) - of(base))),
+            );
             row
         };
         g.row(row("(all)", &|f| f.total_per_op));
-        for name in moved_most(&arms, FUNCTIONS_SHOWN) {
+        let moved = |name: &str| {
+            (arms[1..].iter()).any(|(_, f)| (f.per_op(name) - base.per_op(name)).abs() >= MOVED)
+        };
+        let names = moved_most(&arms, FUNCTIONS_SHOWN);
+        let (shown, still): (Vec<&str>, Vec<&str>) =
+            names.into_iter().partition(|n| arms.len() == 1 || moved(n));
+        for name in &shown {
             g.row(row(name, &|f| f.per_op(name)));
+        }
+        if !still.is_empty() {
+            g.notes.push(format!(
+                " {} more of the functions that run most moved by less than {MOVED} in every arm",
+                still.len()
+            ));
         }
         Some(g)
     }
@@ -569,14 +610,51 @@ pub(super) fn audit_lines(boots: &[BootRecord], what: &str, order: &[Arm]) -> Ve
         .collect()
 }
 
+/// A counter across the arms, with two or more: the same median in each, counted in none, or
+/// neither (a row of the table).
+enum Across {
+    Same(f64),
+    Uncounted,
+    Differs,
+}
+
+impl Across {
+    fn of(cells: &[Option<&CounterFigure>]) -> Across {
+        if cells.len() < 2 {
+            return Across::Differs;
+        }
+        let medians: Vec<Option<f64>> = cells.iter().map(|c| c.and_then(|c| c.median)).collect();
+        if let Some(Some(first)) = medians.first()
+            && medians.iter().all(|m| *m == Some(*first))
+        {
+            return Across::Same(*first);
+        }
+        let statuses = cells.iter().map(|c| c.and_then(|c| c.status.as_deref()));
+        let first_status = cells[0].and_then(|c| c.status.as_deref());
+        let uncounted = medians.iter().all(Option::is_none)
+            && first_status.is_some()
+            && statuses.clone().all(|s| s == first_status);
+        if uncounted {
+            Across::Uncounted
+        } else {
+            Across::Differs
+        }
+    }
+}
+
 /// A counter's median, or its status with the number of its reason among `notes`.
 fn counter_cell(c: Option<&CounterFigure>, notes: &mut Vec<String>) -> Cell {
     let Some(c) = c else {
         return Cell::Missing;
     };
-    if let Some(m) = c.median {
-        return Cell::Num(m);
+    match c.median {
+        Some(m) => Cell::Num(m),
+        None => status_text(c, notes).into(),
     }
+}
+
+/// A counter's status with the number of its reason among `notes` (added if new).
+fn status_text(c: &CounterFigure, notes: &mut Vec<String>) -> String {
     let status = c.status.as_deref().unwrap_or("<no value>");
     let Some(reason) = &c.reason else {
         return status.into();
@@ -586,7 +664,7 @@ fn counter_cell(c: Option<&CounterFigure>, notes: &mut Vec<String>) -> Cell {
         notes.push(format!(" [{}] {reason}", notes.len() + 1));
         notes.len() - 1
     });
-    format!("{status} [{}]", i + 1).into()
+    format!("{status} [{}]", i + 1)
 }
 
 /// How many of an arm's most missed sets the table names.

@@ -66,12 +66,27 @@ impl Comparison {
         let decided = |d: &Delta| d.decision.is_change() || d.decision == Decision::Equivalent;
         let exact_decides = (self.deltas.iter()).any(|d| is_emulated(&d.metric) && decided(d));
         let idle = |d: &Delta| matches!(d.decision, Decision::TooFewUnits | Decision::NoTest);
-        let g = self.delta_grid_of(|d| !(exact_decides && idle(d)));
+        // An exact count the same in every boot of both sides decides nothing worth a row.
+        let unchanged = |d: &Delta| {
+            is_emulated(&d.metric)
+                && d.decision == Decision::Equivalent
+                && d.median == d.base_median
+                && d.ci_pct.is_some_and(|i| i.lo == 0.0 && i.hi == 0.0)
+        };
+        let g = self.delta_grid_of(|d| !(exact_decides && (idle(d) || unchanged(d))));
         if !exact_decides {
             return g;
         }
         // Rows of exact counts alone have no p and no effect in σ: their columns go.
         let mut g = g.without_empty(&[6, 7, 8]);
+        let same = self.deltas.iter().filter(|d| unchanged(d)).count();
+        if same > 0 {
+            g.notes.push(format!(
+                "not shown: {same} of {} rows, exact counts the same in every boot of both sides \
+                 (equivalent; the JSON keeps them)",
+                self.deltas.len()
+            ));
+        }
         for kind in [Decision::TooFewUnits, Decision::NoTest] {
             let left: Vec<&Delta> = self.deltas.iter().filter(|d| d.decision == kind).collect();
             let Some(first) = left.first() else { continue };

@@ -354,7 +354,11 @@ fn cells(r: &Row, mark: usize) -> Vec<Cell> {
         ours,
         Cell::interval(r.boots_range),
         r.ratio
-            .map_or(Cell::Missing, |v| Cell::shown(v, format!("x{v:.2}"))),
+            // Rounded first: x0.00, not x-0.00.
+            .map_or(Cell::Missing, |v| {
+                let shown = (v * 100.0).round() / 100.0 + 0.0;
+                Cell::shown(v, format!("x{shown:.2}"))
+            }),
         Cell::Text(r.class.name().into()),
         Cell::Text(format!("[{mark}]")),
         Cell::Text(agrees_said(r)),

@@ -116,6 +116,10 @@ pub(crate) struct UprobeLoop {
     hits: Option<u64>,
     producers: Option<Producers>,
     cpus: Vec<usize>,
+    /// Batches run, and the first after which the probe had counted fewer hits than calls:
+    /// (batch, calls, hits), read between batches, outside the timed region.
+    batches: usize,
+    short: Option<(usize, u64, u64)>,
 }
 
 impl UprobeLoop {
@@ -133,6 +137,8 @@ impl UprobeLoop {
             hits: None,
             producers: None,
             cpus: Vec::new(),
+            batches: 0,
+            short: None,
         })
     }
 
@@ -228,6 +234,17 @@ impl Workload for UprobeLoop {
         Ok(())
     }
 
+    fn after_batch(&mut self) -> Result<()> {
+        self.batches += 1;
+        if let (None, Some(p)) = (self.short, self.probe.as_mut()) {
+            let hits = p.hits()?;
+            if hits < self.calls {
+                self.short = Some((self.batches, self.calls, hits));
+            }
+        }
+        Ok(())
+    }
+
     fn finish(&mut self) -> Result<()> {
         if let Some(p) = self.producers.take() {
             p.stop.store(true, Ordering::Release);
@@ -238,7 +255,16 @@ impl Workload for UprobeLoop {
         }
         if let Some(probe) = self.probe.as_mut() {
             let hits = probe.hits()?;
-            check_hits(hits, self.calls, self.params.insn.symbol())?;
+            check_hits(hits, self.calls, self.params.insn.symbol()).map_err(|e| {
+                match self.short {
+                    Some((batch, calls, hits)) => e.context(format!(
+                        "{} thread(s): the first batch after which it fell short was {batch} of \
+                         {}, {hits} hits for {calls} calls",
+                        self.params.threads, self.batches
+                    )),
+                    None => e,
+                }
+            })?;
             self.hits = Some(hits);
         }
         Ok(())
