@@ -588,7 +588,8 @@ impl BootsOpts {
             }
             let words = shlex::split(command).filter(|w| !w.is_empty()).ok_or_else(|| {
                 anyhow::anyhow!(
-                    "--arm-command {name}: cannot split {command:?} into words as a shell                      would (an unclosed quote?)"
+                    "--arm-command {name}: cannot split {command:?} into words as a shell would \
+                     (an unclosed quote?)"
                 )
             })?;
             self.guest.check(via, &words)?;

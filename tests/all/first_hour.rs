@@ -22,6 +22,7 @@ crate::tests! {
     Shared small_things_a_new_user_meets,
     Serial run_until_takes_the_floor_unless_the_samples_are_chosen,
     Shared sources_name_public_investigations_not_private_names,
+    Shared messages_carry_no_run_of_spaces_from_a_lost_line_continuation,
 }
 
 /// Run syscost with its stdout a pipe whose reader is already gone (`| head` after its lines).
@@ -615,6 +616,50 @@ fn sources_name_public_investigations_not_private_names() {
         for (i, l) in text.lines().enumerate() {
             if private(l) {
                 found.push(format!("{}:{}: {l}", f.display(), i + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// A string literal that goes on to the next line without its `\` keeps the next line's
+/// indentation: "as a shell                      would". No line of the sources has a literal
+/// with a run of 8 or more spaces between words (an indentation; a table lines up with fewer).
+fn messages_carry_no_run_of_spaces_from_a_lost_line_continuation() {
+    // The parts of a line inside double quotes (a line's literals, naively: enough here).
+    fn stray(line: &str) -> bool {
+        let t = line.trim_start();
+        if t.starts_with("//") {
+            return false;
+        }
+        line.split('"').skip(1).step_by(2).any(|lit| {
+            let b = lit.as_bytes();
+            (1..b.len()).any(|i| {
+                let run = b[i..].iter().take_while(|c| **c == b' ').count();
+                run >= 8
+                    && b[i - 1] != b' '
+                    && b.get(i + run).is_some_and(|c| c.is_ascii_alphabetic())
+            })
+        })
+    }
+    assert!(stray(
+        r#"    "into words as a shell                      would (an unclosed quote?)""#
+    ));
+    assert!(!stray(r#"    "into words as a shell \"#));
+    assert!(!stray(r#"    // "a comment's     spaces""#));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                for (i, l) in text.lines().enumerate().filter(|(_, l)| stray(l)) {
+                    found.push(format!("{}:{}: {l}", p.display(), i + 1));
+                }
             }
         }
     }

@@ -25,7 +25,9 @@ pub(crate) fn place(target: &mut LavaTarget, lab: &Lab) -> Result<()> {
         let tagged = |d: &&Device| pin.tag.as_ref().is_none_or(|t| d.tags.contains(t));
         let Some(d) = there.filter(tagged) else {
             bail!(
-                "this run's jobs stay on LAVA device {}{}, which the lab no longer has as a {ty}                  device with that tag: its boots cannot go on elsewhere (abort it, and start                  again)",
+                "this run's jobs stay on LAVA device {}{}, which the lab no longer has as a {ty} \
+                 device with that tag: its boots cannot go on elsewhere (abort it, and start \
+                 again)",
                 pin.device,
                 pin.tag
                     .as_ref()

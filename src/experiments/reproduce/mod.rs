@@ -549,7 +549,8 @@ impl Investigation {
 
     fn no_build(&self, a: &ArmSpec, spec: builds::BuildSpec) -> String {
         format!(
-            "{}'s arm {} boots syscost's build {} of {}, which the other arms are compared              with, and it is not built yet: {}",
+            "{}'s arm {} boots syscost's build {} of {}, which the other arms are compared \
+             with, and it is not built yet: {}",
             self.name,
             a.name,
             spec.name,
