@@ -157,23 +157,31 @@ pub(crate) fn spread(pop: &[u64], reachable: &[u64]) -> f64 {
     if v.is_empty() { 0.0 } else { pstdev(&v) }
 }
 
+/// `draws` placements of `objects` first lines, each uniformly at random over `sets` sets
+/// (seeded): each draw's population per set, handed to `each`.
+fn uniform_draws(objects: u64, sets: usize, draws: u64, seed: u64, mut each: impl FnMut(&[u64])) {
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+    let mut pop = vec![0u64; sets.max(1)];
+    for _ in 0..draws {
+        pop.iter_mut().for_each(|p| *p = 0);
+        for _ in 0..objects {
+            let set = rng.random_range(0..pop.len());
+            pop[set] += 1;
+        }
+        each(&pop);
+    }
+}
+
 /// Monte Carlo: the spread ([`spread`]) of `objects` first lines placed uniformly at random
 /// over `sets` sets, `draws` times, sorted: the spread a placement with no skew gives, against
 /// which a measured spread says whether the allocator crowds. (A closed form would need the
 /// multinomial's standard deviation's distribution; drawing it is exact enough at 10^4.)
 pub(crate) fn uniform_spreads(objects: u64, sets: u64, draws: u64, seed: u64) -> Vec<f64> {
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
-    let mut pop = vec![0u64; sets.max(1) as usize];
-    let all: Vec<u64> = (0..pop.len() as u64).collect();
-    let mut out: Vec<f64> = (0..draws)
-        .map(|_| {
-            pop.iter_mut().for_each(|p| *p = 0);
-            for _ in 0..objects {
-                pop[rng.random_range(0..all.len())] += 1;
-            }
-            spread(&pop, &all)
-        })
-        .collect();
+    let mut out = Vec::with_capacity(draws as usize);
+    uniform_draws(objects, sets as usize, draws, seed, |pop| {
+        let v: Vec<f64> = pop.iter().map(|&p| p as f64).collect();
+        out.push(pstdev(&v));
+    });
     out.sort_by(f64::total_cmp);
     out
 }
@@ -188,18 +196,12 @@ pub(crate) fn overflow_probability(
     trials: u64,
     seed: u64,
 ) -> (f64, (f64, f64)) {
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
-    let mut pop = vec![0u64; reachable.len()];
     let mut hits = 0u64;
-    for _ in 0..trials {
-        pop.iter_mut().for_each(|p| *p = 0);
-        for _ in 0..objects {
-            pop[rng.random_range(0..reachable.len())] += 1;
-        }
+    uniform_draws(objects, reachable.len(), trials, seed, |pop| {
         if pop.iter().any(|&p| p > g.ways) {
             hits += 1;
         }
-    }
+    });
     let n = trials as f64;
     let p = hits as f64 / n;
     let z = 1.959963984540054;

@@ -1,6 +1,7 @@
 //! Least squares of one variable on another: the audit sweep's cost per rule and the line under
 //! a correlation's scatter plot.
 
+use super::slope::ratio;
 use super::{mean, t_critical};
 
 /// A least-squares line.
@@ -26,7 +27,7 @@ pub(crate) fn fit(x: &[f64], y: &[f64]) -> Option<Line> {
         return None;
     }
     let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let (slope, intercept) = whole_line(x, y).unwrap_or((sxy / sxx, my - (sxy / sxx) * mx));
+    let (slope, intercept) = whole_line(x, y).unwrap_or_else(|| (sxy / sxx, my - (sxy / sxx) * mx));
     let ssr: f64 = x
         .iter()
         .zip(y)
@@ -57,7 +58,6 @@ fn whole_line(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
     let n = x.len() as i128;
     let dxx = n.checked_mul(sxx)?.checked_sub(sx.checked_mul(sx)?)?;
     let dxy = n.checked_mul(sxy)?.checked_sub(sx.checked_mul(sy)?)?;
-    let ratio = |num: i128, den: i128| (num / den) as f64 + (num % den) as f64 / den as f64;
     // Too large for 128 bits (counts of 10^12 times thousands of runs): floating point then.
     let a = sy.checked_mul(dxx)?.checked_sub(dxy.checked_mul(sx)?)?;
     let b = n.checked_mul(dxx)?;

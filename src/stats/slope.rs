@@ -109,7 +109,7 @@ pub(crate) fn least_by_size(windows: impl IntoIterator<Item = (u64, u64)>) -> Ve
 
 /// `num / den` in floating point, exact when the quotient is whole (the integer part is
 /// divided apart from the remainder, so a large numerator loses nothing to rounding).
-fn ratio(num: i128, den: i128) -> f64 {
+pub(crate) fn ratio(num: i128, den: i128) -> f64 {
     let (q, r) = (num / den, num % den);
     q as f64 + r as f64 / den as f64
 }

@@ -710,19 +710,19 @@ pub(crate) fn rescored(r: Reproduction) -> Result<Reproduction, String> {
     ))
 }
 
-/// Each arm's uniform placement with the paper's cacheline-spread for the arm placed among
-/// its draws, where the paper gives one.
+/// Each arm's uniform placement, with the paper's cacheline-spread for the arm placed among
+/// its draws where the paper gives one.
 fn with_papers_spreads(
     p: &Paper,
     mut placed: Vec<placement::ArmPlacement>,
 ) -> Vec<placement::ArmPlacement> {
     for a in &mut placed {
-        let cell = p
+        let paper = p
             .cells()
-            .find(|(_, c)| c.arm.as_deref() == Some(a.arm.as_str()) && c.metrics == [SPREAD]);
-        if let (Some((t, c)), Some(u)) = (cell, a.uniform.take()) {
-            a.uniform = Some(u.with_paper(t.value(c)));
-        }
+            .find(|(_, c)| c.arm.as_deref() == Some(a.arm.as_str()) && c.metrics == [SPREAD])
+            .map(|(t, c)| t.value(c));
+        a.uniform =
+            (a.boots.first()).map(|b| placement::UniformSpread::of(b.entries, b.reachable, paper));
     }
     placed
 }
@@ -922,7 +922,10 @@ fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
     let per_boot = |arm: &str| f.per_boot(arm, &cell.metrics);
     let arm = cell.arm.as_deref().map(per_boot).unwrap_or_default();
     let base = cell.from.as_deref().map(per_boot).unwrap_or_default();
-    let (rivals, rivals_boots) = rivals(p, t, cell, f);
+    let (rivals, rivals_boots) = match cell.class {
+        Class::Modelled => rivals(p, t, cell, f),
+        _ => Default::default(),
+    };
     let evidence = agreement::Evidence {
         boots: &ours_boots,
         arms: (&arm, &base),

@@ -66,7 +66,8 @@ pub(crate) struct ArmPlacement {
     /// Why a boot's entries could not be read, if one's could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
-    /// The spread as many entries placed uniformly at random over as many sets give.
+    /// The spread as many entries placed uniformly at random over as many sets give (set by
+    /// the reproduction, which knows the paper's spread for the arm).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uniform: Option<UniformSpread>,
     /// The boots whose entries filled a set's ways, against the others.
@@ -135,9 +136,12 @@ pub(crate) struct UniformSpread {
 }
 
 impl UniformSpread {
-    fn of(entries: usize, sets: usize) -> UniformSpread {
+    /// For `entries` over `sets`, with `paper`'s place among the draws when the paper gives
+    /// the arm's spread.
+    pub(crate) fn of(entries: usize, sets: usize, paper: Option<f64>) -> UniformSpread {
         let d = layout::uniform_spreads(entries as u64, sets as u64, UNIFORM_DRAWS, 1);
         let q = |p| crate::stats::quantile(&d, p);
+        let share = |v: f64| d.partition_point(|&x| x <= v) as f64 / d.len().max(1) as f64;
         UniformSpread {
             entries,
             sets,
@@ -145,16 +149,8 @@ impl UniformSpread {
             median: q(0.5),
             low: q(0.05),
             high: q(0.95),
-            paper: None,
+            paper: paper.map(|v| (v, share(v))),
         }
-    }
-
-    /// With `paper`'s place among the draws.
-    pub(crate) fn with_paper(mut self, paper: f64) -> UniformSpread {
-        let d = layout::uniform_spreads(self.entries as u64, self.sets as u64, self.draws, 1);
-        let below = d.partition_point(|&v| v <= paper);
-        self.paper = Some((paper, below as f64 / d.len().max(1) as f64));
-        self
     }
 }
 
@@ -183,9 +179,6 @@ pub(crate) fn placements(
                 .map(|(m, p)| of_boot(m, p, geometry, misses))
                 .collect();
             let (correlation, peak_correlation) = misses_against_placement(&boots);
-            let uniform = boots
-                .first()
-                .map(|b| UniformSpread::of(b.entries, b.reachable));
             let crowding = Crowding::of(&boots, geometry.ways);
             Some(ArmPlacement {
                 arm: arm.to_string(),
@@ -193,7 +186,7 @@ pub(crate) fn placements(
                 peak_correlation,
                 boots,
                 unreadable,
-                uniform,
+                uniform: None,
                 crowding,
             })
         })
