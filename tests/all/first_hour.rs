@@ -566,20 +566,22 @@ fn run_until_takes_the_floor_unless_the_samples_are_chosen() {
     assert_eq!(chosen["options"]["samples"], 3);
 }
 
+/// Every file under `dir`, into `out`.
+fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
 /// Comments, scripts and docs name the public investigations and say what a target is, never
 /// the project's own files or tracker (a source document's or an issue's number): a newcomer can
 /// look neither up.
 fn sources_name_public_investigations_not_private_names() {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                out.push(p);
-            }
-        }
-    }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     for d in [
@@ -647,20 +649,19 @@ fn messages_carry_no_run_of_spaces_from_a_lost_line_continuation() {
     ));
     assert!(!stray(r#"    "into words as a shell \"#));
     assert!(!stray(r#"    // "a comment's     spaces""#));
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
     let mut found = Vec::new();
-    let mut dirs = vec![root];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                for (i, l) in text.lines().enumerate().filter(|(_, l)| stray(l)) {
-                    found.push(format!("{}:{}: {l}", p.display(), i + 1));
-                }
-            }
+    for p in files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+    {
+        let text = std::fs::read_to_string(p).unwrap();
+        for (i, l) in text.lines().enumerate().filter(|(_, l)| stray(l)) {
+            found.push(format!("{}:{}: {l}", p.display(), i + 1));
         }
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
