@@ -629,11 +629,13 @@ impl Across {
         {
             return Across::Same(*first);
         }
-        let statuses = cells.iter().map(|c| c.and_then(|c| c.status.as_deref()));
-        let first_status = cells[0].and_then(|c| c.status.as_deref());
+        let statuses: Vec<Option<&str>> = cells
+            .iter()
+            .map(|c| c.and_then(|c| c.status.as_deref()))
+            .collect();
         let uncounted = medians.iter().all(Option::is_none)
-            && first_status.is_some()
-            && statuses.clone().all(|s| s == first_status);
+            && statuses[0].is_some()
+            && statuses.iter().all(|s| *s == statuses[0]);
         if uncounted {
             Across::Uncounted
         } else {
