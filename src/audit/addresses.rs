@@ -219,7 +219,7 @@ pub(crate) fn exit_rule_addresses() -> Result<Vec<u64>> {
 /// Where a boot's exit-rule entries were when it measured, as its result records them (the
 /// syscall-latency post's placement, read from inside each guest).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Placement {
+pub struct Placement {
     /// Each entry's address, hexadecimal (`0xffff...`: beyond a double's exact integers), in
     /// list order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -230,6 +230,9 @@ pub(crate) struct Placement {
     /// How their slab was aged before they were allocated (none: a fresh boot's slab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aged: Option<Aged>,
+    /// How a run placed them anew (`campaign --placement run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anew: Option<super::anew::Anewed>,
 }
 
 impl Placement {
@@ -240,11 +243,13 @@ impl Placement {
                 addresses: a.iter().map(|x| format!("{x:#x}")).collect(),
                 unreadable: None,
                 aged: None,
+                anew: None,
             },
             Err(e) => Placement {
                 addresses: Vec::new(),
                 unreadable: Some(format!("{e:#}")),
                 aged: None,
+                anew: None,
             },
         }
     }
@@ -261,7 +266,7 @@ impl Placement {
 /// What an ageing of the entries' slab did (the age module's), kept in the boot's result
 /// beside the entries' placement.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Aged {
+pub struct Aged {
     /// Filler entries allocated.
     pub objects: usize,
     /// Of them, freed before the rules loaded, in an order drawn from `seed`.

@@ -6,6 +6,7 @@
 
 pub(crate) mod addresses;
 pub(crate) mod age;
+pub(crate) mod anew;
 pub(crate) mod btf;
 pub mod libaudit;
 pub(crate) mod load;

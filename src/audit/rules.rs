@@ -7,6 +7,8 @@
 //! (`libaudit`), and syscost only adds its key to them ([`with_key`]).
 
 /// Filter lists (AUDIT_FILTER_*).
+/// AUDIT_FILTER_USER: rules for messages user space sends to audit.
+pub(crate) const FILTER_USER: u32 = 0;
 pub(crate) const FILTER_TASK: u32 = 1;
 pub const FILTER_EXIT: u32 = 4;
 /// Actions.

@@ -44,6 +44,10 @@ pub struct GuestPlan {
     /// Arms whose rules load into an aged slab, with the objects it is aged with.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub aged: BTreeMap<String, usize>,
+    /// The arm's rules are placed anew before each run, run `i`'s ageing seeded with this
+    /// plus `i` (see `audit::anew`); `None`: once, as the init loads them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place_per_run: Option<u64>,
     /// The file sent back, when the measuring command writes it itself (its own `-o`);
     /// otherwise `-o` is added to the command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -344,7 +348,7 @@ fn measure(
         None => super::measure_here(
             words,
             rules.as_ref().map(|(t, p)| (t.as_str(), p.as_str())),
-            aged,
+            (aged, plan.place_per_run),
             (plan.mark, plan.objects),
             super::After::PowerOff,
         ),

@@ -76,18 +76,20 @@ pub(crate) fn remove_leftovers(dir: &Path) -> usize {
 /// `mark`: its workers mark their batches for syscost's TCG plugin; `objects`: and record where
 /// their kernel objects are (the plugin models the caches).
 /// `aged`: the slab the rules' entries come from is aged first with that many objects (see
-/// [`crate::audit::age`]). `after`: what becomes of the machine once measured.
+/// [`crate::audit::age`]); `anew`: the rules are placed anew before each run, with this seed
+/// (see [`crate::audit::anew`]). `after`: what becomes of the machine once measured.
 pub(crate) fn measure_here(
     words: &[String],
     rules: Option<(&str, &str)>,
-    aged: Option<usize>,
+    (aged, anew): (Option<usize>, Option<u64>),
     (mark, objects): (bool, bool),
     after: After,
 ) -> Result<Vec<u8>> {
     let rules = rules
         .map(|(json, what)| ArmRules::set_up(json, what, aged))
         .transpose()?;
-    let result = measured(words, mark, objects, rules.as_ref());
+    let anew = rules.as_ref().zip(anew).map(|(r, seed)| r.anew(seed));
+    let result = measured(words, (mark, objects), rules.as_ref(), anew.as_ref());
     if after == After::PowerOff {
         // Nothing of this boot outlives it: removing 42 rules one by one took half a second
         // of a guest's measurement under the emulator, for a machine about to power off.
@@ -109,12 +111,12 @@ pub(crate) enum After {
 /// add to it.
 fn measured(
     words: &[String],
-    mark: bool,
-    objects: bool,
+    (mark, objects): (bool, bool),
     rules: Option<&ArmRules>,
+    anew: Option<&crate::audit::anew::Anew>,
 ) -> Result<Vec<u8>> {
     let backlog = mark.then(alone::audit_backlog_unlimited).flatten();
-    let result = measure_child(words, mark, objects)?;
+    let result = measure_child(words, (mark, objects), anew)?;
     let result = match backlog {
         Some(w) => guest::with_warning(result, &w),
         None => result,
@@ -126,7 +128,11 @@ fn measured(
 }
 
 /// The measuring command as a child, its result read back.
-fn measure_child(words: &[String], mark: bool, objects: bool) -> Result<Vec<u8>> {
+fn measure_child(
+    words: &[String],
+    (mark, objects): (bool, bool),
+    anew: Option<&crate::audit::anew::Anew>,
+) -> Result<Vec<u8>> {
     use crate::counters::emulated::{MARK_ENV, WITH_OBJECTS};
     let marked = if objects { WITH_OBJECTS } else { "1" };
     let tmp = tempfile::tempdir().context("cannot create a temporary directory")?;
@@ -137,6 +143,7 @@ fn measure_child(words: &[String], mark: bool, objects: bool) -> Result<Vec<u8>>
         .env("SYSCOST_HISTORY", tmp.path().join("history.sqlite"))
         .envs(mark.then_some((MARK_ENV, marked)))
         .envs(objects.then(object_map).flatten())
+        .envs(anew.and_then(|a| Some((crate::audit::anew::ENV, serde_json::to_string(a).ok()?))))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .output()
@@ -243,6 +250,20 @@ impl ArmRules {
         let audit = crate::audit::load::switch_on_for(&mut me.sock, &me.set, &me.loaded, at_boot);
         me.audit = Some(audit?);
         Ok(me)
+    }
+
+    /// What the measurement needs to place these rules anew before each run, drawn from
+    /// `seed`.
+    fn anew(&self, seed: u64) -> crate::audit::anew::Anew {
+        crate::audit::anew::Anew {
+            rules: self
+                .loaded
+                .rules
+                .iter()
+                .map(|(_, _, b)| b.clone())
+                .collect(),
+            seed,
+        }
     }
 
     /// The result with the audit state it was measured under, a warning for each line left

@@ -167,6 +167,7 @@ impl BootsOpts {
                 .filter(|d| !d.is_zero()),
             rules_errors: self.audit_rules_errors,
             aged_slab: Default::default(),
+            placement: Default::default(),
             arm_measure: Default::default(),
         })
     }

@@ -9,7 +9,7 @@ use crate::core::input::Opt;
 use crate::counters::emulated::is_emulated;
 use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
 use crate::experiments::boots::kept::{self, RunKind};
-use crate::experiments::boots::{Arm, BootRecord};
+use crate::experiments::boots::{Arm, BootRecord, PlaceEach};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::saved::{self, Saved};
 use crate::experiments::campaign::{self, CampaignPlan};
@@ -182,6 +182,15 @@ pub struct CampaignArgs {
     /// arms are compared by the figures their results share.
     #[arg(long = "arm-command", value_name = "NAME=COMMAND")]
     pub arm_commands: Vec<String>,
+    /// How often each boot places its arms' audit rule entries in memory: `boot` loads them
+    /// once, so a boot is one placement; `run` deletes and adds them again before every run of
+    /// the measuring command (ageing the slab anew with the run's seed under --aged-slab), so
+    /// a boot of `run syscall --runs 16` is 16 placements, each recorded beside its figures
+    /// [default: run under --cache-model when an arm has --audit-rules (the modelled misses
+    /// follow where the entries land), else boot (an exact count is the same wherever they
+    /// are)].
+    #[arg(long, value_enum, value_name = "EACH")]
+    pub placement: Option<PlaceEach>,
     /// Rounds; each boots every arm once [default: the fewest whose paired test can reach
     /// --alpha: 6 for two arms, 7 for three; 3 for one arm; 2 with --emulated-counters, whose
     /// exact counts decide with two boots per arm while time stays undecided]. Fewer are
@@ -244,6 +253,9 @@ impl CampaignArgs {
         let options = self.shared.options(self.alpha, seed);
         let mut boot = self.shared.plan("campaign", self.via, arms, seed)?;
         boot.aged_slab = self.aged_slab()?;
+        boot.placement = self
+            .placement
+            .unwrap_or_else(|| PlaceEach::default_for(&boot));
         let commands = self
             .arm_commands
             .iter()

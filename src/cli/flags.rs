@@ -82,6 +82,7 @@ pub(crate) fn flag(o: Opt) -> &'static str {
         Opt::StepRounds => "--step-rounds",
         Opt::Steps => "--steps",
         Opt::Build => "--build",
+        Opt::Placement => "--placement",
     }
 }
 

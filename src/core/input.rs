@@ -80,12 +80,13 @@ pub(crate) enum Opt {
     StepRounds,
     Steps,
     Build,
+    Placement,
 }
 
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
     #[cfg(test)]
-    pub(crate) const ALL: [Opt; 72] = [
+    pub(crate) const ALL: [Opt; 73] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -158,6 +159,7 @@ impl Opt {
         Opt::StepRounds,
         Opt::Steps,
         Opt::Build,
+        Opt::Placement,
     ];
 }
 

@@ -711,6 +711,15 @@ impl Render for Campaign {
         lines.extend(self.pinning_line());
         lines.extend(self.time_line());
         lines.extend(audit_lines(&self.boots, "arm", &self.arms));
+        if self.placement == crate::experiments::boots::PlaceEach::Run {
+            lines.push(
+                " Placed anew each run: before every run the guest deleted its arm's audit rules \
+                 and added them back, each after 0 to 3 fillers drawn from the run's seed (the \
+                 same seeds in every arm), so each run is a placement of the rule entries of its \
+                 own, recorded in its result"
+                    .into(),
+            );
+        }
         if !self.complete {
             lines.push(" INCOMPLETE: some boots failed (see the failed boots below)".into());
         }

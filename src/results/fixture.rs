@@ -62,6 +62,7 @@ pub(crate) fn fixed_result() -> RunResult {
             waits: false,
             missed_lines: Vec::new(),
             own_objects: None,
+            placement: None,
         })
         .collect();
     let (m, o) = metrics::analyze(&runs, &events, "call", false);

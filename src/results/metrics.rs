@@ -660,6 +660,7 @@ mod tests {
             waits: false,
             missed_lines: Vec::new(),
             own_objects: None,
+            placement: None,
         }
     }
 

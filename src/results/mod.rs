@@ -105,6 +105,10 @@ pub struct RunRecord {
     /// context, credentials and stack), to name the lines that missed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_objects: Option<crate::audit::own::OwnObjects>,
+    /// Where the audit exit rules' entries were in this run, when the guest placed them anew
+    /// before it (`campaign --placement run`, see `audit::anew`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::audit::addresses::Placement>,
 }
 
 impl RunRecord {

@@ -530,6 +530,7 @@ pub(crate) mod unit {
                 waits: false,
                 missed_lines: Vec::new(),
                 own_objects: None,
+                placement: None,
             };
             Ok((run, vec![EventStatus::Counting]))
         }

@@ -300,9 +300,15 @@ impl Executor for Workers {
         index: u32,
     ) -> Result<(RunRecord, Vec<EventStatus>)> {
         pre(plan)?;
+        let placement = placed_anew(index)?;
         let req = request(plan, measuring(plan, ops, index, false));
         match spawn(&req)? {
-            Reply::Measured { run, statuses, .. } => Ok((*run, statuses)),
+            Reply::Measured {
+                mut run, statuses, ..
+            } => {
+                run.placement = placement;
+                Ok((*run, statuses))
+            }
             other => bail!("unexpected reply from worker {index}: {other:?}"),
         }
     }
@@ -434,6 +440,21 @@ fn roughly(secs: f64) -> String {
 }
 
 /// Run the plan's --pre command, if any.
+/// Run `index`'s audit rule entries placed anew, when this process measures in a guest that
+/// asked for it (see [`crate::audit::anew`]), before its worker starts.
+fn placed_anew(index: u32) -> Result<Option<crate::audit::addresses::Placement>> {
+    static GIVEN: std::sync::OnceLock<Option<crate::audit::anew::Anew>> =
+        std::sync::OnceLock::new();
+    if GIVEN.get().is_none() {
+        let _ = GIVEN.set(crate::audit::anew::Anew::given()?);
+    }
+    GIVEN
+        .get()
+        .and_then(Option::as_ref)
+        .map(|a| a.place(index))
+        .transpose()
+}
+
 fn pre(plan: &Plan) -> Result<()> {
     let Some(cmd) = &plan.pre else { return Ok(()) };
     let status = Command::new("/bin/sh")

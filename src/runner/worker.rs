@@ -401,6 +401,7 @@ fn measure(
         waits: false,
         missed_lines: Vec::new(),
         own_objects: None,
+        placement: None,
     };
     let mut recorder = if profile {
         Some(crate::profile::Recorder::start(req.workload.inherit())?)

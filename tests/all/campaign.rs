@@ -1068,6 +1068,33 @@ fn input_that_can_only_fail_in_the_guest_is_refused_on_the_host() {
     assert!(leftovers(tmp.path()).is_empty());
 }
 
+/// A boot whose rules were placed anew before each run: each run records where its 40 entries
+/// landed (not where the others' did), and its exact counts are the same wherever that was.
+fn check_placed_anew(b: &Value) {
+    let runs = b["result"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{b}");
+    let placed: Vec<&Value> = runs.iter().map(|r| &r["placement"]).collect();
+    for (r, p) in runs.iter().zip(&placed) {
+        assert_eq!(p["anew"]["run"], r["index"], "{p}");
+        assert_eq!(p["addresses"].as_array().unwrap().len(), 40, "{p}");
+    }
+    assert_ne!(
+        placed[0]["addresses"], placed[1]["addresses"],
+        "placed anew"
+    );
+    let metrics = b["result"]["metrics"].as_array().unwrap();
+    let kernel = metrics
+        .iter()
+        .find(|m| m["name"] == "instructions:k (emulated)")
+        .unwrap();
+    let v = kernel["values"].as_array().unwrap();
+    assert_eq!(v.len(), 2, "{kernel}");
+    assert_eq!(
+        v[0], v[1],
+        "the same walk wherever the entries are: {kernel}"
+    );
+}
+
 /// 40 exit rules on syscalls getpid never makes: walked on every syscall exit all the same.
 fn forty_rules(dir: &Path) -> PathBuf {
     let rules: String = ["acct", "swapon", "swapoff", "sethostname", "setdomainname"]
@@ -1106,6 +1133,8 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
     // Into an aged slab: fillers added, half deleted, the rules loaded into the holes, the
     // other fillers deleted (the walk is the file's 40 rules alone: the delta below).
     args.extend(["--aged-slab".into(), "rules=64".into()]);
+    // And placed anew before each run: every run a placement of its own (see below).
+    args.extend(["--placement".into(), "run".into()]);
     // With the per-function profile (see check_profile) and the step view (see
     // check_exact_agreement): the same boots.
     args.extend(["--emulated-counters", "--emulated-profile", "--steps", "-o"].map(String::from));
@@ -1178,6 +1207,7 @@ fn emulated_counters_decide_with_two_boots_per_arm() {
                 assert_eq!(addresses.len(), 40, "the fillers are gone: {entries}");
                 let reused = aged["reused"].as_u64().unwrap();
                 assert!(reused > 0 && reused <= 40, "{aged}");
+                check_placed_anew(b);
             }
             _ => assert!(audit.is_null(), "{audit}"),
         }

@@ -75,6 +75,7 @@ pub(crate) fn check(plan: &BootPlan) -> Result<Vec<(String, String)>> {
         }
     }
     check_aged(plan)?;
+    check_placement(plan)?;
     Ok(rules)
 }
 
@@ -119,6 +120,36 @@ fn check_aged(plan: &BootPlan) -> Result<(), ArmProblem> {
             Some(_) => continue,
         };
         return Err(problem(name, ArmPart::AgedSlab, why));
+    }
+    Ok(())
+}
+
+/// Placing anew each run reloads an arm's rules in a guest syscost booted and throws away.
+fn check_placement(plan: &BootPlan) -> Result<()> {
+    use super::plan::PlaceEach;
+    use crate::core::input::Opt;
+    if plan.placement == PlaceEach::Boot {
+        return Ok(());
+    }
+    if matches!(plan.backend, Backend::Kexec) {
+        return Err(crate::refused!(
+            Opt::Placement,
+            " run reloads the arm's rules in a guest that is thrown away; a kexec boot is this \
+             machine: give ",
+            Opt::Placement,
+            " boot"
+        ));
+    }
+    if plan.arms.iter().all(|a| a.rules.is_none()) {
+        return Err(crate::refused!(
+            Opt::Placement,
+            " run places the arms' audit rule entries anew, and no arm has any: give an arm \
+             ",
+            Opt::AuditRules,
+            ", or ",
+            Opt::Placement,
+            " boot"
+        ));
     }
     Ok(())
 }
@@ -428,5 +459,60 @@ mod unit {
             "{}",
             e.why
         );
+    }
+
+    #[test]
+    fn placing_anew_each_run_needs_rules_in_a_guest_and_is_the_cache_model_s_default() {
+        use crate::experiments::boots::PlaceEach;
+        let arm = |name: &str, rules: bool| Arm {
+            name: name.into(),
+            kernel: "/k".into(),
+            append: String::new(),
+            rules: rules.then(|| "/r".into()),
+            initrd: None,
+            url: None,
+        };
+        let machine = |cache: bool| crate::boot::qemu::Machine {
+            accel: crate::boot::qemu::Accel::Tcg,
+            cpus: 1,
+            memory_mib: 1024,
+            timeout: std::time::Duration::from_secs(60),
+            host_cpus: None,
+            entry: crate::boot::qemu::KernelEntry::Pvh,
+            emulated_counters: cache,
+            cache_model: cache
+                .then(|| crate::counters::emulated::CacheModel::parse("skylake-x").unwrap()),
+            emulated_profile: false,
+            icount: None,
+            guest_disk: None,
+        };
+        let plan = |backend: Backend, rules: bool| BootPlan {
+            arms: vec![arm("a", false), arm("b", rules)],
+            placement: PlaceEach::Run,
+            ..BootPlan::bare(backend)
+        };
+        let said = |p: &BootPlan| check_placement(p).map_err(|e| e.to_string());
+        assert!(said(&plan(Backend::Qemu(machine(true)), true)).is_ok());
+        let e = said(&plan(Backend::Qemu(machine(true)), false)).unwrap_err();
+        assert!(e.contains("no arm has any"), "{e}");
+        let e = said(&plan(Backend::Kexec, true)).unwrap_err();
+        assert!(e.contains("kexec"), "{e}");
+        let once = BootPlan {
+            placement: PlaceEach::Boot,
+            ..plan(Backend::Kexec, false)
+        };
+        assert!(said(&once).is_ok());
+        // The default: anew each run where a cache model counts misses and rules are there.
+        let default = |backend, rules| PlaceEach::default_for(&plan(backend, rules));
+        assert_eq!(default(Backend::Qemu(machine(true)), true), PlaceEach::Run);
+        assert_eq!(
+            default(Backend::Qemu(machine(true)), false),
+            PlaceEach::Boot
+        );
+        assert_eq!(
+            default(Backend::Qemu(machine(false)), true),
+            PlaceEach::Boot
+        );
+        assert_eq!(default(Backend::Kexec, true), PlaceEach::Boot);
     }
 }

@@ -1037,6 +1037,7 @@ pub(crate) mod unit {
             settle: None,
             rules_errors: crate::audit::rules_file::OnError::Stop,
             aged_slab: Default::default(),
+            placement: Default::default(),
             arm_measure: Default::default(),
         }
     }

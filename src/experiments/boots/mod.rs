@@ -19,6 +19,6 @@ pub(crate) mod schedule;
 pub(crate) mod start;
 
 pub(crate) use lava::{JobEvent, LavaBooter, LavaRun, PendingJob};
-pub(crate) use plan::{Arm, Backend, BootPlan, LavaTarget, Needed, Served};
+pub(crate) use plan::{Arm, Backend, BootPlan, LavaTarget, Needed, PlaceEach, Served};
 pub(crate) use qemu::{ArmEntry, Booter};
 pub(crate) use record::{BootRecord, BootSplit, Outcome};

@@ -154,6 +154,37 @@ pub(crate) struct BootPlan {
     /// Arms measured by their own command instead of `measure`, by name.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub arm_measure: std::collections::BTreeMap<String, Vec<String>>,
+    /// How often a boot places its arm's audit rule entries anew (a plan kept before this
+    /// existed: once a boot).
+    #[serde(default)]
+    pub placement: PlaceEach,
+}
+
+/// How often a boot places its arm's audit rule entries (see [`crate::audit::anew`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlaceEach {
+    /// Once, as the guest's init loads the rules: a boot is one placement.
+    #[default]
+    Boot,
+    /// Anew before each run of the measurement: a boot is as many placements as runs.
+    Run,
+}
+
+impl PlaceEach {
+    /// What a plan places by when its command line does not say: anew each run where a cache
+    /// model counts the misses placement decides and an arm has rules to place (in a guest
+    /// syscost boots), else once a boot (an exact count is the same wherever the entries are).
+    pub(crate) fn default_for(plan: &BootPlan) -> PlaceEach {
+        let modelled = plan
+            .backend
+            .machine()
+            .is_some_and(|m| m.cache_model.is_some());
+        match modelled && plan.arms.iter().any(|a| a.rules.is_some()) {
+            true => PlaceEach::Run,
+            false => PlaceEach::Boot,
+        }
+    }
 }
 
 impl BootPlan {
@@ -172,6 +203,7 @@ impl BootPlan {
             rules_errors: Default::default(),
             aged_slab: Default::default(),
             arm_measure: Default::default(),
+            placement: Default::default(),
         }
     }
 

@@ -65,6 +65,7 @@ pub(super) fn build_initramfs(
         counts_port: matches!(plan.backend, Backend::Lava(_))
             && plan.backend.machine().is_some_and(|m| m.emulated_counters),
         aged: plan.aged_slab.clone(),
+        place_per_run: (plan.placement == super::PlaceEach::Run).then_some(plan.seed),
         arm_measure: plan.arm_measure.clone(),
         ..GuestPlan::default()
     };

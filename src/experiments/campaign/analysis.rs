@@ -61,6 +61,7 @@ pub(crate) fn analyse(
         entries: Vec::new(),
         measure: plan.boot.measure.clone(),
         arm_measure: plan.boot.arm_measure.clone(),
+        placement: plan.boot.placement,
         seed: plan.boot.seed,
         order,
         boots,

@@ -413,7 +413,7 @@ fn measure_this_boot(st: &State, arm: &Arm) -> Outcome {
     match crate::boot::measure_here(
         measure,
         rules,
-        None,
+        (None, None),
         (false, false),
         crate::boot::After::Goes,
     ) {
@@ -514,6 +514,7 @@ mod unit {
             settle: None,
             rules_errors: crate::audit::rules_file::OnError::Continue,
             aged_slab: Default::default(),
+            placement: Default::default(),
             arm_measure: Default::default(),
         };
         let plan = CampaignPlan {

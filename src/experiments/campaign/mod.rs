@@ -146,6 +146,10 @@ pub(crate) struct Campaign {
     /// Arms measured by their own command instead of `measure`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub arm_measure: std::collections::BTreeMap<String, Vec<String>>,
+    /// How often a boot placed its arm's audit rule entries (a record before this existed:
+    /// once a boot).
+    #[serde(default)]
+    pub placement: crate::experiments::boots::PlaceEach,
     pub seed: u64,
     /// Per round, the arms in the order they were booted.
     pub order: Vec<Vec<String>>,
