@@ -75,9 +75,11 @@ pub struct ReproduceArgs {
     /// rank test of two arms' boots, needs 4 or more a side]. 1 for a quick look.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub boots: Option<u32>,
-    /// Runs of the measurement in each boot (each a fresh worker process).
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub runs: u32,
+    /// Runs of the measurement in each boot, each a fresh worker process [default: the
+    /// investigation's: 3; audit-series and syscall-latency 8, each run with its rule entries
+    /// placed anew (campaign --placement run), so 6 boots are 48 placements an arm].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: Option<u32>,
     /// Samples of each run [default: run's: counted exactly, two windows each of 1, 2 and 4
     /// times its base].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10000))]
@@ -216,21 +218,24 @@ impl ReproduceArgs {
                 c.extend(["--aged-slab".into(), format!("{}={n}", a.name)]);
             }
             if let Some(m) = a.measure {
-                let words = shlex::try_join(self.measuring(m).iter().map(String::as_str));
+                let words = shlex::try_join(self.measuring(m, inv).iter().map(String::as_str));
                 let words = words.unwrap_or_default();
                 c.extend(["--arm-command".into(), format!("{}={words}", a.name)]);
             }
         }
         c.push("--".into());
-        c.extend(self.measuring(inv.measure));
+        c.extend(self.measuring(inv.measure, inv));
         c
     }
 
     /// A measuring command with this reproduction's runs, samples and sample time (a rule
     /// walk's sweep: one run a step, its slope exact from one).
-    fn measuring(&self, m: Measure) -> Vec<String> {
+    fn measuring(&self, m: Measure, inv: &Investigation) -> Vec<String> {
         let mut c = measure_words(m);
-        let runs = if m == Measure::RuleWalk { 1 } else { self.runs };
+        let runs = match m {
+            Measure::RuleWalk => 1,
+            _ => self.runs.unwrap_or(inv.runs),
+        };
         c.extend(["--runs".into(), runs.to_string()]);
         if let Some(n) = self.samples {
             c.extend(["--samples".into(), n.to_string()]);

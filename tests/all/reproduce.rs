@@ -25,7 +25,7 @@ fn the_audit_series_is_rebuilt_and_its_change_counted_exactly() {
     let out = syscost()
         .current_dir(tmp.path())
         .args(["reproduce", "audit-series", "--build", "--only", arms])
-        .args(["--boots", "1", "--runs", "1", "-o"])
+        .args(["--boots", "1", "--runs", "2", "-o"])
         .arg(&out_dir)
         .output()
         .unwrap();
@@ -172,6 +172,35 @@ fn the_audit_series_is_rebuilt_and_its_change_counted_exactly() {
         "42 over 8 sets: {boot}"
     );
     assert!(boot["misses"].as_f64().is_some(), "{boot}");
+    // Under the cache model each run placed the entries anew (campaign --placement run):
+    // two placements a boot, each recorded with its misses, the arm's figures a distribution
+    // over them, and its modelled cells scored over them.
+    let runs = boot["placed_runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{boot}");
+    assert!(
+        runs.iter()
+            .all(|p| p["misses"].is_number() && p["peak"].is_u64()),
+        "{boot}"
+    );
+    let d = &placed[0]["distribution"];
+    assert_eq!(d["placements"], 2, "{d}");
+    assert_eq!(d["per_run"], true, "{d}");
+    assert!(
+        d["seconds"].as_f64().unwrap() > 0.0,
+        "what placing cost: {d}"
+    );
+    assert!(
+        whole_lines.contains("The placements each arm measured"),
+        "{text}"
+    );
+    assert_eq!(
+        row("per-call", "L1-load-misses", "audit=1")["over"],
+        "2 placements"
+    );
+    assert_eq!(
+        row("per-call", "L1-load-misses", "audit=0")["over"],
+        "1 boot"
+    );
     let summary = r["summary"].as_array().unwrap();
     let total: u64 = summary.iter().map(|s| s["cells"].as_u64().unwrap()).sum();
     assert_eq!(total as usize, cells);

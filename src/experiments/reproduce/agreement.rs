@@ -63,6 +63,9 @@ pub(crate) struct Evidence<'a> {
     pub rivals: &'a [f64],
     /// Every boot figure the other arms of the row measured.
     pub rivals_boots: &'a [f64],
+    /// A direction cell's placements paired by seed (the arm's run less the compared arm's
+    /// run of the same round and index), where both placed their entries anew each run.
+    pub pairs: &'a [f64],
 }
 
 /// A measured cell's score.
@@ -112,6 +115,7 @@ pub(crate) fn score(m: Model, paper: f64, ours: f64, e: &Evidence) -> Score {
         Class::Ratio => {
             Score::of((ours - paper).abs() <= (RATIO_TOLERANCE * paper.abs()).max(m.slack))
         }
+        Class::Direction if !e.pairs.is_empty() => paired_direction(paper, e.pairs),
         Class::Direction => direction(paper, e.arms),
         _ => Score::NoModel,
     }
@@ -173,6 +177,28 @@ fn direction(paper: f64, (arm, base): (&[f64], &[f64])) -> Score {
     let p = mann_whitney(arm, base).map_or(1.0, |t| t.p);
     let shift = crate::stats::median(arm) - crate::stats::median(base);
     Score::of(p < DIRECTION_ALPHA && shift * paper > 0.0)
+}
+
+/// A direction over placements paired by seed: the signed-rank test of their differences
+/// (zeros dropped, as scipy's `wilcoxon` does by default), agreeing when p < 0.05 and the
+/// ranks lean the paper's way.
+fn paired_direction(paper: f64, pairs: &[f64]) -> Score {
+    let moved = pairs.iter().filter(|d| **d != 0.0).count();
+    let least = crate::stats::paired::min_signed_rank_p(moved);
+    if least >= DIRECTION_ALPHA {
+        return Score::Unscored(format!(
+            "{} pairs of placements, {moved} that differ, cannot decide: the least p they \
+             can give is {}",
+            pairs.len(),
+            fmt_num(least)
+        ));
+    }
+    let Some(t) = crate::stats::paired::signed_rank(pairs) else {
+        return Score::Disagrees;
+    };
+    // W+ against its mean under no shift: above it, the arm's placements miss more.
+    let lean = t.statistic - (moved * (moved + 1)) as f64 / 4.0;
+    Score::of(t.p < DIRECTION_ALPHA && lean * paper > 0.0)
 }
 
 /// How the cells of one class fared.
@@ -355,6 +381,41 @@ mod unit {
         assert_eq!(direction(-2.2, &mixed, &before), Score::Disagrees);
         let two = direction(-2.2, &fell[..2], &before[..2]);
         assert!(two.unscored().unwrap().contains("cannot decide"), "{two:?}");
+    }
+
+    fn paired(paper: f64, pairs: &[f64]) -> Score {
+        let e = Evidence {
+            arms: (&[1.0], &[1.0]),
+            pairs,
+            ..Evidence::default()
+        };
+        score(model(Class::Direction, 0.0, 0.0), paper, 0.0, &e)
+    }
+
+    #[test]
+    fn a_direction_over_placements_paired_by_seed_can_fail() {
+        // Six placements fell, two landed alike (dropped, as scipy's wilcoxon does).
+        let fell = [-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, 0.0, 0.0];
+        // With zeros dropped, the normal approximation (stats::paired): scipy 1.17.1's
+        // wilcoxon(fell, method="approx").pvalue == 0.027707849358079864 (its exact: 0.03125)
+        let t = crate::stats::paired::signed_rank(&fell).unwrap();
+        assert!((t.p - 0.027707849358079864).abs() < 1e-9, "{t:?}");
+        assert_eq!(paired(-2.22, &fell), Score::Agrees);
+        assert_eq!(paired(2.22, &fell), Score::Disagrees, "the other way");
+        // Tied misses (whole counts), one that rose: the normal approximation with ties.
+        let tied = [
+            -9.0, -8.0, 0.0, 0.0, 0.0, -8.0, -9.0, 7.0, -8.0, 0.0, -9.0, -8.0,
+        ];
+        // scipy 1.17.1: wilcoxon(tied, method="approx").pvalue == 0.015418381412607676
+        let t = crate::stats::paired::signed_rank(&tied).unwrap();
+        assert!((t.p - 0.015418381412607676).abs() < 1e-12, "{t:?}");
+        assert_eq!(paired(-2.22, &tied), Score::Agrees);
+        // Five placements that differ can give no p below 2 / 2^5: not scored, said why.
+        let five = paired(-2.22, &fell[1..]);
+        assert!(
+            five.unscored().unwrap().contains("5 that differ"),
+            "{five:?}"
+        );
     }
 
     #[test]

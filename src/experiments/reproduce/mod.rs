@@ -141,6 +141,10 @@ pub(crate) struct Investigation {
     /// figure scored against the middle 80% of its boots needs more placements, and a
     /// direction, a rank test of two arms' boots, at least 4 a side to reach p < 0.05.
     pub boots: u32,
+    /// Runs of the measurement in each boot by default. Where the arms' rule entries are
+    /// placed anew before every run (the cache model with rules: `campaign --placement`), each
+    /// run is a placement of its own: 8 runs x 6 boots give 48 placements an arm.
+    pub runs: u32,
     /// The syscost command measured in every boot, before the options `reproduce` adds.
     pub measure: Measure,
     /// What it needs and costs, for `reproduce --list`.
@@ -346,6 +350,7 @@ pub(crate) const ALL: &[Investigation] = &[
         // Its misses' direction is a rank test of two arms' boots: 6 and 6 can reach
         // p = 0.0022, 2 and 2 no lower than 0.33.
         boots: 6,
+        runs: 8,
         series: AUDIT_SERIES_STEPS,
         measure: Measure::Syscall,
         needs: "syscost's builds of Debian's linux-source-6.1 and of it with the series' \
@@ -370,6 +375,7 @@ pub(crate) const ALL: &[Investigation] = &[
         retries: None,
         profile: true,
         boots: 6,
+        runs: 8,
         series: &[],
         measure: Measure::Syscall,
         needs: "a Debian 6.1 kernel image (for UEK5) and syscost's builds of Debian's \
@@ -392,6 +398,7 @@ pub(crate) const ALL: &[Investigation] = &[
         retries: None,
         profile: false,
         boots: 2,
+        runs: 3,
         series: &[],
         measure: Measure::VfsMixIn(SCRATCH_DIR),
         needs: "syscost's builds of Debian's linux-source-6.1 that differ only in their \
@@ -415,6 +422,7 @@ pub(crate) const ALL: &[Investigation] = &[
         retries: Some(3),
         profile: false,
         boots: 2,
+        runs: 3,
         series: &[],
         measure: Measure::Uprobe,
         needs: "a Debian 6.12 kernel image; QEMU (TCG, 2 vCPUs); 4 arms (uprobe and uretprobe \
@@ -626,6 +634,10 @@ pub(crate) struct Row {
     /// A modelled cell's 10-90% range of its boots, which it is scored by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub middle_range: Option<(f64, f64)>,
+    /// The values a modelled cell's range is taken over: boots, or placements where each run
+    /// was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<String>,
     /// Why a measured cell of a scored class is not scored (its test could not have failed,
     /// or its boots cannot decide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -850,10 +862,17 @@ pub(crate) const AUDIT_FUNCTIONS: &str = "audit functions' instructions";
 impl Figures<'_> {
     /// An arm's figure for `metrics` added together, per measured boot in round order (a boot
     /// lacking one of them is left out).
+    ///
+    /// A figure placement decides (the entries' spread, the modelled L1d misses) is given per
+    /// placement: each run's where the boots placed the entries anew before every run.
     fn per_boot(&self, arm: &str, metrics: &[String]) -> Vec<f64> {
+        if metrics == L1D_MISSES && self.placed(arm).is_some_and(|p| p.per_run()) {
+            return self.keyed_misses(arm).into_iter().map(|(_, v)| v).collect();
+        }
+        let placed = self.placements.iter().find(|p| p.arm == arm);
+        let units = || placed.map_or(Vec::new(), |p| placement::units(&p.boots));
         if metrics == [SPREAD] {
-            let placed = self.placements.iter().find(|p| p.arm == arm);
-            return placed.map_or(Vec::new(), |p| p.boots.iter().map(|b| b.spread).collect());
+            return units().iter().map(|u| u.0).collect();
         }
         if let Some(i) = KERNEL_SIZES.iter().position(|k| metrics == [*k]) {
             let sizes = self.sizes.iter().find(|(a, _)| a == arm);
@@ -866,6 +885,32 @@ impl Figures<'_> {
             return boots.filter_map(|(_, d)| audit_functions(d)).collect();
         }
         boots.filter_map(|(_, d)| sum_of(d, metrics)).collect()
+    }
+}
+
+impl Figures<'_> {
+    fn placed(&self, arm: &str) -> Option<&placement::ArmPlacement> {
+        self.placements.iter().find(|p| p.arm == arm)
+    }
+
+    /// An arm's modelled misses in each run placed anew, by (round, run).
+    fn keyed_misses(&self, arm: &str) -> Vec<((u32, u32), f64)> {
+        let Some(p) = self.placed(arm) else {
+            return Vec::new();
+        };
+        let runs = p.boots.iter().flat_map(|b| {
+            (b.placed_runs.iter()).filter_map(|r| Some(((b.round, r.run), r.misses?)))
+        });
+        runs.collect()
+    }
+
+    /// The misses of `arm`'s placements less `base`'s placed with the same seed (the same
+    /// round and run): empty unless both placed their entries anew each run.
+    fn pairs(&self, arm: &str, base: &str) -> Vec<f64> {
+        let b = self.keyed_misses(base);
+        (self.keyed_misses(arm).into_iter())
+            .filter_map(|(k, v)| Some(v - b.iter().find(|x| x.0 == k)?.1))
+            .collect()
     }
 }
 
@@ -926,11 +971,16 @@ fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
         Class::Modelled => rivals(p, t, cell, f),
         _ => Default::default(),
     };
+    let pairs = match (cell.class, cell.arm.as_deref(), cell.from.as_deref()) {
+        (Class::Direction, Some(a), Some(b)) if cell.metrics == L1D_MISSES => f.pairs(a, b),
+        _ => Vec::new(),
+    };
     let evidence = agreement::Evidence {
         boots: &ours_boots,
         arms: (&arm, &base),
         rivals: &rivals,
         rivals_boots: &rivals_boots,
+        pairs: &pairs,
     };
     let score = ours.map(|o| agreement::score(model, paper, o, &evidence));
     Row {
@@ -951,7 +1001,41 @@ fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
         middle_range: (cell.class == Class::Modelled)
             .then(|| agreement::modelled_range(&ours_boots))
             .flatten(),
+        over: taken_over(cell, f, (&ours_boots, &arm, &base), &pairs),
         unscored: score.and_then(|s| s.unscored()),
+    }
+}
+
+/// What a modelled or direction cell's figures are taken over: boots, or placements where the
+/// arm placed its entries anew each run (`values`: the cell's, its arm's and its base arm's).
+fn taken_over(
+    cell: &PaperCell,
+    f: &Figures,
+    values: (&[f64], &[f64], &[f64]),
+    pairs: &[f64],
+) -> Option<String> {
+    let (ours, arm, base) = values;
+    let per_run = |a: Option<&str>| {
+        let placed = a.and_then(|a| f.placed(a)).is_some_and(|p| p.per_run());
+        placed && (cell.metrics == L1D_MISSES || cell.metrics == [SPREAD])
+    };
+    let count = |n: usize, placed: bool| {
+        let unit = if placed { "placement" } else { "boot" };
+        format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+    };
+    match cell.class {
+        Class::Direction if !pairs.is_empty() => {
+            Some(format!("{} placements paired by seed", pairs.len()))
+        }
+        Class::Direction if !arm.is_empty() && !base.is_empty() => Some(format!(
+            "{} and {}",
+            count(arm.len(), per_run(cell.arm.as_deref())),
+            count(base.len(), per_run(cell.from.as_deref()))
+        )),
+        Class::Modelled if !ours.is_empty() => {
+            Some(count(ours.len(), per_run(cell.arm.as_deref())))
+        }
+        _ => None,
     }
 }
 

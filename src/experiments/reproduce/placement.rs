@@ -41,6 +41,101 @@ pub(crate) struct BootPlacement {
     /// Each run's misses by whose lines they were in (with the emulator's missed lines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<super::owners::RunOwners>,
+    /// Each run's own placement, where the boot placed the entries anew before every run
+    /// (`campaign --placement run`): then every run is a placement of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placed_runs: Vec<RunPlaced>,
+}
+
+/// A run whose rule entries were placed anew before it, and its modelled misses.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RunPlaced {
+    pub run: u32,
+    pub spread: f64,
+    /// The entries in its most crowded set.
+    pub peak: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misses: Option<f64>,
+    /// Seconds the guest took to place the entries anew.
+    pub seconds: f64,
+}
+
+/// One placement's figures, whichever measured it: (spread, entries in the most crowded set,
+/// misses per operation).
+pub(crate) type Unit = (f64, u64, Option<f64>);
+
+/// The placements of `boots`: each run's where the boots placed the entries anew per run,
+/// else each boot's.
+pub(crate) fn units<B: std::borrow::Borrow<BootPlacement>>(boots: &[B]) -> Vec<Unit> {
+    let boots = || boots.iter().map(B::borrow);
+    match boots().any(|b| !b.placed_runs.is_empty()) {
+        true => boots()
+            .flat_map(|b| b.placed_runs.iter().map(|r| (r.spread, r.peak, r.misses)))
+            .collect(),
+        false => boots().map(|b| (b.spread, b.peak, b.misses)).collect(),
+    }
+}
+
+/// An arm's placements as a distribution: how many, over how many boots, their misses and
+/// spreads (the median and the middle 80%), how many crowd a set past its ways, and what
+/// placing them anew cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Distribution {
+    pub placements: usize,
+    pub boots: usize,
+    /// Each run was a placement of its own (else each boot).
+    pub per_run: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misses: Option<Middle>,
+    pub spread: Middle,
+    /// Placements with as many entries in one set as it has ways.
+    pub crowded: usize,
+    pub ways: u64,
+    /// The mean seconds a guest took to place the entries anew (per run only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+}
+
+/// A median and the 10% and 90% points (numpy's default quantiles).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Middle {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Middle {
+    pub(crate) fn of(v: &[f64]) -> Option<Middle> {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        let q = |p| crate::stats::quantile(&v, p);
+        (!v.is_empty()).then(|| Middle {
+            median: q(0.5),
+            low: q(0.1),
+            high: q(0.9),
+        })
+    }
+}
+
+impl Distribution {
+    fn of(boots: &[BootPlacement], ways: u64) -> Option<Distribution> {
+        let u = units(boots);
+        let misses: Vec<f64> = u.iter().filter_map(|x| x.2).collect();
+        let spreads: Vec<f64> = u.iter().map(|x| x.0).collect();
+        let anew: Vec<f64> = (boots.iter())
+            .flat_map(|b| b.placed_runs.iter().map(|r| r.seconds))
+            .collect();
+        Some(Distribution {
+            placements: u.len(),
+            boots: boots.len(),
+            per_run: !anew.is_empty(),
+            misses: Middle::of(&misses),
+            spread: Middle::of(&spreads)?,
+            crowded: u.iter().filter(|x| x.1 >= ways).count(),
+            ways,
+            seconds: (!anew.is_empty()).then(|| anew.iter().sum::<f64>() / anew.len() as f64),
+        })
+    }
 }
 
 /// A boot's most missed L1d set.
@@ -70,9 +165,19 @@ pub(crate) struct ArmPlacement {
     /// the reproduction, which knows the paper's spread for the arm).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uniform: Option<UniformSpread>,
-    /// The boots whose entries filled a set's ways, against the others.
+    /// The placements whose entries filled a set's ways, against the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crowding: Option<Crowding>,
+    /// Every placement measured, as a distribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distribution: Option<Distribution>,
+}
+
+impl ArmPlacement {
+    /// Whether its boots placed the entries anew before every run.
+    pub(crate) fn per_run(&self) -> bool {
+        self.boots.iter().any(|b| !b.placed_runs.is_empty())
+    }
 }
 
 /// How many of an arm's boots put as many entries into one L1d set as it has ways (a set the
@@ -81,8 +186,10 @@ pub(crate) struct ArmPlacement {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Crowding {
     pub ways: u64,
-    /// Boots with misses measured.
-    pub boots: usize,
+    /// Placements with misses measured (boots, or runs placed anew; a record before this
+    /// existed: boots).
+    #[serde(alias = "boots")]
+    pub placements: usize,
     pub crowded: usize,
     /// The median misses per operation of the crowded boots and of the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,10 +199,10 @@ pub(crate) struct Crowding {
 }
 
 impl Crowding {
-    fn of(boots: &[BootPlacement], ways: u64) -> Option<Crowding> {
-        let measured: Vec<(bool, f64)> = boots
+    fn of(units: &[Unit], ways: u64) -> Option<Crowding> {
+        let measured: Vec<(bool, f64)> = units
             .iter()
-            .filter_map(|b| Some((b.peak >= ways, b.misses?)))
+            .filter_map(|u| Some((u.1 >= ways, u.2?)))
             .collect();
         let median = |crowded: bool| {
             let v: Vec<f64> = measured
@@ -107,7 +214,7 @@ impl Crowding {
         };
         (!measured.is_empty()).then(|| Crowding {
             ways,
-            boots: measured.len(),
+            placements: measured.len(),
             crowded: measured.iter().filter(|m| m.0).count(),
             crowded_misses: median(true),
             other_misses: median(false),
@@ -178,12 +285,13 @@ pub(crate) fn placements(
                 .filter(|(_, p)| !p.addresses.is_empty())
                 .map(|(m, p)| of_boot(m, p, geometry, misses))
                 .collect();
-            let (correlation, peak_correlation) = misses_against_placement(&boots);
-            let crowding = Crowding::of(&boots, geometry.ways);
+            let (correlation, peak_correlation) = misses_against_placement(&units(&boots));
+            let crowding = Crowding::of(&units(&boots), geometry.ways);
             Some(ArmPlacement {
                 arm: arm.to_string(),
                 correlation,
                 peak_correlation,
+                distribution: Distribution::of(&boots, geometry.ways),
                 boots,
                 unreadable,
                 uniform: None,
@@ -230,23 +338,19 @@ pub(crate) fn by_kernel(
             .filter(|a| p.arms.contains(&a.arm))
             .flat_map(|a| &a.boots)
             .collect();
-        (p.correlation, p.peak_correlation) = misses_against_placement(&boots);
+        (p.correlation, p.peak_correlation) = misses_against_placement(&units(&boots));
     }
     out
 }
 
-/// The boots' misses against their entries' spread, and against the most crowded set's
-/// entries (3 or more boots with misses, placement not constant).
-fn misses_against_placement<B: std::borrow::Borrow<BootPlacement>>(
-    boots: &[B],
-) -> (Option<Correlation>, Option<Correlation>) {
-    let against = |x: fn(&BootPlacement) -> f64| {
-        let (x, y): (Vec<f64>, Vec<f64>) = (boots.iter().map(B::borrow))
-            .filter_map(|b| Some((x(b), b.misses?)))
-            .unzip();
+/// The placements' misses against their entries' spread, and against the most crowded set's
+/// entries (3 or more placements with misses, placement not constant).
+fn misses_against_placement(units: &[Unit]) -> (Option<Correlation>, Option<Correlation>) {
+    let against = |x: fn(&Unit) -> f64| {
+        let (x, y): (Vec<f64>, Vec<f64>) = units.iter().filter_map(|u| Some((x(u), u.2?))).unzip();
         correlate(&x, &y)
     };
-    (against(|b| b.spread), against(|b| b.peak as f64))
+    (against(|u| u.0), against(|u| u.1 as f64))
 }
 
 fn placement_of(b: &BootRecord) -> Option<Placement> {
@@ -275,7 +379,37 @@ fn of_boot((b, d): &Measured, p: &Placement, g: Geometry, misses: &[String]) -> 
         runs: (b.result())
             .map(|r| super::owners::runs_of(r, &addrs, g))
             .unwrap_or_default(),
+        placed_runs: placed_runs(b.result(), &per_run(d, misses), g),
     }
+}
+
+/// Each run's own placement in a boot's `result`, where it placed the entries anew before
+/// every run, with the run's misses (`misses`, in run order).
+fn placed_runs(result: Option<&serde_json::Value>, misses: &[f64], g: Geometry) -> Vec<RunPlaced> {
+    let runs = result.and_then(|r| r.get("runs")?.as_array().cloned());
+    let placed = runs
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let p: Placement = serde_json::from_value(r.get("placement")?.clone()).ok()?;
+            let anew = p.anew.as_ref()?;
+            let addrs = p.addresses();
+            let reachable = layout::reachable_sets(&g, alignment(&addrs));
+            let pop = layout::populations(&g, &addrs, 1);
+            Some(RunPlaced {
+                run: anew.run,
+                spread: layout::spread(&pop, &reachable),
+                peak: reachable
+                    .iter()
+                    .map(|&s| pop[s as usize])
+                    .max()
+                    .unwrap_or(0),
+                misses: misses.get(i).copied(),
+                seconds: anew.seconds,
+            })
+        });
+    placed.collect()
 }
 
 /// The set of a boot's modelled L1d that missed most, with the entries `pop` puts there.
@@ -322,6 +456,7 @@ mod unit {
             addresses: addrs.iter().map(|a| format!("{a:#x}")).collect(),
             unreadable: None,
             aged: None,
+            anew: None,
         };
         assert_eq!(p.addresses(), addrs, "hexadecimal round trip");
     }
@@ -339,6 +474,7 @@ mod unit {
             run_misses: Vec::new(),
             most_missed: None,
             runs: Vec::new(),
+            placed_runs: Vec::new(),
         }
     }
 
@@ -352,15 +488,54 @@ mod unit {
             boot(7, Some(0.5)),
             boot(5, None),
         ];
-        let c = Crowding::of(&boots, 8).unwrap();
+        let c = Crowding::of(&units(&boots), 8).unwrap();
         assert_eq!(
-            (c.boots, c.crowded),
+            (c.placements, c.crowded),
             (5, 3),
             "a boot without misses is not counted"
         );
         assert_eq!((c.crowded_misses, c.other_misses), (Some(8.0), Some(0.25)));
-        assert!(Crowding::of(&boots[5..], 8).is_none());
-        let none = Crowding::of(&boots[3..5], 8).unwrap();
+        assert!(Crowding::of(&units(&boots[5..]), 8).is_none());
+        let none = Crowding::of(&units(&boots[3..5]), 8).unwrap();
         assert_eq!((none.crowded, none.crowded_misses), (0, None));
+    }
+
+    #[test]
+    fn runs_placed_anew_are_the_units_of_an_arm_s_distribution() {
+        let run = |run: u32, peak: u64, misses: f64| RunPlaced {
+            run,
+            spread: peak as f64 / 4.0,
+            peak,
+            misses: Some(misses),
+            seconds: 0.5,
+        };
+        let mut a = boot(5, Some(0.0));
+        a.placed_runs = vec![run(0, 9, 12.0), run(1, 6, 0.0), run(2, 7, 0.0)];
+        let mut b = boot(6, Some(1.0));
+        b.placed_runs = vec![run(0, 8, 9.0), run(1, 5, 0.0)];
+        let boots = [a, b];
+        let u = units(&boots);
+        assert_eq!(u.len(), 5, "each run a placement, not each boot");
+        assert_eq!(u[0], (2.25, 9, Some(12.0)));
+        let d = Distribution::of(&boots, 8).unwrap();
+        assert_eq!(
+            (d.placements, d.boots, d.per_run, d.crowded),
+            (5, 2, true, 2)
+        );
+        assert_eq!(d.seconds, Some(0.5));
+        // numpy.quantile([0, 0, 0, 9, 12], [0.1, 0.5, 0.9]) = [0, 0, 10.8]
+        let m = d.misses.unwrap();
+        assert_eq!((m.low, m.median), (0.0, 0.0));
+        assert!((m.high - 10.8).abs() < 1e-12, "{m:?}");
+        let c = Crowding::of(&u, 8).unwrap();
+        assert_eq!((c.placements, c.crowded), (5, 2));
+        assert_eq!((c.crowded_misses, c.other_misses), (Some(10.5), Some(0.0)));
+        // Boots placed once are each one placement.
+        let once = [boot(9, Some(3.0)), boot(4, Some(0.0))];
+        let d = Distribution::of(&once, 8).unwrap();
+        assert_eq!(
+            (d.placements, d.per_run, d.crowded, d.seconds),
+            (2, false, 1, None)
+        );
     }
 }
