@@ -184,6 +184,14 @@ impl Reproduction {
              order, the entries loaded into the holes), and its modelled L1d misses: the median \
              of its runs, then each run's",
         );
+        if self.placements.iter().any(|p| p.per_run()) {
+            g.notes.push(
+                "where each run placed the entries anew, a boot's row is its first placement, as \
+                 its init loaded the rules, and its runs' misses are each over a placement of its \
+                 own (see the placements above)"
+                    .into(),
+            );
+        }
         for a in &self.placements {
             for b in &a.boots {
                 let crowded: Vec<String> =

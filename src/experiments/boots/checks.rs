@@ -427,16 +427,20 @@ fn check_guest_files(files: &[PathBuf], memory_mib: u32) -> Result<()> {
 mod unit {
     use super::*;
 
-    #[test]
-    fn an_aged_slab_needs_an_arm_with_rules_in_a_guest() {
-        let arm = |name: &str, rules: bool| Arm {
+    /// An arm of kernel /k, with rules /r or none.
+    fn arm(name: &str, rules: bool) -> Arm {
+        Arm {
             name: name.into(),
             kernel: "/k".into(),
             append: String::new(),
             rules: rules.then(|| "/r".into()),
             initrd: None,
             url: None,
-        };
+        }
+    }
+
+    #[test]
+    fn an_aged_slab_needs_an_arm_with_rules_in_a_guest() {
         let plan = |aged: &[(&str, usize)]| BootPlan {
             arms: vec![arm("a", false), arm("b", true)],
             aged_slab: aged.iter().map(|(n, o)| (n.to_string(), *o)).collect(),
@@ -464,14 +468,6 @@ mod unit {
     #[test]
     fn placing_anew_each_run_needs_rules_in_a_guest_and_is_the_cache_model_s_default() {
         use crate::experiments::boots::PlaceEach;
-        let arm = |name: &str, rules: bool| Arm {
-            name: name.into(),
-            kernel: "/k".into(),
-            append: String::new(),
-            rules: rules.then(|| "/r".into()),
-            initrd: None,
-            url: None,
-        };
         let machine = |cache: bool| crate::boot::qemu::Machine {
             accel: crate::boot::qemu::Accel::Tcg,
             cpus: 1,
