@@ -232,7 +232,7 @@ pub struct Placement {
     pub aged: Option<Aged>,
     /// How a run placed them anew (`campaign --placement run`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub anew: Option<super::anew::Anewed>,
+    pub anew: Option<Anewed>,
 }
 
 impl Placement {
@@ -261,6 +261,18 @@ impl Placement {
             .filter_map(|a| crate::core::num::parse_hex(a))
             .collect()
     }
+}
+
+/// How a run's rules were placed anew, kept with where they landed.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Anewed {
+    pub run: u32,
+    pub seed: u64,
+    /// Fillers added between the rules.
+    pub fillers: u32,
+    /// How long placing them took, the entries' reading included.
+    #[serde(default)]
+    pub seconds: f64,
 }
 
 /// What an ageing of the entries' slab did (the age module's), kept in the boot's result

@@ -2,16 +2,16 @@
 //! post's misses follow where the exit rules' entries land in the L1d sets, and one boot is
 //! one such placement. When a campaign places anew per run (`--placement run`), the guest
 //! hands its measurement the rules it loaded ([`Anew`], in [`ENV`]); before each run the
-//! runner deletes them, ages their slab again with that run's seed when the arm ages it (see
-//! [`super::age`]), adds them back in the same order, and records where the entries landed
-//! beside the run's figures. Every run is then a placement of its own, its worker a fresh
-//! process as before: one boot measures as many placements as it has runs.
+//! runner deletes them and adds them back in the same order, each after fillers drawn by a
+//! generator seeded for the run, and records where the entries landed beside the run's
+//! figures. Every run is then a placement of its own, its worker a fresh process as before:
+//! one boot measures as many placements as it has runs.
 //!
 //! Only a guest that is thrown away does this (its rules are the arm's, loaded by syscost's
 //! init): nothing on a host is reloaded.
 
 use super::AuditSocket;
-use super::addresses::Placement;
+use super::addresses::{Anewed, Placement};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +24,7 @@ pub(crate) const ENV: &str = "SYSCOST_PLACE_PER_RUN";
 pub(crate) struct Anew {
     pub rules: Vec<Vec<u8>>,
     /// Run `i` draws its fillers from `seed + i`, the same in every boot of every arm: two
-    /// arms' runs of one index are placed alike (paired by seed).
+    /// arms' runs of one index are placed alike (paired run by run).
     pub seed: u64,
 }
 
@@ -90,18 +90,6 @@ fn filler(run: u32, i: u32) -> Vec<u8> {
         &[(FIELD_PID, pid)],
         "syscost-placement",
     )
-}
-
-/// How a run's rules were placed anew, kept with where they landed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Anewed {
-    pub run: u32,
-    pub seed: u64,
-    /// Fillers added between the rules.
-    pub fillers: u32,
-    /// How long placing them took, the entries' reading included.
-    #[serde(default)]
-    pub seconds: f64,
 }
 
 #[cfg(test)]

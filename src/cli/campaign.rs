@@ -184,11 +184,11 @@ pub struct CampaignArgs {
     pub arm_commands: Vec<String>,
     /// How often each boot places its arms' audit rule entries in memory: `boot` loads them
     /// once, so a boot is one placement; `run` deletes and adds them again before every run of
-    /// the measuring command (ageing the slab anew with the run's seed under --aged-slab), so
-    /// a boot of `run syscall --runs 16` is 16 placements, each recorded beside its figures
-    /// [default: run under --cache-model when an arm has --audit-rules (the modelled misses
-    /// follow where the entries land), else boot (an exact count is the same wherever they
-    /// are)].
+    /// the measuring command, each rule after 0 to 3 fillers drawn by a generator seeded for the
+    /// run (the same draws in every arm, so two arms' runs pair up), so a boot of `run syscall
+    /// --runs 16` is 16 placements, each recorded beside its figures [default: run under
+    /// --cache-model when an arm has --audit-rules (the modelled misses follow where the
+    /// entries land), else boot (an exact count is the same wherever they are)].
     #[arg(long, value_enum, value_name = "EACH")]
     pub placement: Option<PlaceEach>,
     /// Rounds; each boots every arm once [default: the fewest whose paired test can reach

@@ -714,8 +714,8 @@ impl Render for Campaign {
         if self.placement == crate::experiments::boots::PlaceEach::Run {
             lines.push(
                 " Placed anew each run: before every run the guest deleted its arm's audit rules \
-                 and added them back, each after 0 to 3 fillers drawn from the run's seed (the \
-                 same seeds in every arm), so each run is a placement of the rule entries of its \
+                 and added them back, each after 0 to 3 fillers drawn by a generator seeded \
+                 for the run (the same draws in every arm), so each run is a placement of the rule entries of its \
                  own, recorded in its result"
                     .into(),
             );

@@ -26,7 +26,7 @@ impl Reproduction {
         let modelled = format!("within the middle 80% of the {units}");
         let direction = match units {
             "placements" => "shifted the paper's way (p < 0.05: signed-rank over placements \
-                             paired by seed, Mann-Whitney over boots where unpaired)"
+                             paired run by run, Mann-Whitney over boots where unpaired)"
                 .to_string(),
             _ => "shifted the paper's way (Mann-Whitney, p < 0.05, boots as units)".to_string(),
         };
@@ -151,7 +151,7 @@ impl Reproduction {
         }
         g.notes.push(
             "each run placed anew: before it, the guest deleted the arm's rules and added them \
-             back, each after 0 to 3 fillers drawn from the run's seed (the same seeds in every \
+             back, each after 0 to 3 fillers drawn by a generator seeded for the run (the same draws in every \
              arm), so each entry took a seeded later slot of its slab; 'to place' is the mean \
              time that took in the guest (a rule's deletion waits about 12 ms in the kernel)"
                 .into(),

@@ -63,7 +63,7 @@ pub(crate) struct Evidence<'a> {
     pub rivals: &'a [f64],
     /// Every boot figure the other arms of the row measured.
     pub rivals_boots: &'a [f64],
-    /// A direction cell's placements paired by seed (the arm's run less the compared arm's
+    /// A direction cell's placements paired run by run (the arm's run less the compared arm's
     /// run of the same round and index), where both placed their entries anew each run.
     pub pairs: &'a [f64],
 }
@@ -179,7 +179,7 @@ fn direction(paper: f64, (arm, base): (&[f64], &[f64])) -> Score {
     Score::of(p < DIRECTION_ALPHA && shift * paper > 0.0)
 }
 
-/// A direction over placements paired by seed: the signed-rank test of their differences
+/// A direction over placements paired run by run: the signed-rank test of their differences
 /// (zeros dropped, as scipy's `wilcoxon` does by default), agreeing when p < 0.05 and the
 /// ranks lean the paper's way.
 fn paired_direction(paper: f64, pairs: &[f64]) -> Score {
@@ -393,7 +393,7 @@ mod unit {
     }
 
     #[test]
-    fn a_direction_over_placements_paired_by_seed_can_fail() {
+    fn a_direction_over_placements_paired_run_by_run_can_fail() {
         // Six placements fell, two landed alike (dropped, as scipy's wilcoxon does).
         let fell = [-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, 0.0, 0.0];
         // With zeros dropped, the normal approximation (stats::paired): scipy 1.17.1's

@@ -1025,7 +1025,7 @@ fn taken_over(
     };
     match cell.class {
         Class::Direction if !pairs.is_empty() => {
-            Some(format!("{} placements paired by seed", pairs.len()))
+            Some(format!("{} placements paired run by run", pairs.len()))
         }
         Class::Direction if !arm.is_empty() && !base.is_empty() => Some(format!(
             "{} and {}",
