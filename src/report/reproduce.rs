@@ -128,9 +128,9 @@ impl Reproduction {
              as the L1d has ways",
         );
         let middle = |m: &Middle| format!("{}-{}", fmt_num(m.low), fmt_num(m.high));
-        for (arm, d) in arms {
+        for (arm, d) in &arms {
             g.row([
-                Cell::Text(arm.into()),
+                Cell::Text(arm.to_string()),
                 Cell::Int(d.placements as i64),
                 Cell::Text(match d.per_run {
                     true => format!("a run ({} boots)", d.boots),
@@ -148,6 +148,18 @@ impl Reproduction {
                 d.seconds
                     .map_or(Cell::Missing, |s| Cell::Text(format!("{s:.2} s"))),
             ]);
+        }
+        for (arm, d) in &arms {
+            let peaks: Vec<String> = (d.by_peak.iter())
+                .map(|p| format!("{}: {} ({})", p.entries, fmt_num(p.misses), p.placements))
+                .collect();
+            if peaks.len() > 1 {
+                g.notes.push(format!(
+                    "{arm}: L1d misses a call (median) by the entries in the most crowded set \
+                     (placements): {}",
+                    peaks.join(", ")
+                ));
+            }
         }
         g.notes.push(
             "each run placed anew: before it, the guest deleted the arm's rules and added them \
@@ -467,7 +479,14 @@ fn agrees_said(r: &Row) -> String {
         None => band,
     };
     if let Some(why) = &r.unscored {
-        return format!("not scored: {why}");
+        // A modelled cell's range is still what was measured: shown beside why it decides
+        // nothing.
+        let range = if r.middle_range.is_some() {
+            band
+        } else {
+            String::new()
+        };
+        return format!("not scored: {why}{range}");
     }
     match (r.agrees, r.class, r.ours) {
         (Some(true), ..) => format!("yes{band}"),

@@ -94,6 +94,42 @@ pub(crate) struct Distribution {
     /// The mean seconds a guest took to place the entries anew (per run only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds: Option<f64>,
+    /// The mechanism: by the entries in the most crowded set, the placements and their
+    /// median misses, fewest entries first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_peak: Vec<PeakMisses>,
+}
+
+/// The placements whose most crowded set held `entries`, and their median misses.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PeakMisses {
+    pub entries: u64,
+    pub placements: usize,
+    pub misses: f64,
+}
+
+/// Misses by the entries in the most crowded set, over the placements with misses.
+fn by_peak(units: &[Unit]) -> Vec<PeakMisses> {
+    let mut peaks: Vec<u64> = units
+        .iter()
+        .filter(|u| u.2.is_some())
+        .map(|u| u.1)
+        .collect();
+    peaks.sort_unstable();
+    peaks.dedup();
+    (peaks.into_iter())
+        .map(|entries| {
+            let m: Vec<f64> = (units.iter())
+                .filter(|u| u.1 == entries)
+                .filter_map(|u| u.2)
+                .collect();
+            PeakMisses {
+                entries,
+                placements: m.len(),
+                misses: crate::stats::median(&m),
+            }
+        })
+        .collect()
 }
 
 /// A median and the 10% and 90% points (numpy's default quantiles).
@@ -134,6 +170,7 @@ impl Distribution {
             crowded: u.iter().filter(|x| x.1 >= ways).count(),
             ways,
             seconds: (!anew.is_empty()).then(|| anew.iter().sum::<f64>() / anew.len() as f64),
+            by_peak: by_peak(&u),
         })
     }
 }
@@ -523,6 +560,19 @@ mod unit {
             (5, 2, true, 2)
         );
         assert_eq!(d.seconds, Some(0.5));
+        let peaks: Vec<(u64, usize, f64)> = (d.by_peak.iter())
+            .map(|p| (p.entries, p.placements, p.misses))
+            .collect();
+        assert_eq!(
+            peaks,
+            [
+                (5, 1, 0.0),
+                (6, 1, 0.0),
+                (7, 1, 0.0),
+                (8, 1, 9.0),
+                (9, 1, 12.0)
+            ]
+        );
         // numpy.quantile([0, 0, 0, 9, 12], [0.1, 0.5, 0.9]) = [0, 0, 10.8]
         let m = d.misses.unwrap();
         assert_eq!((m.low, m.median), (0.0, 0.0));
