@@ -515,3 +515,43 @@ fn only_a_comparison_warns_of_drift_between_results_measured_apart() {
     let merged = said(variant::Purpose::Merge).unwrap();
     assert!(merged.iter().all(|w| !w.contains("apart")), "{merged:?}");
 }
+
+/// A cache model's misses are the emulator's, but move with where the objects were placed: two
+/// boots a side whose medians happen to lie apart are not a change by the exact range rule (a
+/// count of the code executed, which two boots do decide, still is).
+#[test]
+fn modelled_misses_are_measurements_not_exact_counts() {
+    let with = |label: &str, insns: f64, misses: [f64; 2]| {
+        let mut v = variant(label, &[100.0, 101.0]);
+        let emulated = |name: &str, values: Vec<f64>| {
+            Metric::of_values(name, "/call", MetricKind::Emulated, "boot", values, None)
+        };
+        v.metrics
+            .push(emulated("instructions (emulated)", vec![insns; 2]));
+        v.metrics.push(emulated(
+            "L1-dcache-load-misses (emulated)",
+            misses.to_vec(),
+        ));
+        v
+    };
+    let c = compare(
+        vec![
+            with("a", 1986.0, [16.0, 17.5]),
+            with("b", 1534.0, [13.0, 13.0]),
+        ],
+        &Options::default(),
+    )
+    .unwrap();
+    let d = |m: &str| c.deltas.iter().find(|d| d.metric == m).unwrap();
+    assert!(
+        d("instructions (emulated)").decision.is_change(),
+        "exact: decided"
+    );
+    let misses = d("L1-dcache-load-misses (emulated)");
+    assert!(!misses.decision.is_change(), "{misses:?}");
+    assert!(
+        misses.verdict.contains("cannot decide"),
+        "{}",
+        misses.verdict
+    );
+}

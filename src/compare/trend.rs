@@ -115,7 +115,7 @@ pub(crate) fn trend(groups: Vec<Variant>, by: &str, opts: &Options) -> Result<Tr
     // Exact counts were decided by the range rule in each step's comparison: that decision
     // stands (a timing threshold or a p-value would judge what does not vary), and more of a
     // count per operation is the worse way.
-    let exact = crate::counters::emulated::is_emulated(&metric);
+    let exact = crate::counters::emulated::is_exact_count(&metric);
     let steps = steps
         .into_iter()
         .enumerate()

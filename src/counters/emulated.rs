@@ -427,12 +427,19 @@ impl Count {
     }
 }
 
-/// Whether the emulated event `name` is a cache model's misses, which vary from call to call
-/// with where each call's lines land (the kernel randomises its stack's offset every syscall),
-/// rather than a count of what the code executes, which only what else runs in a window adds
-/// to.
+/// Whether the emulated figure `name` is a cache model's misses (or their share of the
+/// accesses), which vary from call to call with where each call's lines land (the kernel
+/// randomises its stack's offset every syscall) and from run to run with where the objects
+/// were placed, rather than a count of what the code executes, which only what else runs in a
+/// window adds to. Such a figure is compared as a measurement, never by the exact range rule.
 pub(crate) fn is_modelled(name: &str) -> bool {
-    is_emulated(name) && name.contains("-misses")
+    is_emulated(name) && (name.contains("-misses") || name.contains("miss-%"))
+}
+
+/// Whether a metric named `name` is an exact count: the plugin's count of what the code
+/// executes (or a ratio of two), not a cache model's misses.
+pub(crate) fn is_exact_count(name: &str) -> bool {
+    is_emulated(name) && !is_modelled(name)
 }
 
 /// Whether a metric named `name` is one of the plugin's counts (or a ratio of two): every

@@ -743,6 +743,7 @@ impl Render for Campaign {
             out.push(d);
             out.extend(c.ranking_grid());
         }
+        out.extend(self.placed_grid());
         out.extend(self.steps_grids());
         out.extend(self.failures_grid());
         out.extend(self.jobs_grid());
@@ -760,10 +761,40 @@ impl Render for Campaign {
             Some(c) if format.layout().for_mail() => grids.extend(c.delta_blocks()),
             _ => return super::format::render(format, &self.preamble(), &self.grids()),
         }
+        grids.extend(self.placed_grid());
         grids.extend(self.steps_grids());
         grids.extend(self.failures_grid());
         grids.extend(self.jobs_grid());
         super::format::render(format, &self.preamble(), &grids)
+    }
+}
+
+impl Campaign {
+    /// Each arm's modelled misses against the first arm's, placement by placement.
+    fn placed_grid(&self) -> Option<Grid> {
+        if self.placed.is_empty() {
+            return None;
+        }
+        let mut g = Grid::new(&["metric", "arm", "pairs", "higher", "lower", "alike", "across placements"])
+            .right([2, 3, 4, 5])
+            .title(format!(
+                " Each arm against {}, placement by placement: run k of a round placed the rule \
+                 entries alike in every arm, so the arms' runs pair up; the boots' verdict above is \
+                 on their medians",
+                self.arms[0].name
+            ));
+        for d in &self.placed {
+            g.row([
+                Cell::Text(d.metric.clone()),
+                Cell::Text(d.arm.clone()),
+                Cell::Int(d.pairs as i64),
+                Cell::Int(d.higher as i64),
+                Cell::Int(d.lower as i64),
+                Cell::Int(d.alike as i64),
+                Cell::Text(d.said(self.alpha)),
+            ]);
+        }
+        Some(g)
     }
 }
 

@@ -42,6 +42,13 @@ pub(crate) fn analyse(
         .next()
         .map_or(BootFigure::RunMedian, |(_, d)| BootFigure::of(d.view.kind));
     let (comparison, steps) = compare_arms(plan, &views, &mut warnings)?;
+    let names: Vec<&str> = plan.boot.arms.iter().map(|a| a.name.as_str()).collect();
+    let placed = match plan.boot.placement {
+        crate::experiments::boots::PlaceEach::Run => {
+            super::placed::deltas(&names, &views, plan.options.alpha)
+        }
+        crate::experiments::boots::PlaceEach::Boot => Vec::new(),
+    };
     let created_unix = crate::core::now_unix();
     let complete = figures
         .iter()
@@ -71,6 +78,8 @@ pub(crate) fn analyse(
         figures,
         comparison,
         steps,
+        placed,
+        alpha: plan.options.alpha,
         complete,
         warnings,
     })
@@ -224,7 +233,10 @@ fn compare_arms(
         .iter()
         .flatten()
         .find_map(|(_, d)| d.view.metric(&plan.options.primary));
-    let exact = primary.is_some_and(|m| m.kind == crate::results::MetricKind::Emulated);
+    let exact = primary.is_some_and(|m| {
+        m.kind == crate::results::MetricKind::Emulated
+            && crate::counters::emulated::is_exact_count(&m.name)
+    });
     let least = if exact { MIN_EXACT_BOOTS } else { MIN_BOOTS };
     let (arms, short): (Vec<usize>, Vec<usize>) =
         (0..views.len()).partition(|&i| views[i].len() >= least);

@@ -7,6 +7,7 @@
 
 pub(crate) mod analysis;
 pub(crate) mod kexec;
+pub(crate) mod placed;
 pub(crate) mod saved;
 
 pub(crate) use analysis::analyse;
@@ -168,6 +169,13 @@ pub(crate) struct Campaign {
     /// the arms' order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<crate::compare::trend::Trend>,
+    /// Where every run placed the rule entries anew: each arm's modelled misses against the
+    /// first arm's over their runs paired run by run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placed: Vec<placed::PlacedDelta>,
+    /// The level those are decided at.
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
     /// Every planned boot measured.
     pub complete: bool,
     pub warnings: Vec<String>,
@@ -181,6 +189,10 @@ pub(crate) const MIN_BOOTS: usize = 3;
 pub(crate) const MIN_EXACT_BOOTS: usize = crate::stats::exact::MIN_BOOTS;
 
 /// The comparison's options: the signed-rank test on boots paired by round.
+fn default_alpha() -> f64 {
+    0.05
+}
+
 pub(crate) fn compare_options(alpha: f64, noise_pct: f64, seed: u64) -> compare::Options {
     compare::Options {
         test: crate::stats::registry::TestKind::SignedRank,
