@@ -625,31 +625,7 @@ fn check_measure(
     guest_cpus: Option<u32>,
 ) -> Result<(Vec<Needed>, Option<PathBuf>)> {
     let said = format!("`syscost {}`", crate::core::printable(&words.join(" ")));
-    let first = crate::core::printable(words.first().map_or("run", String::as_str));
-    let parse = |words: Vec<String>| {
-        use clap::{CommandFactory, FromArgMatches};
-        let argv = std::iter::once("syscost".to_string()).chain(words);
-        let parsed = Cli::command()
-            .try_get_matches_from(argv)
-            .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
-        parsed.map_err(|e| {
-            if let Some(hint) = super::args::owner_hint(&e, &[owner]) {
-                return anyhow::anyhow!("{hint} (what follows -- is the command each boot runs)");
-            }
-            let text = e.render().to_string();
-            let why = text
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ");
-            anyhow::anyhow!(
-                "the measuring command after --, {said}, would fail in every boot: {} (see \
-                 syscost {} --help)",
-                crate::core::printable(why),
-                first
-            )
-        })
-    };
+    let parse = |words: Vec<String>| parse_measure(owner, words, &said);
     let (parsed, matches) = parse(words.to_vec())?;
     if let Some(flag) = super::args::output_options_given(&matches).first() {
         anyhow::bail!(
@@ -699,6 +675,34 @@ fn check_measure(
     }
     parse(crate::boot::with_output(words, "/tmp/result.json"))?;
     Ok((needs, rules))
+}
+
+/// The measuring command `words` parsed as the guest's syscost parses it, or why it would fail
+/// in every boot (`owner`: the command it follows, `said`: the words as a message shows them).
+fn parse_measure(owner: &str, words: Vec<String>, said: &str) -> Result<(Cli, clap::ArgMatches)> {
+    use clap::{CommandFactory, FromArgMatches};
+    let first = crate::core::printable(words.first().map_or("run", String::as_str));
+    let argv = std::iter::once("syscost".to_string()).chain(words);
+    let parsed = Cli::command()
+        .try_get_matches_from(argv)
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    parsed.map_err(|e| {
+        if let Some(hint) = super::args::owner_hint(&e, &[owner]) {
+            return anyhow::anyhow!("{hint} (what follows -- is the command each boot runs)");
+        }
+        let text = e.render().to_string();
+        let why = text
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ");
+        anyhow::anyhow!(
+            "the measuring command after --, {said}, would fail in every boot: {} (see \
+             syscost {} --help)",
+            crate::core::printable(why),
+            first
+        )
+    })
 }
 
 fn parse_cache_model(s: &str) -> std::result::Result<CacheModel, String> {

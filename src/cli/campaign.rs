@@ -235,15 +235,11 @@ impl CampaignArgs {
             .skip(1)
             .collect();
         let seed = self.shared.seed.unwrap_or_else(crate::core::now_unix);
-        let mut id = format!("{}-{seed}", crate::core::now_unix());
-        if saved::file_of(&dir, &id).exists() {
-            // Another campaign started in the same second with the same seed.
-            id = format!("{id}-{}", std::process::id());
-        }
+        let id = format!("{}-{seed}", crate::core::now_unix());
         let mut saved = Saved::new(id, seed, args)?;
         saved.kept.plan = Some(self.plan(seed)?);
         Shown::of(&self.shared)?.keep_in(&mut saved.kept)?;
-        run_qemu(&dir, saved)
+        run_qemu(&dir, saved, Start::New)
     }
 
     fn plan(&self, seed: u64) -> Result<CampaignPlan> {
@@ -443,26 +439,48 @@ fn kexec_in_progress(k: &KeptOne) -> Result<bool> {
 
 /// Run (or go on with) the QEMU or LAVA campaign `saved`: each boot, as it ends, in the history
 /// and in its state file in `dir`; the state is removed once the campaign is shown and written.
-fn run_qemu(dir: &Path, mut saved: Saved) -> Result<()> {
+/// Fetch the arms' kernels into the run's own files (beside its state at `path`) and check
+/// the plan: the rules each arm loads, or what is wrong, named by its flag.
+fn prepare(plan: &mut CampaignPlan, path: &Path) -> Result<Vec<(String, String)>> {
+    let files = kept::files_of(path);
+    (checks::fetch_kernels(&mut plan.boot, &files).map_err(Into::into))
+        .and_then(|_| checks::check(&plan.boot))
+        .map_err(with_flag)
+}
+
+/// Whether a campaign run starts anew (its ID not yet claimed) or goes on from its state.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    New,
+    Resumed,
+}
+
+fn run_qemu(dir: &Path, mut saved: Saved, start: Start) -> Result<()> {
     let (shown, mut plan) = Shown::kept(&mut saved.kept)?;
+    if start == Start::New {
+        // Refused before anything is fetched or booted when the boots cannot be kept; then
+        // the ID is claimed, so that no other campaign's kernels or boots share its files.
+        kept::check_dir(dir, Opt::State)?;
+        saved.claim(dir)?;
+    }
     let path = saved.path(dir);
-    let files = kept::files_of(&path);
-    let checked = (checks::fetch_kernels(&mut plan.boot, &files).map_err(Into::into))
-        .and_then(|_| checks::check(&plan.boot));
-    let rules = match checked {
-        Ok(rules) => rules,
+    let prepared =
+        prepare(&mut plan, &path).and_then(|rules| Ok((rules, lava_lab(&mut plan.boot.backend)?)));
+    let (rules, lab) = match prepared {
+        Ok(lab) => lab,
         Err(e) => {
-            if saved.kept.boots.is_empty() {
-                let _ = std::fs::remove_dir_all(&files);
+            // A plan refused leaves nothing of a new campaign, and a resumed one its state.
+            match start {
+                Start::New => kept::forget(&path),
+                Start::Resumed if saved.kept.boots.is_empty() => {
+                    let _ = std::fs::remove_dir_all(kept::files_of(&path));
+                }
+                Start::Resumed => {}
             }
-            return Err(with_flag(e));
+            return Err(e);
         }
     };
-    let lab = lava_lab(&mut plan.boot.backend)?;
     saved.kept.plan = Some(plan.clone());
-    // Refused before the first boot when the boots cannot be kept; a plan refused above
-    // leaves no directory behind.
-    kept::check_dir(dir, Opt::State)?;
     eprintln!(
         "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
          as each ends",
@@ -538,7 +556,7 @@ fn resume(k: &KeptOne) -> Result<()> {
         s.kept.boots.len()
     );
     s.adopt();
-    run_qemu(&dir, s)
+    run_qemu(&dir, s, Start::Resumed)
 }
 
 /// A QEMU campaign whose process still runs is not taken from it.

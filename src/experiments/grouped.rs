@@ -208,6 +208,51 @@ fn run_entries(s: &mut Store, f: &Filter, warnings: &mut Vec<String>) -> Result<
     Ok(runs)
 }
 
+/// Refuse fewer than two groups, saying what would make more.
+fn too_few_groups(keyed: &[(String, Vec<i64>)], by: &By) -> Result<()> {
+    if keyed.is_empty() {
+        let hint = match by {
+            By::Tag(k) => crate::said!(
+                " (label results with ",
+                Opt::Tag,
+                format!(" {k}=VALUE when running or importing)")
+            )
+            .spell(spelled),
+            _ => String::new(),
+        };
+        bail!("no matching result has a {}{hint}", by.name());
+    }
+    if keyed.len() < 2 {
+        let next = match by {
+            By::Kernel => crate::said!(
+                "measure another kernel (`syscost campaign ",
+                Opt::Arm,
+                " NAME=KERNEL ...` boots several and records each boot), or group by something \
+                 that differs: ",
+                Opt::By,
+                " host, ",
+                Opt::By,
+                " boot, ",
+                Opt::By,
+                " tag:KEY"
+            ),
+            _ => crate::said!(
+                "group by something that differs among them (",
+                Opt::By,
+                " kernel, host, boot or tag:KEY)"
+            ),
+        }
+        .spell(spelled);
+        bail!(
+            "only one {} among the matching results ({}): a comparison needs two or more \
+             groups; {next} (`syscost history list` shows what is stored)",
+            by.name(),
+            keyed[0].0
+        );
+    }
+    Ok(())
+}
+
 /// The entries' ids per group of `by`, the baseline first (kernels in version order), two
 /// groups or more.
 fn keyed(
@@ -251,45 +296,6 @@ fn keyed(
         let base = keyed.remove(i);
         keyed.insert(0, base);
     }
-    if keyed.is_empty() {
-        let hint = match by {
-            By::Tag(k) => crate::said!(
-                " (label results with ",
-                Opt::Tag,
-                format!(" {k}=VALUE when running or importing)")
-            )
-            .spell(spelled),
-            _ => String::new(),
-        };
-        bail!("no matching result has a {}{hint}", by.name());
-    }
-    if keyed.len() < 2 {
-        let next = match by {
-            By::Kernel => crate::said!(
-                "measure another kernel (`syscost campaign ",
-                Opt::Arm,
-                " NAME=KERNEL ...` boots several and records each boot), or group by something \
-                 that differs: ",
-                Opt::By,
-                " host, ",
-                Opt::By,
-                " boot, ",
-                Opt::By,
-                " tag:KEY"
-            ),
-            _ => crate::said!(
-                "group by something that differs among them (",
-                Opt::By,
-                " kernel, host, boot or tag:KEY)"
-            ),
-        }
-        .spell(spelled);
-        bail!(
-            "only one {} among the matching results ({}): a comparison needs two or more \
-             groups; {next} (`syscost history list` shows what is stored)",
-            by.name(),
-            keyed[0].0
-        );
-    }
+    too_few_groups(&keyed, by)?;
     Ok(keyed)
 }

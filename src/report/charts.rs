@@ -11,7 +11,7 @@ use crate::experiments::audit_sweep::Sweep;
 use crate::experiments::scale::Scale;
 use crate::layout::Analysis;
 use crate::results::RunResult;
-use crate::stats::{quantile, t_critical};
+use crate::stats::quantile;
 
 fn five(v: &[f64]) -> Option<(f64, f64, f64, f64, f64)> {
     if v.is_empty() {
@@ -354,15 +354,12 @@ pub(crate) fn sweep_chart(s: &Sweep) -> String {
         .and_then(|x| x.result.metrics.first())
         .map(|m| m.unit.clone())
         .unwrap_or_default();
-    let med = |st: &crate::experiments::audit_sweep::Step| {
-        st.result.metrics.first().and_then(|m| m.summary.clone())
-    };
     let on: Vec<&crate::experiments::audit_sweep::Step> =
         s.steps.iter().filter(|x| x.config.enabled == 1).collect();
     let mut pts = Vec::new();
     let mut err = Vec::new();
     for st in &on {
-        if let Some(sm) = med(st) {
+        if let Some(sm) = sweep_median(st) {
             pts.push((st.config.rules as f64, sm.median));
             err.push(sm.ci95.unwrap_or((sm.median, sm.median)));
         }
@@ -385,55 +382,50 @@ pub(crate) fn sweep_chart(s: &Sweep) -> String {
         }
     }
     let mut caption = String::new();
-    if let (Some(f), true) = (s.fits.iter().find(|f| f.metric == "time"), xs.len() >= 3) {
-        let n = xs.len() as f64;
-        let mx = crate::stats::mean(&xs);
-        let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
-        let ssr: f64 = xs
-            .iter()
-            .zip(&ys)
-            .map(|(x, y)| (y - (f.intercept + f.slope * x)).powi(2))
-            .sum();
-        let se = (ssr / (n - 2.0)).sqrt();
-        let t = t_critical(0.95, n - 2.0);
+    if let Some(f) = s.fits.iter().find(|f| f.metric == "time") {
         let (lo, hi) = (
             xs.iter().copied().fold(f64::INFINITY, f64::min),
             xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         );
         let grid: Vec<f64> = (0..=20).map(|i| lo + (hi - lo) * i as f64 / 20.0).collect();
-        let fitv: Vec<f64> = grid.iter().map(|x| f.intercept + f.slope * x).collect();
-        let half: Vec<f64> = grid
-            .iter()
-            .map(|x| t * se * (1.0 / n + (x - mx).powi(2) / sxx).sqrt())
-            .collect();
-        series.push(Series::Band {
-            class: 0,
-            label: "95% band of the line".into(),
-            x: grid.clone(),
-            lower: fitv.iter().zip(&half).map(|(a, b)| a - b).collect(),
-            upper: fitv.iter().zip(&half).map(|(a, b)| a + b).collect(),
-        });
-        series.push(Series::Line {
-            class: 0,
-            label: "least-squares line".into(),
-            pts: grid.iter().copied().zip(fitv).collect(),
-            dashed: false,
-        });
-        caption = format!(
-            ": {} {unit} per rule [{}]",
-            fmt_num(f.slope),
-            f.slope_ci95
-                .map(|(a, b)| format!("{}, {}", fmt_num(a), fmt_num(b)))
-                .unwrap_or_default()
-        );
+        let band = crate::stats::regression::mean_band((f.intercept, f.slope), &xs, &ys, &grid);
+        if let Some(band) = band {
+            series.extend(fitted_line(f, &grid, band));
+            caption = format!(
+                ": {} {unit} per rule [{}]",
+                fmt_num(f.slope),
+                f.slope_ci95
+                    .map(|(a, b)| format!("{}, {}", fmt_num(a), fmt_num(b)))
+                    .unwrap_or_default()
+            );
+        }
     }
+    series.extend(sweep_baselines(s, &on));
+    svg::xy(
+        &format!("Cost of audit syscall-exit rules{caption}"),
+        "syscost exit rules loaded",
+        &format!("time ({unit})"),
+        &series,
+        true,
+    )
+}
+
+/// A sweep step's summary of its first metric.
+fn sweep_median(st: &crate::experiments::audit_sweep::Step) -> Option<crate::stats::Summary> {
+    st.result.metrics.first().and_then(|m| m.summary.clone())
+}
+
+/// The sweep's lines to read the rules' cost against: audit off (with and without a task
+/// rule) and audit on without rules.
+fn sweep_baselines(s: &Sweep, on: &[&crate::experiments::audit_sweep::Step]) -> Vec<Series> {
+    let mut out = Vec::new();
     if let Some(b) = s
         .steps
         .iter()
         .find(|x| x.config.enabled == 0 && x.config.task_never)
-        .and_then(med)
+        .and_then(sweep_median)
     {
-        series.push(Series::HLine {
+        out.push(Series::HLine {
             class: 2,
             label: "audit off (never,task)".into(),
             y: b.median,
@@ -443,28 +435,52 @@ pub(crate) fn sweep_chart(s: &Sweep) -> String {
         .steps
         .iter()
         .find(|x| x.config.enabled == 0 && !x.config.task_never)
-        .and_then(med)
+        .and_then(sweep_median)
     {
-        series.push(Series::HLine {
+        out.push(Series::HLine {
             class: 1,
             label: "audit off (no task rule)".into(),
             y: b.median,
         });
     }
-    if let Some(b) = on.iter().find(|x| x.config.rules == 0).and_then(|x| med(x)) {
-        series.push(Series::HLine {
+    if let Some(b) = on
+        .iter()
+        .find(|x| x.config.rules == 0)
+        .and_then(|x| sweep_median(x))
+    {
+        out.push(Series::HLine {
             class: 3,
             label: "audit on, 0 rules".into(),
             y: b.median,
         });
     }
-    svg::xy(
-        &format!("Cost of audit syscall-exit rules{caption}"),
-        "syscost exit rules loaded",
-        &format!("time ({unit})"),
-        &series,
-        true,
-    )
+    out
+}
+
+/// The sweep's least-squares line over `grid` and its 95% band of the mean response.
+fn fitted_line(
+    f: &crate::experiments::audit_sweep::Fit,
+    grid: &[f64],
+    band: Vec<(f64, f64)>,
+) -> [Series; 2] {
+    [
+        Series::Band {
+            class: 0,
+            label: "95% band of the line".into(),
+            x: grid.to_vec(),
+            lower: band.iter().map(|b| b.0).collect(),
+            upper: band.iter().map(|b| b.1).collect(),
+        },
+        Series::Line {
+            class: 0,
+            label: "least-squares line".into(),
+            pts: grid
+                .iter()
+                .map(|x| (*x, f.intercept + f.slope * x))
+                .collect(),
+            dashed: false,
+        },
+    ]
 }
 
 /// The uprobe thread's scaling as charts: total and per-CPU throughput against threads.

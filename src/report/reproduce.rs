@@ -206,33 +206,7 @@ impl Reproduction {
         }
         for a in &self.placements {
             for b in &a.boots {
-                let crowded: Vec<String> =
-                    b.crowded.iter().map(|(s, n)| format!("{s}: {n}")).collect();
-                g.row([
-                    Cell::Text(a.arm.clone()),
-                    Cell::Int(b.round.into()),
-                    Cell::Text(slab(b.aged.as_ref())),
-                    Cell::Int(b.entries as i64),
-                    Cell::Int(b.reachable as i64),
-                    Cell::Num(b.spread),
-                    Cell::Text(crowded.join(", ")),
-                    b.misses.map_or(Cell::Missing, Cell::Num),
-                    Cell::Text(
-                        b.run_misses
-                            .iter()
-                            .map(|v| fmt_num(*v))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    ),
-                    b.most_missed.map_or(Cell::Missing, |m| {
-                        Cell::Text(format!(
-                            "{}: {}, {} entries",
-                            m.set,
-                            crate::core::num::fmt_num(m.misses),
-                            m.entries
-                        ))
-                    }),
-                ]);
+                g.row(boot_placement_row(&a.arm, b));
             }
             g.notes.push(placement_note(a));
             g.notes
@@ -335,6 +309,34 @@ fn slab(aged: Option<&crate::audit::age::Aged>) -> String {
         Some(r) => format!("aged {}: {r} in freed slots", a.objects),
         None => format!("aged {}", a.objects),
     }
+}
+
+/// A boot's row of the placement table: where its init put the entries, and its misses.
+fn boot_placement_row(
+    arm: &str,
+    b: &crate::experiments::reproduce::placement::BootPlacement,
+) -> [Cell; 10] {
+    let crowded: Vec<String> = b.crowded.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+    let runs: Vec<String> = b.run_misses.iter().map(|v| fmt_num(*v)).collect();
+    [
+        Cell::Text(arm.to_string()),
+        Cell::Int(b.round.into()),
+        Cell::Text(slab(b.aged.as_ref())),
+        Cell::Int(b.entries as i64),
+        Cell::Int(b.reachable as i64),
+        Cell::Num(b.spread),
+        Cell::Text(crowded.join(", ")),
+        b.misses.map_or(Cell::Missing, Cell::Num),
+        Cell::Text(runs.join(", ")),
+        b.most_missed.map_or(Cell::Missing, |m| {
+            Cell::Text(format!(
+                "{}: {}, {} entries",
+                m.set,
+                fmt_num(m.misses),
+                m.entries
+            ))
+        }),
+    ]
 }
 
 /// What an arm's boots say of misses against placement.

@@ -78,48 +78,7 @@ fn notes(f: &FileSweep, metric: &str, unit: &str, g: &mut Grid) {
             g.notes.push(total_line(title, d));
         }
     }
-    // Emulated counts are exact (but for a timer tick): only timed costs can be noise.
-    let timed: Vec<&RuleCost> = f.rules.iter().filter(|_| metric != EMULATED).collect();
-    let unsure = timed
-        .iter()
-        .filter(|r| {
-            r.cost_ci(metric)
-                .is_some_and(|(lo, hi)| lo <= 0.0 && hi >= 0.0)
-        })
-        .count();
-    let without = timed.iter().filter(|r| r.cost_ci(metric).is_none()).count();
-    if unsure > 0 {
-        g.notes.push(
-            crate::said!(
-                format!(
-                    " {unsure} of {} rules' intervals hold zero: those costs are inconclusive, \
-                     below this measurement's noise (their order in the ranking is not a \
-                     finding); more ",
-                    f.rules.len()
-                ),
-                Opt::Runs,
-                " narrow them, and campaign ",
-                Opt::EmulatedCounters,
-                " counts each rule exactly"
-            )
-            .spell(spelled),
-        );
-    }
-    if without > 0 {
-        g.notes.push(
-            crate::said!(
-                format!(
-                    " {without} of {} rules have no interval (shown as -): too few runs to give \
-                     one, so their costs are not findings; give more ",
-                    f.rules.len()
-                ),
-                Opt::Runs,
-                ", or count each rule exactly with campaign ",
-                Opt::EmulatedCounters
-            )
-            .spell(spelled),
-        );
-    }
+    g.notes.extend(noise_notes(f, metric));
     let costly: Vec<&RuleCost> = f
         .ranked()
         .into_iter()
@@ -136,6 +95,55 @@ fn notes(f: &FileSweep, metric: &str, unit: &str, g: &mut Grid) {
         g.notes
             .push(format!(" line {} left out: {}", r.number, r.reason));
     }
+}
+
+/// What a timed sweep's intervals leave undecided: rules whose interval holds zero, and rules
+/// with none.
+fn noise_notes(f: &FileSweep, metric: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    // Emulated counts are exact (but for a timer tick): only timed costs can be noise.
+    let timed: Vec<&RuleCost> = f.rules.iter().filter(|_| metric != EMULATED).collect();
+    let unsure = timed
+        .iter()
+        .filter(|r| {
+            r.cost_ci(metric)
+                .is_some_and(|(lo, hi)| lo <= 0.0 && hi >= 0.0)
+        })
+        .count();
+    let without = timed.iter().filter(|r| r.cost_ci(metric).is_none()).count();
+    if unsure > 0 {
+        out.push(
+            crate::said!(
+                format!(
+                    " {unsure} of {} rules' intervals hold zero: those costs are inconclusive, \
+                     below this measurement's noise (their order in the ranking is not a \
+                     finding); more ",
+                    f.rules.len()
+                ),
+                Opt::Runs,
+                " narrow them, and campaign ",
+                Opt::EmulatedCounters,
+                " counts each rule exactly"
+            )
+            .spell(spelled),
+        );
+    }
+    if without > 0 {
+        out.push(
+            crate::said!(
+                format!(
+                    " {without} of {} rules have no interval (shown as -): too few runs to give \
+                     one, so their costs are not findings; give more ",
+                    f.rules.len()
+                ),
+                Opt::Runs,
+                ", or count each rule exactly with campaign ",
+                Opt::EmulatedCounters
+            )
+            .spell(spelled),
+        );
+    }
+    out
 }
 
 fn total_line(title: &str, d: &Delta) -> String {

@@ -193,6 +193,17 @@ fn syscost_rules(pid: Option<u32>) -> usize {
         .count()
 }
 
+/// Whether process `pid` has a child (a run's worker, started only once its rules are set up).
+fn has_child(pid: u32) -> bool {
+    let ppid_of = |stat: String| -> Option<u32> {
+        // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+        stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()
+    };
+    (std::fs::read_dir("/proc").into_iter().flatten().flatten())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .any(|stat| ppid_of(stat) == Some(pid))
+}
+
 fn sigkill_during_a_run_with_a_rules_file_leaves_rules_the_next_run_removes() {
     if !ready() {
         return;
@@ -230,9 +241,16 @@ fn sigkill_during_a_run_with_a_rules_file_leaves_rules_the_next_run_removes() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Killed once it measures under its rules: a worker runs. Before that, the run loads the
+    // file, then sets the machine to its first state, deleting and adding the rules again (a
+    // deletion waits about 12 ms in the kernel): killed when its 2 rules first show, it could
+    // die between a deletion and the next, leaving one.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while syscost_rules(Some(child.id())) < 2 {
-        assert!(Instant::now() < deadline, "the run never loaded its rules");
+    while syscost_rules(Some(child.id())) < 2 || !has_child(child.id()) {
+        assert!(
+            Instant::now() < deadline,
+            "the run never measured under its rules"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     child.kill().unwrap();

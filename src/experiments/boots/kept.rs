@@ -141,6 +141,29 @@ pub(crate) fn save<K: KeptRun>(run: &K, path: &Path) -> Result<()> {
     })
 }
 
+/// Write a new run's state to `path` unless a file is there: linked into place whole, so two
+/// runs can never both take one path (`Ok(false)`: another has it).
+pub(crate) fn create_new<K: KeptRun>(run: &K, path: &Path) -> Result<bool> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = dir.unwrap_or(Path::new("."));
+    make_dir(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, serde_json::to_string(run)?.as_bytes())
+        .with_context(|| format!("cannot write a temporary file in {}", dir.display()))?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e.error).with_context(|| {
+            format!(
+                "cannot keep the {}'s boots in {}",
+                K::KIND.noun(),
+                path.display()
+            )
+        }),
+    }
+}
+
 /// What a kept run's LAVA boots need besides the plan: the `lab`, the files beside its state
 /// at `path`, the jobs a killed run submitted, and each job kept in the state as it is
 /// submitted and read back.

@@ -55,6 +55,25 @@ impl Saved {
         self.owner = crate::audit::session::me();
     }
 
+    /// Keep this new campaign's state in `dir` under an ID no other campaign has: its own, or
+    /// with this process's id added when another campaign, started in the same second with
+    /// the same seed, has it. The first state is linked into place whole, so two campaigns
+    /// can never both take one ID (each would keep the other's boots over its own).
+    pub(crate) fn claim(&mut self, dir: &Path) -> Result<()> {
+        let id = self.kept.id.clone();
+        for candidate in [id.clone(), format!("{id}-{}", std::process::id())] {
+            self.kept.id = candidate;
+            if kept::create_new(self, &self.path(dir))? {
+                return Ok(());
+            }
+        }
+        bail!(
+            "campaign {id}: its state and {} are both taken in {}: start it again",
+            self.kept.id,
+            dir.display()
+        )
+    }
+
     /// Write it atomically, in a directory only its owner reads (its command line may name a
     /// history URL with a password).
     pub(crate) fn save(&self, dir: &Path) -> Result<()> {
@@ -140,6 +159,28 @@ pub(crate) fn pick(dir: &Path, id: Option<&str>) -> Result<Option<Saved>> {
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    /// Two campaigns started in the same second with the same seed: each keeps its own state
+    /// (one of them under its process's id), never the other's.
+    #[test]
+    fn campaigns_started_in_one_second_keep_separate_states() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("campaigns");
+        let mut first = Saved::new("5-9".into(), 9, vec!["first".into()]).unwrap();
+        let mut second = Saved::new("5-9".into(), 9, vec!["second".into()]).unwrap();
+        first.claim(&d).unwrap();
+        second.claim(&d).unwrap();
+        assert_eq!(first.kept.id, "5-9");
+        assert_eq!(second.kept.id, format!("5-9-{}", std::process::id()));
+        for s in [&first, &second] {
+            let kept = load(&s.path(&d)).unwrap();
+            assert_eq!(kept.kept.args, s.kept.args, "{}", s.kept.id);
+        }
+        let mut third = Saved::new("5-9".into(), 9, Vec::new()).unwrap();
+        let e = third.claim(&d).unwrap_err().to_string();
+        assert!(e.contains("both taken"), "{e}");
+        assert_eq!(list(&d).unwrap().len(), 2, "the refused one left nothing");
+    }
 
     #[test]
     fn a_state_round_trips_and_is_found_by_id_or_alone() {
