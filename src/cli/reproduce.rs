@@ -237,6 +237,9 @@ impl ReproduceArgs {
             _ => self.runs.unwrap_or(inv.runs),
         };
         c.extend(["--runs".into(), runs.to_string()]);
+        if m == Measure::RuleWalk && self.sample_time.is_none() {
+            c.extend(["--ops".into(), reproduce::WALK_OPS.to_string()]);
+        }
         if let Some(n) = self.samples {
             c.extend(["--samples".into(), n.to_string()]);
         }
