@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 /// Where a guest's measurement finds the rules to place anew before each run.
 pub(crate) const ENV: &str = "SYSCOST_PLACE_PER_RUN";
 
-/// What a placement anew reloads: the rules as the kernel took them, in order, and the
-/// ageing of their slab.
+/// What a placement anew reloads: the rules as the kernel took them, in order, and the seed
+/// its fillers are drawn from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Anew {
     pub rules: Vec<Vec<u8>>,
@@ -51,7 +51,8 @@ impl Anew {
             sock.del_rule(r)
                 .context("placing the rules anew: deleting one")?;
         }
-        let mut rng = rand_pcg::Pcg64::seed_from_u64(self.seed.wrapping_add(run as u64));
+        let seed = self.seed.wrapping_add(run as u64);
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
         let mut fillers = 0;
         for r in &self.rules {
             for _ in 0..rng.random_range(0..=MAX_BEFORE) {
@@ -65,7 +66,7 @@ impl Anew {
         let mut placement = Placement::here();
         placement.anew = Some(Anewed {
             run,
-            seed: self.seed.wrapping_add(run as u64),
+            seed,
             fillers,
             seconds: started.elapsed().as_secs_f64(),
         });

@@ -3,7 +3,6 @@
 
 use super::{Decision, Delta, Options, Variant};
 use crate::results::Metric;
-use crate::results::MetricKind;
 use crate::results::slots::RoundChanges;
 use crate::stats::Interval;
 use crate::stats::exact::{RangeRule, range_rule};
@@ -77,7 +76,7 @@ pub(super) fn estimate(tested: &[Variant], opts: &Options) -> Estimated {
             let Some(om) = v.metric(&bm.name) else {
                 continue;
             };
-            if exact_count(bm) {
+            if bm.is_exact_count() {
                 let (est, exact) = exact_estimate(bm, om, opts);
                 out.limits.push(None);
                 out.exact.push(Some(exact));
@@ -102,13 +101,6 @@ pub(super) fn estimate(tested: &[Variant], opts: &Options) -> Estimated {
     out
 }
 
-/// Whether `m` is decided as an exact count: the emulator's count of what the code executes.
-/// A cache model's misses are the emulator's too, but they move with where the objects were
-/// placed: they are compared as measurements.
-fn exact_count(m: &Metric) -> bool {
-    m.kind == MetricKind::Emulated && !crate::counters::emulated::is_modelled(&m.name)
-}
-
 /// The delta of metric `om` of variant `vi` against the baseline's `bm`, undecided.
 fn delta(vi: usize, bm: &Metric, om: &Metric, est: Estimate) -> Delta {
     let (bs, os) = (summary(bm), summary(om));
@@ -128,7 +120,7 @@ fn delta(vi: usize, bm: &Metric, om: &Metric, est: Estimate) -> Delta {
         p_adjusted: None,
         // None for an exact count: one that does not vary between boots has no spread to
         // measure a change in (a 1% change read +58268σ).
-        effect_sigma: (bs.pstdev > 0.0 && !exact_count(bm))
+        effect_sigma: (bs.pstdev > 0.0 && !bm.is_exact_count())
             .then(|| (os.median - bs.median) / bs.pstdev),
         base_pstdev_pct: bs.pstdev_pct,
         decision: Decision::NoTest,

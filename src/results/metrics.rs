@@ -53,6 +53,13 @@ pub struct Metric {
 }
 
 impl Metric {
+    /// Whether it is decided as an exact count: the emulator's count of what the code
+    /// executes. A cache model's misses are the emulator's too, but they move with where the
+    /// objects were placed: they are compared as measurements.
+    pub(crate) fn is_exact_count(&self) -> bool {
+        self.kind == MetricKind::Emulated && crate::counters::emulated::is_exact_count(&self.name)
+    }
+
     /// A metric with a value for each unit, summarised; `units` defaults to 0, 1, 2, ...
     pub(crate) fn of_values(
         name: impl Into<String>,

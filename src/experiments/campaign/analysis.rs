@@ -233,10 +233,7 @@ fn compare_arms(
         .iter()
         .flatten()
         .find_map(|(_, d)| d.view.metric(&plan.options.primary));
-    let exact = primary.is_some_and(|m| {
-        m.kind == crate::results::MetricKind::Emulated
-            && crate::counters::emulated::is_exact_count(&m.name)
-    });
+    let exact = primary.is_some_and(crate::results::Metric::is_exact_count);
     let least = if exact { MIN_EXACT_BOOTS } else { MIN_BOOTS };
     let (arms, short): (Vec<usize>, Vec<usize>) =
         (0..views.len()).partition(|&i| views[i].len() >= least);

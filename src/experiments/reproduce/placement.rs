@@ -397,55 +397,74 @@ fn placement_of(b: &BootRecord) -> Option<Placement> {
 
 fn of_boot((b, d): &Measured, p: &Placement, g: Geometry, misses: &[String]) -> BootPlacement {
     let addrs = p.addresses();
-    let reachable = layout::reachable_sets(&g, alignment(&addrs));
-    let pop = layout::populations(&g, &addrs, 1);
-    let mut crowded: Vec<(u64, u64)> = reachable.iter().map(|&s| (s, pop[s as usize])).collect();
-    crowded.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    crowded.truncate(3);
+    let sets = Sets::of(&addrs, g);
+    let run_misses = per_run(d, misses);
     BootPlacement {
         round: b.round,
         aged: p.aged.clone(),
         entries: addrs.len(),
-        reachable: reachable.len(),
-        spread: layout::spread(&pop, &reachable),
-        peak: crowded.first().map_or(0, |c| c.1),
-        crowded,
+        reachable: sets.reachable,
+        spread: sets.spread,
+        peak: sets.peak(),
         misses: sum_of(d, misses),
-        most_missed: most_missed(d, &pop),
-        run_misses: per_run(d, misses),
+        most_missed: most_missed(d, &sets.pop),
         runs: (b.result())
             .map(|r| super::owners::runs_of(r, &addrs, g))
             .unwrap_or_default(),
-        placed_runs: placed_runs(b.result(), &per_run(d, misses), g),
+        placed_runs: placed_runs(b.result(), &run_misses, g),
+        run_misses,
+        crowded: sets.crowded,
+    }
+}
+
+/// Where entries at some addresses land in an L1d: how many sets they can reach (their slab
+/// alignment's), each set's entries, the spread over the reachable sets, and the three most
+/// crowded of those, (set, entries), most first.
+struct Sets {
+    reachable: usize,
+    pop: Vec<u64>,
+    spread: f64,
+    crowded: Vec<(u64, u64)>,
+}
+
+impl Sets {
+    fn of(addrs: &[u64], g: Geometry) -> Sets {
+        let reachable = layout::reachable_sets(&g, alignment(addrs));
+        let pop = layout::populations(&g, addrs, 1);
+        let mut crowded: Vec<(u64, u64)> =
+            reachable.iter().map(|&s| (s, pop[s as usize])).collect();
+        crowded.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        crowded.truncate(3);
+        Sets {
+            reachable: reachable.len(),
+            spread: layout::spread(&pop, &reachable),
+            pop,
+            crowded,
+        }
+    }
+
+    /// The entries in the most crowded set.
+    fn peak(&self) -> u64 {
+        self.crowded.first().map_or(0, |c| c.1)
     }
 }
 
 /// Each run's own placement in a boot's `result`, where it placed the entries anew before
 /// every run, with the run's misses (`misses`, in run order).
 fn placed_runs(result: Option<&serde_json::Value>, misses: &[f64], g: Geometry) -> Vec<RunPlaced> {
-    let runs = result.and_then(|r| r.get("runs")?.as_array().cloned());
-    let placed = runs
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, r)| {
-            let p: Placement = serde_json::from_value(r.get("placement")?.clone()).ok()?;
-            let anew = p.anew.as_ref()?;
-            let addrs = p.addresses();
-            let reachable = layout::reachable_sets(&g, alignment(&addrs));
-            let pop = layout::populations(&g, &addrs, 1);
-            Some(RunPlaced {
-                run: anew.run,
-                spread: layout::spread(&pop, &reachable),
-                peak: reachable
-                    .iter()
-                    .map(|&s| pop[s as usize])
-                    .max()
-                    .unwrap_or(0),
-                misses: misses.get(i).copied(),
-                seconds: anew.seconds,
-            })
-        });
+    let runs = result.and_then(|r| r.get("runs")?.as_array());
+    let placed = runs.into_iter().flatten().enumerate().filter_map(|(i, r)| {
+        let p = Placement::deserialize(r.get("placement")?).ok()?;
+        let anew = p.anew.as_ref()?;
+        let sets = Sets::of(&p.addresses(), g);
+        Some(RunPlaced {
+            run: anew.run,
+            spread: sets.spread,
+            peak: sets.peak(),
+            misses: misses.get(i).copied(),
+            seconds: anew.seconds,
+        })
+    });
     placed.collect()
 }
 
