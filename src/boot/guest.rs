@@ -32,18 +32,14 @@ pub(crate) const SCRATCH_DIR: &str = "/disk";
 /// The result channel: the second serial port.
 const CHANNEL: &str = "/dev/ttyS1";
 
-/// What every boot of a campaign is told: the measuring command and each arm's audit rules
-/// (encoded, paths inside the initramfs).
+/// What every boot of a campaign is told: the measuring command and what each arm sets up
+/// (its audit rules, encoded, at paths inside the initramfs), by the arm's name, which each
+/// boot's command line gives.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct GuestPlan {
     pub measure: Vec<String>,
-    pub rules: BTreeMap<String, String>,
-    /// Arms measured by their own command instead of `measure`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub arm_measure: BTreeMap<String, Vec<String>>,
-    /// Arms whose rules load into an aged slab, with the objects it is aged with.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub aged: BTreeMap<String, usize>,
+    pub arms: BTreeMap<String, GuestArm>,
     /// The arm's rules are placed anew before each run, run `i`'s ageing seeded with this
     /// plus `i` (see `audit::anew`); `None`: once, as the init loads them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,6 +70,20 @@ pub struct GuestPlan {
     /// the guest reports them among its test cases.
     #[serde(default)]
     pub counts_port: bool,
+}
+
+/// What one arm's guest sets up and measures by, beside the plan's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GuestArm {
+    /// Its audit rules (encoded), a path inside the initramfs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<String>,
+    /// Its own measuring command instead of the plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<Vec<String>>,
+    /// Its rules load into a slab aged with this many objects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aged: Option<usize>,
 }
 
 /// The frames on the channel: the guest's clock, then a result or why there is none.
@@ -318,13 +328,13 @@ fn measure(
     if state.exists() {
         return Ok((resume_kexec_campaign(&plan)?, None));
     }
-    let arm = param(&cmdline, ARM_PARAM);
-    let aged = arm.and_then(|a| plan.aged.get(a)).copied();
+    let arm = param(&cmdline, ARM_PARAM).and_then(|a| plan.arms.get(a));
+    let aged = arm.and_then(|a| a.aged);
     let words = arm
-        .and_then(|a| plan.arm_measure.get(a))
+        .and_then(|a| a.measure.as_ref())
         .unwrap_or(&plan.measure);
     let rules = arm
-        .and_then(|arm| plan.rules.get(arm))
+        .and_then(|a| a.rules.as_ref())
         .map(|path| Ok::<_, std::io::Error>((std::fs::read_to_string(path)?, path.clone())))
         .transpose()?;
     let settled = plan.settle_s.map(|limit| {

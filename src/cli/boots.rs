@@ -166,9 +166,7 @@ impl BootsOpts {
                 .or(guest.emulated().then_some(Duration::from_secs(30)))
                 .filter(|d| !d.is_zero()),
             rules_errors: self.audit_rules_errors,
-            aged_slab: Default::default(),
             placement: Default::default(),
-            arm_measure: Default::default(),
         })
     }
 }
@@ -597,7 +595,9 @@ impl BootsOpts {
             let (needs, rules) = check_measure(owner, &words, vcpus)?;
             plan.needs.extend(needs);
             plan.guest_files.extend(guest_files(&[], rules)?);
-            plan.arm_measure.insert(name.to_string(), words);
+            if let Some(a) = plan.arms.iter_mut().find(|a| a.name == name) {
+                a.measure = Some(words);
+            }
         }
         plan.guest_files.sort();
         plan.guest_files.dedup();

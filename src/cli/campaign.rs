@@ -248,7 +248,6 @@ impl CampaignArgs {
         let rounds = self.boots(arms.len())?;
         let options = self.shared.options(self.alpha, seed);
         let mut boot = self.shared.plan("campaign", self.via, arms, seed)?;
-        boot.aged_slab = self.aged_slab()?;
         boot.placement = self
             .placement
             .unwrap_or_else(|| PlaceEach::default_for(&boot));
@@ -320,8 +319,8 @@ impl CampaignArgs {
                 },
                 append: String::new(),
                 rules: None,
-                initrd: None,
                 url,
+                ..Arm::default()
             });
         }
         for s in &self.kernel_sha256 {
@@ -349,21 +348,15 @@ impl CampaignArgs {
             let (name, file) = name_value("--audit-rules", r)?;
             arm_named(&mut arms, "--audit-rules", name)?.rules = Some(file.into());
         }
-        self.every.apply(&mut arms);
-        Ok(arms)
-    }
-
-    /// --aged-slab: objects by arm name (checked against the arms with the plan).
-    fn aged_slab(&self) -> Result<std::collections::BTreeMap<String, usize>> {
-        let mut out = std::collections::BTreeMap::new();
         for a in &self.aged_slab {
             let (name, objects) = name_value("--aged-slab", a)?;
             let n = objects.parse().map_err(|_| {
                 anyhow::anyhow!("--aged-slab {a}: OBJECTS must be a whole number, e.g. {name}=1024")
             })?;
-            out.insert(name.to_string(), n);
+            arm_named(&mut arms, "--aged-slab", name)?.aged_slab = Some(n);
         }
-        Ok(out)
+        self.every.apply(&mut arms);
+        Ok(arms)
     }
 
     /// Check, save the plan, install the boot hook, load the first arm and reboot into it.
@@ -776,8 +769,7 @@ mod unit {
             kernel: "k".into(),
             append: append.into(),
             rules: rules.map(PathBuf::from),
-            initrd: None,
-            url: None,
+            ..Arm::default()
         };
         let mut arms = vec![arm("a", "", None), arm("b", "nosmt", Some("own.rules"))];
         let every = EveryArm {

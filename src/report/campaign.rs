@@ -701,11 +701,14 @@ impl Render for Campaign {
                 order.join(" | ")
             ),
         ];
-        for (arm, words) in &self.arm_measure {
-            lines.push(format!(
-                " Arm {arm} is measured by `syscost {}`",
-                words.join(" ")
-            ));
+        for arm in &self.arms {
+            if let Some(words) = &arm.measure {
+                lines.push(format!(
+                    " Arm {} is measured by `syscost {}`",
+                    arm.name,
+                    words.join(" ")
+                ));
+            }
         }
         lines.extend(self.accel_line());
         lines.extend(self.pinning_line());

@@ -760,7 +760,8 @@ fn an_arm_measured_by_its_own_command_gives_each_thread_count_s_figures() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(c["arm_measure"]["push"][5], "push", "{}", c["arm_measure"]);
+    assert_eq!(c["arms"][1]["measure"][5], "push", "{}", c["arms"]);
+    assert!(c["arms"][0].get("measure").is_none(), "{}", c["arms"]);
     for b in c["boots"]
         .as_array()
         .unwrap()

@@ -158,8 +158,7 @@ impl StepArgs {
             kernel: kernel.into(),
             append: self.append.clone(),
             rules: rules.clone(),
-            initrd: None,
-            url: None,
+            ..Arm::default()
         };
         let builds = vec![
             arm("good", &self.good_image, &self.good_audit_rules),

@@ -69,8 +69,7 @@ pub(crate) fn from_list(text: &str, base: &Path) -> Result<Vec<Arm>> {
             kernel,
             append: words.collect::<Vec<_>>().join(" "),
             rules: None,
-            initrd: None,
-            url: None,
+            ..Arm::default()
         });
     }
     Ok(out)
@@ -108,8 +107,7 @@ fn from_dir(dir: &Path) -> Result<Vec<Arm>> {
                 kernel,
                 append: String::new(),
                 rules: None,
-                initrd: None,
-                url: None,
+                ..Arm::default()
             })
         })
         .collect()

@@ -1025,8 +1025,7 @@ pub(crate) mod unit {
                 kernel: "/k".into(),
                 append: "audit=1".into(),
                 rules: None,
-                initrd: None,
-                url: None,
+                ..Arm::default()
             }],
             seed: 1,
             measure: vec!["run".into(), "syscall".into()],
@@ -1036,9 +1035,7 @@ pub(crate) mod unit {
             needs: Vec::new(),
             settle: None,
             rules_errors: crate::audit::rules_file::OnError::Stop,
-            aged_slab: Default::default(),
             placement: Default::default(),
-            arm_measure: Default::default(),
         }
     }
 

@@ -7,8 +7,10 @@ use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// One arm: a kernel, what its command line adds, and the audit rules set up before measuring.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One arm: a kernel, what its command line adds, the audit rules set up before measuring,
+/// and anything else that is the arm's own (the slab its rules load into, its own measuring
+/// command). A command line names these settings by the arm's name; here they are the arm's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Arm {
     pub name: String,
     pub kernel: PathBuf,
@@ -21,6 +23,12 @@ pub(crate) struct Arm {
     /// own copy): a lab's jobs fetch it from there too, checked by its SHA-256.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<crate::boot::fetch::KernelUrl>,
+    /// Its rules load into a slab aged with this many objects (see [`crate::audit::age`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aged_slab: Option<usize>,
+    /// The command it is measured by instead of the plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<Vec<String>>,
 }
 
 /// Where the boots happen.
@@ -128,6 +136,7 @@ impl Backend {
 /// What every boot of a campaign or a bisection shares: the arms, the measuring command run
 /// inside each boot, where the boots happen and how a failed boot is retried.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(from = "Kept")]
 pub(crate) struct BootPlan {
     pub arms: Vec<Arm>,
     pub seed: u64,
@@ -147,13 +156,6 @@ pub(crate) struct BootPlan {
     /// What a rules file's line that cannot be set up does: stop before anything boots (or,
     /// in the guest, fail the arm's boot), or be left out with a warning.
     pub rules_errors: crate::audit::rules_file::OnError,
-    /// Arms whose rules load into an aged slab, with the objects it is aged with (see
-    /// [`crate::audit::age`]).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub aged_slab: std::collections::BTreeMap<String, usize>,
-    /// Arms measured by their own command instead of `measure`, by name.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub arm_measure: std::collections::BTreeMap<String, Vec<String>>,
     /// How often a boot places its arm's audit rule entries anew (a plan kept before this
     /// existed: once a boot).
     #[serde(default)]
@@ -201,15 +203,58 @@ impl BootPlan {
             needs: Vec::new(),
             settle: None,
             rules_errors: Default::default(),
-            aged_slab: Default::default(),
-            arm_measure: Default::default(),
             placement: Default::default(),
         }
     }
 
-    /// The command a boot of `arm` measures with.
-    pub(crate) fn measure_of(&self, arm: &str) -> &[String] {
-        self.arm_measure.get(arm).unwrap_or(&self.measure)
+    /// The command a boot of `arm` measures with: its own, else the plan's.
+    pub(crate) fn measure_of<'a>(&'a self, arm: &'a Arm) -> &'a [String] {
+        arm.measure.as_deref().unwrap_or(&self.measure)
+    }
+}
+
+/// A plan as kept on disk (a campaign's or a bisection's state, a kexec campaign's): this
+/// build's, or one kept before the arms carried their own settings, whose aged slabs and
+/// measuring commands were maps by arm name beside the arms. Read into a [`BootPlan`] with
+/// each setting on its arm.
+#[derive(Deserialize)]
+struct Kept {
+    arms: Vec<Arm>,
+    seed: u64,
+    measure: Vec<String>,
+    backend: Backend,
+    retries: u32,
+    guest_files: Vec<PathBuf>,
+    needs: Vec<Needed>,
+    settle: Option<std::time::Duration>,
+    rules_errors: crate::audit::rules_file::OnError,
+    #[serde(default)]
+    placement: PlaceEach,
+    #[serde(default)]
+    aged_slab: std::collections::BTreeMap<String, usize>,
+    #[serde(default)]
+    arm_measure: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl From<Kept> for BootPlan {
+    fn from(k: Kept) -> BootPlan {
+        let mut arms = k.arms;
+        for a in &mut arms {
+            a.aged_slab = a.aged_slab.or(k.aged_slab.get(&a.name).copied());
+            a.measure = a.measure.take().or(k.arm_measure.get(&a.name).cloned());
+        }
+        BootPlan {
+            arms,
+            seed: k.seed,
+            measure: k.measure,
+            backend: k.backend,
+            retries: k.retries,
+            guest_files: k.guest_files,
+            needs: k.needs,
+            settle: k.settle,
+            rules_errors: k.rules_errors,
+            placement: k.placement,
+        }
     }
 }
 
@@ -248,5 +293,38 @@ mod unit {
         assert_eq!(o, order(4, 12, 7), "the seed repeats the order");
         assert_ne!(o, order(4, 12, 8));
         assert!(o.iter().any(|r| r != &o[0]), "rounds are shuffled anew");
+    }
+
+    /// A plan kept before the arms carried their settings reads with each on its arm, and a
+    /// plan of this build reads back as it was written.
+    #[test]
+    fn a_kept_plan_s_per_arm_maps_land_on_their_arms() {
+        let mut plan = BootPlan::bare(Backend::Kexec);
+        let arm = |name: &str| Arm {
+            name: name.into(),
+            kernel: "k".into(),
+            ..Arm::default()
+        };
+        plan.arms = vec![arm("a"), arm("b")];
+        let mut old = serde_json::to_value(&plan).unwrap();
+        old["aged_slab"] = serde_json::json!({"b": 256});
+        old["arm_measure"] = serde_json::json!({"a": ["run", "uprobe"]});
+        let read: BootPlan = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            read.arms[0].measure,
+            Some(vec!["run".into(), "uprobe".into()])
+        );
+        assert_eq!(
+            (read.arms[0].aged_slab, read.arms[1].aged_slab),
+            (None, Some(256))
+        );
+        assert_eq!(read.measure_of(&read.arms[1]), ["run"]);
+        let again: BootPlan = serde_json::from_str(&serde_json::to_string(&read).unwrap()).unwrap();
+        assert_eq!(again.arms, read.arms);
+        let text = serde_json::to_string(&read).unwrap();
+        assert!(
+            !text.contains("arm_measure") && !text.contains("\"aged_slab\":{"),
+            "{text}"
+        );
     }
 }

@@ -6,7 +6,9 @@ use super::plan::{Arm, Backend, BootPlan};
 use super::record::{BootRecord, BootSplit, Outcome};
 use super::schedule::Boot;
 use crate::boot::bzimage::{self, Entry};
-use crate::boot::guest::{ARM_PARAM, GuestPlan, KALLSYMS_PARAM, PLAN_PATH, SCRATCH_PARAM};
+use crate::boot::guest::{
+    ARM_PARAM, GuestArm, GuestPlan, KALLSYMS_PARAM, PLAN_PATH, SCRATCH_PARAM,
+};
 use crate::boot::initramfs::{self, Contents};
 use crate::boot::outcome::{Ended, Failure};
 use crate::boot::qemu::{self, Accel, KernelEntry, Machine};
@@ -64,15 +66,23 @@ pub(super) fn build_initramfs(
         // Exact counts in a lab are on a qemu device only: its job sends them to the guest.
         counts_port: matches!(plan.backend, Backend::Lava(_))
             && plan.backend.machine().is_some_and(|m| m.emulated_counters),
-        aged: plan.aged_slab.clone(),
         place_per_run: (plan.placement == super::PlaceEach::Run).then_some(plan.seed),
-        arm_measure: plan.arm_measure.clone(),
         ..GuestPlan::default()
     };
+    for a in &plan.arms {
+        let own = GuestArm {
+            measure: a.measure.clone(),
+            aged: a.aged_slab,
+            ..GuestArm::default()
+        };
+        if own != GuestArm::default() {
+            guest.arms.insert(a.name.clone(), own);
+        }
+    }
     let mut named = Vec::new();
     for (arm, text) in rules {
         let path = format!("/campaign/rules/{arm}.json");
-        guest.rules.insert(arm.clone(), path.clone());
+        guest.arms.entry(arm.clone()).or_default().rules = Some(path.clone());
         named.push((path, text.clone().into_bytes()));
     }
     named.push((PLAN_PATH.into(), serde_json::to_vec(&guest)?));

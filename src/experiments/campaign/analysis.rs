@@ -67,7 +67,6 @@ pub(crate) fn analyse(
         arms: plan.boot.arms.clone(),
         entries: Vec::new(),
         measure: plan.boot.measure.clone(),
-        arm_measure: plan.boot.arm_measure.clone(),
         placement: plan.boot.placement,
         seed: plan.boot.seed,
         order,

@@ -409,7 +409,7 @@ fn this_boot(st: &mut State, p: &Pending) -> BootRecord {
 /// Set up `arm`'s state on this boot and measure.
 fn measure_this_boot(st: &State, arm: &Arm) -> Outcome {
     let rules = (st.rules.get(&arm.name)).map(|t| (t.as_str(), arm.name.as_str()));
-    let measure = st.plan.boot.measure_of(&arm.name);
+    let measure = st.plan.boot.measure_of(arm);
     match crate::boot::measure_here(
         measure,
         rules,
@@ -513,9 +513,7 @@ mod unit {
             needs: Vec::new(),
             settle: None,
             rules_errors: crate::audit::rules_file::OnError::Continue,
-            aged_slab: Default::default(),
             placement: Default::default(),
-            arm_measure: Default::default(),
         };
         let plan = CampaignPlan {
             boot,
@@ -570,8 +568,7 @@ mod unit {
                 String::new()
             },
             rules: None,
-            initrd: None,
-            url: None,
+            ..Arm::default()
         };
         let boot = BootPlan {
             arms: (0..arms).map(arm).collect(),

@@ -143,10 +143,8 @@ pub(crate) struct Campaign {
     /// How each arm's kernel started (QEMU boots).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<ArmEntry>,
+    /// The command every arm is measured by but those with their own (`Arm::measure`).
     pub measure: Vec<String>,
-    /// Arms measured by their own command instead of `measure`.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub arm_measure: std::collections::BTreeMap<String, Vec<String>>,
     /// How often a boot placed its arm's audit rule entries (a record before this existed:
     /// once a boot).
     #[serde(default)]
