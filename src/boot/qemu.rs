@@ -51,7 +51,7 @@ pub enum KernelEntry {
 }
 
 /// The virtual machine every boot gets.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Machine {
     pub accel: Accel,
     pub cpus: u32,

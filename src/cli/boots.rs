@@ -10,24 +10,13 @@ use crate::boot::lava::BootMethod;
 use crate::boot::outcome::Failure;
 use crate::boot::qemu::{Accel, KernelEntry, Machine};
 use crate::core::cpus::CpuList;
-use crate::counters::emulated::{CacheModel, Count, Part};
-use crate::experiments::boots::{
-    Arm, Backend, BootPlan, BootRecord, LavaTarget, Needed, Outcome, Served,
-};
+use crate::counters::emulated::CacheModel;
+use crate::experiments::boots::ask::{BootAsk, Guest, MeasureCheck, Measured};
+use crate::experiments::boots::{Backend, BootRecord, LavaTarget, Needed, Outcome, Served};
 use anyhow::Context as _;
 use std::time::Duration;
 
-/// Where the boots happen.
-#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
-pub enum Via {
-    /// A QEMU virtual machine per boot.
-    Qemu,
-    /// This machine, rebooted into each arm by kexec (bare metal); needs --yes.
-    Kexec,
-    /// A LAVA lab: a job per boot on its qemu devices under tcg, or on its x86 boards
-    /// (--lava-boot ipxe); --lava-url and a token.
-    Lava,
-}
+pub(super) use crate::experiments::boots::ask::Via;
 
 /// What every boot of a campaign or a bisection measures, and how its result is compared,
 /// shown and kept.
@@ -50,7 +39,7 @@ pub struct BootsOpts {
     pub seed: Option<u64>,
     /// Timed changes smaller than this percentage are never called a change (a campaign's
     /// arms, a bisection's ends).
-    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    #[arg(long, default_value_t = crate::experiments::boots::ask::NOISE_THRESHOLD_PCT, value_name = "PCT")]
     pub noise_threshold: f64,
     /// Emulated counts closer than this percentage are equal. Two arms' counts differ when
     /// every boot of one is apart from every boot of the other by more than this and than
@@ -82,53 +71,9 @@ pub struct BootsOpts {
 }
 
 impl BootsOpts {
-    /// The figure compared or bisected: as given, else the exact instruction count when the
-    /// boots count with the plugin, else time.
-    pub(super) fn metric(&self) -> String {
-        match (&self.metric, self.guest.emulated()) {
-            (Some(m), _) => m.clone(),
-            (None, true) => Count::Instructions.part_name(Part::All),
-            (None, false) => "time".to_string(),
-        }
-    }
-
-    /// A --metric no run's result can hold is refused before any boot (a `run` measures in
-    /// every boot; a sweep's or a probe's figures are named by what they fit).
-    fn check_metric(&self) -> Result<()> {
-        match (&self.metric, self.measure.first().map(String::as_str)) {
-            (Some(m), Some("run")) if !crate::results::metrics::run_could_have(m) => {
-                anyhow::bail!(
-                    "--metric {}: no boot's result can have it: a run's figures are time, its \
-                     events (task-clock, instructions:k, ...), with --emulated-counters \
-                     `instructions (emulated)` and its parts, and ratios such as CPUs-utilized",
-                    crate::core::printable(m)
-                )
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// The comparison's options at `alpha`, seeded by `seed`, of the figure compared.
-    pub(super) fn options(&self, alpha: f64, seed: u64) -> compare::Options {
-        compare::Options {
-            exact_floor_pct: self.exact_resolution,
-            primary: self.metric(),
-            ..crate::experiments::campaign::compare_options(alpha, self.noise_threshold, seed)
-        }
-    }
-
-    /// What every boot of `arms` shares, booted `via` QEMU or kexec, after refusing what the
-    /// boots could not do: counting without TCG, counting a command that times no batches,
-    /// counting on more than one vCPU, and a measuring command that would fail in every boot.
-    /// `owner`: the command, `campaign` or `bisect`, as its errors name it.
-    pub(super) fn plan(
-        &self,
-        owner: &str,
-        via: Via,
-        arms: Vec<Arm>,
-        seed: u64,
-    ) -> Result<BootPlan> {
-        let (guest, measure) = (&self.guest, &self.measure);
+    /// What every boot is asked for, booted `via` QEMU, kexec or a lab: the flags as typed
+    /// values (the plan is made from them below the command line).
+    pub(super) fn ask(&self, via: Via) -> Result<BootAsk> {
         let l = &self.lava;
         if via != Via::Lava
             && (l.lava_url.is_some()
@@ -141,32 +86,21 @@ impl BootsOpts {
                  LAVA lab: give --via lava too"
             );
         }
-        guest.check(via, measure)?;
-        if via == Via::Lava && self.lava.lava_boot == BootMethod::Ipxe {
-            guest.check_board()?;
-        }
-        let vcpus = (via != Via::Kexec).then(|| guest.guest_cpus(via));
-        let (needs, rules) = check_measure(owner, measure, vcpus)?;
-        self.check_metric()?;
-        let backend = match via {
-            Via::Qemu => Backend::Qemu(guest.machine(via)),
-            Via::Kexec => Backend::Kexec,
-            Via::Lava => Backend::Lava(Box::new(self.lava.target(guest.machine(via))?)),
+        let guest = self.guest.guest();
+        let lava = match via {
+            Via::Lava => Some(Box::new(self.lava.target(guest.machine(via))?)),
+            _ => None,
         };
-        Ok(BootPlan {
-            arms,
-            seed,
-            measure: measure.to_vec(),
-            backend,
-            retries: guest.retries,
-            guest_files: guest_files(&guest.guest_files, rules)?,
-            needs,
-            settle: guest
-                .settle
-                .or(guest.emulated().then_some(Duration::from_secs(30)))
-                .filter(|d| !d.is_zero()),
+        Ok(BootAsk {
+            via,
+            guest,
+            lava,
+            measure: self.measure.clone(),
             rules_errors: self.audit_rules_errors,
-            placement: Default::default(),
+            metric: self.metric.clone(),
+            seed: self.seed,
+            noise_threshold: self.noise_threshold,
+            exact_resolution: self.exact_resolution,
         })
     }
 }
@@ -248,14 +182,14 @@ pub struct GuestOpts {
     #[arg(long, value_name = "DURATION", value_parser = parse_settle)]
     pub settle: Option<Duration>,
     /// Memory of each guest, MiB.
-    #[arg(long, default_value_t = 1024, value_name = "MIB", value_parser = clap::value_parser!(u32).range(128..=65536))]
+    #[arg(long, default_value_t = crate::experiments::boots::ask::GUEST_MEMORY_MIB, value_name = "MIB", value_parser = clap::value_parser!(u32).range(128..=65536))]
     pub guest_memory: u32,
     /// A boot not powered off after this long is stopped and recorded as failed [default:
     /// 60s under kvm, 180s under tcg].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub boot_timeout: Option<Duration>,
     /// Tries after a failed boot, per boot.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
+    #[arg(long, default_value_t = crate::experiments::boots::ask::RETRIES, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
     pub retries: u32,
     /// A host file the measurement needs inside the guest, at the same path (repeatable).
     #[arg(long = "guest-file", value_name = "PATH")]
@@ -271,114 +205,23 @@ pub struct GuestOpts {
 }
 
 impl GuestOpts {
-    /// Whether the boots count with syscost's QEMU plugin.
-    pub(super) fn emulated(&self) -> bool {
-        self.emulated_counters || self.cache_model.is_some() || self.emulated_profile
-    }
-
-    /// How the guest's CPU runs: a LAVA job's always under tcg; else as given, or tcg when
-    /// the boots count what QEMU emulates.
-    fn accel(&self, via: Via) -> Accel {
-        let counted = self.emulated() || self.icount.is_some();
-        match (via, self.accel) {
-            (Via::Lava, _) => Accel::Tcg,
-            (_, Some(a)) => a,
-            (_, None) if counted => Accel::Tcg,
-            (_, None) => Accel::Kvm,
-        }
-    }
-
-    /// The guest's vCPUs: as given, else one per host CPU to pin to, else by accelerator.
-    fn guest_cpus(&self, via: Via) -> u32 {
-        match (self.guest_cpus, &self.host_cpus, self.accel(via)) {
-            (Some(n), _, _) => n,
-            (None, Some(list), _) => list.len() as u32,
-            (None, None, Accel::Tcg) => 1,
-            (None, None, Accel::Kvm) => 2,
-        }
-    }
-
-    fn check(&self, via: Via, measure: &[String]) -> Result<()> {
-        let tcg = via != Via::Kexec && self.accel(via) == Accel::Tcg;
-        if self.guest_disk.is_some() && via != Via::Qemu {
-            anyhow::bail!(
-                "--guest-disk gives a disk to the guests this machine's QEMU boots (--via \
-                 qemu): a LAVA device or a kexec'd machine has its own disks"
-            );
-        }
-        if via == Via::Lava && self.host_cpus.is_some() {
-            anyhow::bail!(
-                "--host-cpus pins this machine's QEMU: a LAVA job's QEMU runs on its worker"
-            );
-        }
-        if self.icount.is_some() && !tcg {
-            anyhow::bail!(
-                "--icount needs --accel tcg: it is QEMU's emulator that counts the instructions \
-                 the guest's clock follows"
-            );
-        }
-        if self.emulated() && !tcg {
-            anyhow::bail!(
-                "--emulated-counters needs --accel tcg: QEMU's plugins see only the \
-                 instructions it emulates (not under kvm, nor on bare metal)"
-            );
-        }
-        let first: Vec<&str> = measure.iter().take(2).map(String::as_str).collect();
-        let counted = matches!(
-            first[..],
-            ["run", ..] | ["audit", "sweep" | "residue"] | ["probe", ..]
-        );
-        if self.emulated() && !counted {
-            anyhow::bail!(
-                "--emulated-counters counts the timed batches of `run` and `audit sweep` and the \
-                 runs of `probe`; {} is measured without them: measure with -- run, -- audit \
-                 sweep or -- probe",
-                measure.join(" ")
-            );
-        }
-        if self.emulated() && self.guest_cpus(via) > 1 {
-            // The plugin's counts are the machine's (QEMU 7.2's plugin API has no per-vCPU
-            // inline counters): another vCPU's instructions would land in every window.
-            anyhow::bail!(
-                "--emulated-counters counts on one vCPU: with {} (--guest-cpus or --host-cpus), \
-                 the other vCPUs' instructions would land in the measured windows; give \
-                 --guest-cpus 1 (the default under tcg) and at most one --host-cpus CPU",
-                self.guest_cpus(via)
-            );
-        }
-        Ok(())
-    }
-
-    /// A board runs no emulator: nothing counts instructions, nor runs its clock on them.
-    fn check_board(&self) -> Result<()> {
-        if self.emulated() || self.icount.is_some() {
-            anyhow::bail!(
-                "--lava-boot ipxe boots a board, which runs no emulator: exact counts \
-                 (--emulated-counters, --cache-model, --emulated-profile) and --icount need \
-                 LAVA's qemu devices (--lava-boot qemu); a board gives time and its own \
-                 hardware counters"
-            );
-        }
-        Ok(())
-    }
-
-    fn machine(&self, via: Via) -> Machine {
-        let timeout = self.boot_timeout.unwrap_or(match self.accel(via) {
-            Accel::Kvm => Duration::from_secs(60),
-            Accel::Tcg => Duration::from_secs(180),
-        });
-        Machine {
-            accel: self.accel(via),
-            cpus: self.guest_cpus(via),
-            memory_mib: self.guest_memory,
-            timeout,
+    /// The guest as asked for: what is not given is decided with the plan.
+    pub(super) fn guest(&self) -> Guest {
+        Guest {
+            accel: self.accel,
+            cpus: self.guest_cpus,
             host_cpus: self.host_cpus.clone(),
             entry: self.entry,
-            emulated_counters: self.emulated(),
+            emulated_counters: self.emulated_counters,
             cache_model: self.cache_model.clone(),
             emulated_profile: self.emulated_profile,
             icount: self.icount,
-            guest_disk: self.guest_disk,
+            settle: self.settle,
+            memory_mib: self.guest_memory,
+            boot_timeout: self.boot_timeout,
+            retries: self.retries,
+            files: self.guest_files.clone(),
+            disk: self.guest_disk,
         }
     }
 }
@@ -567,51 +410,15 @@ pub(super) fn record_tagged(
     super::history::record(result, &keep);
 }
 
-/// What the guest is given beside --guest-file: a rules file the measuring command reads
-/// (its `--audit-rules`), and libaudit, which reads it, with its libraries.
-impl BootsOpts {
-    /// Arms' own commands, (arm, command) (`--arm-command`): each split as a shell would,
-    /// checked as the common one is, and set as its arm's in `plan` with what it needs in the
-    /// guest.
-    pub(super) fn arm_commands(
-        &self,
-        owner: &str,
-        via: Via,
-        given: &[(&str, &str)],
-        plan: &mut BootPlan,
-    ) -> Result<()> {
-        let vcpus = (via != Via::Kexec).then(|| self.guest.guest_cpus(via));
-        for &(name, command) in given {
-            if !plan.arms.iter().any(|a| a.name == name) {
-                anyhow::bail!("--arm-command {name}=...: no --arm is named {name}");
-            }
-            let words = shlex::split(command).filter(|w| !w.is_empty()).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "--arm-command {name}: cannot split {command:?} into words as a shell would \
-                     (an unclosed quote?)"
-                )
-            })?;
-            self.guest.check(via, &words)?;
-            let (needs, rules) = check_measure(owner, &words, vcpus)?;
-            plan.needs.extend(needs);
-            plan.guest_files.extend(guest_files(&[], rules)?);
-            if let Some(a) = plan.arms.iter_mut().find(|a| a.name == name) {
-                a.measure = Some(words);
-            }
-        }
-        plan.guest_files.sort();
-        plan.guest_files.dedup();
-        Ok(())
-    }
-}
+/// The check of measuring commands by the guest's own parser, for `owner` (`campaign`,
+/// `bisect`), as its errors name it.
+pub(crate) struct Checker(pub &'static str);
 
-fn guest_files(given: &[PathBuf], rules: Option<PathBuf>) -> Result<Vec<PathBuf>> {
-    let mut files = given.to_vec();
-    if let Some(r) = rules {
-        files.push(r);
-        files.push(crate::audit::libaudit::library_path()?);
+impl MeasureCheck for Checker {
+    fn check(&self, words: &[String], guest_cpus: Option<u32>) -> Result<Measured> {
+        let (needs, rules) = check_measure(self.0, words, guest_cpus)?;
+        Ok(Measured { needs, rules })
     }
-    Ok(files)
 }
 
 /// Refuse, before any boot, a measuring command the guest could not run: it is parsed here by
@@ -739,46 +546,5 @@ fn parse_settle(s: &str) -> Result<Duration, String> {
     match s.trim() {
         "0" | "0s" => Ok(Duration::ZERO),
         _ => parse_duration(s),
-    }
-}
-
-#[cfg(test)]
-mod unit {
-    use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-
-    fn guest(words: &str) -> GuestOpts {
-        let line = format!("syscost campaign --arm a=x {words} -- run syscall");
-        let Command::Campaign(c) = Cli::try_parse_from(line.split_whitespace())
-            .unwrap()
-            .command
-        else {
-            panic!("{line}")
-        };
-        c.shared.guest
-    }
-
-    /// Counting what QEMU emulates implies its emulator; an --accel given stands (and kvm with
-    /// emulated counters is refused by check).
-    #[test]
-    fn emulated_counts_boot_under_tcg_unless_told_otherwise() {
-        assert_eq!(guest("").accel(Via::Qemu), Accel::Kvm);
-        assert_eq!(guest("--emulated-counters").accel(Via::Qemu), Accel::Tcg);
-        assert_eq!(
-            guest("--cache-model skylake-x").accel(Via::Qemu),
-            Accel::Tcg
-        );
-        assert_eq!(guest("--icount 0").accel(Via::Qemu), Accel::Tcg);
-        let kvm = guest("--accel kvm --emulated-counters");
-        assert_eq!(kvm.accel(Via::Qemu), Accel::Kvm);
-        let said = kvm
-            .check(Via::Qemu, &["run".into()])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            said.contains("--emulated-counters needs --accel tcg"),
-            "{said}"
-        );
     }
 }

@@ -2,14 +2,14 @@
 //! record every boot's result in the history, and say whether it was complete.
 
 use super::args::HistoryOpts;
-use super::boots::{BootsOpts, Via, boot_line, check_alpha, lava_lab};
+use super::boots::{BootsOpts, Checker, Via, boot_line, check_alpha, lava_lab};
 use super::kept_run::{Made, Shown, drop_run, made, record_boot, standing};
 use super::*;
 use crate::core::input::Opt;
-use crate::counters::emulated::is_emulated;
 use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
 use crate::experiments::boots::kept::{self, RunKind};
 use crate::experiments::boots::{Arm, BootRecord, PlaceEach};
+use crate::experiments::campaign::ask::{ALPHA, CampaignAsk};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::saved::{self, Saved};
 use crate::experiments::campaign::{self, CampaignPlan};
@@ -46,9 +46,6 @@ pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
   --accel tcg emulates the CPU (no KVM here): figures then follow the instructions executed,
   not the hardware, and say so. Exit status 4 when some boot failed (the campaign is
   incomplete).";
-
-/// The boots of a campaign of one arm unless --boots: its figures over three boots.
-const ONE_ARM_BOOTS: u32 = 3;
 
 /// The exit status of a campaign that is missing boots.
 pub(super) const INCOMPLETE_STATUS: i32 = 4;
@@ -209,7 +206,7 @@ pub struct CampaignArgs {
     #[command(flatten)]
     pub shared: BootsOpts,
     /// Significance level.
-    #[arg(long, default_value_t = 0.05, value_name = "P")]
+    #[arg(long, default_value_t = ALPHA, value_name = "P")]
     pub alpha: f64,
     #[command(flatten)]
     pub kept: KeptDir,
@@ -244,60 +241,20 @@ impl CampaignArgs {
 
     fn plan(&self, seed: u64) -> Result<CampaignPlan> {
         check_alpha(self.alpha)?;
-        let arms = self.arm_specs()?;
-        let rounds = self.boots(arms.len())?;
-        let options = self.shared.options(self.alpha, seed);
-        let mut boot = self.shared.plan("campaign", self.via, arms, seed)?;
-        boot.placement = self
-            .placement
-            .unwrap_or_else(|| PlaceEach::default_for(&boot));
-        let commands = self
-            .arm_commands
-            .iter()
-            .map(|c| name_value("--arm-command", c))
-            .collect::<Result<Vec<_>>>()?;
-        self.shared
-            .arm_commands("campaign", self.via, &commands, &mut boot)?;
-        Ok(CampaignPlan {
-            boot,
-            rounds,
-            options,
-            steps: self.steps,
-        })
+        self.ask()?.plan(seed, &Checker("campaign"))
     }
 
-    /// The rounds: as given, else the fewest that decide; fewer than decide are refused unless
-    /// --no-verdict. Emulated counts decide with 2 boots per arm (the range rule of exact
-    /// counts), timed figures with the paired test's rounds.
-    fn boots(&self, arms: usize) -> Result<u32> {
-        let comparisons = arms.max(2) - 1;
-        let need = crate::stats::paired::pairs_to_decide(self.alpha, comparisons);
-        let exact = is_emulated(&self.shared.metric());
-        let default = match (arms, exact) {
-            (_, true) => campaign::MIN_EXACT_BOOTS as u32,
-            // One arm is measured, not compared: its boots give the figures' spread.
-            (1, false) => ONE_ARM_BOOTS,
-            (_, false) => need as u32,
-        };
-        let boots = self.boots.unwrap_or(default);
-        if self.no_verdict || arms == 1 {
-            return Ok(boots);
-        }
-        if exact {
-            if (boots as usize) < campaign::MIN_EXACT_BOOTS {
-                anyhow::bail!(
-                    "--boots {boots}: emulated counts need {} boots per arm, for their \
-                     boot-to-boot range, before they can be called different; use --boots {} (or \
-                     add --no-verdict for figures alone)",
-                    campaign::MIN_EXACT_BOOTS,
-                    campaign::MIN_EXACT_BOOTS
-                );
-            }
-            return Ok(boots);
-        }
-        crate::experiments::ab::decidable(Opt::Boots, boots as usize, comparisons, self.alpha)
-            .map_err(|e| anyhow::anyhow!("{e} (or add --no-verdict for figures alone)"))?;
-        Ok(boots)
+    /// The campaign asked for, the flags as typed values.
+    pub(super) fn ask(&self) -> Result<CampaignAsk> {
+        Ok(CampaignAsk {
+            arms: self.arm_specs()?,
+            boots: self.shared.ask(self.via)?,
+            rounds: self.boots,
+            no_verdict: self.no_verdict,
+            steps: self.steps,
+            alpha: self.alpha,
+            placement: self.placement,
+        })
     }
 
     /// The arms, with their command-line additions and rules files by name.
@@ -348,6 +305,16 @@ impl CampaignArgs {
             let (name, file) = name_value("--audit-rules", r)?;
             arm_named(&mut arms, "--audit-rules", name)?.rules = Some(file.into());
         }
+        for c in &self.arm_commands {
+            let (name, command) = name_value("--arm-command", c)?;
+            let words = shlex::split(command).filter(|w| !w.is_empty()).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--arm-command {name}: cannot split {command:?} into words as a shell would \
+                     (an unclosed quote?)"
+                )
+            })?;
+            arm_named(&mut arms, "--arm-command", name)?.measure = Some(words);
+        }
         for a in &self.aged_slab {
             let (name, objects) = name_value("--aged-slab", a)?;
             let n = objects.parse().map_err(|_| {
@@ -397,20 +364,14 @@ impl CampaignArgs {
     }
 }
 
-/// Run the QEMU campaign `command` (campaign's own words, as a user would type them after
-/// `syscost`) to its end, for a command that builds on one (`reproduce`): checked as the
-/// command line is, its boots neither kept for a resume nor recorded in the history.
-pub(super) fn run_for(
-    command: &[String],
+/// Run the QEMU campaign `plan` to its end, for a command that builds on one (`reproduce`):
+/// checked as a campaign's is, its boots neither kept for a resume nor recorded in the history.
+pub(super) fn run_plan(
+    plan: &CampaignPlan,
     progress: &mut dyn FnMut(&BootRecord),
 ) -> Result<campaign::Campaign> {
-    let words = std::iter::once("syscost").chain(command.iter().map(String::as_str));
-    let Command::Campaign(args) = Cli::try_parse_from(words)?.command else {
-        anyhow::bail!("not a campaign: {command:?}");
-    };
-    let plan = args.plan(args.shared.seed.unwrap_or_else(crate::core::now_unix))?;
     let rules = checks::check(&plan.boot).map_err(with_flag)?;
-    let mut c = campaign::run(&plan, &rules, &[], None, progress)?;
+    let mut c = campaign::run(plan, &rules, &[], None, progress)?;
     c.id = format!("{}-{}", crate::core::now_unix(), plan.boot.seed);
     Ok(c)
 }

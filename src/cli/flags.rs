@@ -83,6 +83,17 @@ pub(crate) fn flag(o: Opt) -> &'static str {
         Opt::Steps => "--steps",
         Opt::Build => "--build",
         Opt::Placement => "--placement",
+        Opt::Icount => "--icount",
+        Opt::GuestDisk => "--guest-disk",
+        Opt::LavaBoot => "--lava-boot",
+        Opt::EmulatedProfile => "--emulated-profile",
+        Opt::Metric => "--metric",
+        Opt::NoVerdict => "--no-verdict",
+        Opt::Alpha => "--alpha",
+        Opt::Dir => "--dir",
+        Opt::NoResidueStep => "--no-residue-step",
+        Opt::Insn => "--insn",
+        Opt::Threads => "--threads",
     }
 }
 

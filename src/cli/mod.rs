@@ -28,6 +28,7 @@ mod kept_run;
 mod progress;
 mod reading;
 mod reproduce;
+mod rerun;
 mod run;
 
 use ab::*;

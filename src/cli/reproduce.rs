@@ -1,14 +1,12 @@
 //! `syscost reproduce`: parse, run the investigation's campaign, show its tables beside the
 //! paper's, and write them (JSON and a report page) to -o DIR.
 
-use super::boots::boot_line;
+use super::boots::{Checker, boot_line};
 use super::campaign::name_value;
 use super::*;
-use crate::experiments::reproduce::Measure;
-use crate::experiments::reproduce::{self, ArmSpec, Investigation};
+use crate::experiments::reproduce::{self, Investigation};
 use crate::kbuild;
 use anyhow::Context as _;
-use std::path::Path;
 
 pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
   syscost reproduce --list
@@ -143,10 +141,19 @@ impl ReproduceArgs {
         for (file, text) in inv.rules {
             crate::core::write_atomic(&rules_dir.join(file), text.as_bytes())?;
         }
-        let command = self.campaign_command(inv, &kernels, &rules_dir);
+        let settings = reproduce::campaign::Settings {
+            boots: self.boots,
+            runs: self.runs,
+            samples: self.samples,
+            sample_time: self.sample_time.clone(),
+            seed: self.seed,
+        };
+        let ask = (inv.campaign(&kernels, &rules_dir, &settings)).map_err(anyhow::Error::msg)?;
+        let plan = ask.plan(ask.boots.seed(), &Checker("campaign"))?;
+        let command = super::rerun::campaign(&ask);
         eprintln!("syscost: reproducing {}: {}", paper.title, shown(&command));
         let started = std::time::Instant::now();
-        let c = campaign::run_for(&command, &mut |b| eprintln!("syscost: {}", boot_line(b)))?;
+        let c = campaign::run_plan(&plan, &mut |b| eprintln!("syscost: {}", boot_line(b)))?;
         let l1d = inv.l1d().map_err(anyhow::Error::msg)?;
         let seconds = started.elapsed().as_secs_f64();
         let r = reproduce::compare(&paper, inv.series, c, l1d, command, seconds);
@@ -156,97 +163,6 @@ impl ReproduceArgs {
         } else {
             out(r.text(self.format))
         }
-    }
-
-    /// The campaign that repeats `inv`: its arms on `kernels`, its rules from `rules_dir`.
-    fn campaign_command(
-        &self,
-        inv: &Investigation,
-        kernels: &[(&ArmSpec, PathBuf)],
-        rules: &Path,
-    ) -> Vec<String> {
-        let mut c: Vec<String> = ["campaign", "--accel", "tcg"].map(String::from).to_vec();
-        if inv.counts {
-            c.extend(["--cache-model".into(), inv.cache_model.into()]);
-        }
-        if let Some(n) = inv.guest_cpus {
-            c.extend(["--guest-cpus".into(), n.to_string()]);
-        }
-        if let Some(n) = inv.retries {
-            c.extend(["--retries".into(), n.to_string()]);
-        }
-        if let Some(fs) = inv
-            .guest_disk
-            .and_then(|d| clap::ValueEnum::to_possible_value(&d))
-        {
-            c.extend(["--guest-disk".into(), fs.get_name().into()]);
-        }
-        let boots = self.boots.unwrap_or(inv.boots);
-        c.extend(["--boots".into(), boots.to_string()]);
-        // Timed arms need more rounds to be told apart than a reproduction boots: its
-        // cells compare with the paper, not the arms with each other.
-        if boots < 2 || !inv.counts {
-            c.push("--no-verdict".into());
-        }
-        if inv.profile {
-            c.push("--emulated-profile".into());
-        }
-        // A rule walk's sweep measures three steps under the cache model: about a minute of a
-        // boot here, three on a loaded machine.
-        if kernels
-            .iter()
-            .any(|(a, _)| a.measure == Some(Measure::RuleWalk))
-        {
-            c.extend(["--boot-timeout".into(), "10min".into()]);
-        }
-        if let Some(s) = self.seed {
-            c.extend(["--seed".into(), s.to_string()]);
-        }
-        for (a, k) in kernels {
-            c.extend(["--arm".into(), format!("{}={}", a.name, k.display())]);
-            if !a.append.is_empty() {
-                c.extend(["--append".into(), format!("{}={}", a.name, a.append)]);
-            }
-            if let Some(r) = a.rules {
-                let file = rules.join(r);
-                c.extend([
-                    "--audit-rules".into(),
-                    format!("{}={}", a.name, file.display()),
-                ]);
-            }
-            if let Some(n) = a.aged {
-                c.extend(["--aged-slab".into(), format!("{}={n}", a.name)]);
-            }
-            if let Some(m) = a.measure {
-                let words = shlex::try_join(self.measuring(m, inv).iter().map(String::as_str));
-                let words = words.unwrap_or_default();
-                c.extend(["--arm-command".into(), format!("{}={words}", a.name)]);
-            }
-        }
-        c.push("--".into());
-        c.extend(self.measuring(inv.measure, inv));
-        c
-    }
-
-    /// A measuring command with this reproduction's runs, samples and sample time (a rule
-    /// walk's sweep: one run a step, its slope exact from one).
-    fn measuring(&self, m: Measure, inv: &Investigation) -> Vec<String> {
-        let mut c = measure_words(m);
-        let runs = match m {
-            Measure::RuleWalk => 1,
-            _ => self.runs.unwrap_or(inv.runs),
-        };
-        c.extend(["--runs".into(), runs.to_string()]);
-        if m == Measure::RuleWalk && self.sample_time.is_none() {
-            c.extend(["--ops".into(), reproduce::WALK_OPS.to_string()]);
-        }
-        if let Some(n) = self.samples {
-            c.extend(["--samples".into(), n.to_string()]);
-        }
-        if let Some(t) = &self.sample_time {
-            c.extend(["--sample-time".into(), t.clone()]);
-        }
-        c
     }
 
     fn write(&self, inv: &Investigation, r: &reproduce::Reproduction) -> Result<()> {
@@ -317,37 +233,4 @@ fn list() -> Result<()> {
         outln!("{:width$}needs: {}", "", i.needs);
     }
     Ok(())
-}
-
-/// The words of a reproduction's measuring command.
-fn measure_words(m: Measure) -> Vec<String> {
-    let value = |v: Option<clap::builder::PossibleValue>| {
-        v.map(|v| v.get_name().to_string()).unwrap_or_default()
-    };
-    let words: Vec<String> = match m {
-        Measure::Syscall => vec!["run".into(), "syscall".into()],
-        Measure::VfsMixIn(dir) => vec!["run".into(), "vfs-mix".into(), "--dir".into(), dir.into()],
-        Measure::Uprobe => vec!["run".into(), "uprobe".into()],
-        Measure::RuleWalk => vec![
-            "audit".into(),
-            "sweep".into(),
-            "--rules".into(),
-            reproduce::WALK_RULES.into(),
-            "--no-residue-step".into(),
-        ],
-        Measure::UprobeSweep { probe, insn } => {
-            use clap::ValueEnum;
-            vec![
-                "run".into(),
-                "uprobe".into(),
-                "--probe".into(),
-                value(probe.to_possible_value()),
-                "--insn".into(),
-                value(insn.to_possible_value()),
-                "--threads".into(),
-                "1-2".into(),
-            ]
-        }
-    };
-    words
 }

@@ -81,12 +81,23 @@ pub(crate) enum Opt {
     Steps,
     Build,
     Placement,
+    Icount,
+    GuestDisk,
+    LavaBoot,
+    EmulatedProfile,
+    Metric,
+    NoVerdict,
+    Alpha,
+    Dir,
+    NoResidueStep,
+    Insn,
+    Threads,
 }
 
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
     #[cfg(test)]
-    pub(crate) const ALL: [Opt; 73] = [
+    pub(crate) const ALL: [Opt; 84] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -160,6 +171,17 @@ impl Opt {
         Opt::Steps,
         Opt::Build,
         Opt::Placement,
+        Opt::Icount,
+        Opt::GuestDisk,
+        Opt::LavaBoot,
+        Opt::EmulatedProfile,
+        Opt::Metric,
+        Opt::NoVerdict,
+        Opt::Alpha,
+        Opt::Dir,
+        Opt::NoResidueStep,
+        Opt::Insn,
+        Opt::Threads,
     ];
 }
 

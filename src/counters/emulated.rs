@@ -326,6 +326,18 @@ impl CacheModel {
         }
     }
 
+    /// The model as [`CacheModel::parse`] reads it: its name, or its geometries.
+    pub(crate) fn spec(&self) -> String {
+        let g = |g: Geometry| format!("{}x{}x{}", g.sets, g.ways, g.line);
+        match self.name.as_str() {
+            "custom" => {
+                let l2 = self.l2.map(|l| format!(",{}", g(l))).unwrap_or_default();
+                format!("{},{}{l2}", g(self.l1d), g(self.l1i))
+            }
+            name => name.to_string(),
+        }
+    }
+
     /// The plugin's arguments, e.g. `l1d=64:8:64,l1i=64:8:64,l2=1024:16:64`.
     pub(crate) fn plugin_args(&self) -> String {
         let l2 = self.l2.map(|g| format!(",{}", g.arg("l2")));

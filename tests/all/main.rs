@@ -29,6 +29,7 @@ mod kcidb;
 mod lava;
 mod layers;
 mod lkml;
+mod plans;
 mod postgres;
 mod readme;
 mod replica_layout;
@@ -66,6 +67,7 @@ fn main() -> std::process::ExitCode {
         kcidb::tests(),
         layers::tests(),
         lkml::tests(),
+        plans::tests(),
         postgres::tests(),
         replica_layout::tests(),
         report::tests(),

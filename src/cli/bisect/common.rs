@@ -2,9 +2,8 @@
 //! a bisection's result is shown and its boots recorded: shared by the list mode and the git
 //! steps.
 
-use crate::cli::boots::{BootsOpts, Via, check_alpha};
+use crate::cli::boots::{BootsOpts, Checker, Via, check_alpha};
 use crate::cli::*;
-use crate::counters::emulated::is_emulated;
 use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
 use crate::experiments::boots::{Arm, BootRecord};
 
@@ -56,19 +55,13 @@ impl Common {
         check_alpha(self.error_bound).map_err(|_| {
             anyhow::anyhow!("--error-bound must be between 0 and 1 (exclusive), e.g. 0.05")
         })?;
-        let options = self.shared.options(self.error_bound, seed);
-        let boot = self.shared.plan("bisect", self.via.via(), builds, seed)?;
-        let metric = self.shared.metric();
-        Ok(BisectPlan {
-            boot,
-            options,
-            good,
-            bad,
-            exact: is_emulated(&metric),
-            metric,
-            max_rounds: self.step_rounds as usize,
-            id: format!("{}-{seed}", crate::core::now_unix()),
-        })
+        BisectPlan::new(
+            &self.shared.ask(self.via.via())?,
+            (builds, good, bad),
+            (self.error_bound, self.step_rounds as usize),
+            seed,
+            &Checker("bisect"),
+        )
     }
 }
 

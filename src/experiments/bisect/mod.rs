@@ -43,6 +43,32 @@ pub(crate) struct BisectPlan {
     pub id: String,
 }
 
+impl BisectPlan {
+    /// A bisection of `builds` between `good` and `bad` (indices into them), each boot as
+    /// `boots` asks, seeded by `seed`, naming a wrong build with at most `error_bound`'s
+    /// chance, a timed step taking at most `max_rounds` rounds.
+    pub(crate) fn new(
+        boots: &crate::experiments::boots::ask::BootAsk,
+        (builds, good, bad): (Vec<crate::experiments::boots::Arm>, usize, usize),
+        (error_bound, max_rounds): (f64, usize),
+        seed: u64,
+        measured: &dyn crate::experiments::boots::ask::MeasureCheck,
+    ) -> Result<BisectPlan> {
+        let boot = boots.plan(builds, seed, measured)?;
+        let metric = boots.metric();
+        Ok(BisectPlan {
+            boot,
+            options: boots.options(error_bound, seed),
+            good,
+            bad,
+            exact: crate::counters::emulated::is_emulated(&metric),
+            metric,
+            max_rounds,
+            id: format!("{}-{seed}", crate::core::now_unix()),
+        })
+    }
+}
+
 impl crate::experiments::boots::kept::Planned for BisectPlan {
     const KIND: crate::experiments::boots::kept::RunKind =
         crate::experiments::boots::kept::RunKind::Bisection;

@@ -7,6 +7,7 @@
 //! boot per process, over the same schedule). A campaign boots the schedule's rounds; a
 //! bisection boots the slots its search chooses.
 
+pub(crate) mod ask;
 pub(crate) mod checks;
 pub(crate) mod emulated;
 pub(crate) mod kept;

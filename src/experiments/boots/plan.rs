@@ -46,7 +46,7 @@ pub(crate) enum Backend {
 /// Where a LAVA campaign's boots run: a lab's devices of one type, booted as `boot` says
 /// (a QEMU there as `machine` says, TCG with syscost's plugin when it counts; or a board by
 /// iPXE), and how the lab gets the files.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LavaTarget {
     /// The server's URL, without any password (the token is never kept: it is read again
     /// from the environment or `token_file` when a campaign resumes).

@@ -6,6 +6,7 @@
 //! one after another by kexec ([`kexec`]).
 
 pub(crate) mod analysis;
+pub(crate) mod ask;
 pub(crate) mod kexec;
 pub(crate) mod placed;
 pub(crate) mod saved;

@@ -7,6 +7,7 @@
 
 pub(crate) mod agreement;
 pub(crate) mod builds;
+pub(crate) mod campaign;
 pub(crate) mod owners;
 pub(crate) mod paper;
 pub(crate) mod placement;
@@ -464,7 +465,7 @@ impl Investigation {
 
     /// The L1d of its cache model, as the placement tables count sets.
     pub(crate) fn l1d(&self) -> Result<crate::layout::Geometry, String> {
-        let g = crate::counters::emulated::CacheModel::parse(self.cache_model)?.l1d;
+        let g = self.cache_model()?.l1d;
         Ok(crate::layout::Geometry {
             sets: g.sets.into(),
             ways: g.ways.into(),
