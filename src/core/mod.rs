@@ -15,6 +15,7 @@ pub(crate) mod input;
 pub(crate) mod limits;
 pub(crate) mod num;
 pub(crate) mod perf;
+pub(crate) mod places;
 
 pub use cpus::CpuList;
 pub use envelope::{Envelope, Kind, SCHEMA, ToolInfo, VERSION, now_unix};

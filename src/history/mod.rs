@@ -108,20 +108,15 @@ impl Location {
                 .parse()
                 .map_err(|e| anyhow::anyhow!("SYSCOST_HISTORY: {e}"));
         }
-        let base = match std::env::var_os("XDG_DATA_HOME").filter(|p| !p.is_empty()) {
-            Some(d) => PathBuf::from(d),
-            None => match std::env::var_os("HOME") {
-                Some(h) => PathBuf::from(h).join(".local/share"),
-                None => {
-                    return Err(crate::refused!(
-                        "history: no HOME to keep it under: give ",
-                        Opt::History,
-                        " PATH"
-                    ));
-                }
-            },
+        use crate::core::places::{Kept, syscost_dir};
+        let Some(dir) = syscost_dir(Kept::Data) else {
+            return Err(crate::refused!(
+                "history: no HOME to keep it under: give ",
+                Opt::History,
+                " PATH"
+            ));
         };
-        Ok(Location::Sqlite(base.join("syscost/history.sqlite")))
+        Ok(Location::Sqlite(dir.join("history.sqlite")))
     }
 
     /// The location as given, password and all: only for a file only root reads (a kexec

@@ -91,11 +91,10 @@ pub(crate) fn cache_dir() -> Result<PathBuf> {
             .filter(|p| !p.is_empty())
             .map(PathBuf::from)
     };
-    let base = match (var("SYSCOST_CACHE"), var("XDG_CACHE_HOME"), var("HOME")) {
-        (Some(d), _, _) => d,
-        (None, Some(x), _) => x.join("syscost"),
-        (None, None, Some(h)) => h.join(".cache").join("syscost"),
-        _ => bail!("no cache directory for kernel builds: set SYSCOST_CACHE or HOME"),
+    use crate::core::places::{Kept, syscost_dir};
+    let base = match var("SYSCOST_CACHE").or_else(|| syscost_dir(Kept::Cache)) {
+        Some(d) => d,
+        None => bail!("no cache directory for kernel builds: set SYSCOST_CACHE or HOME"),
     };
     Ok(base.join("kernels"))
 }

@@ -204,19 +204,8 @@ pub(crate) fn forget(path: &Path) {
 /// Where syscost keeps the state of what it runs across processes (campaigns, bisections):
 /// `$XDG_STATE_HOME/syscost`, else `~/.local/state/syscost`; `opt` picks another place.
 pub(crate) fn state_home(opt: Opt) -> Result<PathBuf> {
-    let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => match std::env::var_os("HOME") {
-            Some(h) => PathBuf::from(h).join(".local/state"),
-            None => {
-                return Err(crate::refused!(
-                    "no HOME to keep the boots under: give ",
-                    opt
-                ));
-            }
-        },
-    };
-    Ok(base.join("syscost"))
+    crate::core::places::syscost_dir(crate::core::places::Kept::State)
+        .ok_or_else(|| crate::refused!("no HOME to keep the boots under: give ", opt))
 }
 
 /// Refuse, before any boot, a state directory the boots cannot be kept in; `opt` picks
