@@ -10,10 +10,9 @@ use crate::core::input::Opt;
 use crate::counters::emulated;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The QEMU binary and the Debian package that has it.
 pub(crate) const QEMU: &str = "qemu-system-x86_64";
@@ -246,49 +245,32 @@ fn command(m: &Machine, b: &Boot) -> Command {
     c.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; QEMU then dies with syscost, even by SIGKILL.
-    unsafe {
-        c.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
     c
 }
 
 /// Boot once and wait for the guest to power off, the timeout, or an interruption (then QEMU
 /// is killed and the interruption returned as the error). With host CPUs, the vCPUs are
 /// pinned before the guest runs its first instruction; a pinning that fails is the error.
+/// QEMU dies with syscost, even by SIGKILL ([`crate::signals::Guarded`]).
 pub fn boot(m: &Machine, b: &Boot) -> Result<Ended> {
+    use crate::signals::Guarded;
     let _ = std::fs::remove_file(b.dir.join("channel"));
     let _ = std::fs::remove_file(b.dir.join(QMP_SOCKET));
-    let mut child = command(m, b)
-        .spawn()
+    let mut qemu = Guarded::spawn(&mut command(m, b), false)
         .with_context(|| format!("cannot start {QEMU}"))?;
-    let _guard = crate::signals::ChildGuard::new(child.id());
-    let started = Instant::now();
     let mut pinned = match &m.host_cpus {
-        Some(list) => pin_and_start(b.dir, &mut child, list).inspect_err(|_| kill(&mut child))?,
+        Some(list) => pin_and_start(b.dir, qemu.child(), list)?,
         None => Vec::new(),
     };
-    let status = loop {
-        if let Err(i) = crate::signals::check() {
-            kill(&mut child);
-            return Err(i.into());
-        }
-        if let Some(s) = child.try_wait()? {
-            break Some(s);
-        }
-        if started.elapsed() > m.timeout {
-            kill(&mut child);
-            break None;
-        }
-        look_where_they_run(child.id(), &mut pinned);
-        std::thread::sleep(Duration::from_millis(50));
+    let waited = qemu.wait(Duration::from_millis(50), Some(m.timeout), &mut |c| {
+        look_where_they_run(c.id(), &mut pinned)
+    })?;
+    let status = match waited {
+        Ok(s) => Some(s),
+        Err(crate::signals::Stopped::TimedOut) => None,
+        Err(crate::signals::Stopped::Interrupted(i)) => return Err(i.into()),
     };
-    Ok(ended(m, b, status, &mut child, pinned))
+    Ok(ended(m, b, status, qemu.child(), pinned))
 }
 
 /// How the boot ended, from what the guest sent and how QEMU ended.
@@ -414,11 +396,6 @@ fn no_result_reason(
             ),
         ),
     }
-}
-
-fn kill(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 fn stderr_of(child: &mut Child) -> String {

@@ -14,14 +14,32 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The cache's lock, held for a whole build: one build at a time per cache.
+/// The cache's lock, held for a whole build: one build at a time per cache. The processes of
+/// syscost's own builds ([`run`]) hold it too (the descriptor is theirs as well), so a build
+/// whose syscost was killed (make dies with it, but its compilers finish the file they are
+/// on, seconds) keeps the next build waiting until its last process has ended, before that
+/// one removes the work tree they write in.
 pub(super) struct Lock {
-    _held: std::fs::File,
+    held: std::fs::File,
 }
+
+/// The lock's descriptor while held, for [`run`]'s children to keep (-1: none).
+static LOCK_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
 
 impl Lock {
     /// Taken, waiting for another syscost's build to end (an interruption stops the wait).
     pub(super) fn take(root: &Path) -> Result<Lock> {
+        loop {
+            if let Some(l) = Lock::try_take(root)? {
+                return Ok(l);
+            }
+            crate::signals::check()?;
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Taken, or `None` while another build (or a process of one) holds it.
+    pub(super) fn try_take(root: &Path) -> Result<Option<Lock>> {
         use std::os::fd::AsRawFd;
         let path = root.join(".lock");
         let f = std::fs::OpenOptions::new()
@@ -30,14 +48,25 @@ impl Lock {
             .write(true)
             .open(&path)
             .with_context(|| format!("cannot open {}", path.display()))?;
-        loop {
-            // SAFETY: flock(2) on a descriptor this function owns.
-            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-                return Ok(Lock { _held: f });
-            }
-            crate::signals::check()?;
-            std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: flock(2) on a descriptor this function owns.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Ok(None);
         }
+        LOCK_FD.store(f.as_raw_fd(), std::sync::atomic::Ordering::SeqCst);
+        Ok(Some(Lock { held: f }))
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        let fd = self.held.as_raw_fd();
+        let _ = LOCK_FD.compare_exchange(
+            fd,
+            -1,
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+        );
     }
 }
 
@@ -115,7 +144,9 @@ pub(super) fn compile(
     let made = steps(recipe, &tree, pristine, base_tree, &log);
     let kept = made.and_then(|_| {
         let image = tree.join("linux/out/arch/x86/boot/bzImage");
-        keep(root, key, recipe, &image, started.elapsed().as_secs_f64())
+        let changes = recipe.changes.iter().map(|c| c.name.to_string()).collect();
+        let what = (recipe.name.as_str(), changes);
+        keep(root, key, what, &image, started.elapsed().as_secs_f64())
     });
     // A base's tree is kept, whole, for the builds with changes; every other tree goes.
     match &kept {
@@ -211,25 +242,32 @@ fn apply(linux: &Path, c: &super::Change, log: &Path, step: &str) -> Result<()> 
     r
 }
 
-/// Keep the bzImage, its vmlinux and what it is (`KEY/bzImage`, `KEY/vmlinux`,
-/// `KEY/build.json`), atomically.
-fn keep(root: &Path, key: &str, recipe: &Recipe, image: &Path, seconds: f64) -> Result<Built> {
+/// Keep the bzImage, its vmlinux (beside `image`, or four levels above it, where Kbuild's
+/// object tree has it) and what it is, a name and the changes it holds (`KEY/bzImage`,
+/// `KEY/vmlinux`, `KEY/build.json`), atomically.
+pub(super) fn keep(
+    root: &Path,
+    key: &str,
+    (name, changes): (&str, Vec<String>),
+    image: &Path,
+    seconds: f64,
+) -> Result<Built> {
     let tmp = root.join(format!("{key}.tmp"));
     let dir = root.join(key);
     std::fs::create_dir_all(&tmp)?;
     std::fs::copy(image, tmp.join("bzImage"))
         .with_context(|| format!("cannot keep {}", image.display()))?;
     // The ELF with its symbols, for objdump and the size of each section (22 MB here).
-    let vmlinux = image.ancestors().nth(4).map(|out| out.join("vmlinux"));
-    if let Some(v) = vmlinux.filter(|v| v.is_file()) {
+    let vmlinux = (image.ancestors().nth(4).map(|out| out.join("vmlinux"))).filter(|v| v.is_file());
+    if let Some(v) = vmlinux {
         std::fs::copy(&v, tmp.join("vmlinux"))
             .with_context(|| format!("cannot keep {}", v.display()))?;
     }
     let mut b = Built {
-        name: recipe.name.clone(),
+        name: name.to_string(),
         image: dir.join("bzImage"),
         key: key.to_string(),
-        changes: recipe.changes.iter().map(|c| c.name.to_string()).collect(),
+        changes,
         seconds,
     };
     std::fs::write(tmp.join("build.json"), serde_json::to_vec_pretty(&b)?)?;
@@ -240,10 +278,9 @@ fn keep(root: &Path, key: &str, recipe: &Recipe, image: &Path, seconds: f64) -> 
 }
 
 /// Run `c` with its output appended to `log`, in a process group of its own that dies with
-/// syscost (its compilers finish the file they compile, seconds) and is killed on an
-/// interruption; a failure names `step` and the log's last lines.
+/// syscost and is killed whole on an interruption (see [`crate::signals::Guarded`]); a failure
+/// names `step` and the log's last lines.
 fn run(mut c: Command, log: &Path, step: &str) -> Result<()> {
-    use std::os::unix::process::CommandExt;
     if let Some(d) = log.parent() {
         std::fs::create_dir_all(d)?;
     }
@@ -253,31 +290,23 @@ fn run(mut c: Command, log: &Path, step: &str) -> Result<()> {
         .open(log)
         .with_context(|| format!("cannot write {}", log.display()))?;
     c.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
-    // SAFETY: setpgid and prctl are async-signal-safe.
+    let lock = LOCK_FD.load(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: fcntl(2) is async-signal-safe; the descriptor is the held lock's, which this
+    // child keeps open across its exec (and so do the processes it starts).
     unsafe {
-        c.pre_exec(|| {
-            libc::setpgid(0, 0);
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        use std::os::unix::process::CommandExt;
+        c.pre_exec(move || {
+            if lock >= 0 {
+                libc::fcntl(lock, libc::F_SETFD, 0);
+            }
             Ok(())
         });
     }
     let program = c.get_program().to_string_lossy().into_owned();
-    let mut child = c
-        .spawn()
+    let mut child = crate::signals::Guarded::spawn(&mut c, true)
         .with_context(|| format!("{step}: cannot start {program}"))?;
-    let _guard = crate::signals::ChildGuard::new(child.id());
-    let status = loop {
-        if let Err(i) = crate::signals::check() {
-            // SAFETY: kill(2) of the process group this function started.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            return Err(i.into());
-        }
-        if let Some(s) = child.try_wait()? {
-            break s;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = (child.wait(Duration::from_millis(100), None, &mut |_| {})?)
+        .map_err(|s| s.into_error(|| anyhow::anyhow!("{step}: stopped")))?;
     if !status.success() {
         bail!(
             "{step} failed ({status}); its log is {}, ending:\n{}",
@@ -292,4 +321,36 @@ fn tail(log: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    /// A process a build started keeps the cache locked after the build's syscost let go of
+    /// the lock (as a killed one does), until that process ends.
+    #[test]
+    fn a_build_s_last_process_holds_the_lock_until_it_ends() {
+        let root = tempfile::tempdir().unwrap();
+        let log = root.path().join("log");
+        let lock = Lock::take(root.path()).unwrap();
+        let mut sh = Command::new("sh");
+        sh.arg("-c").arg("sleep 1 >/dev/null 2>&1 &");
+        run(sh, &log, "a step that leaves a process behind").unwrap();
+        drop(lock);
+        assert!(
+            Lock::try_take(root.path()).unwrap().is_none(),
+            "the step's process holds the lock"
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut again = None;
+        while again.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            again = Lock::try_take(root.path()).unwrap();
+        }
+        assert!(
+            again.is_some(),
+            "the lock was not free after its last process ended"
+        );
+    }
 }

@@ -5,11 +5,15 @@
 //! source, configuration and flags without the changes), so only what the changes touch is
 //! compiled again: minutes for the base, about a minute for each change of one file.
 //!
+//! A kernel tree's build at a commit, by the user's own command, is kept in the same store
+//! by its own key ([`tree`]).
+//!
 //! Written here rather than with a crate: the build is Kbuild's (make, gcc, the source's own
 //! scripts/config) and GNU patch's; what is syscost's is the cache, its key and its cleanup.
 
 pub(crate) mod config;
 mod make;
+pub(crate) mod tree;
 
 use anyhow::{Context, Result, bail};
 use config::Optimize;
@@ -139,7 +143,7 @@ pub(crate) fn find(recipe: &Recipe) -> Result<Option<Built>> {
         return Ok(None);
     }
     let key = recipe.key(&tarball_sha256(recipe.source)?);
-    Ok(made(&root, &key, recipe))
+    Ok(made(&root, &key, &recipe.name))
 }
 
 /// [`build`], kept under `root`.
@@ -151,7 +155,7 @@ pub(crate) fn build_in(
     let tarball = Path::new(recipe.source.tarball);
     let sha = tarball_sha256(recipe.source)?;
     let key = recipe.key(&sha);
-    if let Some(b) = made(root, &key, recipe) {
+    if let Some(b) = made(root, &key, &recipe.name) {
         progress(Progress::Cached(b.clone()));
         return Ok(b);
     }
@@ -159,7 +163,7 @@ pub(crate) fn build_in(
         .with_context(|| format!("cannot create the kernel cache {}", root.display()))?;
     let _lock = make::Lock::take(root)?;
     // Another syscost may have made it while this one waited for the lock.
-    if let Some(b) = made(root, &key, recipe) {
+    if let Some(b) = made(root, &key, &recipe.name) {
         progress(Progress::Cached(b.clone()));
         return Ok(b);
     }
@@ -184,14 +188,14 @@ pub(crate) fn build_in(
     Ok(b)
 }
 
-/// The build kept as `key`, if it is whole.
-fn made(root: &Path, key: &str, recipe: &Recipe) -> Option<Built> {
+/// The build kept as `key`, if it is whole, called `name`.
+fn made(root: &Path, key: &str, name: &str) -> Option<Built> {
     let dir = root.join(key);
     let text = std::fs::read_to_string(dir.join("build.json")).ok()?;
     let mut b: Built = serde_json::from_str(&text).ok()?;
     dir.join("bzImage").is_file().then_some(())?;
     b.image = dir.join("bzImage");
-    b.name = recipe.name.clone();
+    b.name = name.to_string();
     Some(b)
 }
 

@@ -551,6 +551,7 @@ fn git_bisect_run_with_the_step_command_ends_on_the_right_commit() {
         .args(&run)
         .current_dir(&repo)
         .env("TMPDIR", tmp.path())
+        .env("SYSCOST_CACHE", tmp.path().join("cache"))
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&o.stdout);
@@ -566,6 +567,12 @@ fn git_bisect_run_with_the_step_command_ends_on_the_right_commit() {
     // The ends were booted once, by the first step, and kept for the others.
     let ends_booted = err.matches("round 1 good: measured").count();
     assert_eq!(ends_booted, 1, "{err}");
+    // Each commit a step built is kept in the store, by its commit.
+    assert_eq!(
+        kept_builds(&tmp.path().join("cache")).len(),
+        steps.len(),
+        "{err}"
+    );
     git(&["bisect", "reset"]);
 }
 
@@ -579,9 +586,11 @@ fn bisect_git_builds_the_ends_and_finds_the_middle_commit() {
     let tmp = scratch();
     let (repo, commits) = repository(tmp.path(), &k[..4], 2);
     let out_file = tmp.path().join("bisect.json");
+    let cache = tmp.path().join("cache");
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_syscost"))
         .current_dir(&repo)
         .env("TMPDIR", tmp.path())
+        .env("SYSCOST_CACHE", &cache)
         .args([
             "bisect", "git", "--good", "HEAD~3", "--bad", "HEAD", "--build", BUILD,
         ])
@@ -624,4 +633,25 @@ fn bisect_git_builds_the_ends_and_finds_the_middle_commit() {
         "git bisect was not reset"
     );
     assert!(!git_dir.join("syscost-bisect").exists());
+    // The ends and each step's commit were built once and kept in the store by their commit:
+    // a second bisection over them builds none again.
+    let kept = kept_builds(&cache);
+    assert!(
+        kept.contains(&commits[0]) && kept.contains(&commits[3]),
+        "{kept:?}"
+    );
+    assert_eq!(kept.len(), 2 + measured_steps(&b), "{kept:?}\n{err}");
+}
+
+/// The commits whose builds the store under `cache` keeps.
+fn kept_builds(cache: &Path) -> Vec<String> {
+    let Ok(dirs) = std::fs::read_dir(cache.join("kernels")) else {
+        return Vec::new();
+    };
+    dirs.flatten()
+        .filter(|d| d.file_name().to_string_lossy().starts_with("tree-"))
+        .filter_map(|d| std::fs::read_to_string(d.path().join("build.json")).ok())
+        .filter_map(|t| serde_json::from_str::<Value>(&t).ok())
+        .filter_map(|b| b["name"].as_str().map(String::from))
+        .collect()
 }

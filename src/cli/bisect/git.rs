@@ -111,20 +111,19 @@ impl StepArgs {
                     ..StepState::default()
                 }
             });
-        if let Some(cmd) = &self.build
-            && !run_build(cmd)?
-        {
-            return Ok(SKIP);
-        }
         let name = build_name().unwrap_or_else(|| "candidate".into());
-        if !self.image.is_file() {
-            eprintln!(
-                "syscost: {name}: the build left no image at {}: skipped",
-                self.image.display()
-            );
+        let image = match &self.build {
+            Some(cmd) => match build_here(cmd, &self.image)? {
+                Some(kept) => kept,
+                None => return Ok(SKIP),
+            },
+            None => self.image.clone(),
+        };
+        if !image.is_file() {
+            eprintln!("syscost: {name}: no image at {}: skipped", image.display());
             return Ok(SKIP);
         }
-        let b = self.bisect(&name, &state)?;
+        let b = self.bisect(&name, &image, &state)?;
         finish(&b, &self.common)?;
         save_step(&mut state, &b);
         save(&state_path, &state)?;
@@ -152,7 +151,7 @@ impl StepArgs {
     }
 
     /// The candidate between the ends, the ends' boots taken from the state when it has them.
-    fn bisect(&self, name: &str, state: &StepState) -> Result<Bisection> {
+    fn bisect(&self, name: &str, image: &Path, state: &StepState) -> Result<Bisection> {
         let arm = |name: &str, kernel: &Path, rules: &Option<PathBuf>| Arm {
             name: name.into(),
             kernel: kernel.into(),
@@ -162,7 +161,7 @@ impl StepArgs {
         };
         let builds = vec![
             arm("good", &self.good_image, &self.good_audit_rules),
-            arm(name, &self.image, &self.rules),
+            arm(name, image, &self.rules),
             arm("bad", &self.bad_image, &self.bad_audit_rules),
         ];
         let mut plan = self.common.plan(builds, 0, 2, state.seed)?;
@@ -220,20 +219,55 @@ fn save(path: &Path, s: &StepState) -> Result<()> {
     crate::core::write_atomic(path, serde_json::to_string(s)?.as_bytes())
 }
 
-/// Run the user's build command; whether it succeeded.
-fn run_build(cmd: &str) -> Result<bool> {
-    eprintln!("syscost: building: {cmd}");
-    let status = Process::new("sh")
-        .args(["-c", cmd])
-        .stdout(std::process::Stdio::from(std::io::stderr()))
-        .status()
-        .context("cannot run sh for --build")?;
-    if !status.success() {
+/// The commit checked out here built by the user's command `cmd`, leaving `image`: taken from
+/// syscost's store of builds when it was built before, else built and kept there
+/// (`kbuild::tree`); the image to boot, or `None` when it does not build.
+fn build_here(cmd: &str, image: &Path) -> Result<Option<PathBuf>> {
+    use crate::kbuild::tree::{Made, TreeBuild};
+    let b = TreeBuild {
+        dir: std::env::current_dir()?,
+        commit: git(&["rev-parse", "HEAD"])?,
+        command: cmd.to_string(),
+        image: image.to_path_buf(),
+    };
+    let short = &b.commit[..b.commit.len().min(12)];
+    if let Some(k) = b.kept()? {
         eprintln!(
-            "syscost: --build failed ({status}): skipped, as git bisect skips a commit that does not build"
+            "syscost: {short} was built before by this command: booting its kept image {}",
+            k.image.display()
         );
+        return Ok(Some(k.image));
     }
-    Ok(status.success())
+    eprintln!("syscost: building {short}: {cmd}");
+    match b.build()? {
+        Made::Kept(k) | Made::Built(k) => Ok(Some(k.image)),
+        Made::Failed(why) => {
+            eprintln!(
+                "syscost: --build: {why}: skipped, as git bisect skips a commit that does not \
+                 build"
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Run `git bisect run` (`cmd`) to its end, dying with syscost (its steps share syscost's
+/// process group, so a Ctrl-C reaches them as it did); what it printed.
+fn run_git_bisect(cmd: &[&str]) -> Result<String> {
+    use std::io::Read;
+    let mut git = Process::new("git");
+    git.args(cmd).stdout(std::process::Stdio::piped());
+    let mut child = crate::signals::Guarded::spawn(&mut git, false).context("cannot run git")?;
+    let mut out = child.child().stdout.take().context("git's output")?;
+    let reader = std::thread::spawn(move || {
+        let mut said = String::new();
+        let _ = out.read_to_string(&mut said);
+        said
+    });
+    let waited = child.wait(std::time::Duration::from_millis(100), None, &mut |_| {})?;
+    let said = reader.join().unwrap_or_default();
+    waited.map_err(|s| s.into_error(|| anyhow::anyhow!("git bisect run stopped")))?;
+    Ok(said)
 }
 
 /// The current commit's short hash, when the current directory is a git tree.
@@ -351,27 +385,20 @@ impl GitArgs {
         step.extend(self.step_words(dir));
         let mut cmd: Vec<&str> = vec!["bisect", "run"];
         cmd.extend(step.iter().map(String::as_str));
-        let out = Process::new("git")
-            .args(&cmd)
-            .stdout(std::process::Stdio::piped())
-            .output()?;
-        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        let said = run_git_bisect(&cmd)?;
         let state: Option<StepState> = load(&dir.join("state.json"))?;
         self.show(&said, state)
     }
 
-    /// Check out `rev`, build it and keep its image (and rules file) as the `word` end.
+    /// Check out `rev`, build it (or take it from the store) and keep its image (and rules
+    /// file) as the `word` end.
     fn build_end(&self, word: &str, rev: &str, dir: &Path) -> Result<()> {
         git(&["checkout", "-q", rev])?;
-        if !run_build(&self.build)? {
+        let Some(image) = build_here(&self.build, &self.image)? else {
             anyhow::bail!("the {word} end, {rev}, does not build: nothing to compare with");
-        }
-        std::fs::copy(&self.image, dir.join(format!("{word}.bzImage"))).with_context(|| {
-            format!(
-                "the {word} end, {rev}: no image at {}",
-                self.image.display()
-            )
-        })?;
+        };
+        std::fs::copy(&image, dir.join(format!("{word}.bzImage")))
+            .with_context(|| format!("the {word} end, {rev}: cannot copy {}", image.display()))?;
         if let Some(r) = &self.rules {
             std::fs::copy(r, dir.join(format!("{word}.rules")))
                 .with_context(|| format!("the {word} end, {rev}: no {}", r.display()))?;

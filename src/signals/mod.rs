@@ -155,3 +155,6 @@ impl Drop for ChildGuard {
         }
     }
 }
+
+mod child;
+pub(crate) use child::{Guarded, Stopped};
