@@ -9,6 +9,9 @@ pub fn install() {
 
 /// The flag of `o`.
 pub(crate) fn flag(o: Opt) -> &'static str {
+    if let Some(f) = boot_flag(o) {
+        return f;
+    }
     match o {
         Opt::Accel => "--accel",
         Opt::Arm => "--arm",
@@ -78,11 +81,14 @@ pub(crate) fn flag(o: Opt) -> &'static str {
         Opt::Trials => "--trials",
         Opt::Until => "--until",
         Opt::Warmup => "--warmup",
-        Opt::ExactResolution => "--exact-resolution",
-        Opt::StepRounds => "--step-rounds",
-        Opt::Steps => "--steps",
-        Opt::Build => "--build",
-        Opt::Placement => "--placement",
+        _ => unreachable!("{o:?} is a boot's option: boot_flag spells it"),
+    }
+}
+
+/// The flag of an option of how kernels boot, are counted and compared (campaign, bisect,
+/// reproduce), or `None`.
+fn boot_flag(o: Opt) -> Option<&'static str> {
+    Some(match o {
         Opt::Icount => "--icount",
         Opt::GuestDisk => "--guest-disk",
         Opt::LavaBoot => "--lava-boot",
@@ -94,7 +100,13 @@ pub(crate) fn flag(o: Opt) -> &'static str {
         Opt::NoResidueStep => "--no-residue-step",
         Opt::Insn => "--insn",
         Opt::Threads => "--threads",
-    }
+        Opt::Placement => "--placement",
+        Opt::Build => "--build",
+        Opt::Steps => "--steps",
+        Opt::StepRounds => "--step-rounds",
+        Opt::ExactResolution => "--exact-resolution",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
