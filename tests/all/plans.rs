@@ -31,10 +31,6 @@ const ARGUMENTS_AT: &[(&str, &str)] = &[
         "src/cli/bisect/mod.rs",
         "a bisection keeps its own command line, for `bisect status`",
     ),
-    (
-        "src/cli/bisect/git.rs",
-        "bisect git passes its options on to each `bisect step` git runs: still words",
-    ),
 ];
 
 /// What calls syscost's parser on words.

@@ -2,17 +2,13 @@
 //! bisect git` (git bisect driven by syscost). syscost never builds on its own initiative: it
 //! runs the user's --build in the user's tree, and boots the image it leaves.
 
-use super::common::{
-    Common, boot_line, ends_equal, finish, metric_refused, other_said, step_status,
-};
-use crate::cli::boots::lava_lab;
-use crate::cli::kept_run::{made, record_boot};
+use super::common::{Common, finish};
+use super::step::{End, StepPlan, StepState, load};
+use crate::cli::kept_run::Shown;
 use crate::cli::*;
-use crate::experiments::bisect::{self, Bisection, Found, Step, decide::Class};
-use crate::experiments::boots::kept::RunKind;
-use crate::experiments::boots::{Arm, BootRecord, LavaRun};
+use crate::experiments::bisect::{Found, Step, decide::Class};
+use crate::experiments::boots::Arm;
 use anyhow::Context;
-use serde::Deserialize;
 use std::path::Path;
 use std::process::Command as Process;
 
@@ -22,10 +18,6 @@ use std::process::Command as Process;
 #[derive(Debug, thiserror::Error)]
 #[error("{1}")]
 pub(crate) struct StepStatus(pub i32, pub String);
-
-/// The status of a step that cannot go on.
-const STOP: i32 = 128;
-const SKIP: i32 = 125;
 
 #[derive(Args, Debug)]
 pub struct StepArgs {
@@ -63,166 +55,64 @@ pub struct StepArgs {
     pub common: Common,
 }
 
-/// What the steps of one `git bisect run` share.
-#[derive(Default, Serialize, Deserialize)]
-struct StepState {
-    id: String,
-    seed: u64,
-    /// What the ends' boots were of: each end's image and rules (path, size, modification
-    /// time), the command line and the measuring command. A step of other ends starts anew.
-    ends: Vec<String>,
-    /// The ends' boots and the last round they took.
-    end_boots: Vec<BootRecord>,
-    end_rounds: u32,
-    /// Every step so far: its commit and its evidence.
-    steps: Vec<Step>,
-    #[serde(default)]
-    result: Option<Bisection>,
-}
-
 impl StepArgs {
     pub(super) fn run(self) -> Result<()> {
-        match self.step() {
-            Ok(0) => Ok(()),
-            Ok(code) => Err(StepStatus(code, format!("exit {code}")).into()),
-            Err(e) if e.is::<StepStatus>() || e.is::<crate::signals::Interrupted>() => Err(e),
-            Err(e) => Err(StepStatus(STOP, format!("error: {e:#}; git bisect run stops")).into()),
-        }
+        self.plan()?.run()
     }
 
-    fn step(&self) -> Result<i32> {
-        let state_path = match &self.state {
+    /// The step the flags ask for, typed.
+    fn plan(&self) -> Result<StepPlan> {
+        let state = match &self.state {
             Some(p) => p.clone(),
             None => git_dir()?.join("syscost-bisect.json"),
         };
-        let ends = self.ends_key();
-        let mut state = load(&state_path)?
-            .filter(|s| s.ends == ends)
-            .unwrap_or_else(|| {
-                let seed = self
-                    .common
-                    .shared
-                    .seed
-                    .unwrap_or_else(crate::core::now_unix);
-                StepState {
-                    id: format!("{}-{seed}", crate::core::now_unix()),
-                    seed,
-                    ends,
-                    ..StepState::default()
-                }
-            });
-        let name = build_name().unwrap_or_else(|| "candidate".into());
-        let image = match &self.build {
-            Some(cmd) => match build_here(cmd, &self.image)? {
-                Some(kept) => kept,
-                None => return Ok(SKIP),
-            },
-            None => self.image.clone(),
-        };
-        if !image.is_file() {
-            eprintln!("syscost: {name}: no image at {}: skipped", image.display());
-            return Ok(SKIP);
-        }
-        let b = self.bisect(&name, &image, &state)?;
-        finish(&b, &self.common)?;
-        save_step(&mut state, &b);
-        save(&state_path, &state)?;
-        ends_equal(&b).map_err(|e| StepStatus(STOP, format!("{e:#}")))?;
-        if let Some(said) = other_said(&b) {
-            eprintln!("syscost: {said}");
-        }
-        Ok(step_status(&b))
-    }
-
-    fn ends_key(&self) -> Vec<String> {
-        let file = |p: &Option<PathBuf>| match p.as_ref().map(|p| (p, std::fs::metadata(p))) {
-            Some((p, Ok(m))) => format!("{} {} {:?}", p.display(), m.len(), m.modified().ok()),
-            Some((p, Err(_))) => p.display().to_string(),
-            None => String::new(),
-        };
-        vec![
-            file(&Some(self.good_image.clone())),
-            file(&self.good_audit_rules),
-            file(&Some(self.bad_image.clone())),
-            file(&self.bad_audit_rules),
-            self.append.clone(),
-            self.common.shared.measure.join(" "),
-        ]
-    }
-
-    /// The candidate between the ends, the ends' boots taken from the state when it has them.
-    fn bisect(&self, name: &str, image: &Path, state: &StepState) -> Result<Bisection> {
-        let arm = |name: &str, kernel: &Path, rules: &Option<PathBuf>| Arm {
-            name: name.into(),
-            kernel: kernel.into(),
-            append: self.append.clone(),
+        let end = |image: &PathBuf, rules: &Option<PathBuf>| End {
+            image: image.clone(),
             rules: rules.clone(),
-            ..Arm::default()
         };
-        let builds = vec![
-            arm("good", &self.good_image, &self.good_audit_rules),
-            arm(name, image, &self.rules),
-            arm("bad", &self.bad_image, &self.bad_audit_rules),
+        let shown = Shown::of(&self.common.shared)?;
+        let seed = (self.common.shared.seed).unwrap_or_else(crate::core::now_unix);
+        let ends = [
+            end(&self.good_image, &self.good_audit_rules),
+            end(&self.bad_image, &self.bad_audit_rules),
         ];
-        let mut plan = self.common.plan(builds, 0, 2, state.seed)?;
-        plan.id = state.id.clone();
-        let lab = lava_lab(&mut plan.boot.backend)?;
-        let made = made(&plan.boot.backend);
-        let mut on_boot = |b: &BootRecord, _: &[BootRecord]| {
-            eprintln!("syscost: {}", boot_line(b));
-            let run = (RunKind::Bisection, state.id.as_str());
-            record_boot(b, &self.common.shared.keep, run, &made);
-        };
-        let files = crate::boot::workdir()?;
-        // One step a process: no state to keep its jobs in (a killed step is tried again).
-        let lava = lab.map(|lab| LavaRun {
-            lab,
-            tag: format!("{} {}", RunKind::Bisection.tag(), plan.id),
-            files: files.path().to_path_buf(),
-            pending: Vec::new(),
-            on_job: Box::new(|_| {}),
-        });
-        bisect::run(&plan, state.end_boots.clone(), lava, &mut on_boot)
-            .map_err(|e| metric_refused(&e).unwrap_or(e))
+        let candidate = (self.image.as_path(), self.append.as_str(), &self.rules);
+        let plan = self
+            .common
+            .plan(step_builds(&ends, candidate), 0, 2, seed)?;
+        Ok(StepPlan {
+            ends,
+            build: self.build.clone(),
+            state,
+            plan,
+            shown,
+        })
     }
 }
 
-/// Keep the ends' boots (the first time) and this step's evidence.
-fn save_step(state: &mut StepState, b: &Bisection) {
-    if state.end_boots.is_empty() {
-        state.end_rounds = b.end_rounds;
-        state.end_boots = b
-            .boots
-            .iter()
-            .filter(|x| x.round <= b.end_rounds)
-            .cloned()
-            .collect();
-    }
-    for s in &b.steps {
-        state.steps.push(Step {
-            number: state.steps.len() + 1,
-            ..s.clone()
-        });
-    }
-    state.result = Some(b.clone());
-}
-
-fn load(path: &Path) -> Result<Option<StepState>> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(serde_json::from_str(&t).ok()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
-    }
-}
-
-fn save(path: &Path, s: &StepState) -> Result<()> {
-    crate::core::write_atomic(path, serde_json::to_string(s)?.as_bytes())
+/// The ends and the candidate (named and booted by each step) a step bisects.
+fn step_builds(
+    ends: &[End; 2],
+    (image, append, rules): (&Path, &str, &Option<PathBuf>),
+) -> Vec<Arm> {
+    let arm = |name: &str, kernel: &Path, rules: &Option<PathBuf>| Arm {
+        name: name.into(),
+        kernel: kernel.into(),
+        append: append.to_string(),
+        rules: rules.clone(),
+        ..Arm::default()
+    };
+    vec![
+        arm("good", &ends[0].image, &ends[0].rules),
+        arm("candidate", image, rules),
+        arm("bad", &ends[1].image, &ends[1].rules),
+    ]
 }
 
 /// The commit checked out here built by the user's command `cmd`, leaving `image`: taken from
 /// syscost's store of builds when it was built before, else built and kept there
 /// (`kbuild::tree`); the image to boot, or `None` when it does not build.
-fn build_here(cmd: &str, image: &Path) -> Result<Option<PathBuf>> {
+pub(super) fn build_here(cmd: &str, image: &Path) -> Result<Option<PathBuf>> {
     use crate::kbuild::tree::{Made, TreeBuild};
     let b = TreeBuild {
         dir: std::env::current_dir()?,
@@ -251,12 +141,17 @@ fn build_here(cmd: &str, image: &Path) -> Result<Option<PathBuf>> {
     }
 }
 
-/// Run `git bisect run` (`cmd`) to its end, dying with syscost (its steps share syscost's
-/// process group, so a Ctrl-C reaches them as it did); what it printed.
-fn run_git_bisect(cmd: &[&str]) -> Result<String> {
+/// Run `git bisect run` of `syscost bisect step-plan PLAN` (`exe` is syscost) to its end,
+/// dying with syscost (its steps share syscost's process group, so a Ctrl-C reaches them as
+/// it did); what it printed.
+fn run_git_bisect(exe: &Path, plan: &Path) -> Result<String> {
     use std::io::Read;
     let mut git = Process::new("git");
-    git.args(cmd).stdout(std::process::Stdio::piped());
+    git.args(["bisect", "run"])
+        .arg(exe)
+        .args(["bisect", "step-plan"])
+        .arg(plan)
+        .stdout(std::process::Stdio::piped());
     let mut child = crate::signals::Guarded::spawn(&mut git, false).context("cannot run git")?;
     let mut out = child.child().stdout.take().context("git's output")?;
     let reader = std::thread::spawn(move || {
@@ -271,7 +166,7 @@ fn run_git_bisect(cmd: &[&str]) -> Result<String> {
 }
 
 /// The current commit's short hash, when the current directory is a git tree.
-fn build_name() -> Option<String> {
+pub(super) fn build_name() -> Option<String> {
     git(&["rev-parse", "--short", "HEAD"]).ok()
 }
 
@@ -376,16 +271,10 @@ impl GitArgs {
         }
         git(&["checkout", "-q", &start])?;
         git(&["bisect", "start", &self.bad, &self.good])?;
+        let plan = dir.join("step.json");
+        crate::core::write_atomic(&plan, &serde_json::to_vec(&self.step_plan(dir)?)?)?;
         let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
-        let mut step = vec![
-            exe.to_string_lossy().to_string(),
-            "bisect".into(),
-            "step".into(),
-        ];
-        step.extend(self.step_words(dir));
-        let mut cmd: Vec<&str> = vec!["bisect", "run"];
-        cmd.extend(step.iter().map(String::as_str));
-        let said = run_git_bisect(&cmd)?;
+        let said = run_git_bisect(&exe, &plan)?;
         let state: Option<StepState> = load(&dir.join("state.json"))?;
         self.show(&said, state)
     }
@@ -406,40 +295,32 @@ impl GitArgs {
         Ok(())
     }
 
-    /// The words of `bisect step` after it: this command's own, the ends' files in `dir`.
-    fn step_words(&self, dir: &Path) -> Vec<String> {
-        let p = |f: &str| dir.join(f).to_string_lossy().to_string();
-        let mut w = vec![
-            "--good-image".into(),
-            p("good.bzImage"),
-            "--bad-image".into(),
-            p("bad.bzImage"),
-            "--image".into(),
-            self.image.to_string_lossy().into(),
-            "--build".into(),
-            self.build.clone(),
-            "--state".into(),
-            p("state.json"),
-        ];
-        if !self.append.is_empty() {
-            w.extend(["--append".into(), self.append.clone()]);
-        }
-        if let Some(r) = &self.rules {
-            w.extend(["--audit-rules".into(), r.to_string_lossy().into()]);
-            w.extend([
-                "--good-audit-rules".into(),
-                p("good.rules"),
-                "--bad-audit-rules".into(),
-                p("bad.rules"),
-            ]);
-        }
-        let all: Vec<String> = std::env::args().collect();
-        let after = all
-            .iter()
-            .position(|a| a == "git")
-            .map_or(all.len(), |i| i + 1);
-        w.extend(passed_on(&all[after..]));
-        w
+    /// What each step of the bisection is: the ends' files in `dir`, each commit built by
+    /// --build and booted between them, its result shown but not written (the bisection's is
+    /// written once, here).
+    fn step_plan(&self, dir: &Path) -> Result<StepPlan> {
+        let end = |word: &str| End {
+            image: dir.join(format!("{word}.bzImage")),
+            rules: self
+                .rules
+                .as_ref()
+                .map(|_| dir.join(format!("{word}.rules"))),
+        };
+        let ends = [end("good"), end("bad")];
+        let mut shown = Shown::of(&self.common.shared)?;
+        shown.output = None;
+        let seed = (self.common.shared.seed).unwrap_or_else(crate::core::now_unix);
+        let candidate = (self.image.as_path(), self.append.as_str(), &self.rules);
+        let plan = self
+            .common
+            .plan(step_builds(&ends, candidate), 0, 2, seed)?;
+        Ok(StepPlan {
+            ends,
+            build: Some(self.build.clone()),
+            state: dir.join("state.json"),
+            plan,
+            shown,
+        })
     }
 
     /// git's answer, and every step's evidence, the builds in the history's order.
@@ -490,39 +371,6 @@ impl GitArgs {
         b.shape = None;
         finish(&b, &self.common)
     }
-}
-
-/// The words of `bisect git` that each step takes as given: all but its own options (the
-/// ends, the build, the image, the command line and rules, which the step gets its own way)
-/// and `-o` (the result is written once, by `bisect git`); the measuring command after `--`
-/// whole.
-fn passed_on(words: &[String]) -> Vec<String> {
-    let own = [
-        "--good",
-        "--bad",
-        "--build",
-        "--image",
-        "--append",
-        "--audit-rules",
-        "--output",
-        "-o",
-    ];
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < words.len() {
-        let a = &words[i];
-        if a == "--" {
-            out.extend(words[i..].iter().cloned());
-            break;
-        }
-        let flag = a.split('=').next().unwrap_or(a);
-        let with_value = own.contains(&flag) && !a.contains('=');
-        if !own.contains(&flag) {
-            out.push(a.clone());
-        }
-        i += if with_value { 2 } else { 1 };
-    }
-    out
 }
 
 /// What git bisect run said it found: the first bad commit (named as the step that tried it),
@@ -583,20 +431,44 @@ mod unit {
         }
     }
 
+    /// bisect git hands each step its plan: the ends' files, the build, the candidate's
+    /// image, command line and rules, and the measurement, read back as written.
     #[test]
-    fn a_step_takes_the_options_bisect_git_does_not_handle_itself() {
-        let words: Vec<String> = [
-            "--good", "v1", "--bad=v2", "--accel", "tcg", "--build", "make", "-o", "r.json",
-            "--seed", "3", "--", "run", "syscall", "-o", "x", "--image", "y",
-        ]
-        .map(String::from)
-        .into();
+    fn each_step_is_handed_the_plan_bisect_git_made() {
+        use clap::Parser;
+        let line = "syscost bisect git --good HEAD~3 --bad HEAD --build make --image out/bz \
+                    --append audit=1 --audit-rules audit.rules --accel tcg --emulated-counters \
+                    --seed 3 --tag t=1 -o x.json -- run syscall --runs 2";
+        let cli = crate::cli::Cli::try_parse_from(line.split_whitespace()).unwrap();
+        let crate::cli::Command::Bisect(b) = cli.command else {
+            panic!("not a bisection")
+        };
+        let Some(super::super::BisectAction::Git(g)) = b.action else {
+            panic!("not bisect git")
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let plan = g.step_plan(dir.path()).unwrap();
+        let file = dir.path().join("step.json");
+        std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
+        let read = StepPlan::load(&file).unwrap();
+        let json = |p: &StepPlan| serde_json::to_value(p).unwrap();
+        assert_eq!(json(&read), json(&plan));
+        assert_eq!(read.ends[0].image, dir.path().join("good.bzImage"));
+        assert_eq!(read.ends[1].rules, Some(dir.path().join("bad.rules")));
+        assert_eq!(read.build.as_deref(), Some("make"));
+        let c = &read.plan.boot.arms[1];
         assert_eq!(
-            passed_on(&words),
-            [
-                "--accel", "tcg", "--seed", "3", "--", "run", "syscall", "-o", "x", "--image", "y"
-            ]
+            (c.kernel.as_path(), c.append.as_str()),
+            (Path::new("out/bz"), "audit=1")
         );
+        assert_eq!(c.rules.as_deref(), Some(Path::new("audit.rules")));
+        assert_eq!(read.plan.boot.measure, ["run", "syscall", "--runs", "2"]);
+        assert_eq!(read.plan.boot.seed, 3);
+        assert_eq!(
+            read.shown.output, None,
+            "the bisection's result is written once"
+        );
+        assert_eq!(read.shown.keep.tags, ["t=1"]);
     }
 
     #[test]

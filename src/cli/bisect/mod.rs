@@ -6,6 +6,7 @@
 
 mod common;
 mod git;
+mod step;
 
 use crate::cli::boots::lava_lab;
 use crate::cli::campaign::name_value;
@@ -51,6 +52,10 @@ pub enum BisectAction {
     /// --build, then `git bisect run` this syscost's `bisect step`, show every step, and `git
     /// bisect reset`.
     Git(Box<GitArgs>),
+    /// One step of `bisect git`, as it hands git bisect run a step: the plan it wrote to
+    /// FILE (what `bisect step` takes, typed).
+    #[command(hide = true)]
+    StepPlan(StepPlanArg),
     /// Where the interrupted bisection in --state stands.
     Status(StateArg),
     /// Go on with the interrupted bisection in --state: its saved boots are taken again, the
@@ -58,6 +63,13 @@ pub enum BisectAction {
     Resume(StateArg),
     /// Drop the interrupted bisection in --state (its boots stay in the history).
     Abort(StateArg),
+}
+
+#[derive(Args, Debug)]
+pub struct StepPlanArg {
+    /// The step's plan, as `bisect git` wrote it.
+    #[arg(value_name = "FILE")]
+    pub plan: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -109,6 +121,7 @@ impl BisectArgs {
         match self.action {
             Some(BisectAction::Step(s)) => return s.run(),
             Some(BisectAction::Git(g)) => return g.run(),
+            Some(BisectAction::StepPlan(p)) => return step::StepPlan::load(&p.plan)?.run(),
             Some(BisectAction::Status(s)) => return status(&s.path()?),
             Some(BisectAction::Resume(s)) => return resume(&s.path()?),
             Some(BisectAction::Abort(s)) => return abort(&s.path()?),
