@@ -138,14 +138,14 @@ pub(super) fn compile(
     let _ = std::fs::remove_file(&log);
     let started = Instant::now();
     progress(Progress::Starting {
-        name: recipe.name.clone(),
+        name: recipe.name.to_string(),
         from_base: !is_base,
     });
     let made = steps(recipe, &tree, pristine, base_tree, &log);
     let kept = made.and_then(|_| {
         let image = tree.join("linux/out/arch/x86/boot/bzImage");
         let changes = recipe.changes.iter().map(|c| c.name.to_string()).collect();
-        let what = (recipe.name.as_str(), changes);
+        let what = (recipe.name, changes);
         keep(root, key, what, &image, started.elapsed().as_secs_f64())
     });
     // A base's tree is kept, whole, for the builds with changes; every other tree goes.
@@ -185,7 +185,7 @@ fn steps(
         let mut cp = Command::new("cp");
         cp.arg("-a").arg(base_tree.join("linux/out")).arg(&linux);
         run(cp, log, &said("copying the base's objects"))?;
-        for c in &recipe.changes {
+        for c in recipe.changes {
             apply(&linux, c, log, &said(&format!("applying {}", c.name)))?;
         }
     }

@@ -47,17 +47,18 @@ pub(crate) struct Change {
     pub diff: &'static str,
 }
 
-/// What to build: a source, the changes applied to it in order, and how to compile it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What to build: a source, the changes applied to it in order, and how to compile it. A
+/// constant, so that the builds an investigation compares are written as data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Recipe {
     /// What the build is called in progress and errors ("patch1-2").
-    pub name: String,
+    pub name: &'static str,
     pub source: Source,
-    pub changes: Vec<Change>,
+    pub changes: &'static [Change],
     pub optimize: Optimize,
     /// Added last to gcc's command line (`-falign-functions=64`), so it overrides the
     /// kernel's own flags.
-    pub kcflags: String,
+    pub kcflags: &'static str,
 }
 
 /// A build made, or found in the cache.
@@ -105,12 +106,11 @@ pub(crate) fn cache_dir() -> Result<PathBuf> {
 
 impl Recipe {
     /// The same source, configuration and flags without the changes: the tree a build with
-    /// changes starts from.
+    /// changes starts from (its progress is said as "the base of" this one's name).
     pub(crate) fn base(&self) -> Recipe {
         Recipe {
-            name: format!("the base of {}", self.name),
-            changes: Vec::new(),
-            ..self.clone()
+            changes: &[],
+            ..*self
         }
     }
 
@@ -123,7 +123,7 @@ impl Recipe {
             self.kcflags,
             config::script_args(self.optimize).join(" ")
         );
-        for c in &self.changes {
+        for c in self.changes {
             text.push_str(&format!("change {}\n{}\n", c.name, c.diff));
         }
         crate::core::sha256_hex(text.as_bytes())[..16].to_string()
@@ -143,7 +143,7 @@ pub(crate) fn find(recipe: &Recipe) -> Result<Option<Built>> {
         return Ok(None);
     }
     let key = recipe.key(&tarball_sha256(recipe.source)?);
-    Ok(made(&root, &key, &recipe.name))
+    Ok(made(&root, &key, recipe.name))
 }
 
 /// [`build`], kept under `root`.
@@ -155,7 +155,7 @@ pub(crate) fn build_in(
     let tarball = Path::new(recipe.source.tarball);
     let sha = tarball_sha256(recipe.source)?;
     let key = recipe.key(&sha);
-    if let Some(b) = made(root, &key, &recipe.name) {
+    if let Some(b) = made(root, &key, recipe.name) {
         progress(Progress::Cached(b.clone()));
         return Ok(b);
     }
@@ -163,7 +163,7 @@ pub(crate) fn build_in(
         .with_context(|| format!("cannot create the kernel cache {}", root.display()))?;
     let _lock = make::Lock::take(root)?;
     // Another syscost may have made it while this one waited for the lock.
-    if let Some(b) = made(root, &key, &recipe.name) {
+    if let Some(b) = made(root, &key, recipe.name) {
         progress(Progress::Cached(b.clone()));
         return Ok(b);
     }
@@ -173,15 +173,29 @@ pub(crate) fn build_in(
     let base_tree = root.join("trees").join(base.key(&sha));
     if !recipe.changes.is_empty() && !base_tree.join("done").is_file() {
         // The base's tree is made again even when its bzImage is kept.
+        let of = |name: String| format!("the base of {name}");
+        let mut said = |p: Progress| {
+            progress(match p {
+                Progress::Starting { name, from_base } => Progress::Starting {
+                    name: of(name),
+                    from_base,
+                },
+                Progress::Built(b) => Progress::Built(Built {
+                    name: of(b.name),
+                    ..b
+                }),
+                p => p,
+            })
+        };
         let b = make::compile(
             root,
             &base,
             &base.key(&sha),
             &pristine,
             &base_tree,
-            progress,
+            &mut said,
         )?;
-        progress(Progress::Built(b));
+        said(Progress::Built(b));
     }
     let b = make::compile(root, recipe, &key, &pristine, &base_tree, progress)?;
     progress(Progress::Built(b.clone()));
@@ -226,32 +240,32 @@ fn tarball_sha256(s: Source) -> Result<String> {
 mod unit {
     use super::*;
 
-    fn recipe(changes: Vec<Change>) -> Recipe {
+    fn recipe(changes: &'static [Change]) -> Recipe {
         Recipe {
-            name: "x".into(),
+            name: "x",
             source: LINUX_SOURCE_61,
             changes,
             optimize: Optimize::Performance,
-            kcflags: String::new(),
+            kcflags: "",
         }
     }
 
     #[test]
     fn a_build_is_kept_by_what_it_is_made_of_never_by_its_name() {
-        let c = Change {
+        const C: &[Change] = &[Change {
             name: "1",
             diff: "--- a/x\n+++ b/x\n",
-        };
-        let a = recipe(vec![c]);
-        let mut renamed = a.clone();
-        renamed.name = "y".into();
+        }];
+        let a = recipe(C);
+        let mut renamed = a;
+        renamed.name = "y";
         assert_eq!(a.key("s"), renamed.key("s"));
         assert_ne!(a.key("s"), a.base().key("s"), "the change is in the key");
         assert_ne!(a.key("s"), a.key("t"), "the source is in the key");
-        let mut flags = a.clone();
-        flags.kcflags = "-falign-functions=64".into();
+        let mut flags = a;
+        flags.kcflags = "-falign-functions=64";
         assert_ne!(a.key("s"), flags.key("s"));
-        let mut size = a.clone();
+        let mut size = a;
         size.optimize = Optimize::Size;
         assert_ne!(a.key("s"), size.key("s"));
         assert_eq!(a.base().changes, []);

@@ -20,30 +20,11 @@ const PATCH3: Change = Change {
     diff: include_str!("../../../papers/audit-series/3-unify-filters.patch"),
 };
 
-/// A kernel an arm boots that syscost builds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct BuildSpec {
-    pub name: &'static str,
-    pub changes: &'static [Change],
-    pub optimize: Optimize,
-    pub kcflags: &'static str,
-}
-
-impl BuildSpec {
-    pub(crate) fn recipe(&self) -> Recipe {
-        Recipe {
-            name: self.name.to_string(),
-            source: LINUX_SOURCE_61,
-            changes: self.changes.to_vec(),
-            optimize: self.optimize,
-            kcflags: self.kcflags.to_string(),
-        }
-    }
-}
-
-const fn series(name: &'static str, changes: &'static [Change]) -> BuildSpec {
-    BuildSpec {
+/// A build of Debian's linux-source-6.1 with `changes`.
+const fn series(name: &'static str, changes: &'static [Change]) -> Recipe {
+    Recipe {
         name,
+        source: LINUX_SOURCE_61,
         changes,
         optimize: Optimize::Performance,
         kcflags: "",
@@ -51,27 +32,23 @@ const fn series(name: &'static str, changes: &'static [Change]) -> BuildSpec {
 }
 
 /// linux-source-6.1 as Debian ships it: the series' baseline.
-pub(crate) const BASELINE: BuildSpec = series("baseline", &[]);
-pub(crate) const PATCH_1: BuildSpec = series("patch1", &[PATCH1]);
-pub(crate) const PATCH_1_2: BuildSpec = series("patch1-2", &[PATCH1, PATCH2]);
-pub(crate) const PATCH_1_3: BuildSpec = series("patch1-3", &[PATCH1, PATCH2, PATCH3]);
+pub(crate) const BASELINE: Recipe = series("baseline", &[]);
+pub(crate) const PATCH_1: Recipe = series("patch1", &[PATCH1]);
+pub(crate) const PATCH_1_2: Recipe = series("patch1-2", &[PATCH1, PATCH2]);
+pub(crate) const PATCH_1_3: Recipe = series("patch1-3", &[PATCH1, PATCH2, PATCH3]);
 
 /// One of the RFC's builds: `-falign-functions=BYTES` last on gcc's line, or -Os.
-pub(crate) const fn aligned(name: &'static str, kcflags: &'static str) -> BuildSpec {
-    BuildSpec {
-        name,
-        changes: &[],
-        optimize: Optimize::Performance,
+pub(crate) const fn aligned(name: &'static str, kcflags: &'static str) -> Recipe {
+    Recipe {
         kcflags,
+        ..series(name, &[])
     }
 }
 
 /// The RFC's -Os build.
-pub(crate) const SIZE: BuildSpec = BuildSpec {
-    name: "align-os",
-    changes: &[],
+pub(crate) const SIZE: Recipe = Recipe {
     optimize: Optimize::Size,
-    kcflags: "",
+    ..series("align-os", &[])
 };
 
 #[cfg(test)]
@@ -158,13 +135,13 @@ mod unit {
     fn the_series_builds_differ_by_their_changes_only() {
         let keys: Vec<String> = [BASELINE, PATCH_1, PATCH_1_2, PATCH_1_3]
             .iter()
-            .map(|b| b.recipe().key("source"))
+            .map(|b| b.key("source"))
             .collect();
         for (i, k) in keys.iter().enumerate() {
             assert!(!keys[i + 1..].contains(k), "{k}");
         }
-        let base = |b: BuildSpec| b.recipe().base().key("source");
+        let base = |b: Recipe| b.base().key("source");
         assert_eq!(base(PATCH_1_3), base(BASELINE), "one base for the series");
-        assert_eq!(base(BASELINE), BASELINE.recipe().key("source"));
+        assert_eq!(base(BASELINE), BASELINE.key("source"));
     }
 }

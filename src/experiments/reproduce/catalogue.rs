@@ -44,7 +44,7 @@ pub(crate) enum Image {
     /// A build syscost makes (reproduce's build option) and keeps: an arm whose build is not made
     /// is left out, unless it is `needed` (the one the others are compared with).
     Build {
-        spec: builds::BuildSpec,
+        spec: crate::kbuild::Recipe,
         needed: bool,
     },
 }
@@ -176,7 +176,7 @@ pub(super) const fn series_build(arm: &'static str, walk: &'static str) -> steps
 /// command (which loads its own).
 pub(super) const fn series_arm(
     name: &'static str,
-    spec: builds::BuildSpec,
+    spec: crate::kbuild::Recipe,
     measure: Option<Measure>,
 ) -> ArmSpec {
     ArmSpec {
@@ -212,7 +212,7 @@ pub(super) const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
     latency_arm("patched", builds::PATCH_1_3),
 ];
 
-pub(super) const fn latency_arm(name: &'static str, spec: builds::BuildSpec) -> ArmSpec {
+pub(super) const fn latency_arm(name: &'static str, spec: crate::kbuild::Recipe) -> ArmSpec {
     ArmSpec {
         name,
         image: Image::Build {
@@ -304,7 +304,7 @@ pub(super) const ALIGNMENT_RFC_ARMS: &[ArmSpec] = &[
 
 pub(super) const fn build_arm(
     name: &'static str,
-    spec: builds::BuildSpec,
+    spec: crate::kbuild::Recipe,
     needed: bool,
 ) -> ArmSpec {
     ArmSpec {

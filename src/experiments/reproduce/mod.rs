@@ -189,7 +189,7 @@ mod unit {
     fn a_missing_kernel_says_how_to_get_one_and_the_newest_is_taken() {
         let dir = tempfile::tempdir().unwrap();
         let i = named("syscall-latency").unwrap();
-        let mut none = |_: &builds::BuildSpec| Ok(None);
+        let mut none = |_: &crate::kbuild::Recipe| Ok(None);
         let e = i.kernels_with(dir.path(), &[], &[], &mut none).unwrap_err();
         assert!(
             e.to_string()
@@ -203,7 +203,8 @@ mod unit {
         ] {
             std::fs::write(dir.path().join(format!("vmlinuz-{v}")), "").unwrap();
         }
-        let mut built = |b: &builds::BuildSpec| Ok(Some(PathBuf::from(format!("/c/{}", b.name))));
+        let mut built =
+            |b: &crate::kbuild::Recipe| Ok(Some(PathBuf::from(format!("/c/{}", b.name))));
         let k = i.kernels_with(dir.path(), &[], &[], &mut built).unwrap();
         assert!(k[0].1.ends_with("vmlinuz-6.1.0-56-cloud-amd64"), "{k:?}");
         let given = [("new".to_string(), PathBuf::from("/x/bzImage"))];
@@ -216,7 +217,7 @@ mod unit {
     fn builds_boot_when_made_each_once_and_the_base_one_is_needed() {
         let dir = tempfile::tempdir().unwrap();
         let i = named("audit-series").unwrap();
-        let mut none = |_: &builds::BuildSpec| Ok(None);
+        let mut none = |_: &crate::kbuild::Recipe| Ok(None);
         let e = i
             .kernels_with(dir.path(), &[], &[], &mut none)
             .unwrap_err()
@@ -227,7 +228,7 @@ mod unit {
         );
         assert!(e.contains("reproduce audit-series --build"), "{e}");
         let mut asked = Vec::new();
-        let mut some = |b: &builds::BuildSpec| {
+        let mut some = |b: &crate::kbuild::Recipe| {
             asked.push(b.name);
             Ok((b.name != "patch1-2").then(|| PathBuf::from(format!("/c/{}", b.name))))
         };
@@ -253,12 +254,12 @@ mod unit {
         );
         assert_eq!(k[0].1, k[1].1, "audit0 and baseline boot one build");
         let only = ["baseline".to_string(), "patch1".to_string()];
-        let mut all = |b: &builds::BuildSpec| Ok(Some(PathBuf::from(format!("/c/{}", b.name))));
+        let mut all = |b: &crate::kbuild::Recipe| Ok(Some(PathBuf::from(format!("/c/{}", b.name))));
         let k = i.kernels_with(dir.path(), &[], &only, &mut all).unwrap();
         assert_eq!(k.len(), 2);
         let rfc = named("alignment-rfc").unwrap();
         let mut a16 =
-            |b: &builds::BuildSpec| Ok((b.name == "align-16").then(|| PathBuf::from("/c/16")));
+            |b: &crate::kbuild::Recipe| Ok((b.name == "align-16").then(|| PathBuf::from("/c/16")));
         let e = rfc
             .kernels_with(dir.path(), &[], &[], &mut a16)
             .unwrap_err()

@@ -30,10 +30,10 @@ impl Investigation {
         only: &[String],
         mut build: Option<&mut dyn FnMut(kbuild::Progress)>,
     ) -> anyhow::Result<Vec<(&'static ArmSpec, PathBuf)>> {
-        let mut image_of = |spec: &builds::BuildSpec| -> anyhow::Result<Option<PathBuf>> {
+        let mut image_of = |spec: &crate::kbuild::Recipe| -> anyhow::Result<Option<PathBuf>> {
             Ok(match build.as_deref_mut() {
-                Some(progress) => Some(kbuild::build(&spec.recipe(), progress)?.image),
-                None => kbuild::find(&spec.recipe())?.map(|b| b.image),
+                Some(progress) => Some(kbuild::build(spec, progress)?.image),
+                None => kbuild::find(spec)?.map(|b| b.image),
             })
         };
         self.kernels_with(dir, given, only, &mut image_of)
@@ -45,7 +45,7 @@ impl Investigation {
         dir: &Path,
         given: &[(String, PathBuf)],
         only: &[String],
-        image_of: &mut dyn FnMut(&builds::BuildSpec) -> anyhow::Result<Option<PathBuf>>,
+        image_of: &mut dyn FnMut(&crate::kbuild::Recipe) -> anyhow::Result<Option<PathBuf>>,
     ) -> anyhow::Result<Vec<(&'static ArmSpec, PathBuf)>> {
         let mut chosen = Vec::new();
         let mut made: Vec<(&str, Option<PathBuf>)> = Vec::new();
@@ -110,7 +110,7 @@ impl Investigation {
         )
     }
 
-    pub(super) fn no_build(&self, a: &ArmSpec, spec: builds::BuildSpec) -> String {
+    pub(super) fn no_build(&self, a: &ArmSpec, spec: crate::kbuild::Recipe) -> String {
         format!(
             "{}'s arm {} boots syscost's build {} of {}, which the other arms are compared \
              with, and it is not built yet: {}",
