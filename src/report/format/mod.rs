@@ -7,6 +7,7 @@
 
 pub(crate) mod cell;
 pub(crate) mod csv;
+pub(crate) mod fit;
 pub(crate) mod json;
 pub(crate) mod lkml;
 pub(crate) mod markdown;

@@ -26,7 +26,7 @@ impl Layout for Table {
             // Wider than a terminal's line: its widest text column wrapped, or its columns
             // stacked under their labels, as the mail format fits 80.
             true => {
-                super::lkml::fit(g, WIDTH - 1, false)
+                super::fit::fit(g, WIDTH - 1, (&|c: &str| c.to_string(), false))
                     .lines()
                     .map(|l| {
                         if l.is_empty() {

@@ -1,0 +1,152 @@
+//! Fitting a table to a width, for every format that keeps to one (the table format's 100
+//! columns, the mail format's 80): its widest text column wrapped inside its cells, else its
+//! columns dealt into stacked tables that repeat the leading label columns.
+
+use super::Grid;
+use unicode_width::UnicodeWidthStr;
+
+/// Columns narrower than this are never wrapped to make a table fit.
+const MIN_WRAP: usize = 16;
+
+/// A cell wrapped to `width` columns (one line if it fits).
+fn wrap_cell(c: &str, width: usize) -> Vec<String> {
+    if c.width() <= width {
+        return vec![c.to_string()];
+    }
+    super::wrap::words(c, width, width)
+}
+
+/// A table with every line within `limit` columns, each cell's text as `cell` gives it, with
+/// a dashed rule under the header when `rule`. A table that is wider first has its widest text column wrapped inside its
+/// cells; if that is not enough, its columns are dealt into stacked tables that each repeat the
+/// leading label columns (as R prints a wide data frame), so nothing is cut and no line wraps.
+pub(crate) fn fit(g: &Grid, limit: usize, (cell, rule): (&dyn Fn(&str) -> String, bool)) -> String {
+    let rows = g.texts();
+    let cells: Vec<Vec<String>> = std::iter::once(&g.headers)
+        .chain(&rows)
+        .map(|r| r.iter().map(|c| cell(c)).collect())
+        .collect();
+    let ncol = g.headers.len();
+    let mut width: Vec<usize> = (0..ncol)
+        .map(|i| {
+            cells
+                .iter()
+                .map(|r| r.get(i).map_or(0, |c| c.width()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let span = |cols: &[usize], w: &[usize]| -> usize {
+        cols.iter().map(|&c| w[c]).sum::<usize>() + 2 * cols.len().saturating_sub(1)
+    };
+    let all: Vec<usize> = (0..ncol).collect();
+    if span(&all, &width) <= limit {
+        return block(&cells, &all, &width, (&g.right, rule));
+    }
+    // A header wider than its column's cells wraps at its words first.
+    for (c, w) in width.iter_mut().enumerate() {
+        let data = (cells[1..].iter()).map(|r| r.get(c).map_or(0, |x| x.width()));
+        let word = g.headers[c]
+            .split(' ')
+            .map(|x| x.width())
+            .max()
+            .unwrap_or(0);
+        *w = data.max().unwrap_or(0).max(word).min(*w);
+    }
+    if span(&all, &width) <= limit {
+        return block(&cells, &all, &width, (&g.right, rule));
+    }
+    // One table, with the widest left-aligned column (a verdict, a note) wrapped.
+    let text_col = (1..ncol)
+        .filter(|c| !g.right.contains(c) && width[*c] > MIN_WRAP)
+        .max_by_key(|&c| width[c]);
+    if let Some(c) = text_col {
+        let others = span(&all, &width) - width[c];
+        if others + MIN_WRAP <= limit {
+            let mut w = width.clone();
+            w[c] = limit - others;
+            return block(&cells, &all, &w, (&g.right, rule));
+        }
+    }
+    // Stacked tables: the leading left-aligned columns (the labels) in each.
+    let mut keys = vec![0];
+    for c in 1..ncol {
+        if g.right.contains(&c) || span(&[keys.clone(), vec![c]].concat(), &width) > limit / 2 {
+            break;
+        }
+        keys.push(c);
+    }
+    let mut w = width.clone();
+    w[0] = w[0].min(limit / 2);
+    let room = limit - span(&keys, &w) - 2;
+    let mut chunks: Vec<Vec<usize>> = vec![Vec::new()];
+    for c in keys.last().unwrap() + 1..ncol {
+        w[c] = w[c].min(room);
+        let cur = chunks.last_mut().unwrap();
+        if cur.is_empty() || span(&[cur.clone(), vec![c]].concat(), &w) <= room {
+            cur.push(c);
+            continue;
+        }
+        // A text column (a verdict) wraps into what is left of the block, if enough is.
+        let left = room.saturating_sub(span(cur, &w) + 2);
+        if !g.right.contains(&c) && left >= MIN_WRAP {
+            w[c] = left;
+            cur.push(c);
+        } else {
+            chunks.push(vec![c]);
+        }
+    }
+    chunks
+        .iter()
+        .map(|chunk| {
+            block(
+                &cells,
+                &[keys.clone(), chunk.clone()].concat(),
+                &w,
+                (&g.right, rule),
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The columns `cols` of `cells` (the header first), each `width[c]` wide, with a dashed rule
+/// under the header when `rule`; a cell wider than its column wraps onto more lines.
+fn block(
+    cells: &[Vec<String>],
+    cols: &[usize],
+    width: &[usize],
+    (right, rule): (&[usize], bool),
+) -> String {
+    let mut out = String::new();
+    for (ri, r) in cells.iter().enumerate() {
+        let wrapped: Vec<Vec<String>> = cols
+            .iter()
+            .map(|&c| wrap_cell(r.get(c).map(String::as_str).unwrap_or(""), width[c]))
+            .collect();
+        let height = wrapped.iter().map(Vec::len).max().unwrap_or(1);
+        for k in 0..height {
+            let mut line = String::new();
+            for (i, &c) in cols.iter().enumerate() {
+                let cell = wrapped[i].get(k).map(String::as_str).unwrap_or("");
+                let w = width[c];
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                if right.contains(&c) {
+                    line.push_str(&format!("{cell:>w$}"));
+                } else {
+                    line.push_str(&format!("{cell:<w$}"));
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        if ri == 0 && rule {
+            let total = cols.iter().map(|&c| width[c]).sum::<usize>() + 2 * (cols.len() - 1);
+            out.push_str(&"-".repeat(total));
+            out.push('\n');
+        }
+    }
+    out
+}
