@@ -18,7 +18,7 @@ crate::tests! {
 const HELD: &[&str] = &[
     "src/core",
     "src/stats",
-    "src/signals.rs",
+    "src/signals",
     "src/audit",
     "src/counters",
     "src/probes",
