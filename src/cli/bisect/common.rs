@@ -6,6 +6,7 @@ use crate::cli::boots::{BootsOpts, Checker, Via, check_alpha};
 use crate::cli::*;
 use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
 use crate::experiments::boots::{Arm, BootRecord};
+use anyhow::Context as _;
 
 /// Where a bisection's boots happen (a kexec bisection would reboot this machine per step).
 #[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
@@ -124,4 +125,21 @@ pub(super) fn other_said(b: &Bisection) -> Option<String> {
             .map_or("-".into(), |v| crate::core::fmt_num(*v)),
         if step_status(b) == 1 { "bad" } else { "good" }
     ))
+}
+
+/// Run git with `args` in the current directory; its trimmed stdout.
+pub(super) fn git(args: &[&str]) -> Result<String> {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .context("cannot run git (Debian: apt-get install git)")?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }

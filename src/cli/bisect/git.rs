@@ -2,8 +2,8 @@
 //! bisect git` (git bisect driven by syscost). syscost never builds on its own initiative: it
 //! runs the user's --build in the user's tree, and boots the image it leaves.
 
-use super::common::{Common, finish};
-use super::step::{End, StepPlan, StepState, load};
+use super::common::{Common, finish, git};
+use super::step::{End, StepPlan, StepState, build_here, load};
 use crate::cli::kept_run::Shown;
 use crate::cli::*;
 use crate::experiments::bisect::{Found, Step, decide::Class};
@@ -11,13 +11,6 @@ use crate::experiments::boots::Arm;
 use anyhow::Context;
 use std::path::Path;
 use std::process::Command as Process;
-
-/// The exit status git bisect run reads from a step: 0 good, 1 bad, 125 skip, 128 and above
-/// stop the bisection (the ends do not differ, or syscost failed: a plain error's 1 would read
-/// as bad).
-#[derive(Debug, thiserror::Error)]
-#[error("{1}")]
-pub(crate) struct StepStatus(pub i32, pub String);
 
 #[derive(Args, Debug)]
 pub struct StepArgs {
@@ -109,38 +102,6 @@ fn step_builds(
     ]
 }
 
-/// The commit checked out here built by the user's command `cmd`, leaving `image`: taken from
-/// syscost's store of builds when it was built before, else built and kept there
-/// (`kbuild::tree`); the image to boot, or `None` when it does not build.
-pub(super) fn build_here(cmd: &str, image: &Path) -> Result<Option<PathBuf>> {
-    use crate::kbuild::tree::{Made, TreeBuild};
-    let b = TreeBuild {
-        dir: std::env::current_dir()?,
-        commit: git(&["rev-parse", "HEAD"])?,
-        command: cmd.to_string(),
-        image: image.to_path_buf(),
-    };
-    let short = &b.commit[..b.commit.len().min(12)];
-    if let Some(k) = b.kept()? {
-        eprintln!(
-            "syscost: {short} was built before by this command: booting its kept image {}",
-            k.image.display()
-        );
-        return Ok(Some(k.image));
-    }
-    eprintln!("syscost: building {short}: {cmd}");
-    match b.build()? {
-        Made::Kept(k) | Made::Built(k) => Ok(Some(k.image)),
-        Made::Failed(why) => {
-            eprintln!(
-                "syscost: --build: {why}: skipped, as git bisect skips a commit that does not \
-                 build"
-            );
-            Ok(None)
-        }
-    }
-}
-
 /// Run `git bisect run` of `syscost bisect step-plan PLAN` (`exe` is syscost) to its end,
 /// dying with syscost (its steps share syscost's process group, so a Ctrl-C reaches them as
 /// it did); what it printed.
@@ -165,11 +126,6 @@ fn run_git_bisect(exe: &Path, plan: &Path) -> Result<String> {
     Ok(said)
 }
 
-/// The current commit's short hash, when the current directory is a git tree.
-pub(super) fn build_name() -> Option<String> {
-    git(&["rev-parse", "--short", "HEAD"]).ok()
-}
-
 fn git_dir() -> Result<PathBuf> {
     git(&["rev-parse", "--absolute-git-dir"])
         .map(PathBuf::from)
@@ -185,23 +141,6 @@ fn in_git_tree() -> Result<bool> {
         .status()
         .context("cannot run git (Debian: apt-get install git)")?;
     Ok(st.success())
-}
-
-/// Run git with `args` in the current directory; its trimmed stdout.
-pub(super) fn git(args: &[&str]) -> Result<String> {
-    let out = Process::new("git")
-        .args(args)
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .context("cannot run git (Debian: apt-get install git)")?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 #[derive(Args, Debug)]

@@ -18,9 +18,10 @@ use crate::experiments::boots::kept::{self, Kept, RunKind};
 use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context;
 use common::{Common, boot_line, ends_equal, metric_refused};
-pub(crate) use git::{GitArgs, StepArgs, StepStatus};
+pub(crate) use git::{GitArgs, StepArgs};
 use std::cell::RefCell;
 use std::path::Path;
+pub(crate) use step::StepStatus;
 
 pub(super) const BISECT_EXAMPLES: &str = "Examples:
   syscost bisect --accel tcg --emulated-counters --builds /srv/kernels -- run syscall --runs 1

@@ -4,8 +4,8 @@
 //! bisect run` to hand each step (`bisect step-plan FILE`), so no command composes another's
 //! words.
 
+use super::common::git;
 use super::common::{boot_line, ends_equal, metric_refused, other_said, step_status};
-use super::git::{StepStatus, build_here, build_name};
 use crate::cli::boots::lava_lab;
 use crate::cli::kept_run::{Shown, made, record_boot};
 use crate::cli::*;
@@ -15,6 +15,13 @@ use crate::experiments::boots::{BootRecord, LavaRun};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+/// The exit status git bisect run reads from a step: 0 good, 1 bad, 125 skip, 128 and above
+/// stop the bisection (the ends do not differ, or syscost failed: a plain error's 1 would read
+/// as bad).
+#[derive(Debug, thiserror::Error)]
+#[error("{1}")]
+pub(crate) struct StepStatus(pub i32, pub String);
 
 /// The status of a step that cannot go on.
 pub(super) const STOP: i32 = 128;
@@ -188,4 +195,41 @@ pub(super) fn load(path: &Path) -> Result<Option<StepState>> {
 
 fn save(path: &Path, s: &StepState) -> Result<()> {
     crate::core::write_atomic(path, serde_json::to_string(s)?.as_bytes())
+}
+
+/// The commit checked out here built by the user's command `cmd`, leaving `image`: taken from
+/// syscost's store of builds when it was built before, else built and kept there
+/// (`kbuild::tree`); the image to boot, or `None` when it does not build.
+pub(super) fn build_here(cmd: &str, image: &Path) -> Result<Option<PathBuf>> {
+    use crate::kbuild::tree::{Made, TreeBuild};
+    let b = TreeBuild {
+        dir: std::env::current_dir()?,
+        commit: git(&["rev-parse", "HEAD"])?,
+        command: cmd.to_string(),
+        image: image.to_path_buf(),
+    };
+    let short = &b.commit[..b.commit.len().min(12)];
+    if let Some(k) = b.kept()? {
+        eprintln!(
+            "syscost: {short} was built before by this command: booting its kept image {}",
+            k.image.display()
+        );
+        return Ok(Some(k.image));
+    }
+    eprintln!("syscost: building {short}: {cmd}");
+    match b.build()? {
+        Made::Kept(k) | Made::Built(k) => Ok(Some(k.image)),
+        Made::Failed(why) => {
+            eprintln!(
+                "syscost: --build: {why}: skipped, as git bisect skips a commit that does not \
+                 build"
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// The current commit's short hash, when the current directory is a git tree.
+pub(super) fn build_name() -> Option<String> {
+    git(&["rev-parse", "--short", "HEAD"]).ok()
 }
