@@ -30,7 +30,8 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
 }
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.rs` file below `dir` (the plans test walks the same files).
+pub(crate) fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {

@@ -5,7 +5,7 @@
 //! command line. The measuring command a guest runs is words by nature (the guest's syscost is
 //! another process): it is checked by the same parser in one place, listed below.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 crate::tests! {
     Shared no_command_composes_another_command_s_words,
@@ -42,17 +42,6 @@ const PARSE_CALLS: &[&str] = &[
     "Cli::from_arg_matches",
 ];
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
 /// `src` before its unit tests, comment lines left out.
 fn code(src: &str) -> String {
     let end = src.find("#[cfg(test)]\nmod ").unwrap_or(src.len());
@@ -82,7 +71,7 @@ fn outside(files: &[(String, String)], calls: &[&str], allowed: &[(&str, &str)])
 fn no_command_composes_another_command_s_words() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut paths = Vec::new();
-    sources(&root.join("src"), &mut paths);
+    crate::layers::sources(&root.join("src"), &mut paths);
     let files: Vec<(String, String)> = paths
         .iter()
         .map(|p| {

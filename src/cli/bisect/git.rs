@@ -63,24 +63,38 @@ impl StepArgs {
             image: image.clone(),
             rules: rules.clone(),
         };
-        let shown = Shown::of(&self.common.shared)?;
-        let seed = (self.common.shared.seed).unwrap_or_else(crate::core::now_unix);
         let ends = [
             end(&self.good_image, &self.good_audit_rules),
             end(&self.bad_image, &self.bad_audit_rules),
         ];
         let candidate = (self.image.as_path(), self.append.as_str(), &self.rules);
-        let plan = self
-            .common
-            .plan(step_builds(&ends, candidate), 0, 2, seed)?;
-        Ok(StepPlan {
-            ends,
-            build: self.build.clone(),
-            state,
-            plan,
+        let shown = Shown::of(&self.common.shared)?;
+        step_plan(
+            &self.common,
+            (ends, candidate),
+            (self.build.clone(), state),
             shown,
-        })
+        )
     }
+}
+
+/// A step of `common`'s bisection of the candidate (its image, command line and rules)
+/// between `ends`, built by `build`, its shared state in `state`.
+fn step_plan(
+    common: &Common,
+    (ends, candidate): ([End; 2], (&Path, &str, &Option<PathBuf>)),
+    (build, state): (Option<String>, PathBuf),
+    shown: Shown,
+) -> Result<StepPlan> {
+    let seed = (common.shared.seed).unwrap_or_else(crate::core::now_unix);
+    let plan = common.plan(step_builds(&ends, candidate), 0, 2, seed)?;
+    Ok(StepPlan {
+        ends,
+        build,
+        state,
+        plan,
+        shown,
+    })
 }
 
 /// The ends and the candidate (named and booted by each step) a step bisects.
@@ -248,18 +262,9 @@ impl GitArgs {
         let ends = [end("good"), end("bad")];
         let mut shown = Shown::of(&self.common.shared)?;
         shown.output = None;
-        let seed = (self.common.shared.seed).unwrap_or_else(crate::core::now_unix);
         let candidate = (self.image.as_path(), self.append.as_str(), &self.rules);
-        let plan = self
-            .common
-            .plan(step_builds(&ends, candidate), 0, 2, seed)?;
-        Ok(StepPlan {
-            ends,
-            build: Some(self.build.clone()),
-            state: dir.join("state.json"),
-            plan,
-            shown,
-        })
+        let (build, state) = (Some(self.build.clone()), dir.join("state.json"));
+        step_plan(&self.common, (ends, candidate), (build, state), shown)
     }
 
     /// git's answer, and every step's evidence, the builds in the history's order.
