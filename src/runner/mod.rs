@@ -455,17 +455,19 @@ fn placed_anew(index: u32) -> Result<Option<crate::audit::addresses::Placement>>
         .transpose()
 }
 
+/// Run the plan's command before each run, to its end; it dies with syscost, its whole group
+/// (see [`signals::Guarded`]).
 fn pre(plan: &Plan) -> Result<()> {
     let Some(cmd) = &plan.pre else { return Ok(()) };
-    let status = Command::new("/bin/sh")
-        .args(["-c", cmd])
+    let mut sh = Command::new("/bin/sh");
+    sh.args(["-c", cmd])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .status()
-        .with_context(|| {
-            crate::said!("cannot run ", Opt::Pre, format!(" '{cmd}'")).spell(spelled)
-        })?;
-    signals::check()?;
+        .stdout(Stdio::null());
+    let mut child = signals::Guarded::spawn(&mut sh, true).with_context(|| {
+        crate::said!("cannot run ", Opt::Pre, format!(" '{cmd}'")).spell(spelled)
+    })?;
+    let status = (child.wait(std::time::Duration::from_millis(10), None, &mut |_| {})?)
+        .map_err(|s| s.into_error(|| anyhow::anyhow!("{} '{cmd}' stopped", spelled(Opt::Pre))))?;
     if !status.success() {
         bail!(refused!(Opt::Pre, format!(" '{cmd}' failed: {status}")));
     }
