@@ -18,7 +18,7 @@ use std::path::Path;
 /// Where the campaign's plan for the guest is in the initramfs.
 pub(crate) const PLAN_PATH: &str = "/campaign/plan.json";
 /// The kernel command-line parameter naming the arm of this boot.
-pub(crate) const ARM_PARAM: &str = "syscost.arm";
+pub(crate) const ARM_PARAM: &str = crate::core::ARM_PARAM;
 /// On a boot's command line: send the kernel's whole symbol table (once per arm: reading it
 /// under the emulator takes seconds; later boots send only where their text starts).
 pub(crate) const KALLSYMS_PARAM: &str = "syscost.kallsyms";

@@ -17,6 +17,18 @@ pub(crate) mod num;
 pub(crate) mod perf;
 pub(crate) mod places;
 
+/// The kernel command-line parameter that names the arm of a guest syscost booted
+/// (`boot::guest`).
+pub(crate) const ARM_PARAM: &str = "syscost.arm";
+
+/// Whether this machine is a guest syscost booted to measure in (its kernel's command line
+/// names an arm): nobody stops its measurement but its boot's timeout.
+pub(crate) fn in_syscost_guest() -> bool {
+    let line = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let arm = format!("{ARM_PARAM}=");
+    line.split_whitespace().any(|w| w.starts_with(&arm))
+}
+
 pub use cpus::CpuList;
 pub use envelope::{Envelope, Kind, SCHEMA, ToolInfo, VERSION, now_unix};
 pub(crate) use files::{check_writable, sha256_hex, write_atomic};
