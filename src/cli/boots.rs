@@ -387,14 +387,6 @@ pub(super) fn lab_tags(j: &crate::boot::lava::LabJob) -> Vec<String> {
     t
 }
 
-/// `--alpha` is a probability.
-pub(super) fn check_alpha(alpha: f64) -> Result<()> {
-    if !(alpha > 0.0 && alpha < 1.0) {
-        anyhow::bail!("--alpha must be between 0 and 1 (exclusive), e.g. 0.05");
-    }
-    Ok(())
-}
-
 /// A measured boot's result in the history, with `tags` added to the user's.
 pub(super) fn record_tagged(
     b: &BootRecord,
@@ -416,8 +408,7 @@ pub(crate) struct Checker(pub &'static str);
 
 impl MeasureCheck for Checker {
     fn check(&self, words: &[String], guest_cpus: Option<u32>) -> Result<Measured> {
-        let (needs, rules) = check_measure(self.0, words, guest_cpus)?;
-        Ok(Measured { needs, rules })
+        check_measure(self.0, words, guest_cpus)
     }
 }
 
@@ -426,11 +417,7 @@ impl MeasureCheck for Checker {
 /// audit sweep or probe), on CPUs the guest has (`guest_cpus`, for QEMU boots). Returns the
 /// rules file it reads (`--audit-rules`), and the
 /// files it needs in the guest (a probe's target and program).
-fn check_measure(
-    owner: &str,
-    words: &[String],
-    guest_cpus: Option<u32>,
-) -> Result<(Vec<Needed>, Option<PathBuf>)> {
+fn check_measure(owner: &str, words: &[String], guest_cpus: Option<u32>) -> Result<Measured> {
     let said = format!("`syscost {}`", crate::core::printable(&words.join(" ")));
     let parse = |words: Vec<String>| parse_measure(owner, words, &said);
     let (parsed, matches) = parse(words.to_vec())?;
@@ -481,7 +468,7 @@ fn check_measure(
         );
     }
     parse(crate::boot::with_output(words, "/tmp/result.json"))?;
-    Ok((needs, rules))
+    Ok(Measured { needs, rules })
 }
 
 /// The measuring command `words` parsed as the guest's syscost parses it, or why it would fail

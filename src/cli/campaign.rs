@@ -2,7 +2,7 @@
 //! record every boot's result in the history, and say whether it was complete.
 
 use super::args::HistoryOpts;
-use super::boots::{BootsOpts, Checker, Via, boot_line, check_alpha, lava_lab};
+use super::boots::{BootsOpts, Checker, Via, boot_line, lava_lab};
 use super::kept_run::{Made, Shown, drop_run, made, record_boot, standing};
 use super::*;
 use crate::core::input::Opt;
@@ -240,7 +240,6 @@ impl CampaignArgs {
     }
 
     fn plan(&self, seed: u64) -> Result<CampaignPlan> {
-        check_alpha(self.alpha)?;
         self.ask()?.plan(seed, &Checker("campaign"))
     }
 

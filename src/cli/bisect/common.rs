@@ -2,7 +2,7 @@
 //! a bisection's result is shown and its boots recorded: shared by the list mode and the git
 //! steps.
 
-use crate::cli::boots::{BootsOpts, Checker, Via, check_alpha};
+use crate::cli::boots::{BootsOpts, Checker, Via};
 use crate::cli::*;
 use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
 use crate::experiments::boots::{Arm, BootRecord};
@@ -53,9 +53,9 @@ impl Common {
         bad: usize,
         seed: u64,
     ) -> Result<BisectPlan> {
-        check_alpha(self.error_bound).map_err(|_| {
-            anyhow::anyhow!("--error-bound must be between 0 and 1 (exclusive), e.g. 0.05")
-        })?;
+        if !(self.error_bound > 0.0 && self.error_bound < 1.0) {
+            anyhow::bail!("--error-bound must be between 0 and 1 (exclusive), e.g. 0.05");
+        }
         BisectPlan::new(
             &self.shared.ask(self.via.via())?,
             (builds, good, bad),

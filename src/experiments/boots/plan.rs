@@ -136,7 +136,7 @@ impl Backend {
 /// What every boot of a campaign or a bisection shares: the arms, the measuring command run
 /// inside each boot, where the boots happen and how a failed boot is retried.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(from = "Kept")]
+#[serde(from = "OnDisk")]
 pub(crate) struct BootPlan {
     pub arms: Vec<Arm>,
     pub seed: u64,
@@ -218,7 +218,7 @@ impl BootPlan {
 /// measuring commands were maps by arm name beside the arms. Read into a [`BootPlan`] with
 /// each setting on its arm.
 #[derive(Deserialize)]
-struct Kept {
+struct OnDisk {
     arms: Vec<Arm>,
     seed: u64,
     measure: Vec<String>,
@@ -236,8 +236,8 @@ struct Kept {
     arm_measure: std::collections::BTreeMap<String, Vec<String>>,
 }
 
-impl From<Kept> for BootPlan {
-    fn from(k: Kept) -> BootPlan {
+impl From<OnDisk> for BootPlan {
+    fn from(k: OnDisk) -> BootPlan {
         let mut arms = k.arms;
         for a in &mut arms {
             a.aged_slab = a.aged_slab.or(k.aged_slab.get(&a.name).copied());

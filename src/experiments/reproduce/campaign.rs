@@ -9,7 +9,7 @@ use crate::boot::qemu::Accel;
 use crate::core::input::{Opt, spelled};
 use crate::counters::emulated::CacheModel;
 use crate::experiments::boots::Arm;
-use crate::experiments::boots::ask::{BootAsk, Guest};
+use crate::experiments::boots::ask::{BootAsk, Guest, RETRIES};
 use crate::experiments::campaign::ask::CampaignAsk;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -48,7 +48,7 @@ impl Investigation {
             accel: Some(Accel::Tcg),
             cache_model: self.counts.then(|| self.cache_model()).transpose()?,
             cpus: self.guest_cpus,
-            retries: self.retries.unwrap_or(Guest::default().retries),
+            retries: self.retries.unwrap_or(RETRIES),
             disk: self.guest_disk,
             emulated_profile: self.profile,
             boot_timeout: walks.then_some(WALK_BOOT_TIMEOUT),

@@ -49,6 +49,17 @@ pub(crate) enum Image {
     },
 }
 
+impl Image {
+    /// syscost's build of `spec`, needed when it is the source as it is (the build the
+    /// others are compared with).
+    pub(super) const fn built(spec: crate::kbuild::Recipe) -> Image {
+        Image::Build {
+            spec,
+            needed: spec.changes.is_empty(),
+        }
+    }
+}
+
 /// One arm of an investigation's campaign.
 #[derive(Clone, Debug)]
 pub(crate) struct ArmSpec {
@@ -181,10 +192,7 @@ pub(super) const fn series_arm(
 ) -> ArmSpec {
     ArmSpec {
         name,
-        image: Image::Build {
-            spec,
-            needed: spec.changes.is_empty(),
-        },
+        image: Image::built(spec),
         append: "audit=1",
         rules: match measure {
             None => Some("audit-series.rules"),
@@ -215,10 +223,7 @@ pub(super) const SYSCALL_LATENCY_ARMS: &[ArmSpec] = &[
 pub(super) const fn latency_arm(name: &'static str, spec: crate::kbuild::Recipe) -> ArmSpec {
     ArmSpec {
         name,
-        image: Image::Build {
-            spec,
-            needed: spec.changes.is_empty(),
-        },
+        image: Image::built(spec),
         append: "audit=1",
         rules: Some("syscall-latency.rules"),
         aged: Some(AGED_OBJECTS),
