@@ -475,10 +475,10 @@ fn kallsyms_text() -> Option<GuestSymbols> {
 
 /// Run syscost's `words` in this boot, its output on the console.
 fn run_here(words: &[String]) -> Result<()> {
-    let st = std::process::Command::new("/init")
-        .args(words)
-        .env("SYSCOST_HISTORY", "/tmp/history.sqlite")
-        .status()
+    let mut c = std::process::Command::new("/init");
+    c.args(words).env("SYSCOST_HISTORY", "/tmp/history.sqlite");
+    let st = crate::signals::Guarded::spawn_told(&mut c)
+        .and_then(|mut g| g.wait_end())
         .context("cannot start syscost")?;
     if !st.success() && st.code() != Some(4) {
         bail!("`syscost {}` failed ({st})", words.join(" "));

@@ -138,16 +138,20 @@ fn measure_child(
     let tmp = tempfile::tempdir().context("cannot create a temporary directory")?;
     let out = tmp.path().join("result.json");
     let exe = std::env::current_exe().context("cannot find syscost's own binary")?;
-    let run = std::process::Command::new(exe)
-        .args(unrecorded(with_output(words, &out.to_string_lossy())))
+    let mut c = std::process::Command::new(exe);
+    c.args(unrecorded(with_output(words, &out.to_string_lossy())))
         .env("SYSCOST_HISTORY", tmp.path().join("history.sqlite"))
         .envs(mark.then_some((MARK_ENV, marked)))
         .envs(objects.then(object_map).flatten())
         .envs(anew.and_then(|a| Some((crate::audit::anew::ENV, serde_json::to_string(a).ok()?))))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .output()
+        .stderr(std::process::Stdio::piped());
+    // Told to stop (SIGTERM) if this syscost dies, so it undoes its own changes first.
+    let run = crate::signals::Guarded::spawn_told(&mut c)
+        .and_then(|g| g.output())
         .context("cannot start the measurement")?;
+    crate::signals::check()?;
     if !run.status.success() {
         let err = String::from_utf8_lossy(&run.stderr);
         let tail: Vec<&str> = err.lines().rev().take(5).collect();

@@ -158,25 +158,30 @@ pub(crate) fn plugin_arg(m: &Machine, file: &Path) -> String {
 /// words, not in every boot.
 pub(crate) fn check_plugin(m: &Machine, file: &Path) -> Result<()> {
     use std::io::Write;
-    let mut child = Command::new(QEMU)
-        .args([
-            "-machine",
-            "none",
-            "-accel",
-            "tcg",
-            "-nodefaults",
-            "-display",
-            "none",
-        ])
-        .args(["-S", "-monitor", "stdio", "-plugin", &plugin_arg(m, file)])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
+    let mut c = Command::new(QEMU);
+    c.args([
+        "-machine",
+        "none",
+        "-accel",
+        "tcg",
+        "-nodefaults",
+        "-display",
+        "none",
+    ])
+    .args(["-S", "-monitor", "stdio", "-plugin", &plugin_arg(m, file)])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    let mut child = crate::signals::Guarded::spawn(&mut c, false)
         .with_context(|| format!("cannot run {QEMU}"))?;
     // QEMU has exited already if the plugin did not load: a closed pipe is no error here.
-    let _ = child.stdin.take().expect("piped").write_all(b"quit\n");
-    let out = child.wait_with_output()?;
+    let _ = child
+        .child()
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(b"quit\n");
+    let out = child.output()?;
     if out.status.success() {
         return Ok(());
     }

@@ -204,11 +204,15 @@ fn run_once(
             Stdio::null()
         } else {
             Stdio::piped()
-        });
+        })
+        .stderr(Stdio::piped());
     if let Some(k) = mark {
         emulated::begin(k);
     }
-    let out = command.output();
+    // Guarded: it dies with syscost. Its start is then a fork, not a vfork (the death signal
+    // is set between fork and exec): the same in every arm, so it cancels in the difference
+    // the probe's cost is read from.
+    let out = crate::signals::Guarded::spawn(&mut command, false).and_then(|g| g.output());
     if let Some(k) = mark {
         emulated::end(k);
     }

@@ -28,7 +28,7 @@ use crate::signals;
 use crate::workloads::WorkloadSpec;
 use anyhow::{Context, Result, bail};
 use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use worker::{Mode, Reply, Request};
 
@@ -605,51 +605,48 @@ fn object_map() -> Option<crate::audit::own::ObjectMap> {
     })
 }
 
-/// Start a worker process (its stdin and stdout piped), registered so a signal reaches it
-/// while the guard lives, and the request's line for it.
-fn start_worker(req: &Request) -> Result<(Child, signals::ChildGuard, Vec<u8>)> {
+/// Start a worker process (its stdin and stdout piped), guarded so that a signal reaches it
+/// and it dies with syscost, and the request's line for it.
+fn start_worker(req: &Request) -> Result<(signals::Guarded, Vec<u8>)> {
     signals::check()?;
     let exe = std::env::current_exe().context("cannot find syscost's own executable")?;
-    let child = Command::new(exe)
-        .arg("__worker")
+    let mut c = Command::new(exe);
+    c.arg("__worker")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "cannot start a worker process: {e}{}",
-                crate::core::limits::hint(&e, true)
-            )
-        })?;
-    let guard = signals::ChildGuard::new(child.id());
+        .stderr(Stdio::inherit());
+    let child = signals::Guarded::spawn_told(&mut c).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot start a worker process: {e}{}",
+            crate::core::limits::hint(&e, true)
+        )
+    })?;
     let mut line = serde_json::to_vec(req).expect("requests serialise");
     line.push(b'\n');
-    Ok((child, guard, line))
+    Ok((child, line))
 }
 
 /// Start a worker, hand it the request, wait for its reply.
 fn spawn(req: &Request) -> Result<Reply> {
-    let (mut child, _guard, input) = start_worker(req)?;
+    let (mut worker, input) = start_worker(req)?;
     let talk = (|| -> Result<(String, std::process::ExitStatus)> {
-        if let Some(mut stdin) = child.stdin.take() {
+        if let Some(mut stdin) = worker.child().stdin.take() {
             stdin
                 .write_all(&input)
                 .context("cannot send the request to the worker")?;
         }
         let mut out = String::new();
-        if let Some(mut stdout) = child.stdout.take() {
+        if let Some(mut stdout) = worker.child().stdout.take() {
             stdout
                 .read_to_string(&mut out)
                 .context("cannot read the worker's reply")?;
         }
-        let status = child.wait().context("waiting for the worker")?;
+        let status = worker.wait_end().context("waiting for the worker")?;
         Ok((out, status))
     })();
     if talk.is_err() {
         // Reap it whatever happened (it was stopped, or its pipe broke).
-        let _ = child.kill();
-        let _ = child.wait();
+        worker.kill();
     }
     // A signal stops the worker (the guard passes it on), which may break the pipe to it
     // before the request is written: that is the interruption, not a failure of its own.

@@ -14,7 +14,7 @@ use crate::results::RunRecord;
 use crate::signals;
 use anyhow::{Context, Result, bail};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout};
+use std::process::{ChildStdin, ChildStdout};
 
 /// The order in which slot `slot` (warm-up and measured samples counted together) of round
 /// `round` visits `n` arms: alternating from slot to slot and, at the first slot, from round to
@@ -25,23 +25,22 @@ pub(crate) fn slot_order(round: u32, slot: u32, n: usize) -> Vec<usize> {
 
 /// One worker of a paced round.
 struct Live {
-    child: Child,
+    child: signals::Guarded,
     stdin: Option<ChildStdin>,
     out: BufReader<ChildStdout>,
-    _guard: signals::ChildGuard,
 }
 
 impl Live {
     fn start(req: &Request) -> Result<Live> {
-        let (mut child, guard, line) = start_worker(req)?;
-        let (Some(stdin), Some(out)) = (child.stdin.take(), child.stdout.take()) else {
+        let (mut child, line) = start_worker(req)?;
+        let pipes = child.child();
+        let (Some(stdin), Some(out)) = (pipes.stdin.take(), pipes.stdout.take()) else {
             unreachable!("both pipes were asked for");
         };
         let mut live = Live {
             child,
             stdin: Some(stdin),
             out: BufReader::new(out),
-            _guard: guard,
         };
         live.send(&line)?;
         Ok(live)
@@ -65,7 +64,7 @@ impl Live {
         signals::check()?;
         match n {
             Ok(0) | Err(_) => {
-                let status = self.child.wait().context("waiting for the worker")?;
+                let status = self.child.wait_end().context("waiting for the worker")?;
                 bail!("the worker process died ({status}) without a reply")
             }
             Ok(_) => match serde_json::from_str(line.trim()) {
@@ -95,7 +94,7 @@ impl Live {
         match self.hear()? {
             Reply::Measured { run, statuses, .. } => {
                 self.stdin = None;
-                self.child.wait().context("waiting for the worker")?;
+                self.child.wait_end().context("waiting for the worker")?;
                 Ok((*run, statuses))
             }
             other => bail!("unexpected reply from a paced worker: {other:?}"),
@@ -107,7 +106,7 @@ impl Drop for Live {
     fn drop(&mut self) {
         // Its pipe closes: a worker waiting for its word stops, tears down and exits.
         self.stdin = None;
-        let _ = self.child.wait();
+        let _ = self.child.wait_end();
     }
 }
 

@@ -1,14 +1,16 @@
 //! The one way syscost starts a child that must die with it (a kernel build's make, QEMU, a
-//! user's build command, git bisect running syscost's steps): the kernel sends it SIGKILL when
-//! syscost dies, even by SIGKILL (`PR_SET_PDEATHSIG`); a signal syscost takes reaches it
-//! (SIGTERM, see [`super::ChildGuard`]); an interruption, a time limit or the end of its owner
-//! kills it; and, started as a group of its own, every process it started goes with it (a
-//! build's compilers, not only its make). Written here, not with a crate: it is a few system
-//! calls around `std::process`, tied to this module's signal handling.
+//! user's build command, git bisect running syscost's steps, a probed command, the measuring
+//! workers, a guest's measuring syscost): the kernel sends it SIGKILL when syscost dies, even
+//! by SIGKILL (`PR_SET_PDEATHSIG`; SIGTERM to a child that undoes its own changes); a signal
+//! syscost takes reaches it (SIGTERM, see [`super::ChildGuard`]); an interruption, a time limit
+//! or the end of its owner kills it; and, started as a group of its own, every process it
+//! started goes with it (a build's compilers, not only its make). Written here, not with a
+//! crate: it is a few system calls around `std::process`, tied to this module's signal
+//! handling.
 
 use super::{ChildGuard, Interrupted};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Output};
 use std::time::{Duration, Instant};
 
 /// A started child that dies with syscost.
@@ -30,8 +32,20 @@ pub(crate) enum Stopped {
 }
 
 impl Guarded {
-    /// Start `c` (a process group of its own with `group`) so that it dies with syscost.
+    /// Start `c` (a process group of its own with `group`) so that it dies with syscost: the
+    /// kernel sends it SIGKILL when syscost dies.
     pub(crate) fn spawn(c: &mut Command, group: bool) -> std::io::Result<Guarded> {
+        Self::start(c, group, libc::SIGKILL)
+    }
+
+    /// Start `c`, a child that undoes what it changed when it is told to stop (a worker, a
+    /// measuring syscost): when syscost dies the kernel sends it SIGTERM, not SIGKILL, so it
+    /// tears its workload down first. It stays in syscost's process group.
+    pub(crate) fn spawn_told(c: &mut Command) -> std::io::Result<Guarded> {
+        Self::start(c, false, libc::SIGTERM)
+    }
+
+    fn start(c: &mut Command, group: bool, death: libc::c_int) -> std::io::Result<Guarded> {
         let parent = std::process::id();
         // SAFETY: setpgid, prctl and getppid are async-signal-safe, and the closure allocates
         // nothing.
@@ -40,7 +54,7 @@ impl Guarded {
                 if group {
                     libc::setpgid(0, 0);
                 }
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, death) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 // syscost died before the death signal was set: nothing would kill this.
@@ -90,6 +104,44 @@ impl Guarded {
             each(&mut self.child);
             std::thread::sleep(poll);
         }
+    }
+
+    /// Wait for it to end, blocked (no polling: a timed child's figure gets no poll's
+    /// interval). A signal still ends it: syscost passes SIGTERM on to it (see
+    /// [`super::ChildGuard`]), and the caller's next [`super::check`] sees the interruption.
+    pub(crate) fn wait_end(&mut self) -> std::io::Result<ExitStatus> {
+        let s = self.child.wait()?;
+        self.ended = true;
+        Ok(s)
+    }
+
+    /// Wait for it to end, blocked, with what it wrote to its piped stdout and stderr (read
+    /// together, so neither pipe fills while the other is read); like
+    /// [`std::process::Child::wait_with_output`].
+    pub(crate) fn output(mut self) -> std::io::Result<Output> {
+        use std::io::Read;
+        let (out, err) = (self.child.stdout.take(), self.child.stderr.take());
+        let read = |pipe: Option<&mut dyn Read>| -> std::io::Result<Vec<u8>> {
+            let mut v = Vec::new();
+            if let Some(p) = pipe {
+                p.read_to_end(&mut v)?;
+            }
+            Ok(v)
+        };
+        let (stdout, stderr) = std::thread::scope(|s| {
+            let mut err = err;
+            let e = s.spawn(move || read(err.as_mut().map(|p| p as &mut dyn Read)));
+            let mut out = out;
+            let o = read(out.as_mut().map(|p| p as &mut dyn Read));
+            (o, e.join().expect("reading a pipe does not panic"))
+        });
+        let (stdout, stderr) = (stdout?, stderr?);
+        let status = self.wait_end()?;
+        Ok(Output {
+            status,
+            stdout,
+            stderr,
+        })
     }
 
     /// Kill it (its whole group, when it leads one) and reap it.
@@ -177,6 +229,36 @@ mod unit {
             .wait(Duration::from_millis(5), None, &mut |_| {})
             .unwrap();
         assert!(s.unwrap().success());
+    }
+
+    /// The death signal is the one asked for (SIGKILL, or SIGTERM for a child told to stop),
+    /// as the child itself reads it, and its output is both pipes whole.
+    #[test]
+    fn the_death_signal_is_set_and_the_output_read() {
+        use std::process::Stdio;
+        let asks = "import ctypes, sys; v = ctypes.c_int(); \
+                    ctypes.CDLL(None).prctl(2, ctypes.byref(v)); \
+                    sys.stderr.write('e' * 200000); print(v.value)";
+        let read = |told: bool| {
+            let mut c = Command::new("python3");
+            c.args(["-c", asks])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let g = match told {
+                true => Guarded::spawn_told(&mut c),
+                false => Guarded::spawn(&mut c, false),
+            };
+            let out = g.unwrap().output().unwrap();
+            assert!(out.status.success());
+            assert_eq!(out.stderr.len(), 200000);
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .trim()
+                .parse::<i32>()
+                .unwrap()
+        };
+        assert_eq!(read(false), libc::SIGKILL);
+        assert_eq!(read(true), libc::SIGTERM);
     }
 
     /// A child let go of while it runs is killed, not left behind.
