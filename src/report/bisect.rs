@@ -10,7 +10,7 @@ use crate::boot::qemu::Accel;
 use crate::core::Kind;
 use crate::core::input::{Opt, spelled};
 use crate::experiments::bisect::decide::Class;
-use crate::experiments::bisect::{Bisection, Finding, Found, Shape};
+use crate::experiments::bisect::{Bisection, Finding, Found, Moved, Shape};
 use crate::results::functions::EmulatedFunctions;
 
 /// A step's first bad build, or the builds it is one of when those before it were skipped.
@@ -74,37 +74,42 @@ impl Bisection {
                     ),
                 }
             ),
-            Found::Build { first_bad, .. } => format!("first bad build {first_bad}: {change}"),
-            Found::Range {
-                first_bad, between, ..
-            } => format!(
-                "first bad build one of {}, {first_bad} (the {} before it skipped or \
-                 undecided): {change}",
-                between.join(", "),
-                if between.len() == 1 { "one" } else { "builds" }
+            Found::Step(f) if f.exact() => format!("first bad build {}: {change}", f.first_bad),
+            Found::Step(f) => format!(
+                "first bad build one of {}, {} (the {} before it skipped or undecided): {change}",
+                f.between.join(", "),
+                f.first_bad,
+                if f.between.len() == 1 {
+                    "one"
+                } else {
+                    "builds"
+                }
             ),
-            Found::Steps { steps } => {
-                let each: Vec<String> = steps
-                    .iter()
-                    .map(|f| {
-                        format!(
-                            "{} {} ({} to {})",
-                            first_bad_of(f),
-                            crate::core::num::fmt_signed(f.to - f.from),
-                            num(f.from),
-                            num(f.to)
-                        )
-                    })
-                    .collect();
-                format!(
-                    "{} moves in {} steps, first bad builds: {} {}",
-                    self.metric,
-                    steps.len(),
-                    each.join(", "),
-                    self.unit
-                )
-            }
+            Found::Steps(steps) => self.steps_line(steps),
         }
+    }
+
+    /// A figure that moves in several steps, each step's first bad build and change.
+    fn steps_line(&self, steps: &[Moved]) -> String {
+        let num = crate::core::fmt_num;
+        let each: Vec<String> = (steps.iter())
+            .map(|m| {
+                format!(
+                    "{} {} ({} to {})",
+                    first_bad_of(&m.at),
+                    crate::core::num::fmt_signed(m.to - m.from),
+                    num(m.from),
+                    num(m.to)
+                )
+            })
+            .collect();
+        format!(
+            "{} moves in {} steps, first bad builds: {} {}",
+            self.metric,
+            steps.len(),
+            each.join(", "),
+            self.unit
+        )
     }
 
     /// What would let ends `change` apart be placed: a finer resolution, unless the ends' own
@@ -296,21 +301,9 @@ impl Bisection {
 
     /// The steps found: each last good build and the first bad one after it.
     fn found_steps(&self) -> Vec<(&str, &str)> {
-        match &self.found {
-            Found::Build {
-                last_good,
-                first_bad,
-            }
-            | Found::Range {
-                last_good,
-                first_bad,
-                ..
-            } => vec![(last_good, first_bad)],
-            Found::Steps { steps } => (steps.iter())
-                .map(|f| (f.last_good.as_str(), f.first_bad.as_str()))
-                .collect(),
-            Found::EndsEqual | Found::Unplaceable { .. } | Found::Underpowered { .. } => Vec::new(),
-        }
+        (self.found.findings().into_iter())
+            .map(|f| (f.last_good.as_str(), f.first_bad.as_str()))
+            .collect()
     }
 
     /// With an emulated profile, one table per step found (see [`Bisection::functions_grid`]).
@@ -421,20 +414,20 @@ impl Render for Bisection {
                 self.seed
             ),
         ];
-        if let Found::Build { last_good, .. } | Found::Range { last_good, .. } = &self.found {
-            lines.push(format!(" Last good build: {last_good}"));
+        if let Found::Step(f) = &self.found {
+            lines.push(format!(" Last good build: {}", f.last_good));
         }
-        if let Found::Steps { steps } = &self.found {
-            for (k, f) in steps.iter().enumerate() {
+        if let Found::Steps(steps) = &self.found {
+            for (k, m) in steps.iter().enumerate() {
                 lines.push(format!(
                     " Step {}: first bad build {}, last good build {}: {} to {} {} ({})",
                     k + 1,
-                    first_bad_of(f),
-                    f.last_good,
-                    crate::core::fmt_num(f.from),
-                    crate::core::fmt_num(f.to),
+                    first_bad_of(&m.at),
+                    m.at.last_good,
+                    crate::core::fmt_num(m.from),
+                    crate::core::fmt_num(m.to),
                     self.unit,
-                    crate::core::num::fmt_signed(f.to - f.from)
+                    crate::core::num::fmt_signed(m.to - m.from)
                 ));
             }
         }

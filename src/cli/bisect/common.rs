@@ -4,7 +4,7 @@
 
 use crate::cli::boots::{BootsOpts, Checker, Via};
 use crate::cli::*;
-use crate::experiments::bisect::{BisectPlan, Bisection, Found, decide::Class};
+use crate::experiments::bisect::{BisectPlan, Bisection, decide::Class};
 use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context as _;
 
@@ -81,7 +81,7 @@ pub(super) fn finish(b: &Bisection, c: &Common) -> Result<()> {
 /// The ends that do not differ (or too little to place a build between them) end the command
 /// with an error after the table.
 pub(super) fn ends_equal(b: &Bisection) -> Result<()> {
-    if let Found::EndsEqual | Found::Unplaceable { .. } | Found::Underpowered { .. } = b.found {
+    if b.found.unsearched() {
         anyhow::bail!("{}", b.headline());
     }
     Ok(())
@@ -101,7 +101,7 @@ pub(super) fn step_status(b: &Bisection) -> i32 {
         &b.found,
         step.map(|s| (&s.decision.class, s.decision.position)),
     ) {
-        (Found::EndsEqual | Found::Unplaceable { .. } | Found::Underpowered { .. }, _) => 128,
+        (found, _) if found.unsearched() => 128,
         (_, Some((Class::Good, _))) => 0,
         (_, Some((Class::Bad, _))) => 1,
         (_, Some((Class::Other, Some(at)))) => i32::from(at > 0.5),

@@ -6,7 +6,7 @@ use super::common::{Common, finish, git};
 use super::step::{End, StepPlan, StepState, build_here, load};
 use crate::cli::kept_run::Shown;
 use crate::cli::*;
-use crate::experiments::bisect::{Found, Step, decide::Class};
+use crate::experiments::bisect::{Finding, Found, Step, decide::Class};
 use crate::experiments::boots::Arm;
 use anyhow::Context;
 use std::path::Path;
@@ -306,7 +306,9 @@ impl GitArgs {
             .collect();
         b.steps.sort_by_key(|s| s.number);
         b.found = found_of(said, &b.steps);
-        if let Found::Range { .. } = b.found {
+        if let Found::Step(f) = &b.found
+            && !f.exact()
+        {
             let last = said.lines().rev().find(|l| !l.trim().is_empty());
             b.warnings
                 .push(format!("git bisect run: {}", last.unwrap_or("").trim()));
@@ -336,11 +338,12 @@ fn found_of(said: &str, steps: &[Step]) -> Found {
         .max_by_key(|s| s.index)
         .map_or("good".into(), |s| s.build.clone());
     match first {
-        Some(hash) => Found::Build {
+        Some(hash) => Found::Step(Finding {
             last_good,
             first_bad: short(hash),
-        },
-        None => Found::Range {
+            between: Vec::new(),
+        }),
+        None => Found::Step(Finding {
             last_good,
             first_bad: "bad".into(),
             between: said
@@ -348,7 +351,7 @@ fn found_of(said: &str, steps: &[Step]) -> Found {
                 .filter(|l| l.len() >= 40 && l.chars().take(40).all(|c| c.is_ascii_hexdigit()))
                 .map(|l| short(&l[..40]))
                 .collect(),
-        },
+        }),
     }
 }
 
@@ -424,15 +427,10 @@ mod unit {
         let said = "running ...\n7339b75a35905c0c2e1c7e5f0a5e0e2a1b2c3d4e is the first bad commit\n\
                     commit 7339b75a35905c0c2e1c7e5f0a5e0e2a1b2c3d4e\n";
         match found_of(said, &steps) {
-            Found::Build {
-                last_good,
-                first_bad,
-            } => {
-                assert_eq!(
-                    (last_good.as_str(), first_bad.as_str()),
-                    ("22b265c", "7339b75")
-                )
-            }
+            Found::Step(f) if f.exact() => assert_eq!(
+                (f.last_good.as_str(), f.first_bad.as_str()),
+                ("22b265c", "7339b75")
+            ),
             f => panic!("{f:?}"),
         }
         // git's words when skipped commits are left next to the answer.
@@ -440,7 +438,7 @@ mod unit {
                     any of:\n22b265c0c2e1c7e5f0a5e0e2a1b2c3d4e5f6a7b8\n\
                     7339b75a35905c0c2e1c7e5f0a5e0e2a1b2c3d4e\nWe cannot bisect more!\n";
         match found_of(said, &steps) {
-            Found::Range { between, .. } => assert_eq!(between, ["22b265c", "7339b75"]),
+            Found::Step(f) => assert_eq!(f.between, ["22b265c", "7339b75"]),
             f => panic!("{f:?}"),
         }
     }

@@ -109,21 +109,20 @@ pub(crate) struct Step {
     pub same_as: Option<String>,
 }
 
-/// One step of the figure: `first_bad` is the first build at `to`, `last_good` the last at
-/// `from` before it; the builds `between` them were skipped or undecided.
+pub(crate) use search::Finding;
+
+/// One of several steps of the figure: where it is, and the figure on each side (the median
+/// of `last_good`'s boots, `from`, and of `first_bad`'s, `to`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Finding {
-    pub last_good: String,
-    pub first_bad: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub between: Vec<String>,
+pub(crate) struct Moved {
+    #[serde(flatten)]
+    pub at: Finding,
     pub from: f64,
     pub to: f64,
 }
 
 /// What the bisection found.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "found")]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Found {
     /// The ends do not differ: nothing to bisect.
     EndsEqual,
@@ -132,28 +131,114 @@ pub(crate) enum Found {
     /// tried.
     Unplaceable { change: f64, tolerance: f64 },
     /// The ends' timed change is too small for their boot-to-boot spread to place a build
-    /// between them within `--step-rounds` rounds a step: about `need` rounds would (`None`:
+    /// between them within `step_rounds` rounds a step: about `need` rounds would (`None`:
     /// more than a step may take).
+    Underpowered {
+        need: Option<usize>,
+        step_rounds: usize,
+    },
+    /// The figure moves in one step, the ends' change.
+    Step(Finding),
+    /// The figure moves in more than one step (exact counts: a build counted neither end's
+    /// figure), each its own finding, in order.
+    Steps(Vec<Moved>),
+}
+
+impl Found {
+    /// Each step found, in order (none when nothing was searched).
+    pub(crate) fn findings(&self) -> Vec<&Finding> {
+        match self {
+            Found::Step(f) => vec![f],
+            Found::Steps(steps) => steps.iter().map(|m| &m.at).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether the ends were too close or too noisy to search between.
+    pub(crate) fn unsearched(&self) -> bool {
+        matches!(
+            self,
+            Found::EndsEqual | Found::Unplaceable { .. } | Found::Underpowered { .. }
+        )
+    }
+}
+
+/// A finding as a result file holds it: one step is `build` (the first bad build known) or
+/// `range` (one of several), so readers of `found.first_bad` read it as they always have.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "found")]
+enum OnDisk {
+    EndsEqual,
+    Unplaceable {
+        change: f64,
+        tolerance: f64,
+    },
     Underpowered {
         need: Option<usize>,
         #[serde(default)]
         step_rounds: usize,
     },
-    /// The figure moves in more than one step (exact counts: a build counted neither end's
-    /// figure), each its own finding, in order.
-    Steps { steps: Vec<Finding> },
-    /// `first_bad` is the first bad build, `last_good` the build before it.
+    Steps {
+        steps: Vec<Moved>,
+    },
     Build {
         last_good: String,
         first_bad: String,
     },
-    /// The first bad build is one of `between` and `first_bad`: the builds between were
-    /// skipped or undecided.
     Range {
         last_good: String,
         first_bad: String,
         between: Vec<String>,
     },
+}
+
+impl Serialize for Found {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let on_disk = match self.clone() {
+            Found::EndsEqual => OnDisk::EndsEqual,
+            Found::Unplaceable { change, tolerance } => OnDisk::Unplaceable { change, tolerance },
+            Found::Underpowered { need, step_rounds } => OnDisk::Underpowered { need, step_rounds },
+            Found::Steps(steps) => OnDisk::Steps { steps },
+            Found::Step(f) if f.exact() => OnDisk::Build {
+                last_good: f.last_good,
+                first_bad: f.first_bad,
+            },
+            Found::Step(f) => OnDisk::Range {
+                last_good: f.last_good,
+                first_bad: f.first_bad,
+                between: f.between,
+            },
+        };
+        on_disk.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Found {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Found, D::Error> {
+        Ok(match OnDisk::deserialize(d)? {
+            OnDisk::EndsEqual => Found::EndsEqual,
+            OnDisk::Unplaceable { change, tolerance } => Found::Unplaceable { change, tolerance },
+            OnDisk::Underpowered { need, step_rounds } => Found::Underpowered { need, step_rounds },
+            OnDisk::Steps { steps } => Found::Steps(steps),
+            OnDisk::Build {
+                last_good,
+                first_bad,
+            } => Found::Step(Finding {
+                last_good,
+                first_bad,
+                between: Vec::new(),
+            }),
+            OnDisk::Range {
+                last_good,
+                first_bad,
+                between,
+            } => Found::Step(Finding {
+                last_good,
+                first_bad,
+                between,
+            }),
+        })
+    }
 }
 
 /// Whether the change happened at one build or over several.
@@ -635,41 +720,21 @@ fn found_of(
 ) -> (Found, Option<Shape>) {
     let name = |i: usize| plan.boot.arms[i].name.clone();
     let value = |i: usize| crate::stats::median(&values_of(plan, ends, steps, i));
-    let findings: Vec<(Finding, (usize, usize))> = s
-        .found()
-        .into_iter()
-        .map(|f| {
-            let (search::Found::Exact { good, bad } | search::Found::Range { good, bad }) = f;
-            let finding = Finding {
-                last_good: name(good),
-                first_bad: name(bad),
-                between: (good + 1..bad).map(name).collect(),
-                from: value(good),
-                to: value(bad),
-            };
-            (finding, (good, bad))
-        })
-        .collect();
-    match &findings[..] {
-        [(f, (good, bad))] if f.between.is_empty() => (
-            Found::Build {
-                last_good: f.last_good.clone(),
-                first_bad: f.first_bad.clone(),
-            },
-            shape_of(steps, *good, *bad),
-        ),
-        [(f, _)] => (
-            Found::Range {
-                last_good: f.last_good.clone(),
-                first_bad: f.first_bad.clone(),
-                between: f.between.clone(),
-            },
-            None,
-        ),
-        _ => (
-            Found::Steps {
-                steps: findings.into_iter().map(|f| f.0).collect(),
-            },
+    match &s.found()[..] {
+        [f] => {
+            let shape = f.exact().then(|| shape_of(steps, f.last_good, f.first_bad));
+            (Found::Step(f.clone().map(name)), shape.flatten())
+        }
+        several => (
+            Found::Steps(
+                (several.iter())
+                    .map(|f| Moved {
+                        from: value(f.last_good),
+                        to: value(f.first_bad),
+                        at: f.clone().map(name),
+                    })
+                    .collect(),
+            ),
             None,
         ),
     }
@@ -719,6 +784,44 @@ fn finish(
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    /// A finding reads from and writes to a result file in the shapes result files have
+    /// always had (`found.first_bad` of a `build` or `range`, `found.steps[k]` with its
+    /// figures), whichever step it is.
+    #[test]
+    fn findings_keep_the_result_file_s_shapes() {
+        let shapes = [
+            r#"{"found":"ends-equal"}"#,
+            r#"{"found":"unplaceable","change":1.0,"tolerance":0.5}"#,
+            r#"{"found":"underpowered","need":12,"step_rounds":8}"#,
+            r#"{"found":"build","last_good":"b2","first_bad":"b3"}"#,
+            r#"{"found":"range","last_good":"b1","first_bad":"b4","between":["b2","b3"]}"#,
+            r#"{"found":"steps","steps":[{"last_good":"b1","first_bad":"b2","from":1.0,"to":2.0},{"last_good":"b4","first_bad":"b6","between":["b5"],"from":2.0,"to":3.0}]}"#,
+        ];
+        for json in shapes {
+            let found: Found = serde_json::from_str(json).unwrap();
+            assert_eq!(serde_json::to_string(&found).unwrap(), json);
+        }
+        let exact: Found = serde_json::from_str(shapes[3]).unwrap();
+        let range: Found = serde_json::from_str(shapes[4]).unwrap();
+        let steps: Found = serde_json::from_str(shapes[5]).unwrap();
+        assert!(matches!(&exact, Found::Step(f) if f.exact() && f.first_bad == "b3"));
+        assert!(matches!(&range, Found::Step(f) if !f.exact() && f.between == ["b2", "b3"]));
+        let ends: Vec<_> = (steps.findings().iter())
+            .map(|f| (f.last_good.as_str(), f.first_bad.as_str()))
+            .collect();
+        assert_eq!(ends, [("b1", "b2"), ("b4", "b6")]);
+        // Written before step_rounds was kept.
+        let old: Found = serde_json::from_str(r#"{"found":"underpowered","need":null}"#).unwrap();
+        assert_eq!(
+            old,
+            Found::Underpowered {
+                need: None,
+                step_rounds: 0
+            }
+        );
+        assert!(old.unsearched() && old.findings().is_empty());
+    }
 
     fn tried(index: usize, position: f64, class: Class) -> Step {
         Step {

@@ -8,6 +8,8 @@
 //! two levels, the finding is the range they hold. Steps that cancel between two builds of one
 //! level are not seen: a bisection only looks where its measured builds differ.
 
+use serde::{Deserialize, Serialize};
+
 /// What a build tried was found to be.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Outcome {
@@ -38,14 +40,32 @@ pub(crate) struct Search {
     next_level: usize,
 }
 
-/// One step a finished search found: `bad`'s level differs from `good`'s, the builds between
-/// them (if any) skipped or undecided.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Found {
-    /// Next to each other: `bad` is the first bad build after `good`.
-    Exact { good: usize, bad: usize },
-    /// The first build of the new level is one of `good + 1 ..= bad`.
-    Range { good: usize, bad: usize },
+/// Where a figure steps: `first_bad` is the first build at the new level, `last_good` the
+/// last at the old one before it, and `between` the builds between them, skipped or
+/// undecided (the first bad build is one of them or `first_bad`). A search finds it by index
+/// (`Finding<usize>`); a bisection's result names the builds (`Finding`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Finding<B = String> {
+    pub last_good: B,
+    pub first_bad: B,
+    #[serde(default = "Vec::new", skip_serializing_if = "Vec::is_empty")]
+    pub between: Vec<B>,
+}
+
+impl<B> Finding<B> {
+    /// The same finding, its builds named by `name`.
+    pub(crate) fn map<C>(self, name: impl Fn(B) -> C) -> Finding<C> {
+        Finding {
+            last_good: name(self.last_good),
+            first_bad: name(self.first_bad),
+            between: self.between.into_iter().map(name).collect(),
+        }
+    }
+
+    /// Whether the first bad build is known: no build between it and the last good one.
+    pub(crate) fn exact(&self) -> bool {
+        self.between.is_empty()
+    }
 }
 
 impl Search {
@@ -111,11 +131,12 @@ impl Search {
     }
 
     /// Every step found once [`Search::next`] is `None`, in order.
-    pub(crate) fn found(&self) -> Vec<Found> {
+    pub(crate) fn found(&self) -> Vec<Finding<usize>> {
         self.differing()
-            .map(|(good, bad)| match bad == good + 1 {
-                true => Found::Exact { good, bad },
-                false => Found::Range { good, bad },
+            .map(|(good, bad)| Finding {
+                last_good: good,
+                first_bad: bad,
+                between: (good + 1..bad).collect(),
             })
             .collect()
     }
@@ -158,7 +179,25 @@ mod unit {
             .collect()
     }
 
-    fn search(fig: &[Option<u32>]) -> (Vec<Found>, Vec<usize>) {
+    /// The first bad build found, `bad`, right after the last good one.
+    fn exact(good: usize, bad: usize) -> Finding<usize> {
+        Finding {
+            last_good: good,
+            first_bad: bad,
+            between: Vec::new(),
+        }
+    }
+
+    /// The first bad build found to be one of `good + 1 ..= bad`.
+    fn range(good: usize, bad: usize) -> Finding<usize> {
+        Finding {
+            last_good: good,
+            first_bad: bad,
+            between: (good + 1..bad).collect(),
+        }
+    }
+
+    fn search(fig: &[Option<u32>]) -> (Vec<Finding<usize>>, Vec<usize>) {
         let (s, tried) = run(Search::new(fig.len(), 0, fig.len() - 1), by_figure(fig));
         (s.found(), tried)
     }
@@ -167,14 +206,7 @@ mod unit {
     fn seven_builds_take_at_most_three_tries_for_any_first_bad_build() {
         for k in 1..7 {
             let (found, tried) = search(&step_at(7, k, &[]));
-            assert_eq!(
-                found,
-                [Found::Exact {
-                    good: k - 1,
-                    bad: k
-                }],
-                "k={k}"
-            );
+            assert_eq!(found, [exact(k - 1, k)], "k={k}");
             assert!(tried.len() <= 3, "k={k}: tried {tried:?}");
         }
     }
@@ -183,20 +215,17 @@ mod unit {
     fn a_skipped_build_is_stepped_around_or_bounds_the_answer() {
         // The middle build (3) does not boot; the first bad is 5: found exactly around it.
         let (found, tried) = search(&step_at(7, 5, &[3]));
-        assert_eq!(found, [Found::Exact { good: 4, bad: 5 }], "{tried:?}");
+        assert_eq!(found, [exact(4, 5)], "{tried:?}");
         assert_eq!(tried[0], 3, "the middle is tried first");
         // The first bad is 4, next to the skipped 3: it could be either, and the search says so.
         let (found, _) = search(&step_at(7, 4, &[3]));
-        assert_eq!(found, [Found::Range { good: 2, bad: 4 }]);
+        assert_eq!(found, [range(2, 4)]);
         // The first bad is 3 itself: it could be 3 or 4, and the search says so.
         let (found, _) = search(&step_at(7, 3, &[3]));
-        assert_eq!(found, [Found::Range { good: 2, bad: 4 }]);
+        assert_eq!(found, [range(2, 4)]);
         // Every build between the ends skipped: the answer is the whole range.
         let (found, tried) = search(&step_at(4, 2, &[1, 2]));
-        assert_eq!(
-            (found, tried.len()),
-            (vec![Found::Range { good: 0, bad: 3 }], 2)
-        );
+        assert_eq!((found, tried.len()), (vec![range(0, 3)], 2));
     }
 
     #[test]
@@ -207,14 +236,14 @@ mod unit {
             _ => Outcome::Same(p.lo),
         };
         let (s, _) = run(Search::new(7, 0, 6), undecided);
-        assert_eq!(s.found(), [Found::Range { good: 2, bad: 4 }]);
+        assert_eq!(s.found(), [range(2, 4)]);
     }
 
     #[test]
     fn the_ends_next_to_each_other_need_no_step() {
         let s = Search::new(2, 0, 1);
         assert_eq!(s.next(), None);
-        assert_eq!(s.found(), [Found::Exact { good: 0, bad: 1 }]);
+        assert_eq!(s.found(), [exact(0, 1)]);
     }
 
     #[test]
@@ -222,41 +251,22 @@ mod unit {
         // 0, 0, 0, 1, 1, 1, 2: the middle build counts as neither end and splits the search.
         let fig = [0, 0, 0, 1, 1, 1, 2].map(Some);
         let (found, tried) = search(&fig);
-        assert_eq!(
-            found,
-            [
-                Found::Exact { good: 2, bad: 3 },
-                Found::Exact { good: 5, bad: 6 }
-            ],
-            "{tried:?}"
-        );
+        assert_eq!(found, [exact(2, 3), exact(5, 6)], "{tried:?}");
         assert_eq!(tried, [3, 1, 2, 4, 5]);
         // A step past the bad end's figure and back: two findings too.
         let (found, _) = search(&[0, 0, 5, 5, 1].map(Some));
-        assert_eq!(
-            found,
-            [
-                Found::Exact { good: 1, bad: 2 },
-                Found::Exact { good: 3, bad: 4 }
-            ]
-        );
+        assert_eq!(found, [exact(1, 2), exact(3, 4)]);
         // Three levels with a skipped build at the second step: an exact step and a range.
         let fig = [Some(0), Some(1), None, Some(2), Some(2)];
         let (found, _) = search(&fig);
-        assert_eq!(
-            found,
-            [
-                Found::Exact { good: 0, bad: 1 },
-                Found::Range { good: 1, bad: 3 }
-            ]
-        );
+        assert_eq!(found, [exact(0, 1), range(1, 3)]);
     }
 
     #[test]
     fn steps_that_cancel_between_builds_of_one_level_are_not_seen() {
         // 1 then back to 0 before the middle build, which counts as the good end.
         let (found, tried) = search(&[0, 1, 0, 0, 2].map(Some));
-        assert_eq!(found, [Found::Exact { good: 3, bad: 4 }]);
+        assert_eq!(found, [exact(3, 4)]);
         assert_eq!(tried, [2, 3]);
     }
 }
