@@ -743,32 +743,19 @@ impl Render for Campaign {
                 self.arms[0].name, c.analysis
             ));
             d.notes.extend(c.notes());
+            // A mail shows the deltas one block a metric, and no ranking beside them.
+            d.narrow = Some(c.delta_blocks());
             out.push(d);
-            out.extend(c.ranking_grid());
+            out.extend(c.ranking_grid().map(|r| Grid {
+                narrow: Some(Vec::new()),
+                ..r
+            }));
         }
         out.extend(self.placed_grid());
         out.extend(self.steps_grids());
         out.extend(self.failures_grid());
         out.extend(self.jobs_grid());
         out
-    }
-
-    /// For a mail, the deltas come one block per metric.
-    fn text(&self, format: Format) -> String {
-        let mut grids = vec![self.figures_grid()];
-        grids.extend(self.counters_grid());
-        grids.extend(self.sets_grid());
-        grids.extend(self.functions_grid());
-        grids.extend(self.rules_grids());
-        match &self.comparison {
-            Some(c) if format.layout().for_mail() => grids.extend(c.delta_blocks()),
-            _ => return super::format::render(format, &self.preamble(), &self.grids()),
-        }
-        grids.extend(self.placed_grid());
-        grids.extend(self.steps_grids());
-        grids.extend(self.failures_grid());
-        grids.extend(self.jobs_grid());
-        super::format::render(format, &self.preamble(), &grids)
     }
 }
 

@@ -384,22 +384,15 @@ impl Render for Comparison {
     fn grids(&self) -> Vec<Grid> {
         let mut d = self.delta_grid();
         d.notes = self.notes();
+        // A mail shows the deltas one block a metric, the notes under the last.
+        let mut blocks = self.delta_blocks();
+        if let Some(last) = blocks.last_mut() {
+            last.notes = self.notes();
+        }
+        d.narrow = Some(blocks);
         let mut out = vec![d];
         out.extend(self.other_grids());
         out
-    }
-
-    /// For a mail, the deltas come one block per metric (see [`Comparison::delta_blocks`]).
-    fn text(&self, format: Format) -> String {
-        if !format.layout().for_mail() {
-            return super::format::render(format, &self.preamble(), &self.grids());
-        }
-        let mut grids = self.delta_blocks();
-        if let Some(last) = grids.last_mut() {
-            last.notes = self.notes();
-        }
-        grids.extend(self.other_grids());
-        super::format::render(format, &self.preamble(), &grids)
     }
 }
 

@@ -14,7 +14,10 @@ use crate::stats::median;
 
 impl Render for ProbeResult {
     fn grids(&self) -> Vec<Grid> {
-        vec![self.comparison.delta_grid()]
+        let mut d = self.comparison.delta_grid();
+        // A mail shows the deltas one block a metric.
+        d.narrow = Some(self.comparison.delta_blocks());
+        vec![d]
     }
 
     fn text(&self, format: Format) -> String {
@@ -54,12 +57,7 @@ impl Render for ProbeResult {
             ));
         }
         pre.extend(self.comparison.preamble().into_iter().skip(1));
-        let grids = if format.layout().for_mail() {
-            self.comparison.delta_blocks()
-        } else {
-            self.grids()
-        };
-        super::format::render(format, &pre, &grids)
+        super::format::render(format, &pre, &self.grids())
     }
 }
 

@@ -17,20 +17,19 @@ impl Render for Scale {
     /// The 2024 uprobe thread's shape (the BPF selftests' bench output):
     /// `uprobe-nop ( 1 cpus):    3.565 ± 0.004M/s  (  3.565M/s/cpu)`.
     fn text(&self, format: Format) -> String {
-        let ascii = format.layout().for_mail();
-        let pm = if ascii { "+-" } else { "±" };
         let mut out = String::new();
         for r in &self.rows {
-            // A mail keeps to 80 columns: the run count shortened there.
-            let runs = if ascii {
-                format!("  n={}", r.runs)
-            } else {
-                format!("   n={} runs", r.runs)
-            };
-            out.push_str(&format!(
-                "{:<22}({:>2} cpus): {:>8.3} {pm} {:.3}M/s  ({:>7.3}M/s/cpu){runs}\n",
+            let line = format!(
+                "{:<22}({:>2} cpus): {:>8.3} ± {:.3}M/s  ({:>7.3}M/s/cpu)",
                 self.case, r.threads, r.mean, r.stdev, r.per_cpu
-            ));
+            );
+            // Where the run count does not fit (a mail's 80 columns), it is shortened.
+            let forms = [
+                format!("{line}   n={} runs", r.runs),
+                format!("{line}  n={}", r.runs),
+            ];
+            out.push_str(&format.layout().line(&forms));
+            out.push('\n');
         }
         out
     }

@@ -5,8 +5,16 @@ use super::{Grid, Layout};
 pub(crate) struct Lkml;
 
 impl Layout for Lkml {
-    fn for_mail(&self) -> bool {
-        true
+    fn shown<'g>(&self, g: &'g Grid) -> &'g [Grid] {
+        g.narrow.as_deref().unwrap_or(std::slice::from_ref(g))
+    }
+    /// The fullest form that fits [`WIDTH`] in ASCII, else the shortest.
+    fn line(&self, forms: &[String]) -> String {
+        let plain: Vec<String> = forms.iter().map(|f| ascii(f)).collect();
+        let fits = plain.iter().position(|f| f.chars().count() <= WIDTH);
+        fits.or(plain.len().checked_sub(1))
+            .map(|i| plain[i].clone())
+            .unwrap_or_default()
     }
     fn prose(&self, s: &str) -> String {
         wrap_prose(&ascii(s))

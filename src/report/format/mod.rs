@@ -2,8 +2,10 @@
 //! [`csv`], [`markdown`] and [`lkml`] (plain fixed-width ASCII that pastes cleanly into a patch
 //! cover letter: no box drawing, no Unicode); [`json`] is the serialised result itself. Every
 //! result kind is laid out as a preamble and [`Grid`]s (see `report::Render`), and [`render`]
-//! hands them to the format's [`Layout`], which alone turns their typed [`Cell`]s into text. A
-//! new format is one file implementing [`Layout`] and one variant of [`Format`].
+//! hands them to the format's [`Layout`], which alone turns their typed [`Cell`]s into text and
+//! chooses what fits its width (a wide table or the narrower blocks it carries, the fullest
+//! form of a fixed line that fits). A new format is one file implementing [`Layout`] and one
+//! variant of [`Format`].
 
 pub(crate) mod cell;
 pub(crate) mod csv;
@@ -44,6 +46,10 @@ pub struct Grid {
     /// Columns to right-align (numbers).
     pub right: Vec<usize>,
     pub notes: Vec<String>,
+    /// The same table as narrower blocks (one a metric), for a format that keeps to a mail's
+    /// width; `None`: that format prints the table itself, `Some` of none: the table is left
+    /// out there, its blocks shown with another's.
+    pub narrow: Option<Vec<Grid>>,
 }
 
 impl Grid {
@@ -119,10 +125,15 @@ pub(crate) trait Layout {
     fn before_notes(&self) -> &'static str {
         ""
     }
-    /// Whether text must fit a mail: 80 columns of plain ASCII, so a result with a wide
-    /// table lays it out in narrower blocks.
-    fn for_mail(&self) -> bool {
-        false
+    /// The tables this format prints for `g`: `g` itself, or the narrower blocks it carries
+    /// (see [`Grid::narrow`]) in a format that keeps to a mail's width.
+    fn shown<'g>(&self, g: &'g Grid) -> &'g [Grid] {
+        std::slice::from_ref(g)
+    }
+    /// A line of fixed text said in `forms`, from the fullest to the shortest: the one this
+    /// format prints, as it prints it (the fullest, unless the format keeps to a width).
+    fn line(&self, forms: &[String]) -> String {
+        forms.first().cloned().unwrap_or_default()
     }
 }
 
@@ -152,7 +163,7 @@ pub(crate) fn render(format: Format, preamble: &[String], grids: &[Grid]) -> Str
             out.push('\n');
         }
     }
-    for (i, g) in grids.iter().enumerate() {
+    for (i, g) in grids.iter().flat_map(|g| l.shown(g)).enumerate() {
         if i > 0 {
             out.push('\n');
         }
@@ -185,6 +196,44 @@ mod unit {
         g.row(["a|b, \"c\"".into(), Cell::Num(12345.0), Cell::Pct(1.0)]);
         g.notes.push("[1] note µs".into());
         g
+    }
+
+    /// A table that carries narrower blocks is printed as those in a mail, as itself in
+    /// every other format; one whose blocks are none is left out of a mail.
+    #[test]
+    fn each_format_chooses_between_a_table_and_its_narrow_blocks() {
+        let mut block = Grid::new(&["", "median"]).title("B").right([1]);
+        block.row(["a".into(), Cell::Num(1.0)]);
+        let mut wide = grid();
+        wide.narrow = Some(vec![block.clone(), block.title("C")]);
+        let mut gone = grid().title("G");
+        gone.narrow = Some(Vec::new());
+        let grids = [wide, gone];
+        let mail = render(Format::Lkml, &[], &grids);
+        assert!(mail.starts_with("B\n") && mail.contains("\nC\n"), "{mail}");
+        assert!(
+            !mail.contains("time (ns/call)") && !mail.contains("\nG\n"),
+            "{mail}"
+        );
+        for f in [Format::Table, Format::Markdown, Format::Csv] {
+            let text = render(f, &[], &grids);
+            assert!(text.contains("time (ns/call)"), "{f:?}: {text}");
+            assert!(
+                !text.contains("\nB\n") && !text.starts_with("B\n"),
+                "{f:?}: {text}"
+            );
+        }
+    }
+
+    /// A fixed line in several forms: the fullest that fits a mail, in ASCII; the fullest in
+    /// the other formats.
+    #[test]
+    fn a_mail_takes_the_fullest_form_of_a_line_that_fits() {
+        let forms = ["x ±".repeat(30), "y ±".repeat(20), "z".repeat(90)];
+        assert_eq!(Format::Lkml.layout().line(&forms), "y +-".repeat(20));
+        assert_eq!(Format::Table.layout().line(&forms), forms[0]);
+        let none_fit = ["z".repeat(90), "w".repeat(85)];
+        assert_eq!(Format::Lkml.layout().line(&none_fit), none_fit[1]);
     }
 
     #[test]
