@@ -14,6 +14,7 @@
 
 pub mod builds;
 pub(crate) mod decide;
+mod git_answer;
 pub(crate) mod search;
 
 use crate::compare;
