@@ -387,7 +387,7 @@ impl Render for Comparison {
         // A mail shows the deltas one block a metric, the notes under the last.
         let mut blocks = self.delta_blocks();
         if let Some(last) = blocks.last_mut() {
-            last.notes = self.notes();
+            last.notes = d.notes.clone();
         }
         d.narrow = Some(blocks);
         let mut out = vec![d];

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 /// A started child that dies with syscost.
 pub(crate) struct Guarded {
-    child: Child,
+    /// `None` once [`Guarded::output`] has taken it to wait on.
+    child: Option<Child>,
     /// It leads a process group of its own, killed whole.
     group: bool,
     ended: bool,
@@ -67,7 +68,7 @@ impl Guarded {
         let child = c.spawn()?;
         let guard = ChildGuard::new(child.id());
         Ok(Guarded {
-            child,
+            child: Some(child),
             group,
             ended: false,
             _guard: guard,
@@ -76,7 +77,9 @@ impl Guarded {
 
     /// The child, for its pipes and its id.
     pub(crate) fn child(&mut self) -> &mut Child {
-        &mut self.child
+        self.child
+            .as_mut()
+            .expect("a child until its output is taken")
     }
 
     /// Wait for it to end, polling every `poll` (and calling `each` between polls); killed
@@ -93,7 +96,7 @@ impl Guarded {
                 self.kill();
                 return Ok(Err(Stopped::Interrupted(i)));
             }
-            if let Some(s) = self.child.try_wait()? {
+            if let Some(s) = self.child().try_wait()? {
                 self.ended = true;
                 return Ok(Ok(s));
             }
@@ -101,7 +104,7 @@ impl Guarded {
                 self.kill();
                 return Ok(Err(Stopped::TimedOut));
             }
-            each(&mut self.child);
+            each(self.child());
             std::thread::sleep(poll);
         }
     }
@@ -110,55 +113,37 @@ impl Guarded {
     /// interval). A signal still ends it: syscost passes SIGTERM on to it (see
     /// [`super::ChildGuard`]), and the caller's next [`super::check`] sees the interruption.
     pub(crate) fn wait_end(&mut self) -> std::io::Result<ExitStatus> {
-        let s = self.child.wait()?;
+        let s = self.child().wait()?;
         self.ended = true;
         Ok(s)
     }
 
-    /// Wait for it to end, blocked, with what it wrote to its piped stdout and stderr (read
-    /// together, so neither pipe fills while the other is read); like
-    /// [`std::process::Child::wait_with_output`].
+    /// Wait for it to end, blocked, with what it wrote to its piped stdout and stderr
+    /// ([`std::process::Child::wait_with_output`], the guard kept until it has ended).
     pub(crate) fn output(mut self) -> std::io::Result<Output> {
-        use std::io::Read;
-        let (out, err) = (self.child.stdout.take(), self.child.stderr.take());
-        let read = |pipe: Option<&mut dyn Read>| -> std::io::Result<Vec<u8>> {
-            let mut v = Vec::new();
-            if let Some(p) = pipe {
-                p.read_to_end(&mut v)?;
-            }
-            Ok(v)
-        };
-        let (stdout, stderr) = std::thread::scope(|s| {
-            let mut err = err;
-            let e = s.spawn(move || read(err.as_mut().map(|p| p as &mut dyn Read)));
-            let mut out = out;
-            let o = read(out.as_mut().map(|p| p as &mut dyn Read));
-            (o, e.join().expect("reading a pipe does not panic"))
-        });
-        let (stdout, stderr) = (stdout?, stderr?);
-        let status = self.wait_end()?;
-        Ok(Output {
-            status,
-            stdout,
-            stderr,
-        })
+        let child = self
+            .child
+            .take()
+            .expect("a child until its output is taken");
+        self.ended = true;
+        child.wait_with_output()
     }
 
     /// Kill it (its whole group, when it leads one) and reap it.
     pub(crate) fn kill(&mut self) {
-        if self.ended {
+        let Some(child) = self.child.as_mut().filter(|_| !self.ended) else {
             return;
-        }
+        };
         match self.group {
             // SAFETY: kill(2) of the process group this child leads.
             true => unsafe {
-                libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
             },
             false => {
-                let _ = self.child.kill();
+                let _ = child.kill();
             }
         }
-        let _ = self.child.wait();
+        let _ = child.wait();
         self.ended = true;
     }
 }
@@ -166,7 +151,8 @@ impl Guarded {
 /// A child still running when its owner lets go of it (an error, a panic) is killed.
 impl Drop for Guarded {
     fn drop(&mut self) {
-        if !self.ended && !matches!(self.child.try_wait(), Ok(Some(_))) {
+        let running = |c: &mut Child| !matches!(c.try_wait(), Ok(Some(_)));
+        if !self.ended && self.child.as_mut().is_some_and(running) {
             self.kill();
         }
     }
@@ -265,7 +251,7 @@ mod unit {
     #[test]
     fn a_child_let_go_of_is_killed() {
         let g = Guarded::spawn(Command::new("sleep").arg("30"), false).unwrap();
-        let pid = g.child.id() as i32;
+        let pid = g.child.as_ref().unwrap().id() as i32;
         drop(g);
         // SAFETY: signal 0 only asks whether the process exists (it was reaped by the drop).
         assert_ne!(unsafe { libc::kill(pid, 0) }, 0);
