@@ -7,10 +7,10 @@
 # auditctl the rules-file tests compare syscost's loading with (its daemon not started: syscost
 # itself never calls auditctl); python3-venv and
 # KernelCI's kcidb-io schema package in target/kcidb-venv, which validates `syscost export
-# kcidb`; qemu-system-x86 and two Debian kernel images, for the campaign tests, and seven 6.12 images
-# and git for the bisection tests; Debian's linux-source-6.1 and its build tools for the
-# reproduction that builds the 2022 audit series' kernels; Debian's LAVA for the LAVA tests;
-# mdBook for the book's test), then runs every test.
+# kcidb`; qemu-system-x86 and the Debian kernel images tests/kernels.list pins, for the
+# campaign, LAVA and bisection tests, and git for the bisection's git mode; Debian's
+# linux-source-6.1 and its build tools for the reproductions that build kernels; Debian's LAVA
+# for the LAVA tests; mdBook for the book's test), then runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # mdBook builds the book (docs/) in its test. It is not in Debian 12: crates.io's, without its
@@ -45,41 +45,33 @@ if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/nu
 		echo "note: redis-server, chromium, postgresql or auditd is missing and installing needs root: their tests will fail" >&2
 	fi
 fi
-# QEMU and two Debian kernel images of different versions for the campaign tests (booted under
-# TCG): the newest 6.1 and 6.12 cloud images the archive has, unpacked into target/kernels
-# (kept, so a rerun downloads nothing).
+# QEMU, and the Debian kernel images the campaign, bisection and LAVA tests boot under TCG: the
+# versions tests/kernels.list pins, unpacked into target/kernels/GROUP/boot (kept, so a rerun
+# downloads nothing). A pinned version the archive no longer has stops the suite here, naming
+# it: tests/kernels.list says how to choose another.
 if ! command -v qemu-system-x86_64 >/dev/null && [ "$(id -u)" = 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq qemu-system-x86 >/dev/null
 fi
-kernels=target/kernels
-if [ "$(ls "$kernels"/boot/vmlinuz-* 2>/dev/null | wc -l)" -lt 2 ]; then
-	mkdir -p "$kernels"
-	for series in '6\.1\.0-[0-9]+' '6\.12\.[0-9]+\+deb12'; do
-		pkg=$(apt-cache search --names-only "^linux-image-${series}-cloud-amd64\$" | cut -d' ' -f1 | sort -V | tail -1)
-		if [ -n "$pkg" ] && (cd "$kernels" && apt-get download -qq "$pkg" 2>/dev/null); then
-			dpkg-deb --fsys-tarfile "$kernels/${pkg}"_*.deb | tar -x -C "$kernels" --wildcards './boot/vmlinuz-*'
-			rm -f "$kernels/${pkg}"_*.deb
-		else
-			echo "note: no Debian kernel image matching $series could be fetched: the campaign tests will fail" >&2
+while read -r group pkg _; do
+	case "$group" in ''|'#'*) continue ;; esac
+	dir=target/kernels/$group
+	[ "$group" = boot ] && dir=target/kernels
+	release=${pkg#linux-image-}
+	[ -e "$dir/boot/vmlinuz-$release" ] && continue
+	mkdir -p "$dir"
+	if ! (cd "$dir" && apt-get download -qq "$pkg" 2>/dev/null); then
+		# Package lists older than the pin (a fresh machine's) are read again once.
+		apt-get update -qq 2>/dev/null || true
+		if ! (cd "$dir" && apt-get download -qq "$pkg" 2>/dev/null); then
+			echo "error: $pkg, which tests/kernels.list pins, cannot be fetched: Debian's archive no longer has it, or this machine cannot reach it; tests/kernels.list says how to choose another version" >&2
+			exit 1
 		fi
-	done
-fi
-# Seven 6.12 cloud images in version order for the bisection tests (the newest seven the archive
-# has: 6.12.100 to 6.12.117 when written), unpacked into target/kernels/bisect.
-bisect=target/kernels/bisect
-if [ "$(ls "$bisect"/boot/vmlinuz-* 2>/dev/null | wc -l)" -lt 7 ]; then
-	mkdir -p "$bisect"
-	for pkg in $(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-cloud-amd64$' | cut -d' ' -f1 | sort -V | tail -7); do
-		if (cd "$bisect" && apt-get download -qq "$pkg" 2>/dev/null); then
-			dpkg-deb --fsys-tarfile "$bisect/${pkg}"_*.deb | tar -x -C "$bisect" --wildcards './boot/vmlinuz-*'
-			rm -f "$bisect/${pkg}"_*.deb
-		else
-			echo "note: $pkg could not be fetched: the bisection tests will fail" >&2
-		fi
-	done
-fi
+	fi
+	dpkg-deb --fsys-tarfile "$dir/${pkg}"_*.deb | tar -x -C "$dir" --wildcards './boot/vmlinuz-*'
+	rm -f "$dir/${pkg}"_*.deb
+done < tests/kernels.list
 # Debian's LAVA 2023.01 (lava-server, lava-dispatcher: nothing is started at install) for the
 # LAVA tests, which start a lab of their own with scripts/lava-lab in a scratch directory, and
 # what its x86 board needs (tftpd-hpa's directory, telnet, QEMU's iPXE).

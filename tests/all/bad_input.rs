@@ -390,7 +390,7 @@ fn a_variant_failing_in_a_paced_round_stops_the_round() {
 /// refused before a campaign or a bisection boots anything (each took a boot, or all of them,
 /// to fail).
 fn boots_that_could_only_fail_are_refused_before_booting() {
-    let Some(k) = kernels_in("boot", 1) else {
+    let Some(k) = kernels_in("boot") else {
         return;
     };
     let tmp = scratch();

@@ -26,7 +26,7 @@ crate::tests! {
 
 /// Seven builds: Debian's 6.1 cloud kernel, seven times.
 fn kernels() -> Option<Vec<PathBuf>> {
-    kernels_in("boot", 2).map(|k| vec![k[0].clone(); 7])
+    kernels_in("boot").map(|k| vec![k[0].clone(); 7])
 }
 
 /// The least measurement that still keeps a few windows when a kworker lands in one.

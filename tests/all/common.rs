@@ -334,39 +334,48 @@ pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
-/// The Debian kernel images scripts/test.sh unpacked into target/kernels/`sub`, in version
-/// order, when there are at least `least` and QEMU is installed; else the test says why it
-/// skips.
-pub fn kernels_in(sub: &str, least: usize) -> Option<Vec<std::path::PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/kernels")
-        .join(sub);
-    let mut k: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("vmlinuz-")
+/// The Debian kernel images tests/kernels.list pins for `group` (`boot`, `bisect`), in its
+/// order, as scripts/test.sh unpacked them into target/kernels; when one is missing, or QEMU is,
+/// the test says why it skips (a failure under scripts/test.sh).
+pub fn kernels_in(group: &str) -> Option<Vec<std::path::PathBuf>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = match group {
+        "boot" => root.join("target/kernels/boot"),
+        _ => root.join("target/kernels").join(group).join("boot"),
+    };
+    let k: Vec<std::path::PathBuf> = pinned_kernels(group)
+        .iter()
+        .map(|pkg| {
+            dir.join(format!(
+                "vmlinuz-{}",
+                pkg.trim_start_matches("linux-image-")
+            ))
         })
         .collect();
-    k.sort_by(|a, b| {
-        syscost::experiments::bisect::builds::version_order(
-            &a.to_string_lossy(),
-            &b.to_string_lossy(),
-        )
-    });
-    if k.len() < least || !qemu_available() {
+    if let Some(missing) = k.iter().find(|p| !p.is_file()) {
         skip(format!(
-            "needs qemu-system-x86_64 and {least} kernels in {} (scripts/test.sh fetches them)",
-            dir.display()
+            "needs {} (tests/kernels.list pins it; scripts/test.sh fetches it)",
+            missing.display()
         ));
         return None;
     }
+    if !qemu_available() {
+        skip("needs qemu-system-x86_64 (scripts/test.sh installs it)");
+        return None;
+    }
     Some(k)
+}
+
+/// The packages tests/kernels.list pins for `group`, in its order.
+pub fn pinned_kernels(group: &str) -> Vec<String> {
+    include_str!("../kernels.list")
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let (g, pkg) = (w.next()?, w.next()?);
+            (g == group).then(|| pkg.to_string())
+        })
+        .collect()
 }
 
 /// A web server (Python's http.server) serving `dir` on this machine, stopped when dropped:

@@ -146,7 +146,7 @@ fn available() -> Option<Vec<PathBuf>> {
         ));
         return None;
     }
-    kernels_in("boot", 2)
+    kernels_in("boot")
 }
 
 /// syscost with its history, work files and state in `tmp`, and `token` for the lab.
