@@ -530,7 +530,8 @@ pub(crate) fn param<'a>(cmdline: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// The file systems the guest mounts, (source, directory, type), in order: a file of the
-/// initramfs under one of these directories is hidden.
+/// initramfs under a tmpfs's directory is copied into the new file system (a rules file a
+/// measuring command names under the host's /tmp, say); under one of the others it is hidden.
 pub(crate) const MOUNTS: &[(&str, &str, &str)] = &[
     ("proc", "/proc", "proc"),
     ("sysfs", "/sys", "sysfs"),
@@ -542,10 +543,50 @@ pub(crate) const MOUNTS: &[(&str, &str, &str)] = &[
 
 fn mount_all() -> Result<()> {
     for &(what, dir, fs) in MOUNTS {
+        let aside = match fs {
+            "tmpfs" => set_aside(Path::new(dir))?,
+            _ => None,
+        };
         mount(what, dir, fs, 0).with_context(|| format!("mount {fs} on {dir}"))?;
+        if let Some(a) = aside {
+            copy_tree(&a, Path::new(dir)).with_context(|| format!("copy the initramfs's {dir}"))?;
+            std::fs::remove_dir_all(&a)?;
+        }
     }
     let _ = std::fs::create_dir_all("/dev/shm");
     mount("tmpfs", "/dev/shm", "tmpfs", 0).context("mount tmpfs on /dev/shm")
+}
+
+/// What the initramfs put under `dir`, moved aside before a file system is mounted there (the
+/// directory made again, empty): `None` when it held nothing.
+fn set_aside(dir: &Path) -> Result<Option<std::path::PathBuf>> {
+    let held = std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some());
+    if !held {
+        return Ok(None);
+    }
+    let aside = dir.with_extension("initramfs");
+    std::fs::rename(dir, &aside).with_context(|| format!("move {} aside", dir.display()))?;
+    std::fs::create_dir(dir)?;
+    Ok(Some(aside))
+}
+
+/// Copy the directory tree `from` into `to`: directories, files (with their modes) and
+/// symbolic links.
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let kind = e.file_type()?;
+        if kind.is_dir() {
+            std::fs::create_dir_all(&dst)?;
+            copy_tree(&src, &dst)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
 }
 
 /// Write the frames to the channel in raw mode (no newline translation) and wait until the
@@ -602,6 +643,37 @@ fn send_on_console(frames: &[Sent], cases: Cases, windows: &[Window]) -> Result<
         std::thread::sleep(pause);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tree_copy {
+    /// A tree set aside and copied back keeps its directories, files, modes and links.
+    #[test]
+    fn a_tree_is_copied_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let from = t.path().join("from");
+        std::fs::create_dir_all(from.join("a/b")).unwrap();
+        std::fs::write(from.join("a/b/rules"), "-a always,exit -S acct\n").unwrap();
+        std::fs::set_permissions(
+            from.join("a/b/rules"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("b/rules", from.join("a/link")).unwrap();
+        let to = t.path().join("to");
+        std::fs::create_dir(&to).unwrap();
+        super::copy_tree(&from, &to).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(to.join("a/link")).unwrap(),
+            "-a always,exit -S acct\n"
+        );
+        let mode = std::fs::metadata(to.join("a/b/rules"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 }
 
 #[cfg(test)]

@@ -394,9 +394,10 @@ fn check_guest_files(files: &[PathBuf], memory_mib: u32) -> Result<()> {
             ));
         }
         let at = crate::boot::initramfs::guest_path(f)?;
+        // A tmpfs's (/tmp, /run) is copied into it when the guest mounts it.
         if let Some((_, dir, _)) = crate::boot::guest::MOUNTS
             .iter()
-            .find(|(_, d, _)| at.starts_with(d))
+            .find(|(_, d, fs)| at.starts_with(d) && *fs != "tmpfs")
         {
             bail!(
                 "{}: the guest mounts a file system of its own on {dir}, which would hide it: \
