@@ -3,9 +3,11 @@
 //! and the quantity its log ratio `d = ln(B / A)`; results are reported as percentages,
 //! `100 (e^d - 1)`.
 //!
-//! - [`signed_rank`]: the Wilcoxon signed-rank test (exact null distribution for up to 50
-//!   pairs without ties or zeros, as scipy's `method="auto"`; the normal approximation with the
-//!   tie correction otherwise, without continuity correction, as scipy's default);
+//! - [`signed_rank`]: the Wilcoxon signed-rank test as scipy's `method="auto"` decides it: the
+//!   exact null distribution for up to 50 pairs without ties or zeros; with ties or zeros, every
+//!   sign flip of up to 13 pairs (scipy's permutation test, which enumerates all 2^13); the
+//!   normal approximation with the tie correction otherwise, without continuity correction, as
+//!   scipy's default;
 //! - [`hodges_lehmann`]: the median of the Walsh averages and its distribution-free confidence
 //!   interval (the one R's `wilcox.test(conf.int = TRUE)` gives);
 //! - [`paired_t`]: Student's t on the log ratios, with its interval.
@@ -18,8 +20,13 @@ use super::{Interval, Tested};
 use super::{mean, stdev, t_critical};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
-/// Up to this many non-zero pairs without ties, the exact distribution is used.
+/// Up to this many pairs without ties or zeros, the exact distribution is used.
 pub(crate) const EXACT_MAX: usize = 50;
+
+/// Up to this many pairs (zeros counted) with ties or zeros, the p is exact over every sign
+/// flip: scipy's `auto` runs its permutation test there, whose 9,999 resamples exceed the
+/// 2^13 flips, so it enumerates them all.
+pub(crate) const FLIPS_MAX: usize = 13;
 
 /// The number of subsets of {1..n} with each rank sum: the exact null distribution of W+ for
 /// n pairs is `counts[w] / 2^n`.
@@ -41,8 +48,9 @@ fn exact_cdf(counts: &[f64], w: usize, n: usize) -> f64 {
     counts.iter().take(w + 1).sum::<f64>() / total
 }
 
-/// The signed-rank test of `d` against 0: W+, the two-sided p, "exact" or "normal". Zeros are
-/// dropped (scipy's `zero_method="wilcox"`). `None` with no non-zero difference.
+/// The signed-rank test of `d` against 0: W+, the two-sided p, and how it was found ("exact",
+/// "flips" or "normal", as scipy's `method="auto"` chooses). Zeros are dropped (scipy's
+/// `zero_method="wilcox"`). `None` with no non-zero difference.
 pub(crate) fn signed_rank(d: &[f64]) -> Option<Tested> {
     let nz: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
     let n = nz.len();
@@ -60,10 +68,13 @@ pub(crate) fn signed_rank(d: &[f64]) -> Option<Tested> {
     let total = (n * (n + 1)) as f64 / 2.0;
     let t = w_plus.min(total - w_plus);
     let zeros = n != d.len();
-    if n <= EXACT_MAX && ties == 0.0 && !zeros {
+    if d.len() <= EXACT_MAX && ties == 0.0 && !zeros {
         let counts = signed_rank_counts(n);
         let p = (2.0 * exact_cdf(&counts, t as usize, n)).min(1.0);
         return Some(tested(w_plus, p, "exact"));
+    }
+    if d.len() <= FLIPS_MAX {
+        return Some(tested(w_plus, flipped_p(&r, w_plus), "flips"));
     }
     let var = (n * (n + 1) * (2 * n + 1)) as f64 / 24.0 - ties / 48.0;
     if var <= 0.0 {
@@ -72,6 +83,27 @@ pub(crate) fn signed_rank(d: &[f64]) -> Option<Tested> {
     let z = (t - total / 2.0) / var.sqrt();
     let p = (2.0 * Normal::standard().cdf(-z.abs())).min(1.0);
     Some(tested(w_plus, p, "normal"))
+}
+
+/// The two-sided p of W+ = `w_plus` over every sign flip of the differences whose ranks (ties
+/// averaged, so whole or halves) are `r`: twice the smaller tail, at most 1, as scipy's
+/// permutation test gives it.
+fn flipped_p(r: &[f64], w_plus: f64) -> f64 {
+    // Ranks doubled are whole: the count of flips giving each doubled sum, subset by subset.
+    let doubled: Vec<usize> = r.iter().map(|x| (2.0 * x).round() as usize).collect();
+    let max: usize = doubled.iter().sum();
+    let mut c = vec![0.0f64; max + 1];
+    c[0] = 1.0;
+    for &k in &doubled {
+        for w in (k..=max).rev() {
+            c[w] += c[w - k];
+        }
+    }
+    let all = 2f64.powi(r.len() as i32);
+    let at = (2.0 * w_plus).round() as usize;
+    let below: f64 = c[..=at].iter().sum::<f64>() / all;
+    let above: f64 = c[at..].iter().sum::<f64>() / all;
+    (2.0 * below.min(above)).min(1.0)
 }
 
 /// The smallest two-sided p-value the signed-rank test can give for n pairs: 2 / 2^n.
@@ -217,7 +249,8 @@ mod unit {
     //           0.039, 0.04, 0.041, 0.042, 0.043, 0.044, 0.045, 0.046, 0.047, 0.048]  (51 pairs)
     // scipy.stats.wilcoxon(d2) -> statistic 33.0, pvalue 3.5176258616153648e-09 (approx)
     // tied = [1, 1, 2, -2, 3, 3, 3, -1, 4, 5]
-    // scipy.stats.wilcoxon(tied, method="approx") -> statistic 6.5, pvalue 0.03130779790854022
+    // scipy.stats.wilcoxon(tied) -> statistic 6.5, pvalue 0.03125 (auto: ties in 10 pairs,
+    // every sign flip); method="approx" -> 0.03130779790854022
     #[test]
     fn signed_rank_matches_scipy() {
         let d = [0.012, -0.004, 0.021, 0.018, 0.009, 0.015, -0.002, 0.011];
@@ -249,10 +282,49 @@ mod unit {
             p,
             method: how,
         } = signed_rank(&tied).unwrap();
-        assert_eq!((55.0 - w, how), (6.5, "normal"));
-        assert!(close(p, 0.03130779790854022, 1e-9), "{p}");
+        assert_eq!((55.0 - w, how), (6.5, "flips"));
+        assert!(close(p, 0.03125, 1e-12), "{p}");
         assert!(signed_rank(&[0.0, 0.0]).is_none());
         assert!((min_signed_rank_p(4) - 0.125).abs() < 1e-15);
+    }
+
+    // scipy 1.17.1, method="auto":
+    //   wilcoxon([-1, -2, -3, -4, -5, -6, 0, 0]).pvalue == 0.03125 (zeros: every sign flip;
+    //     method="approx": 0.027707849358079864)
+    //   wilcoxon([-3, -1, -2, -2, -5, -4, 1, -6, -2]).pvalue == 0.01171875 (ties: flips;
+    //     approx 0.012459728609350268)
+    //   wilcoxon([-9, -8, 0, 0, 0, -8, -9, 7, -8, 0, -9, -8]).pvalue == 0.015625
+    //   wilcoxon([-3, -1, -2, -2, -5, -4, 1, -6, -2, -7, -8, -2, -3, -1]).pvalue
+    //     == 0.0014626673573089727 (14 pairs with ties: the normal approximation)
+    //   wilcoxon([1, 2, 3, 4, 5, -6, 7, 8, 9]).pvalue == 0.0546875 (no ties: exact)
+    #[test]
+    fn ties_and_zeros_in_13_pairs_or_fewer_flip_every_sign_as_scipy_s_auto() {
+        let cases: [(&[f64], f64, &str); 5] = [
+            (&[-1., -2., -3., -4., -5., -6., 0., 0.], 0.03125, "flips"),
+            (
+                &[-3., -1., -2., -2., -5., -4., 1., -6., -2.],
+                0.01171875,
+                "flips",
+            ),
+            (
+                &[-9., -8., 0., 0., 0., -8., -9., 7., -8., 0., -9., -8.],
+                0.015625,
+                "flips",
+            ),
+            (
+                &[
+                    -3., -1., -2., -2., -5., -4., 1., -6., -2., -7., -8., -2., -3., -1.,
+                ],
+                0.0014626673573089727,
+                "normal",
+            ),
+            (&[1., 2., 3., 4., 5., -6., 7., 8., 9.], 0.0546875, "exact"),
+        ];
+        for (d, scipy, how) in cases {
+            let t = signed_rank(d).unwrap();
+            assert!(close(t.p, scipy, 1e-9), "{d:?}: {} against {scipy}", t.p);
+            assert_eq!(t.method, how, "{d:?}");
+        }
     }
 
     // The interval inverts the test. With d as above (8 pairs, exact), 2 P(W <= 3) = 0.039 and

@@ -92,10 +92,14 @@ fn exact_u_counts(n1: usize, n2: usize) -> Vec<f64> {
     d
 }
 
-/// Two-sided Mann-Whitney U test: the U of the first sample, the p-value and the method.
-/// Exact distribution without ties for samples of up to 20 each (as scipy's 'exact'),
-/// otherwise the normal approximation with tie and continuity correction (scipy's
-/// 'asymptotic').
+/// The largest sample of the smaller side scipy's `auto` takes Mann-Whitney's exact distribution
+/// for (without ties); beyond it on both sides, the normal approximation.
+pub(crate) const MW_EXACT_MAX: usize = 8;
+
+/// Two-sided Mann-Whitney U test: the U of the first sample, the p-value and the method, as
+/// scipy's `method="auto"` chooses it: the exact distribution without ties when either sample
+/// has at most [`MW_EXACT_MAX`] values, otherwise the normal approximation with tie and
+/// continuity correction (scipy's 'asymptotic').
 pub(crate) fn mann_whitney(a: &[f64], b: &[f64]) -> Option<Tested> {
     let (n1, n2) = (a.len(), b.len());
     if n1 == 0 || n2 == 0 {
@@ -107,7 +111,7 @@ pub(crate) fn mann_whitney(a: &[f64], b: &[f64]) -> Option<Tested> {
     let u1 = r1 - (n1 * (n1 + 1)) as f64 / 2.0;
     let u2 = (n1 * n2) as f64 - u1;
     let big = u1.max(u2);
-    if ties == 0.0 && n1 <= 20 && n2 <= 20 {
+    if ties == 0.0 && n1.min(n2) <= MW_EXACT_MAX {
         let counts = exact_u_counts(n1, n2);
         let total: f64 = counts.iter().sum();
         // P(U >= big) under the null; the distribution is symmetric.
@@ -325,6 +329,24 @@ mod unit {
         assert_eq!(method, "asymptotic");
         assert_eq!(u, 6.0);
         assert!(close(p, 0.0364709007712748, 1e-9), "{p}");
+    }
+
+    // scipy 1.17.1: a = arange(1, 10); b = arange(6, 16) + 0.5
+    // mannwhitneyu(a, b).pvalue == 0.00166933664274255 (9 and 10 values: 'auto' takes the
+    // normal approximation; method='exact' gives 0.0006495052934681417); with a = arange(1, 9),
+    // b = arange(6, 26) + 0.5: 4.504352330439287e-06, exact (8 and 20)
+    #[test]
+    fn mann_whitney_takes_scipy_s_auto_method() {
+        let a: Vec<f64> = (1..10).map(f64::from).collect();
+        let b: Vec<f64> = (6..16).map(f64::from).map(|x| x + 0.5).collect();
+        let t = mann_whitney(&a, &b).unwrap();
+        assert_eq!(t.method, "asymptotic");
+        assert!(close(t.p, 0.00166933664274255, 1e-9), "{}", t.p);
+        let a: Vec<f64> = (1..9).map(f64::from).collect();
+        let b: Vec<f64> = (6..26).map(f64::from).map(|x| x + 0.5).collect();
+        let t = mann_whitney(&a, &b).unwrap();
+        assert_eq!(t.method, "exact");
+        assert!(close(t.p, 4.504352330439287e-06, 1e-9), "{}", t.p);
     }
 
     #[test]

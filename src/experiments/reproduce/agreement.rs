@@ -396,19 +396,19 @@ mod unit {
     fn a_direction_over_placements_paired_run_by_run_can_fail() {
         // Six placements fell, two landed alike (dropped, as scipy's wilcoxon does).
         let fell = [-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, 0.0, 0.0];
-        // With zeros dropped, the normal approximation (stats::paired): scipy 1.17.1's
-        // wilcoxon(fell, method="approx").pvalue == 0.027707849358079864 (its exact: 0.03125)
+        // Zeros dropped, every sign flip of the rest (stats::paired): scipy 1.17.1's
+        // wilcoxon(fell).pvalue == 0.03125 (method="auto")
         let t = crate::stats::paired::signed_rank(&fell).unwrap();
-        assert!((t.p - 0.027707849358079864).abs() < 1e-9, "{t:?}");
+        assert!((t.p - 0.03125).abs() < 1e-12, "{t:?}");
         assert_eq!(paired(-2.22, &fell), Score::Agrees);
         assert_eq!(paired(2.22, &fell), Score::Disagrees, "the other way");
-        // Tied misses (whole counts), one that rose: the normal approximation with ties.
+        // Tied misses (whole counts), one that rose: 12 pairs, every sign flip.
         let tied = [
             -9.0, -8.0, 0.0, 0.0, 0.0, -8.0, -9.0, 7.0, -8.0, 0.0, -9.0, -8.0,
         ];
-        // scipy 1.17.1: wilcoxon(tied, method="approx").pvalue == 0.015418381412607676
+        // scipy 1.17.1: wilcoxon(tied).pvalue == 0.015625 (method="auto")
         let t = crate::stats::paired::signed_rank(&tied).unwrap();
-        assert!((t.p - 0.015418381412607676).abs() < 1e-12, "{t:?}");
+        assert!((t.p - 0.015625).abs() < 1e-12, "{t:?}");
         assert_eq!(paired(-2.22, &tied), Score::Agrees);
         // Five placements that differ can give no p below 2 / 2^5: not scored, said why.
         let five = paired(-2.22, &fell[1..]);
