@@ -334,7 +334,8 @@ fn units_of(
 enum Exact {
     No,
     /// A count of what the code executes: only what else runs in a window adds to it, so its
-    /// line is drawn through the least window of each size (`stats::slope::least_by_size`).
+    /// line is drawn through the windows most of them lie on, none below it
+    /// (`stats::slope::on_the_line`).
     Count,
     /// A cache model's misses, which vary from call to call: its line is drawn through every
     /// window.
@@ -354,12 +355,12 @@ impl Exact {
 /// Each exact event's line over `samples` (event index, fit), where its counted windows have
 /// two sizes or more: its figure is then the slope, and what a window pays once cancels.
 fn exact_fits(samples: &[Sample], exact: &[Exact]) -> Vec<(usize, crate::stats::slope::Fit)> {
-    use crate::stats::slope::{Fit, least_by_size};
+    use crate::stats::slope::{Fit, on_the_line};
     (exact.iter().enumerate())
         .filter_map(|(i, e)| {
             let fit = match e {
                 Exact::No => return None,
-                Exact::Count => Fit::of(least_by_size(windows_of(samples, i))),
+                Exact::Count => Fit::of(on_the_line(windows_of(samples, i))),
                 Exact::Modelled => Fit::of(windows_of(samples, i)),
             };
             Some((i, fit?))

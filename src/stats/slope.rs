@@ -107,6 +107,51 @@ pub(crate) fn least_by_size(windows: impl IntoIterator<Item = (u64, u64)>) -> Ve
     least
 }
 
+/// The most windows [`on_the_line`] searches the lines of (the search is cubic in them; a run
+/// has a few dozen).
+pub(crate) const LINE_WINDOWS: usize = 64;
+
+/// The windows an exact count's line is drawn through: of the lines through two windows of
+/// different sizes that no window lies below (what else runs in a window only adds to it:
+/// a tick's retried clock read adds 12 instructions to a getpid at audit=1), the one most
+/// windows lie on exactly. A size whose every window was lengthened then moves nothing while
+/// the windows of two other sizes agree (the least of each size's would: both of a run's
+/// 40,000-call windows lengthened put a fresh clone's getpid at 1566.0002 for 1566). With a
+/// single size, no line holding three windows or more, or more than [`LINE_WINDOWS`] windows,
+/// the least of each size.
+pub(crate) fn on_the_line(windows: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
+    let w: Vec<(u64, u64)> = windows.into_iter().collect();
+    let least = least_by_size(w.iter().copied());
+    if w.len() > LINE_WINDOWS {
+        return least;
+    }
+    let on = |a: (u64, u64), b: (u64, u64), x: (u64, u64)| -> std::cmp::Ordering {
+        // The sign of (x.c - a.c)(b.n - a.n) - (b.c - a.c)(x.n - a.n), with b.n > a.n.
+        let (an, ac) = (i128::from(a.0), i128::from(a.1));
+        let lhs = (i128::from(x.1) - ac) * (i128::from(b.0) - an);
+        let rhs = (i128::from(b.1) - ac) * (i128::from(x.0) - an);
+        lhs.cmp(&rhs)
+    };
+    // The most windows on a line so far, and the two windows it is drawn through.
+    type Line = (usize, (u64, u64), (u64, u64));
+    let mut best: Option<Line> = None;
+    for &a in &w {
+        for &b in w.iter().filter(|b| b.0 > a.0) {
+            if w.iter().any(|&x| on(a, b, x).is_lt()) {
+                continue;
+            }
+            let n = w.iter().filter(|&&x| on(a, b, x).is_eq()).count();
+            if best.is_none_or(|(m, ..)| n > m) {
+                best = Some((n, a, b));
+            }
+        }
+    }
+    match best {
+        Some((n, a, b)) if n >= 3 => w.into_iter().filter(|&x| on(a, b, x).is_eq()).collect(),
+        _ => least,
+    }
+}
+
 /// `num / den` in floating point, exact when the quotient is whole (the integer part is
 /// divided apart from the remainder, so a large numerator loses nothing to rounding).
 pub(crate) fn ratio(num: i128, den: i128) -> f64 {
@@ -277,6 +322,29 @@ mod unit {
         ];
         assert_eq!(least_by_size(twins), [(256, 299 * 256 + 40), w[1], w[2]]);
         assert_eq!(Fit::of(least_by_size(twins)).unwrap().slope(), 299.0);
+    }
+
+    /// A fresh clone's failure: both of a run's windows of one size lengthened by a tick's
+    /// retried clock read (12 instructions each), the least of each size off the line.
+    #[test]
+    fn a_size_whose_every_window_was_lengthened_moves_nothing() {
+        let w: Vec<(u64, u64)> = [20_000u64, 40_000, 80_000, 20_000, 40_000, 80_000]
+            .iter()
+            .map(|&n| (n, 1566 * n + u64::from(n == 80_000) * 12))
+            .collect();
+        let least = Fit::of(least_by_size(w.iter().copied())).unwrap().slope();
+        assert!(least != 1566.0, "{least}");
+        let line = on_the_line(w.iter().copied());
+        assert_eq!(line.len(), 4, "{line:?}");
+        assert_eq!(Fit::of(line).unwrap().slope(), 1566.0);
+        // A retry in a window of each of two sizes: the clean ones still make the line.
+        let mut two = w.clone();
+        two[3].1 += 12;
+        two[5].1 -= 12;
+        assert_eq!(Fit::of(on_the_line(two)).unwrap().slope(), 1566.0);
+        // A window below every line (counts that really vary): the least of each size.
+        let noisy = [(1, 10), (2, 19), (4, 41), (1, 11), (2, 20), (4, 40)];
+        assert_eq!(on_the_line(noisy), least_by_size(noisy));
     }
 
     #[test]
