@@ -14,6 +14,12 @@
  * the same bits below 2 MiB in the kernel's text (mapped by 2 MiB pages): SETS * LINE must fit
  * in 2 MiB.
  *
+ * With `l1i_also=SETS:WAYS:LINE` (up to 4, each with the L1i's line size), other L1i models are
+ * fed the same fetches beside it (a fully associative one, SETS 1, of up to 4096 ways, or another
+ * CPU's), each its misses alone: what the same code's fetches miss in another geometry, from
+ * the same boot. An L1i, as the L2 does, indexes instruction lines by their virtual address:
+ * SETS * LINE must fit in 2 MiB.
+ *
  * With the argument `counts=PATH`, each `W` line is also sent to the Unix socket at PATH (a
  * QEMU chardev that is the guest's second serial port in a LAVA job): the guest then has its
  * own counts and can report them as the job's test cases. Sent without waiting (a full socket
@@ -39,6 +45,8 @@
  *                                  missed most, by virtual address, most first, at most 32)
  *   B NAME ADDR:INSNS ...   (with blocks=1; hexadecimal, a block's address may repeat when it
  *                            was translated again)
+ *   J NAME SETS:WAYS:LINE IM_U IM_K ...   (with l1i_also=: each other L1i's misses, in the
+ *                                         order given)
  *   R NAME asleep | unopened   (a window refused: begun before the wake, or ended unbegun)
  *
  * build.rs compiles it into a shared object that syscost carries and writes beside a
@@ -141,14 +149,33 @@ static size_t n_said, cap_said;
 static uint64_t word;
 static unsigned pieces;
 
-/* A set-associative cache with LRU replacement: each set's tags, most recent first. */
+/* A fully associative cache of many ways: its ways in a list, most recent first, found by an
+ * open-addressed table of their lines, so an access costs the same at 512 ways as at 8 (a
+ * scan and a move of 512 tags per fetch would slow the emulator several times). */
+struct fa {
+	unsigned ways, used, head, tail; /* `ways` as an index: none */
+	uint64_t *line;                  /* per way: its line + 1 */
+	unsigned *prev, *next;
+	unsigned *slot; /* the table: a way + 1 per slot (0: empty), 4 * ways slots */
+	unsigned mask;
+};
+
+/* A set-associative cache with LRU replacement: each set's tags, most recent first (or, one
+ * set of many ways, a `struct fa`). */
 struct cache {
 	unsigned sets, ways, line_shift;
 	uint64_t *tags; /* sets * ways, tag + 1 (0: empty) */
 	uint64_t *misses; /* per set, in the current window */
+	struct fa *fa;
 };
 static struct cache l1d, l1i, l2;
 static bool modelled, with_l2;
+
+/* Other L1i models (`l1i_also=`), fed the L1i's fetches: their misses, [user, kernel]. */
+#define ALSO_MAX 4
+static struct cache also[ALSO_MAX];
+static unsigned n_also;
+static uint64_t also_misses[ALSO_MAX][2], also_at[ALSO_MAX][2];
 
 /* Where the `W` lines go too (`counts=PATH`), connected at the first window's end. */
 static const char *counts_path;
@@ -265,12 +292,114 @@ static void print_blocks(void)
 	free(line);
 }
 
+static unsigned fa_home(const struct fa *f, uint64_t line)
+{
+	return (unsigned)((line * 0x9e3779b97f4a7c15ull) >> 40) & f->mask;
+}
+
+/* The slot holding `line`, or the empty slot where it would go. */
+static unsigned fa_find(const struct fa *f, uint64_t line)
+{
+	unsigned i = fa_home(f, line);
+	while (f->slot[i] && f->line[f->slot[i] - 1] != line + 1)
+		i = (i + 1) & f->mask;
+	return i;
+}
+
+/* Empty slot `i`, moving back the entries after it that probed past it (linear probing's
+ * deletion without tombstones). */
+static void fa_unslot(struct fa *f, unsigned i)
+{
+	f->slot[i] = 0;
+	for (unsigned j = (i + 1) & f->mask; f->slot[j]; j = (j + 1) & f->mask) {
+		unsigned k = fa_home(f, f->line[f->slot[j] - 1] - 1);
+		bool moves = i <= j ? (k <= i || k > j) : (k <= i && k > j);
+		if (moves) {
+			f->slot[i] = f->slot[j];
+			f->slot[j] = 0;
+			i = j;
+		}
+	}
+}
+
+static void fa_unlink(struct fa *f, unsigned w)
+{
+	unsigned p = f->prev[w], n = f->next[w];
+	if (p < f->ways)
+		f->next[p] = n;
+	else
+		f->head = n;
+	if (n < f->ways)
+		f->prev[n] = p;
+	else
+		f->tail = p;
+}
+
+static void fa_push(struct fa *f, unsigned w)
+{
+	f->prev[w] = f->ways;
+	f->next[w] = f->head;
+	if (f->head < f->ways)
+		f->prev[f->head] = w;
+	else
+		f->tail = w;
+	f->head = w;
+}
+
+/* Whether `line` was in the fully associative cache; it is the most recent either way. */
+static bool fa_hit(struct fa *f, uint64_t line)
+{
+	unsigned i = fa_find(f, line);
+	if (f->slot[i]) {
+		unsigned w = f->slot[i] - 1;
+		if (f->head != w) {
+			fa_unlink(f, w);
+			fa_push(f, w);
+		}
+		return true;
+	}
+	unsigned w;
+	if (f->used < f->ways) {
+		w = f->used++;
+	} else {
+		w = f->tail;
+		fa_unslot(f, fa_find(f, f->line[w] - 1));
+		fa_unlink(f, w);
+		i = fa_find(f, line);
+	}
+	f->line[w] = line + 1;
+	f->slot[i] = w + 1;
+	fa_push(f, w);
+	return false;
+}
+
+static struct fa *fa_new(unsigned ways)
+{
+	struct fa *f = calloc(1, sizeof *f);
+	unsigned slots = 4;
+	while (slots < 4 * ways)
+		slots *= 2;
+	f->ways = ways;
+	f->head = f->tail = ways;
+	f->line = calloc(ways, sizeof *f->line);
+	f->prev = calloc(ways, sizeof *f->prev);
+	f->next = calloc(ways, sizeof *f->next);
+	f->slot = calloc(slots, sizeof *f->slot);
+	f->mask = slots - 1;
+	return f;
+}
+
 /* Whether the line holding `addr` was in the cache; it is the set's most recent either way.
  * A miss is counted in its set when `tally` (L1d: loads only, so that a window's sets add up
  * to its load misses, the figure perf's L1-dcache-load-misses names). */
 static bool hit(struct cache *c, uint64_t addr, bool tally)
 {
 	uint64_t line = addr >> c->line_shift;
+	if (c->fa) {
+		bool found = fa_hit(c->fa, line);
+		c->misses[0] += !found && tally;
+		return found;
+	}
 	unsigned set = line % c->sets;
 	uint64_t tag = line / c->sets + 1, *t = c->tags + (size_t)set * c->ways;
 	unsigned w = 0;
@@ -361,12 +490,28 @@ static void fetched(unsigned int vcpu, void *u)
 		return;
 	for (unsigned i = 0; i < l->n; i++) {
 		uint64_t addr = l->line[i] << l1i.line_shift;
+		for (unsigned k = 0; k < n_also; k++)
+			also_misses[k][l->kernel] += !hit(&also[k], addr, false);
 		if (hit(&l1i, addr, true))
 			continue;
 		count[IM][l->kernel]++;
 		if (with_l2 && !hit(&l2, addr, false))
 			count[L2M][l->kernel]++;
 	}
+}
+
+/* `J NAME SETS:WAYS:LINE IM_U IM_K ...`: each other L1i's misses in the window. */
+static void print_also(void)
+{
+	char line[64 + ALSO_MAX * 80], *p = line;
+	p += sprintf(p, "J %llx", (unsigned long long)window);
+	for (unsigned k = 0; k < n_also; k++)
+		p += sprintf(p, " %u:%u:%u %llu %llu", also[k].sets, also[k].ways,
+			     1u << also[k].line_shift,
+			     (unsigned long long)(also_misses[k][0] - also_at[k][0]),
+			     (unsigned long long)(also_misses[k][1] - also_at[k][1]));
+	strcpy(p, "\n");
+	qemu_plugin_outs(line);
 }
 
 static void named(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *u)
@@ -435,6 +580,7 @@ static void marked(unsigned int vcpu, void *kind)
 		memcpy(irq_at, irq, sizeof irq_at);
 		irqs_at = irqs;
 		memcpy(at, count, sizeof at);
+		memcpy(also_at, also_misses, sizeof also_at);
 		for (size_t i = 0; i < n_met; i++) /* a window whose end was never met */
 			met[i]->in_window = 0;
 		n_met = 0;
@@ -469,6 +615,8 @@ static void marked(unsigned int vcpu, void *kind)
 		print_sets('D', &l1d);
 		print_sets('I', &l1i);
 		print_missed();
+		if (n_also)
+			print_also();
 	}
 	if (by_block)
 		print_blocks();
@@ -743,8 +891,9 @@ static void translated_asleep(struct qemu_plugin_tb *tb, size_t n, bool kernel)
 	}
 }
 
-/* `l1d=SETS:WAYS:LINE`: powers of two, SETS * LINE within a 4 KiB page (the index of a VIPT
- * L1 lies in the page offset), WAYS up to 64. */
+/* `l1d=SETS:WAYS:LINE`: powers of two, SETS * LINE within `span` (a 4 KiB page for the L1d:
+ * the index of a VIPT L1 lies in the page offset), WAYS up to 64, or up to 4096 in one set (a
+ * fully associative cache). */
 static bool geometry(const char *arg, const char *key, struct cache *c, unsigned span)
 {
 	unsigned sets, ways, line;
@@ -753,16 +902,19 @@ static bool geometry(const char *arg, const char *key, struct cache *c, unsigned
 	    sscanf(arg + k + 1, "%u:%u:%u", &sets, &ways, &line) != 3)
 		return false;
 	if (!sets || (sets & (sets - 1)) || !line || (line & (line - 1)) ||
-	    (uint64_t)sets * line > span || !ways || ways > 64) {
+	    (uint64_t)sets * line > span || !ways || ways > (sets == 1 ? 4096 : 64)) {
 		fprintf(stderr, "tcg_count: %s: sets and line must be powers of two with sets * line "
-				"<= %u, ways 1 to 64\n", arg, span);
+				"<= %u, ways 1 to 64 (to 4096 in one set)\n", arg, span);
 		return false;
 	}
 	c->sets = sets;
 	c->ways = ways;
 	c->line_shift = __builtin_ctz(line);
-	c->tags = calloc((size_t)sets * ways, sizeof *c->tags);
 	c->misses = calloc(sets, sizeof *c->misses);
+	if (sets == 1 && ways > 16)
+		c->fa = fa_new(ways);
+	else
+		c->tags = calloc((size_t)sets * ways, sizeof *c->tags);
 	return true;
 }
 
@@ -786,6 +938,12 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 			by_block = true;
 			continue;
 		}
+		if (!strncmp(argv[a], "l1i_also=", 9)) {
+			if (n_also == ALSO_MAX || !geometry(argv[a], "l1i_also", &also[n_also], 2u << 20))
+				return -1;
+			n_also++;
+			continue;
+		}
 		if (!strncmp(argv[a], "l2=", 3)) {
 			if (!geometry(argv[a], "l2", &l2, 2u << 20))
 				return -1;
@@ -797,15 +955,21 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 			fprintf(stderr, "tcg_count: unknown argument %s\n", argv[a]);
 			return -1;
 		}
-		if (!geometry(argv[a], given == &d ? "l1d" : "l1i", given == &d ? &l1d : &l1i, 4096))
+		if (!geometry(argv[a], given == &d ? "l1d" : "l1i", given == &d ? &l1d : &l1i,
+			      given == &d ? 4096 : 2u << 20))
 			return -1;
 		*given = true;
 	}
-	if (d != i || (with_l2 && !d)) {
-		fprintf(stderr, "tcg_count: give both l1d= and l1i=, or neither (and l2= only with "
-				"them)\n");
+	if (d != i || ((with_l2 || n_also) && !d)) {
+		fprintf(stderr, "tcg_count: give both l1d= and l1i=, or neither (and l2= and "
+				"l1i_also= only with them)\n");
 		return -1;
 	}
+	for (unsigned k = 0; k < n_also; k++)
+		if (also[k].line_shift != l1i.line_shift) {
+			fprintf(stderr, "tcg_count: l1i_also= takes the L1i's line size\n");
+			return -1;
+		}
 	modelled = d;
 	self = id;
 	qemu_plugin_register_vcpu_tb_trans_cb(id, translated);

@@ -158,7 +158,10 @@ pub struct GuestOpts {
     /// host (this machine's L1s and L2, from sysfs), skylake-x (L1s of 32 KiB, 8-way, and an
     /// L2 of 1 MiB, 16-way, 64-byte lines: the audit series' machine) or
     /// SETSxWAYSxLINE[,SETSxWAYSxLINE[,SETSxWAYSxLINE]] (L1d, then L1i if it differs, then
-    /// an L2).
+    /// an L2); the L1i may be followed by up to 4 other L1i geometries, `+SETSxWAYSxLINE`
+    /// each, fed the same fetches in the same boots (64x8x64+1x512x64: the same L1i and a
+    /// fully associative one of its size), each its misses alone
+    /// (`L1-icache-load-misses-1x512x64`).
     #[arg(long, value_name = "MODEL", value_parser = parse_cache_model)]
     pub cache_model: Option<CacheModel>,
     /// Where the kernel instructions go (implies --emulated-counters): the kernel

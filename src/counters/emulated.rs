@@ -207,6 +207,17 @@ impl Geometry {
         )
     }
 
+    /// An L1i's, e.g. 64x8x64, 512x2x64 (the Opteron 6278's 64 KiB 2-way) or 1x512x64 (32 KiB
+    /// fully associative): indexed by virtual address like an L2's instruction lines.
+    fn parse_l1i(s: &str) -> Result<Geometry, String> {
+        Geometry::parse_within(
+            s,
+            2 << 20,
+            "2 MiB (instruction lines are indexed by their virtual address, the same bits as \
+             the physical one within the kernel's 2 MiB text pages)",
+        )
+    }
+
     /// An L2's, e.g. 1024x16x64 (Skylake-X's 1 MiB, 16-way).
     fn parse_l2(s: &str) -> Result<Geometry, String> {
         Geometry::parse_within(
@@ -230,8 +241,10 @@ impl Geometry {
                 "'{s}': sets and line size must be powers of two whose product fits in {within}"
             ));
         }
-        if !(1..=64).contains(&ways) {
-            return Err(format!("'{s}': 1 to 64 ways"));
+        // One set of many ways is a fully associative cache: the plugin keeps it in a list.
+        let most = if sets == 1 { 4096 } else { 64 };
+        if !(1..=most).contains(&ways) {
+            return Err(format!("'{s}': 1 to 64 ways (to 4096 in one set)"));
         }
         Ok(g)
     }
@@ -256,7 +269,14 @@ pub struct CacheModel {
     /// An L2 behind both, when modelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2: Option<Geometry>,
+    /// Other L1i geometries fed the same fetches beside the L1i (a fully associative one of the
+    /// same size, another CPU's), each its misses alone: `L1I+OTHER+...` in a custom model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_l1i: Vec<Geometry>,
 }
+
+/// The most other L1i geometries a model feeds beside its L1i (the plugin's `ALSO_MAX`).
+pub(crate) const ALSO_L1I_MAX: usize = 4;
 
 /// Skylake-X's L1d and L1i: 32 KiB, 8-way, 64-byte lines (the audit series' machine).
 const SKYLAKE_X: Geometry = Geometry {
@@ -281,6 +301,7 @@ impl CacheModel {
             l1d,
             l1i,
             l2,
+            also_l1i: Vec::new(),
         };
         match s {
             "skylake-x" => Ok(named(s, SKYLAKE_X, SKYLAKE_X, Some(SKYLAKE_X_L2))),
@@ -316,12 +337,19 @@ impl CacheModel {
                     [d, i, l2] => (d, i, Some(Geometry::parse_l2(l2)?)),
                     _ => return Err(format!("'{s}': at most three geometries: L1D,L1I,L2")),
                 };
-                Ok(named(
-                    "custom",
-                    Geometry::parse(d)?,
-                    Geometry::parse(i)?,
-                    l2,
-                ))
+                let mut i = i.split('+');
+                let l1i = Geometry::parse_l1i(i.next().unwrap_or_default())?;
+                let also_l1i = i.map(Geometry::parse_l1i).collect::<Result<Vec<_>, _>>()?;
+                if also_l1i.len() > ALSO_L1I_MAX || also_l1i.iter().any(|g| g.line != l1i.line) {
+                    return Err(format!(
+                        "'{s}': at most {ALSO_L1I_MAX} other L1i geometries after the L1i's \
+                         (L1I+OTHER), each with its line size"
+                    ));
+                }
+                Ok(CacheModel {
+                    also_l1i,
+                    ..named("custom", Geometry::parse(d)?, l1i, l2)
+                })
             }
         }
     }
@@ -332,7 +360,12 @@ impl CacheModel {
         match self.name.as_str() {
             "custom" => {
                 let l2 = self.l2.map(|l| format!(",{}", g(l))).unwrap_or_default();
-                format!("{},{}{l2}", g(self.l1d), g(self.l1i))
+                let also: String = self
+                    .also_l1i
+                    .iter()
+                    .map(|a| format!("+{}", g(*a)))
+                    .collect();
+                format!("{},{}{also}{l2}", g(self.l1d), g(self.l1i))
             }
             name => name.to_string(),
         }
@@ -341,8 +374,11 @@ impl CacheModel {
     /// The plugin's arguments, e.g. `l1d=64:8:64,l1i=64:8:64,l2=1024:16:64`.
     pub(crate) fn plugin_args(&self) -> String {
         let l2 = self.l2.map(|g| format!(",{}", g.arg("l2")));
+        let also: String = (self.also_l1i.iter())
+            .map(|g| format!(",{}", g.arg("l1i_also")))
+            .collect();
         format!(
-            "{},{}{}",
+            "{},{}{also}{}",
             self.l1d.arg("l1d"),
             self.l1i.arg("l1i"),
             l2.unwrap_or_default()
@@ -375,6 +411,8 @@ pub(crate) enum Count {
     L1iMisses,
     /// Misses of the modelled L2 (its data and instruction lines together).
     L2Misses,
+    /// Misses of another L1i geometry fed the same fetches (`CacheModel::also_l1i`).
+    L1iMissesOf(Geometry),
 }
 
 impl Count {
@@ -392,17 +430,20 @@ impl Count {
 
     /// The count as an event name, perf's where perf has one (so `L1-dcache-miss-%` is
     /// derived from the emulated loads and their misses as from perf's).
-    pub(crate) fn event(self) -> &'static str {
+    pub(crate) fn event(self) -> std::borrow::Cow<'static, str> {
         match self {
-            Count::Instructions => "instructions",
-            Count::ConditionalBranches => "conditional-branches",
-            Count::Branches => "branches",
-            Count::Loads => "L1-dcache-loads",
-            Count::Stores => "L1-dcache-stores",
-            Count::L1dLoadMisses => "L1-dcache-load-misses",
-            Count::L1dStoreMisses => "L1-dcache-store-misses",
-            Count::L1iMisses => "L1-icache-load-misses",
-            Count::L2Misses => "L2-misses",
+            Count::Instructions => "instructions".into(),
+            Count::ConditionalBranches => "conditional-branches".into(),
+            Count::Branches => "branches".into(),
+            Count::Loads => "L1-dcache-loads".into(),
+            Count::Stores => "L1-dcache-stores".into(),
+            Count::L1dLoadMisses => "L1-dcache-load-misses".into(),
+            Count::L1dStoreMisses => "L1-dcache-store-misses".into(),
+            Count::L1iMisses => "L1-icache-load-misses".into(),
+            Count::L2Misses => "L2-misses".into(),
+            Count::L1iMissesOf(g) => {
+                format!("L1-icache-load-misses-{}x{}x{}", g.sets, g.ways, g.line).into()
+            }
         }
     }
 
@@ -422,9 +463,11 @@ impl Count {
     /// `L1-dcache-load-misses (emulated)`: what the misses by set add up to).
     pub(crate) fn parts(self) -> &'static [Part] {
         match self {
-            Count::Instructions | Count::Branches | Count::L1dLoadMisses | Count::L1iMisses => {
-                &[Part::User, Part::Kernel, Part::All]
-            }
+            Count::Instructions
+            | Count::Branches
+            | Count::L1dLoadMisses
+            | Count::L1iMisses
+            | Count::L1iMissesOf(_) => &[Part::User, Part::Kernel, Part::All],
             _ => &[Part::User, Part::Kernel],
         }
     }
@@ -494,6 +537,8 @@ pub struct Window {
     pub l1i_sets: Vec<u64>,
     pub blocks: Vec<(u64, u64)>,
     pub missed_lines: Vec<(u64, u64)>,
+    /// Each other L1i geometry's misses, `[user, kernel]`, in the model's order.
+    pub also_l1i: Vec<(Geometry, [u64; 2])>,
     /// The interrupts the plugin left out of the window, once the guest declared its entries
     /// ([`declare`]); `None`: they are in its counts.
     pub interrupts: Option<Interrupts>,
@@ -515,6 +560,9 @@ pub struct Interrupts {
 impl Window {
     /// The window's count of `c`, `[user, kernel]`, if the plugin counted it.
     pub(crate) fn count(&self, c: Count) -> Option<[u64; 2]> {
+        if let Count::L1iMissesOf(g) = c {
+            return self.also_l1i.iter().find(|(x, _)| *x == g).map(|(_, m)| *m);
+        }
         let i = Count::ALL.iter().position(|x| *x == c)?;
         self.counts.get(i).copied()
     }
@@ -543,6 +591,15 @@ pub(crate) fn windows(log: &str) -> Vec<Window> {
                     asleep: true,
                     ..Window::default()
                 });
+            }
+            continue;
+        }
+        if tag == "J" {
+            if let Some(last) = out
+                .last_mut()
+                .filter(|x| x.name == name && x.also_l1i.is_empty())
+            {
+                last.also_l1i = also_l1i(w).unwrap_or_default();
             }
             continue;
         }
@@ -587,6 +644,26 @@ pub(crate) fn windows(log: &str) -> Vec<Window> {
         }
     }
     out
+}
+
+/// A `J` line's `SETS:WAYS:LINE U K` triples.
+fn also_l1i<'a>(words: impl Iterator<Item = &'a str>) -> Option<Vec<(Geometry, [u64; 2])>> {
+    let words: Vec<&str> = words.collect();
+    if !words.len().is_multiple_of(3) {
+        return None;
+    }
+    (words.chunks(3))
+        .map(|w| {
+            let g: Vec<u32> = w[0].split(':').filter_map(|x| x.parse().ok()).collect();
+            let [sets, ways, line] = g[..] else {
+                return None;
+            };
+            Some((
+                Geometry { sets, ways, line },
+                [w[1].parse().ok()?, w[2].parse().ok()?],
+            ))
+        })
+        .collect()
 }
 
 /// `ADDR:N`, both hexadecimal.
@@ -635,6 +712,19 @@ mod unit {
         let refused: Vec<(u64, bool)> = w.iter().map(|w| (w.name, w.asleep)).collect();
         assert_eq!(refused, [(6, true), (7, false), (8, true), (9, false)]);
         assert!(w[0].counts.is_empty());
+        let log = "W 7 1 2 3 4\nJ 7 1:512:64 3 40 512:2:64 5 60\nJ 7 1:1:64 9 9";
+        let w = windows(log);
+        let fa = Geometry {
+            sets: 1,
+            ways: 512,
+            line: 64,
+        };
+        assert_eq!(w[0].count(Count::L1iMissesOf(fa)), Some([3, 40]));
+        assert_eq!(
+            w[0].also_l1i.len(),
+            2,
+            "the first J line of a window is its"
+        );
         let log = "W 7 1 2 3 4\nL 7 ffff888004123440:2a 7ffc10:1\nL 7 1:1\nL 8 2:2";
         let w = windows(log);
         assert_eq!(w[0].missed_lines, [(0xffff888004123440, 42), (0x7ffc10, 1)]);
@@ -659,6 +749,33 @@ mod unit {
                 .contains("4 KiB page")
         );
         assert!(CacheModel::parse("48x8x64").is_err());
+        // The RFC's Xeon, with a fully associative L1i of its size and the Opteron's 64 KiB
+        // 2-way beside it (an L1i may index up to 2 MiB: instruction lines are virtual).
+        let c = CacheModel::parse("64x8x64,64x8x64+1x512x64+512x2x64,512x8x64").unwrap();
+        assert_eq!(c.also_l1i.len(), 2);
+        assert_eq!(
+            c.plugin_args(),
+            "l1d=64:8:64,l1i=64:8:64,l1i_also=1:512:64,l1i_also=512:2:64,l2=512:8:64"
+        );
+        assert_eq!(
+            CacheModel::parse(&c.spec()).unwrap(),
+            c,
+            "the spec reads back"
+        );
+        assert_eq!(
+            Count::L1iMissesOf(c.also_l1i[0]).part_name(Part::Kernel),
+            "L1-icache-load-misses-1x512x64:k (emulated)"
+        );
+        assert!(is_modelled("L1-icache-load-misses-512x2x64 (emulated)"));
+        assert!(
+            CacheModel::parse("64x8x64,64x8x64+1x512x32").is_err(),
+            "one line size"
+        );
+        assert!(
+            CacheModel::parse("512x2x64").is_err(),
+            "an L1d within a page"
+        );
+        assert!(CacheModel::parse("64x8x64,1x8192x64").is_err());
         assert!(CacheModel::parse("64x0x64").is_err());
         assert!(
             CacheModel::parse("big")

@@ -120,6 +120,7 @@ pub(crate) fn run_could_have(name: &str) -> bool {
         Count::ALL
             .iter()
             .any(|c| c.parts().iter().any(|&p| c.part_name(p) == name))
+            || other_l1i(name)
     };
     let event = || crate::counters::events::parse_event_list(&[name]).is_ok();
     let ratio = || {
@@ -129,6 +130,21 @@ pub(crate) fn run_could_have(name: &str) -> bool {
         })
     };
     name == "time" || emulated() || event() || ratio()
+}
+
+/// Whether `name` is the misses of another L1i geometry a cache model can feed beside its L1i
+/// (`L1-icache-load-misses-1x512x64:k (emulated)`).
+fn other_l1i(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("L1-icache-load-misses-") else {
+        return false;
+    };
+    let geometry = rest.split([':', ' ']).next().unwrap_or_default();
+    let parts: Vec<&str> = geometry.split('x').collect();
+    let whole = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    let suffix = &rest[geometry.len()..];
+    parts.len() == 3
+        && parts.iter().all(whole)
+        && [":u (emulated)", ":k (emulated)", " (emulated)"].contains(&suffix)
 }
 
 /// Pooled totals over a set of samples.

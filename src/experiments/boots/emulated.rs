@@ -127,14 +127,20 @@ fn joined_as<T: serde::de::DeserializeOwned + serde::Serialize>(
     Ok(out)
 }
 
-/// The counts every window has (the plugin counts the same in all of them).
-fn counted(windows: &[Window]) -> Result<&'static [Count], String> {
+/// The counts every window has (the plugin counts the same in all of them): its fixed counts,
+/// then the misses of each other L1i geometry it modelled.
+fn counted(windows: &[Window]) -> Result<Vec<Count>, String> {
     let mut counting = windows.iter().filter(|w| !w.asleep);
-    let n = counting.clone().next().map_or(0, |w| w.counts.len());
-    if counting.any(|w| w.counts.len() != n) || n > Count::ALL.len() {
+    let first = counting.clone().next();
+    let n = first.map_or(0, |w| w.counts.len());
+    let also: Vec<_> = first.map_or(Vec::new(), |w| w.also_l1i.iter().map(|a| a.0).collect());
+    let same = |w: &Window| w.counts.len() == n && w.also_l1i.iter().map(|a| a.0).eq(also.clone());
+    if counting.any(|w| !same(w)) || n > Count::ALL.len() {
         return Err("the plugin's windows differ in what they count".into());
     }
-    Ok(&Count::ALL[..n])
+    let mut counts = Count::ALL[..n].to_vec();
+    counts.extend(also.into_iter().map(Count::L1iMissesOf));
+    Ok(counts)
 }
 
 /// Each run of `results`, as (result, run), in the order the runs were measured: by their
@@ -169,6 +175,7 @@ fn joined(
         ));
     }
     let counts = counted(windows)?;
+    let counts = counts.as_slice();
     let mut joins: Vec<Joined> = results.iter().map(|r| Joined::of(r)).collect();
     let mut next = windows.iter();
     for (i, k) in run_order(results) {
@@ -596,6 +603,7 @@ mod unit {
                     l1d_sets: vec![0, 3 * s.ops, s.ops],
                     l1i_sets: vec![s.ops, 0, 0],
                     missed_lines: vec![(0xffff888004123440, 3 * s.ops), (0x7f00, s.ops)],
+                    also_l1i: Vec::new(),
                     blocks: vec![
                         (0xffffffffa1000010, (kernel - 5) * s.ops),
                         (0xffffffffa1000100, 5 * s.ops),
