@@ -289,10 +289,16 @@ pub fn init(lab: LabCases) -> ! {
     if let Err(e) = send(&frames, console.then_some((lab.cases, windows))) {
         eprintln!("syscost (guest): cannot send the result: {e:#}");
     }
-    // SAFETY: sync and reboot take no pointers; as init this powers the guest off.
+    // A kernel without ACPI (syscost's own builds leave it out) cannot power off: it
+    // reboots instead, which ends QEMU as well (it runs with -no-reboot).
+    let how = match Path::new("/sys/firmware/acpi").exists() {
+        true => libc::RB_POWER_OFF,
+        false => libc::RB_AUTOBOOT,
+    };
+    // SAFETY: sync and reboot take no pointers; as init this ends the guest.
     unsafe {
         libc::sync();
-        libc::reboot(libc::RB_POWER_OFF);
+        libc::reboot(how);
     }
     std::process::exit(1)
 }

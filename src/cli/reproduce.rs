@@ -120,11 +120,13 @@ impl ReproduceArgs {
                 anyhow::bail!("--only {n}: {name} has the arms {}", names.join(", "));
             }
         }
-        let mut progress = building_line;
+        let mut building = Building::default();
+        let mut progress = |p| building.hear(p);
         let build = self
             .build
             .then_some(&mut progress as &mut dyn FnMut(kbuild::Progress));
         let kernels = inv.kernels(&self.kernels, &given, &self.only, build)?;
+        building.done();
         // Without -o, the rules go to a directory of this process's, removed when it ends.
         let scratch;
         let rules_dir = match &self.output {
@@ -181,7 +183,88 @@ impl ReproduceArgs {
     }
 }
 
-/// A build's progress, on stderr.
+/// A build's progress on stderr: its stages as lines, and while make compiles, a bar on a
+/// terminal, else a line a minute.
+#[derive(Default)]
+struct Building {
+    bar: Option<indicatif::ProgressBar>,
+    said: Option<std::time::Duration>,
+}
+
+/// How often a build's progress is said on a stderr that is not a terminal.
+const SAID_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Building {
+    fn hear(&mut self, p: kbuild::Progress) {
+        use std::io::IsTerminal;
+        let kbuild::Progress::Compiling {
+            name,
+            done,
+            total,
+            elapsed,
+        } = p
+        else {
+            self.done();
+            return building_line(p);
+        };
+        if !std::io::stderr().is_terminal() {
+            let due = self.said.unwrap_or_default() + SAID_EVERY;
+            if done > 0 && elapsed >= due {
+                self.said = Some(elapsed);
+                eprintln!("syscost: {}", compiled(&name, done, total, elapsed));
+            }
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::new(total.unwrap_or(0) as u64);
+            let template = match total {
+                Some(_) => "{msg} [{bar:30}] {pos}/{len} objects, {eta} left",
+                None => {
+                    "{msg} {pos} objects compiled, {elapsed} (no total yet: the first build of \
+                         this configuration)"
+                }
+            };
+            b.set_style(
+                indicatif::ProgressStyle::with_template(template)
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            b.set_message(format!("syscost: building {name}"));
+            b
+        });
+        bar.set_position(done as u64);
+    }
+
+    /// The bar, if one shows, cleared.
+    fn done(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+        self.said = None;
+    }
+}
+
+/// `building NAME: 640 of 1,205 objects (53%) in 1m 50s, about 1m 35s left`.
+fn compiled(name: &str, done: usize, total: Option<usize>, elapsed: std::time::Duration) -> String {
+    let took = humantime::format_duration(std::time::Duration::from_secs(elapsed.as_secs()));
+    match total {
+        Some(t) if done > 0 && t > done => {
+            let left = elapsed.mul_f64((t - done) as f64 / done as f64);
+            let left = humantime::format_duration(std::time::Duration::from_secs(left.as_secs()));
+            format!(
+                "building {name}: {done} of {t} objects ({:.0}%) in {took}, about {left} left",
+                100.0 * done as f64 / t as f64
+            )
+        }
+        Some(t) => format!("building {name}: {done} of {t} objects in {took}"),
+        None => format!(
+            "building {name}: {done} objects compiled in {took} (the first build of this \
+             configuration here: no total yet)"
+        ),
+    }
+}
+
+/// A build's stage, on stderr.
 fn building_line(p: kbuild::Progress) {
     use kbuild::Progress;
     match p {
@@ -197,7 +280,7 @@ fn building_line(p: kbuild::Progress) {
             from_base: false,
         } => eprintln!(
             "syscost: building {name}: the whole source tree compiles, once per machine \
-             (minutes: 6 to 9 on 2 CPUs)"
+             (minutes: 2 to 4 on 2 CPUs)"
         ),
         Progress::Starting {
             name,
@@ -211,6 +294,7 @@ fn building_line(p: kbuild::Progress) {
             b.seconds,
             b.image.display()
         ),
+        Progress::Compiling { .. } => {}
     }
 }
 

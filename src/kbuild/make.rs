@@ -113,7 +113,7 @@ pub(super) fn unpacked(
     let log = root.join("logs").join(format!("unpack-{}.log", &sha[..16]));
     let mut tar = Command::new("tar");
     tar.arg("-xaf").arg(tarball).arg("-C").arg(&tmp);
-    run(tar, &log, &format!("unpacking {}", s.package))?;
+    run(tar, &log, &format!("unpacking {}", s.package), &mut || {})?;
     std::fs::rename(tmp.join(s.top), tmp.join("linux"))
         .with_context(|| format!("{} did not unpack into {}", s.package, s.top))?;
     std::fs::rename(&tmp, &dir).with_context(|| format!("cannot keep {}", dir.display()))?;
@@ -141,7 +141,7 @@ pub(super) fn compile(
         name: recipe.name.to_string(),
         from_base: !is_base,
     });
-    let made = steps(recipe, &tree, pristine, base_tree, &log);
+    let made = steps(recipe, &tree, (pristine, base_tree), (root, &log), progress);
     let kept = made.and_then(|_| {
         let image = tree.join("linux/out/arch/x86/boot/bzImage");
         let changes = recipe.changes.iter().map(|c| c.name.to_string()).collect();
@@ -164,13 +164,13 @@ pub(super) fn compile(
 }
 
 /// Link the source into `tree`, configure it or copy the base's objects and apply the
-/// changes, and make the bzImage.
+/// changes, and make the bzImage, saying how many objects are compiled as make goes.
 fn steps(
     recipe: &Recipe,
     tree: &Path,
-    pristine: &Path,
-    base_tree: &Path,
-    log: &Path,
+    (pristine, base_tree): (&Path, &Path),
+    (root, log): (&Path, &Path),
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
     let is_base = recipe.changes.is_empty();
     let linux = tree.join("linux");
@@ -178,13 +178,13 @@ fn steps(
     std::fs::create_dir_all(tree).with_context(|| format!("cannot create {}", tree.display()))?;
     let mut cp = Command::new("cp");
     cp.arg("-al").arg(pristine).arg(&linux);
-    run(cp, log, &said("linking the source"))?;
+    run(cp, log, &said("linking the source"), &mut || {})?;
     if is_base {
         configure(&linux, recipe, log, &said("configuring"))?;
     } else {
         let mut cp = Command::new("cp");
         cp.arg("-a").arg(base_tree.join("linux/out")).arg(&linux);
-        run(cp, log, &said("copying the base's objects"))?;
+        run(cp, log, &said("copying the base's objects"), &mut || {})?;
         for c in recipe.changes {
             apply(&linux, c, log, &said(&format!("applying {}", c.name)))?;
         }
@@ -193,7 +193,101 @@ fn steps(
     make.arg(format!("-j{}", jobs()))
         .arg(format!("KCFLAGS={}", recipe.kcflags))
         .arg("bzImage");
-    run(make, log, &said("make bzImage"))
+    let known = Objects::known(root, recipe);
+    let total = is_base.then_some(known).flatten();
+    let mut objects = Objects::after(log);
+    let started = Instant::now();
+    let mut last = None;
+    run(make, log, &said("make bzImage"), &mut || {
+        let done = objects.count();
+        let now = started.elapsed();
+        if last.is_none_or(|(d, at): (usize, Duration)| d != done && now - at >= TICK) {
+            last = Some((done, now));
+            progress(Progress::Compiling {
+                name: recipe.name.to_string(),
+                done,
+                total,
+                elapsed: now,
+            });
+        }
+    })?;
+    if is_base {
+        Objects::keep(root, recipe, objects.count());
+    }
+    Ok(())
+}
+
+/// How often a build's progress is said at most.
+const TICK: Duration = Duration::from_secs(1);
+
+/// The objects make compiles, counted from the lines Kbuild writes to the log as it goes
+/// (`  CC      fs/ext4/inode.o`, `  AS ...`).
+struct Objects {
+    log: PathBuf,
+    read: u64,
+    done: usize,
+    /// The last line read, when it had not ended yet.
+    partial: String,
+}
+
+impl Objects {
+    /// Counting from the log's end now.
+    fn after(log: &Path) -> Objects {
+        Objects {
+            log: log.to_path_buf(),
+            read: std::fs::metadata(log).map_or(0, |m| m.len()),
+            done: 0,
+            partial: String::new(),
+        }
+    }
+
+    /// The objects compiled so far.
+    fn count(&mut self) -> usize {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = std::fs::File::open(&self.log) else {
+            return self.done;
+        };
+        let mut new = Vec::new();
+        if f.seek(SeekFrom::Start(self.read)).is_err() || f.read_to_end(&mut new).is_err() {
+            return self.done;
+        }
+        self.read += new.len() as u64;
+        let text = std::mem::take(&mut self.partial) + &String::from_utf8_lossy(&new);
+        let mut lines = text.split('\n').collect::<Vec<_>>();
+        self.partial = lines.pop().unwrap_or_default().to_string();
+        self.done += (lines.iter())
+            .filter(|l| l.starts_with("  CC ") || l.starts_with("  AS "))
+            .count();
+        self.done
+    }
+
+    /// Where the count of a whole build of a source and configuration is kept.
+    fn file(root: &Path, recipe: &Recipe) -> PathBuf {
+        let key = crate::core::sha256_hex(
+            format!(
+                "{}\n{}",
+                recipe.source.tarball,
+                super::config::script_args(recipe.optimize).join(" ")
+            )
+            .as_bytes(),
+        );
+        root.join("objects").join(&key[..16])
+    }
+
+    /// The objects a whole build of the same source and configuration compiled, if one was made.
+    fn known(root: &Path, recipe: &Recipe) -> Option<usize> {
+        std::fs::read_to_string(Objects::file(root, recipe))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    fn keep(root: &Path, recipe: &Recipe, n: usize) {
+        let file = Objects::file(root, recipe);
+        let _ = std::fs::create_dir_all(file.parent().unwrap_or(root));
+        let _ = crate::core::write_atomic(&file, n.to_string().as_bytes());
+    }
 }
 
 /// `make` in `linux` with its object tree in `linux/out`.
@@ -211,16 +305,16 @@ fn jobs() -> usize {
 fn configure(linux: &Path, recipe: &Recipe, log: &Path, step: &str) -> Result<()> {
     let mut tiny = kbuild(linux);
     tiny.arg("tinyconfig");
-    run(tiny, log, step)?;
+    run(tiny, log, step, &mut || {})?;
     let mut config = Command::new(linux.join("scripts/config"));
     config
         .arg("--file")
         .arg(linux.join("out/.config"))
         .args(super::config::script_args(recipe.optimize));
-    run(config, log, step)?;
+    run(config, log, step, &mut || {})?;
     let mut old = kbuild(linux);
     old.arg("olddefconfig");
-    run(old, log, step)
+    run(old, log, step, &mut || {})
 }
 
 /// Apply one change with GNU patch, refusing one that does not apply exactly.
@@ -237,7 +331,7 @@ fn apply(linux: &Path, c: &super::Change, log: &Path, step: &str) -> Result<()> 
         .arg(linux)
         .arg("-i")
         .arg(&file);
-    let r = run(patch, log, step);
+    let r = run(patch, log, step, &mut || {});
     std::fs::remove_file(&file)?;
     r
 }
@@ -278,9 +372,9 @@ pub(super) fn keep(
 }
 
 /// Run `c` with its output appended to `log`, in a process group of its own that dies with
-/// syscost and is killed whole on an interruption (see [`crate::signals::Guarded`]); a failure
-/// names `step` and the log's last lines.
-fn run(mut c: Command, log: &Path, step: &str) -> Result<()> {
+/// syscost and is killed whole on an interruption (see [`crate::signals::Guarded`]), calling
+/// `tick` as it waits; a failure names `step` and the log's last lines.
+fn run(mut c: Command, log: &Path, step: &str, tick: &mut dyn FnMut()) -> Result<()> {
     if let Some(d) = log.parent() {
         std::fs::create_dir_all(d)?;
     }
@@ -305,7 +399,7 @@ fn run(mut c: Command, log: &Path, step: &str) -> Result<()> {
     let program = c.get_program().to_string_lossy().into_owned();
     let mut child = crate::signals::Guarded::spawn(&mut c, true)
         .with_context(|| format!("{step}: cannot start {program}"))?;
-    let status = (child.wait(Duration::from_millis(100), None, &mut |_| {})?)
+    let status = (child.wait(Duration::from_millis(100), None, &mut |_| tick())?)
         .map_err(|s| s.into_error(|| anyhow::anyhow!("{step}: stopped")))?;
     if !status.success() {
         bail!(
@@ -327,6 +421,26 @@ fn tail(log: &Path, lines: usize) -> String {
 mod unit {
     use super::*;
 
+    /// Objects are counted from Kbuild's lines as they land in the log, a line cut by a read
+    /// counted once it ends.
+    #[test]
+    fn a_build_s_objects_are_counted_as_make_writes_them() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        std::fs::write(&log, "  CC      before.o\n").unwrap();
+        let mut o = Objects::after(&log);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        write!(
+            f,
+            "  CC      a.o\n  HOSTCC  scripts/x\n  AS      b.o\n  CC   "
+        )
+        .unwrap();
+        assert_eq!(o.count(), 2, "what was there before is not counted");
+        write!(f, "   c.o\n  LD      vmlinux\n").unwrap();
+        assert_eq!(o.count(), 3);
+    }
+
     /// A process a build started keeps the cache locked after the build's syscost let go of
     /// the lock (as a killed one does), until that process ends.
     #[test]
@@ -336,7 +450,7 @@ mod unit {
         let lock = Lock::take(root.path()).unwrap();
         let mut sh = Command::new("sh");
         sh.arg("-c").arg("sleep 1 >/dev/null 2>&1 &");
-        run(sh, &log, "a step that leaves a process behind").unwrap();
+        run(sh, &log, "a step that leaves a process behind", &mut || {}).unwrap();
         drop(lock);
         assert!(
             Lock::try_take(root.path()).unwrap().is_none(),

@@ -11,6 +11,7 @@
 //! Written here rather than with a crate: the build is Kbuild's (make, gcc, the source's own
 //! scripts/config) and GNU patch's; what is syscost's is the cache, its key and its cleanup.
 
+pub(crate) mod alignment;
 pub(crate) mod config;
 mod make;
 pub(crate) mod tree;
@@ -84,6 +85,14 @@ pub(crate) enum Progress {
     Starting {
         name: String,
         from_base: bool,
+    },
+    /// make has compiled `done` objects of `total` (known from an earlier build of the same
+    /// source and configuration) in `elapsed`.
+    Compiling {
+        name: String,
+        done: usize,
+        total: Option<usize>,
+        elapsed: std::time::Duration,
     },
     Built(Built),
 }
