@@ -261,13 +261,16 @@ impl Objects {
         self.done
     }
 
-    /// Where the count of a whole build of a source and configuration is kept.
+    /// Where the count of a whole build of a source and configuration is kept (whatever it is
+    /// optimised for: -Os compiles the same objects).
     fn file(root: &Path, recipe: &Recipe) -> PathBuf {
+        use super::config::{DISABLED, ENABLED};
         let key = crate::core::sha256_hex(
             format!(
-                "{}\n{}",
+                "{}\n{}\n{}",
                 recipe.source.tarball,
-                super::config::script_args(recipe.optimize).join(" ")
+                DISABLED.join(" "),
+                ENABLED.join(" ")
             )
             .as_bytes(),
         );
