@@ -42,7 +42,9 @@ impl Reproduction {
                 let unscored = s.measured - s.scored;
                 let close = match (s.class, unscored) {
                     (_, 0) => String::new(),
-                    (Class::Ratio, _) => format!(", {unscored} more within 10% of 1: not scored"),
+                    (Class::Ratio, _) => {
+                        format!(", {unscored} more whose boots cannot tell them from 1: not scored")
+                    }
                     _ => {
                         format!(", {unscored} more whose test could not fail or decide: not scored")
                     }
@@ -72,7 +74,57 @@ impl Reproduction {
             true => "no cell has an error model".to_string(),
             false => scored.join("; "),
         };
-        format!("Agreement: {scored}. Not scored: {}", not.join(", "))
+        format!(
+            "Agreement: {scored}{}. Not scored: {}",
+            self.claims_said(),
+            not.join(", ")
+        )
+    }
+
+    /// How the claims fared, for the agreement line (empty without claims).
+    fn claims_said(&self) -> String {
+        use crate::experiments::reproduce::claims::Verdict;
+        if self.claims.is_empty() {
+            return String::new();
+        }
+        let n = |f: fn(&Verdict) -> bool| self.claims.iter().filter(|c| f(&c.verdict)).count();
+        let agree = n(|v| *v == Verdict::Agrees);
+        let disagree = n(|v| *v == Verdict::Disagrees);
+        let open = n(|v| matches!(v, Verdict::Inconclusive(_)));
+        let missing = n(|v| matches!(v, Verdict::NotMeasured(_)));
+        let mut parts = vec![format!("{agree} of {} agree", agree + disagree)];
+        if open > 0 {
+            parts.push(format!("{open} inconclusive"));
+        }
+        if missing > 0 {
+            parts.push(format!("{missing} not measured"));
+        }
+        format!("; claims of the text {}", parts.join(", "))
+    }
+
+    /// The claims of the paper's text, each with its test and what syscost found.
+    fn claims_grid(&self) -> Option<Grid> {
+        if self.claims.is_empty() {
+            return None;
+        }
+        let mut g = Grid::new(&["claim", "the paper", "test", "syscost", "verdict"]).title(
+            "The paper's claims beyond its tables, each put to a test that can fail (its words, \
+             where they are, the test and how it decides)",
+        );
+        for c in &self.claims {
+            g.row([
+                Cell::Text(c.id.clone()),
+                Cell::Text(format!("\"{}\" ({})", c.quote, c.source)),
+                Cell::Text(c.rule.clone()),
+                Cell::Text(if c.found.is_empty() {
+                    "-".into()
+                } else {
+                    c.found.clone()
+                }),
+                Cell::Text(c.verdict.said()),
+            ]);
+        }
+        Some(g)
     }
 
     fn table_grid(&self, id: &str) -> Grid {
@@ -97,6 +149,27 @@ impl Reproduction {
             g.notes.push(format!("[{}] {w}", i + 1));
         }
         g
+    }
+
+    /// The tables some claims' tests show (the builds ranked, each build's alignment).
+    fn claim_details(&self) -> Vec<Grid> {
+        let details = self
+            .claims
+            .iter()
+            .filter_map(|c| Some((c, c.detail.as_ref()?)));
+        details
+            .map(|(c, d)| {
+                let head: Vec<&str> = d.head.iter().map(String::as_str).collect();
+                let mut g = Grid::new(&head)
+                    .right(1..head.len())
+                    .title(format!("{} ({})", d.title, c.id));
+                for r in &d.rows {
+                    g.row(r.iter().map(|x| Cell::Text(x.clone())).collect::<Vec<_>>());
+                }
+                g.notes.extend(d.notes.iter().cloned());
+                g
+            })
+            .collect()
     }
 }
 
@@ -473,8 +546,11 @@ fn agrees_said(r: &Row) -> String {
     };
     let band = match r.middle_range {
         Some((lo, hi)) => format!(
-            " (10-90% of {}: {}-{})",
-            r.over.as_deref().unwrap_or("the boots"),
+            " ({}: {}-{})",
+            r.range_of.clone().unwrap_or_else(|| format!(
+                "10-90% of {}",
+                r.over.as_deref().unwrap_or("the boots")
+            )),
             fmt_num(lo),
             fmt_num(hi)
         ),
@@ -581,6 +657,8 @@ impl Render for Reproduction {
     /// failed boots, if any.
     fn grids(&self) -> Vec<Grid> {
         let mut out: Vec<Grid> = self.tables.iter().map(|t| self.table_grid(&t.id)).collect();
+        out.extend(self.claims_grid());
+        out.extend(self.claim_details());
         out.extend(self.steps_grid());
         out.extend(self.distribution_grid());
         out.extend(self.placement_grid());

@@ -7,6 +7,7 @@ pub(crate) mod anova;
 pub(crate) mod correlation;
 pub(crate) mod exact;
 pub(crate) mod paired;
+pub(crate) mod proportions;
 pub(crate) mod rank_tests;
 pub(crate) mod registry;
 pub(crate) mod regression;

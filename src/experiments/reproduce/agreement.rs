@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 /// What an exact count may stray from a whole one: it is shown to two decimals.
 const EXACT_SLACK: f64 = 0.005;
 
-/// A ratio agrees within 10%; one within 10% of 1 is not scored.
+/// A ratio agrees within 10%; one within 10% of 1 is scored only where every pairing of the
+/// two arms' boots puts syscost's ratio on the paper's side of 1.
 pub(crate) const RATIO_TOLERANCE: f64 = 0.10;
 
 /// The quantiles of the boots a modelled figure is scored by: the middle 80% of placements.
@@ -66,6 +67,13 @@ pub(crate) struct Evidence<'a> {
     /// A direction cell's placements paired run by run (the arm's run less the compared arm's
     /// run of the same round and index), where both placed their entries anew each run.
     pub pairs: &'a [f64],
+    /// A modelled cell's figures in the paper's unit (none: the boots, one by one).
+    pub summary: Option<&'a super::units::Summarised>,
+    /// Why the paper's own figures do not establish a direction cell's direction, when they
+    /// do not.
+    pub unestablished: Option<&'a str>,
+    /// A ratio cell's range over every pairing of its arm's boots with its denominator's.
+    pub ratio_range: Option<(f64, f64)>,
 }
 
 /// A measured cell's score.
@@ -111,13 +119,48 @@ pub(crate) fn score(m: Model, paper: f64, ours: f64, e: &Evidence) -> Score {
         // An exact count is whole: a few thousandths of rounding aside, it is in its band or not.
         Class::Exact => Score::of((ours - paper).abs() <= m.band.max(m.slack) + EXACT_SLACK),
         Class::Modelled => modelled(m, paper, e),
-        Class::Ratio if (paper - 1.0).abs() <= RATIO_TOLERANCE => Score::NoModel,
-        Class::Ratio => {
-            Score::of((ours - paper).abs() <= (RATIO_TOLERANCE * paper.abs()).max(m.slack))
-        }
+        Class::Ratio => ratio(m, paper, ours, e),
+        Class::Direction if let Some(why) = e.unestablished => Score::Unscored(why.to_string()),
         Class::Direction if !e.pairs.is_empty() => paired_direction(paper, e.pairs),
         Class::Direction => direction(paper, e.arms),
         _ => Score::NoModel,
+    }
+}
+
+/// A ratio: agrees within 10% of the paper's where every pairing of the two arms' boots puts
+/// syscost's on the paper's side of 1, disagrees where they put it on the other side or
+/// outside the band; where they span 1, a ratio within 10% of 1 is not scored (a null result
+/// cannot be told from it), and one beyond disagrees unless the boots span it too. So a null
+/// result never agrees with an effect, and a difference the boots resolve is a result.
+fn ratio(m: Model, paper: f64, ours: f64, e: &Evidence) -> Score {
+    let near = (paper - 1.0).abs() <= RATIO_TOLERANCE;
+    if (paper - 1.0).abs() <= m.slack {
+        return Score::Unscored("the paper's ratio is 1, which a null result gives".into());
+    }
+    let within = (ours - paper).abs() <= (RATIO_TOLERANCE * paper.abs()).max(m.slack);
+    let Some((lo, hi)) = e.ratio_range else {
+        // No boots' range (an arm without boots of its own): the band alone, beyond 1's.
+        return if near {
+            Score::NoModel
+        } else {
+            Score::of(within)
+        };
+    };
+    if lo > 1.0 || hi < 1.0 {
+        let same_side = (lo - 1.0).signum() == (paper - 1.0).signum();
+        return Score::of(same_side && within);
+    }
+    let spans = format!(
+        "the boots' ratios span 1 ({} to {})",
+        fmt_num(lo),
+        fmt_num(hi)
+    );
+    match (near, lo <= paper && paper <= hi) {
+        (true, _) => Score::Unscored(format!(
+            "within 10% of 1, and {spans}: no difference they resolve"
+        )),
+        (false, true) => Score::Unscored(format!("{spans} and the paper's ratio")),
+        (false, false) => Score::Disagrees,
     }
 }
 
@@ -130,7 +173,11 @@ pub(crate) fn modelled_range(boots: &[f64]) -> Option<(f64, f64)> {
 }
 
 fn modelled(m: Model, paper: f64, e: &Evidence) -> Score {
-    let Some((lo, hi)) = modelled_range(e.boots) else {
+    let range = match e.summary {
+        Some(s) => s.range().map(|r| r.0),
+        None => modelled_range(e.boots),
+    };
+    let Some((lo, hi)) = range else {
         return Score::NoModel;
     };
     let inside = |v: f64| lo - m.slack <= v && v <= hi + m.slack;
@@ -199,6 +246,26 @@ fn paired_direction(paper: f64, pairs: &[f64]) -> Score {
     // W+ against its mean under no shift: above it, the arm's placements miss more.
     let lean = t.statistic - (moved * (moved + 1)) as f64 / 4.0;
     Score::of(t.p < DIRECTION_ALPHA && lean * paper > 0.0)
+}
+
+/// Whether the paper's own figures establish the direction of the change between them: the
+/// arm's figure and the one it is compared with, each with its standard error (perf's `( +- X% )`
+/// is the standard error of its runs' mean), by the z of their difference, two-sided at
+/// [`DIRECTION_ALPHA`]. `Err`: why not, with the change and its standard error.
+pub(crate) fn established((a, se_a): (f64, f64), (b, se_b): (f64, f64)) -> Result<(), String> {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let (d, se) = (a - b, (se_a * se_a + se_b * se_b).sqrt());
+    let z = d / se;
+    let p = 2.0 * Normal::standard().cdf(-z.abs());
+    if se > 0.0 && p < DIRECTION_ALPHA {
+        return Ok(());
+    }
+    Err(format!(
+        "the paper's own spreads do not establish a direction: {} ± {} (z {z:.2}, p {}); shown",
+        fmt_num(d),
+        fmt_num(se),
+        crate::core::num::fmt_p(p)
+    ))
 }
 
 /// How the cells of one class fared.
@@ -418,15 +485,71 @@ mod unit {
         );
     }
 
+    // The post's final table: L1-dcache-load-misses 7.99 ( +- 70.71% ) before, 5.77
+    // ( +- 84.57% ) patched: -2.22 ± 7.47, z -0.30; scipy 1.17.1:
+    // 2 * norm.cdf(-abs(-2.22 / hypot(7.99 * 0.7071, 5.77 * 0.8457))) == 0.7661...
+    // The series' perf stat: 66,407,857 ( +- 1.50% ) to 63,612,108 ( +- 0.50% ) over 10^7
+    // calls: z -2.67, p 0.0076.
+    #[test]
+    fn a_direction_is_scored_only_where_the_paper_s_spreads_establish_it() {
+        // perf's spreads as printed (70.71%: the post's, not 1/sqrt(2)).
+        let (before, patched) = (70.71 / 100.0, 84.57 / 100.0);
+        let post = established((5.77, 5.77 * patched), (7.99, 7.99 * before));
+        let why = post.unwrap_err();
+        assert!(
+            why.contains("-2.22 ± 7.47") && why.contains("z -0.30"),
+            "{why}"
+        );
+        let series = established(
+            (6.3612108, 6.3612108 * 0.005),
+            (6.6407857, 6.6407857 * 0.015),
+        );
+        assert_eq!(series, Ok(()));
+        let e = Evidence {
+            arms: (&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]),
+            unestablished: Some(&why),
+            ..Evidence::default()
+        };
+        let s = score(model(Class::Direction, 0.0, 0.0), -2.22, 0.0, &e);
+        assert_eq!(
+            s,
+            Score::Unscored(why),
+            "shown with its reason, not scored 'no'"
+        );
+    }
+
     #[test]
     fn a_null_ratio_never_agrees_with_an_effect() {
         let ratio = model(Class::Ratio, 0.0, 0.0);
-        // The RFC's 64-byte build: 8% fewer misses; 10% cannot tell that from no change.
+        // The RFC's 64-byte build: 8% fewer misses; 10% cannot tell that from no change
+        // unless the boots resolve a difference from 1.
         assert_eq!(agrees(ratio, 0.92, 1.0), None);
         assert_eq!(agrees(ratio, 1.0, 1.0), None, "sizes at 1 by construction");
+        let near = |paper: f64, ours: f64, range: (f64, f64)| {
+            let e = Evidence {
+                ratio_range: Some(range),
+                ..Evidence::default()
+            };
+            score(ratio, paper, ours, &e)
+        };
+        // x0.914 over boots of 0.913 and 0.914 against the RFC's x0.918: resolved, agrees.
+        assert_eq!(near(0.918, 0.914, (0.913, 0.914)), Score::Agrees);
+        // The other side of 1, resolved: disagrees.
+        assert_eq!(near(0.918, 1.02, (1.01, 1.03)), Score::Disagrees);
+        let open = near(0.918, 0.99, (0.97, 1.01));
+        assert!(open.unscored().unwrap().contains("span 1"), "{open:?}");
         // The series' x2.94: a null result does not agree, a close one does.
         assert_eq!(agrees(ratio, 2.94, 1.0), Some(false));
         assert_eq!(agrees(ratio, 2.94, 3.2), Some(true));
+        // The RFC's 256-byte build on AMD: x1.104; a tight null result, 1.0 within 10% of it,
+        // does not agree (the rule before: within 10%, it did).
+        assert_eq!(near(1.104, 1.0, (0.999, 1.001)), Score::Disagrees);
+        let wide = near(1.104, 1.0, (0.9, 1.2));
+        assert!(
+            wide.unscored().unwrap().contains("and the paper's ratio"),
+            "{wide:?}"
+        );
+        assert_eq!(near(1.104, 1.08, (1.07, 1.09)), Score::Agrees);
     }
 
     #[test]

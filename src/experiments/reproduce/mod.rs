@@ -11,12 +11,14 @@ pub(crate) mod agreement;
 pub(crate) mod builds;
 pub(crate) mod campaign;
 mod catalogue;
+pub(crate) mod claims;
 pub(crate) mod owners;
 pub(crate) mod paper;
 pub(crate) mod placement;
 mod provision;
 mod score;
 pub(crate) mod steps;
+pub(crate) mod units;
 
 use crate::boot::bzimage::Sizes;
 use crate::boot::disk::GuestDisk;
@@ -157,6 +159,7 @@ mod unit {
             boots: &boots,
             placements: &[],
             sizes: &[],
+            alignments: &[],
         };
         let ours = |r: &str, c: &str| row(&p, t, t.cell(r, c).unwrap(), &f).ours.unwrap();
         // Over uprobe-nop's one-CPU figure, and over its own.
@@ -165,6 +168,31 @@ mod unit {
         assert_eq!(
             row(&p, t, t.cell("uprobe-nop (1 cpus)", "M/s").unwrap(), &f).ours,
             None
+        );
+    }
+
+    /// patch1-3's misses (6.36 a call, in the series' patched table) must be told apart from the
+    /// baseline's, printed in two other tables (~6.6 per call, 66,407,857 over 10^7 calls): a
+    /// range holding those would pass a value drawn at random over it.
+    #[test]
+    fn a_modelled_cell_s_rivals_are_other_arms_figures_anywhere_in_the_paper() {
+        let p = named("audit-series").unwrap().paper().unwrap();
+        let (t, cell) = p
+            .cell_at("patched / L1-dcache-load-misses / patch1-3")
+            .unwrap();
+        assert_eq!(t.id, "patched");
+        let f = Figures {
+            boots: &[],
+            placements: &[],
+            sizes: &[],
+            alignments: &[],
+        };
+        let (rivals, _) = score::rivals(&p, cell, &f);
+        let near = |v: f64| rivals.iter().any(|r| (r - v).abs() < 1e-9);
+        assert!(near(6.6) && near(6.6407857), "{rivals:?}");
+        assert!(
+            near(0.0) && near(0.0418297),
+            "audit=0's ~0 and 418,297: {rivals:?}"
         );
     }
 

@@ -16,6 +16,9 @@ pub(crate) struct Paper {
     /// Why a cell differs or cannot be repeated, by key; each cell names one.
     pub reasons: BTreeMap<String, String>,
     pub tables: Vec<Table>,
+    /// What the paper's text claims beyond its tables, each a test syscost can run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<super::claims::Claim>,
 }
 
 /// One table of the document.
@@ -33,7 +36,32 @@ pub(crate) struct Table {
     pub scale: String,
     /// What a written figure is multiplied by to be per operation, as syscost counts.
     pub factor: f64,
+    /// What one written figure summarises (one run, a boot's mean over its runs, a mean over
+    /// many boots): syscost's figure is put into the same summary before they are compared.
+    #[serde(default, skip_serializing_if = "Unit::is_one")]
+    pub unit: Unit,
     pub cells: Vec<PaperCell>,
+}
+
+/// What one of a table's figures summarises.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Unit {
+    /// One measurement.
+    #[default]
+    One,
+    /// One boot's mean over this many runs (`perf stat -r N`): compared with syscost's
+    /// placements averaged as many at a time within a boot.
+    MeanOfRuns(u32),
+    /// A mean over at least this many boots: compared with the sampling distribution of
+    /// syscost's mean, whose spread shrinks with the paper's boots as with its own.
+    MeanOfBoots(u32),
+}
+
+impl Unit {
+    fn is_one(&self) -> bool {
+        *self == Unit::One
+    }
 }
 
 /// One published figure.
@@ -75,6 +103,11 @@ pub(crate) struct PaperCell {
     /// For a figure printed twice: the one scored, `TABLE / ROW / COLUMN`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<String>,
+    /// For a direction: the paper's two figures it is the change between, the arm's then the
+    /// one it is compared with (`TABLE / ROW / COLUMN`), whose printed spreads (`COLUMN +-`
+    /// beside each) say whether the paper itself establishes the direction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub of: Vec<String>,
 }
 
 impl PaperCell {
@@ -203,6 +236,14 @@ impl Paper {
         if c.class == Class::Exact && c.within.is_none() && c.within_share.is_none() {
             return Err("an exact cell states its band (within or within_share)".into());
         }
+        if c.class == Class::Direction {
+            let [a, b] = &c.of[..] else {
+                return Err("a direction names the two figures it is the change of (of)".into());
+            };
+            for at in [a, b] {
+                self.cell_at(at).ok_or(format!("of {at}: no such cell"))?;
+            }
+        }
         match (&c.repeats, c.class) {
             (Some(r), Class::Repeat) if self.cell_at(r).is_some() => Ok(()),
             (Some(r), Class::Repeat) => Err(format!("repeats {r}: no such cell")),
@@ -218,6 +259,15 @@ impl Paper {
         let (table, row, column) = (parts.next()?, parts.next()?, parts.next()?);
         let t = self.tables.iter().find(|t| t.id == table)?;
         Some((t, t.cell(row, column)?))
+    }
+
+    /// The paper's spread of the figure at `TABLE / ROW / COLUMN`: perf's `( +- X% )` printed
+    /// beside it (the cell `COLUMN +-` of its row), as a standard error in its unit per
+    /// operation.
+    pub(crate) fn standard_error(&self, at: &str) -> Option<f64> {
+        let (t, c) = self.cell_at(at)?;
+        let spread = t.cell(&c.row, &format!("{} +-", c.column))?;
+        Some(t.value(c).abs() * t.value(spread) / 100.0)
     }
 
     /// Every cell, with its table.

@@ -33,9 +33,13 @@ pub(crate) struct Row {
     pub why: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agrees: Option<bool>,
-    /// A modelled cell's 10-90% range of its boots, which it is scored by.
+    /// The range a modelled cell is scored by: the middle 80% of its figures in the paper's
+    /// unit, or the interval of a mean over many boots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub middle_range: Option<(f64, f64)>,
+    /// What that range is, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range_of: Option<String>,
     /// The values a modelled cell's range is taken over: boots, or placements where each run
     /// was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,6 +65,9 @@ pub(crate) struct Reproduction {
     pub campaign_command: Vec<String>,
     pub rows: Vec<Row>,
     pub summary: Vec<ClassSummary>,
+    /// The claims of the paper's text, each put to its test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<claims::Tested>,
     /// Arms the paper's cells name that the campaign did not boot (builds not made).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_booted: Vec<String>,
@@ -77,6 +84,10 @@ pub(crate) struct Reproduction {
     /// does not need the kernels).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sizes: Vec<(String, Sizes)>,
+    /// Each arm's kernel's functions by the boundaries they start on, where a claim asks
+    /// (from the vmlinux syscost's build kept; kept here for the same reason).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alignments: Vec<(String, crate::kbuild::alignment::Alignment)>,
     pub seconds: f64,
     pub campaign: Campaign,
 }
@@ -107,8 +118,18 @@ pub(crate) fn compare(
     campaign_command: Vec<String>,
     seconds: f64,
 ) -> Reproduction {
-    let sizes = kernel_sizes(p, &c);
-    compare_sized(p, series, c, l1d, campaign_command, seconds, sizes)
+    let kept = Kept {
+        sizes: kernel_sizes(p, &c),
+        alignments: kernel_alignments(p, &c),
+    };
+    compare_sized(p, series, c, l1d, campaign_command, seconds, kept)
+}
+
+/// What a reproduction keeps of its arms' kernels, so that scoring it again needs none.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Kept {
+    pub sizes: Vec<(String, Sizes)>,
+    pub alignments: Vec<(String, crate::kbuild::alignment::Alignment)>,
 }
 
 /// A saved reproduction scored again with its investigation's tables and scorer as they are
@@ -118,9 +139,13 @@ pub(crate) fn rescored(r: Reproduction) -> Result<Reproduction, String> {
     let inv = named(&r.investigation)?;
     let p = inv.paper()?;
     let l1d = inv.l1d()?;
-    let (c, command, seconds, sizes) = (r.campaign, r.campaign_command, r.seconds, r.sizes);
+    let kept = Kept {
+        sizes: r.sizes,
+        alignments: r.alignments,
+    };
+    let (c, command, seconds) = (r.campaign, r.campaign_command, r.seconds);
     Ok(compare_sized(
-        &p, inv.series, c, l1d, command, seconds, sizes,
+        &p, inv.series, c, l1d, command, seconds, kept,
     ))
 }
 
@@ -149,7 +174,7 @@ pub(super) fn compare_sized(
     l1d: crate::layout::Geometry,
     campaign_command: Vec<String>,
     seconds: f64,
-    sizes: Vec<(String, Sizes)>,
+    kept: Kept,
 ) -> Reproduction {
     let arms: Vec<&str> = c.arms.iter().map(|a| a.name.as_str()).collect();
     let misses = L1D_MISSES.map(String::from);
@@ -167,13 +192,15 @@ pub(super) fn compare_sized(
     let figures = Figures {
         boots: &decoded,
         placements: &placements,
-        sizes: &sizes,
+        sizes: &kept.sizes,
+        alignments: &kept.alignments,
     };
     let rows: Vec<Row> = p
         .cells()
         .map(|(t, cell)| row(p, t, cell, &figures))
         .collect();
     let steps = steps::steps(series, &figures);
+    let claims = claims::tested(p, &figures);
     let classes: Vec<agreement::Counted> = rows
         .iter()
         .map(|r| (r.class, r.ours.is_some(), r.agrees))
@@ -206,12 +233,14 @@ pub(super) fn compare_sized(
             .collect(),
         campaign_command,
         summary: agreement::summarise(&classes),
+        claims,
         not_booted,
         rows,
         placements,
         kernel_placements,
         steps,
-        sizes,
+        sizes: kept.sizes.clone(),
+        alignments: kept.alignments.clone(),
         seconds,
         campaign: c,
     }
@@ -226,6 +255,7 @@ pub(crate) struct Figures<'a> {
     pub(super) boots: &'a [Measured<'a>],
     pub(super) placements: &'a [placement::ArmPlacement],
     pub(super) sizes: &'a [(String, Sizes)],
+    pub(super) alignments: &'a [(String, crate::kbuild::alignment::Alignment)],
 }
 
 /// The figures a kernel's sections give a cell, as size(1) prints them (text, data, bss, dec),
@@ -251,6 +281,25 @@ pub(super) fn kernel_sizes(p: &Paper, c: &Campaign) -> Vec<(String, Sizes)> {
     c.arms
         .iter()
         .filter_map(|a| Some((a.name.clone(), crate::boot::bzimage::sizes(&a.kernel).ok()?)))
+        .collect()
+}
+
+/// Each arm's kernel's function alignment, for the arms booting syscost's builds (whose
+/// vmlinux the store keeps), when a claim of `p` asks for it.
+pub(super) fn kernel_alignments(
+    p: &Paper,
+    c: &Campaign,
+) -> Vec<(String, crate::kbuild::alignment::Alignment)> {
+    use crate::kbuild::alignment::{Alignment, vmlinux_beside};
+    if !p.claims.iter().any(|cl| cl.test.needs_alignment()) {
+        return Vec::new();
+    }
+    c.arms
+        .iter()
+        .filter_map(|a| {
+            let v = vmlinux_beside(&a.kernel)?;
+            Some((a.name.clone(), Alignment::of_vmlinux(&v).ok()?))
+        })
         .collect()
 }
 
@@ -291,6 +340,24 @@ impl Figures<'_> {
 }
 
 impl Figures<'_> {
+    /// The median over an arm's boots of the share of its modelled L1i misses in the sets
+    /// `chosen` picks (`None` without sets).
+    pub(super) fn l1i_share(&self, arm: &str, chosen: impl Fn(usize) -> bool) -> Option<f64> {
+        let shares: Vec<f64> = (self.boots.iter())
+            .filter(|(b, _)| b.arm == arm)
+            .filter_map(|(_, d)| {
+                let sets = &d.sets.as_ref()?.l1i;
+                let total: f64 = sets.iter().sum();
+                let there: f64 = (sets.iter().enumerate())
+                    .filter(|(i, _)| chosen(*i))
+                    .map(|x| x.1)
+                    .sum();
+                (total > 0.0).then(|| there / total)
+            })
+            .collect();
+        (!shares.is_empty()).then(|| crate::stats::median(&shares))
+    }
+
     pub(super) fn placed(&self, arm: &str) -> Option<&placement::ArmPlacement> {
         self.placements.iter().find(|p| p.arm == arm)
     }
@@ -370,21 +437,34 @@ pub(super) fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
     let arm = cell.arm.as_deref().map(per_boot).unwrap_or_default();
     let base = cell.from.as_deref().map(per_boot).unwrap_or_default();
     let (rivals, rivals_boots) = match cell.class {
-        Class::Modelled => rivals(p, t, cell, f),
+        Class::Modelled => rivals(p, cell, f),
         _ => Default::default(),
     };
     let pairs = match (cell.class, cell.arm.as_deref(), cell.from.as_deref()) {
         (Class::Direction, Some(a), Some(b)) if cell.metrics == L1D_MISSES => f.pairs(a, b),
         _ => Vec::new(),
     };
+    let summary = match (cell.class, cell.arm.as_deref()) {
+        (Class::Modelled, Some(a)) => units::summarised(t.unit, a, &cell.metrics, f, &ours_boots),
+        _ => None,
+    };
+    let unestablished = (cell.class == Class::Direction)
+        .then(|| papers_direction(p, cell).err())
+        .flatten();
     let evidence = agreement::Evidence {
         boots: &ours_boots,
         arms: (&arm, &base),
         rivals: &rivals,
         rivals_boots: &rivals_boots,
         pairs: &pairs,
+        summary: summary.as_ref(),
+        unestablished: unestablished.as_deref(),
+        ratio_range: (cell.class == Class::Ratio)
+            .then(|| ratio_range(t, cell, f))
+            .flatten(),
     };
     let score = ours.map(|o| agreement::score(model, paper, o, &evidence));
+    let range = summary.as_ref().and_then(|s| s.range());
     Row {
         table: t.id.clone(),
         row: cell.row.clone(),
@@ -393,19 +473,43 @@ pub(super) fn row(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> Row {
         unit: cell.unit.clone(),
         paper,
         ours,
-        boots_range: range(&ours_boots),
+        boots_range: range_of(&ours_boots),
         ratio: ours.filter(|_| paper != 0.0).map(|o| o / paper),
         class: cell.class,
         band: (cell.class == Class::Exact).then_some(band.max(slack)),
         repeats: cell.repeats.clone(),
         why: p.reasons.get(&cell.why).cloned().unwrap_or_default(),
         agrees: score.as_ref().and_then(|s| s.agrees()),
-        middle_range: (cell.class == Class::Modelled)
-            .then(|| agreement::modelled_range(&ours_boots))
-            .flatten(),
+        middle_range: range.as_ref().map(|r| r.0),
+        range_of: range.map(|r| r.1),
         over: taken_over(cell, f, (&ours_boots, &arm, &base), &pairs),
         unscored: score.and_then(|s| s.unscored()),
     }
+}
+
+/// A ratio cell's range over every pairing of its arm's boots with its denominator arm's.
+fn ratio_range(t: &Table, cell: &PaperCell, f: &Figures) -> Option<(f64, f64)> {
+    let (row, column) = cell.denominator()?;
+    let over = t.cell(row, column)?;
+    let arm = f.per_boot(cell.arm.as_deref()?, &cell.metrics);
+    let base = f.per_boot(over.arm.as_deref()?, &over.metrics);
+    claims::cross_ratio(&arm, &base).map(|r| r.1)
+}
+
+/// Whether the paper's own figures establish a direction cell's direction: its two figures
+/// (`of`) with the spreads printed beside them.
+fn papers_direction(p: &Paper, cell: &PaperCell) -> Result<(), String> {
+    let [a, b] = &cell.of[..] else {
+        return Err("the paper's two figures are not named".into());
+    };
+    let figure = |at: &str| -> Result<(f64, f64), String> {
+        let (t, c) = p.cell_at(at).ok_or(format!("no cell {at}"))?;
+        let se = p.standard_error(at).ok_or(format!(
+            "the paper prints no spread beside {at}: it cannot establish a direction; shown"
+        ))?;
+        Ok((t.value(c), se))
+    };
+    agreement::established(figure(a)?, figure(b)?)
 }
 
 /// What a modelled or direction cell's figures are taken over: boots, or placements where the
@@ -478,33 +582,39 @@ pub(super) fn paper_and_boots(t: &Table, cell: &PaperCell, f: &Figures) -> (f64,
     (paper, ours_boots, over.is_some())
 }
 
-/// The paper's figures for `cell`'s row in the table's other arms (a repeat's arm is its
-/// scored cell's; none a change or a ratio), and every boot figure those arms measured: what a
-/// modelled cell must tell itself apart from.
-pub(super) fn rivals(p: &Paper, t: &Table, cell: &PaperCell, f: &Figures) -> (Vec<f64>, Vec<f64>) {
-    let arm_of = |c: &PaperCell| -> Option<String> {
+/// The paper's figures of the same metrics in other arms, anywhere in the paper (a repeat's arm
+/// is its scored cell's; none a change or a ratio), and every boot figure those arms
+/// measured: what a modelled cell must tell itself apart from. A value drawn over a range wide
+/// enough to hold another arm's figure from another table would pass too.
+pub(super) fn rivals(p: &Paper, cell: &PaperCell, f: &Figures) -> (Vec<f64>, Vec<f64>) {
+    let arm_of = |c: &PaperCell| -> Option<(String, Vec<String>)> {
         let repeated = c.repeats.as_deref().and_then(|at| p.cell_at(at));
-        c.arm
-            .clone()
-            .or_else(|| repeated.and_then(|(_, r)| r.arm.clone()))
+        let of = c.arm.clone().map(|a| (a, c.metrics.clone()));
+        of.or_else(|| repeated.and_then(|(_, r)| Some((r.arm.clone()?, r.metrics.clone()))))
     };
     let (mut paper, mut boots) = (Vec::new(), Vec::new());
-    for c in t.cells.iter().filter(|c| {
-        c.row == cell.row
-            && c.from.is_none()
+    let mut arms: Vec<String> = Vec::new();
+    for (t, c) in p.cells().filter(|(_, c)| {
+        c.from.is_none()
             && c.denominator().is_none()
             && matches!(c.class, Class::Modelled | Class::Repeat)
     }) {
-        let Some(arm) = arm_of(c).filter(|a| Some(a) != cell.arm.as_ref()) else {
+        let Some((arm, metrics)) = arm_of(c) else {
             continue;
         };
+        if Some(&arm) == cell.arm.as_ref() || metrics != cell.metrics {
+            continue;
+        }
         paper.push(t.value(c));
-        boots.extend(f.per_boot(&arm, &cell.metrics));
+        if !arms.contains(&arm) {
+            boots.extend(f.per_boot(&arm, &cell.metrics));
+            arms.push(arm);
+        }
     }
     (paper, boots)
 }
 
-pub(super) fn range(xs: &[f64]) -> Option<(f64, f64)> {
+pub(super) fn range_of(xs: &[f64]) -> Option<(f64, f64)> {
     let lo = xs.iter().copied().reduce(f64::min)?;
     let hi = xs.iter().copied().reduce(f64::max)?;
     Some((lo, hi))

@@ -60,10 +60,10 @@ pub(crate) fn steps(series: &[SeriesBuild], f: &Figures) -> Vec<Step> {
                 build: b.build.to_string(),
                 counter: name.to_string(),
                 per_op,
-                per_op_range: super::range(&op),
+                per_op_range: super::range_of(&op),
                 change: minus(per_op, before.0),
                 per_rule,
-                per_rule_range: super::range(&rule),
+                per_rule_range: super::range_of(&rule),
                 per_rule_change: minus(per_rule, before.1),
             });
             before = (per_op, per_rule);
