@@ -275,11 +275,7 @@ pub(super) const ALIGNMENT_RFC_ARMS: &[ArmSpec] = &[
         builds::aligned("align-8", "-falign-functions=8"),
         false,
     ),
-    build_arm(
-        "a16",
-        builds::aligned("align-16", "-falign-functions=16"),
-        true,
-    ),
+    build_arm("a16", builds::VANILLA, true),
     build_arm(
         "a32",
         builds::aligned("align-32", "-falign-functions=32"),
@@ -346,8 +342,8 @@ pub(crate) const ALL: &[Investigation] = &[
         series: AUDIT_SERIES_STEPS,
         measure: Measure::Syscall,
         needs: "syscost's builds of Debian's linux-source-6.1 and of it with the series' \
-                patches 1, 1-2 and 1-3 (built once per machine: 8 minutes for the first, 25 s for \
-                each patch here); QEMU (TCG); 9 arms (audit=0 and the four builds with \
+                patches 1, 1-2 and 1-3 (built once per machine: about 3 minutes for the first, \
+                25 s for each patch here); QEMU (TCG); 9 arms (audit=0 and the four builds with \
                 42 rules, and each build's rule walk, an audit sweep) x 6 boots, 5 to 20 s a \
                 boot here",
     },
@@ -382,7 +378,7 @@ pub(crate) const ALL: &[Investigation] = &[
         arms: ALIGNMENT_RFC_ARMS,
         rules: &[],
         // The RFC's Xeon E7-4890 v2: L1d and L1i 32 KiB 8-way, L2 256 KiB 8-way.
-        cache_model: "64x8x64,64x8x64,512x8x64",
+        cache_model: "64x8x64,64x8x64+1x512x64+512x2x64,512x8x64",
         counts: true,
         guest_cpus: None,
         // The RFC's Intel runs (its headline tables) were on ext4 on an SSD.
@@ -394,9 +390,11 @@ pub(crate) const ALL: &[Investigation] = &[
         series: &[],
         measure: Measure::VfsMixIn(SCRATCH_DIR),
         needs: "syscost's builds of Debian's linux-source-6.1 that differ only in their \
-                function alignment (built once per machine, 8 minutes each here; \
-                the 16-byte one is needed, each other one found is an arm compared with it); \
-                QEMU (TCG); an arm per build x 2 boots on an ext4 disk, about 25 s a boot here",
+                function alignment (built once per machine, about 3 minutes each here; the \
+                16-byte one, the source as it is, is needed and is the audit series' \
+                baseline, each other one found is an arm compared with it); QEMU (TCG); an arm \
+                per build x 2 boots on an ext4 disk, each counted by three L1i models, about \
+                15 s a boot here",
     },
     Investigation {
         name: "uprobe-thread",
