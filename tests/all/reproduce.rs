@@ -9,6 +9,25 @@ crate::tests! {
     Shared investigations_that_cannot_run_are_refused_before_booting,
 }
 
+/// `syscost reproduce ARGS --build --boots 1 -o DIR/out` in `dir`, which must succeed: its
+/// stdout and stderr.
+fn reproduced(dir: &std::path::Path, args: &[&str]) -> (String, String) {
+    let out = syscost()
+        .current_dir(dir)
+        .arg("reproduce")
+        .args(args)
+        .args(["--build", "--boots", "1", "-o"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{err}");
+    (text, err)
+}
+
 /// The audit series rebuilt on its own code: Debian's linux-source-6.1 built as it is and with
 /// the series' patch 1 (kept in the user's cache: a machine builds them once, 8 minutes and 25 s
 /// here), one boot per arm under TCG. Every cell of the paper is shown with its class and
@@ -23,18 +42,7 @@ fn the_audit_series_is_rebuilt_and_its_change_counted_exactly() {
     let tmp = scratch();
     let out_dir = tmp.path().join("out");
     let arms = "audit0,baseline,patch1,walk-baseline,walk-patch1";
-    let out = syscost()
-        .current_dir(tmp.path())
-        .args(["reproduce", "audit-series", "--build", "--only", arms])
-        .args(["--boots", "1", "--runs", "2", "-o"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let (text, err) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{err}");
+    let (text, err) = reproduced(tmp.path(), &["audit-series", "--only", arms, "--runs", "2"]);
     // Built here, or found made by an earlier run on this machine: either way, named.
     let made = [
         "syscost: build patch1 is made (",
@@ -244,18 +252,10 @@ fn the_alignment_rfc_s_builds_are_read_and_its_claims_put_to_tests() {
     }
     let tmp = scratch();
     let out_dir = tmp.path().join("out");
-    let out = syscost()
-        .current_dir(tmp.path())
-        .args(["reproduce", "alignment-rfc", "--build", "--only", "a16,a64"])
-        .args(["--boots", "1", "--runs", "1", "-o"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let (text, err) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    let (text, _) = reproduced(
+        tmp.path(),
+        &["alignment-rfc", "--only", "a16,a64", "--runs", "1"],
     );
-    assert!(out.status.success(), "{err}");
     let r: Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("alignment-rfc.json")).unwrap())
             .unwrap();

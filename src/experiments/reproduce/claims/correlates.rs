@@ -3,7 +3,7 @@
 //! spread), Pearson's r over the arm's placements with its two-sided p (Student's t, as
 //! scipy's `pearsonr`).
 
-use super::{ALPHA, Check, Outcome, Verdict};
+use super::{ALPHA, Check, Outcome};
 use crate::experiments::reproduce::Figures;
 use crate::experiments::reproduce::paper::Paper;
 use crate::experiments::reproduce::placement::units;
@@ -73,13 +73,6 @@ impl Check for Correlates {
             );
             return Outcome::missing(why);
         };
-        let found = format!(
-            "r {:.2} (p {}) over {} placements",
-            c.pearson_r,
-            crate::core::num::fmt_p(c.pearson_p),
-            c.n
-        );
-        let r = format!("r {:.2}", c.pearson_r);
-        Outcome::of(found, Verdict::of_test(c.pearson_r, c.pearson_p, ALPHA, &r))
+        super::correlated("r", (c.pearson_r, c.pearson_p), c.n, "placements")
     }
 }

@@ -162,6 +162,17 @@ impl Verdict {
     }
 }
 
+/// A correlation's outcome: `what` (`r`, `rho`) at `value` with its p over `n` `units`, `more`
+/// after them, agreeing when positive at [`ALPHA`].
+pub(crate) fn correlated(what: &str, (value, p): (f64, f64), n: usize, units: &str) -> Outcome {
+    let found = format!(
+        "{what} {value:.2} (p {}) over {n} {units}",
+        crate::core::num::fmt_p(p)
+    );
+    let said = format!("{what} {value:.2}");
+    Outcome::of(found, Verdict::of_test(value, p, ALPHA, &said))
+}
+
 /// The level every claim's test decides at.
 pub(crate) const ALPHA: f64 = 0.05;
 

@@ -3,7 +3,7 @@
 //! n - 2 degrees of freedom, as scipy's `spearmanr`); a build whose paper figure is a
 //! misprint is left out.
 
-use super::{ALPHA, Build, Check, Outcome, Verdict};
+use super::{ALPHA, Build, Check, Outcome};
 use crate::experiments::reproduce::Figures;
 use crate::experiments::reproduce::paper::{Class, Paper};
 use serde::{Deserialize, Serialize};
@@ -52,16 +52,7 @@ impl Check for Ranks {
                 left_out.join(", ")
             ),
         };
-        let found = format!(
-            "rho {:.2} (p {}) over {} builds{out}",
-            c.spearman_rho,
-            crate::core::num::fmt_p(c.spearman_p),
-            c.n
-        );
-        let rho = format!("rho {:.2}", c.spearman_rho);
-        Outcome::of(
-            found,
-            Verdict::of_test(c.spearman_rho, c.spearman_p, ALPHA, &rho),
-        )
+        let units = format!("builds{out}");
+        super::correlated("rho", (c.spearman_rho, c.spearman_p), c.n, &units)
     }
 }
