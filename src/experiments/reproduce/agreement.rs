@@ -9,6 +9,7 @@
 //! scored.
 
 use super::paper::Class;
+pub(crate) use super::units::modelled_range;
 use crate::core::num::fmt_num;
 use crate::stats::rank_tests::min_mann_whitney_p;
 use crate::stats::significance::mann_whitney;
@@ -20,12 +21,6 @@ const EXACT_SLACK: f64 = 0.005;
 /// A ratio agrees within 10%; one within 10% of 1 is scored only where every pairing of the
 /// two arms' boots puts syscost's ratio on the paper's side of 1.
 pub(crate) const RATIO_TOLERANCE: f64 = 0.10;
-
-/// The quantiles of the boots a modelled figure is scored by: the middle 80% of placements.
-/// Unlike the lowest and highest boot, which can only move apart as boots are added (a paper's
-/// figure at the q-th quantile lies inside [min, max] of N boots with probability
-/// 1 - q^N - (1-q)^N), these converge on the distribution's own 10% and 90% points.
-pub(crate) const MODELLED_RANGE: (f64, f64) = (0.10, 0.90);
 
 /// A direction agrees when the two arms' boots differ the paper's way at this level
 /// (Mann-Whitney U, two-sided, boots as units).
@@ -162,14 +157,6 @@ fn ratio(m: Model, paper: f64, ours: f64, e: &Evidence) -> Score {
         (false, true) => Score::Unscored(format!("{spans} and the paper's ratio")),
         (false, false) => Score::Disagrees,
     }
-}
-
-/// The 10-90% range of the boots' figures.
-pub(crate) fn modelled_range(boots: &[f64]) -> Option<(f64, f64)> {
-    (!boots.is_empty()).then(|| {
-        let q = |p| crate::stats::quantile(boots, p);
-        (q(MODELLED_RANGE.0), q(MODELLED_RANGE.1))
-    })
 }
 
 fn modelled(m: Model, paper: f64, e: &Evidence) -> Score {
