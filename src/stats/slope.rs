@@ -96,6 +96,7 @@ pub(crate) fn per_op(windows: &[(u64, u64)]) -> Option<f64> {
 /// read, a page's fault, the kernel's deferred work) only adds to its count, so the least of a
 /// size's windows is the operations' own, and one window disturbed among its size's twins
 /// moves nothing.
+#[cfg(test)]
 pub(crate) fn least_by_size(windows: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
     let mut least: Vec<(u64, u64)> = Vec::new();
     for (n, c) in windows {
@@ -121,9 +122,26 @@ pub(crate) const LINE_WINDOWS: usize = 64;
 /// the least of each size.
 pub(crate) fn on_the_line(windows: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
     let w: Vec<(u64, u64)> = windows.into_iter().collect();
-    let least = least_by_size(w.iter().copied());
+    on_the_line_at(&w).into_iter().map(|i| w[i]).collect()
+}
+
+/// Which of `w` [`on_the_line`] draws the line through, by index, in their order (of each
+/// size's least windows, the first).
+pub(crate) fn on_the_line_at(w: &[(u64, u64)]) -> Vec<usize> {
+    let least = || -> Vec<usize> {
+        let mut at: Vec<usize> = Vec::new();
+        for (i, x) in w.iter().enumerate() {
+            match at.iter_mut().find(|j| w[**j].0 == x.0) {
+                Some(j) if x.1 < w[*j].1 => *j = i,
+                Some(_) => {}
+                None => at.push(i),
+            }
+        }
+        at.sort_unstable();
+        at
+    };
     if w.len() > LINE_WINDOWS {
-        return least;
+        return least();
     }
     let on = |a: (u64, u64), b: (u64, u64), x: (u64, u64)| -> std::cmp::Ordering {
         // The sign of (x.c - a.c)(b.n - a.n) - (b.c - a.c)(x.n - a.n), with b.n > a.n.
@@ -135,7 +153,7 @@ pub(crate) fn on_the_line(windows: impl IntoIterator<Item = (u64, u64)>) -> Vec<
     // The most windows on a line so far, and the two windows it is drawn through.
     type Line = (usize, (u64, u64), (u64, u64));
     let mut best: Option<Line> = None;
-    for &a in &w {
+    for &a in w {
         for &b in w.iter().filter(|b| b.0 > a.0) {
             if w.iter().any(|&x| on(a, b, x).is_lt()) {
                 continue;
@@ -147,8 +165,8 @@ pub(crate) fn on_the_line(windows: impl IntoIterator<Item = (u64, u64)>) -> Vec<
         }
     }
     match best {
-        Some((n, a, b)) if n >= 3 => w.into_iter().filter(|&x| on(a, b, x).is_eq()).collect(),
-        _ => least,
+        Some((n, a, b)) if n >= 3 => (0..w.len()).filter(|&i| on(a, b, w[i]).is_eq()).collect(),
+        _ => least(),
     }
 }
 

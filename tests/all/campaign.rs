@@ -310,9 +310,9 @@ fn check_profile(c: &Value, text: &str, out_file: &Path, base: usize, rules: usi
             &b["result"],
             "instructions:k (emulated)",
         ));
-        assert!(
-            (total / kernel - 1.0).abs() < 0.01,
-            "the functions add up to the kernel's instructions: {total} against {kernel}"
+        assert_eq!(
+            total, kernel,
+            "the functions add up to the kernel's instructions, exactly"
         );
         assert_eq!(f["unnamed_per_op"], 0.0, "{f}");
         let names: Vec<&str> = f["functions"]

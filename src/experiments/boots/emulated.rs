@@ -7,6 +7,7 @@
 //! Joined only when the windows match the batches one to one (their number, and each run's
 //! windows named by consecutive slots); otherwise the result says why and keeps none.
 
+use super::profile::BlockSums;
 use crate::boot::guest::GuestSymbols;
 use crate::core::Kind;
 use crate::counters::emulated::{Count, Part, Window};
@@ -14,7 +15,6 @@ use crate::counters::{EventStatus, RawCount, events::EventSpec};
 use crate::experiments::audit_sweep::Sweep;
 use crate::experiments::probe::{ProbeCounts, ProbeResult};
 use crate::profile::symbols::Kallsyms;
-use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::{EmulatedSets, MissedLine};
 use crate::results::{
     EmulatedWindows, EventRecord, InterruptsLeftOut, RunRecord, RunResult, Sample,
@@ -186,8 +186,8 @@ fn joined(
     for (r, j) in results.iter_mut().zip(joins) {
         add_events(r, counts);
         r.emulated_sets = EmulatedSets::median(&j.sets);
-        r.emulated_functions = j.blocks.named(symbols);
-        r.warnings.extend(j.blocks.missing(symbols.is_some()));
+        r.emulated_functions = j.blocks.named(symbols.map(|s| (&s.symbols.table, s.shift)));
+        r.warnings.extend(j.blocks.warnings(symbols.is_some()));
         r.recompute();
         r.warnings.extend(r.size_bends());
         r.emulated_windows = j.switches.map(|_| EmulatedWindows {
@@ -299,6 +299,7 @@ impl Joined {
         quiet_sizes.dedup();
         let only_quiet = quiet_sizes.len() >= 2;
         let mut sets = SetSums::default();
+        self.blocks.run();
         for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
             let ticked = only_quiet && sampled(k) && !quiet(w);
             let alone = alone(k, sample, w) && !ticked;
@@ -306,10 +307,9 @@ impl Joined {
             self.ticked += usize::from(ticked && !w.asleep);
             self.crowded += usize::from(!alone && !w.asleep && !ticked);
             self.windows += 1;
-            self.blocks.seen |= !w.blocks.is_empty();
+            (self.blocks).window(index, k, w, sample.ops, alone && sampled(k));
             if alone && sampled(k) {
                 sets.add(w, sample.ops);
-                self.blocks.add(w, sample.ops);
                 if let Some(q) = &w.interrupts {
                     let sum = self.interrupts.get_or_insert_with(Default::default);
                     sum.interrupts += q.n;
@@ -494,70 +494,6 @@ impl SetSums {
             l1d: sets(|w| &w.1),
             l1i: sets(|w| &w.2),
         })
-    }
-}
-
-/// The sample windows' kernel instructions by block, window by window.
-#[derive(Default)]
-struct BlockSums {
-    /// Each window's operations, and its instructions by block.
-    windows: Vec<(u64, HashMap<u64, u64>)>,
-    ops: u64,
-    /// The plugin counted blocks in some window.
-    seen: bool,
-}
-
-impl BlockSums {
-    /// Why the plugin counted blocks but the result has no profile, if so.
-    fn missing(&self, symbols: bool) -> Option<String> {
-        match (self.seen, self.ops > 0, symbols) {
-            (true, false, _) => Some(
-                "no emulated profile: another task ran in every sample window (use more \
-                 samples)"
-                    .into(),
-            ),
-            (true, true, false) => {
-                Some("no emulated profile: the guest sent no kernel symbols".into())
-            }
-            _ => None,
-        }
-    }
-
-    fn add(&mut self, w: &Window, ops: u64) {
-        if w.blocks.is_empty() {
-            return;
-        }
-        self.windows.push((ops, w.blocks.iter().copied().collect()));
-        self.ops += ops;
-    }
-
-    /// Each block's instructions per operation: its slope over the least window of each size
-    /// (a block a window runs once, on its way into the loop or out, cancels, and other work in
-    /// one window counts for nothing), as the run's counts are; blocks that come to nothing
-    /// are left out.
-    fn per_op(&self) -> HashMap<u64, f64> {
-        let mut addrs: Vec<u64> = (self.windows.iter())
-            .flat_map(|w| w.1.keys().copied())
-            .collect();
-        addrs.sort_unstable();
-        addrs.dedup();
-        addrs
-            .into_iter()
-            .filter_map(|a| {
-                let w = (self.windows.iter()).map(|w| (w.0, w.1.get(&a).copied().unwrap_or(0)));
-                let v = slope::per_op(&slope::least_by_size(w))?;
-                (v > 0.0).then_some((a, v))
-            })
-            .collect()
-    }
-
-    fn named(&self, symbols: Option<Rebased>) -> Option<EmulatedFunctions> {
-        (self.ops > 0).then_some(())?;
-        let s = symbols?;
-        let rebased = (self.per_op().into_iter())
-            .map(|(a, n)| (a.wrapping_add(s.shift), n))
-            .collect();
-        Some(EmulatedFunctions::of(&rebased, &s.symbols.table))
     }
 }
 

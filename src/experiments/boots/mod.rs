@@ -14,6 +14,7 @@ pub(crate) mod kept;
 pub mod lava;
 pub(crate) mod pin;
 pub(crate) mod plan;
+pub(crate) mod profile;
 pub(crate) mod qemu;
 pub(crate) mod record;
 pub(crate) mod schedule;

@@ -1,0 +1,251 @@
+//! A boot's emulated profile: the kernel instructions of each block syscost's plugin counted in
+//! a run's sample windows (`campaign --emulated-profile`), as instructions per operation by
+//! function, drawn through the same windows as the run's `instructions:k (emulated)` so that
+//! the profile accounts for every kernel instruction of the count.
+//!
+//! Three things keep the total equal to the count. A block translated twice in one window (QEMU
+//! translates the same code again under other flags, as a uprobe's single step sets them, or
+//! after a flush of its translations) is listed twice by the plugin and summed here. Each block's
+//! figure is its least-squares slope over exactly the windows the count's line is drawn through
+//! (`stats::slope::on_the_line`): a slope is linear in the counts, so the blocks' slopes add up
+//! to the count's, whole where the count is, and other work in a window (kept off the line)
+//! counts for nothing in either. And with several runs, the profile is the run (or the mean of
+//! the two runs) whose total is the runs' median, as the count's figure is.
+
+use crate::counters::emulated::{Count, Window};
+use crate::results::functions::EmulatedFunctions;
+use crate::stats::slope;
+use std::collections::HashMap;
+
+/// One sample window's operations, kernel instructions and instructions by block.
+struct BlockWindow {
+    ops: u64,
+    kernel: u64,
+    blocks: HashMap<u64, u64>,
+}
+
+/// The sample windows of each run, for the profile.
+#[derive(Default)]
+pub(super) struct BlockSums {
+    runs: Vec<Vec<BlockWindow>>,
+    /// The plugin counted blocks in some window.
+    seen: bool,
+    /// Sample windows whose blocks do not add up to their kernel instructions: (run index,
+    /// window, kernel instructions, the blocks' sum).
+    short: Vec<(u32, usize, u64, u64)>,
+}
+
+impl BlockSums {
+    /// A run begins: its windows follow.
+    pub(super) fn run(&mut self) {
+        self.runs.push(Vec::new());
+    }
+
+    /// A window of the run; `kept`: it is a sample window the count keeps.
+    pub(super) fn window(&mut self, run: u32, k: usize, w: &Window, ops: u64, kept: bool) {
+        self.seen |= !w.blocks.is_empty();
+        if !kept || !self.seen {
+            return;
+        }
+        let kernel = w.count(Count::Instructions).map_or(0, |c| c[1]);
+        let mut blocks: HashMap<u64, u64> = HashMap::new();
+        for (a, n) in &w.blocks {
+            *blocks.entry(*a).or_default() += n;
+        }
+        let sum: u64 = blocks.values().sum();
+        if sum != kernel {
+            self.short.push((run, k, kernel, sum));
+            return;
+        }
+        if let Some(windows) = self.runs.last_mut() {
+            windows.push(BlockWindow {
+                ops,
+                kernel,
+                blocks,
+            });
+        }
+    }
+
+    /// What the result must say: why there is no profile though the plugin counted blocks,
+    /// or which windows the profile lacks.
+    pub(super) fn warnings(&self, symbols: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        let windows: usize = self.runs.iter().map(Vec::len).sum();
+        if self.seen && windows == 0 && self.short.is_empty() {
+            out.push(
+                "no emulated profile: another task ran in every sample window (use more samples)"
+                    .into(),
+            );
+        } else if self.seen && windows > 0 && !symbols {
+            out.push("no emulated profile: the guest sent no kernel symbols".into());
+        }
+        if let Some(&(run, k, kernel, sum)) = self.short.first() {
+            out.push(format!(
+                "emulated profile: {} sample window(s) left out of it, their blocks not adding \
+                 up to their kernel instructions (run {run}'s window {k}: {sum} of {kernel}; the \
+                 plugin's block lines were cut short or lost)",
+                self.short.len()
+            ));
+        }
+        out
+    }
+
+    /// Each block's instructions per operation and their total, over the run whose total is
+    /// the median (the mean of the middle two).
+    fn per_op(&self) -> Option<(HashMap<u64, f64>, f64)> {
+        let mut runs: Vec<(HashMap<u64, f64>, f64)> =
+            self.runs.iter().filter_map(|w| run_per_op(w)).collect();
+        runs.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let n = runs.len();
+        let middle = match n {
+            0 => return None,
+            _ if n % 2 == 1 => &runs[n / 2..=n / 2],
+            _ => &runs[n / 2 - 1..=n / 2],
+        };
+        let mut blocks: HashMap<u64, f64> = HashMap::new();
+        for (b, _) in middle {
+            for (a, v) in b {
+                *blocks.entry(*a).or_default() += v / middle.len() as f64;
+            }
+        }
+        let total = middle.iter().map(|r| r.1).sum::<f64>() / middle.len() as f64;
+        Some((blocks, total))
+    }
+
+    /// The profile, named by `symbols` (each address moved by `shift` first).
+    pub(super) fn named(
+        &self,
+        symbols: Option<(&crate::profile::symbols::Kallsyms, u64)>,
+    ) -> Option<EmulatedFunctions> {
+        let (table, shift) = symbols?;
+        let (blocks, total) = self.per_op()?;
+        let rebased = (blocks.into_iter())
+            .map(|(a, n)| (a.wrapping_add(shift), n))
+            .collect();
+        let mut f = EmulatedFunctions::of(&rebased, table);
+        // The blocks' slopes add up to the count's, but in floating point: the total is the
+        // count's own, whole where it is.
+        f.total_per_op = total;
+        Some(f)
+    }
+}
+
+/// One run's blocks per operation over the windows its kernel instructions' line is drawn
+/// through, and that line's slope; `None` without windows.
+fn run_per_op(windows: &[BlockWindow]) -> Option<(HashMap<u64, f64>, f64)> {
+    let points: Vec<(u64, u64)> = windows.iter().map(|w| (w.ops, w.kernel)).collect();
+    let chosen: Vec<&BlockWindow> = slope::on_the_line_at(&points)
+        .into_iter()
+        .map(|i| &windows[i])
+        .collect();
+    let total = slope::per_op(&chosen.iter().map(|w| (w.ops, w.kernel)).collect::<Vec<_>>())?;
+    let mut addrs: Vec<u64> = (chosen.iter())
+        .flat_map(|w| w.blocks.keys().copied())
+        .collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    let blocks = addrs
+        .into_iter()
+        .filter_map(|a| {
+            let w: Vec<(u64, u64)> = (chosen.iter())
+                .map(|w| (w.ops, w.blocks.get(&a).copied().unwrap_or(0)))
+                .collect();
+            let v = slope::per_op(&w)?;
+            (v != 0.0).then_some((a, v))
+        })
+        .collect();
+    Some((blocks, total))
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+    use crate::profile::symbols::Kallsyms;
+
+    /// A window of `ops` operations whose kernel instructions are its blocks' sum.
+    fn window(ops: u64, blocks: &[(u64, u64)]) -> (Window, u64) {
+        let kernel = blocks.iter().map(|b| b.1).sum();
+        let w = Window {
+            counts: vec![[0, kernel]],
+            blocks: blocks.to_vec(),
+            ..Window::default()
+        };
+        (w, ops)
+    }
+
+    const A: u64 = 0xffffffff81000000;
+    const B: u64 = 0xffffffff81000100;
+
+    fn symbols() -> Kallsyms {
+        Kallsyms::parse("ffffffff81000000 uprobe_notify_resume\nffffffff81000100 mtree_load\n")
+    }
+
+    /// A block translated twice in a window is listed twice: both count. The same code split
+    /// into blocks differently from window to window (a translation begun mid-function) still
+    /// comes to its function's instructions, and a window with other work in it (a slab
+    /// refill) is off the count's line and counts for neither.
+    #[test]
+    fn the_profile_adds_up_to_the_count_whatever_the_translations() {
+        let mut s = BlockSums::default();
+        s.run();
+        let windows = [
+            window(256, &[(A, 100 * 256 + 7), (B, 40 * 256)]),
+            // A split at A+0x10, its first block listed twice; B in two translations.
+            window(
+                512,
+                &[
+                    (A, 60 * 512),
+                    (A + 0x10, 20 * 512),
+                    (A, 20 * 512 + 7),
+                    (B + 0x20, 10 * 512),
+                    (B, 30 * 512),
+                ],
+            ),
+            window(1024, &[(A, 100 * 1024 + 7), (B, 40 * 1024)]),
+            // Other work: 900 more instructions in B.
+            window(1024, &[(A, 100 * 1024 + 7), (B, 40 * 1024 + 900)]),
+        ];
+        for (k, (w, ops)) in windows.iter().enumerate() {
+            s.window(0, k, w, *ops, true);
+        }
+        let f = s.named(Some((&symbols(), 0))).unwrap();
+        assert_eq!(f.total_per_op, 140.0);
+        assert_eq!(f.per_op("uprobe_notify_resume"), 100.0);
+        assert_eq!(f.per_op("mtree_load"), 40.0);
+        assert!(s.warnings(true).is_empty(), "{:?}", s.warnings(true));
+    }
+
+    /// Blocks that do not add up to the window's kernel instructions leave it out, said; the
+    /// middle run of three is the profile, as the median is the count's figure.
+    #[test]
+    fn a_short_window_is_said_and_the_median_run_is_the_profile() {
+        let mut s = BlockSums::default();
+        for (run, per) in [(0u32, 150), (1, 140), (2, 145)] {
+            s.run();
+            for (k, ops) in [256u64, 512, 1024].into_iter().enumerate() {
+                let (w, ops) = window(ops, &[(A, (per - 40) * ops), (B, 40 * ops)]);
+                s.window(run, k, &w, ops, true);
+            }
+        }
+        let (mut w, ops) = window(256, &[(A, 100)]);
+        w.counts[0][1] = 300;
+        s.window(2, 3, &w, ops, true);
+        let f = s.named(Some((&symbols(), 0))).unwrap();
+        assert_eq!(f.total_per_op, 145.0);
+        assert_eq!(f.per_op("uprobe_notify_resume"), 105.0);
+        let said = s.warnings(true).join("; ");
+        assert!(said.contains("1 sample window(s) left out"), "{said}");
+        assert!(said.contains("run 2's window 3: 100 of 300"), "{said}");
+        let mut even = BlockSums::default();
+        for per in [150u64, 140] {
+            even.run();
+            for (k, ops) in [256u64, 512].into_iter().enumerate() {
+                let (w, ops) = window(ops, &[(A, (per - 40) * ops), (B, 40 * ops)]);
+                even.window(0, k, &w, ops, true);
+            }
+        }
+        let f = even.named(Some((&symbols(), 0))).unwrap();
+        assert_eq!(f.total_per_op, 145.0);
+        assert_eq!(f.per_op("uprobe_notify_resume"), 105.0);
+    }
+}
