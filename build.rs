@@ -1,11 +1,20 @@
 //! Compiles the C measurement kernels (csrc/) with the system C compiler at -O2: they must have
 //! a C compiler's code generation, as the kernel code they re-create does. Also links
 //! csrc/tiny_exit.c into a freestanding static executable that `run proc --op exec` embeds,
-//! and csrc/tcg_count.c into the QEMU TCG plugin (a shared object) that campaigns embed.
+//! and csrc/tcg_count.c into the QEMU TCG plugin (a shared object) that campaigns embed; the
+//! plugin's decoding (csrc/x86_decode.h) is linked in too, for its unit tests.
 fn main() {
     println!("cargo:rerun-if-changed=csrc/audit_replica.c");
     println!("cargo:rerun-if-changed=csrc/tiny_exit.c");
     println!("cargo:rerun-if-changed=csrc/tcg_count.c");
+    println!("cargo:rerun-if-changed=csrc/x86_decode.h");
+    println!("cargo:rerun-if-changed=csrc/x86_decode.c");
+    // The plugin's x86 decoding, linked in for its unit tests (src/counters/decode.rs).
+    cc::Build::new()
+        .file("csrc/x86_decode.c")
+        .opt_level(2)
+        .warnings(true)
+        .compile("x86_decode");
     cc::Build::new()
         .file("csrc/audit_replica.c")
         .opt_level(2)

@@ -20,6 +20,12 @@
  * the same boot. An L1i, as the L2 does, indexes instruction lines by their virtual address:
  * SETS * LINE must fit in 2 MiB.
  *
+ * With `atomics=1`, the atomic read-modify-writes executed in a window (a LOCK prefix, or XCHG
+ * with memory: x86_decode.h's `locked`), user and kernel apart, each counted when it makes its
+ * access (one an execution, the delivery's accesses QEMU hands the instruction before an
+ * interrupt left out), and the kernel's by instruction and by the 64-byte line it touched: the
+ * locks, reference counts and bitmaps a path takes, and where they are.
+ *
  * With the argument `counts=PATH`, each `W` line is also sent to the Unix socket at PATH (a
  * QEMU chardev that is the guest's second serial port in a LAVA job): the guest then has its
  * own counts and can report them as the job's test cases. Sent without waiting (a full socket
@@ -47,6 +53,9 @@
  *                            was translated again)
  *   J NAME SETS:WAYS:LINE IM_U IM_K ...   (with l1i_also=: each other L1i's misses, in the
  *                                         order given)
+ *   A NAME ATOM_U ATOM_K DROPPED INSN:LINE:N ...   (with atomics=1; hexadecimal pairs: each
+ *                                   kernel atomic's address, the line it touched, how often;
+ *                                   DROPPED: those past the table's 512 distinct pairs)
  *   R NAME asleep | unopened   (a window refused: begun before the wake, or ended unbegun)
  *
  * build.rs compiles it into a shared object that syscost carries and writes beside a
@@ -66,6 +75,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "x86_decode.h"
 
 typedef uint64_t qemu_plugin_id_t;
 typedef struct {
@@ -290,6 +301,80 @@ static void print_blocks(void)
 	strcpy(p, "\n");
 	qemu_plugin_outs(line);
 	free(line);
+}
+
+/* `atomics=1`: the atomic read-modify-writes in the current window, [user, kernel], and the
+ * kernel's by (instruction, line touched) in an open-addressed table. An atomic is counted at
+ * its first access after its instruction starts (`atomic_ran`): an execution that faults before
+ * its access does not count, and the accesses of an interrupt's delivery, which QEMU hands to
+ * the instruction before it, do not count again. */
+#define SITE_SLOTS 1024
+struct site {
+	uint64_t insn, line, n; /* insn 0: empty */
+};
+struct locked_insn {
+	uint64_t vaddr;
+	int kernel;
+};
+static bool with_atomics;
+static uint64_t atom[2], atom_at[2], sites_dropped;
+static struct site sites[SITE_SLOTS];
+static unsigned n_sites;
+static const struct locked_insn *pending;
+
+static void atomic_ran(unsigned int vcpu, void *u)
+{
+	pending = u;
+}
+
+static void note_site(uint64_t insn, uint64_t line)
+{
+	unsigned i = (unsigned)(((insn ^ line * 31) * 0x9e3779b97f4a7c15ull) >> 54) % SITE_SLOTS;
+	while (sites[i].insn && (sites[i].insn != insn || sites[i].line != line))
+		i = (i + 1) % SITE_SLOTS;
+	if (!sites[i].insn) {
+		if (n_sites >= SITE_SLOTS / 2) {
+			sites_dropped++;
+			return;
+		}
+		sites[i] = (struct site){ insn, line, 0 };
+		n_sites++;
+	}
+	sites[i].n++;
+}
+
+static void atomic_accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr,
+			    void *u)
+{
+	const struct locked_insn *l = u;
+	if (pending != l)
+		return;
+	pending = NULL;
+	if (!in_window || depth)
+		return;
+	atom[l->kernel]++;
+	if (l->kernel)
+		note_site(l->vaddr, vaddr & ~63ull);
+}
+
+/* `A NAME ATOM_U ATOM_K DROPPED INSN:LINE:N ...`, and the table cleared. */
+static void print_atomics(void)
+{
+	char *line = malloc(96 + 56 * (size_t)n_sites), *p = line;
+	p += sprintf(p, "A %llx %llu %llu %llu", (unsigned long long)window,
+		     (unsigned long long)(atom[0] - atom_at[0]),
+		     (unsigned long long)(atom[1] - atom_at[1]), (unsigned long long)sites_dropped);
+	for (unsigned i = 0; i < SITE_SLOTS; i++)
+		if (sites[i].insn)
+			p += sprintf(p, " %llx:%llx:%llx", (unsigned long long)sites[i].insn,
+				     (unsigned long long)sites[i].line,
+				     (unsigned long long)sites[i].n);
+	strcpy(p, "\n");
+	qemu_plugin_outs(line);
+	free(line);
+	memset(sites, 0, sizeof sites);
+	n_sites = 0;
+	sites_dropped = 0;
 }
 
 static unsigned fa_home(const struct fa *f, uint64_t line)
@@ -539,7 +624,6 @@ static void wake(void);
 static void instrument_mark(struct qemu_plugin_tb *tb, size_t i, const unsigned char *d,
 			    size_t size);
 static void translated_asleep(struct qemu_plugin_tb *tb, size_t n, bool kernel);
-static size_t opcode_at(const unsigned char *d, size_t n);
 
 /* `Q NAME IRQS INSN_U INSN_K BR_U BR_K BRA_U BRA_K OPEN`: the interrupts left out of the
  * window, what they counted, and the depth the window ended at (0 unless an interrupt's
@@ -581,6 +665,10 @@ static void marked(unsigned int vcpu, void *kind)
 		irqs_at = irqs;
 		memcpy(at, count, sizeof at);
 		memcpy(also_at, also_misses, sizeof also_at);
+		memcpy(atom_at, atom, sizeof atom_at);
+		memset(sites, 0, sizeof sites);
+		n_sites = 0;
+		sites_dropped = 0;
 		for (size_t i = 0; i < n_met; i++) /* a window whose end was never met */
 			met[i]->in_window = 0;
 		n_met = 0;
@@ -620,6 +708,8 @@ static void marked(unsigned int vcpu, void *kind)
 	}
 	if (by_block)
 		print_blocks();
+	if (with_atomics)
+		print_atomics();
 }
 
 /* Mark 3: 16 more bits of the word being declared. */
@@ -730,72 +820,6 @@ static void returned(unsigned int vcpu, void *u)
 	iret_loads = modelled;
 }
 
-/* IRETQ (REX.W cf): how a Linux interrupt or exception handler returns. */
-static bool iretq(const unsigned char *d, size_t n)
-{
-	size_t i = opcode_at(d, n);
-	return i < n && d[i] == 0xcf && i > 0 && (d[i - 1] & 0xf8) == 0x48;
-}
-
-/* Where the opcode of an instruction starts: after its legacy prefixes and a REX prefix. */
-static size_t opcode_at(const unsigned char *d, size_t n)
-{
-	size_t i = 0;
-	static const unsigned char PREFIX[] = {0x26, 0x2e, 0x36, 0x3e, 0x64,
-					       0x65, 0x66, 0x67, 0xf2, 0xf3};
-	while (i < n && memchr(PREFIX, d[i], sizeof PREFIX))
-		i++;
-	if (i < n && (d[i] & 0xf0) == 0x40)
-		i++;
-	return i;
-}
-
-/* A conditional branch: Jcc (70-7f, 0f 80-8f), LOOP/LOOPcc/JrCXZ (e0-e3), after prefixes. */
-static bool conditional(const unsigned char *d, size_t n)
-{
-	size_t i = opcode_at(d, n);
-	if (i >= n)
-		return false;
-	if ((d[i] & 0xf0) == 0x70 || (d[i] >= 0xe0 && d[i] <= 0xe3))
-		return true;
-	return d[i] == 0x0f && i + 1 < n && (d[i + 1] & 0xf0) == 0x80;
-}
-
-/* Any branch, as perf's `branches` counts them on Intel (BR_INST_RETIRED.ALL_BRANCHES): the
- * conditional ones, JMP and CALL (direct e8 e9 eb, far 9a ea, indirect ff /2 to /5), RET
- * (c2 c3 ca cb), IRET (cf), INT3/INT/INTO (cc cd ce), SYSCALL, SYSRET, SYSENTER and SYSEXIT
- * (0f 05, 0f 07, 0f 34, 0f 35). */
-static bool branch(const unsigned char *d, size_t n)
-{
-	size_t i = opcode_at(d, n);
-	if (i >= n)
-		return false;
-	if (conditional(d, n))
-		return true;
-	unsigned char op = d[i];
-	if (op == 0xe8 || op == 0xe9 || op == 0xeb || op == 0x9a || op == 0xea)
-		return true;
-	if (op == 0xc2 || op == 0xc3 || op == 0xca || op == 0xcb || (op >= 0xcc && op <= 0xcf))
-		return true;
-	if (op == 0xff && i + 1 < n) {
-		unsigned reg = (d[i + 1] >> 3) & 7;
-		return reg >= 2 && reg <= 5;
-	}
-	return op == 0x0f && i + 1 < n &&
-	       (d[i + 1] == 0x05 || d[i + 1] == 0x07 || d[i + 1] == 0x34 || d[i + 1] == 0x35);
-}
-
-/* nopl 0x5c05c0KK(%rax): 0f 1f 80 KK c0 05 5c, KK = 01 begin, 02 end, 03 a piece of a
- * declared word, 04 the declaration's end. */
-static int mark_of(const unsigned char *d, size_t n)
-{
-	static const unsigned char NOP[7] = {0x0f, 0x1f, 0x80, 0x00, 0xc0, 0x05, 0x5c};
-	if (n != sizeof NOP || memcmp(d, NOP, 3) || memcmp(d + 4, NOP + 4, 3) ||
-	    d[3] < 1 || d[3] > 5)
-		return 0;
-	return d[3];
-}
-
 static struct lines *lines_of(struct qemu_plugin_tb *tb, size_t n, int kernel)
 {
 	struct lines *l = malloc(sizeof *l + 2 * n * sizeof l->line[0]);
@@ -859,6 +883,14 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			l->learned = -1;
 			qemu_plugin_register_vcpu_insn_exec_cb(in, last_started,
 							       QEMU_PLUGIN_CB_NO_REGS, l);
+		}
+		if (with_atomics && locked(d, size)) {
+			struct locked_insn *l = malloc(sizeof *l);
+			*l = (struct locked_insn){ qemu_plugin_insn_vaddr(in), kernel };
+			qemu_plugin_register_vcpu_insn_exec_cb(in, atomic_ran, QEMU_PLUGIN_CB_NO_REGS,
+							       l);
+			qemu_plugin_register_vcpu_mem_cb(in, atomic_accessed, QEMU_PLUGIN_CB_NO_REGS,
+							 QEMU_PLUGIN_MEM_RW, l);
 		}
 		if (!kernel)
 			instrument_mark(tb, i, d, size);
@@ -936,6 +968,10 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 		}
 		if (!strcmp(argv[a], "blocks=1")) {
 			by_block = true;
+			continue;
+		}
+		if (!strcmp(argv[a], "atomics=1")) {
+			with_atomics = true;
 			continue;
 		}
 		if (!strncmp(argv[a], "l1i_also=", 9)) {

@@ -148,7 +148,12 @@ pub(crate) fn plugin_arg(m: &Machine, file: &Path) -> String {
         .cache_model
         .as_ref()
         .map(|c| format!(",{}", c.plugin_args()));
-    let blocks = if m.emulated_profile { ",blocks=1" } else { "" };
+    // The profile: kernel instructions by block, and atomics by site.
+    let blocks = if m.emulated_profile {
+        ",blocks=1,atomics=1"
+    } else {
+        ""
+    };
     format!("file={file},asleep=1{}{blocks}", args.unwrap_or_default())
 }
 
@@ -546,7 +551,10 @@ mod unit {
             args[i + 1].clone()
         };
         assert_eq!(after("-icount"), "shift=0,sleep=off");
-        assert_eq!(after("-plugin"), "file=/x/tcg_count.so,asleep=1,blocks=1");
+        assert_eq!(
+            after("-plugin"),
+            "file=/x/tcg_count.so,asleep=1,blocks=1,atomics=1"
+        );
         let plain = Machine { icount: None, ..m };
         let args: Vec<_> = command(&plain, &b)
             .get_args()

@@ -413,6 +413,9 @@ pub(crate) enum Count {
     L2Misses,
     /// Misses of another L1i geometry fed the same fetches (`CacheModel::also_l1i`).
     L1iMissesOf(Geometry),
+    /// Atomic read-modify-writes (a LOCK prefix, or XCHG with memory), with the emulated
+    /// profile (the plugin's `atomics=1`): the locks, reference counts and bitmaps a path takes.
+    Atomics,
 }
 
 impl Count {
@@ -444,6 +447,7 @@ impl Count {
             Count::L1iMissesOf(g) => {
                 format!("L1-icache-load-misses-{}x{}x{}", g.sets, g.ways, g.line).into()
             }
+            Count::Atomics => "atomics".into(),
         }
     }
 
@@ -539,12 +543,24 @@ pub struct Window {
     pub missed_lines: Vec<(u64, u64)>,
     /// Each other L1i geometry's misses, `[user, kernel]`, in the model's order.
     pub also_l1i: Vec<(Geometry, [u64; 2])>,
+    /// The atomic read-modify-writes, with the emulated profile.
+    pub atomics: Option<Atomics>,
     /// The interrupts the plugin left out of the window, once the guest declared its entries
     /// ([`declare`]); `None`: they are in its counts.
     pub interrupts: Option<Interrupts>,
     /// The plugin refused the window: it began while the plugin was asleep (before the
     /// guest woke it), so nothing of it was counted.
     pub asleep: bool,
+}
+
+/// A window's atomic read-modify-writes: how many, `[user, kernel]`, and the kernel's by
+/// site: (the instruction's address, the 64-byte line it touched, how often), all of them but
+/// `dropped` (past the plugin's table of 512 pairs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Atomics {
+    pub counts: [u64; 2],
+    pub sites: Vec<(u64, u64, u64)>,
+    pub dropped: u64,
 }
 
 /// The interrupts left out of a window: how many, what they counted (instructions,
@@ -562,6 +578,9 @@ impl Window {
     pub(crate) fn count(&self, c: Count) -> Option<[u64; 2]> {
         if let Count::L1iMissesOf(g) = c {
             return self.also_l1i.iter().find(|(x, _)| *x == g).map(|(_, m)| *m);
+        }
+        if c == Count::Atomics {
+            return self.atomics.as_ref().map(|a| a.counts);
         }
         let i = Count::ALL.iter().position(|x| *x == c)?;
         self.counts.get(i).copied()
@@ -600,6 +619,15 @@ pub(crate) fn windows(log: &str) -> Vec<Window> {
                 .filter(|x| x.name == name && x.also_l1i.is_empty())
             {
                 last.also_l1i = also_l1i(w).unwrap_or_default();
+            }
+            continue;
+        }
+        if tag == "A" {
+            if let Some(last) = out
+                .last_mut()
+                .filter(|x| x.name == name && x.atomics.is_none())
+            {
+                last.atomics = atomics(w);
             }
             continue;
         }
@@ -666,6 +694,24 @@ fn also_l1i<'a>(words: impl Iterator<Item = &'a str>) -> Option<Vec<(Geometry, [
         .collect()
 }
 
+/// An `A` line's `ATOM_U ATOM_K DROPPED INSN:LINE:N ...` (the triples hexadecimal).
+fn atomics<'a>(mut words: impl Iterator<Item = &'a str>) -> Option<Atomics> {
+    let mut number = || words.next()?.parse::<u64>().ok();
+    let (user, kernel, dropped) = (number()?, number()?, number()?);
+    let sites = words
+        .map(|t| {
+            let mut x = t.split(':').map(|h| u64::from_str_radix(h, 16).ok());
+            let site = (x.next()??, x.next()??, x.next()??);
+            x.next().is_none().then_some(site)
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Atomics {
+        counts: [user, kernel],
+        sites,
+        dropped,
+    })
+}
+
 /// `ADDR:N`, both hexadecimal.
 fn hex_pair(pair: &str) -> Option<(u64, u64)> {
     let (a, n) = pair.split_once(':')?;
@@ -729,6 +775,21 @@ mod unit {
         let w = windows(log);
         assert_eq!(w[0].missed_lines, [(0xffff888004123440, 42), (0x7ffc10, 1)]);
         assert!(w[0].blocks.is_empty());
+        assert_eq!(w[0].count(Count::Atomics), None, "not counted");
+        // Atomics: the counts, what the table dropped, then the kernel's sites.
+        let log = "W 7 1 2 3 4\nA 7 1 5 2 ffffffff81000010:ffff888004123440:3 \
+                   ffffffff81000020:ffff888004123440:a\nA 7 9 9 9\nA 8 1 1 1\nW 9 1 2\nA 9 1 x 0";
+        let w = windows(log);
+        let a = w[0].atomics.as_ref().unwrap();
+        assert_eq!((a.counts, a.dropped), ([1, 5], 2));
+        let line = 0xffff888004123440;
+        let sites = [
+            (0xffffffff81000010, line, 3),
+            (0xffffffff81000020, line, 10),
+        ];
+        assert_eq!(a.sites, sites);
+        assert_eq!(w[0].count(Count::Atomics), Some([1, 5]));
+        assert_eq!(w[1].atomics, None, "a damaged line is no count");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! An event the machine cannot count is never reported as zero: it carries an [`EventStatus`]
 //! that says why (no PMU, not permitted, rejected), and its samples hold no value.
 
+mod decode;
 pub(crate) mod emulated;
 pub(crate) mod events;
 

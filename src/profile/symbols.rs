@@ -68,8 +68,13 @@ impl Kallsyms {
     }
 
     pub(crate) fn resolve(&self, addr: u64) -> Option<&str> {
+        self.resolve_offset(addr).map(|(name, _)| name)
+    }
+
+    /// The symbol `addr` is in, and how far into it.
+    pub(crate) fn resolve_offset(&self, addr: u64) -> Option<(&str, u64)> {
         let i = self.syms.partition_point(|(a, _)| *a <= addr);
-        (i > 0).then(|| self.syms[i - 1].1.as_str())
+        (i > 0).then(|| (self.syms[i - 1].1.as_str(), addr - self.syms[i - 1].0))
     }
 }
 

@@ -12,7 +12,7 @@ use crate::core::num::fmt_num;
 use crate::counters::emulated::Geometry;
 use crate::experiments::boots::{Arm, BootRecord, BootSplit, Outcome};
 use crate::experiments::campaign::{Campaign, CounterFigure};
-use crate::results::functions::EmulatedFunctions;
+use crate::results::functions::{EmulatedAtomics, EmulatedFunctions};
 use crate::results::sets::EmulatedSets;
 
 /// One cache's misses by set, of an arm's modelled sets.
@@ -272,6 +272,53 @@ impl Campaign {
                 " {} more of the functions that run most moved by less than {MOVED} in every arm",
                 still.len()
             ));
+        }
+        Some(g)
+    }
+
+    /// The kernel's atomic read-modify-writes per operation by function (`--emulated-profile`),
+    /// a column per arm: every function any arm ran one in, most first, with its sites and the
+    /// memory they touched.
+    pub(crate) fn atomics_grid(&self) -> Option<Grid> {
+        let arms: Vec<(&str, &EmulatedAtomics)> = (self.figures.iter())
+            .filter_map(|f| Some((f.arm.as_str(), f.functions.as_ref()?.atomics.as_ref()?)))
+            .collect();
+        arms.first()?;
+        let mut headers: Vec<&str> = vec!["function"];
+        headers.extend(arms.iter().map(|(a, _)| *a));
+        headers.push("memory");
+        let mut g = Grid::new(&headers).right(1..headers.len() - 1).title(
+            " Kernel atomic read-modify-writes per operation by function (emulated, exact: a LOCK \
+             prefix or XCHG with memory, the median over the boots): the locks, reference counts \
+             and bitmaps the path takes, and the memory they are in",
+        );
+        let mut row: Vec<Cell> = vec!["(all)".into()];
+        row.extend(arms.iter().map(|(_, a)| Cell::Num(a.total_per_op)));
+        row.push("".into());
+        g.row(row);
+        let by: Vec<Vec<(&str, f64)>> = arms.iter().map(|(_, a)| a.by_function()).collect();
+        let of = |k: usize, name: &str| (by[k].iter().find(|x| x.0 == name)).map_or(0.0, |x| x.1);
+        let mut names: Vec<&str> = by.iter().flatten().map(|x| x.0).collect();
+        names.sort_unstable();
+        names.dedup();
+        let most = |n: &str| (0..arms.len()).map(|k| of(k, n)).fold(0.0, f64::max);
+        names.sort_by(|a, b| most(b).total_cmp(&most(a)).then(a.cmp(b)));
+        let more = names.len().saturating_sub(FUNCTIONS_SHOWN);
+        for name in names.into_iter().take(FUNCTIONS_SHOWN) {
+            let mut row: Vec<Cell> = vec![name.into()];
+            row.extend((0..arms.len()).map(|k| Cell::Num(of(k, name))));
+            let mut memory: Vec<&str> = (arms.iter())
+                .flat_map(|(_, a)| a.sites.iter().filter(|s| s.function == name))
+                .map(|s| s.memory.as_str())
+                .collect();
+            memory.sort_unstable();
+            memory.dedup();
+            row.push(memory.join("; ").into());
+            g.row(row);
+        }
+        if more > 0 {
+            g.notes
+                .push(format!(" {more} more functions, each with fewer"));
         }
         Some(g)
     }
@@ -735,6 +782,7 @@ impl Render for Campaign {
         out.extend(self.counters_grid());
         out.extend(self.sets_grid());
         out.extend(self.functions_grid());
+        out.extend(self.atomics_grid());
         out.extend(self.rules_grids());
         if let Some(c) = &self.comparison {
             let mut d = c.decisive_delta_grid();
@@ -851,6 +899,9 @@ impl ResultKind for Campaign {
             }
         }
         if let Some(g) = self.functions_grid() {
+            s.table(&g);
+        }
+        if let Some(g) = self.atomics_grid() {
             s.table(&g);
         }
         match &self.comparison {

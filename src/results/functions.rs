@@ -27,6 +27,102 @@ pub struct EmulatedFunctions {
     pub functions: Vec<FunctionCount>,
     /// What addresses no symbol names came to, per operation.
     pub unnamed_per_op: f64,
+    /// The kernel's atomic read-modify-writes per operation, by instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atomics: Option<EmulatedAtomics>,
+}
+
+/// A result's kernel atomic read-modify-writes per operation (a LOCK prefix, or XCHG with
+/// memory): the locks, reference counts and bitmaps its path takes, by the instruction that
+/// takes them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EmulatedAtomics {
+    pub total_per_op: f64,
+    /// The sites, most first (at most 200).
+    pub sites: Vec<AtomicSite>,
+}
+
+/// One atomic instruction of the kernel: `function+0xOFFSET`, how often per operation, and
+/// what memory it touched (in the kernel's image, allocated, or both).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AtomicSite {
+    pub site: String,
+    pub function: String,
+    pub per_op: f64,
+    pub memory: String,
+}
+
+impl EmulatedAtomics {
+    /// The atomics of `functions`' profile per function, most first.
+    pub(crate) fn by_function(&self) -> Vec<(&str, f64)> {
+        let mut by: Vec<(&str, f64)> = Vec::new();
+        for s in &self.sites {
+            match by.iter_mut().find(|(f, _)| *f == s.function) {
+                Some(x) => x.1 += s.per_op,
+                None => by.push((&s.function, s.per_op)),
+            }
+        }
+        by.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        by
+    }
+
+    /// The site's atomics per operation (0 when it is not among those kept).
+    pub(crate) fn per_op(&self, site: &str) -> f64 {
+        (self.sites.iter())
+            .find(|s| s.site == site)
+            .map_or(0.0, |s| s.per_op)
+    }
+
+    /// Each site's median over `all` (several boots), and the median total.
+    fn median(all: &[&EmulatedAtomics]) -> Option<EmulatedAtomics> {
+        let median = |f: &dyn Fn(&EmulatedAtomics) -> f64| {
+            crate::stats::median(&all.iter().map(|a| f(a)).collect::<Vec<f64>>())
+        };
+        let mut sites: Vec<AtomicSite> = Vec::new();
+        for s in all.iter().flat_map(|a| &a.sites) {
+            if !sites.iter().any(|x| x.site == s.site) {
+                sites.push(AtomicSite {
+                    per_op: median(&|a| a.per_op(&s.site)),
+                    ..s.clone()
+                });
+            }
+        }
+        sites.sort_by(|a, b| b.per_op.total_cmp(&a.per_op).then(a.site.cmp(&b.site)));
+        sites.truncate(KEEP);
+        (!all.is_empty()).then(|| EmulatedAtomics {
+            total_per_op: median(&|a| a.total_per_op),
+            sites,
+        })
+    }
+
+    /// The sites' atomics per operation (`address -> (atomics, memory)`), named by `symbols`;
+    /// `total`: the count's own.
+    pub(crate) fn of(
+        sites: &HashMap<u64, (f64, String)>,
+        symbols: &Kallsyms,
+        total: f64,
+    ) -> EmulatedAtomics {
+        let mut out: Vec<AtomicSite> = (sites.iter())
+            .map(|(&addr, (n, memory))| {
+                let (function, site) = match symbols.resolve_offset(addr) {
+                    Some((name, off)) => (name.to_string(), format!("{name}+{off:#x}")),
+                    None => ("(unnamed)".to_string(), format!("{addr:#x}")),
+                };
+                AtomicSite {
+                    site,
+                    function,
+                    per_op: *n,
+                    memory: memory.clone(),
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| b.per_op.total_cmp(&a.per_op).then(a.site.cmp(&b.site)));
+        out.truncate(KEEP);
+        EmulatedAtomics {
+            total_per_op: total,
+            sites: out,
+        }
+    }
 }
 
 impl EmulatedFunctions {
@@ -55,6 +151,7 @@ impl EmulatedFunctions {
             total_per_op: per_op(blocks.values().sum()),
             functions,
             unnamed_per_op: per_op(unnamed),
+            atomics: None,
         }
     }
 
@@ -83,6 +180,12 @@ impl EmulatedFunctions {
             total_per_op: median(&|p| p.total_per_op),
             functions,
             unnamed_per_op: median(&|p| p.unnamed_per_op),
+            atomics: EmulatedAtomics::median(
+                &profiles
+                    .iter()
+                    .filter_map(|p| p.atomics.as_ref())
+                    .collect::<Vec<_>>(),
+            ),
         })
     }
 

@@ -117,8 +117,7 @@ const DERIVED: &[(&str, &str, &str, f64, &str)] = &[
 pub(crate) fn run_could_have(name: &str) -> bool {
     use crate::counters::emulated::Count;
     let emulated = || {
-        Count::ALL
-            .iter()
+        (Count::ALL.iter().chain(&[Count::Atomics]))
             .any(|c| c.parts().iter().any(|&p| c.part_name(p) == name))
             || other_l1i(name)
     };
@@ -848,6 +847,7 @@ mod tests {
             "instructions:k",
             "instructions (emulated)",
             "conditional-branches:u (emulated)",
+            "atomics:k (emulated)",
             "L1-dcache-miss-% (emulated)",
             "IPC:u",
             "CPUs-utilized",

@@ -354,7 +354,7 @@ fn check_command_line(arm: &Arm) -> Result<(), ArmProblem> {
     let header = bzimage::Header::read(&arm.kernel)
         .map_err(|e| problem(&arm.name, ArmPart::Kernel, format!("{e:#}")))?;
     // The longest line a boot gets: the first, which asks for the kernel's symbols.
-    let line = kernel_command_line(arm, true);
+    let line = kernel_command_line(arm, true, true);
     if line.len() > header.cmdline_size as usize {
         let why = format!(
             "the kernel command line would be {} bytes with what syscost adds ({}); {} keeps at \
@@ -365,6 +365,7 @@ fn check_command_line(arm: &Arm) -> Result<(), ArmProblem> {
                     append: String::new(),
                     ..arm.clone()
                 },
+                true,
                 true
             ),
             arm.kernel.display(),

@@ -134,12 +134,18 @@ fn counted(windows: &[Window]) -> Result<Vec<Count>, String> {
     let first = counting.clone().next();
     let n = first.map_or(0, |w| w.counts.len());
     let also: Vec<_> = first.map_or(Vec::new(), |w| w.also_l1i.iter().map(|a| a.0).collect());
-    let same = |w: &Window| w.counts.len() == n && w.also_l1i.iter().map(|a| a.0).eq(also.clone());
+    let atomics = first.is_some_and(|w| w.atomics.is_some());
+    let same = |w: &Window| {
+        w.counts.len() == n
+            && w.also_l1i.iter().map(|a| a.0).eq(also.clone())
+            && w.atomics.is_some() == atomics
+    };
     if counting.any(|w| !same(w)) || n > Count::ALL.len() {
         return Err("the plugin's windows differ in what they count".into());
     }
     let mut counts = Count::ALL[..n].to_vec();
     counts.extend(also.into_iter().map(Count::L1iMissesOf));
+    counts.extend(atomics.then_some(Count::Atomics));
     Ok(counts)
 }
 
@@ -540,6 +546,7 @@ mod unit {
                     l1i_sets: vec![s.ops, 0, 0],
                     missed_lines: vec![(0xffff888004123440, 3 * s.ops), (0x7f00, s.ops)],
                     also_l1i: Vec::new(),
+                    atomics: None,
                     blocks: vec![
                         (0xffffffffa1000010, (kernel - 5) * s.ops),
                         (0xffffffffa1000100, 5 * s.ops),

@@ -11,9 +11,14 @@
 //! to the count's, whole where the count is, and other work in a window (kept off the line)
 //! counts for nothing in either. And with several runs, the profile is the run (or the mean of
 //! the two runs) whose total is the runs' median, as the count's figure is.
+//!
+//! With the profile, the plugin also counts the kernel's atomic read-modify-writes by
+//! instruction (`atomics=1`): each site's figure is drawn through the same windows, named
+//! `function+0xOFFSET`, with what memory it touched.
 
 use crate::counters::emulated::{Count, Window};
-use crate::results::functions::EmulatedFunctions;
+use crate::profile::symbols::Kallsyms;
+use crate::results::functions::{EmulatedAtomics, EmulatedFunctions};
 use crate::stats::slope;
 use std::collections::HashMap;
 
@@ -22,6 +27,36 @@ struct BlockWindow {
     ops: u64,
     kernel: u64,
     blocks: HashMap<u64, u64>,
+    /// The kernel's atomics and their sites, when the plugin counted them.
+    atomics: Option<(u64, HashMap<u64, u64>)>,
+}
+
+/// One run's profile: its blocks per operation and their total, and its atomics by site and
+/// theirs.
+struct RunProfile {
+    blocks: HashMap<u64, f64>,
+    total: f64,
+    atomics: Option<(HashMap<u64, f64>, f64)>,
+}
+
+/// Where an atomic's line lies: in the kernel's image (its static data: the top 2 GiB, as
+/// x86-64 maps it, modules too), elsewhere in the kernel's half (allocated: slab, pages,
+/// stacks, per-CPU areas) or in user space.
+fn region(line: u64) -> u8 {
+    match line {
+        0xffff_ffff_8000_0000.. => 1,
+        0xffff_8000_0000_0000.. => 2,
+        _ => 4,
+    }
+}
+
+fn regions(bits: u8) -> String {
+    let names = [(1, "kernel image"), (2, "allocated"), (4, "user")];
+    let named: Vec<&str> = (names.iter())
+        .filter(|(b, _)| bits & b != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    named.join(" and ")
 }
 
 /// The sample windows of each run, for the profile.
@@ -33,6 +68,10 @@ pub(super) struct BlockSums {
     /// Sample windows whose blocks do not add up to their kernel instructions: (run index,
     /// window, kernel instructions, the blocks' sum).
     short: Vec<(u32, usize, u64, u64)>,
+    /// Each atomic site's memory, as [`region`] bits.
+    memory: HashMap<u64, u8>,
+    /// Atomics the plugin's table had no room for.
+    dropped: u64,
 }
 
 impl BlockSums {
@@ -57,11 +96,21 @@ impl BlockSums {
             self.short.push((run, k, kernel, sum));
             return;
         }
+        let atomics = w.atomics.as_ref().map(|a| {
+            self.dropped += a.dropped;
+            let mut sites: HashMap<u64, u64> = HashMap::new();
+            for &(insn, line, n) in &a.sites {
+                *sites.entry(insn).or_default() += n;
+                *self.memory.entry(insn).or_default() |= region(line);
+            }
+            (a.counts[1], sites)
+        });
         if let Some(windows) = self.runs.last_mut() {
             windows.push(BlockWindow {
                 ops,
                 kernel,
                 blocks,
+                atomics,
             });
         }
     }
@@ -79,6 +128,13 @@ impl BlockSums {
         } else if self.seen && windows > 0 && !symbols {
             out.push("no emulated profile: the guest sent no kernel symbols".into());
         }
+        if self.dropped > 0 {
+            out.push(format!(
+                "emulated profile: {} atomics left out of its sites (more distinct sites and \
+                 lines in a window than the plugin's table holds); the atomics' count has them",
+                self.dropped
+            ));
+        }
         if let Some(&(run, k, kernel, sum)) = self.short.first() {
             out.push(format!(
                 "emulated profile: {} sample window(s) left out of it, their blocks not adding \
@@ -90,77 +146,110 @@ impl BlockSums {
         out
     }
 
-    /// Each block's instructions per operation and their total, over the run whose total is
-    /// the median (the mean of the middle two).
-    fn per_op(&self) -> Option<(HashMap<u64, f64>, f64)> {
-        let mut runs: Vec<(HashMap<u64, f64>, f64)> =
-            self.runs.iter().filter_map(|w| run_per_op(w)).collect();
-        runs.sort_by(|a, b| a.1.total_cmp(&b.1));
+    /// The profile of the run whose total is the median (the mean of the middle two).
+    fn per_op(&self) -> Option<RunProfile> {
+        let mut runs: Vec<RunProfile> = self.runs.iter().filter_map(|w| run_per_op(w)).collect();
+        runs.sort_by(|a, b| a.total.total_cmp(&b.total));
         let n = runs.len();
         let middle = match n {
             0 => return None,
             _ if n % 2 == 1 => &runs[n / 2..=n / 2],
             _ => &runs[n / 2 - 1..=n / 2],
         };
-        let mut blocks: HashMap<u64, f64> = HashMap::new();
-        for (b, _) in middle {
-            for (a, v) in b {
-                *blocks.entry(*a).or_default() += v / middle.len() as f64;
+        let mean = |maps: &mut dyn Iterator<Item = &HashMap<u64, f64>>| {
+            let mut out: HashMap<u64, f64> = HashMap::new();
+            for m in maps {
+                for (a, v) in m {
+                    *out.entry(*a).or_default() += v / middle.len() as f64;
+                }
             }
-        }
-        let total = middle.iter().map(|r| r.1).sum::<f64>() / middle.len() as f64;
-        Some((blocks, total))
+            out
+        };
+        let atomics = (middle.iter().all(|r| r.atomics.is_some())).then(|| {
+            let of = middle.iter().filter_map(|r| r.atomics.as_ref());
+            let total = of.clone().map(|a| a.1).sum::<f64>() / middle.len() as f64;
+            (mean(&mut of.map(|a| &a.0)), total)
+        });
+        Some(RunProfile {
+            blocks: mean(&mut middle.iter().map(|r| &r.blocks)),
+            total: middle.iter().map(|r| r.total).sum::<f64>() / middle.len() as f64,
+            atomics,
+        })
     }
 
     /// The profile, named by `symbols` (each address moved by `shift` first).
-    pub(super) fn named(
-        &self,
-        symbols: Option<(&crate::profile::symbols::Kallsyms, u64)>,
-    ) -> Option<EmulatedFunctions> {
+    pub(super) fn named(&self, symbols: Option<(&Kallsyms, u64)>) -> Option<EmulatedFunctions> {
         let (table, shift) = symbols?;
-        let (blocks, total) = self.per_op()?;
-        let rebased = (blocks.into_iter())
+        let p = self.per_op()?;
+        let rebased = (p.blocks.into_iter())
             .map(|(a, n)| (a.wrapping_add(shift), n))
             .collect();
         let mut f = EmulatedFunctions::of(&rebased, table);
         // The blocks' slopes add up to the count's, but in floating point: the total is the
         // count's own, whole where it is.
-        f.total_per_op = total;
+        f.total_per_op = p.total;
+        f.atomics = p.atomics.map(|(sites, total)| {
+            let sites = (sites.into_iter())
+                .map(|(a, n)| {
+                    let memory = regions(self.memory.get(&a).copied().unwrap_or(0));
+                    (a.wrapping_add(shift), (n, memory))
+                })
+                .collect();
+            EmulatedAtomics::of(&sites, table, total)
+        });
         Some(f)
     }
 }
 
-/// One run's blocks per operation over the windows its kernel instructions' line is drawn
-/// through, and that line's slope; `None` without windows.
-fn run_per_op(windows: &[BlockWindow]) -> Option<(HashMap<u64, f64>, f64)> {
+/// Each key's slope over `chosen` (their operations, and the key's count in each, 0 where
+/// absent), leaving out those that come to nothing.
+fn slopes<'a>(
+    chosen: &[&'a BlockWindow],
+    of: impl Fn(&'a BlockWindow) -> Option<&'a HashMap<u64, u64>>,
+) -> HashMap<u64, f64> {
+    let mut keys: Vec<u64> = (chosen.iter())
+        .filter_map(|w| of(w))
+        .flat_map(|m| m.keys().copied())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|a| {
+            let w: Vec<(u64, u64)> = (chosen.iter())
+                .map(|w| (w.ops, of(w).and_then(|m| m.get(&a)).copied().unwrap_or(0)))
+                .collect();
+            let v = slope::per_op(&w)?;
+            (v != 0.0).then_some((a, v))
+        })
+        .collect()
+}
+
+/// One run's profile over the windows its kernel instructions' line is drawn through;
+/// `None` without windows.
+fn run_per_op(windows: &[BlockWindow]) -> Option<RunProfile> {
     let points: Vec<(u64, u64)> = windows.iter().map(|w| (w.ops, w.kernel)).collect();
     let chosen: Vec<&BlockWindow> = slope::on_the_line_at(&points)
         .into_iter()
         .map(|i| &windows[i])
         .collect();
     let total = slope::per_op(&chosen.iter().map(|w| (w.ops, w.kernel)).collect::<Vec<_>>())?;
-    let mut addrs: Vec<u64> = (chosen.iter())
-        .flat_map(|w| w.blocks.keys().copied())
-        .collect();
-    addrs.sort_unstable();
-    addrs.dedup();
-    let blocks = addrs
-        .into_iter()
-        .filter_map(|a| {
-            let w: Vec<(u64, u64)> = (chosen.iter())
-                .map(|w| (w.ops, w.blocks.get(&a).copied().unwrap_or(0)))
-                .collect();
-            let v = slope::per_op(&w)?;
-            (v != 0.0).then_some((a, v))
-        })
-        .collect();
-    Some((blocks, total))
+    let atomics = (chosen.iter().all(|w| w.atomics.is_some())).then(|| {
+        let counts: Vec<(u64, u64)> = (chosen.iter())
+            .filter_map(|w| Some((w.ops, w.atomics.as_ref()?.0)))
+            .collect();
+        let sites = slopes(&chosen, |w| w.atomics.as_ref().map(|a| &a.1));
+        (sites, slope::per_op(&counts).unwrap_or(0.0))
+    });
+    Some(RunProfile {
+        blocks: slopes(&chosen, |w| Some(&w.blocks)),
+        total,
+        atomics,
+    })
 }
 
 #[cfg(test)]
 mod unit {
     use super::*;
-    use crate::profile::symbols::Kallsyms;
 
     /// A window of `ops` operations whose kernel instructions are its blocks' sum.
     fn window(ops: u64, blocks: &[(u64, u64)]) -> (Window, u64) {
@@ -247,5 +336,50 @@ mod unit {
         let f = even.named(Some((&symbols(), 0))).unwrap();
         assert_eq!(f.total_per_op, 145.0);
         assert_eq!(f.per_op("uprobe_notify_resume"), 105.0);
+        assert_eq!(f.atomics, None, "not counted");
+    }
+
+    /// The atomics by site are drawn through the windows of the instructions' line too, each
+    /// named function+offset with the memory its lines were in.
+    #[test]
+    fn atomics_are_named_by_site_with_their_memory() {
+        use crate::counters::emulated::Atomics;
+        let mut s = BlockSums::default();
+        s.run();
+        let heap = 0xffff888004123440;
+        for (k, ops) in [256u64, 512, 1024, 1024].into_iter().enumerate() {
+            let (mut w, ops) = window(ops, &[(A, 100 * ops), (B, 40 * ops)]);
+            // The last window had other work: 3 more atomics, 30 more instructions.
+            let extra = u64::from(k == 3) * 3;
+            w.blocks[0].1 += extra * 10;
+            w.counts[0][1] += extra * 10;
+            let sites = vec![
+                (A + 0x2f, heap, 2 * ops + extra),
+                (A + 0x38, 0xffffffff82000000, 3),
+                (B + 0x10, heap + 64, ops),
+            ];
+            w.atomics = Some(Atomics {
+                counts: [0, 3 * ops + 3 + extra],
+                sites,
+                dropped: 0,
+            });
+            s.window(0, k, &w, ops, true);
+        }
+        let f = s.named(Some((&symbols(), 0))).unwrap();
+        let a = f.atomics.unwrap();
+        assert_eq!(a.total_per_op, 3.0, "a window's own 3 cancel");
+        let sites: Vec<(&str, f64, &str)> = (a.sites.iter())
+            .map(|x| (x.site.as_str(), x.per_op, x.memory.as_str()))
+            .collect();
+        let want = [
+            ("uprobe_notify_resume+0x2f", 2.0, "allocated"),
+            ("mtree_load+0x10", 1.0, "allocated"),
+        ];
+        assert_eq!(sites, want);
+        assert_eq!(
+            a.by_function(),
+            [("uprobe_notify_resume", 2.0), ("mtree_load", 1.0)]
+        );
+        assert_eq!(super::regions(1 | 2), "kernel image and allocated");
     }
 }

@@ -103,12 +103,20 @@ pub(super) fn build_initramfs(
 /// CirrOS pass it to their QEMU guests for the same reason); the check tests the board's
 /// wiring, which QEMU's is known to have. The crypto self-tests are skipped
 /// ([`SKIP_SELF_TESTS`]): they are most of what an emulated boot spends in its initcalls.
-pub(super) fn kernel_command_line(arm: &Arm, kallsyms: bool) -> String {
+/// `profile`: the emulated profile counts the kernel's atomics, which a kernel that finds one
+/// CPU at boot patches into plain instructions (its LOCK prefixes into DS prefixes, the same
+/// length: no count changes); [`KEEP_LOCKS`] keeps them, as on the SMP machines it runs on.
+pub(super) fn kernel_command_line(arm: &Arm, kallsyms: bool, profile: bool) -> String {
+    let locks = if profile { KEEP_LOCKS } else { "" };
     format!(
-        "console=ttyS0 {} no_timer_check {SKIP_SELF_TESTS}",
+        "console=ttyS0 {} no_timer_check {SKIP_SELF_TESTS}{locks}",
         guest_args(arm, kallsyms, -1)
     )
 }
+
+/// x86's `noreplace-smp`: the kernel keeps its SMP instructions (the LOCK prefixes of its
+/// atomics) though it boots on one CPU.
+pub(super) const KEEP_LOCKS: &str = " noreplace-smp";
 
 /// The kernel's self-tests of its crypto algorithms (`cryptomgr.notests`; Debian's 6.12 runs
 /// them in kernel threads for seconds after the init starts, which the guest waits out) and of
@@ -239,7 +247,7 @@ impl Boot for Booter<'_> {
         std::fs::create_dir_all(&bootdir)?;
         let started = Instant::now();
         let kallsyms = machine.emulated_profile && self.symbols[a].is_none();
-        let mut append = kernel_command_line(arm, kallsyms);
+        let mut append = kernel_command_line(arm, kallsyms, machine.emulated_profile);
         let disk = match machine.guest_disk {
             Some(fs) => {
                 let image = bootdir.join("disk.img");

@@ -74,6 +74,7 @@ impl LavaBooter<'_> {
         let append = kernel_command_line(
             &self.plan.arms[a],
             m.emulated_profile && self.symbols[a].is_none(),
+            m.emulated_profile,
         );
         images.insert(
             "kernel".into(),
