@@ -99,7 +99,6 @@ fn boot_flag(o: Opt) -> Option<&'static str> {
         Opt::Dir => "--dir",
         Opt::NoResidueStep => "--no-residue-step",
         Opt::Insn => "--insn",
-        Opt::Threads => "--threads",
         Opt::Placement => "--placement",
         Opt::Build => "--build",
         Opt::Steps => "--steps",

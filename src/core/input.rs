@@ -91,13 +91,12 @@ pub(crate) enum Opt {
     Dir,
     NoResidueStep,
     Insn,
-    Threads,
 }
 
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
     #[cfg(test)]
-    pub(crate) const ALL: [Opt; 84] = [
+    pub(crate) const ALL: [Opt; 83] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -181,7 +180,6 @@ impl Opt {
         Opt::Dir,
         Opt::NoResidueStep,
         Opt::Insn,
-        Opt::Threads,
     ];
 }
 

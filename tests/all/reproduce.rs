@@ -6,6 +6,7 @@ use serde_json::Value;
 crate::tests! {
     Shared the_audit_series_is_rebuilt_and_its_change_counted_exactly,
     Shared the_alignment_rfc_s_builds_are_read_and_its_claims_put_to_tests,
+    Shared the_uprobe_thread_s_causes_are_counted_and_its_claims_decided,
     Shared investigations_that_cannot_run_are_refused_before_booting,
 }
 
@@ -329,6 +330,64 @@ fn the_alignment_rfc_s_builds_are_read_and_its_claims_put_to_tests() {
         whole.contains("Each build's functions by the boundary they start on"),
         "{text}"
     );
+}
+
+/// The uprobe thread's causes, counted exactly on the pinned Debian kernels (one boot an arm,
+/// six arms, under a minute here): the kernel instructions a hit of each probe kind, the single
+/// step's slot functions and their atomics in the profile, and the lockless changes' atomics
+/// between 6.1 and 6.12, each claim decided, and in every boot the profile adds up to the
+/// kernel instructions counted, exactly.
+fn the_uprobe_thread_s_causes_are_counted_and_its_claims_decided() {
+    let Some(k) = kernels_in("boot") else { return };
+    let dir = k[0].parent().unwrap().to_str().unwrap();
+    let tmp = scratch();
+    let out_dir = tmp.path().join("out");
+    let args = ["uprobe-thread", "--kernels", dir, "--runs", "1"];
+    let (text, _) = reproduced(tmp.path(), &args);
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("uprobe-thread.json")).unwrap())
+            .unwrap();
+    let claims = r["claims"].as_array().unwrap();
+    let ids: Vec<&str> = claims.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let want = [
+        "ret-costs-more",
+        "uretprobe-ret-costs-more",
+        "xol-slot-functions",
+        "xol-slot-atomics",
+        "lockless-fewer-atomics",
+    ];
+    assert_eq!(ids, want, "{text}");
+    for c in claims {
+        assert_eq!(c["verdict"]["is"], "agrees", "{c}");
+    }
+    let slot = claims
+        .iter()
+        .find(|c| c["id"] == "xol-slot-atomics")
+        .unwrap();
+    let rows = slot["detail"]["rows"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r[0] == "xol_free_insn_slot"), "{slot}");
+    let boots = r["campaign"]["boots"].as_array().unwrap();
+    assert_eq!(boots.len(), 6, "one boot an arm");
+    for b in boots {
+        let f = &b["result"]["emulated_functions"];
+        let kernel = median(metric(&b["result"], "instructions:k (emulated)"));
+        assert_eq!(
+            f["total_per_op"].as_f64(),
+            Some(kernel),
+            "{}: {f}",
+            b["arm"]
+        );
+        let atomics = median(metric(&b["result"], "atomics:k (emulated)"));
+        assert_eq!(
+            f["atomics"]["total_per_op"].as_f64(),
+            Some(atomics),
+            "{}",
+            b["arm"]
+        );
+        assert!(atomics >= 1.0, "a hit takes locks: {}", b["arm"]);
+    }
+    let whole = text.replace("\n  ", " ");
+    assert!(whole.contains("claims of the text 5 of 5 agree"), "{text}");
 }
 
 fn investigations_that_cannot_run_are_refused_before_booting() {

@@ -119,7 +119,7 @@ fn words(m: Measure) -> Vec<String> {
         ],
         Measure::Uprobe => vec!["run".into(), "uprobe".into()],
         Measure::RuleWalk => vec!["audit".into(), "sweep".into()],
-        Measure::UprobeSweep { .. } => vec!["run".into(), "uprobe".into()],
+        Measure::UprobeOn { .. } => vec!["run".into(), "uprobe".into()],
     };
     match m {
         Measure::RuleWalk => w.extend([
@@ -127,13 +127,11 @@ fn words(m: Measure) -> Vec<String> {
             WALK_RULES.into(),
             spelled(Opt::NoResidueStep),
         ]),
-        Measure::UprobeSweep { probe, insn } => w.extend([
+        Measure::UprobeOn { probe, insn } => w.extend([
             spelled(Opt::Probe),
             value(probe.to_possible_value()),
             spelled(Opt::Insn),
             value(insn.to_possible_value()),
-            spelled(Opt::Threads),
-            "1-2".into(),
         ]),
         _ => {}
     }

@@ -98,10 +98,22 @@ mod unit {
         );
         let t = &p.tables[0];
         assert_eq!(t.cells.len(), 160);
-        for a in i.arms {
-            for n in [1, 2] {
-                let c = t.cell(&format!("{} ({n} cpus)", a.name), "M/s").unwrap();
-                assert_eq!(c.arm.as_deref(), Some(a.name));
+        // The 6.12 arms are the table's lines at one CPU; at two the cells are not measured
+        // (one vCPU, counted).
+        for a in i.arms.iter().filter(|a| !a.name.ends_with("-6.1")) {
+            let c = t.cell(&format!("{} (1 cpus)", a.name), "M/s").unwrap();
+            assert_eq!(c.arm.as_deref(), Some(a.name));
+            let c = t.cell(&format!("{} (2 cpus)", a.name), "M/s").unwrap();
+            assert_eq!(c.class, paper::Class::NotReproducible);
+        }
+        let arms: Vec<&str> = i.arms.iter().map(|a| a.name).collect();
+        for claim in &p.claims {
+            let said = serde_json::to_string(&claim.test).unwrap();
+            let named = |k: &str| said.split(&format!("\"{k}\":\"")).nth(1)?.split('"').next();
+            for k in ["arm", "over", "without"] {
+                if let Some(a) = named(k) {
+                    assert!(arms.contains(&a), "{}: no arm {a}", claim.id);
+                }
             }
         }
         let c = t.cell("uretprobe-nop (1 cpus)", "M/s").unwrap();
@@ -146,14 +158,8 @@ mod unit {
         let i = named("uprobe-thread").unwrap();
         let p = i.paper().unwrap();
         let t = &p.tables[0];
-        let nop = boot("uprobe-nop", &[("throughput (1 threads)", 0.2)]);
-        let ret = boot(
-            "uretprobe-nop",
-            &[
-                ("throughput (1 threads)", 0.05),
-                ("throughput (2 threads)", 0.08),
-            ],
-        );
+        let nop = boot("uprobe-nop", &[("throughput", 0.2)]);
+        let ret = boot("uretprobe-nop", &[("throughput", 0.05)]);
         let boots = [(&nop.0, nop.1.clone()), (&ret.0, ret.1.clone())];
         let f = Figures {
             boots: &boots,
@@ -162,9 +168,8 @@ mod unit {
             alignments: &[],
         };
         let ours = |r: &str, c: &str| row(&p, t, t.cell(r, c).unwrap(), &f).ours.unwrap();
-        // Over uprobe-nop's one-CPU figure, and over its own.
+        // Over uprobe-nop's one-CPU figure.
         assert!((ours("uretprobe-nop (1 cpus)", "M/s") - 0.25).abs() < 1e-12);
-        assert!((ours("uretprobe-nop (2 cpus)", "M/s") - 1.6).abs() < 1e-12);
         assert_eq!(
             row(&p, t, t.cell("uprobe-nop (1 cpus)", "M/s").unwrap(), &f).ours,
             None

@@ -7,7 +7,9 @@
 pub(crate) mod aligned;
 pub(crate) mod capacity;
 pub(crate) mod correlates;
+pub(crate) mod exceeds;
 pub(crate) mod least;
+pub(crate) mod profiled;
 pub(crate) mod ranks;
 pub(crate) mod ratio;
 pub(crate) mod rises;
@@ -37,7 +39,9 @@ pub(crate) enum Test {
     Aligned(aligned::Aligned),
     Capacity(capacity::Capacity),
     Correlates(correlates::Correlates),
+    Exceeds(exceeds::Exceeds),
     Least(least::Least),
+    Profiled(profiled::Profiled),
     Ranks(ranks::Ranks),
     Ratio(ratio::Ratio),
     Rises(rises::Rises),
@@ -52,7 +56,9 @@ impl Test {
             Test::Aligned(t) => t,
             Test::Capacity(t) => t,
             Test::Correlates(t) => t,
+            Test::Exceeds(t) => t,
             Test::Least(t) => t,
+            Test::Profiled(t) => t,
             Test::Ranks(t) => t,
             Test::Ratio(t) => t,
             Test::Rises(t) => t,
