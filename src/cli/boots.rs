@@ -166,8 +166,11 @@ pub struct GuestOpts {
     pub cache_model: Option<CacheModel>,
     /// Where the kernel instructions go (implies --emulated-counters): the kernel
     /// instructions per operation of each function, exact, named from the guest's own
-    /// kallsyms (each guest sends it with its result), and between arms the functions that
-    /// gained and lost most: the emulated counterpart of `run --profile`.
+    /// kallsyms (each guest sends it with its result), adding up to instructions:k exactly,
+    /// and between arms the functions that gained and lost most: the emulated counterpart of
+    /// `run --profile`. With it, the atomic read-modify-writes (LOCK-prefixed instructions,
+    /// XCHG with memory) per operation by function and the memory they touched; the guest
+    /// boots with noreplace-smp, which keeps a kernel's LOCK prefixes on one vCPU.
     #[arg(long)]
     pub emulated_profile: bool,
     /// Run each guest's clock on its instructions (QEMU's `-icount shift=SHIFT,sleep=off`,

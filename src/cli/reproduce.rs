@@ -27,7 +27,8 @@ pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
       over the 16-byte build, instructions exact
   syscost reproduce uprobe-thread --kernels target/kernels/boot
       the 2024 uprobe thread: uprobe and uretprobe on a nop and a ret, each an arm of
-      Debian's 6.12 on 2 vCPUs sweeping 1 and 2 threads; its x86-64 table as ratios
+      Debian's 6.12 (and 6.1), counted exactly on one vCPU: instructions a hit, the single
+      step's functions and the atomics, each claim tested; its x86-64 table as ratios
 Every cell is classed by how it is scored: exact (a count of the code the paper changed, or
 its change, within a stated band), modelled (the cache model of the paper's CPU: the paper's
 figure within the middle 80% of the boots, unless that range holds another arm's figure for
