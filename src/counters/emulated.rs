@@ -613,36 +613,9 @@ pub(crate) fn windows(log: &str) -> Vec<Window> {
             }
             continue;
         }
-        if tag == "J" {
-            if let Some(last) = out
-                .last_mut()
-                .filter(|x| x.name == name && x.also_l1i.is_empty())
-            {
-                last.also_l1i = also_l1i(w).unwrap_or_default();
-            }
-            continue;
-        }
-        if tag == "A" {
-            if let Some(last) = out
-                .last_mut()
-                .filter(|x| x.name == name && x.atomics.is_none())
-            {
-                last.atomics = atomics(w);
-            }
-            continue;
-        }
-        if tag == "B" || tag == "L" {
-            if let Some(last) = out.last_mut().filter(|x| x.name == name)
-                && let Some(pairs) = w.map(hex_pair).collect::<Option<Vec<_>>>()
-            {
-                let to = if tag == "B" {
-                    &mut last.blocks
-                } else {
-                    &mut last.missed_lines
-                };
-                if to.is_empty() {
-                    *to = pairs;
-                }
+        if matches!(tag, "J" | "A" | "B" | "L") {
+            if let Some(last) = out.last_mut().filter(|x| x.name == name) {
+                add_listed(last, tag, w);
             }
             continue;
         }
@@ -672,6 +645,28 @@ pub(crate) fn windows(log: &str) -> Vec<Window> {
         }
     }
     out
+}
+
+/// A window's line of what it lists (`J`: the other L1i models' misses, `A`: its atomics, `B`:
+/// its blocks, `L`: its missed lines), unless it has that list already.
+fn add_listed<'a>(last: &mut Window, tag: &str, w: impl Iterator<Item = &'a str>) {
+    match tag {
+        "J" if last.also_l1i.is_empty() => last.also_l1i = also_l1i(w).unwrap_or_default(),
+        "A" if last.atomics.is_none() => last.atomics = atomics(w),
+        "B" | "L" => {
+            let to = if tag == "B" {
+                &mut last.blocks
+            } else {
+                &mut last.missed_lines
+            };
+            if to.is_empty()
+                && let Some(pairs) = w.map(hex_pair).collect::<Option<Vec<_>>>()
+            {
+                *to = pairs;
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A `J` line's `SETS:WAYS:LINE U K` triples.

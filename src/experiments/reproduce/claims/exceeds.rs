@@ -35,12 +35,7 @@ impl Check for Exceeds {
         let arm = f.per_boot(&self.arm, &self.metrics);
         let over = f.per_boot(&self.over, &self.metrics);
         let (Some(a), Some(o)) = (range(&arm), range(&over)) else {
-            return Outcome::missing(format!(
-                "{} and {} need a boot each with {}",
-                self.arm,
-                self.over,
-                self.metrics.join(" + ")
-            ));
+            return Outcome::two_arms_missing(&self.arm, &self.over, &self.metrics);
         };
         let found = format!(
             "{} {} against {} {} (x{:.3})",

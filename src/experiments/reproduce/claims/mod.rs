@@ -103,6 +103,14 @@ impl Outcome {
     pub(crate) fn missing(why: String) -> Outcome {
         Outcome::of(String::new(), Verdict::NotMeasured(why))
     }
+
+    /// Two arms' figures are needed, a boot each at least.
+    pub(crate) fn two_arms_missing(arm: &str, over: &str, metrics: &[String]) -> Outcome {
+        Outcome::missing(format!(
+            "{arm} and {over} need a boot each with {}",
+            metrics.join(" + ")
+        ))
+    }
 }
 
 /// A claim's own table: a row per arm, each cell as shown.

@@ -38,12 +38,7 @@ impl Check for Ratio {
         let arm = f.per_boot(&self.arm, &self.metrics);
         let over = f.per_boot(&self.over, &self.metrics);
         let Some((r, range)) = cross_ratio(&arm, &over) else {
-            return Outcome::missing(format!(
-                "{} and {} need a boot each with {}",
-                self.arm,
-                self.over,
-                self.metrics.join(" + ")
-            ));
+            return Outcome::two_arms_missing(&self.arm, &self.over, &self.metrics);
         };
         let found = format!(
             "{} over {} and {} boots",
