@@ -117,8 +117,10 @@ const DERIVED: &[(&str, &str, &str, f64, &str)] = &[
 pub(crate) fn run_could_have(name: &str) -> bool {
     use crate::counters::emulated::Count;
     let emulated = || {
-        (Count::ALL.iter().chain(&[Count::Atomics]))
-            .any(|c| c.parts().iter().any(|&p| c.part_name(p) == name))
+        (Count::ALL
+            .iter()
+            .chain(&[Count::Atomics, Count::LinesMoved]))
+        .any(|c| c.parts().iter().any(|&p| c.part_name(p) == name))
             || other_l1i(name)
     };
     let event = || crate::counters::events::parse_event_list(&[name]).is_ok();
@@ -297,7 +299,7 @@ fn units_of(
     let (mut measured, mut overhead) = (Units::default(), Units::default());
     for run in runs {
         let mut oh = per_op(&pool(&run.overhead, n));
-        for (i, fit) in exact_fits(&run.overhead, exact) {
+        for (i, fit, _) in exact_fits(&run.overhead, exact) {
             oh[i + 1] = Some(fit.slope());
         }
         if !run.overhead.is_empty() {
@@ -308,8 +310,11 @@ fn units_of(
         let values: Vec<Vec<Option<f64>>> = if by_sample {
             let one = |s: &Sample| {
                 let mut v = per_op(&pool(std::slice::from_ref(s), n));
-                for (i, fit) in &fits {
-                    let c = s.counts[*i].map(|c| c.value);
+                for (i, fit, on) in &fits {
+                    // A window off an exact count's line had other work in it: no value, as
+                    // it is no point of the line.
+                    let c = (s.counts[*i].map(|c| c.value))
+                        .filter(|&c| on.as_ref().is_none_or(|on| on.contains(&(s.ops, c))));
                     v[i + 1] = c.and_then(|c| fit.per_op(s.ops, c));
                 }
                 v
@@ -322,7 +327,7 @@ fn units_of(
                 p.counts[i] = every.counts[i];
             }
             let mut v = per_op(&p);
-            for (i, fit) in &fits {
+            for (i, fit, _) in &fits {
                 v[i + 1] = Some(fit.slope());
             }
             vec![v]
@@ -355,30 +360,41 @@ enum Exact {
     /// A cache model's misses, which vary from call to call: its line is drawn through every
     /// window.
     Modelled,
+    /// The lines taken from other vCPUs, which follow how the host interleaves the vCPUs (in
+    /// slices of its scheduler, not of the operations): every window's lines over every
+    /// window's operations, no line, never below 0.
+    Shared,
 }
 
 impl Exact {
     fn of(name: &str, emulated: bool) -> Exact {
-        match (emulated, crate::counters::emulated::is_modelled(name)) {
+        use crate::counters::emulated::{Count, is_modelled};
+        match (emulated, is_modelled(name)) {
             (false, _) => Exact::No,
+            (true, _) if name.starts_with(&*Count::LinesMoved.event()) => Exact::Shared,
             (true, false) => Exact::Count,
             (true, true) => Exact::Modelled,
         }
     }
 }
 
-/// Each exact event's line over `samples` (event index, fit), where its counted windows have
-/// two sizes or more: its figure is then the slope, and what a window pays once cancels.
-fn exact_fits(samples: &[Sample], exact: &[Exact]) -> Vec<(usize, crate::stats::slope::Fit)> {
+/// An exact event's line: its fit, and for a count the windows it is drawn through
+/// (operations, count).
+type Line = (usize, crate::stats::slope::Fit, Option<Vec<(u64, u64)>>);
+
+/// Each exact event's line over `samples` (event index, fit, the windows on it), where its
+/// counted windows have two sizes or more: its figure is then the slope, and what a window
+/// pays once cancels.
+fn exact_fits(samples: &[Sample], exact: &[Exact]) -> Vec<Line> {
     use crate::stats::slope::{Fit, on_the_line};
     (exact.iter().enumerate())
-        .filter_map(|(i, e)| {
-            let fit = match e {
-                Exact::No => return None,
-                Exact::Count => Fit::of(on_the_line(windows_of(samples, i))),
-                Exact::Modelled => Fit::of(windows_of(samples, i)),
-            };
-            Some((i, fit?))
+        .filter_map(|(i, e)| match e {
+            Exact::No | Exact::Shared => None,
+            Exact::Count => {
+                let on = on_the_line(windows_of(samples, i));
+                Some((i, Fit::of(on.iter().copied())?, Some(on)))
+            }
+            Exact::Modelled => Some((i, Fit::of(windows_of(samples, i))?, None)),
         })
         .collect()
 }
@@ -795,6 +811,41 @@ mod tests {
             "{:?}",
             m[2].values
         );
+        // One run whose window of 512 had other work in it (a task's periodic work, 1,000
+        // more): off the line, it is no unit, and the run's figure is the line's, whole.
+        let polluted = vec![
+            w(256, Some(305 * 256 + 43)),
+            w(512, Some(305 * 512 + 43 + 1000)),
+            w(1024, Some(305 * 1024 + 43)),
+            w(256, Some(305 * 256 + 43)),
+        ];
+        let one = &analyze_with(
+            &[run(0, polluted, vec![])],
+            &events,
+            "call",
+            false,
+            Estimator::Median,
+        )
+        .0;
+        assert_eq!(one[2].values, [305.0, 305.0, 305.0]);
+        assert_eq!(one[2].units, [0, 2, 3]);
+    }
+
+    /// The lines taken from other vCPUs are every window's lines over every window's calls:
+    /// no line through them (how many a window takes follows the host's slices, not the
+    /// calls), never below 0.
+    #[test]
+    fn lines_moved_are_a_ratio_of_sums() {
+        let events = vec![EventRecord {
+            spec: EventSpec::emulated("lines-moved:k (emulated)", true),
+            group: 1,
+            status: EventStatus::Counting,
+        }];
+        // A slope through these would be negative: (9 - 12) / (1024 - 256).
+        let w = |n: u64, c: u64| sample(n, 700 * n, &[Some(c)]);
+        let runs = vec![run(0, vec![w(256, 12), w(1024, 9)], vec![]); 2];
+        let m = &analyze_with(&runs, &events, "call", false, Estimator::Median).0;
+        assert_eq!(m[1].values, [21.0 / 1280.0, 21.0 / 1280.0]);
     }
 
     #[test]

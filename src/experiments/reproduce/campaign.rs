@@ -103,6 +103,9 @@ impl Investigation {
     }
 }
 
+/// The base window of the uprobe thread's counted arms, in hits.
+const UPROBE_WINDOW: u64 = 64;
+
 /// The words of a measuring command, which the guest's syscost runs.
 fn words(m: Measure) -> Vec<String> {
     use clap::ValueEnum;
@@ -127,11 +130,18 @@ fn words(m: Measure) -> Vec<String> {
             WALK_RULES.into(),
             spelled(Opt::NoResidueStep),
         ]),
+        // Windows of 64, 128 and 256 hits: a few milliseconds each under TCG, so that the
+        // task's own periodic work (6.12's task_mm_cid_work, queued by a tick every 100 ms of
+        // its run time and run on its return to user space, counted as the task's) lands in
+        // few of them; with 256 to 1,024 hits a window, it lay in most on a slow host and the
+        // count's line had too few windows on it to be whole.
         Measure::UprobeOn { probe, insn } => w.extend([
             spelled(Opt::Probe),
             value(probe.to_possible_value()),
             spelled(Opt::Insn),
             value(insn.to_possible_value()),
+            spelled(Opt::Ops),
+            UPROBE_WINDOW.to_string(),
         ]),
         _ => {}
     }
