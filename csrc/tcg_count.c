@@ -26,6 +26,22 @@
  * interrupt left out), and the kernel's by instruction and by the 64-byte line it touched: the
  * locks, reference counts and bitmaps a path takes, and where they are.
  *
+ * With `vcpus=N` (N > 1, the guest's vCPUs), the counts are one vCPU's: the one whose mark
+ * began the window (its owner). QEMU 7.2's inline adds land in one counter whichever vCPU
+ * runs the code, so each block's instructions and each branch are counted by a callback that
+ * acts only on the owner; every other callback acts only on it too. A window ended on another
+ * vCPU than began it (its task moved) is refused (`R NAME moved`).
+ *
+ * With `lines=MIB` too (the guest's memory), a coherence model across the vCPUs: each 64-byte
+ * line of guest-physical memory below MIB has the vCPUs holding a copy and the vCPU that last
+ * wrote it, updated by every vCPU's every access (a compare-and-swap: the vCPUs run on host
+ * threads at once). The owner's access in a window takes a line from another vCPU when it
+ * reads a line another vCPU wrote since this one last held it, or writes a line another vCPU
+ * holds: what hardware calls a HITM or an invalidation, counted user and kernel apart, and
+ * the kernel's by instruction and by the line's virtual address. The caches are infinite
+ * here (a line is held until another vCPU writes it): what moves is what sharing moves, not
+ * what capacity evicts; how often depends on how the host interleaves the vCPUs' threads.
+ *
  * With the argument `counts=PATH`, each `W` line is also sent to the Unix socket at PATH (a
  * QEMU chardev that is the guest's second serial port in a LAVA job): the guest then has its
  * own counts and can report them as the job's test cases. Sent without waiting (a full socket
@@ -56,7 +72,10 @@
  *   A NAME ATOM_U ATOM_K DROPPED INSN:LINE:N ...   (with atomics=1; hexadecimal pairs: each
  *                                   kernel atomic's address, the line it touched, how often;
  *                                   DROPPED: those past the table's 512 distinct pairs)
- *   R NAME asleep | unopened   (a window refused: begun before the wake, or ended unbegun)
+ *   M NAME TAKEN_U TAKEN_K DROPPED INSN:LINE:N ...   (with lines=: the lines taken from
+ *                                   other vCPUs, and the kernel's by instruction and line)
+ *   R NAME asleep | unopened | moved   (a window refused: begun before the wake, ended
+ *                                      unbegun, or ended on another vCPU)
  *
  * build.rs compiles it into a shared object that syscost carries and writes beside a
  * campaign's boots (`campaign --emulated-counters`); bench/tcg_count.sh builds it on its own
@@ -122,11 +141,21 @@ void qemu_plugin_reset(qemu_plugin_id_t, qemu_plugin_simple_cb_t);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
-/* What is counted, per privilege (0 user, 1 kernel). One vCPU: no per-vCPU slots. */
+/* What is counted, per privilege (0 user, 1 kernel): the owner vCPU's alone. */
 enum { INSN, BR, BRA, LD, ST, LDM, STM, IM, L2M, KINDS };
 static uint64_t count[KINDS][2], at[KINDS][2];
 static uint64_t window;
 static bool in_window;
+/* `vcpus=N`: the guest's vCPUs (1: the inline adds count, every callback acts), and the vCPU
+ * whose mark began the last window, written by it and read by all. */
+static unsigned n_vcpus = 1;
+static volatile int owner = -1;
+
+/* Whether vCPU `vcpu`'s callback acts: the owner's alone (before any window, none). */
+static inline bool mine(unsigned int vcpu)
+{
+	return n_vcpus == 1 || (int)vcpu == owner;
+}
 /* `asleep=1` until the first wake: only the marks are instrumented. */
 static bool asleep;
 
@@ -276,7 +305,7 @@ static size_t n_met, cap_met;
 static void block_ran(unsigned int vcpu, void *u)
 {
 	struct block *b = u;
-	if (!in_window || depth)
+	if (!mine(vcpu) || !in_window || depth)
 		return;
 	if (!b->in_window) {
 		if (n_met == cap_met) {
@@ -322,59 +351,96 @@ static struct site sites[SITE_SLOTS];
 static unsigned n_sites;
 static const struct locked_insn *pending;
 
+/* `lines=MIB`: the lines the owner took from other vCPUs in the current window, [user,
+ * kernel], and the kernel's by (instruction, line), as the atomics'. */
+static bool coherent;
+static uint64_t moved[2], moved_at[2], moved_dropped;
+static struct site moved_sites[SITE_SLOTS];
+static unsigned n_moved_sites;
+
 static void atomic_ran(unsigned int vcpu, void *u)
 {
-	pending = u;
+	if (mine(vcpu))
+		pending = u;
 }
 
-static void note_site(uint64_t insn, uint64_t line)
+/* One more of (insn, line) in the table `t` of `*n` sites, or one more dropped. */
+static void note_at(struct site *t, unsigned *n, uint64_t *dropped, uint64_t insn, uint64_t line)
 {
 	unsigned i = (unsigned)(((insn ^ line * 31) * 0x9e3779b97f4a7c15ull) >> 54) % SITE_SLOTS;
-	while (sites[i].insn && (sites[i].insn != insn || sites[i].line != line))
+	while (t[i].insn && (t[i].insn != insn || t[i].line != line))
 		i = (i + 1) % SITE_SLOTS;
-	if (!sites[i].insn) {
-		if (n_sites >= SITE_SLOTS / 2) {
-			sites_dropped++;
+	if (!t[i].insn) {
+		if (*n >= SITE_SLOTS / 2) {
+			(*dropped)++;
 			return;
 		}
-		sites[i] = (struct site){ insn, line, 0 };
-		n_sites++;
+		t[i] = (struct site){ insn, line, 0 };
+		(*n)++;
 	}
-	sites[i].n++;
+	t[i].n++;
+}
+
+/* The coherence model's lines, one word each: the vCPUs holding a copy (a bit each, from bit
+ * 8) and the vCPU that last wrote it + 1 (the low 8 bits; 0: none since the wake). */
+static uint64_t *directory;
+static uint64_t n_lines;
+
+/* vCPU `vcpu`'s access to the line at `vaddr`, in the directory: whether it took the line
+ * from another vCPU (read a line another vCPU wrote since this one last held it, or wrote a
+ * line another vCPU holds). */
+static bool shared_line(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, bool store)
+{
+	struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, vaddr);
+	uint64_t line = h ? qemu_plugin_hwaddr_phys_addr(h) >> 6 : n_lines;
+	if (line >= n_lines)
+		return false; /* a device's, or above the memory */
+	uint64_t me = 1ull << (vcpu + 8), old = __atomic_load_n(&directory[line], __ATOMIC_RELAXED);
+	for (;;) {
+		uint64_t writer = old & 0xff, holders = old & ~0xffull, new;
+		bool other_wrote = !(holders & me) && writer && writer != vcpu + 1;
+		bool taken = store ? other_wrote || (holders & ~me) : other_wrote;
+		new = store ? me | (vcpu + 1) : old | me;
+		if (new == old ||
+		    __atomic_compare_exchange_n(&directory[line], &old, new, true, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return taken;
+	}
 }
 
 static void atomic_accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr,
 			    void *u)
 {
 	const struct locked_insn *l = u;
-	if (pending != l)
+	if (!mine(vcpu) || pending != l)
 		return;
 	pending = NULL;
 	if (!in_window || depth)
 		return;
 	atom[l->kernel]++;
 	if (l->kernel)
-		note_site(l->vaddr, vaddr & ~63ull);
+		note_at(sites, &n_sites, &sites_dropped, l->vaddr, vaddr & ~63ull);
 }
 
-/* `A NAME ATOM_U ATOM_K DROPPED INSN:LINE:N ...`, and the table cleared. */
-static void print_atomics(void)
+/* `KIND NAME U K DROPPED INSN:LINE:N ...` (`A` the atomics, `M` the lines taken), and the
+ * table cleared. */
+static void print_sites(char kind, const uint64_t *total, const uint64_t *total_at,
+			struct site *t, unsigned *n, uint64_t *dropped)
 {
-	char *line = malloc(96 + 56 * (size_t)n_sites), *p = line;
-	p += sprintf(p, "A %llx %llu %llu %llu", (unsigned long long)window,
-		     (unsigned long long)(atom[0] - atom_at[0]),
-		     (unsigned long long)(atom[1] - atom_at[1]), (unsigned long long)sites_dropped);
+	char *line = malloc(96 + 56 * (size_t)*n), *p = line;
+	p += sprintf(p, "%c %llx %llu %llu %llu", kind, (unsigned long long)window,
+		     (unsigned long long)(total[0] - total_at[0]),
+		     (unsigned long long)(total[1] - total_at[1]), (unsigned long long)*dropped);
 	for (unsigned i = 0; i < SITE_SLOTS; i++)
-		if (sites[i].insn)
-			p += sprintf(p, " %llx:%llx:%llx", (unsigned long long)sites[i].insn,
-				     (unsigned long long)sites[i].line,
-				     (unsigned long long)sites[i].n);
+		if (t[i].insn)
+			p += sprintf(p, " %llx:%llx:%llx", (unsigned long long)t[i].insn,
+				     (unsigned long long)t[i].line, (unsigned long long)t[i].n);
 	strcpy(p, "\n");
 	qemu_plugin_outs(line);
 	free(line);
-	memset(sites, 0, sizeof sites);
-	n_sites = 0;
-	sites_dropped = 0;
+	memset(t, 0, SITE_SLOTS * sizeof *t);
+	*n = 0;
+	*dropped = 0;
 }
 
 static unsigned fa_home(const struct fa *f, uint64_t line)
@@ -517,6 +583,8 @@ static int since_last;
 
 static void last_started(unsigned int vcpu, void *u)
 {
+	if (!mine(vcpu))
+		return;
 	last_insn = u;
 	since_last = 0;
 }
@@ -539,15 +607,32 @@ static bool delivered(void)
 	return last_insn->learned >= 0 && since_last > last_insn->learned;
 }
 
-static void accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *k)
+/* An instruction that accesses memory, for the models and the coherence model. */
+struct accessor {
+	uint64_t vaddr;
+	int kernel;
+};
+
+static void accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *u)
 {
+	const struct accessor *a = u;
+	int kernel = a->kernel, store = qemu_plugin_mem_is_store(info);
+	bool taken = coherent && shared_line(vcpu, info, vaddr, store);
+	if (!mine(vcpu))
+		return;
 	/* An interrupt's accesses are left out of the models as out of the counts: how many
 	 * land in a window follows the host's speed (the guest's timer runs on the host's clock),
 	 * and a window's misses are then the measured task's alone, the same in every boot for
 	 * the same placement of its objects. */
 	if (delivered() || !in_window || depth || iret_loads)
 		return;
-	int kernel = (uintptr_t)k, store = qemu_plugin_mem_is_store(info);
+	if (taken) {
+		moved[kernel]++;
+		if (kernel)
+			note_at(moved_sites, &n_moved_sites, &moved_dropped, a->vaddr, vaddr & ~63ull);
+	}
+	if (!modelled)
+		return;
 	count[store ? ST : LD][kernel]++;
 	if (hit(&l1d, vaddr, !store))
 		return;
@@ -569,6 +654,8 @@ struct lines {
 static void fetched(unsigned int vcpu, void *u)
 {
 	struct lines *l = u;
+	if (!mine(vcpu))
+		return;
 	block_started(false);
 	iret_loads = false;
 	if (!in_window || depth)
@@ -659,6 +746,7 @@ static void marked(unsigned int vcpu, void *kind)
 		return asleep ? wake() : (void)0;
 	if ((uintptr_t)kind == 1) {
 		/* The window opens in the measured task, in user space: no interrupt is open. */
+		owner = (int)vcpu;
 		depth = 0;
 		iret_loads = false;
 		memcpy(irq_at, irq, sizeof irq_at);
@@ -669,6 +757,10 @@ static void marked(unsigned int vcpu, void *kind)
 		memset(sites, 0, sizeof sites);
 		n_sites = 0;
 		sites_dropped = 0;
+		memcpy(moved_at, moved, sizeof moved_at);
+		memset(moved_sites, 0, sizeof moved_sites);
+		n_moved_sites = 0;
+		moved_dropped = 0;
 		for (size_t i = 0; i < n_met; i++) /* a window whose end was never met */
 			met[i]->in_window = 0;
 		n_met = 0;
@@ -689,6 +781,12 @@ static void marked(unsigned int vcpu, void *kind)
 		return;
 	}
 	in_window = false;
+	if (!mine(vcpu)) {
+		/* Its task moved to another vCPU: what ran where is not one vCPU's count. */
+		snprintf(line, sizeof line, "R %llx moved\n", (unsigned long long)window);
+		qemu_plugin_outs(line);
+		return;
+	}
 	n += snprintf(line, sizeof line, "W %llx", (unsigned long long)window);
 	for (int k = 0; k < kinds; k++)
 		for (int priv = 0; priv < 2; priv++)
@@ -709,7 +807,9 @@ static void marked(unsigned int vcpu, void *kind)
 	if (by_block)
 		print_blocks();
 	if (with_atomics)
-		print_atomics();
+		print_sites('A', atom, atom_at, sites, &n_sites, &sites_dropped);
+	if (coherent)
+		print_sites('M', moved, moved_at, moved_sites, &n_moved_sites, &moved_dropped);
 }
 
 /* Mark 3: 16 more bits of the word being declared. */
@@ -798,6 +898,8 @@ static int entry_at(uint64_t a)
 static void entered(unsigned int vcpu, void *u)
 {
 	uintptr_t kind = (uintptr_t)u & 3, n = (uintptr_t)u >> 2;
+	if (!mine(vcpu))
+		return;
 	block_started(true);
 	if ((depth > 0 || kind == ENTRY_IRQ) && depth++ == 0)
 		memcpy(snap, count, sizeof snap);
@@ -808,6 +910,8 @@ static void entered(unsigned int vcpu, void *u)
  * whose counts move to `irq`. */
 static void returned(unsigned int vcpu, void *u)
 {
+	if (!mine(vcpu))
+		return;
 	count[BRA][1]++;
 	if (depth == 0 || --depth)
 		return;
@@ -817,7 +921,7 @@ static void returned(unsigned int vcpu, void *u)
 			count[k][priv] = snap[k][priv];
 		}
 	irqs++;
-	iret_loads = modelled;
+	iret_loads = modelled || coherent;
 }
 
 static struct lines *lines_of(struct qemu_plugin_tb *tb, size_t n, int kernel)
@@ -835,6 +939,32 @@ static struct lines *lines_of(struct qemu_plugin_tb *tb, size_t n, int kernel)
 	return l;
 }
 
+/* `vcpus=N`: a block's instructions, or one branch, counted for the owner alone. */
+static void block_counted(unsigned int vcpu, void *u)
+{
+	uintptr_t kernel = (uintptr_t)u & 1, n = (uintptr_t)u >> 1;
+	if (mine(vcpu))
+		count[INSN][kernel] += n;
+}
+
+static void branch_counted(unsigned int vcpu, void *u)
+{
+	uintptr_t kernel = (uintptr_t)u & 1, kind = (uintptr_t)u >> 1;
+	if (mine(vcpu))
+		count[kind][kernel]++;
+}
+
+/* One more of `kind` each time `in` runs: an inline add on one vCPU, else a callback. */
+static void count_insn(struct qemu_plugin_insn *in, int kind, int kernel)
+{
+	if (n_vcpus == 1)
+		qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
+							   &count[kind][kernel], 1);
+	else
+		qemu_plugin_register_vcpu_insn_exec_cb(in, branch_counted, QEMU_PLUGIN_CB_NO_REGS,
+						       (void *)(uintptr_t)(kind << 1 | kernel));
+}
+
 static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
@@ -849,9 +979,12 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	if (entry)
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, entered, QEMU_PLUGIN_CB_NO_REGS,
 						     (void *)(uintptr_t)(n << 2 | entry));
-	else
+	else if (n_vcpus == 1)
 		qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64,
 							 &count[INSN][kernel], n);
+	else
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, block_counted, QEMU_PLUGIN_CB_NO_REGS,
+						     (void *)(uintptr_t)(n << 1 | kernel));
 	if (modelled)
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, fetched, QEMU_PLUGIN_CB_NO_REGS,
 						     lines_of(tb, n, kernel));
@@ -866,19 +999,19 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		const unsigned char *d = qemu_plugin_insn_data(in);
 		size_t size = qemu_plugin_insn_size(in);
 		if (conditional(d, size))
-			qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
-								   &count[BR][kernel], 1);
+			count_insn(in, BR, kernel);
 		if (kernel && n_entries && iretq(d, size))
 			qemu_plugin_register_vcpu_insn_exec_cb(in, returned, QEMU_PLUGIN_CB_NO_REGS,
 							       NULL);
 		else if (branch(d, size))
-			qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
-								   &count[BRA][kernel], 1);
-		if (modelled)
+			count_insn(in, BRA, kernel);
+		if (modelled || coherent) {
+			struct accessor *a = malloc(sizeof *a);
+			*a = (struct accessor){ qemu_plugin_insn_vaddr(in), kernel };
 			qemu_plugin_register_vcpu_mem_cb(in, accessed, QEMU_PLUGIN_CB_NO_REGS,
-							 QEMU_PLUGIN_MEM_RW,
-							 (void *)(uintptr_t)kernel);
-		if (modelled && i == n - 1) {
+							 QEMU_PLUGIN_MEM_RW, a);
+		}
+		if ((modelled || coherent) && i == n - 1) {
 			struct last *l = malloc(sizeof *l);
 			l->learned = -1;
 			qemu_plugin_register_vcpu_insn_exec_cb(in, last_started,
@@ -974,6 +1107,25 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 			with_atomics = true;
 			continue;
 		}
+		if (sscanf(argv[a], "vcpus=%u", &n_vcpus) == 1) {
+			if (n_vcpus < 1 || n_vcpus > 56) {
+				fprintf(stderr, "tcg_count: vcpus= takes 1 to 56\n");
+				return -1;
+			}
+			continue;
+		}
+		unsigned mib;
+		if (sscanf(argv[a], "lines=%u", &mib) == 1) {
+			/* One word a line of memory: calloc's pages are the host's only once written. */
+			n_lines = (uint64_t)mib << 14;
+			directory = mib ? calloc(n_lines, sizeof *directory) : NULL;
+			if (!directory) {
+				fprintf(stderr, "tcg_count: lines= takes the guest's memory in MiB\n");
+				return -1;
+			}
+			coherent = true;
+			continue;
+		}
 		if (!strncmp(argv[a], "l1i_also=", 9)) {
 			if (n_also == ALSO_MAX || !geometry(argv[a], "l1i_also", &also[n_also], 2u << 20))
 				return -1;
@@ -1006,6 +1158,11 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 			fprintf(stderr, "tcg_count: l1i_also= takes the L1i's line size\n");
 			return -1;
 		}
+	if (coherent && n_vcpus == 1) {
+		fprintf(stderr, "tcg_count: lines= needs vcpus= of 2 or more: one vCPU shares with "
+				"none\n");
+		return -1;
+	}
 	modelled = d;
 	self = id;
 	qemu_plugin_register_vcpu_tb_trans_cb(id, translated);

@@ -154,7 +154,25 @@ pub(crate) fn plugin_arg(m: &Machine, file: &Path) -> String {
     } else {
         ""
     };
-    format!("file={file},asleep=1{}{blocks}", args.unwrap_or_default())
+    format!(
+        "file={file},asleep=1{}{blocks}{}",
+        args.unwrap_or_default(),
+        vcpus_arg(m)
+    )
+}
+
+/// On more than one vCPU, the plugin counts the measured vCPU's windows alone (`vcpus=`), and
+/// with the profile runs its coherence model over the guest's memory (`lines=`, in MiB: the
+/// memory and, above 2 GiB, the PCI hole below 4 GiB that x86 machines map it around).
+fn vcpus_arg(m: &Machine) -> String {
+    if m.cpus < 2 {
+        return String::new();
+    }
+    let lines = m.emulated_profile.then(|| {
+        let hole = if m.memory_mib > 2048 { 2048 } else { 0 };
+        format!(",lines={}", m.memory_mib + hole)
+    });
+    format!(",vcpus={}{}", m.cpus, lines.unwrap_or_default())
 }
 
 /// Load syscost's plugin at `file` into a QEMU that runs nothing (no machine, paused, told to
@@ -561,5 +579,8 @@ mod unit {
             .map(|a| a.to_owned())
             .collect();
         assert!(!args.iter().any(|a| a == "-icount"));
+        let two = Machine { cpus: 2, ..plain };
+        let arg = plugin_arg(&two, Path::new("/x/tcg_count.so"));
+        assert!(arg.ends_with(",atomics=1,vcpus=2,lines=128"), "{arg}");
     }
 }

@@ -118,7 +118,9 @@ pub struct GuestOpts {
     /// kvm]. Under tcg one vCPU is the default because text patching races between two
     /// emulated vCPUs ("Oops: int3" in 1 of 50 boots of Debian's 6.12 here, none in 100 with
     /// one vCPU); a one-vCPU kernel runs its uniprocessor code (no lock prefixes), and the
-    /// measurement uses one CPU.
+    /// measurement uses one CPU. On more, the emulated counts are the vCPU a window began on
+    /// (pin the measurement with its --cpu), and with --emulated-profile the lines it took
+    /// from the other vCPUs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub guest_cpus: Option<u32>,
     /// Pin the guest's vCPU threads to these host CPUs, vCPU i to the i-th (taskset syntax,
@@ -170,7 +172,10 @@ pub struct GuestOpts {
     /// and between arms the functions that gained and lost most: the emulated counterpart of
     /// `run --profile`. With it, the atomic read-modify-writes (LOCK-prefixed instructions,
     /// XCHG with memory) per operation by function and the memory they touched; the guest
-    /// boots with noreplace-smp, which keeps a kernel's LOCK prefixes on one vCPU.
+    /// boots with noreplace-smp, which keeps a kernel's LOCK prefixes on one vCPU. On more than
+    /// one vCPU, the cache lines the measured vCPU took from the others too
+    /// (`lines-moved:k (emulated)`: a coherence model over the vCPUs, which follows how the
+    /// host runs their threads: a measurement, not an exact count; it slows a boot about 3x).
     #[arg(long)]
     pub emulated_profile: bool,
     /// Run each guest's clock on its instructions (QEMU's `-icount shift=SHIFT,sleep=off`,

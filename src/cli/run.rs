@@ -97,9 +97,10 @@ pub(super) fn unchecked_plan_of(workload: WorkloadSpec, args: &RunArgs) -> Resul
             workload.describe()
         );
     }
-    if !counts.is_empty() && workload.threads().is_some() {
+    if !counts.is_empty() && workload.threads().is_some_and(|t| t > 1) {
         anyhow::bail!(
-            "--copies: {} runs its own producer threads; sweep them with --threads",
+            "--copies: {} with --threads above 1 runs its own producer threads; give one \
+             producer a copy (--threads 1) or sweep the threads without --copies",
             workload.name()
         );
     }

@@ -416,6 +416,11 @@ pub(crate) enum Count {
     /// Atomic read-modify-writes (a LOCK prefix, or XCHG with memory), with the emulated
     /// profile (the plugin's `atomics=1`): the locks, reference counts and bitmaps a path takes.
     Atomics,
+    /// Cache lines taken from other vCPUs (a read of a line another vCPU wrote since this one
+    /// last held it, or a write to a line another vCPU holds), with the emulated profile on
+    /// more than one vCPU (the plugin's `lines=`): what hardware calls HITMs and
+    /// invalidations. How many follows how the host interleaves the vCPUs: a measurement.
+    LinesMoved,
 }
 
 impl Count {
@@ -448,6 +453,7 @@ impl Count {
                 format!("L1-icache-load-misses-{}x{}x{}", g.sets, g.ways, g.line).into()
             }
             Count::Atomics => "atomics".into(),
+            Count::LinesMoved => "lines-moved".into(),
         }
     }
 
@@ -490,9 +496,11 @@ impl Count {
 /// accesses), which vary from call to call with where each call's lines land (the kernel
 /// randomises its stack's offset every syscall) and from run to run with where the objects
 /// were placed, rather than a count of what the code executes, which only what else runs in a
-/// window adds to. Such a figure is compared as a measurement, never by the exact range rule.
+/// window adds to; or the lines taken from other vCPUs, which follow how the host interleaves
+/// the vCPUs. Such a figure is compared as a measurement, never by the exact range rule.
 pub(crate) fn is_modelled(name: &str) -> bool {
-    is_emulated(name) && (name.contains("-misses") || name.contains("miss-%"))
+    is_emulated(name)
+        && (name.contains("-misses") || name.contains("miss-%") || name.contains("lines-moved"))
 }
 
 /// Whether a metric named `name` is an exact count: the plugin's count of what the code
@@ -544,20 +552,26 @@ pub struct Window {
     /// Each other L1i geometry's misses, `[user, kernel]`, in the model's order.
     pub also_l1i: Vec<(Geometry, [u64; 2])>,
     /// The atomic read-modify-writes, with the emulated profile.
-    pub atomics: Option<Atomics>,
+    pub atomics: Option<Sites>,
+    /// The lines taken from other vCPUs (the plugin's coherence model, with the emulated
+    /// profile on more than one vCPU).
+    pub moved: Option<Sites>,
     /// The interrupts the plugin left out of the window, once the guest declared its entries
     /// ([`declare`]); `None`: they are in its counts.
     pub interrupts: Option<Interrupts>,
     /// The plugin refused the window: it began while the plugin was asleep (before the
-    /// guest woke it), so nothing of it was counted.
+    /// guest woke it), or ended on another vCPU than it began on (`vcpu_moved`), so nothing
+    /// of it was counted.
     pub asleep: bool,
+    pub vcpu_moved: bool,
 }
 
-/// A window's atomic read-modify-writes: how many, `[user, kernel]`, and the kernel's by
-/// site: (the instruction's address, the 64-byte line it touched, how often), all of them but
-/// `dropped` (past the plugin's table of 512 pairs).
+/// What a window counts by site (its atomic read-modify-writes, or the lines it took from
+/// other vCPUs): how many, `[user, kernel]`, and the kernel's by site: (the instruction's
+/// address, the 64-byte line it touched, how often), all of them but `dropped` (past the
+/// plugin's table of 512 pairs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Atomics {
+pub struct Sites {
     pub counts: [u64; 2],
     pub sites: Vec<(u64, u64, u64)>,
     pub dropped: u64,
@@ -582,6 +596,9 @@ impl Window {
         if c == Count::Atomics {
             return self.atomics.as_ref().map(|a| a.counts);
         }
+        if c == Count::LinesMoved {
+            return self.moved.as_ref().map(|a| a.counts);
+        }
         let i = Count::ALL.iter().position(|x| *x == c)?;
         self.counts.get(i).copied()
     }
@@ -603,17 +620,19 @@ pub(crate) fn windows(log: &str) -> Vec<Window> {
             continue;
         };
         if tag == "R" {
-            // A refused window: `R NAME asleep` at its begin, `R NAME unopened` at its end.
+            // A refused window: `R NAME asleep` at its begin, `R NAME unopened` at its end;
+            // `R NAME moved` at the end of one whose task moved to another vCPU.
             if out.last().is_none_or(|x| x.name != name || !x.asleep) {
                 out.push(Window {
                     name,
                     asleep: true,
+                    vcpu_moved: w.next() == Some("moved"),
                     ..Window::default()
                 });
             }
             continue;
         }
-        if matches!(tag, "J" | "A" | "B" | "L") {
+        if matches!(tag, "J" | "A" | "M" | "B" | "L") {
             if let Some(last) = out.last_mut().filter(|x| x.name == name) {
                 add_listed(last, tag, w);
             }
@@ -647,12 +666,14 @@ pub(crate) fn windows(log: &str) -> Vec<Window> {
     out
 }
 
-/// A window's line of what it lists (`J`: the other L1i models' misses, `A`: its atomics, `B`:
-/// its blocks, `L`: its missed lines), unless it has that list already.
+/// A window's line of what it lists (`J`: the other L1i models' misses, `A`: its atomics, `M`:
+/// the lines it took from other vCPUs, `B`: its blocks, `L`: its missed lines), unless it has
+/// that list already.
 fn add_listed<'a>(last: &mut Window, tag: &str, w: impl Iterator<Item = &'a str>) {
     match tag {
         "J" if last.also_l1i.is_empty() => last.also_l1i = also_l1i(w).unwrap_or_default(),
-        "A" if last.atomics.is_none() => last.atomics = atomics(w),
+        "A" if last.atomics.is_none() => last.atomics = sites(w),
+        "M" if last.moved.is_none() => last.moved = sites(w),
         "B" | "L" => {
             let to = if tag == "B" {
                 &mut last.blocks
@@ -689,8 +710,8 @@ fn also_l1i<'a>(words: impl Iterator<Item = &'a str>) -> Option<Vec<(Geometry, [
         .collect()
 }
 
-/// An `A` line's `ATOM_U ATOM_K DROPPED INSN:LINE:N ...` (the triples hexadecimal).
-fn atomics<'a>(mut words: impl Iterator<Item = &'a str>) -> Option<Atomics> {
+/// An `A` or `M` line's `U K DROPPED INSN:LINE:N ...` (the triples hexadecimal).
+fn sites<'a>(mut words: impl Iterator<Item = &'a str>) -> Option<Sites> {
     let mut number = || words.next()?.parse::<u64>().ok();
     let (user, kernel, dropped) = (number()?, number()?, number()?);
     let sites = words
@@ -700,7 +721,7 @@ fn atomics<'a>(mut words: impl Iterator<Item = &'a str>) -> Option<Atomics> {
             x.next().is_none().then_some(site)
         })
         .collect::<Option<Vec<_>>>()?;
-    Some(Atomics {
+    Some(Sites {
         counts: [user, kernel],
         sites,
         dropped,
@@ -785,6 +806,31 @@ mod unit {
         assert_eq!(a.sites, sites);
         assert_eq!(w[0].count(Count::Atomics), Some([1, 5]));
         assert_eq!(w[1].atomics, None, "a damaged line is no count");
+        // The lines taken from other vCPUs: an M line, as an A line; a window whose task
+        // moved to another vCPU is refused at its end and says so.
+        let log = "W 7 1 2 3 4\nA 7 0 1 0\nM 7 0 2 0 ffffffff81000010:ffffffff82a06000:2\n\
+                   R 8 moved\nW 9 1 2\nR a asleep\nR a unopened";
+        let w = windows(log);
+        assert_eq!(w[0].count(Count::LinesMoved), Some([0, 2]));
+        let m = w[0].moved.as_ref().unwrap();
+        assert_eq!(m.sites, [(0xffffffff81000010, 0xffffffff82a06000, 2)]);
+        assert_eq!(
+            w[0].count(Count::Atomics),
+            Some([0, 1]),
+            "apart from the atomics"
+        );
+        let refused: Vec<(u64, bool, bool)> =
+            w.iter().map(|w| (w.name, w.asleep, w.vcpu_moved)).collect();
+        assert_eq!(
+            refused,
+            [
+                (7, false, false),
+                (8, true, true),
+                (9, false, false),
+                (10, true, false)
+            ]
+        );
+        assert_eq!(w[2].count(Count::LinesMoved), None, "not counted");
     }
 
     #[test]

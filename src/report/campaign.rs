@@ -280,18 +280,40 @@ impl Campaign {
     /// a column per arm: every function any arm ran one in, most first, with its sites and the
     /// memory they touched.
     pub(crate) fn atomics_grid(&self) -> Option<Grid> {
+        self.sites_grid(
+            |f| f.atomics.as_ref(),
+            " Kernel atomic read-modify-writes per operation by function (emulated, exact: a LOCK \
+             prefix or XCHG with memory, the median over the boots): the locks, reference counts \
+             and bitmaps the path takes, and the memory they are in",
+        )
+    }
+
+    /// The cache lines the measured vCPU took from the others per operation, by the kernel
+    /// function that took them (`--emulated-profile` on more than one vCPU).
+    pub(crate) fn moved_grid(&self) -> Option<Grid> {
+        self.sites_grid(
+            |f| f.moved.as_ref(),
+            " Cache lines taken from other vCPUs per operation by kernel function (emulated: a \
+             read of a line another vCPU wrote since this one held it, or a write to a line \
+             another vCPU holds; how many follows how the host interleaves the vCPUs' threads, a \
+             measurement, the median over the boots), and the memory they are in",
+        )
+    }
+
+    /// What each arm's profile counted by site (`of`), per function, under `title`.
+    fn sites_grid(
+        &self,
+        of: impl Fn(&EmulatedFunctions) -> Option<&EmulatedAtomics>,
+        title: &str,
+    ) -> Option<Grid> {
         let arms: Vec<(&str, &EmulatedAtomics)> = (self.figures.iter())
-            .filter_map(|f| Some((f.arm.as_str(), f.functions.as_ref()?.atomics.as_ref()?)))
+            .filter_map(|f| Some((f.arm.as_str(), of(f.functions.as_ref()?)?)))
             .collect();
         arms.first()?;
         let mut headers: Vec<&str> = vec!["function"];
         headers.extend(arms.iter().map(|(a, _)| *a));
         headers.push("memory");
-        let mut g = Grid::new(&headers).right(1..headers.len() - 1).title(
-            " Kernel atomic read-modify-writes per operation by function (emulated, exact: a LOCK \
-             prefix or XCHG with memory, the median over the boots): the locks, reference counts \
-             and bitmaps the path takes, and the memory they are in",
-        );
+        let mut g = Grid::new(&headers).right(1..headers.len() - 1).title(title);
         let mut row: Vec<Cell> = vec!["(all)".into()];
         row.extend(arms.iter().map(|(_, a)| Cell::Num(a.total_per_op)));
         row.push("".into());
@@ -783,6 +805,7 @@ impl Render for Campaign {
         out.extend(self.sets_grid());
         out.extend(self.functions_grid());
         out.extend(self.atomics_grid());
+        out.extend(self.moved_grid());
         out.extend(self.rules_grids());
         if let Some(c) = &self.comparison {
             let mut d = c.decisive_delta_grid();
@@ -901,7 +924,10 @@ impl ResultKind for Campaign {
         if let Some(g) = self.functions_grid() {
             s.table(&g);
         }
-        if let Some(g) = self.atomics_grid() {
+        for g in [self.atomics_grid(), self.moved_grid()]
+            .into_iter()
+            .flatten()
+        {
             s.table(&g);
         }
         match &self.comparison {

@@ -30,6 +30,10 @@ pub struct EmulatedFunctions {
     /// The kernel's atomic read-modify-writes per operation, by instruction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub atomics: Option<EmulatedAtomics>,
+    /// The cache lines the measured vCPU took from other vCPUs per operation, by the kernel
+    /// instruction that took them (on more than one vCPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<EmulatedAtomics>,
 }
 
 /// A result's kernel atomic read-modify-writes per operation (a LOCK prefix, or XCHG with
@@ -152,6 +156,7 @@ impl EmulatedFunctions {
             functions,
             unnamed_per_op: per_op(unnamed),
             atomics: None,
+            moved: None,
         }
     }
 
@@ -184,6 +189,12 @@ impl EmulatedFunctions {
                 &profiles
                     .iter()
                     .filter_map(|p| p.atomics.as_ref())
+                    .collect::<Vec<_>>(),
+            ),
+            moved: EmulatedAtomics::median(
+                &profiles
+                    .iter()
+                    .filter_map(|p| p.moved.as_ref())
                     .collect::<Vec<_>>(),
             ),
         })

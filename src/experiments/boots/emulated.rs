@@ -135,10 +135,12 @@ fn counted(windows: &[Window]) -> Result<Vec<Count>, String> {
     let n = first.map_or(0, |w| w.counts.len());
     let also: Vec<_> = first.map_or(Vec::new(), |w| w.also_l1i.iter().map(|a| a.0).collect());
     let atomics = first.is_some_and(|w| w.atomics.is_some());
+    let moved = first.is_some_and(|w| w.moved.is_some());
     let same = |w: &Window| {
         w.counts.len() == n
             && w.also_l1i.iter().map(|a| a.0).eq(also.clone())
             && w.atomics.is_some() == atomics
+            && w.moved.is_some() == moved
     };
     if counting.any(|w| !same(w)) || n > Count::ALL.len() {
         return Err("the plugin's windows differ in what they count".into());
@@ -146,6 +148,7 @@ fn counted(windows: &[Window]) -> Result<Vec<Count>, String> {
     let mut counts = Count::ALL[..n].to_vec();
     counts.extend(also.into_iter().map(Count::L1iMissesOf));
     counts.extend(atomics.then_some(Count::Atomics));
+    counts.extend(moved.then_some(Count::LinesMoved));
     Ok(counts)
 }
 
@@ -212,6 +215,14 @@ fn joined(
                 j.asleep, j.windows
             ));
         }
+        if j.moved > 0 {
+            r.warnings.push(format!(
+                "emulated counts: {} of {} windows left out: the measured task moved to \
+                 another vCPU during them, and the plugin counts one vCPU's windows (pin it: \
+                 --cpu)",
+                j.moved, j.windows
+            ));
+        }
         if j.interrupts.is_none() {
             r.warnings.push(
                 "emulated counts include the interrupts that landed in their windows (timer \
@@ -232,8 +243,9 @@ struct Joined {
     /// of the operation.
     waits: bool,
     crowded: usize,
-    /// Windows the plugin refused: begun while it was asleep.
+    /// Windows the plugin refused: begun while it was asleep, or ended on another vCPU.
     asleep: usize,
+    moved: usize,
     /// Sample windows an interrupt landed in, left out for those it did not.
     ticked: usize,
     windows: usize,
@@ -255,6 +267,7 @@ impl Joined {
             waits: r.workload.waits().is_some(),
             crowded: 0,
             asleep: 0,
+            moved: 0,
             ticked: 0,
             windows: 0,
             interrupts: None,
@@ -309,7 +322,8 @@ impl Joined {
         for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
             let ticked = only_quiet && sampled(k) && !quiet(w);
             let alone = alone(k, sample, w) && !ticked;
-            self.asleep += usize::from(w.asleep);
+            self.asleep += usize::from(w.asleep && !w.vcpu_moved);
+            self.moved += usize::from(w.vcpu_moved);
             self.ticked += usize::from(ticked && !w.asleep);
             self.crowded += usize::from(!alone && !w.asleep && !ticked);
             self.windows += 1;
@@ -547,6 +561,7 @@ mod unit {
                     missed_lines: vec![(0xffff888004123440, 3 * s.ops), (0x7f00, s.ops)],
                     also_l1i: Vec::new(),
                     atomics: None,
+                    moved: None,
                     blocks: vec![
                         (0xffffffffa1000010, (kernel - 5) * s.ops),
                         (0xffffffffa1000100, 5 * s.ops),
@@ -558,6 +573,7 @@ mod unit {
                         open: false,
                     }),
                     asleep: false,
+                    vcpu_moved: false,
                 });
             }
         }

@@ -13,10 +13,11 @@
 //! the two runs) whose total is the runs' median, as the count's figure is.
 //!
 //! With the profile, the plugin also counts the kernel's atomic read-modify-writes by
-//! instruction (`atomics=1`): each site's figure is drawn through the same windows, named
+//! instruction (`atomics=1`), and on more than one vCPU the lines the measured vCPU took from
+//! the others (`lines=`): each site's figure is drawn through the same windows, named
 //! `function+0xOFFSET`, with what memory it touched.
 
-use crate::counters::emulated::{Count, Window};
+use crate::counters::emulated::{Count, Sites, Window};
 use crate::profile::symbols::Kallsyms;
 use crate::results::functions::{EmulatedAtomics, EmulatedFunctions};
 use crate::stats::slope;
@@ -27,16 +28,23 @@ struct BlockWindow {
     ops: u64,
     kernel: u64,
     blocks: HashMap<u64, u64>,
-    /// The kernel's atomics and their sites, when the plugin counted them.
-    atomics: Option<(u64, HashMap<u64, u64>)>,
+    /// What the plugin counted by site ([`LISTED`]): the kernel's count and its sites.
+    sites: [Option<(u64, HashMap<u64, u64>)>; 2],
 }
 
-/// One run's profile: its blocks per operation and their total, and its atomics by site and
-/// theirs.
+/// What a window counts by site: its atomics, and the lines it took from other vCPUs.
+const LISTED: [Count; 2] = [Count::Atomics, Count::LinesMoved];
+
+fn listed(w: &Window, kind: usize) -> Option<&Sites> {
+    [&w.atomics, &w.moved][kind].as_ref()
+}
+
+/// One run's profile: its blocks per operation and their total, and what it counted by site
+/// ([`LISTED`]) per operation, by site and in all.
 struct RunProfile {
     blocks: HashMap<u64, f64>,
     total: f64,
-    atomics: Option<(HashMap<u64, f64>, f64)>,
+    sites: [Option<(HashMap<u64, f64>, f64)>; 2],
 }
 
 /// Where an atomic's line lies: in the kernel's image (its static data: the top 2 GiB, as
@@ -68,10 +76,10 @@ pub(super) struct BlockSums {
     /// Sample windows whose blocks do not add up to their kernel instructions: (run index,
     /// window, kernel instructions, the blocks' sum).
     short: Vec<(u32, usize, u64, u64)>,
-    /// Each atomic site's memory, as [`region`] bits.
-    memory: HashMap<u64, u8>,
-    /// Atomics the plugin's table had no room for.
-    dropped: u64,
+    /// Each site's memory, as [`region`] bits, of each kind ([`LISTED`]).
+    memory: [HashMap<u64, u8>; 2],
+    /// What the plugin's tables had no room for, of each kind.
+    dropped: [u64; 2],
 }
 
 impl BlockSums {
@@ -96,21 +104,23 @@ impl BlockSums {
             self.short.push((run, k, kernel, sum));
             return;
         }
-        let atomics = w.atomics.as_ref().map(|a| {
-            self.dropped += a.dropped;
-            let mut sites: HashMap<u64, u64> = HashMap::new();
-            for &(insn, line, n) in &a.sites {
-                *sites.entry(insn).or_default() += n;
-                *self.memory.entry(insn).or_default() |= region(line);
-            }
-            (a.counts[1], sites)
+        let sites = [0, 1].map(|kind| {
+            listed(w, kind).map(|a| {
+                self.dropped[kind] += a.dropped;
+                let mut sites: HashMap<u64, u64> = HashMap::new();
+                for &(insn, line, n) in &a.sites {
+                    *sites.entry(insn).or_default() += n;
+                    *self.memory[kind].entry(insn).or_default() |= region(line);
+                }
+                (a.counts[1], sites)
+            })
         });
         if let Some(windows) = self.runs.last_mut() {
             windows.push(BlockWindow {
                 ops,
                 kernel,
                 blocks,
-                atomics,
+                sites,
             });
         }
     }
@@ -128,12 +138,14 @@ impl BlockSums {
         } else if self.seen && windows > 0 && !symbols {
             out.push("no emulated profile: the guest sent no kernel symbols".into());
         }
-        if self.dropped > 0 {
-            out.push(format!(
-                "emulated profile: {} atomics left out of its sites (more distinct sites and \
-                 lines in a window than the plugin's table holds); the atomics' count has them",
-                self.dropped
-            ));
+        for (kind, dropped) in self.dropped.iter().enumerate() {
+            if *dropped > 0 {
+                out.push(format!(
+                    "emulated profile: {dropped} {} left out of its sites (more distinct sites \
+                     and lines in a window than the plugin's table holds); their count has them",
+                    LISTED[kind].event()
+                ));
+            }
         }
         if let Some(&(run, k, kernel, sum)) = self.short.first() {
             out.push(format!(
@@ -165,15 +177,17 @@ impl BlockSums {
             }
             out
         };
-        let atomics = (middle.iter().all(|r| r.atomics.is_some())).then(|| {
-            let of = middle.iter().filter_map(|r| r.atomics.as_ref());
-            let total = of.clone().map(|a| a.1).sum::<f64>() / middle.len() as f64;
-            (mean(&mut of.map(|a| &a.0)), total)
+        let sites = [0, 1].map(|kind| {
+            (middle.iter().all(|r| r.sites[kind].is_some())).then(|| {
+                let of = middle.iter().filter_map(|r| r.sites[kind].as_ref());
+                let total = of.clone().map(|a| a.1).sum::<f64>() / middle.len() as f64;
+                (mean(&mut of.map(|a| &a.0)), total)
+            })
         });
         Some(RunProfile {
             blocks: mean(&mut middle.iter().map(|r| &r.blocks)),
             total: middle.iter().map(|r| r.total).sum::<f64>() / middle.len() as f64,
-            atomics,
+            sites,
         })
     }
 
@@ -188,15 +202,20 @@ impl BlockSums {
         // The blocks' slopes add up to the count's, but in floating point: the total is the
         // count's own, whole where it is.
         f.total_per_op = p.total;
-        f.atomics = p.atomics.map(|(sites, total)| {
-            let sites = (sites.into_iter())
-                .map(|(a, n)| {
-                    let memory = regions(self.memory.get(&a).copied().unwrap_or(0));
-                    (a.wrapping_add(shift), (n, memory))
-                })
-                .collect();
-            EmulatedAtomics::of(&sites, table, total)
-        });
+        let [atomics, moved] = p.sites;
+        let name = |kind: usize, s: Option<(HashMap<u64, f64>, f64)>| {
+            s.map(|(sites, total)| {
+                let sites = (sites.into_iter())
+                    .map(|(a, n)| {
+                        let memory = self.memory[kind].get(&a).copied().unwrap_or(0);
+                        (a.wrapping_add(shift), (n, regions(memory)))
+                    })
+                    .collect();
+                EmulatedAtomics::of(&sites, table, total)
+            })
+        };
+        f.atomics = name(0, atomics);
+        f.moved = name(1, moved);
         Some(f)
     }
 }
@@ -224,6 +243,33 @@ fn slopes<'a>(
         .collect()
 }
 
+/// Every window's count over every window's operations (0 without operations).
+fn ratio(counts: &[(u64, u64)]) -> f64 {
+    let (ops, n) = (counts.iter()).fold((0u64, 0u64), |(o, n), w| (o + w.0, n + w.1));
+    if ops == 0 { 0.0 } else { n as f64 / ops as f64 }
+}
+
+/// Each key's [`ratio`] over `chosen`.
+fn ratios<'a>(
+    chosen: &[&'a BlockWindow],
+    of: impl Fn(&'a BlockWindow) -> Option<&'a HashMap<u64, u64>>,
+) -> HashMap<u64, f64> {
+    let mut keys: Vec<u64> = (chosen.iter())
+        .filter_map(|w| of(w))
+        .flat_map(|m| m.keys().copied())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    (keys.into_iter())
+        .map(|a| {
+            let w: Vec<(u64, u64)> = (chosen.iter())
+                .map(|w| (w.ops, of(w).and_then(|m| m.get(&a)).copied().unwrap_or(0)))
+                .collect();
+            (a, ratio(&w))
+        })
+        .collect()
+}
+
 /// One run's profile over the windows its kernel instructions' line is drawn through;
 /// `None` without windows.
 fn run_per_op(windows: &[BlockWindow]) -> Option<RunProfile> {
@@ -233,17 +279,25 @@ fn run_per_op(windows: &[BlockWindow]) -> Option<RunProfile> {
         .map(|i| &windows[i])
         .collect();
     let total = slope::per_op(&chosen.iter().map(|w| (w.ops, w.kernel)).collect::<Vec<_>>())?;
-    let atomics = (chosen.iter().all(|w| w.atomics.is_some())).then(|| {
-        let counts: Vec<(u64, u64)> = (chosen.iter())
-            .filter_map(|w| Some((w.ops, w.atomics.as_ref()?.0)))
-            .collect();
-        let sites = slopes(&chosen, |w| w.atomics.as_ref().map(|a| &a.1));
-        (sites, slope::per_op(&counts).unwrap_or(0.0))
+    let sites = [0, 1].map(|kind| {
+        (chosen.iter().all(|w| w.sites[kind].is_some())).then(|| {
+            let counts: Vec<(u64, u64)> = (chosen.iter())
+                .filter_map(|w| Some((w.ops, w.sites[kind].as_ref()?.0)))
+                .collect();
+            if LISTED[kind] == Count::LinesMoved {
+                // Lines moved follow the host's slices, not the operations: a ratio of sums,
+                // as their count's figure (results::metrics).
+                let sites = ratios(&chosen, |w| w.sites[kind].as_ref().map(|a| &a.1));
+                return (sites, ratio(&counts));
+            }
+            let sites = slopes(&chosen, |w| w.sites[kind].as_ref().map(|a| &a.1));
+            (sites, slope::per_op(&counts).unwrap_or(0.0))
+        })
     });
     Some(RunProfile {
         blocks: slopes(&chosen, |w| Some(&w.blocks)),
         total,
-        atomics,
+        sites,
     })
 }
 
@@ -343,7 +397,7 @@ mod unit {
     /// named function+offset with the memory its lines were in.
     #[test]
     fn atomics_are_named_by_site_with_their_memory() {
-        use crate::counters::emulated::Atomics;
+        use crate::counters::emulated::Sites;
         let mut s = BlockSums::default();
         s.run();
         let heap = 0xffff888004123440;
@@ -358,7 +412,7 @@ mod unit {
                 (A + 0x38, 0xffffffff82000000, 3),
                 (B + 0x10, heap + 64, ops),
             ];
-            w.atomics = Some(Atomics {
+            w.atomics = Some(Sites {
                 counts: [0, 3 * ops + 3 + extra],
                 sites,
                 dropped: 0,

@@ -207,6 +207,7 @@ mod unit {
                 total_per_op: atomics.iter().map(|a| a.1).sum(),
                 sites: atomics.iter().map(site).collect(),
             }),
+            moved: None,
         }
     }
 
