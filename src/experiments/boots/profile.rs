@@ -220,11 +220,12 @@ impl BlockSums {
     }
 }
 
-/// Each key's slope over `chosen` (their operations, and the key's count in each, 0 where
-/// absent), leaving out those that come to nothing.
-fn slopes<'a>(
+/// Each key's figure over `chosen` by `figure` (their operations, and the key's count in
+/// each, 0 where absent), leaving out those that come to nothing.
+fn per_key<'a>(
     chosen: &[&'a BlockWindow],
     of: impl Fn(&'a BlockWindow) -> Option<&'a HashMap<u64, u64>>,
+    figure: impl Fn(&[(u64, u64)]) -> Option<f64>,
 ) -> HashMap<u64, f64> {
     let mut keys: Vec<u64> = (chosen.iter())
         .filter_map(|w| of(w))
@@ -237,10 +238,18 @@ fn slopes<'a>(
             let w: Vec<(u64, u64)> = (chosen.iter())
                 .map(|w| (w.ops, of(w).and_then(|m| m.get(&a)).copied().unwrap_or(0)))
                 .collect();
-            let v = slope::per_op(&w)?;
+            let v = figure(&w)?;
             (v != 0.0).then_some((a, v))
         })
         .collect()
+}
+
+/// Each key's slope over `chosen`.
+fn slopes<'a>(
+    chosen: &[&'a BlockWindow],
+    of: impl Fn(&'a BlockWindow) -> Option<&'a HashMap<u64, u64>>,
+) -> HashMap<u64, f64> {
+    per_key(chosen, of, slope::per_op)
 }
 
 /// Every window's count over every window's operations (0 without operations).
@@ -254,20 +263,7 @@ fn ratios<'a>(
     chosen: &[&'a BlockWindow],
     of: impl Fn(&'a BlockWindow) -> Option<&'a HashMap<u64, u64>>,
 ) -> HashMap<u64, f64> {
-    let mut keys: Vec<u64> = (chosen.iter())
-        .filter_map(|w| of(w))
-        .flat_map(|m| m.keys().copied())
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    (keys.into_iter())
-        .map(|a| {
-            let w: Vec<(u64, u64)> = (chosen.iter())
-                .map(|w| (w.ops, of(w).and_then(|m| m.get(&a)).copied().unwrap_or(0)))
-                .collect();
-            (a, ratio(&w))
-        })
-        .collect()
+    per_key(chosen, of, |w| Some(ratio(w)))
 }
 
 /// One run's profile over the windows its kernel instructions' line is drawn through;
