@@ -338,7 +338,12 @@ fn copies_scale_like_will_it_scale() {
     for (args, says) in [
         (vec!["run", "file", "--copies", "0"], "counts start at 1"),
         (vec!["run", "file", "--copies", "x"], "--copies 'x'"),
-        (vec!["run", "uprobe", "--copies", "2"], "--threads"),
+        // Copies of one producer each share the uprobe (two processes hitting it); a copy
+        // of several producers is refused.
+        (
+            vec!["run", "uprobe", "--copies", "2", "--threads", "2"],
+            "--threads above 1",
+        ),
         (
             vec![
                 "run", "mem", "--op", "brk", "--copies", "2", "--mode", "thread",

@@ -218,8 +218,8 @@ fn joined(
         if j.moved > 0 {
             r.warnings.push(format!(
                 "emulated counts: {} of {} windows left out: the measured task moved to \
-                 another vCPU during them, and the plugin counts one vCPU's windows (pin it: \
-                 --cpu)",
+                 another vCPU during them, and the plugin counts one vCPU's windows (pin the \
+                 measuring command to one CPU)",
                 j.moved, j.windows
             ));
         }
