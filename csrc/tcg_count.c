@@ -341,22 +341,25 @@ static void print_blocks(void)
 struct site {
 	uint64_t insn, line, n; /* insn 0: empty */
 };
+/* What a window counts by site: how many in all, [user, kernel] (`at`: at the window's
+ * begin), and the kernel's by (instruction, line) in an open-addressed table of `n` sites,
+ * all but `dropped`. */
+struct tally {
+	uint64_t total[2], at[2], dropped;
+	unsigned n;
+	struct site site[SITE_SLOTS];
+};
 struct locked_insn {
 	uint64_t vaddr;
 	int kernel;
 };
 static bool with_atomics;
-static uint64_t atom[2], atom_at[2], sites_dropped;
-static struct site sites[SITE_SLOTS];
-static unsigned n_sites;
+static struct tally atoms;
 static const struct locked_insn *pending;
 
-/* `lines=MIB`: the lines the owner took from other vCPUs in the current window, [user,
- * kernel], and the kernel's by (instruction, line), as the atomics'. */
+/* `lines=MIB`: the lines the owner took from other vCPUs, as the atomics. */
 static bool coherent;
-static uint64_t moved[2], moved_at[2], moved_dropped;
-static struct site moved_sites[SITE_SLOTS];
-static unsigned n_moved_sites;
+static struct tally moves;
 
 static void atomic_ran(unsigned int vcpu, void *u)
 {
@@ -364,21 +367,38 @@ static void atomic_ran(unsigned int vcpu, void *u)
 		pending = u;
 }
 
-/* One more of (insn, line) in the table `t` of `*n` sites, or one more dropped. */
-static void note_at(struct site *t, unsigned *n, uint64_t *dropped, uint64_t insn, uint64_t line)
+/* One more in `t`: the kernel's by (insn, line), or one more dropped. */
+static void tally_note(struct tally *t, int kernel, uint64_t insn, uint64_t line)
 {
+	t->total[kernel]++;
+	if (!kernel)
+		return;
 	unsigned i = (unsigned)(((insn ^ line * 31) * 0x9e3779b97f4a7c15ull) >> 54) % SITE_SLOTS;
-	while (t[i].insn && (t[i].insn != insn || t[i].line != line))
+	while (t->site[i].insn && (t->site[i].insn != insn || t->site[i].line != line))
 		i = (i + 1) % SITE_SLOTS;
-	if (!t[i].insn) {
-		if (*n >= SITE_SLOTS / 2) {
-			(*dropped)++;
+	if (!t->site[i].insn) {
+		if (t->n >= SITE_SLOTS / 2) {
+			t->dropped++;
 			return;
 		}
-		t[i] = (struct site){ insn, line, 0 };
-		(*n)++;
+		t->site[i] = (struct site){ insn, line, 0 };
+		t->n++;
 	}
-	t[i].n++;
+	t->site[i].n++;
+}
+
+/* A window begins: its sites afresh. */
+static void tally_clear(struct tally *t)
+{
+	memset(t->site, 0, sizeof t->site);
+	t->n = 0;
+	t->dropped = 0;
+}
+
+static void tally_begin(struct tally *t)
+{
+	memcpy(t->at, t->total, sizeof t->at);
+	tally_clear(t);
 }
 
 /* The coherence model's lines, one word each: the vCPUs holding a copy (a bit each, from bit
@@ -417,30 +437,26 @@ static void atomic_accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint6
 	pending = NULL;
 	if (!in_window || depth)
 		return;
-	atom[l->kernel]++;
-	if (l->kernel)
-		note_at(sites, &n_sites, &sites_dropped, l->vaddr, vaddr & ~63ull);
+	tally_note(&atoms, l->kernel, l->vaddr, vaddr & ~63ull);
 }
 
 /* `KIND NAME U K DROPPED INSN:LINE:N ...` (`A` the atomics, `M` the lines taken), and the
  * table cleared. */
-static void print_sites(char kind, const uint64_t *total, const uint64_t *total_at,
-			struct site *t, unsigned *n, uint64_t *dropped)
+static void tally_print(char kind, struct tally *t)
 {
-	char *line = malloc(96 + 56 * (size_t)*n), *p = line;
+	char *line = malloc(96 + 56 * (size_t)t->n), *p = line;
 	p += sprintf(p, "%c %llx %llu %llu %llu", kind, (unsigned long long)window,
-		     (unsigned long long)(total[0] - total_at[0]),
-		     (unsigned long long)(total[1] - total_at[1]), (unsigned long long)*dropped);
+		     (unsigned long long)(t->total[0] - t->at[0]),
+		     (unsigned long long)(t->total[1] - t->at[1]), (unsigned long long)t->dropped);
 	for (unsigned i = 0; i < SITE_SLOTS; i++)
-		if (t[i].insn)
-			p += sprintf(p, " %llx:%llx:%llx", (unsigned long long)t[i].insn,
-				     (unsigned long long)t[i].line, (unsigned long long)t[i].n);
+		if (t->site[i].insn)
+			p += sprintf(p, " %llx:%llx:%llx", (unsigned long long)t->site[i].insn,
+				     (unsigned long long)t->site[i].line,
+				     (unsigned long long)t->site[i].n);
 	strcpy(p, "\n");
 	qemu_plugin_outs(line);
 	free(line);
-	memset(t, 0, SITE_SLOTS * sizeof *t);
-	*n = 0;
-	*dropped = 0;
+	tally_clear(t);
 }
 
 static unsigned fa_home(const struct fa *f, uint64_t line)
@@ -626,11 +642,8 @@ static void accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vad
 	 * the same placement of its objects. */
 	if (delivered() || !in_window || depth || iret_loads)
 		return;
-	if (taken) {
-		moved[kernel]++;
-		if (kernel)
-			note_at(moved_sites, &n_moved_sites, &moved_dropped, a->vaddr, vaddr & ~63ull);
-	}
+	if (taken)
+		tally_note(&moves, kernel, a->vaddr, vaddr & ~63ull);
 	if (!modelled)
 		return;
 	count[store ? ST : LD][kernel]++;
@@ -753,14 +766,8 @@ static void marked(unsigned int vcpu, void *kind)
 		irqs_at = irqs;
 		memcpy(at, count, sizeof at);
 		memcpy(also_at, also_misses, sizeof also_at);
-		memcpy(atom_at, atom, sizeof atom_at);
-		memset(sites, 0, sizeof sites);
-		n_sites = 0;
-		sites_dropped = 0;
-		memcpy(moved_at, moved, sizeof moved_at);
-		memset(moved_sites, 0, sizeof moved_sites);
-		n_moved_sites = 0;
-		moved_dropped = 0;
+		tally_begin(&atoms);
+		tally_begin(&moves);
 		for (size_t i = 0; i < n_met; i++) /* a window whose end was never met */
 			met[i]->in_window = 0;
 		n_met = 0;
@@ -807,9 +814,9 @@ static void marked(unsigned int vcpu, void *kind)
 	if (by_block)
 		print_blocks();
 	if (with_atomics)
-		print_sites('A', atom, atom_at, sites, &n_sites, &sites_dropped);
+		tally_print('A', &atoms);
 	if (coherent)
-		print_sites('M', moved, moved_at, moved_sites, &n_moved_sites, &moved_dropped);
+		tally_print('M', &moves);
 }
 
 /* Mark 3: 16 more bits of the word being declared. */

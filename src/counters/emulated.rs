@@ -499,8 +499,14 @@ impl Count {
 /// window adds to; or the lines taken from other vCPUs, which follow how the host interleaves
 /// the vCPUs. Such a figure is compared as a measurement, never by the exact range rule.
 pub(crate) fn is_modelled(name: &str) -> bool {
-    is_emulated(name)
-        && (name.contains("-misses") || name.contains("miss-%") || name.contains("lines-moved"))
+    is_emulated(name) && (name.contains("-misses") || name.contains("miss-%"))
+        || is_lines_moved(name)
+}
+
+/// Whether a metric named `name` is the lines taken from other vCPUs
+/// (`lines-moved:k (emulated)` and its parts).
+pub(crate) fn is_lines_moved(name: &str) -> bool {
+    is_emulated(name) && name.starts_with(&*Count::LinesMoved.event())
 }
 
 /// Whether a metric named `name` is an exact count: the plugin's count of what the code
@@ -559,11 +565,17 @@ pub struct Window {
     /// The interrupts the plugin left out of the window, once the guest declared its entries
     /// ([`declare`]); `None`: they are in its counts.
     pub interrupts: Option<Interrupts>,
-    /// The plugin refused the window: it began while the plugin was asleep (before the
-    /// guest woke it), or ended on another vCPU than it began on (`vcpu_moved`), so nothing
-    /// of it was counted.
-    pub asleep: bool,
-    pub vcpu_moved: bool,
+    /// Why the plugin refused the window, if it did: nothing of it was counted.
+    pub refused: Option<Refused>,
+}
+
+/// Why the plugin refused a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// It began while the plugin was asleep (before the guest woke it).
+    Asleep,
+    /// It ended on another vCPU than it began on: its task moved.
+    Moved,
 }
 
 /// What a window counts by site (its atomic read-modify-writes, or the lines it took from
@@ -622,11 +634,17 @@ pub(crate) fn windows(log: &str) -> Vec<Window> {
         if tag == "R" {
             // A refused window: `R NAME asleep` at its begin, `R NAME unopened` at its end;
             // `R NAME moved` at the end of one whose task moved to another vCPU.
-            if out.last().is_none_or(|x| x.name != name || !x.asleep) {
+            if out
+                .last()
+                .is_none_or(|x| x.name != name || x.refused.is_none())
+            {
+                let why = match w.next() {
+                    Some("moved") => Refused::Moved,
+                    _ => Refused::Asleep,
+                };
                 out.push(Window {
                     name,
-                    asleep: true,
-                    vcpu_moved: w.next() == Some("moved"),
+                    refused: Some(why),
                     ..Window::default()
                 });
             }
@@ -771,7 +789,7 @@ mod unit {
         // A window begun asleep is refused at both ends, one window; an end never begun too.
         let log = "E 45\nR 6 asleep\nR 6 unopened\nW 7 1 2 3 4\nR 8 unopened\nW 9 1 2";
         let w = windows(log);
-        let refused: Vec<(u64, bool)> = w.iter().map(|w| (w.name, w.asleep)).collect();
+        let refused: Vec<(u64, bool)> = w.iter().map(|w| (w.name, w.refused.is_some())).collect();
         assert_eq!(refused, [(6, true), (7, false), (8, true), (9, false)]);
         assert!(w[0].counts.is_empty());
         let log = "W 7 1 2 3 4\nJ 7 1:512:64 3 40 512:2:64 5 60\nJ 7 1:1:64 9 9";
@@ -819,8 +837,14 @@ mod unit {
             Some([0, 1]),
             "apart from the atomics"
         );
-        let refused: Vec<(u64, bool, bool)> =
-            w.iter().map(|w| (w.name, w.asleep, w.vcpu_moved)).collect();
+        let refused: Vec<(u64, bool, bool)> = (w.iter().map(|w| {
+            (
+                w.name,
+                w.refused.is_some(),
+                w.refused == Some(Refused::Moved),
+            )
+        }))
+        .collect();
         assert_eq!(
             refused,
             [

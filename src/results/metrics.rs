@@ -368,10 +368,10 @@ enum Exact {
 
 impl Exact {
     fn of(name: &str, emulated: bool) -> Exact {
-        use crate::counters::emulated::{Count, is_modelled};
+        use crate::counters::emulated::{is_lines_moved, is_modelled};
         match (emulated, is_modelled(name)) {
             (false, _) => Exact::No,
-            (true, _) if name.starts_with(&*Count::LinesMoved.event()) => Exact::Shared,
+            (true, _) if is_lines_moved(name) => Exact::Shared,
             (true, false) => Exact::Count,
             (true, true) => Exact::Modelled,
         }

@@ -10,7 +10,7 @@
 use super::profile::BlockSums;
 use crate::boot::guest::GuestSymbols;
 use crate::core::Kind;
-use crate::counters::emulated::{Count, Part, Window};
+use crate::counters::emulated::{Count, Part, Refused, Window};
 use crate::counters::{EventStatus, RawCount, events::EventSpec};
 use crate::experiments::audit_sweep::Sweep;
 use crate::experiments::probe::{ProbeCounts, ProbeResult};
@@ -130,7 +130,7 @@ fn joined_as<T: serde::de::DeserializeOwned + serde::Serialize>(
 /// The counts every window has (the plugin counts the same in all of them): its fixed counts,
 /// then the misses of each other L1i geometry it modelled.
 fn counted(windows: &[Window]) -> Result<Vec<Count>, String> {
-    let mut counting = windows.iter().filter(|w| !w.asleep);
+    let mut counting = windows.iter().filter(|w| w.refused.is_none());
     let first = counting.clone().next();
     let n = first.map_or(0, |w| w.counts.len());
     let also: Vec<_> = first.map_or(Vec::new(), |w| w.also_l1i.iter().map(|a| a.0).collect());
@@ -243,7 +243,7 @@ struct Joined {
     /// of the operation.
     waits: bool,
     crowded: usize,
-    /// Windows the plugin refused: begun while it was asleep, or ended on another vCPU.
+    /// Windows the plugin refused: begun while it was asleep; ended on another vCPU.
     asleep: usize,
     moved: usize,
     /// Sample windows an interrupt landed in, left out for those it did not.
@@ -294,7 +294,7 @@ impl Joined {
         // A window an interrupt was still open at the end of (its return never seen) counted
         // that interrupt's rest as the task's: left out too.
         let alone = |k: usize, s: &Sample, w: &Window| {
-            !w.asleep
+            w.refused.is_none()
                 && !w.interrupts.as_ref().is_some_and(|q| q.open)
                 && allowed.is_none_or(|(i, per_op)| {
                     let per_op = if k < workload_batches { per_op } else { 0.0 };
@@ -322,10 +322,10 @@ impl Joined {
         for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
             let ticked = only_quiet && sampled(k) && !quiet(w);
             let alone = alone(k, sample, w) && !ticked;
-            self.asleep += usize::from(w.asleep && !w.vcpu_moved);
-            self.moved += usize::from(w.vcpu_moved);
-            self.ticked += usize::from(ticked && !w.asleep);
-            self.crowded += usize::from(!alone && !w.asleep && !ticked);
+            self.asleep += usize::from(w.refused == Some(Refused::Asleep));
+            self.moved += usize::from(w.refused == Some(Refused::Moved));
+            self.ticked += usize::from(ticked && w.refused.is_none());
+            self.crowded += usize::from(!alone && w.refused.is_none() && !ticked);
             self.windows += 1;
             (self.blocks).window(index, k, w, sample.ops, alone && sampled(k));
             if alone && sampled(k) {
@@ -572,8 +572,7 @@ mod unit {
                         counts: [[0, 2000], [0, 100], [0, 200]],
                         open: false,
                     }),
-                    asleep: false,
-                    vcpu_moved: false,
+                    refused: None,
                 });
             }
         }
@@ -665,7 +664,7 @@ mod unit {
         let mut w = windows_of(&r, 305);
         w[1] = Window {
             name: w[1].name,
-            asleep: true,
+            refused: Some(Refused::Asleep),
             ..Window::default()
         };
         let joined = joined_with(&r, &w);

@@ -244,26 +244,10 @@ fn per_key<'a>(
         .collect()
 }
 
-/// Each key's slope over `chosen`.
-fn slopes<'a>(
-    chosen: &[&'a BlockWindow],
-    of: impl Fn(&'a BlockWindow) -> Option<&'a HashMap<u64, u64>>,
-) -> HashMap<u64, f64> {
-    per_key(chosen, of, slope::per_op)
-}
-
-/// Every window's count over every window's operations (0 without operations).
-fn ratio(counts: &[(u64, u64)]) -> f64 {
+/// Every window's count over every window's operations; `None` without operations.
+fn ratio(counts: &[(u64, u64)]) -> Option<f64> {
     let (ops, n) = (counts.iter()).fold((0u64, 0u64), |(o, n), w| (o + w.0, n + w.1));
-    if ops == 0 { 0.0 } else { n as f64 / ops as f64 }
-}
-
-/// Each key's [`ratio`] over `chosen`.
-fn ratios<'a>(
-    chosen: &[&'a BlockWindow],
-    of: impl Fn(&'a BlockWindow) -> Option<&'a HashMap<u64, u64>>,
-) -> HashMap<u64, f64> {
-    per_key(chosen, of, |w| Some(ratio(w)))
+    (ops > 0).then(|| n as f64 / ops as f64)
 }
 
 /// One run's profile over the windows its kernel instructions' line is drawn through;
@@ -280,18 +264,19 @@ fn run_per_op(windows: &[BlockWindow]) -> Option<RunProfile> {
             let counts: Vec<(u64, u64)> = (chosen.iter())
                 .filter_map(|w| Some((w.ops, w.sites[kind].as_ref()?.0)))
                 .collect();
-            if LISTED[kind] == Count::LinesMoved {
-                // Lines moved follow the host's slices, not the operations: a ratio of sums,
-                // as their count's figure (results::metrics).
-                let sites = ratios(&chosen, |w| w.sites[kind].as_ref().map(|a| &a.1));
-                return (sites, ratio(&counts));
-            }
-            let sites = slopes(&chosen, |w| w.sites[kind].as_ref().map(|a| &a.1));
-            (sites, slope::per_op(&counts).unwrap_or(0.0))
+            // Lines moved follow the host's slices, not the operations: a ratio of sums, as
+            // their count's figure (results::metrics); the atomics, a slope.
+            let figure = if LISTED[kind] == Count::LinesMoved {
+                ratio
+            } else {
+                slope::per_op
+            };
+            let sites = per_key(&chosen, |w| w.sites[kind].as_ref().map(|a| &a.1), figure);
+            (sites, figure(&counts).unwrap_or(0.0))
         })
     });
     Some(RunProfile {
-        blocks: slopes(&chosen, |w| Some(&w.blocks)),
+        blocks: per_key(&chosen, |w| Some(&w.blocks), slope::per_op),
         total,
         sites,
     })
