@@ -52,7 +52,8 @@
  * at the emulator's own speed up to the measurement, and the cache models see nothing before
  * it. The wake flushes every translation (qemu_plugin_reset), so all code runs counted from
  * then on; a window begun while still asleep is refused (`R NAME asleep`, and its end `R NAME
- * unopened`), never counted in part.
+ * unopened`), never counted in part. A doze mark (`nopl 0x5c05c006(%rax)`) after the
+ * measurement stops the counting for good (see `doze`).
  *
  * With the argument `blocks=1`, the kernel instructions of each translated block executed in
  * a window, by the block's first address (a callback per kernel block, acting only inside a
@@ -158,6 +159,8 @@ static inline bool mine(unsigned int vcpu)
 }
 /* `asleep=1` until the first wake: only the marks are instrumented. */
 static bool asleep;
+/* After the doze mark (6): asleep for good, every later mark refused or ignored. */
+static bool dozed;
 
 /* Interrupts, left out of the counts once the guest has declared its kernel's interrupt and
  * exception entry points (marks 3 and 4, below): QEMU 7.2's plugin API tells a plugin nothing
@@ -633,7 +636,7 @@ static void accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vad
 {
 	const struct accessor *a = u;
 	int kernel = a->kernel, store = qemu_plugin_mem_is_store(info);
-	bool taken = coherent && shared_line(vcpu, info, vaddr, store);
+	bool taken = coherent && !asleep && shared_line(vcpu, info, vaddr, store);
 	if (!mine(vcpu))
 		return;
 	/* An interrupt's accesses are left out of the models as out of the counts: how many
@@ -721,6 +724,7 @@ static void translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 static void piece(void);
 static void declared(void);
 static void wake(void);
+static void doze(void);
 static void instrument_mark(struct qemu_plugin_tb *tb, size_t i, const unsigned char *d,
 			    size_t size);
 static void translated_asleep(struct qemu_plugin_tb *tb, size_t n, bool kernel);
@@ -749,14 +753,18 @@ static void marked(unsigned int vcpu, void *kind)
 	if (asleep && ((uintptr_t)kind == 1 || (uintptr_t)kind == 2)) {
 		snprintf(line, sizeof line, "R %llx asleep\n", (unsigned long long)window);
 		qemu_plugin_outs(line);
-		return wake();
+		return dozed ? (void)0 : wake();
 	}
+	if (dozed)
+		return;
 	if ((uintptr_t)kind == 3)
 		return piece();
 	if ((uintptr_t)kind == 4)
 		return declared();
 	if ((uintptr_t)kind == 5)
 		return asleep ? wake() : (void)0;
+	if ((uintptr_t)kind == 6)
+		return asleep ? (void)0 : doze();
 	if ((uintptr_t)kind == 1) {
 		/* The window opens in the measured task, in user space: no interrupt is open. */
 		owner = (int)vcpu;
@@ -882,6 +890,20 @@ static void wake(void)
 {
 	asleep = false;
 	qemu_plugin_reset(self, reinstalled);
+}
+
+/* Mark 6: the measurement is over. Code translated from now on has the marks alone, as
+ * asleep, and the models stop: what the guest does after (reading its symbols, sending the
+ * result) runs near the emulator's own speed (a 2-vCPU guest's boot under the coherence
+ * model: 10 s here against 20 s). Translations are not flushed, as a wake flushes them: QEMU
+ * 7.2 leaves a vCPU's pointer to an instruction's memory callbacks set when the instruction
+ * faults, and calls them from the next access of any instruction; a flush frees them under
+ * it (an abort in qemu_plugin_vcpu_mem_cb, 1 boot in 3 here). A window still open is never
+ * ended, and the doze is for good: a window begun after it is refused asleep. */
+static void doze(void)
+{
+	in_window = false;
+	asleep = dozed = true;
 }
 
 /* The kind of entry a kernel block starting at `a` is, or 0. */

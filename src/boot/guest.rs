@@ -373,6 +373,9 @@ fn measure(
         }),
     };
     clock.measure_to = boottime();
+    if plan.mark {
+        crate::counters::emulated::doze();
+    }
     let warnings = settled.and_then(|s| s.warning()).into_iter().chain(alone);
     let result = warnings.fold(result?, |r, w| with_warning(r, &w));
     let whole = param(&cmdline, KALLSYMS_PARAM).is_some();

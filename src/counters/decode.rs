@@ -93,5 +93,9 @@ mod unit {
         assert_eq!(call(syscost_mark_of, begin), 1);
         let other: &[u8] = &[0x0f, 0x1f, 0x80, 0x01, 0xc0, 0x05, 0x5d];
         assert_eq!(call(syscost_mark_of, other), 0);
+        let doze: &[u8] = &[0x0f, 0x1f, 0x80, 0x06, 0xc0, 0x05, 0x5c];
+        assert_eq!(call(syscost_mark_of, doze), 6);
+        let beyond: &[u8] = &[0x0f, 0x1f, 0x80, 0x07, 0xc0, 0x05, 0x5c];
+        assert_eq!(call(syscost_mark_of, beyond), 0);
     }
 }
