@@ -99,6 +99,7 @@ fn boot_flag(o: Opt) -> Option<&'static str> {
         Opt::Dir => "--dir",
         Opt::NoResidueStep => "--no-residue-step",
         Opt::Insn => "--insn",
+        Opt::CopyMode => "--mode",
         Opt::Placement => "--placement",
         Opt::Build => "--build",
         Opt::Steps => "--steps",

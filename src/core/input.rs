@@ -91,12 +91,13 @@ pub(crate) enum Opt {
     Dir,
     NoResidueStep,
     Insn,
+    CopyMode,
 }
 
 impl Opt {
     /// Every option, for the test that each is spelled as a flag the parser takes.
     #[cfg(test)]
-    pub(crate) const ALL: [Opt; 83] = [
+    pub(crate) const ALL: [Opt; 84] = [
         Opt::Accel,
         Opt::Arm,
         Opt::AuditRules,
@@ -180,6 +181,7 @@ impl Opt {
         Opt::Dir,
         Opt::NoResidueStep,
         Opt::Insn,
+        Opt::CopyMode,
     ];
 }
 

@@ -25,7 +25,6 @@ crate::tests! {
     // QEMU takes both CPUs: no measurement beside it
     Serial audit_rules_make_getpid_slower_with_boots_as_units,
     // two vCPUs on both CPUs, and what moves between them follows how the host runs them
-    Serial two_vcpus_count_one_and_two_copies_of_a_uprobe_take_lines_from_each_other,
     Shared the_cache_model_sees_the_replica_s_crowded_set,
     // it checks where the loop ran and what was counted, no time: beside another guest
     Shared a_guest_disk_puts_the_vfs_mix_loop_on_ext4_and_is_gone_after,
@@ -793,61 +792,6 @@ fn an_arm_measured_by_its_own_command_gives_each_thread_count_s_figures() {
             assert!(m["median"].as_f64().unwrap() > 0.0, "{m}");
         }
     }
-}
-
-/// On two vCPUs the plugin counts the vCPU a window began on: a uprobe hit on a nop costs
-/// Debian's 6.1.0-56 the 1,380 kernel instructions it costs on one vCPU (the uprobe thread's
-/// reproduction counts it there), whole, the profile adding up to it. Its coherence model
-/// (with the profile) counts the lines the measured vCPU takes from the other: next to none
-/// while the other vCPU idles, some when a second process hits the same uprobe on it (the
-/// uprobe's tree lock and reference count, shared by every process that hits it, on kernels
-/// before the lockless changes). How many follows how the host runs the two vCPUs' threads:
-/// only their order is asserted.
-fn two_vcpus_count_one_and_two_copies_of_a_uprobe_take_lines_from_each_other() {
-    let Some(k) = kernels() else { return };
-    let tmp = scratch();
-    let out_file = tmp.path().join("c.json");
-    let counted = "run uprobe --probe uprobe --insn nop --runs 1 --ops 64 --samples 12";
-    let measure = format!("{counted} --cpu 0");
-    let two = format!("two={counted} --cpu 0-1 --copies 2");
-    let mut args: Vec<String> = [arm("one", &k[0]), arm("two", &k[0])].concat();
-    args.extend(["--arm-command", &two, "--guest-cpus", "2", "--boots", "1"].map(String::from));
-    args.extend(["--no-verdict", "--emulated-profile", "-o"].map(String::from));
-    args.push(out_file.display().to_string());
-    let words: Vec<&str> = measure.split_whitespace().collect();
-    let out = campaign_measuring(tmp.path(), &args, &words);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("Cache lines taken from other vCPUs"),
-        "{text}"
-    );
-    let c: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
-    let boots = c["boots"].as_array().unwrap();
-    let of = |arm: &str, name: &str| {
-        let b = boots.iter().find(|b| b["arm"] == arm).unwrap();
-        (median(metric(&b["result"], name)), b["result"].clone())
-    };
-    let (kernel, one) = of("one", "instructions:k (emulated)");
-    assert_eq!(kernel, 1380.0, "as on one vCPU: {}", one["warnings"]);
-    let total = one["emulated_functions"]["total_per_op"].as_f64();
-    assert_eq!(total, Some(kernel), "the profile adds up to it");
-    let (alone, _) = of("one", "lines-moved:k (emulated)");
-    let (shared, two) = of("two", "lines-moved:k (emulated)");
-    assert!(alone < 0.01, "one copy takes next to nothing: {alone}");
-    assert!(
-        shared > alone,
-        "two copies take more: {shared} against {alone}"
-    );
-    let sites = two["emulated_functions"]["moved"]["sites"]
-        .as_array()
-        .unwrap();
-    assert!(
-        !sites.is_empty(),
-        "named by function: {}",
-        two["emulated_functions"]
-    );
 }
 
 fn a_file_that_is_not_a_kernel_is_refused_before_any_boot() {

@@ -4,13 +4,14 @@
 //! the command line's is, and the command a user would type to run it again is rendered from
 //! it (`cli/`).
 
-use super::{ArmSpec, Investigation, Measure, WALK_OPS, WALK_RULES};
+use super::{ArmSpec, Counts, Investigation, Measure, Producers, WALK_OPS, WALK_RULES};
 use crate::boot::qemu::Accel;
 use crate::core::input::{Opt, spelled};
 use crate::counters::emulated::CacheModel;
 use crate::experiments::boots::Arm;
 use crate::experiments::boots::ask::{BootAsk, Guest, RETRIES};
 use crate::experiments::campaign::ask::CampaignAsk;
+use crate::workloads::CopyMode;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -46,7 +47,10 @@ impl Investigation {
             .any(|(a, _)| a.measure == Some(Measure::RuleWalk));
         let guest = Guest {
             accel: Some(Accel::Tcg),
-            cache_model: self.counts.then(|| self.cache_model()).transpose()?,
+            emulated_counters: true,
+            cache_model: (self.counts == Counts::Modelled)
+                .then(|| self.cache_model())
+                .transpose()?,
             cpus: self.guest_cpus,
             retries: self.retries.unwrap_or(RETRIES),
             disk: self.guest_disk,
@@ -74,9 +78,7 @@ impl Investigation {
         let rounds = s.boots.unwrap_or(self.boots);
         Ok(CampaignAsk {
             rounds: Some(rounds),
-            // Timed arms need more rounds to be told apart than a reproduction boots: its
-            // cells compare with the paper, not the arms with each other.
-            no_verdict: rounds < 2 || !self.counts,
+            no_verdict: rounds < 2,
             ..CampaignAsk::new(arms, boots)
         })
     }
@@ -105,6 +107,23 @@ impl Investigation {
 
 /// The base window of the uprobe thread's counted arms, in hits.
 const UPROBE_WINDOW: u64 = 64;
+
+/// How a uprobe arm's producers are asked for: the one pinned to the first vCPU, or two copies
+/// (one a vCPU), as processes or as threads of the measuring process.
+fn producer_words(p: Producers) -> Vec<String> {
+    let mode = match p {
+        Producers::One => return vec![spelled(Opt::Cpu), "0".into()],
+        Producers::Processes => CopyMode::Process,
+        Producers::Threads => CopyMode::Thread,
+    };
+    let mode = clap::ValueEnum::to_possible_value(&mode).map(|v| v.get_name().to_string());
+    vec![
+        spelled(Opt::Copies),
+        "2".into(),
+        spelled(Opt::CopyMode),
+        mode.unwrap_or_default(),
+    ]
+}
 
 /// The words of a measuring command, which the guest's syscost runs.
 fn words(m: Measure) -> Vec<String> {
@@ -135,14 +154,21 @@ fn words(m: Measure) -> Vec<String> {
         // its run time and run on its return to user space, counted as the task's) lands in
         // few of them; with 256 to 1,024 hits a window, it lay in most on a slow host and the
         // count's line had too few windows on it to be whole.
-        Measure::UprobeOn { probe, insn } => w.extend([
-            spelled(Opt::Probe),
-            value(probe.to_possible_value()),
-            spelled(Opt::Insn),
-            value(insn.to_possible_value()),
-            spelled(Opt::Ops),
-            UPROBE_WINDOW.to_string(),
-        ]),
+        Measure::UprobeOn {
+            probe,
+            insn,
+            producers,
+        } => {
+            w.extend([
+                spelled(Opt::Probe),
+                value(probe.to_possible_value()),
+                spelled(Opt::Insn),
+                value(insn.to_possible_value()),
+                spelled(Opt::Ops),
+                UPROBE_WINDOW.to_string(),
+            ]);
+            w.extend(producer_words(producers));
+        }
         _ => {}
     }
     w

@@ -84,13 +84,30 @@ pub(crate) enum Measure {
     Syscall,
     /// `run vfs-mix` in this directory.
     VfsMixIn(&'static str),
-    /// `run uprobe`: the probe on the instruction, one producer thread.
-    UprobeOn { probe: ProbeKind, insn: Insn },
+    /// `run uprobe`: the probe on the instruction, hit by `producers`.
+    UprobeOn {
+        probe: ProbeKind,
+        insn: Insn,
+        producers: Producers,
+    },
     /// `run uprobe` as it defaults (each arm says its own).
     Uprobe,
     /// `audit sweep` of [`WALK_RULES`] exit rules that never match the measured getpid: each
     /// rule one turn of the exit list's walk, its fitted slope the cost of a turn.
     RuleWalk,
+}
+
+/// Who hits a [`Measure::UprobeOn`]'s probe, each pinned to a vCPU of its own.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Producers {
+    /// The measuring process alone, on the first vCPU (its windows never move).
+    One,
+    /// Two processes: they share the uprobe (its object, the tree it is found in), each its own
+    /// xol area.
+    Processes,
+    /// Two threads of one process, as the thread's bench runs its producers: they share the
+    /// process's xol area too.
+    Threads,
 }
 
 /// The rule counts of a [`Measure::RuleWalk`]: none, half and all of the series' 42.
@@ -108,6 +125,16 @@ pub(crate) const WALK_OPS: u64 = 64;
 /// leaves 128 holes for 37 or 42 entries.
 pub(crate) const AGED_OBJECTS: usize = 256;
 
+/// How an investigation's boots count with syscost's plugin.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Counts {
+    /// Exact counts, and the cache model of the paper's CPU: the misses it explains.
+    Modelled,
+    /// Exact counts alone: the paper's causes are instructions, atomics and lines moved
+    /// between vCPUs, none of them a miss (the models would double a boot's time).
+    Exact,
+}
+
 /// An investigation syscost repeats.
 #[derive(Debug)]
 pub(crate) struct Investigation {
@@ -121,8 +148,8 @@ pub(crate) struct Investigation {
     pub rules: &'static [(&'static str, &'static str)],
     /// The cache model of the paper's CPU (its L1d geometry places the rule entries).
     pub cache_model: &'static str,
-    /// Whether the boots count with syscost's plugin and the cache model (on one vCPU).
-    pub counts: bool,
+    /// How the boots count with syscost's plugin.
+    pub counts: Counts,
     /// vCPUs of each guest, when not the one counting needs.
     pub guest_cpus: Option<u32>,
     /// A disk each guest measures on ([`SCRATCH_DIR`]), as the paper's runs were on a disk.
@@ -233,33 +260,73 @@ pub(super) const fn latency_arm(name: &'static str, spec: crate::kbuild::Recipe)
 
 /// One arm per line of the thread's x86-64 table, a probe kind on an instruction, on Debian's
 /// 6.12 (which has the lockless uprobe changes the thread's table was measured with), and the
-/// nop's and the ret's uprobe again on Debian's 6.1 (before them).
+/// nop's and the ret's uprobe again on Debian's 6.1 (before them), each hit by one producer;
+/// then two producers on two vCPUs: threads of one process on a ret (the xol area they share),
+/// and processes on a nop on 6.12 and on 6.1 (the uprobe they share, before and after the
+/// lockless changes).
 pub(super) const UPROBE_THREAD_ARMS: &[ArmSpec] = &[
-    uprobe_arm("uprobe-nop", Series::Linux612, ProbeKind::Uprobe, Insn::Nop),
+    uprobe_arm(
+        "uprobe-nop",
+        Series::Linux612,
+        ProbeKind::Uprobe,
+        Insn::Nop,
+        Producers::One,
+    ),
     uprobe_arm(
         "uretprobe-nop",
         Series::Linux612,
         ProbeKind::Uretprobe,
         Insn::Nop,
+        Producers::One,
     ),
-    uprobe_arm("uprobe-ret", Series::Linux612, ProbeKind::Uprobe, Insn::Ret),
+    uprobe_arm(
+        "uprobe-ret",
+        Series::Linux612,
+        ProbeKind::Uprobe,
+        Insn::Ret,
+        Producers::One,
+    ),
     uprobe_arm(
         "uretprobe-ret",
         Series::Linux612,
         ProbeKind::Uretprobe,
         Insn::Ret,
+        Producers::One,
     ),
     uprobe_arm(
         "uprobe-nop-6.1",
         Series::Linux61,
         ProbeKind::Uprobe,
         Insn::Nop,
+        Producers::One,
     ),
     uprobe_arm(
         "uprobe-ret-6.1",
         Series::Linux61,
         ProbeKind::Uprobe,
         Insn::Ret,
+        Producers::One,
+    ),
+    uprobe_arm(
+        "uprobe-ret-2threads",
+        Series::Linux612,
+        ProbeKind::Uprobe,
+        Insn::Ret,
+        Producers::Threads,
+    ),
+    uprobe_arm(
+        "uprobe-nop-2procs",
+        Series::Linux612,
+        ProbeKind::Uprobe,
+        Insn::Nop,
+        Producers::Processes,
+    ),
+    uprobe_arm(
+        "uprobe-nop-6.1-2procs",
+        Series::Linux61,
+        ProbeKind::Uprobe,
+        Insn::Nop,
+        Producers::Processes,
     ),
 ];
 
@@ -268,6 +335,7 @@ pub(super) const fn uprobe_arm(
     series: Series,
     probe: ProbeKind,
     insn: Insn,
+    producers: Producers,
 ) -> ArmSpec {
     ArmSpec {
         name,
@@ -275,7 +343,11 @@ pub(super) const fn uprobe_arm(
         append: "",
         rules: None,
         aged: None,
-        measure: Some(Measure::UprobeOn { probe, insn }),
+        measure: Some(Measure::UprobeOn {
+            probe,
+            insn,
+            producers,
+        }),
     }
 }
 
@@ -358,7 +430,7 @@ pub(crate) const ALL: &[Investigation] = &[
             include_str!("../../../papers/audit-series.rules"),
         )],
         cache_model: "skylake-x",
-        counts: true,
+        counts: Counts::Modelled,
         guest_cpus: None,
         guest_disk: None,
         retries: None,
@@ -385,7 +457,7 @@ pub(crate) const ALL: &[Investigation] = &[
             include_str!("../../../papers/syscall-latency.rules"),
         )],
         cache_model: "skylake-x",
-        counts: true,
+        counts: Counts::Modelled,
         guest_cpus: None,
         guest_disk: None,
         retries: None,
@@ -407,7 +479,7 @@ pub(crate) const ALL: &[Investigation] = &[
         rules: &[],
         // The RFC's Xeon E7-4890 v2: L1d and L1i 32 KiB 8-way, L2 256 KiB 8-way.
         cache_model: "64x8x64,64x8x64+1x512x64+512x2x64,512x8x64",
-        counts: true,
+        counts: Counts::Modelled,
         guest_cpus: None,
         // The RFC's Intel runs (its headline tables) were on ext4 on an SSD.
         guest_disk: Some(GuestDisk::Ext4),
@@ -433,10 +505,11 @@ pub(crate) const ALL: &[Investigation] = &[
         arms: UPROBE_THREAD_ARMS,
         rules: &[],
         cache_model: "skylake-x",
-        // Counted exactly, on one vCPU (syscost counts one vCPU's windows), with the profile:
-        // the kernel's functions and atomics a hit.
-        counts: true,
-        guest_cpus: None,
+        // Counted exactly, with the profile: the kernel's functions and atomics a hit; on two
+        // vCPUs, each window the vCPU's it began on, and the lines two producers take from
+        // each other (the coherence model).
+        counts: Counts::Exact,
+        guest_cpus: Some(2),
         guest_disk: None,
         retries: None,
         profile: true,
@@ -444,9 +517,10 @@ pub(crate) const ALL: &[Investigation] = &[
         runs: 3,
         series: &[],
         measure: Measure::Uprobe,
-        needs: "Debian 6.12 and 6.1 kernel images; QEMU (TCG, 1 vCPU); 6 arms (uprobe and \
-                uretprobe on nop and ret on 6.12, uprobe on nop and ret on 6.1) x 2 boots, \
-                about 5 s a boot here",
+        needs: "Debian 6.12 and 6.1 kernel images; QEMU (TCG, 2 vCPUs); 9 arms (uprobe and \
+                uretprobe on nop and ret on 6.12, uprobe on nop and ret on 6.1, one producer \
+                each; two producers: threads on a ret on 6.12, processes on a nop on 6.12 and \
+                6.1) x 2 boots, about 10 s a boot here",
     },
 ];
 
