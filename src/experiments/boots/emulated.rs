@@ -7,7 +7,7 @@
 //! Joined only when the windows match the batches one to one (their number, and each run's
 //! windows named by consecutive slots); otherwise the result says why and keeps none.
 
-use super::profile::BlockSums;
+use super::profile::{BlockSums, Names};
 use crate::boot::guest::GuestSymbols;
 use crate::core::Kind;
 use crate::counters::emulated::{Count, Part, Refused, Window};
@@ -72,15 +72,23 @@ fn with_windows(
 pub(crate) struct ArmSymbols {
     text: u64,
     table: Kallsyms,
+    /// Its data symbols, where the boot sent them.
+    data: Option<Kallsyms>,
 }
 
 impl ArmSymbols {
     /// The table a boot sent, if it sent one.
     pub(crate) fn of(sent: &GuestSymbols) -> Option<ArmSymbols> {
-        let text = unzipped(&sent.table)?;
+        let all = unzipped(&sent.table)?;
+        let split = format!("\n{}\n", crate::boot::guest::DATA_SYMBOLS);
+        let (text, data) = match all.split_once(&split) {
+            Some((text, data)) => (text, Some(Kallsyms::parse(data))),
+            None => (all.as_str(), None),
+        };
         Some(ArmSymbols {
             text: sent.text,
-            table: Kallsyms::parse(&text),
+            table: Kallsyms::parse(text),
+            data,
         })
     }
 
@@ -195,7 +203,11 @@ fn joined(
     for (r, j) in results.iter_mut().zip(joins) {
         add_events(r, counts);
         r.emulated_sets = EmulatedSets::median(&j.sets);
-        r.emulated_functions = j.blocks.named(symbols.map(|s| (&s.symbols.table, s.shift)));
+        r.emulated_functions = j.blocks.named(symbols.map(|s| Names {
+            text: &s.symbols.table,
+            data: s.symbols.data.as_ref(),
+            shift: s.shift,
+        }));
         r.warnings.extend(j.blocks.warnings(symbols.is_some()));
         r.recompute();
         r.warnings.extend(r.size_bends());

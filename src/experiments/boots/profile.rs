@@ -21,7 +21,7 @@ use crate::counters::emulated::{Count, Sites, Window};
 use crate::profile::symbols::Kallsyms;
 use crate::results::functions::{EmulatedAtomics, EmulatedFunctions};
 use crate::stats::slope;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// One sample window's operations, kernel instructions and instructions by block.
 struct BlockWindow {
@@ -67,6 +67,67 @@ fn regions(bits: u8) -> String {
     named.join(" and ")
 }
 
+/// The lines of the kernel's image a site's accesses are named by, at most.
+const IMAGE_LINES: usize = 4;
+
+/// What names a boot's kernel addresses: its text symbols, its data symbols where it sent
+/// them, and what to add to the boot's addresses to look them up (its KASLR shift: the image,
+/// text and data, moves as a whole).
+#[derive(Clone, Copy)]
+pub(crate) struct Names<'a> {
+    pub text: &'a Kallsyms,
+    pub data: Option<&'a Kallsyms>,
+    pub shift: u64,
+}
+
+impl Names<'_> {
+    /// A line of the kernel's image by the data symbols in it: the one its first byte is in
+    /// (with its offset when inside it) and the next that starts in it, `a/b` (two objects
+    /// that share a line: a lock beside what it guards, or false sharing), then how many more
+    /// (`a/b and 5 more`: Debian's 6.1 keeps uprobes_treelock in one line with 6 others).
+    fn line(&self, line: u64) -> Option<String> {
+        let data = self.data?;
+        let at = line.wrapping_add(self.shift);
+        // A line past every symbol of its section would take the last one below it, perhaps
+        // in another (a per-CPU symbol's address is an offset): far from it, none is named.
+        let (first, off) = data.resolve_offset(at).filter(|(_, off)| *off < 1 << 20)?;
+        let mut names = vec![match off {
+            0 => first.to_string(),
+            _ => format!("{first}+{off:#x}"),
+        }];
+        names.extend((1..64).filter_map(|b| match data.resolve_offset(at + b) {
+            Some((n, 0)) => Some(n.to_string()),
+            _ => None,
+        }));
+        // The first two (what an access there most likely means), and how many more.
+        let more = names.len().saturating_sub(2);
+        names.truncate(2);
+        let named = names.join("/");
+        Some(match more {
+            0 => named,
+            _ => format!("{named} and {more} more"),
+        })
+    }
+
+    /// A site's memory: its regions, the kernel image's lines named where they can be.
+    fn memory(&self, bits: u8, image: Option<&BTreeSet<u64>>) -> String {
+        let named: Vec<String> = image
+            .into_iter()
+            .flatten()
+            .filter_map(|l| self.line(*l))
+            .collect();
+        if bits & 1 == 0 || named.is_empty() {
+            return regions(bits);
+        }
+        let rest = regions(bits & !1);
+        let image = format!("kernel image ({})", named.join(", "));
+        match rest.is_empty() {
+            true => image,
+            false => format!("{image} and {rest}"),
+        }
+    }
+}
+
 /// The sample windows of each run, for the profile.
 #[derive(Default)]
 pub(super) struct BlockSums {
@@ -78,6 +139,9 @@ pub(super) struct BlockSums {
     short: Vec<(u32, usize, u64, u64)>,
     /// Each site's memory, as [`region`] bits, of each kind ([`LISTED`]).
     memory: [HashMap<u64, u8>; 2],
+    /// The lines of the kernel's image each site touched, of each kind (at most
+    /// [`IMAGE_LINES`] a site).
+    image: [HashMap<u64, BTreeSet<u64>>; 2],
     /// What the plugin's tables had no room for, of each kind.
     dropped: [u64; 2],
 }
@@ -111,6 +175,10 @@ impl BlockSums {
                 for &(insn, line, n) in &a.sites {
                     *sites.entry(insn).or_default() += n;
                     *self.memory[kind].entry(insn).or_default() |= region(line);
+                    let lines = self.image[kind].entry(insn).or_default();
+                    if region(line) == 1 && lines.len() < IMAGE_LINES {
+                        lines.insert(line);
+                    }
                 }
                 (a.counts[1], sites)
             })
@@ -191,9 +259,10 @@ impl BlockSums {
         })
     }
 
-    /// The profile, named by `symbols` (each address moved by `shift` first).
-    pub(super) fn named(&self, symbols: Option<(&Kallsyms, u64)>) -> Option<EmulatedFunctions> {
-        let (table, shift) = symbols?;
+    /// The profile, named by `names`.
+    pub(super) fn named(&self, names: Option<Names>) -> Option<EmulatedFunctions> {
+        let names = names?;
+        let (table, shift) = (names.text, names.shift);
         let p = self.per_op()?;
         let rebased = (p.blocks.into_iter())
             .map(|(a, n)| (a.wrapping_add(shift), n))
@@ -207,8 +276,9 @@ impl BlockSums {
             s.map(|(sites, total)| {
                 let sites = (sites.into_iter())
                     .map(|(a, n)| {
-                        let memory = self.memory[kind].get(&a).copied().unwrap_or(0);
-                        (a.wrapping_add(shift), (n, regions(memory)))
+                        let bits = self.memory[kind].get(&a).copied().unwrap_or(0);
+                        let memory = names.memory(bits, self.image[kind].get(&a));
+                        (a.wrapping_add(shift), (n, memory))
                     })
                     .collect();
                 EmulatedAtomics::of(&sites, table, total)
@@ -300,6 +370,14 @@ mod unit {
     const A: u64 = 0xffffffff81000000;
     const B: u64 = 0xffffffff81000100;
 
+    fn names(text: &Kallsyms) -> Names<'_> {
+        Names {
+            text,
+            data: None,
+            shift: 0,
+        }
+    }
+
     fn symbols() -> Kallsyms {
         Kallsyms::parse("ffffffff81000000 uprobe_notify_resume\nffffffff81000100 mtree_load\n")
     }
@@ -332,7 +410,7 @@ mod unit {
         for (k, (w, ops)) in windows.iter().enumerate() {
             s.window(0, k, w, *ops, true);
         }
-        let f = s.named(Some((&symbols(), 0))).unwrap();
+        let f = s.named(Some(names(&symbols()))).unwrap();
         assert_eq!(f.total_per_op, 140.0);
         assert_eq!(f.per_op("uprobe_notify_resume"), 100.0);
         assert_eq!(f.per_op("mtree_load"), 40.0);
@@ -354,7 +432,7 @@ mod unit {
         let (mut w, ops) = window(256, &[(A, 100)]);
         w.counts[0][1] = 300;
         s.window(2, 3, &w, ops, true);
-        let f = s.named(Some((&symbols(), 0))).unwrap();
+        let f = s.named(Some(names(&symbols()))).unwrap();
         assert_eq!(f.total_per_op, 145.0);
         assert_eq!(f.per_op("uprobe_notify_resume"), 105.0);
         let said = s.warnings(true).join("; ");
@@ -368,7 +446,7 @@ mod unit {
                 even.window(0, k, &w, ops, true);
             }
         }
-        let f = even.named(Some((&symbols(), 0))).unwrap();
+        let f = even.named(Some(names(&symbols()))).unwrap();
         assert_eq!(f.total_per_op, 145.0);
         assert_eq!(f.per_op("uprobe_notify_resume"), 105.0);
         assert_eq!(f.atomics, None, "not counted");
@@ -400,7 +478,7 @@ mod unit {
             });
             s.window(0, k, &w, ops, true);
         }
-        let f = s.named(Some((&symbols(), 0))).unwrap();
+        let f = s.named(Some(names(&symbols()))).unwrap();
         let a = f.atomics.unwrap();
         assert_eq!(a.total_per_op, 3.0, "a window's own 3 cancel");
         let sites: Vec<(&str, f64, &str)> = (a.sites.iter())
@@ -416,5 +494,42 @@ mod unit {
             [("uprobe_notify_resume", 2.0), ("mtree_load", 1.0)]
         );
         assert_eq!(super::regions(1 | 2), "kernel image and allocated");
+    }
+
+    /// A line of the kernel's image is named by the data symbols in it, moved by the boot's
+    /// KASLR shift: Debian's 6.1 keeps the uprobes' tree beside its lock, one line for both.
+    #[test]
+    fn image_lines_are_named_by_the_data_symbols_in_them() {
+        let text = symbols();
+        let data = Kallsyms::parse(
+            "ffffffff82a10000 uprobes_tree\nffffffff82a10008 uprobes_treelock\n\
+             ffffffff82a10040 uprobes_mmap_mutex\n",
+        );
+        let shift = 0x200000;
+        let n = Names {
+            text: &text,
+            data: Some(&data),
+            shift,
+        };
+        let line = 0xffffffff82a10000 - shift;
+        assert_eq!(n.line(line).unwrap(), "uprobes_tree/uprobes_treelock");
+        assert_eq!(n.line(line + 64).unwrap(), "uprobes_mmap_mutex");
+        let crowded = Kallsyms::parse(
+            "ffffffff82a10000 a\nffffffff82a10008 b\nffffffff82a10010 c\nffffffff82a10018 d\n",
+        );
+        let c = Names {
+            data: Some(&crowded),
+            ..n
+        };
+        assert_eq!(c.line(line).unwrap(), "a/b and 2 more");
+        let lines: BTreeSet<u64> = [line].into();
+        assert_eq!(
+            n.memory(1 | 2, Some(&lines)),
+            "kernel image (uprobes_tree/uprobes_treelock) and allocated"
+        );
+        assert_eq!(n.memory(2, Some(&lines)), "allocated");
+        let unnamed = Names { data: None, ..n };
+        assert_eq!(unnamed.memory(1, Some(&lines)), "kernel image");
+        assert_eq!(n.line(line + (2 << 20)), None, "far past the last symbol");
     }
 }
