@@ -76,6 +76,15 @@ impl Kallsyms {
         let i = self.syms.partition_point(|(a, _)| *a <= addr);
         (i > 0).then(|| (self.syms[i - 1].1.as_str(), addr - self.syms[i - 1].0))
     }
+
+    /// The symbols that start in `lo..hi`, in address order.
+    pub(crate) fn starting_in(&self, lo: u64, hi: u64) -> impl Iterator<Item = &str> {
+        let from = self.syms.partition_point(|(a, _)| *a < lo);
+        let to = self.syms.partition_point(|(a, _)| *a < hi);
+        self.syms[from..to.max(from)]
+            .iter()
+            .map(|(_, n)| n.as_str())
+    }
 }
 
 /// One executable mapping of a process.

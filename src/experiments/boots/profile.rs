@@ -95,10 +95,7 @@ impl Names<'_> {
             0 => first.to_string(),
             _ => format!("{first}+{off:#x}"),
         }];
-        names.extend((1..64).filter_map(|b| match data.resolve_offset(at + b) {
-            Some((n, 0)) => Some(n.to_string()),
-            _ => None,
-        }));
+        names.extend(data.starting_in(at + 1, at + 64).map(str::to_string));
         // The first two (what an access there most likely means), and how many more.
         let more = names.len().saturating_sub(2);
         names.truncate(2);
@@ -175,9 +172,11 @@ impl BlockSums {
                 for &(insn, line, n) in &a.sites {
                     *sites.entry(insn).or_default() += n;
                     *self.memory[kind].entry(insn).or_default() |= region(line);
-                    let lines = self.image[kind].entry(insn).or_default();
-                    if region(line) == 1 && lines.len() < IMAGE_LINES {
-                        lines.insert(line);
+                    if region(line) == 1 {
+                        let lines = self.image[kind].entry(insn).or_default();
+                        if lines.len() < IMAGE_LINES {
+                            lines.insert(line);
+                        }
                     }
                 }
                 (a.counts[1], sites)
