@@ -117,9 +117,13 @@ pub(crate) const LINE_WINDOWS: usize = 64;
 /// a tick's retried clock read adds 12 instructions to a getpid at audit=1), the one most
 /// windows lie on exactly. A size whose every window was lengthened then moves nothing while
 /// the windows of two other sizes agree (the least of each size's would: both of a run's
-/// 40,000-call windows lengthened put a fresh clone's getpid at 1566.0002 for 1566). With a
-/// single size, no line holding three windows or more, or more than [`LINE_WINDOWS`] windows,
-/// the least of each size.
+/// 40,000-call windows lengthened put a fresh clone's getpid at 1566.0002 for 1566). Of the
+/// lines holding three windows or more, one whose slope is whole comes first: an operation
+/// runs whole instructions, and a retry lengthening both windows of one size alike lines them
+/// up with the clean twins of another, four windows on a line 12 instructions over 40,000
+/// calls off the whole one through the three clean (a fresh clone's getpid at 1566.0003).
+/// With a single size, no line holding three windows or more, or more than [`LINE_WINDOWS`]
+/// windows, the least of each size.
 pub(crate) fn on_the_line(windows: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
     let w: Vec<(u64, u64)> = windows.into_iter().collect();
     on_the_line_at(&w).into_iter().map(|i| w[i]).collect()
@@ -150,8 +154,9 @@ pub(crate) fn on_the_line_at(w: &[(u64, u64)]) -> Vec<usize> {
         let rhs = (i128::from(b.1) - ac) * (i128::from(x.0) - an);
         lhs.cmp(&rhs)
     };
-    // The most windows on a line so far, and the two windows it is drawn through.
-    type Line = (usize, (u64, u64), (u64, u64));
+    // The best line so far (whether it holds three windows or more with a whole slope, then
+    // how many it holds), and the two windows it is drawn through.
+    type Line = ((bool, usize), (u64, u64), (u64, u64));
     let mut best: Option<Line> = None;
     for &a in w {
         for &b in w.iter().filter(|b| b.0 > a.0) {
@@ -159,13 +164,17 @@ pub(crate) fn on_the_line_at(w: &[(u64, u64)]) -> Vec<usize> {
                 continue;
             }
             let n = w.iter().filter(|&&x| on(a, b, x).is_eq()).count();
-            if best.is_none_or(|(m, ..)| n > m) {
-                best = Some((n, a, b));
+            let rise = i128::from(b.1) - i128::from(a.1);
+            let whole = n >= 3 && rise % i128::from(b.0 - a.0) == 0;
+            if best.is_none_or(|(m, ..)| (whole, n) > m) {
+                best = Some(((whole, n), a, b));
             }
         }
     }
     match best {
-        Some((n, a, b)) if n >= 3 => (0..w.len()).filter(|&i| on(a, b, w[i]).is_eq()).collect(),
+        Some(((_, n), a, b)) if n >= 3 => {
+            (0..w.len()).filter(|&i| on(a, b, w[i]).is_eq()).collect()
+        }
         _ => least(),
     }
 }
@@ -360,6 +369,20 @@ mod unit {
         two[3].1 += 12;
         two[5].1 -= 12;
         assert_eq!(Fit::of(on_the_line(two)).unwrap().slope(), 1566.0);
+        // A fresh clone's next failure: a retry in one window of 20,000 calls and in both of
+        // 80,000, which line up with the two clean windows of 40,000 (four windows on a slope
+        // of 1566.0003) against the three clean ones: the whole slope is the line.
+        let mut aligned = w.clone();
+        aligned[0].1 += 12;
+        let four = [aligned[1], aligned[2], aligned[4], aligned[5]];
+        assert!(Fit::of(four).unwrap().slope() > 1566.0);
+        let line = on_the_line(aligned.iter().copied());
+        assert_eq!(line, [aligned[1], aligned[3], aligned[4]], "{line:?}");
+        assert_eq!(Fit::of(line).unwrap().slope(), 1566.0);
+        // Counts that really vary by a fraction an operation keep the line most windows lie on.
+        let half = [(2, 3), (4, 6), (8, 12), (2, 4), (4, 7), (8, 13)];
+        let line = on_the_line(half);
+        assert_eq!(line, [(2, 3), (4, 6), (8, 12)], "{line:?}");
         // A window below every line (counts that really vary): the least of each size.
         let noisy = [(1, 10), (2, 19), (4, 41), (1, 11), (2, 20), (4, 40)];
         assert_eq!(on_the_line(noisy), least_by_size(noisy));
