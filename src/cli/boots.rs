@@ -354,21 +354,6 @@ impl LavaOpts {
     }
 }
 
-/// A LAVA campaign's or bisection's lab with its token (read from the environment or the
-/// token file, never kept), the device its jobs stay on chosen (`pin::place`); `None` for
-/// other campaigns.
-pub(super) fn lava_lab(backend: &mut Backend) -> Result<Option<crate::boot::lava::Lab>> {
-    let Backend::Lava(t) = backend else {
-        return Ok(None);
-    };
-    let lab = crate::boot::lava::Lab::new(
-        &t.lab,
-        crate::boot::lava::Token::read(t.token_file.as_deref())?,
-    )?;
-    crate::experiments::boots::pin::place(t, &lab)?;
-    Ok(Some(lab))
-}
-
 /// Cancel in LAVA the `jobs` a killed LAVA campaign or bisection left submitted.
 pub(super) fn cancel_jobs(
     backend: Option<&Backend>,

@@ -2,16 +2,16 @@
 //! record every boot's result in the history, and say whether it was complete.
 
 use super::args::HistoryOpts;
-use super::boots::{BootsOpts, Checker, Via, boot_line, lava_lab};
+use super::boots::{BootsOpts, Checker, Via, boot_line};
 use super::kept_run::{Made, Shown, drop_run, made, record_boot, standing};
 use super::*;
-use crate::core::input::Opt;
 use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
-use crate::experiments::boots::kept::{self, RunKind};
+use crate::experiments::boots::kept::RunKind;
+use crate::experiments::boots::life::{self, Start};
+use crate::experiments::boots::saved::{self, Saved};
 use crate::experiments::boots::{Arm, BootRecord, PlaceEach};
 use crate::experiments::campaign::ask::{ALPHA, CampaignAsk};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
-use crate::experiments::campaign::saved::{self, Saved};
 use crate::experiments::campaign::{self, CampaignPlan};
 use anyhow::Context;
 use std::path::Path;
@@ -104,7 +104,7 @@ impl KeptDir {
     pub(super) fn dir(&self) -> Result<PathBuf> {
         match &self.state {
             Some(d) => Ok(d.clone()),
-            None => saved::default_dir(),
+            None => saved::default_dir(RunKind::Campaign),
         }
     }
 }
@@ -233,7 +233,7 @@ impl CampaignArgs {
             .collect();
         let seed = self.shared.seed.unwrap_or_else(crate::core::now_unix);
         let id = format!("{}-{seed}", crate::core::now_unix());
-        let mut saved = Saved::new(id, seed, args)?;
+        let mut saved = Saved::<CampaignPlan>::new(id, seed, args)?;
         saved.kept.plan = Some(self.plan(seed)?);
         Shown::of(&self.shared)?.keep_in(&mut saved.kept)?;
         run_qemu(&dir, saved, Start::New)
@@ -390,88 +390,16 @@ fn kexec_in_progress(k: &KeptOne) -> Result<bool> {
     Ok(kexec::State::load(Path::new(kexec::STATE_DIR))?.is_some())
 }
 
-/// Run (or go on with) the QEMU or LAVA campaign `saved`: each boot, as it ends, in the history
-/// and in its state file in `dir`; the state is removed once the campaign is shown and written.
-/// Fetch the arms' kernels into the run's own files (beside its state at `path`) and check
-/// the plan: the rules each arm loads, or what is wrong, named by its flag.
-fn prepare(plan: &mut CampaignPlan, path: &Path) -> Result<Vec<(String, String)>> {
-    let files = kept::files_of(path);
-    (checks::fetch_kernels(&mut plan.boot, &files).map_err(Into::into))
-        .and_then(|_| checks::check(&plan.boot))
-        .map_err(with_flag)
-}
-
-/// Whether a campaign run starts anew (its ID not yet claimed) or goes on from its state.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Start {
-    New,
-    Resumed,
-}
-
-fn run_qemu(dir: &Path, mut saved: Saved, start: Start) -> Result<()> {
-    let (shown, mut plan) = Shown::kept(&mut saved.kept)?;
-    if start == Start::New {
-        // Refused before anything is fetched or booted when the boots cannot be kept; then
-        // the ID is claimed, so that no other campaign's kernels or boots share its files.
-        kept::check_dir(dir, Opt::State)?;
-        saved.claim(dir)?;
-    }
-    let path = saved.path(dir);
-    let prepared =
-        prepare(&mut plan, &path).and_then(|rules| Ok((rules, lava_lab(&mut plan.boot.backend)?)));
-    let (rules, lab) = match prepared {
-        Ok(lab) => lab,
-        Err(e) => {
-            // A plan refused leaves nothing of a new campaign, and a resumed one its state.
-            match start {
-                Start::New => kept::forget(&path),
-                Start::Resumed if saved.kept.boots.is_empty() => {
-                    let _ = std::fs::remove_dir_all(kept::files_of(&path));
-                }
-                Start::Resumed => {}
-            }
-            return Err(e);
-        }
-    };
-    saved.kept.plan = Some(plan.clone());
-    eprintln!(
-        "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
-         as each ends",
-        saved.kept.id,
-        plan.boot.arms.len(),
-        plan.rounds,
-        plan.boot.seed,
-        path.display()
-    );
+/// Run (or go on with) the QEMU or LAVA campaign `saved`, kept in `dir` (its life:
+/// [`life::live`]): each boot, as it ends, in its state and the history; shown and written at
+/// the end, then said whether it was complete.
+fn run_qemu(dir: &Path, saved: Saved<CampaignPlan>, start: Start) -> Result<()> {
+    let mut saved = saved;
+    let (shown, plan) = Shown::kept(&mut saved.kept)?;
     let made = made(&plan.boot.backend);
-    let kept = saved.kept.boots.clone();
-    let saved = std::cell::RefCell::new(saved);
-    let lava = lab.map(|lab| kept::lava_run(lab, &saved, &path));
-    let ran = campaign::run(&plan, &rules, &kept, lava, &mut |b| {
-        eprintln!("syscost: {}", boot_line(b));
-        let mut saved = saved.borrow_mut();
-        let run = (RunKind::Campaign, saved.kept.id.as_str());
-        record_boot(b, &shown.keep, run, &made);
-        saved.kept.boots.push(b.clone());
-        if let Err(e) = saved.save(dir) {
-            eprintln!("syscost: warning: {e:#}");
-        }
-    });
-    let saved = saved.into_inner();
-    let mut c = match ran {
-        Ok(c) => c,
-        Err(e) if saved.kept.boots.is_empty() && saved.kept.jobs.is_empty() => {
-            kept::forget(&path);
-            return Err(with_flag(e));
-        }
-        Err(e) => {
-            eprintln!("syscost: {}", kept_note(&saved, &path));
-            return Err(e);
-        }
-    };
-    c.id = saved.kept.id.clone();
-    show(&c, shown.format, &shown.output)?;
-    kept::forget(&path);
+    saved.kept.plan = Some(plan);
+    let mut watch = Watching { made, shown };
+    let c = life::live(dir, saved, start, &mut campaign::Rounds, &mut watch).map_err(with_flag)?;
     if !c.complete {
         let failed = c.figures.iter().map(|f| f.failed_boots).sum();
         let never = c.figures.iter().map(|f| f.unbooted).sum();
@@ -480,20 +408,55 @@ fn run_qemu(dir: &Path, mut saved: Saved, start: Start) -> Result<()> {
     Ok(())
 }
 
+/// What a campaign says, records and shows at each point of its life.
+struct Watching {
+    made: Made<'static>,
+    shown: Shown,
+}
+
+impl life::Watch<CampaignPlan, campaign::Campaign> for Watching {
+    fn started(&mut self, run: &Saved<CampaignPlan>, path: &Path) {
+        let plan = run
+            .kept
+            .plan
+            .as_ref()
+            .expect("a started run keeps its plan");
+        eprintln!(
+            "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
+             as each ends",
+            run.kept.id,
+            plan.boot.arms.len(),
+            plan.rounds,
+            plan.boot.seed,
+            path.display()
+        );
+    }
+
+    fn booted(&mut self, id: &str, b: &BootRecord) {
+        eprintln!("syscost: {}", boot_line(b));
+        record_boot(b, &self.shown.keep, (RunKind::Campaign, id), &self.made);
+    }
+
+    fn finish(&mut self, run: &Saved<CampaignPlan>, c: &mut campaign::Campaign) -> Result<()> {
+        c.id = run.kept.id.clone();
+        show(c, self.shown.format, &self.shown.output)
+    }
+}
+
 /// `campaign resume`: the kexec campaign in progress, else a kept QEMU campaign.
 fn resume(k: &KeptOne) -> Result<()> {
     if kexec_in_progress(k)? {
         return resume_kexec();
     }
     let dir = k.kept.dir()?;
-    let Some(mut s) = saved::pick(&dir, k.id.as_deref())? else {
+    let Some(mut s) = saved::pick::<CampaignPlan>(&dir, k.id.as_deref())? else {
         anyhow::bail!(
             "no campaign in progress (no kexec campaign on this machine, no QEMU campaign kept \
              in {}): nothing to resume",
             dir.display()
         );
     };
-    refuse_running(&s, "resume")?;
+    s.refuse_running("resume")?;
     // The plan's kernels and rules files, and the measuring command's own paths, may be
     // relative to where the campaign started.
     std::env::set_current_dir(&s.dir).with_context(|| {
@@ -510,33 +473,6 @@ fn resume(k: &KeptOne) -> Result<()> {
     );
     s.adopt();
     run_qemu(&dir, s, Start::Resumed)
-}
-
-/// A QEMU campaign whose process still runs is not taken from it.
-fn refuse_running(s: &Saved, what: &str) -> Result<()> {
-    if s.running() {
-        anyhow::bail!(
-            "campaign {} is still running (process {}): it cannot be {what}d now",
-            s.kept.id,
-            s.owner.0
-        );
-    }
-    Ok(())
-}
-
-/// Where a kept campaign's boots are, and what to do with them.
-fn kept_note(s: &Saved, path: &Path) -> String {
-    format!(
-        "campaign {}: its {} boot(s) so far are kept in {} and in the history (tag \
-         campaign={}): `syscost campaign resume {}` goes on with them, `syscost campaign abort \
-         {}` drops them",
-        s.kept.id,
-        s.kept.boots.len(),
-        path.display(),
-        s.kept.id,
-        s.kept.id,
-        s.kept.id
-    )
 }
 
 /// `campaign resume` of the kexec campaign: measure and record this boot, then reboot into
@@ -570,7 +506,7 @@ fn resume_kexec() -> Result<()> {
 fn status(k: &KeptDir) -> Result<()> {
     status_kexec()?;
     let dir = k.dir()?;
-    let all = saved::list(&dir)?;
+    let all = saved::list::<CampaignPlan>(&dir)?;
     if all.is_empty() {
         println!("no QEMU or LAVA campaign kept in {}", dir.display());
     }
@@ -636,7 +572,7 @@ fn abort(k: &KeptOne) -> Result<()> {
         return abort_kexec();
     }
     let dir = k.kept.dir()?;
-    let Some(s) = saved::pick(&dir, k.id.as_deref())? else {
+    let Some(s) = saved::pick::<CampaignPlan>(&dir, k.id.as_deref())? else {
         println!(
             "no campaign in progress (no kexec campaign on this machine, no QEMU campaign kept \
              in {}): nothing to abort",
@@ -644,7 +580,7 @@ fn abort(k: &KeptOne) -> Result<()> {
         );
         return Ok(());
     };
-    refuse_running(&s, "abort")?;
+    s.refuse_running("abort")?;
     drop_run(&s, &s.path(&dir))
 }
 

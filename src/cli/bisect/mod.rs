@@ -8,13 +8,13 @@ mod common;
 mod git;
 mod step;
 
-use crate::cli::boots::lava_lab;
 use crate::cli::campaign::name_value;
 use crate::cli::kept_run::{Shown, drop_run, made, record_boot, standing};
 use crate::cli::*;
 use crate::core::input::Opt;
 use crate::experiments::bisect::{self, BisectPlan, builds};
 use crate::experiments::boots::kept::{self, Kept, RunKind};
+use crate::experiments::boots::start::open_lab;
 use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context;
 use common::{Common, boot_line, ends_equal, metric_refused};
@@ -199,7 +199,7 @@ fn start(state: &Path, mut s: State) -> Result<()> {
     if let Some(o) = &shown.output {
         crate::core::check_writable(o)?;
     }
-    let lab = lava_lab(&mut plan.boot.backend)?;
+    let lab = open_lab(&mut plan.boot.backend)?;
     // A bisection whose boots cannot be kept is refused before its first boot.
     let dir = state.parent().filter(|d| !d.as_os_str().is_empty());
     kept::check_dir(dir.unwrap_or(Path::new(".")), Opt::State)?;

@@ -6,11 +6,11 @@
 
 use super::common::git;
 use super::common::{boot_line, ends_equal, metric_refused, other_said, step_status};
-use crate::cli::boots::lava_lab;
 use crate::cli::kept_run::{Shown, made, record_boot};
 use crate::cli::*;
 use crate::experiments::bisect::{self, BisectPlan, Bisection, Step};
 use crate::experiments::boots::kept::RunKind;
+use crate::experiments::boots::start::open_lab;
 use crate::experiments::boots::{BootRecord, LavaRun};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -144,7 +144,7 @@ impl StepPlan {
         plan.boot.seed = state.seed;
         plan.options.seed = state.seed;
         plan.id = state.id.clone();
-        let lab = lava_lab(&mut plan.boot.backend)?;
+        let lab = open_lab(&mut plan.boot.backend)?;
         let made = made(&plan.boot.backend);
         let mut on_boot = |b: &BootRecord, _: &[BootRecord]| {
             eprintln!("syscost: {}", boot_line(b));

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 pub(crate) enum RunKind {
     Campaign,
     Bisection,
+    Reproduction,
 }
 
 impl RunKind {
@@ -28,6 +29,26 @@ impl RunKind {
         match self {
             RunKind::Campaign => "campaign",
             RunKind::Bisection => "bisection",
+            RunKind::Reproduction => "reproduction",
+        }
+    }
+
+    /// The command that runs it, resumes it and drops it: `campaign`, `bisect`, `reproduce`.
+    pub(crate) fn command(self) -> &'static str {
+        match self {
+            RunKind::Campaign => "campaign",
+            RunKind::Bisection => "bisect",
+            RunKind::Reproduction => "reproduce",
+        }
+    }
+
+    /// The directory under the state home its states are kept in, one file each (a
+    /// bisection keeps one state, `bisect.json`, beside these).
+    pub(crate) fn states(self) -> &'static str {
+        match self {
+            RunKind::Campaign => "campaigns",
+            RunKind::Bisection => "bisections",
+            RunKind::Reproduction => "reproductions",
         }
     }
 
@@ -37,13 +58,19 @@ impl RunKind {
         match self {
             RunKind::Campaign => "campaign",
             RunKind::Bisection => "bisect",
+            RunKind::Reproduction => "reproduce",
         }
+    }
+
+    /// Whether its boots are recorded in the history as they end (a reproduction's are not).
+    pub(crate) fn records(self) -> bool {
+        self != RunKind::Reproduction
     }
 
     /// The history tag that names an arm's boots: `arm` in a campaign, `build` in a bisection.
     pub(crate) fn arm_tag(self) -> &'static str {
         match self {
-            RunKind::Campaign => "arm",
+            RunKind::Campaign | RunKind::Reproduction => "arm",
             RunKind::Bisection => "build",
         }
     }

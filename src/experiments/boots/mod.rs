@@ -12,11 +12,13 @@ pub(crate) mod checks;
 pub(crate) mod emulated;
 pub(crate) mod kept;
 pub mod lava;
+pub(crate) mod life;
 pub(crate) mod pin;
 pub(crate) mod plan;
 pub(crate) mod profile;
 pub(crate) mod qemu;
 pub(crate) mod record;
+pub(crate) mod saved;
 pub(crate) mod schedule;
 pub(crate) mod start;
 

@@ -34,6 +34,21 @@ pub(crate) fn start<'p>(
     })
 }
 
+/// A LAVA plan's lab with its token (read from the environment or the token file, never
+/// kept), the device its jobs stay on chosen ([`super::pin::place`]); `None` for the other
+/// backends, which need nothing opened.
+pub(crate) fn open_lab(backend: &mut Backend) -> Result<Option<crate::boot::lava::Lab>> {
+    let Backend::Lava(t) = backend else {
+        return Ok(None);
+    };
+    let lab = crate::boot::lava::Lab::new(
+        &t.lab,
+        crate::boot::lava::Token::read(t.token_file.as_deref())?,
+    )?;
+    super::pin::place(t, &lab)?;
+    Ok(Some(lab))
+}
+
 impl Started<'_> {
     /// How each arm's kernel was started, for the arms booted so far.
     pub(crate) fn entries(&self) -> Vec<ArmEntry> {

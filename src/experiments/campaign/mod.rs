@@ -9,7 +9,6 @@ pub(crate) mod analysis;
 pub(crate) mod ask;
 pub(crate) mod kexec;
 pub(crate) mod placed;
-pub(crate) mod saved;
 
 pub(crate) use analysis::analyse;
 
@@ -18,7 +17,9 @@ use crate::compare::{self, Comparison};
 use crate::core::{Envelope, Kind};
 use crate::experiments::boots::plan::order;
 use crate::experiments::boots::schedule::{self, Schedule};
-use crate::experiments::boots::{Arm, ArmEntry, BootPlan, BootRecord, LavaRun, start};
+use crate::experiments::boots::{
+    Arm, ArmEntry, BootPlan, BootRecord, LavaRun, checks, life, start,
+};
 use crate::results::functions::EmulatedFunctions;
 use crate::results::sets::EmulatedSets;
 use crate::stats::Summary;
@@ -35,6 +36,14 @@ pub(crate) struct CampaignPlan {
     /// The arms are a series in order: each is also compared with the one before it.
     #[serde(default)]
     pub steps: bool,
+}
+
+impl crate::experiments::boots::kept::Planned for CampaignPlan {
+    const KIND: crate::experiments::boots::kept::RunKind =
+        crate::experiments::boots::kept::RunKind::Campaign;
+    fn backend(&self) -> &crate::experiments::boots::Backend {
+        &self.boot.backend
+    }
 }
 
 impl CampaignPlan {
@@ -223,6 +232,37 @@ pub(crate) fn run(
     c.entries = booter.entries();
     c.warnings.extend(stopped_warnings(plan, &stopped));
     Ok(c)
+}
+
+/// A campaign's rounds as a kept run's boots ([`life::live`]): its arms' kernels fetched
+/// into the run's files and the plan checked, then the rounds booted on QEMU or in its lab.
+pub(crate) struct Rounds;
+
+impl life::Boots<CampaignPlan> for Rounds {
+    /// The rules files each arm loads, by name.
+    type Ready = Vec<(String, String)>;
+    type Made = Campaign;
+
+    fn prepare(
+        &mut self,
+        plan: &mut CampaignPlan,
+        files: &std::path::Path,
+    ) -> Result<(Self::Ready, Option<crate::boot::lava::Lab>)> {
+        checks::fetch_kernels(&mut plan.boot, files)?;
+        let rules = checks::check(&plan.boot)?;
+        Ok((rules, start::open_lab(&mut plan.boot.backend)?))
+    }
+
+    fn boot(
+        &mut self,
+        plan: &CampaignPlan,
+        rules: &Self::Ready,
+        kept: &[BootRecord],
+        lava: Option<LavaRun>,
+        on_boot: &mut dyn FnMut(&BootRecord),
+    ) -> Result<Campaign> {
+        run(plan, rules, kept, lava, on_boot)
+    }
 }
 
 /// Why each stopped arm stopped.

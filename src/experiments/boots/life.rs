@@ -1,0 +1,333 @@
+//! The life of a kept run, written once for campaigns and reproductions: its state claimed
+//! before anything is fetched or booted (so no other run shares its files), its plan prepared
+//! (kernels fetched into its own files, checked) and its lab opened, each boot saved in its
+//! state as it ends and only then handed to the command (shown, recorded), and its state
+//! forgotten once the command has shown and written what the boots made. A plan refused leaves
+//! nothing of a new run; a run stopped with boots kept keeps them and says how to go on. The
+//! order is here, over any way to make the boots ([`Boots`]), as hyperfine's scheduler owns its
+//! run loop whatever executes it; the tests drive it with a mock.
+
+use super::kept::{self, Planned};
+use super::saved::Saved;
+use super::{BootRecord, LavaRun};
+use crate::boot::lava::Lab;
+use anyhow::Result;
+use serde::Serialize;
+use std::path::Path;
+
+/// Whether a run starts anew (its ID not yet claimed) or goes on from its kept state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    New,
+    Resumed,
+}
+
+/// How a kept run's plan becomes boots, and what they make: a campaign's rounds on QEMU or in a
+/// lab (`campaign::Rounds`), a mock in the tests.
+pub(crate) trait Boots<P> {
+    /// What the plan's boots read, found by [`Boots::prepare`] (each arm's rules).
+    type Ready;
+    /// What the boots make (a campaign).
+    type Made;
+    /// Fetch what `plan` needs into `files` (the run's own), check it, and open its lab if it
+    /// boots in one: what its boots read, or what is wrong.
+    fn prepare(&mut self, plan: &mut P, files: &Path) -> Result<(Self::Ready, Option<Lab>)>;
+    /// Boot what `kept` lacks, telling `on_boot` of each as it ends.
+    fn boot(
+        &mut self,
+        plan: &P,
+        ready: &Self::Ready,
+        kept: &[BootRecord],
+        lava: Option<LavaRun>,
+        on_boot: &mut dyn FnMut(&BootRecord),
+    ) -> Result<Self::Made>;
+}
+
+/// What the command that runs a kept run does at each point of its life.
+pub(crate) trait Watch<P, M> {
+    /// The run is claimed and its plan ready (kept in `path`): say so.
+    fn started(&mut self, run: &Saved<P>, path: &Path);
+    /// A boot ended, and is saved: say it, record it.
+    fn booted(&mut self, id: &str, b: &BootRecord);
+    /// The boots are made: show and write them. The state is forgotten only after this
+    /// succeeds.
+    fn finish(&mut self, run: &Saved<P>, made: &mut M) -> Result<()>;
+}
+
+/// Run (or go on with) `run`, kept in `dir`, to its end, and return what its boots made: see
+/// the module's doc for the order.
+pub(crate) fn live<P, B, W>(
+    dir: &Path,
+    mut run: Saved<P>,
+    start: Start,
+    boots: &mut B,
+    watch: &mut W,
+) -> Result<B::Made>
+where
+    P: Planned + Serialize + Clone,
+    B: Boots<P>,
+    W: Watch<P, B::Made>,
+{
+    let Some(mut plan) = run.kept.plan.clone() else {
+        anyhow::bail!("{} {} keeps no plan", P::KIND.noun(), run.kept.id);
+    };
+    if start == Start::New {
+        // Refused before anything is fetched or booted when the boots cannot be kept.
+        kept::check_dir(dir, crate::core::input::Opt::State)?;
+        run.claim(dir)?;
+    }
+    let path = run.path(dir);
+    let (ready, lab) = match boots.prepare(&mut plan, &kept::files_of(&path)) {
+        Ok(p) => p,
+        Err(e) => {
+            refused(&run, &path, start);
+            return Err(e);
+        }
+    };
+    run.kept.plan = Some(plan.clone());
+    watch.started(&run, &path);
+    let so_far = run.kept.boots.clone();
+    let run = std::cell::RefCell::new(run);
+    let lava = lab.map(|lab| kept::lava_run(lab, &run, &path));
+    let made = boots.boot(&plan, &ready, &so_far, lava, &mut |b| {
+        let mut r = run.borrow_mut();
+        r.kept.boots.push(b.clone());
+        if let Err(e) = r.save(dir) {
+            eprintln!("syscost: warning: {e:#}");
+        }
+        watch.booted(&r.kept.id, b);
+    });
+    let run = run.into_inner();
+    match made {
+        Ok(mut made) => {
+            watch.finish(&run, &mut made)?;
+            kept::forget(&path);
+            Ok(made)
+        }
+        Err(e) if run.kept.boots.is_empty() && run.kept.jobs.is_empty() => {
+            kept::forget(&path);
+            Err(e)
+        }
+        Err(e) => {
+            eprintln!("syscost: {}", kept_note(&run, &path));
+            Err(e)
+        }
+    }
+}
+
+/// A plan refused leaves nothing of a new run, and of a resumed one its state alone (the
+/// files fetched for it go when it has no boot yet).
+fn refused<P>(run: &Saved<P>, path: &Path, start: Start) {
+    match start {
+        Start::New => kept::forget(path),
+        Start::Resumed if run.kept.boots.is_empty() => {
+            let _ = std::fs::remove_dir_all(kept::files_of(path));
+        }
+        Start::Resumed => {}
+    }
+}
+
+/// Where a stopped run's boots are, and what to do with them.
+pub(crate) fn kept_note<P: Planned>(run: &Saved<P>, path: &Path) -> String {
+    let (k, id) = (P::KIND, &run.kept.id);
+    let history = match k.records() {
+        true => format!(" and in the history (tag {}={id})", k.tag()),
+        false => String::new(),
+    };
+    format!(
+        "{} {id}: its {} boot(s) so far are kept in {}{history}: `syscost {} resume {id}` goes \
+         on with them, `syscost {} abort {id}` drops them",
+        k.noun(),
+        run.kept.boots.len(),
+        path.display(),
+        k.command(),
+        k.command(),
+    )
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+    use crate::experiments::boots::kept::RunKind;
+    use crate::experiments::boots::{Backend, Outcome};
+    use serde::Deserialize;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    #[derive(Clone, Debug, Serialize, Deserialize)]
+    struct Plan {
+        boots: u32,
+        backend: Backend,
+    }
+
+    impl Planned for Plan {
+        const KIND: RunKind = RunKind::Reproduction;
+        fn backend(&self) -> &Backend {
+            &self.backend
+        }
+    }
+
+    /// What the mock saw, in order: each step, and the boots kept on disk at each boot.
+    type Log = Rc<RefCell<Vec<String>>>;
+
+    /// Boots `plan.boots` in all, failing after `stop_after` of them when given; refuses
+    /// the plan when `refuse`.
+    struct Mock {
+        log: Log,
+        state: std::path::PathBuf,
+        stop_after: Option<usize>,
+        refuse: bool,
+    }
+
+    impl Mock {
+        fn kept_on_disk(&self) -> usize {
+            let text = std::fs::read_to_string(&self.state).unwrap_or_default();
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            v["boots"].as_array().map_or(0, Vec::len)
+        }
+    }
+
+    impl Boots<Plan> for Mock {
+        type Ready = ();
+        type Made = usize;
+        fn prepare(&mut self, _: &mut Plan, files: &Path) -> Result<((), Option<Lab>)> {
+            self.log
+                .borrow_mut()
+                .push(format!("prepare, claimed {}", self.state.exists()));
+            std::fs::create_dir_all(files)?;
+            anyhow::ensure!(!self.refuse, "refused");
+            Ok(((), None))
+        }
+        fn boot(
+            &mut self,
+            plan: &Plan,
+            _: &(),
+            kept: &[BootRecord],
+            _: Option<LavaRun>,
+            on_boot: &mut dyn FnMut(&BootRecord),
+        ) -> Result<usize> {
+            for i in kept.len()..plan.boots as usize {
+                if self.stop_after.is_some_and(|n| i >= n) {
+                    anyhow::bail!("stopped");
+                }
+                let b = boot(i as u32 + 1);
+                on_boot(&b);
+                let on_disk = self.kept_on_disk();
+                self.log
+                    .borrow_mut()
+                    .push(format!("boot {}, {on_disk} kept", i + 1));
+            }
+            Ok(plan.boots as usize)
+        }
+    }
+
+    struct Seen(Log);
+
+    impl Watch<Plan, usize> for Seen {
+        fn started(&mut self, run: &Saved<Plan>, _: &Path) {
+            let n = run.kept.boots.len();
+            self.0.borrow_mut().push(format!("started with {n}"));
+        }
+        fn booted(&mut self, _: &str, b: &BootRecord) {
+            self.0.borrow_mut().push(format!("shown {}", b.round));
+        }
+        fn finish(&mut self, _: &Saved<Plan>, made: &mut usize) -> Result<()> {
+            self.0.borrow_mut().push(format!("finished {made}"));
+            Ok(())
+        }
+    }
+
+    fn boot(round: u32) -> BootRecord {
+        BootRecord {
+            arm: "a".into(),
+            round,
+            attempt: 0,
+            seconds: 1.0,
+            split: None,
+            pinned: Vec::new(),
+            job: None,
+            outcome: Outcome::Failed {
+                reason: "a mock".into(),
+                console: Vec::new(),
+                failure: Default::default(),
+            },
+        }
+    }
+
+    fn new_run(boots: u32) -> Saved<Plan> {
+        let mut s = Saved::new("1-2".into(), 2, Vec::new()).unwrap();
+        s.kept.plan = Some(Plan {
+            boots,
+            backend: Backend::Kexec,
+        });
+        s
+    }
+
+    /// The order: claimed, prepared, started; each boot saved before it is shown; the state
+    /// forgotten after the end is shown. A run stopped keeps its boots and goes on from them
+    /// (none made twice); a plan refused leaves nothing.
+    #[test]
+    fn a_kept_run_is_claimed_saved_at_each_boot_resumed_and_forgotten() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("runs");
+        let log = Log::default();
+        let state = dir.join("1-2.json");
+        let mut mock = Mock {
+            log: log.clone(),
+            state: state.clone(),
+            stop_after: Some(2),
+            refuse: false,
+        };
+        let mut seen = Seen(log.clone());
+        let e = live(&dir, new_run(3), Start::New, &mut mock, &mut seen).unwrap_err();
+        assert_eq!(e.to_string(), "stopped");
+        let stopped = [
+            "prepare, claimed true",
+            "started with 0",
+            "shown 1",
+            "boot 1, 1 kept",
+            "shown 2",
+            "boot 2, 2 kept",
+        ];
+        assert_eq!(*log.borrow(), stopped);
+        assert!(state.exists() && kept::files_of(&state).exists());
+
+        log.borrow_mut().clear();
+        mock.stop_after = None;
+        let mut run = crate::experiments::boots::saved::pick::<Plan>(&dir, None)
+            .unwrap()
+            .unwrap();
+        run.adopt();
+        live(&dir, run, Start::Resumed, &mut mock, &mut seen).unwrap();
+        let resumed = [
+            "prepare, claimed true",
+            "started with 2",
+            "shown 3",
+            "boot 3, 3 kept",
+            "finished 3",
+        ];
+        assert_eq!(*log.borrow(), resumed);
+        assert!(!state.exists() && !kept::files_of(&state).exists());
+
+        log.borrow_mut().clear();
+        mock.refuse = true;
+        assert!(live(&dir, new_run(3), Start::New, &mut mock, &mut seen).is_err());
+        assert_eq!(*log.borrow(), ["prepare, claimed true"]);
+        assert!(
+            std::fs::read_dir(&dir).unwrap().next().is_none(),
+            "nothing left"
+        );
+    }
+
+    #[test]
+    fn a_stopped_run_says_how_to_go_on() {
+        let mut run = new_run(3);
+        run.kept.boots.push(boot(1));
+        let said = kept_note(&run, Path::new("/s/1-2.json"));
+        assert_eq!(
+            said,
+            "reproduction 1-2: its 1 boot(s) so far are kept in /s/1-2.json: `syscost reproduce \
+             resume 1-2` goes on with them, `syscost reproduce abort 1-2` drops them"
+        );
+    }
+}
