@@ -5,7 +5,7 @@ use super::args::HistoryOpts;
 use super::boots::{BootsOpts, Checker, Via, boot_line};
 use super::kept_run::{Made, Shown, drop_run, made, record_boot, standing};
 use super::*;
-use crate::experiments::boots::checks::{self, ArmPart, ArmProblem};
+use crate::experiments::boots::checks::{ArmPart, ArmProblem};
 use crate::experiments::boots::kept::RunKind;
 use crate::experiments::boots::life::{self, Start};
 use crate::experiments::boots::saved::{self, Saved};
@@ -361,18 +361,6 @@ impl CampaignArgs {
         );
         kexec::reboot(&started.step, started.hook)
     }
-}
-
-/// Run the QEMU campaign `plan` to its end, for a command that builds on one (`reproduce`):
-/// checked as a campaign's is, its boots neither kept for a resume nor recorded in the history.
-pub(super) fn run_plan(
-    plan: &CampaignPlan,
-    progress: &mut dyn FnMut(&BootRecord),
-) -> Result<campaign::Campaign> {
-    let rules = checks::check(&plan.boot).map_err(with_flag)?;
-    let mut c = campaign::run(plan, &rules, &[], None, progress)?;
-    c.id = format!("{}-{}", crate::core::now_unix(), plan.boot.seed);
-    Ok(c)
 }
 
 fn step_line(step: &Step) -> String {

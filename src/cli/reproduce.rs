@@ -3,10 +3,19 @@
 
 use super::boots::{Checker, boot_line};
 use super::campaign::name_value;
+use super::kept_run::{drop_run, standing};
 use super::*;
+use crate::experiments::boots::BootRecord;
+use crate::experiments::boots::kept::RunKind;
+use crate::experiments::boots::life::{self, Start};
+use crate::experiments::boots::saved::{self, Saved};
+use crate::experiments::campaign::Campaign;
+use crate::experiments::reproduce::kept::{ReproducePlan, Reproducing};
 use crate::experiments::reproduce::{self, Investigation};
 use crate::kbuild;
 use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
   syscost reproduce --list
@@ -38,10 +47,57 @@ could not fail or decide is said so and not scored. Shown, never scored: a stand
 totals, time under TCG, a figure printed twice, a misprint, or not reproducible here (cycles,
 branch misses). Boots
 are not kept in the history; the campaign command it ran is printed, to run again or change.
+Each boot is kept as it ends: a reproduction stopped (killed, a failed boot, a power cut) goes
+on with `syscost reproduce resume`, booting only what it lacks; `reproduce status` lists the
+kept ones, `reproduce abort` drops one.
 syscost show DIR/NAME.json scores a saved reproduction again with the current tables.";
 
+/// What to do with a reproduction in progress.
+#[derive(Subcommand, Debug)]
+pub enum ReproduceAction {
+    /// Every reproduction kept (running or stopped), with its boots so far.
+    Status(ReproduceKept),
+    /// Drop a stopped reproduction's kept boots (ID, or the only one kept).
+    Abort(ReproduceOne),
+    /// Go on with a stopped reproduction (ID, or the only one kept): boot only what it lacks,
+    /// with the options it was started with, then score, show and write it as if it had not
+    /// stopped.
+    Resume(ReproduceOne),
+}
+
+/// Where reproductions keep their boots.
+#[derive(Args, Debug, Default)]
+pub struct ReproduceKept {
+    /// The directory reproductions keep their boots in, a state file each [default:
+    /// $XDG_STATE_HOME/syscost/reproductions, else ~/.local/state/syscost/reproductions].
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+}
+
+impl ReproduceKept {
+    fn dir(&self) -> Result<PathBuf> {
+        match &self.state {
+            Some(d) => Ok(d.clone()),
+            None => saved::default_dir(RunKind::Reproduction),
+        }
+    }
+}
+
+/// One kept reproduction.
 #[derive(Args, Debug)]
+pub struct ReproduceOne {
+    /// The reproduction's id (as `reproduce status` lists them) [default: the only one kept].
+    #[arg(value_name = "ID")]
+    pub id: Option<String>,
+    #[command(flatten)]
+    pub kept: ReproduceKept,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ReproduceArgs {
+    #[command(subcommand)]
+    pub action: Option<ReproduceAction>,
     /// The investigation: audit-series, syscall-latency, alignment-rfc or uprobe-thread.
     #[arg(value_name = "NAME", required_unless_present = "list")]
     pub name: Option<String>,
@@ -97,30 +153,32 @@ pub struct ReproduceArgs {
     /// NAME.html (its report page) and the rule set it loaded into DIR.
     #[arg(short = 'o', long, value_name = "DIR")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub kept: ReproduceKept,
+}
+
+/// What a kept reproduction shows and writes, kept with it so that a resume parses no command
+/// line again (-o made absolute: a resume started elsewhere writes where it was told to).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Shown {
+    format: Format,
+    output: Option<PathBuf>,
 }
 
 impl ReproduceArgs {
     pub(super) fn run(self) -> Result<()> {
+        match &self.action {
+            Some(ReproduceAction::Status(k)) => return status(k),
+            Some(ReproduceAction::Abort(k)) => return abort(k),
+            Some(ReproduceAction::Resume(k)) => return resume(k),
+            None => {}
+        }
         let Some(name) = self.name.as_deref().filter(|_| !self.list) else {
             return list();
         };
         let inv = reproduce::named(name).map_err(anyhow::Error::msg)?;
-        let paper = inv.paper().map_err(anyhow::Error::msg)?;
-        let mut given = Vec::new();
-        for a in &self.arms {
-            let (n, k) = name_value("--arm", a)?;
-            if !inv.arms.iter().any(|x| x.name == n) {
-                let names: Vec<&str> = inv.arms.iter().map(|x| x.name).collect();
-                anyhow::bail!("--arm {n}: {name} has the arms {}", names.join(", "));
-            }
-            given.push((n.to_string(), PathBuf::from(k)));
-        }
-        for n in &self.only {
-            if !inv.arms.iter().any(|x| x.name == n) {
-                let names: Vec<&str> = inv.arms.iter().map(|x| x.name).collect();
-                anyhow::bail!("--only {n}: {name} has the arms {}", names.join(", "));
-            }
-        }
+        inv.paper().map_err(anyhow::Error::msg)?;
+        let given = self.given(inv)?;
         let mut building = Building::default();
         let mut progress = |p| building.hear(p);
         let build = self
@@ -128,60 +186,234 @@ impl ReproduceArgs {
             .then_some(&mut progress as &mut dyn FnMut(kbuild::Progress));
         let kernels = inv.kernels(&self.kernels, &given, &self.only, build)?;
         building.done();
-        // Without -o, the rules go to a directory of this process's, removed when it ends.
-        let scratch;
-        let rules_dir = match &self.output {
-            Some(d) => {
-                std::fs::create_dir_all(d)
-                    .with_context(|| format!("cannot create -o {}", d.display()))?;
-                d.clone()
+        if let Some(d) = &self.output {
+            std::fs::create_dir_all(d)
+                .with_context(|| format!("cannot create -o {}", d.display()))?;
+            for (file, text) in inv.rules {
+                crate::core::write_atomic(&d.join(file), text.as_bytes())?;
             }
-            None => {
-                scratch = crate::boot::workdir()?;
-                scratch.path().to_path_buf()
-            }
-        };
-        for (file, text) in inv.rules {
-            crate::core::write_atomic(&rules_dir.join(file), text.as_bytes())?;
         }
+        let dir = self.kept.dir()?;
+        let seed = self.seed.unwrap_or_else(crate::core::now_unix);
+        let id = format!("{}-{seed}", crate::core::now_unix());
+        // Its status is rendered from its plan: no command line is kept.
+        let mut run = Saved::<ReproducePlan>::new(id, seed, Vec::new())?;
+        // The arms read the rule sets from the run's own files (written there as it starts).
+        let rules_dir = crate::experiments::boots::kept::files_of(&run.path(&dir));
         let settings = reproduce::campaign::Settings {
             boots: self.boots,
             runs: self.runs,
             samples: self.samples,
             sample_time: self.sample_time.clone(),
-            seed: self.seed,
+            seed: Some(seed),
         };
         let ask = (inv.campaign(&kernels, &rules_dir, &settings)).map_err(anyhow::Error::msg)?;
-        let plan = ask.plan(ask.boots.seed(), &Checker("campaign"))?;
-        let command = super::rerun::campaign(&ask);
-        eprintln!("syscost: reproducing {}: {}", paper.title, shown(&command));
-        let started = std::time::Instant::now();
-        let c = campaign::run_plan(&plan, &mut |b| eprintln!("syscost: {}", boot_line(b)))?;
-        let l1d = inv.l1d().map_err(anyhow::Error::msg)?;
-        let seconds = started.elapsed().as_secs_f64();
-        let r = reproduce::compare(&paper, inv.series, c, l1d, command, seconds);
-        self.write(inv, &r)?;
-        if self.format == Format::Json {
-            out(format!("{}\n", json::to_json(&r)))
-        } else {
-            out(r.text(self.format))
-        }
+        run.kept.plan = Some(ReproducePlan {
+            investigation: inv.name.into(),
+            campaign: ask.plan(ask.boots.seed(), &Checker("campaign"))?,
+            command: super::rerun::campaign(&ask),
+        });
+        let shown = Shown {
+            format: self.format,
+            output: self
+                .output
+                .as_deref()
+                .map(std::path::absolute)
+                .transpose()?,
+        };
+        run.kept.shown = serde_json::to_value(&shown)?;
+        reproduce_kept(&dir, run, Start::New)
     }
 
-    fn write(&self, inv: &Investigation, r: &reproduce::Reproduction) -> Result<()> {
-        let Some(dir) = &self.output else {
-            return Ok(());
+    /// The arms given a kernel of their own (--arm), each checked to be one of `inv`'s, as
+    /// --only's are.
+    fn given(&self, inv: &Investigation) -> Result<Vec<(String, PathBuf)>> {
+        let names = || {
+            let n: Vec<&str> = inv.arms.iter().map(|x| x.name).collect();
+            n.join(", ")
         };
-        let json = json::to_json(r);
-        write_file(
-            &dir.join(format!("{}.json", inv.name)),
-            format!("{json}\n").as_bytes(),
-        )?;
-        let loaded = report::loaded::parse(inv.name, &json)
-            .map_err(|e| anyhow::anyhow!("the reproduction does not read back: {e}"))?;
-        let page = report::html::page(&[(format!("{}.json", inv.name), loaded)]);
-        write_file(&dir.join(format!("{}.html", inv.name)), page.as_bytes())
+        let mut given = Vec::new();
+        for a in &self.arms {
+            let (n, k) = name_value("--arm", a)?;
+            if !inv.arms.iter().any(|x| x.name == n) {
+                anyhow::bail!("--arm {n}: {} has the arms {}", inv.name, names());
+            }
+            given.push((n.to_string(), PathBuf::from(k)));
+        }
+        for n in &self.only {
+            if !inv.arms.iter().any(|x| x.name == n) {
+                anyhow::bail!("--only {n}: {} has the arms {}", inv.name, names());
+            }
+        }
+        Ok(given)
     }
+}
+
+/// Run (or go on with) the reproduction `run`, kept in `dir` (its life: [`life::live`]).
+fn reproduce_kept(dir: &Path, run: Saved<ReproducePlan>, start: Start) -> Result<()> {
+    let shown: Shown = serde_json::from_value(run.kept.shown.clone())
+        .context("the reproduction's kept state has no output options")?;
+    let plan = run
+        .kept
+        .plan
+        .as_ref()
+        .context("the kept reproduction has no plan")?;
+    let inv = plan.investigation()?;
+    let mut watch = Watching {
+        inv,
+        paper: inv.paper().map_err(anyhow::Error::msg)?,
+        shown,
+        started: std::time::Instant::now(),
+        before: run.kept.boots.iter().map(|b| b.seconds).sum(),
+    };
+    life::live(dir, run, start, &mut Reproducing, &mut watch)?;
+    Ok(())
+}
+
+/// What a reproduction says and shows at each point of its life.
+struct Watching {
+    inv: &'static Investigation,
+    paper: reproduce::paper::Paper,
+    shown: Shown,
+    started: std::time::Instant,
+    /// The seconds of the boots kept by the processes before this one.
+    before: f64,
+}
+
+impl life::Watch<ReproducePlan, Campaign> for Watching {
+    fn started(&mut self, run: &Saved<ReproducePlan>, path: &Path) {
+        let plan = run
+            .kept
+            .plan
+            .as_ref()
+            .expect("a started run keeps its plan");
+        eprintln!(
+            "syscost: reproducing {}: {}; its boots are kept in {} as each ends",
+            self.paper.title,
+            shown(&plan.command),
+            path.display()
+        );
+    }
+
+    fn booted(&mut self, _: &str, b: &BootRecord) {
+        eprintln!("syscost: {}", boot_line(b));
+    }
+
+    fn finish(&mut self, run: &Saved<ReproducePlan>, c: &mut Campaign) -> Result<()> {
+        let plan = run
+            .kept
+            .plan
+            .as_ref()
+            .expect("a finished run keeps its plan");
+        c.id = run.kept.id.clone();
+        let l1d = self.inv.l1d().map_err(anyhow::Error::msg)?;
+        let seconds = self.before + self.started.elapsed().as_secs_f64();
+        let command = plan.command.clone();
+        let r = reproduce::compare(
+            &self.paper,
+            self.inv.series,
+            c.clone(),
+            l1d,
+            command,
+            seconds,
+        );
+        write(&self.shown, self.inv, &r)?;
+        if self.shown.format == Format::Json {
+            out(format!("{}\n", json::to_json(&r)))
+        } else {
+            out(r.text(self.shown.format))
+        }
+    }
+}
+
+/// `reproduce resume`: the reproduction `k` names, or the only one kept.
+fn resume(k: &ReproduceOne) -> Result<()> {
+    let dir = k.kept.dir()?;
+    let Some(mut s) = saved::pick::<ReproducePlan>(&dir, k.id.as_deref())? else {
+        anyhow::bail!(
+            "no reproduction kept in {}: nothing to resume",
+            dir.display()
+        );
+    };
+    s.refuse_running("resume")?;
+    // The kernels given by path may be relative to where it started.
+    std::env::set_current_dir(&s.dir).with_context(|| {
+        format!(
+            "reproduction {}: cannot go back to {}, where it ran",
+            s.kept.id,
+            s.dir.display()
+        )
+    })?;
+    eprintln!(
+        "syscost: resuming reproduction {} from {} kept boot(s)",
+        s.kept.id,
+        s.kept.boots.len()
+    );
+    s.adopt();
+    reproduce_kept(&dir, s, Start::Resumed)
+}
+
+/// `reproduce status`: every kept reproduction and where it stands.
+fn status(k: &ReproduceKept) -> Result<()> {
+    let dir = k.dir()?;
+    let all = saved::list::<ReproducePlan>(&dir)?;
+    if all.is_empty() {
+        outln!("no reproduction kept in {}", dir.display());
+    }
+    for s in &all {
+        let state = match s.running() {
+            true => format!("running (process {})", s.owner.0),
+            false => "stopped".into(),
+        };
+        let Some(plan) = &s.kept.plan else { continue };
+        outln!(
+            "reproduction {} ({state}) of {}, {} arm(s) x {} boot(s): {}",
+            s.kept.id,
+            plan.investigation,
+            plan.campaign.boot.arms.len(),
+            plan.campaign.rounds,
+            shown(&plan.command)
+        );
+        for line in standing(s) {
+            outln!("  {line}");
+        }
+    }
+    if all.iter().any(|s| !s.running()) {
+        outln!(
+            "`syscost reproduce resume ID` goes on with one; `syscost reproduce abort ID` drops it"
+        );
+    }
+    Ok(())
+}
+
+/// `reproduce abort`: drop a stopped reproduction's boots.
+fn abort(k: &ReproduceOne) -> Result<()> {
+    let dir = k.kept.dir()?;
+    let Some(s) = saved::pick::<ReproducePlan>(&dir, k.id.as_deref())? else {
+        outln!(
+            "no reproduction kept in {}: nothing to abort",
+            dir.display()
+        );
+        return Ok(());
+    };
+    s.refuse_running("abort")?;
+    drop_run(&s, &s.path(&dir))
+}
+
+/// Write the reproduction `r` to -o DIR, when given: its JSON and its report page.
+fn write(shown: &Shown, inv: &Investigation, r: &reproduce::Reproduction) -> Result<()> {
+    let Some(dir) = &shown.output else {
+        return Ok(());
+    };
+    let json = json::to_json(r);
+    write_file(
+        &dir.join(format!("{}.json", inv.name)),
+        format!("{json}\n").as_bytes(),
+    )?;
+    let loaded = report::loaded::parse(inv.name, &json)
+        .map_err(|e| anyhow::anyhow!("the reproduction does not read back: {e}"))?;
+    let page = report::html::page(&[(format!("{}.json", inv.name), loaded)]);
+    write_file(&dir.join(format!("{}.html", inv.name)), page.as_bytes())
 }
 
 /// A build's progress on stderr: its stages as lines, and while make compiles, a bar on a

@@ -29,6 +29,67 @@ fn reproduced(dir: &std::path::Path, args: &[&str]) -> (String, String) {
     (text, err)
 }
 
+/// `reproduced`, SIGKILLed once `kills_after` of its boots are kept, then `reproduce resume`,
+/// which must succeed: its stdout and stderr. Nothing is kept after the resume.
+fn killed_and_resumed(
+    dir: &std::path::Path,
+    args: &[&str],
+    kills_after: usize,
+) -> (String, String) {
+    use std::io::BufRead;
+    let state = dir.join("state");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"))
+        .current_dir(dir)
+        .env("SYSCOST_HISTORY", TEST_HISTORY)
+        .env("XDG_STATE_HOME", &state)
+        .arg("reproduce")
+        .args(args)
+        .args(["--build", "--boots", "1", "-o"])
+        .arg(dir.join("out"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    let mut booted = 0;
+    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        booted += usize::from(line.starts_with("syscost: round "));
+        if booted == kills_after {
+            break;
+        }
+    }
+    assert_eq!(booted, kills_after, "it ended first: {said}");
+    // A boot is said once it is kept.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = syscost()
+        .current_dir("/")
+        .env("XDG_STATE_HOME", &state)
+        .args(["reproduce", "resume"])
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{err}");
+    let from = format!("from {kills_after} kept boot(s)");
+    assert!(
+        err.starts_with("syscost: resuming reproduction ") && err.contains(&from),
+        "{err}"
+    );
+    let kept = state.join("syscost/reproductions");
+    assert_eq!(
+        std::fs::read_dir(&kept).unwrap().count(),
+        0,
+        "nothing kept after the end"
+    );
+    (text, err)
+}
+
 /// The audit series rebuilt on its own code: Debian's linux-source-6.1 built as it is and with
 /// the series' patch 1 (kept in the user's cache: a machine builds them once, 8 minutes and 25 s
 /// here), one boot per arm under TCG. Every cell of the paper is shown with its class and
@@ -340,13 +401,19 @@ fn the_alignment_rfc_s_builds_are_read_and_its_claims_put_to_tests() {
 /// instructions counted, exactly, and no line moves. Serial: how many lines two producers
 /// take follows how the host runs the two vCPUs' threads (0.5 to 12 a hit on a ret over runs
 /// here, 0.003 with other guests beside them), and the claims ask only whether any move.
+/// Killed after its third boot, it resumes from the three kept and boots the six it lacks.
 fn the_uprobe_thread_s_causes_are_counted_and_its_claims_decided() {
     let Some(k) = kernels_in("boot") else { return };
     let dir = k[0].parent().unwrap().to_str().unwrap();
     let tmp = scratch();
     let out_dir = tmp.path().join("out");
     let args = ["uprobe-thread", "--kernels", dir, "--runs", "1"];
-    let (text, _) = reproduced(tmp.path(), &args);
+    let (text, err) = killed_and_resumed(tmp.path(), &args, 3);
+    let made = err
+        .lines()
+        .filter(|l| l.starts_with("syscost: round "))
+        .count();
+    assert_eq!(made, 6, "the resume boots only what the run lacks: {err}");
     let r: Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("uprobe-thread.json")).unwrap())
             .unwrap();
@@ -386,6 +453,10 @@ fn the_uprobe_thread_s_causes_are_counted_and_its_claims_decided() {
     );
     let boots = r["campaign"]["boots"].as_array().unwrap();
     assert_eq!(boots.len(), 9, "one boot an arm");
+    let mut arms: Vec<&str> = boots.iter().map(|b| b["arm"].as_str().unwrap()).collect();
+    arms.sort_unstable();
+    arms.dedup();
+    assert_eq!(arms.len(), 9, "none booted twice");
     for b in boots {
         let two = b["arm"].as_str().unwrap().contains("-2");
         let f = &b["result"]["emulated_functions"];

@@ -12,6 +12,7 @@ pub(crate) mod builds;
 pub(crate) mod campaign;
 mod catalogue;
 pub(crate) mod claims;
+pub(crate) mod kept;
 pub(crate) mod owners;
 pub(crate) mod paper;
 pub(crate) mod placement;
