@@ -57,7 +57,7 @@ def functions(path):
     lines = path.read_text().splitlines()
     state = {"block": False, "string": False}
     depth, skip_below, pending_test = 0, None, False
-    open_fns = []  # (name, start line, depth at its body)
+    open_fns = []  # [name, start line, depth at its body, whether its body has begun]
     for n, raw in enumerate(lines, 1):
         stripped = raw.strip()
         if stripped.startswith("#[cfg(test)]") or stripped.startswith("#[test]"):
@@ -68,7 +68,7 @@ def functions(path):
             if pending_test:
                 skip_below = depth
             else:
-                open_fns.append((m.group(4), n, depth))
+                open_fns.append([m.group(4), n, depth, False])
             pending_test = False
         elif stripped.startswith("mod ") and pending_test and skip_below is None:
             skip_below = depth
@@ -77,14 +77,19 @@ def functions(path):
             pending_test = pending_test and stripped.startswith("///")
         for c in code:
             if c == "{":
+                if open_fns and not open_fns[-1][3] and depth == open_fns[-1][2]:
+                    open_fns[-1][3] = True
                 depth += 1
             elif c == "}":
                 depth -= 1
                 if open_fns and depth == open_fns[-1][2]:
-                    name, start, _ = open_fns.pop()
+                    name, start, _, _ = open_fns.pop()
                     yield name, start, n - start + 1
                 if skip_below is not None and depth == skip_below:
                     skip_below = None
+        # A declaration without a body (a trait's method over several lines) ends at its `;`.
+        if open_fns and not open_fns[-1][3] and code.rstrip().endswith(";"):
+            open_fns.pop()
 
 
 rows = []
