@@ -810,7 +810,7 @@ impl Render for Campaign {
         if let Some(c) = &self.comparison {
             let mut d = c.decisive_delta_grid();
             d.title = Some(format!(
-                " Each arm against {}: boots are the units, paired by round; {}",
+                " Each arm against {}: boots are the units, {}",
                 self.arms[0].name, c.analysis
             ));
             d.notes.extend(c.notes());

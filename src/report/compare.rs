@@ -112,7 +112,8 @@ impl Comparison {
             "metric", "variant", "baseline", "median", "delta", &ci, "p", "p adj", "effect",
             "verdict",
         ])
-        .right(2..=8);
+        .right(2..=8)
+        .keys(2);
         for d in self.deltas.iter().filter(|d| keep(d)) {
             g.row([
                 super::metric_label(&d.metric, &d.unit).into(),
@@ -385,11 +386,7 @@ impl Render for Comparison {
         let mut d = self.delta_grid();
         d.notes = self.notes();
         // A mail shows the deltas one block a metric, the notes under the last.
-        let mut blocks = self.delta_blocks();
-        if let Some(last) = blocks.last_mut() {
-            last.notes = d.notes.clone();
-        }
-        d.narrow = Some(blocks);
+        d.narrow = Some(self.delta_blocks());
         let mut out = vec![d];
         out.extend(self.other_grids());
         out

@@ -68,17 +68,20 @@ pub(crate) fn fit(g: &Grid, limit: usize, (cell, rule): (&dyn Fn(&str) -> String
             return block(&cells, &all, &w, (&g.right, rule));
         }
     }
-    // Stacked tables: the leading left-aligned columns (the labels) in each.
+    // Stacked tables: the columns that name a row in each (the leading left-aligned ones
+    // that fit in half the line, unless the grid says how many).
     let mut keys = vec![0];
     for c in 1..ncol {
-        if g.right.contains(&c) || span(&[keys.clone(), vec![c]].concat(), &width) > limit / 2 {
+        let named = c < g.keys;
+        let fits = span(&[keys.clone(), vec![c]].concat(), &width) <= limit / 2;
+        if !named && (g.right.contains(&c) || !fits || g.keys > 0) {
             break;
         }
         keys.push(c);
     }
     let mut w = width.clone();
     w[0] = w[0].min(limit / 2);
-    let room = limit - span(&keys, &w) - 2;
+    let room = limit.saturating_sub(span(&keys, &w) + 2).max(MIN_WRAP);
     let mut chunks: Vec<Vec<usize>> = vec![Vec::new()];
     for c in keys.last().unwrap() + 1..ncol {
         w[c] = w[c].min(room);
@@ -149,4 +152,43 @@ fn block(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    /// A verdict table too wide for its line, split into stacked blocks: every block's rows
+    /// name their metric and their arm (a 4-arm campaign's verdict block printed three
+    /// "instructions (emulated) (/call)  higher" rows with no arm named).
+    #[test]
+    fn every_block_of_a_split_table_names_its_rows() {
+        let mut g = Grid::new(&[
+            "metric", "variant", "baseline", "median", "delta", "verdict",
+        ])
+        .right(2..=4)
+        .keys(2);
+        let metric = "conditional-branches:k (emulated) (/call)";
+        let verdict = "higher (exact: every boot apart by more than 0.01%, both sides' range)";
+        for arm in ["newer", "rules", "same"] {
+            g.row([metric, arm, "40.00", "60.00", "+50.00%", verdict]);
+        }
+        let text = fit(&g, 80, (&|c: &str| c.to_string(), false));
+        let blocks: Vec<&str> = text.split("\n\n").collect();
+        assert!(blocks.len() >= 2, "{text}");
+        for b in &blocks {
+            let rows: Vec<&str> = b.lines().filter(|l| l.starts_with("conditional")).collect();
+            assert_eq!(rows.len(), 3, "{text}");
+            for (row, arm) in rows.iter().zip(["newer", "rules", "same"]) {
+                assert!(row.contains(arm), "{row}: {text}");
+            }
+        }
+        // Without keys, the leading text columns that fit in half the line: the metric alone.
+        g.keys = 0;
+        let text = fit(&g, 80, (&|c: &str| c.to_string(), false));
+        assert!(
+            !text.split("\n\n").nth(1).unwrap().contains("newer"),
+            "{text}"
+        );
+    }
 }

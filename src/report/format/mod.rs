@@ -50,6 +50,10 @@ pub struct Grid {
     /// width; `None`: that format prints the table itself, `Some` of none: the table is left
     /// out there, its blocks shown with another's.
     pub narrow: Option<Vec<Grid>>,
+    /// How many leading columns name a row (a metric and its arm), repeated in every block
+    /// of a table too wide for its line; 0: the leading text columns that fit in half the
+    /// line.
+    pub keys: usize,
 }
 
 impl Grid {
@@ -62,6 +66,13 @@ impl Grid {
 
     pub(crate) fn title(mut self, t: impl Into<String>) -> Grid {
         self.title = Some(t.into());
+        self
+    }
+
+    /// Its first `n` columns name a row: every block of the table split to fit a line repeats
+    /// them.
+    pub(crate) fn keys(mut self, n: usize) -> Grid {
+        self.keys = n;
         self
     }
 
@@ -163,21 +174,35 @@ pub(crate) fn render(format: Format, preamble: &[String], grids: &[Grid]) -> Str
             out.push('\n');
         }
     }
-    for (i, g) in grids.iter().flat_map(|g| l.shown(g)).enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        if l.has_prose()
-            && let Some(t) = &g.title
-        {
-            out.push_str(&l.title(&l.prose(t)));
-        }
-        out.push_str(&l.table(g));
-        if l.has_prose() && !g.notes.is_empty() {
-            out.push_str(l.before_notes());
-            for n in &g.notes {
-                out.push_str(&l.prose(n));
+    let mut first = true;
+    for g in grids {
+        let shown = l.shown(g);
+        // Blocks shown for a table say its title before them and its notes after them.
+        let blocks = !std::ptr::eq(shown.as_ptr(), g);
+        for (i, b) in shown.iter().enumerate() {
+            if !first {
                 out.push('\n');
+            }
+            first = false;
+            let title = (blocks && i == 0).then_some(&g.title).into_iter().flatten();
+            if l.has_prose() {
+                for t in title.chain(&b.title) {
+                    out.push_str(&l.title(&l.prose(t)));
+                }
+            }
+            out.push_str(&l.table(b));
+            let last = blocks && i + 1 == shown.len();
+            let notes: Vec<&String> = b
+                .notes
+                .iter()
+                .chain(last.then_some(&g.notes).into_iter().flatten())
+                .collect();
+            if l.has_prose() && !notes.is_empty() {
+                out.push_str(l.before_notes());
+                for n in notes {
+                    out.push_str(&l.prose(n));
+                    out.push('\n');
+                }
             }
         }
     }
@@ -198,8 +223,9 @@ mod unit {
         g
     }
 
-    /// A table that carries narrower blocks is printed as those in a mail, as itself in
-    /// every other format; one whose blocks are none is left out of a mail.
+    /// A table that carries narrower blocks is printed as those in a mail, under its title and
+    /// over its notes (a campaign's mail once had its comparison's blocks without either), as
+    /// itself in every other format; one whose blocks are none is left out of a mail.
     #[test]
     fn each_format_chooses_between_a_table_and_its_narrow_blocks() {
         let mut block = Grid::new(&["", "median"]).title("B").right([1]);
@@ -210,7 +236,10 @@ mod unit {
         gone.narrow = Some(Vec::new());
         let grids = [wide, gone];
         let mail = render(Format::Lkml, &[], &grids);
-        assert!(mail.starts_with("B\n") && mail.contains("\nC\n"), "{mail}");
+        assert!(mail.starts_with("T\nB\n") && mail.contains("\nC\n"), "{mail}");
+        let note = mail.find("[1] note us").expect("the table's note");
+        assert!(note > mail.find("\nC\n").unwrap(), "under the last block: {mail}");
+        assert_eq!(mail.matches("[1] note").count(), 1, "{mail}");
         assert!(
             !mail.contains("time (ns/call)") && !mail.contains("\nG\n"),
             "{mail}"
