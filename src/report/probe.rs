@@ -38,7 +38,7 @@ impl Render for ProbeResult {
                 self.target,
                 self.offset,
                 if self.bpf { " with a BPF program" } else { "" },
-                self.command.join(" "),
+                shown_command(&self.command),
                 self.hits.len()
             ),
             format!(
@@ -85,7 +85,7 @@ impl ResultKind for ProbeResult {
         s.raw(&format!(
             "<p class=\"meta\">{} during <code>{}</code>: hits per run {:?}</p>",
             esc(&self.target),
-            esc(&self.command.join(" ")),
+            esc(&shown_command(&self.command)),
             self.hits
         ));
         compare_section(s, &self.comparison);
@@ -93,5 +93,25 @@ impl ResultKind for ProbeResult {
 
     fn chart(&self, name: &str) -> Option<anyhow::Result<String>> {
         (name == "compare").then(|| Ok(compare_chart(&self.comparison)))
+    }
+}
+
+/// A command's words as a shell would take them, on one line: quoted where a word needs it,
+/// a newline or tab inside a word escaped (`sh -c 'a\nb'`), so a header never breaks.
+fn shown_command(words: &[String]) -> String {
+    let quoted =
+        shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "));
+    crate::core::printable(&quoted)
+}
+
+#[cfg(test)]
+mod unit {
+    /// A multi-line script given to `sh -c` is one quoted word on one line.
+    #[test]
+    fn a_multi_line_command_is_shown_on_one_line() {
+        let words = ["sh", "-c", "for i in 1 2; do\n  getpid\ndone"].map(String::from);
+        let shown = super::shown_command(&words);
+        assert_eq!(shown, r"sh -c 'for i in 1 2; do\n  getpid\ndone'");
+        assert!(!shown.contains('\n'));
     }
 }

@@ -46,11 +46,7 @@ pub(crate) fn fit(g: &Grid, limit: usize, (cell, rule): (&dyn Fn(&str) -> String
     // A header wider than its column's cells wraps at its words first.
     for (c, w) in width.iter_mut().enumerate() {
         let data = (cells[1..].iter()).map(|r| r.get(c).map_or(0, |x| x.width()));
-        let word = g.headers[c]
-            .split(' ')
-            .map(|x| x.width())
-            .max()
-            .unwrap_or(0);
+        let word = header_words(&g.headers[c]);
         *w = data.max().unwrap_or(0).max(word).min(*w);
     }
     if span(&all, &width) <= limit {
@@ -111,6 +107,19 @@ pub(crate) fn fit(g: &Grid, limit: usize, (cell, rule): (&dyn Fn(&str) -> String
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The widest unit a header wraps at: a word, or a percentage with the word after it ("95%
+/// CI" stays on one line: a --steps table once printed "95%" over "CI of").
+fn header_words(h: &str) -> usize {
+    let words: Vec<&str> = h.split(' ').collect();
+    (0..words.len())
+        .map(|i| match words[i].ends_with('%') && i + 1 < words.len() {
+            true => words[i].width() + 1 + words[i + 1].width(),
+            false => words[i].width(),
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// The columns `cols` of `cells` (the header first), each `width[c]` wide, with a dashed rule
@@ -183,6 +192,7 @@ mod unit {
                 assert!(row.contains(arm), "{row}: {text}");
             }
         }
+        assert_eq!(header_words("95% CI of delta"), 6);
         // Without keys, the leading text columns that fit in half the line: the metric alone.
         g.keys = 0;
         let text = fit(&g, 80, (&|c: &str| c.to_string(), false));

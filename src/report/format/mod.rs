@@ -236,9 +236,15 @@ mod unit {
         gone.narrow = Some(Vec::new());
         let grids = [wide, gone];
         let mail = render(Format::Lkml, &[], &grids);
-        assert!(mail.starts_with("T\nB\n") && mail.contains("\nC\n"), "{mail}");
+        assert!(
+            mail.starts_with("T\nB\n") && mail.contains("\nC\n"),
+            "{mail}"
+        );
         let note = mail.find("[1] note us").expect("the table's note");
-        assert!(note > mail.find("\nC\n").unwrap(), "under the last block: {mail}");
+        assert!(
+            note > mail.find("\nC\n").unwrap(),
+            "under the last block: {mail}"
+        );
         assert_eq!(mail.matches("[1] note").count(), 1, "{mail}");
         assert!(
             !mail.contains("time (ns/call)") && !mail.contains("\nG\n"),
