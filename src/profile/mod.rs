@@ -191,65 +191,8 @@ impl Recorder {
         for (pid, m) in self.mappings {
             user.add_mapping(pid, m);
         }
-        let mut selfs: HashMap<(String, &'static str), u64> = HashMap::new();
-        let mut totals: HashMap<(String, &'static str), u64> = HashMap::new();
-        let mut samples = 0u64;
-        for ((pid, chain), n) in self.chains {
-            samples += n;
-            let mut kernel_ctx = true;
-            let mut seen = HashSet::new();
-            let mut leaf = true;
-            for addr in chain {
-                if addr >= CONTEXT_MARKERS {
-                    // PERF_CONTEXT_KERNEL is -128, PERF_CONTEXT_USER -512.
-                    kernel_ctx = addr == (-128i64) as u64;
-                    continue;
-                }
-                let frame = if kernel_ctx && addr >= 0xffff_8000_0000_0000 {
-                    (
-                        kernel
-                            .resolve(addr)
-                            .map(String::from)
-                            .unwrap_or_else(|| "[kernel]".into()),
-                        "kernel",
-                    )
-                } else {
-                    (
-                        user.resolve(pid, addr)
-                            .unwrap_or_else(|| "[unknown]".into()),
-                        "user",
-                    )
-                };
-                if leaf {
-                    *selfs.entry(frame.clone()).or_insert(0) += n;
-                    leaf = false;
-                }
-                if seen.insert(frame.clone()) {
-                    *totals.entry(frame).or_insert(0) += n;
-                }
-            }
-        }
-        let pct = |x: u64| {
-            if samples == 0 {
-                0.0
-            } else {
-                100.0 * x as f64 / samples as f64
-            }
-        };
-        let mut functions: Vec<FunctionShare> = totals
-            .into_iter()
-            .map(|((name, space), total)| {
-                let s = selfs.get(&(name.clone(), space)).copied().unwrap_or(0);
-                FunctionShare {
-                    name,
-                    space: space.to_string(),
-                    self_samples: s,
-                    total_samples: total,
-                    self_pct: pct(s),
-                    total_pct: pct(total),
-                }
-            })
-            .collect();
+        let (selfs, totals, samples) = fold(self.chains, &kernel, &mut user);
+        let mut functions = shares(&selfs, totals, samples);
         functions.sort_by(|a, b| {
             b.self_samples
                 .cmp(&a.self_samples)
@@ -271,6 +214,78 @@ impl Recorder {
             notes,
         }
     }
+}
+
+/// A function's samples: (name, "kernel" or "user").
+type Frame = (String, &'static str);
+
+/// The sampled call chains, by process, folded into each function's samples as the leaf
+/// (self) and anywhere in the chain (total, once a chain), and the samples in all.
+fn fold(
+    chains: HashMap<(u32, Vec<u64>), u64>,
+    kernel: &Kallsyms,
+    user: &mut UserSymbols,
+) -> (HashMap<Frame, u64>, HashMap<Frame, u64>, u64) {
+    let mut selfs: HashMap<Frame, u64> = HashMap::new();
+    let mut totals: HashMap<Frame, u64> = HashMap::new();
+    let mut samples = 0u64;
+    for ((pid, chain), n) in chains {
+        samples += n;
+        let mut kernel_ctx = true;
+        let mut seen = HashSet::new();
+        let mut leaf = true;
+        for addr in chain {
+            if addr >= CONTEXT_MARKERS {
+                // PERF_CONTEXT_KERNEL is -128, PERF_CONTEXT_USER -512.
+                kernel_ctx = addr == (-128i64) as u64;
+                continue;
+            }
+            let frame = if kernel_ctx && addr >= 0xffff_8000_0000_0000 {
+                let name = kernel.resolve(addr).map(String::from);
+                (name.unwrap_or_else(|| "[kernel]".into()), "kernel")
+            } else {
+                let name = user.resolve(pid, addr);
+                (name.unwrap_or_else(|| "[unknown]".into()), "user")
+            };
+            if leaf {
+                *selfs.entry(frame.clone()).or_insert(0) += n;
+                leaf = false;
+            }
+            if seen.insert(frame.clone()) {
+                *totals.entry(frame).or_insert(0) += n;
+            }
+        }
+    }
+    (selfs, totals, samples)
+}
+
+/// Each function's share of `samples`, self and total, unordered.
+fn shares(
+    selfs: &HashMap<Frame, u64>,
+    totals: HashMap<Frame, u64>,
+    samples: u64,
+) -> Vec<FunctionShare> {
+    let pct = |x: u64| {
+        if samples == 0 {
+            0.0
+        } else {
+            100.0 * x as f64 / samples as f64
+        }
+    };
+    totals
+        .into_iter()
+        .map(|((name, space), total)| {
+            let s = selfs.get(&(name.clone(), space)).copied().unwrap_or(0);
+            FunctionShare {
+                name,
+                space: space.to_string(),
+                self_samples: s,
+                total_samples: total,
+                self_pct: pct(s),
+                total_pct: pct(total),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -64,18 +64,32 @@ pub(crate) fn fit(g: &Grid, limit: usize, (cell, rule): (&dyn Fn(&str) -> String
             return block(&cells, &all, &w, (&g.right, rule));
         }
     }
-    // Stacked tables: the columns that name a row in each (the leading left-aligned ones
-    // that fit in half the line, unless the grid says how many).
+    stacked(g, &cells, &width, (limit, rule))
+}
+
+/// `cells` as stacked tables within `limit` columns, each repeating the columns that name a
+/// row (the leading left-aligned ones that fit in half the line, unless the grid says how
+/// many), as R prints a wide data frame.
+fn stacked(
+    g: &Grid,
+    cells: &[Vec<String>],
+    width: &[usize],
+    (limit, rule): (usize, bool),
+) -> String {
+    let ncol = g.headers.len();
+    let span = |cols: &[usize], w: &[usize]| -> usize {
+        cols.iter().map(|&c| w[c]).sum::<usize>() + 2 * cols.len().saturating_sub(1)
+    };
     let mut keys = vec![0];
     for c in 1..ncol {
         let named = c < g.keys;
-        let fits = span(&[keys.clone(), vec![c]].concat(), &width) <= limit / 2;
+        let fits = span(&[keys.clone(), vec![c]].concat(), width) <= limit / 2;
         if !named && (g.right.contains(&c) || !fits || g.keys > 0) {
             break;
         }
         keys.push(c);
     }
-    let mut w = width.clone();
+    let mut w = width.to_vec();
     w[0] = w[0].min(limit / 2);
     let room = limit.saturating_sub(span(&keys, &w) + 2).max(MIN_WRAP);
     let mut chunks: Vec<Vec<usize>> = vec![Vec::new()];
@@ -99,7 +113,7 @@ pub(crate) fn fit(g: &Grid, limit: usize, (cell, rule): (&dyn Fn(&str) -> String
         .iter()
         .map(|chunk| {
             block(
-                &cells,
+                cells,
                 &[keys.clone(), chunk.clone()].concat(),
                 &w,
                 (&g.right, rule),
