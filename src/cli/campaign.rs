@@ -7,7 +7,7 @@ use super::kept_run::{Made, Shown, drop_run, made, record_boot, standing};
 use super::*;
 use crate::experiments::boots::checks::{ArmPart, ArmProblem};
 use crate::experiments::boots::kept::RunKind;
-use crate::experiments::boots::life::{self, Start};
+use crate::experiments::boots::life::{self, Keep, Start};
 use crate::experiments::boots::saved::{self, Saved};
 use crate::experiments::boots::{Arm, BootRecord, PlaceEach};
 use crate::experiments::campaign::ask::{ALPHA, CampaignAsk};
@@ -233,10 +233,10 @@ impl CampaignArgs {
             .collect();
         let seed = self.shared.seed.unwrap_or_else(crate::core::now_unix);
         let id = format!("{}-{seed}", crate::core::now_unix());
-        let mut saved = Saved::<CampaignPlan>::new(id, seed, args)?;
+        let mut saved = Saved::<CampaignPlan>::new(&dir, id, seed, args)?;
         saved.kept.plan = Some(self.plan(seed)?);
         Shown::of(&self.shared)?.keep_in(&mut saved.kept)?;
-        run_qemu(&dir, saved, Start::New)
+        run_qemu(saved, Start::New)
     }
 
     fn plan(&self, seed: u64) -> Result<CampaignPlan> {
@@ -381,13 +381,13 @@ fn kexec_in_progress(k: &KeptOne) -> Result<bool> {
 /// Run (or go on with) the QEMU or LAVA campaign `saved`, kept in `dir` (its life:
 /// [`life::live`]): each boot, as it ends, in its state and the history; shown and written at
 /// the end, then said whether it was complete.
-fn run_qemu(dir: &Path, saved: Saved<CampaignPlan>, start: Start) -> Result<()> {
+fn run_qemu(saved: Saved<CampaignPlan>, start: Start) -> Result<()> {
     let mut saved = saved;
     let (shown, plan) = Shown::kept(&mut saved.kept)?;
     let made = made(&plan.boot.backend);
     saved.kept.plan = Some(plan);
     let mut watch = Watching { made, shown };
-    let c = life::live(dir, saved, start, &mut campaign::Rounds, &mut watch).map_err(with_flag)?;
+    let c = life::live(saved, start, &mut campaign::Rounds, &mut watch).map_err(with_flag)?;
     if !c.complete {
         let failed = c.figures.iter().map(|f| f.failed_boots).sum();
         let never = c.figures.iter().map(|f| f.unbooted).sum();
@@ -402,8 +402,9 @@ struct Watching {
     shown: Shown,
 }
 
-impl life::Watch<CampaignPlan, campaign::Campaign> for Watching {
-    fn started(&mut self, run: &Saved<CampaignPlan>, path: &Path) {
+impl life::Watch<Saved<CampaignPlan>, campaign::Campaign> for Watching {
+    fn started(&mut self, run: &Saved<CampaignPlan>) {
+        let path = run.path();
         let plan = run
             .kept
             .plan
@@ -460,7 +461,7 @@ fn resume(k: &KeptOne) -> Result<()> {
         s.kept.boots.len()
     );
     s.adopt();
-    run_qemu(&dir, s, Start::Resumed)
+    run_qemu(s, Start::Resumed)
 }
 
 /// `campaign resume` of the kexec campaign: measure and record this boot, then reboot into
@@ -569,7 +570,7 @@ fn abort(k: &KeptOne) -> Result<()> {
         return Ok(());
     };
     s.refuse_running("abort")?;
-    drop_run(&s, &s.path(&dir))
+    drop_run(&s, &s.path())
 }
 
 fn abort_kexec() -> Result<()> {

@@ -7,7 +7,7 @@ use super::kept_run::{drop_run, standing};
 use super::*;
 use crate::experiments::boots::BootRecord;
 use crate::experiments::boots::kept::RunKind;
-use crate::experiments::boots::life::{self, Start};
+use crate::experiments::boots::life::{self, Keep, Start};
 use crate::experiments::boots::saved::{self, Saved};
 use crate::experiments::campaign::Campaign;
 use crate::experiments::reproduce::kept::{ReproducePlan, Reproducing};
@@ -15,7 +15,6 @@ use crate::experiments::reproduce::{self, Investigation};
 use crate::kbuild;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 pub(super) const REPRODUCE_EXAMPLES: &str = "Examples:
   syscost reproduce --list
@@ -197,9 +196,9 @@ impl ReproduceArgs {
         let seed = self.seed.unwrap_or_else(crate::core::now_unix);
         let id = format!("{}-{seed}", crate::core::now_unix());
         // Its status is rendered from its plan: no command line is kept.
-        let mut run = Saved::<ReproducePlan>::new(id, seed, Vec::new())?;
+        let mut run = Saved::<ReproducePlan>::new(&dir, id, seed, Vec::new())?;
         // The arms read the rule sets from the run's own files (written there as it starts).
-        let rules_dir = crate::experiments::boots::kept::files_of(&run.path(&dir));
+        let rules_dir = crate::experiments::boots::kept::files_of(&run.path());
         let settings = reproduce::campaign::Settings {
             boots: self.boots,
             runs: self.runs,
@@ -222,7 +221,7 @@ impl ReproduceArgs {
                 .transpose()?,
         };
         run.kept.shown = serde_json::to_value(&shown)?;
-        reproduce_kept(&dir, run, Start::New)
+        reproduce_kept(run, Start::New)
     }
 
     /// The arms given a kernel of their own (--arm), each checked to be one of `inv`'s, as
@@ -250,7 +249,7 @@ impl ReproduceArgs {
 }
 
 /// Run (or go on with) the reproduction `run`, kept in `dir` (its life: [`life::live`]).
-fn reproduce_kept(dir: &Path, run: Saved<ReproducePlan>, start: Start) -> Result<()> {
+fn reproduce_kept(run: Saved<ReproducePlan>, start: Start) -> Result<()> {
     let shown: Shown = serde_json::from_value(run.kept.shown.clone())
         .context("the reproduction's kept state has no output options")?;
     let plan = run
@@ -266,7 +265,7 @@ fn reproduce_kept(dir: &Path, run: Saved<ReproducePlan>, start: Start) -> Result
         started: std::time::Instant::now(),
         before: run.kept.boots.iter().map(|b| b.seconds).sum(),
     };
-    life::live(dir, run, start, &mut Reproducing, &mut watch)?;
+    life::live(run, start, &mut Reproducing, &mut watch)?;
     Ok(())
 }
 
@@ -280,8 +279,9 @@ struct Watching {
     before: f64,
 }
 
-impl life::Watch<ReproducePlan, Campaign> for Watching {
-    fn started(&mut self, run: &Saved<ReproducePlan>, path: &Path) {
+impl life::Watch<Saved<ReproducePlan>, Campaign> for Watching {
+    fn started(&mut self, run: &Saved<ReproducePlan>) {
+        let path = run.path();
         let plan = run
             .kept
             .plan
@@ -350,7 +350,7 @@ fn resume(k: &ReproduceOne) -> Result<()> {
         s.kept.boots.len()
     );
     s.adopt();
-    reproduce_kept(&dir, s, Start::Resumed)
+    reproduce_kept(s, Start::Resumed)
 }
 
 /// `reproduce status`: every kept reproduction and where it stands.
@@ -397,7 +397,7 @@ fn abort(k: &ReproduceOne) -> Result<()> {
         return Ok(());
     };
     s.refuse_running("abort")?;
-    drop_run(&s, &s.path(&dir))
+    drop_run(&s, &s.path())
 }
 
 /// Write the reproduction `r` to -o DIR, when given: its JSON and its report page.

@@ -9,17 +9,16 @@ mod git;
 mod step;
 
 use crate::cli::campaign::name_value;
-use crate::cli::kept_run::{Shown, drop_run, made, record_boot, standing};
+use crate::cli::kept_run::{Made, Shown, drop_run, made, record_boot, standing};
 use crate::cli::*;
 use crate::core::input::Opt;
 use crate::experiments::bisect::{self, BisectPlan, builds};
 use crate::experiments::boots::kept::{self, Kept, RunKind};
-use crate::experiments::boots::start::open_lab;
+use crate::experiments::boots::life::{self, Start};
 use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context;
 use common::{Common, boot_line, ends_equal, metric_refused};
 pub(crate) use git::{GitArgs, StepArgs};
-use std::cell::RefCell;
 use std::path::Path;
 pub(crate) use step::StepStatus;
 
@@ -147,7 +146,7 @@ impl BisectArgs {
         let plan = self.plan(seed)?;
         let mut s = State::new(plan.id.clone(), seed, args, Some(plan));
         Shown::of(&self.common.shared)?.keep_in(&mut s)?;
-        start(&state, s)
+        start(&state, s, Start::New)
     }
 
     fn plan(&self, seed: u64) -> Result<BisectPlan> {
@@ -190,58 +189,66 @@ impl BisectArgs {
     }
 }
 
-/// Run (or go on with) the bisection `s`, saving every boot in `state` (and a LAVA one's jobs
-/// as they are submitted: those a killed run left are in `s`); remove it at the end.
-fn start(state: &Path, mut s: State) -> Result<()> {
-    let (shown, mut plan) = Shown::kept(&mut s)?;
-    let replay = std::mem::take(&mut s.boots);
-    let seed = s.seed;
+/// Run (or go on with) the bisection `s`, kept in `state` (its life: [`life::live`]): every
+/// boot saved as it ends (and a LAVA one's jobs as they are submitted: those a killed run left
+/// are in `s`), recorded in the history, and the state removed once it is shown.
+fn start(state: &Path, mut s: State, begin: Start) -> Result<()> {
+    let (shown, plan) = Shown::kept(&mut s)?;
     if let Some(o) = &shown.output {
         crate::core::check_writable(o)?;
     }
-    let lab = open_lab(&mut plan.boot.backend)?;
-    // A bisection whose boots cannot be kept is refused before its first boot.
-    let dir = state.parent().filter(|d| !d.as_os_str().is_empty());
-    kept::check_dir(dir.unwrap_or(Path::new(".")), Opt::State)?;
-    eprintln!(
-        "syscost: bisection {} of {} builds by {}, seed {seed}; its boots are saved in {}",
-        plan.id,
-        plan.boot.arms.len(),
-        plan.metric,
-        state.display()
-    );
-    s.plan = Some(plan.clone());
-    let saved = RefCell::new(s);
     let made = made(&plan.boot.backend);
-    let mut on_boot = |b: &BootRecord, all: &[BootRecord]| {
-        eprintln!("syscost: {}", boot_line(b));
-        let mut saved = saved.borrow_mut();
-        record_boot(b, &shown.keep, (RunKind::Bisection, &saved.id), &made);
-        saved.boots = all.to_vec();
-        if let Err(e) = kept::save(&*saved, state) {
-            eprintln!("syscost: warning: {e:#}");
-        }
+    s.plan = Some(plan);
+    let run = bisect::KeptBisection {
+        kept: s,
+        path: state.to_path_buf(),
     };
-    let lava = lab.map(|lab| kept::lava_run(lab, &saved, state));
-    let ran = bisect::run(&plan, replay, lava, &mut on_boot);
-    if ran.is_err() && !state.exists() {
-        // Nothing kept to resume: nothing for its jobs either.
-        kept::forget(state);
-    }
-    let b = ran.map_err(|e| refused(e, state))?;
-    show(&b, shown.format, &shown.output)?;
-    kept::forget(state);
+    let mut watch = Watching { shown, made };
+    let b = life::live(run, begin, &mut bisect::Search, &mut watch).map_err(refused)?;
     ends_equal(&b)
 }
 
-/// A figure no boot can give refuses the bisection: it keeps no state (its boots are in the
-/// history), so the next bisection is not blocked by it.
-fn refused(e: anyhow::Error, state: &Path) -> anyhow::Error {
-    let Some(said) = metric_refused(&e) else {
-        return e;
-    };
-    kept::forget(state);
-    anyhow::anyhow!("{said} (nothing of this bisection is kept)")
+/// What a bisection says, records and shows at each point of its life.
+struct Watching {
+    shown: Shown,
+    made: Made<'static>,
+}
+
+impl life::Watch<bisect::KeptBisection, bisect::Bisection> for Watching {
+    fn started(&mut self, run: &bisect::KeptBisection) {
+        let plan = run
+            .kept
+            .plan
+            .as_ref()
+            .expect("a started run keeps its plan");
+        eprintln!(
+            "syscost: bisection {} of {} builds by {}, seed {}; its boots are saved in {}",
+            plan.id,
+            plan.boot.arms.len(),
+            plan.metric,
+            run.kept.seed,
+            run.path.display()
+        );
+    }
+
+    fn booted(&mut self, id: &str, b: &BootRecord) {
+        eprintln!("syscost: {}", boot_line(b));
+        record_boot(b, &self.shown.keep, (RunKind::Bisection, id), &self.made);
+    }
+
+    fn finish(&mut self, _: &bisect::KeptBisection, b: &mut bisect::Bisection) -> Result<()> {
+        show(b, self.shown.format, &self.shown.output)
+    }
+}
+
+/// A figure no boot can give refuses the bisection, saying which figures there are: it keeps
+/// no state (the life forgets it; its boots are in the history), so the next bisection is not
+/// blocked by it.
+fn refused(e: anyhow::Error) -> anyhow::Error {
+    match metric_refused(&e) {
+        Some(said) => anyhow::anyhow!("{said} (nothing of this bisection is kept)"),
+        None => e,
+    }
 }
 
 impl StateArg {
@@ -295,7 +302,7 @@ fn resume(path: &Path) -> Result<()> {
         s.id,
         s.boots.len()
     );
-    start(path, s)
+    start(path, s, Start::Resumed)
 }
 
 fn abort(path: &Path) -> Result<()> {
@@ -323,23 +330,22 @@ fn build_named<'a>(builds: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a 
 mod unit {
     use super::*;
 
-    /// A figure no boot can give refuses the bisection and drops its state; any other error
-    /// keeps it, to resume.
+    /// A figure no boot can give refuses the bisection, naming the option (the life forgets
+    /// its state: `bisect::Search` calls it fatal); any other error is said as it is.
     #[test]
-    fn a_refused_figure_leaves_no_state_and_names_the_option() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = dir.path().join("bisect.json");
-        std::fs::write(&state, "{}").unwrap();
-        let other = refused(anyhow::anyhow!("QEMU is gone"), &state);
+    fn a_refused_figure_names_the_option() {
+        let other = refused(anyhow::anyhow!("QEMU is gone"));
         assert_eq!(other.to_string(), "QEMU is gone");
-        assert!(state.exists(), "kept for bisect resume");
         let missing = bisect::NoSuchFigure {
             build: "v2".into(),
             why: "its result has no figure nope (it has: time)".into(),
         };
-        let e = refused(missing.into(), &state).to_string();
+        let missing = anyhow::Error::from(missing);
+        use crate::experiments::boots::life::Boots;
+        assert!(bisect::Search.fatal(&missing));
+        let e = refused(missing).to_string();
         assert!(e.starts_with("v2: its result has no figure nope"), "{e}");
         assert!(e.contains("give --metric one of those"), "{e}");
-        assert!(!state.exists());
+        assert!(e.ends_with("(nothing of this bisection is kept)"), "{e}");
     }
 }

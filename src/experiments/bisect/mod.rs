@@ -78,6 +78,82 @@ impl crate::experiments::boots::kept::Planned for BisectPlan {
     }
 }
 
+/// A bisection kept as it runs, one at a time: its state in one file (`bisect.json`), its
+/// boots replayed by slot when it goes on ([`crate::experiments::boots::life`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct KeptBisection {
+    #[serde(flatten)]
+    pub kept: crate::experiments::boots::kept::Kept<BisectPlan>,
+    /// Its state's file (not kept: where it was found or is to be).
+    #[serde(skip)]
+    pub path: std::path::PathBuf,
+}
+
+impl crate::experiments::boots::kept::KeptRun for KeptBisection {
+    type Plan = BisectPlan;
+    fn kept(&self) -> &crate::experiments::boots::kept::Kept<BisectPlan> {
+        &self.kept
+    }
+    fn kept_mut(&mut self) -> &mut crate::experiments::boots::kept::Kept<BisectPlan> {
+        &mut self.kept
+    }
+}
+
+impl crate::experiments::boots::life::Keep for KeptBisection {
+    fn path(&self) -> std::path::PathBuf {
+        self.path.clone()
+    }
+
+    /// Its file, linked into place whole: one bisection at a time.
+    fn claim(&mut self) -> Result<()> {
+        if !crate::experiments::boots::kept::create_new(self, &self.path)? {
+            bail!(
+                "a bisection is in progress ({}): `syscost bisect resume` goes on with it, \
+                 `syscost bisect status` says where it stands, `syscost bisect abort` drops it",
+                self.path.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// One bisection is kept at a time: no ID names it.
+    fn named(&self) -> String {
+        String::new()
+    }
+}
+
+/// A bisection's boots: its lab opened, then the search, its kept boots replayed slot by slot.
+/// A figure no boot can give ([`NoSuchFigure`]) ends it for good.
+pub(crate) struct Search;
+
+impl crate::experiments::boots::life::Boots<BisectPlan> for Search {
+    type Ready = ();
+    type Made = Bisection;
+
+    fn prepare(
+        &mut self,
+        plan: &mut BisectPlan,
+        _files: &std::path::Path,
+    ) -> Result<((), Option<crate::boot::lava::Lab>)> {
+        Ok(((), start::open_lab(&mut plan.boot.backend)?))
+    }
+
+    fn boot(
+        &mut self,
+        plan: &BisectPlan,
+        _: &(),
+        kept: &[BootRecord],
+        lava: Option<LavaRun>,
+        on_boot: &mut dyn FnMut(&BootRecord),
+    ) -> Result<Bisection> {
+        run(plan, kept.to_vec(), lava, &mut |b, _| on_boot(b))
+    }
+
+    fn fatal(&self, e: &anyhow::Error) -> bool {
+        e.is::<NoSuchFigure>()
+    }
+}
+
 /// The ends' boots and whether they differ.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Ends {

@@ -7,19 +7,31 @@
 //! order is here, over any way to make the boots ([`Boots`]), as hyperfine's scheduler owns its
 //! run loop whatever executes it; the tests drive it with a mock.
 
-use super::kept::{self, Planned};
-use super::saved::Saved;
+use super::kept::{self, KeptRun};
 use super::{BootRecord, LavaRun};
 use crate::boot::lava::Lab;
 use anyhow::Result;
-use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Whether a run starts anew (its ID not yet claimed) or goes on from its kept state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Start {
     New,
     Resumed,
+}
+
+/// A kept run's state as its life handles it: where it is kept, how it takes that place, and
+/// the words that go on with it.
+pub(crate) trait Keep: KeptRun {
+    /// Its state's file.
+    fn path(&self) -> PathBuf;
+    /// Take its place, before anything is fetched or booted: refused when another run has it.
+    fn claim(&mut self) -> Result<()>;
+    /// What follows `syscost COMMAND resume` (and `abort`) to name it: ` ID`, or nothing for a
+    /// kind kept one at a time.
+    fn named(&self) -> String {
+        format!(" {}", self.kept().id)
+    }
 }
 
 /// How a kept run's plan becomes boots, and what they make: a campaign's rounds on QEMU or in a
@@ -41,42 +53,53 @@ pub(crate) trait Boots<P> {
         lava: Option<LavaRun>,
         on_boot: &mut dyn FnMut(&BootRecord),
     ) -> Result<Self::Made>;
+    /// Whether `e` stops the run for good (no resume could end otherwise): its state is then
+    /// forgotten, boots and all (they stay in the history).
+    fn fatal(&self, _e: &anyhow::Error) -> bool {
+        false
+    }
 }
 
 /// What the command that runs a kept run does at each point of its life.
-pub(crate) trait Watch<P, M> {
-    /// The run is claimed and its plan ready (kept in `path`): say so.
-    fn started(&mut self, run: &Saved<P>, path: &Path);
+pub(crate) trait Watch<K, M> {
+    /// The run is claimed and its plan ready: say so.
+    fn started(&mut self, run: &K);
     /// A boot ended, and is saved: say it, record it.
     fn booted(&mut self, id: &str, b: &BootRecord);
     /// The boots are made: show and write them. The state is forgotten only after this
     /// succeeds.
-    fn finish(&mut self, run: &Saved<P>, made: &mut M) -> Result<()>;
+    fn finish(&mut self, run: &K, made: &mut M) -> Result<()>;
 }
 
-/// Run (or go on with) `run`, kept in `dir`, to its end, and return what its boots made: see
-/// the module's doc for the order.
-pub(crate) fn live<P, B, W>(
-    dir: &Path,
-    mut run: Saved<P>,
+/// Run (or go on with) `run` to its end, and return what its boots made: see the module's doc
+/// for the order.
+pub(crate) fn live<K, B, W>(
+    mut run: K,
     start: Start,
     boots: &mut B,
     watch: &mut W,
 ) -> Result<B::Made>
 where
-    P: Planned + Serialize + Clone,
-    B: Boots<P>,
-    W: Watch<P, B::Made>,
+    K: Keep,
+    K::Plan: Clone,
+    B: Boots<K::Plan>,
+    W: Watch<K, B::Made>,
 {
-    let Some(mut plan) = run.kept.plan.clone() else {
-        anyhow::bail!("{} {} keeps no plan", P::KIND.noun(), run.kept.id);
+    let Some(mut plan) = run.kept().plan.clone() else {
+        anyhow::bail!("{} {} keeps no plan", K::KIND.noun(), run.kept().id);
     };
+    let path = run.path();
     if start == Start::New {
         // Refused before anything is fetched or booted when the boots cannot be kept.
-        kept::check_dir(dir, crate::core::input::Opt::State)?;
-        run.claim(dir)?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        kept::check_dir(
+            dir.unwrap_or(Path::new(".")),
+            crate::core::input::Opt::State,
+        )?;
+        run.claim()?;
     }
-    let path = run.path(dir);
+    // A claim may have taken another ID, and so another file.
+    let path = run.path();
     let (ready, lab) = match boots.prepare(&mut plan, &kept::files_of(&path)) {
         Ok(p) => p,
         Err(e) => {
@@ -84,32 +107,33 @@ where
             return Err(e);
         }
     };
-    run.kept.plan = Some(plan.clone());
-    watch.started(&run, &path);
-    let so_far = run.kept.boots.clone();
+    run.kept_mut().plan = Some(plan.clone());
+    watch.started(&run);
+    let so_far = run.kept().boots.clone();
     let run = std::cell::RefCell::new(run);
     let lava = lab.map(|lab| kept::lava_run(lab, &run, &path));
     let made = boots.boot(&plan, &ready, &so_far, lava, &mut |b| {
         let mut r = run.borrow_mut();
-        r.kept.boots.push(b.clone());
-        if let Err(e) = r.save(dir) {
+        r.kept_mut().boots.push(b.clone());
+        if let Err(e) = kept::save(&*r, &path) {
             eprintln!("syscost: warning: {e:#}");
         }
-        watch.booted(&r.kept.id, b);
+        watch.booted(&r.kept().id, b);
     });
     let run = run.into_inner();
+    let nothing_kept = run.kept().boots.is_empty() && run.kept().jobs.is_empty();
     match made {
         Ok(mut made) => {
             watch.finish(&run, &mut made)?;
             kept::forget(&path);
             Ok(made)
         }
-        Err(e) if run.kept.boots.is_empty() && run.kept.jobs.is_empty() => {
+        Err(e) if nothing_kept || boots.fatal(&e) => {
             kept::forget(&path);
             Err(e)
         }
         Err(e) => {
-            eprintln!("syscost: {}", kept_note(&run, &path));
+            eprintln!("syscost: {}", kept_note(&run));
             Err(e)
         }
     }
@@ -117,10 +141,10 @@ where
 
 /// A plan refused leaves nothing of a new run, and of a resumed one its state alone (the
 /// files fetched for it go when it has no boot yet).
-fn refused<P>(run: &Saved<P>, path: &Path, start: Start) {
+fn refused<K: Keep>(run: &K, path: &Path, start: Start) {
     match start {
         Start::New => kept::forget(path),
-        Start::Resumed if run.kept.boots.is_empty() => {
+        Start::Resumed if run.kept().boots.is_empty() => {
             let _ = std::fs::remove_dir_all(kept::files_of(path));
         }
         Start::Resumed => {}
@@ -128,18 +152,18 @@ fn refused<P>(run: &Saved<P>, path: &Path, start: Start) {
 }
 
 /// Where a stopped run's boots are, and what to do with them.
-pub(crate) fn kept_note<P: Planned>(run: &Saved<P>, path: &Path) -> String {
-    let (k, id) = (P::KIND, &run.kept.id);
+pub(crate) fn kept_note<K: Keep>(run: &K) -> String {
+    let (k, id, named) = (K::KIND, &run.kept().id, run.named());
     let history = match k.records() {
         true => format!(" and in the history (tag {}={id})", k.tag()),
         false => String::new(),
     };
     format!(
-        "{} {id}: its {} boot(s) so far are kept in {}{history}: `syscost {} resume {id}` goes \
-         on with them, `syscost {} abort {id}` drops them",
+        "{} {id}: its {} boot(s) so far are kept in {}{history}: `syscost {} resume{named}` \
+         goes on with them, `syscost {} abort{named}` drops them",
         k.noun(),
-        run.kept.boots.len(),
-        path.display(),
+        run.kept().boots.len(),
+        run.path().display(),
         k.command(),
         k.command(),
     )
@@ -148,9 +172,10 @@ pub(crate) fn kept_note<P: Planned>(run: &Saved<P>, path: &Path) -> String {
 #[cfg(test)]
 mod unit {
     use super::*;
-    use crate::experiments::boots::kept::RunKind;
+    use crate::experiments::boots::kept::{Planned, RunKind};
+    use crate::experiments::boots::saved::Saved;
     use crate::experiments::boots::{Backend, Outcome};
-    use serde::Deserialize;
+    use serde::{Deserialize, Serialize};
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -223,8 +248,8 @@ mod unit {
 
     struct Seen(Log);
 
-    impl Watch<Plan, usize> for Seen {
-        fn started(&mut self, run: &Saved<Plan>, _: &Path) {
+    impl Watch<Saved<Plan>, usize> for Seen {
+        fn started(&mut self, run: &Saved<Plan>) {
             let n = run.kept.boots.len();
             self.0.borrow_mut().push(format!("started with {n}"));
         }
@@ -254,8 +279,8 @@ mod unit {
         }
     }
 
-    fn new_run(boots: u32) -> Saved<Plan> {
-        let mut s = Saved::new("1-2".into(), 2, Vec::new()).unwrap();
+    fn new_run(home: &Path, boots: u32) -> Saved<Plan> {
+        let mut s = Saved::new(home, "1-2".into(), 2, Vec::new()).unwrap();
         s.kept.plan = Some(Plan {
             boots,
             backend: Backend::Kexec,
@@ -279,7 +304,7 @@ mod unit {
             refuse: false,
         };
         let mut seen = Seen(log.clone());
-        let e = live(&dir, new_run(3), Start::New, &mut mock, &mut seen).unwrap_err();
+        let e = live(new_run(&dir, 3), Start::New, &mut mock, &mut seen).unwrap_err();
         assert_eq!(e.to_string(), "stopped");
         let stopped = [
             "prepare, claimed true",
@@ -298,7 +323,7 @@ mod unit {
             .unwrap()
             .unwrap();
         run.adopt();
-        live(&dir, run, Start::Resumed, &mut mock, &mut seen).unwrap();
+        live(run, Start::Resumed, &mut mock, &mut seen).unwrap();
         let resumed = [
             "prepare, claimed true",
             "started with 2",
@@ -311,7 +336,7 @@ mod unit {
 
         log.borrow_mut().clear();
         mock.refuse = true;
-        assert!(live(&dir, new_run(3), Start::New, &mut mock, &mut seen).is_err());
+        assert!(live(new_run(&dir, 3), Start::New, &mut mock, &mut seen).is_err());
         assert_eq!(*log.borrow(), ["prepare, claimed true"]);
         assert!(
             std::fs::read_dir(&dir).unwrap().next().is_none(),
@@ -321,9 +346,9 @@ mod unit {
 
     #[test]
     fn a_stopped_run_says_how_to_go_on() {
-        let mut run = new_run(3);
+        let mut run = new_run(Path::new("/s"), 3);
         run.kept.boots.push(boot(1));
-        let said = kept_note(&run, Path::new("/s/1-2.json"));
+        let said = kept_note(&run);
         assert_eq!(
             said,
             "reproduction 1-2: its 1 boot(s) so far are kept in /s/1-2.json: `syscost reproduce \

@@ -6,6 +6,7 @@
 //! and the process that runs it.
 
 use super::kept::{self, Kept, KeptRun, Planned, RunKind, state_home};
+use super::life::Keep;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -21,6 +22,9 @@ pub(crate) struct Saved<P> {
     pub dir: PathBuf,
     /// The process running it, `(pid, start time)`, while it runs.
     pub owner: (u32, u64),
+    /// The directory its state is kept in (not kept: where it was found).
+    #[serde(skip)]
+    pub home: PathBuf,
 }
 
 /// Where runs of `kind` keep their states under [`state_home`]: `campaigns`, `reproductions`.
@@ -29,18 +33,14 @@ pub(crate) fn default_dir(kind: RunKind) -> Result<PathBuf> {
 }
 
 impl<P: Planned + Serialize> Saved<P> {
-    /// A new run's state, owned by this process.
-    pub(crate) fn new(id: String, seed: u64, args: Vec<String>) -> Result<Saved<P>> {
+    /// A new run's state, to be kept in `home`, owned by this process.
+    pub(crate) fn new(home: &Path, id: String, seed: u64, args: Vec<String>) -> Result<Saved<P>> {
         Ok(Saved {
             kept: Kept::new(id, seed, args, None),
             dir: std::env::current_dir().context("cannot read the current directory")?,
             owner: crate::audit::session::me(),
+            home: home.to_path_buf(),
         })
-    }
-
-    /// The state's file in `dir`.
-    pub(crate) fn path(&self, dir: &Path) -> PathBuf {
-        file_of(dir, &self.kept.id)
     }
 
     /// Whether the process that started it still runs it.
@@ -52,32 +52,6 @@ impl<P: Planned + Serialize> Saved<P> {
     /// Take it over for this process (a resume).
     pub(crate) fn adopt(&mut self) {
         self.owner = crate::audit::session::me();
-    }
-
-    /// Keep this new run's state in `dir` under an ID no other run has: its own, or with this
-    /// process's id added when another run, started in the same second with the same seed,
-    /// has it. The first state is linked into place whole, so two runs can never both take
-    /// one ID (each would keep the other's boots over its own).
-    pub(crate) fn claim(&mut self, dir: &Path) -> Result<()> {
-        let id = self.kept.id.clone();
-        for candidate in [id.clone(), format!("{id}-{}", std::process::id())] {
-            self.kept.id = candidate;
-            if kept::create_new(self, &self.path(dir))? {
-                return Ok(());
-            }
-        }
-        bail!(
-            "{} {id}: its state and {} are both taken in {}: start it again",
-            P::KIND.noun(),
-            self.kept.id,
-            dir.display()
-        )
-    }
-
-    /// Write it atomically, in a directory only its owner reads (its command line may name a
-    /// history URL with a password).
-    pub(crate) fn save(&self, dir: &Path) -> Result<()> {
-        kept::save(self, &self.path(dir))
     }
 
     /// Refuse to take a run whose process still runs it from that process: `what` it, e.g.
@@ -102,6 +76,33 @@ impl<P: Planned + Serialize> KeptRun for Saved<P> {
     }
     fn kept_mut(&mut self) -> &mut Kept<P> {
         &mut self.kept
+    }
+}
+
+impl<P: Planned + Serialize> Keep for Saved<P> {
+    /// Its file in its home, by its ID.
+    fn path(&self) -> PathBuf {
+        file_of(&self.home, &self.kept.id)
+    }
+
+    /// Keep this new run's state under an ID no other run has: its own, or with this process's
+    /// id added when another run, started in the same second with the same seed, has it. The
+    /// first state is linked into place whole, so two runs can never both take one ID (each
+    /// would keep the other's boots over its own).
+    fn claim(&mut self) -> Result<()> {
+        let id = self.kept.id.clone();
+        for candidate in [id.clone(), format!("{id}-{}", std::process::id())] {
+            self.kept.id = candidate;
+            if kept::create_new(self, &self.path())? {
+                return Ok(());
+            }
+        }
+        bail!(
+            "{} {id}: its state and {} are both taken in {}: start it again",
+            P::KIND.noun(),
+            self.kept.id,
+            self.home.display()
+        )
     }
 }
 
@@ -134,8 +135,10 @@ pub(crate) fn list<P: Planned + Serialize + for<'de> Deserialize<'de>>(
 fn load<P: Planned + for<'de> Deserialize<'de>>(path: &Path) -> Result<Saved<P>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a {}'s state", path.display(), P::KIND.noun()))
+    let mut s: Saved<P> = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a {}'s state", path.display(), P::KIND.noun()))?;
+    s.home = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    Ok(s)
 }
 
 /// The run `id` names, or the only one there is (`None`: none is kept).
@@ -194,18 +197,18 @@ mod unit {
     fn campaigns_started_in_one_second_keep_separate_states() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("campaigns");
-        let mut first = S::new("5-9".into(), 9, vec!["first".into()]).unwrap();
-        let mut second = S::new("5-9".into(), 9, vec!["second".into()]).unwrap();
-        first.claim(&d).unwrap();
-        second.claim(&d).unwrap();
+        let mut first = S::new(&d, "5-9".into(), 9, vec!["first".into()]).unwrap();
+        let mut second = S::new(&d, "5-9".into(), 9, vec!["second".into()]).unwrap();
+        first.claim().unwrap();
+        second.claim().unwrap();
         assert_eq!(first.kept.id, "5-9");
         assert_eq!(second.kept.id, format!("5-9-{}", std::process::id()));
         for s in [&first, &second] {
-            let kept = load::<Plan>(&s.path(&d)).unwrap();
+            let kept = load::<Plan>(&s.path()).unwrap();
             assert_eq!(kept.kept.args, s.kept.args, "{}", s.kept.id);
         }
-        let mut third = S::new("5-9".into(), 9, Vec::new()).unwrap();
-        let e = third.claim(&d).unwrap_err().to_string();
+        let mut third = S::new(&d, "5-9".into(), 9, Vec::new()).unwrap();
+        let e = third.claim().unwrap_err().to_string();
         assert!(e.contains("both taken"), "{e}");
         assert_eq!(
             list::<Plan>(&d).unwrap().len(),
@@ -219,8 +222,8 @@ mod unit {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("campaigns");
         crate::experiments::boots::kept::check_dir(&d, crate::core::input::Opt::State).unwrap();
-        let a = S::new("1-7".into(), 7, vec!["--arm".into(), "a=k".into()]).unwrap();
-        a.save(&d).unwrap();
+        let a = S::new(&d, "1-7".into(), 7, vec!["--arm".into(), "a=k".into()]).unwrap();
+        kept::save(&a, &a.path()).unwrap();
         assert!(!a.running(), "this process is not another that runs it");
         assert!(
             pick::<Plan>(&dir.path().join("none"), None)
@@ -232,10 +235,8 @@ mod unit {
             (got.kept.id.as_str(), got.kept.seed, got.kept.args),
             ("1-7", 7, a.kept.args.clone())
         );
-        S::new("2-7".into(), 7, Vec::new())
-            .unwrap()
-            .save(&d)
-            .unwrap();
+        let b = S::new(&d, "2-7".into(), 7, Vec::new()).unwrap();
+        kept::save(&b, &b.path()).unwrap();
         let err = pick::<Plan>(&d, None).unwrap_err().to_string();
         assert!(
             err.contains("2 campaigns") && err.contains("1-7 2-7"),
