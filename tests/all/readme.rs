@@ -188,6 +188,19 @@ const NOT_RUN: &[(&str, &str)] = &[
         "syscost bisect --via lava",
         "a LAVA lab (tests/all/lava.rs starts one)",
     ),
+    (
+        "syscost reproduce status",
+        "tests/all/reproduce.rs runs it on the uprobe thread's reproduction, killed",
+    ),
+    (
+        "syscost reproduce resume",
+        "tests/all/reproduce.rs kills the uprobe thread's reproduction after its third boot and \
+         resumes it",
+    ),
+    (
+        "syscost reproduce abort",
+        "drops a kept run as `campaign abort` does (kept_run::drop_run; tests/all/campaign.rs)",
+    ),
 ];
 
 /// The documentation's example `syscost` commands are each run here or listed as not run:

@@ -1,11 +1,11 @@
-//! The life of a kept run, written once for campaigns and reproductions: its state claimed
-//! before anything is fetched or booted (so no other run shares its files), its plan prepared
-//! (kernels fetched into its own files, checked) and its lab opened, each boot saved in its
-//! state as it ends and only then handed to the command (shown, recorded), and its state
-//! forgotten once the command has shown and written what the boots made. A plan refused leaves
-//! nothing of a new run; a run stopped with boots kept keeps them and says how to go on. The
-//! order is here, over any way to make the boots ([`Boots`]), as hyperfine's scheduler owns its
-//! run loop whatever executes it; the tests drive it with a mock.
+//! The life of a kept run, written once for campaigns, bisections and reproductions: its state
+//! claimed before anything is fetched or booted (so no other run shares its files), its plan
+//! prepared (kernels fetched into its own files, checked) and its lab opened, each boot handed
+//! to the command as it ends (shown, recorded in the history) and then saved in its state, and
+//! its state forgotten once the command has shown and written what the boots made. A plan
+//! refused leaves nothing of a new run; a run stopped with boots kept keeps them and says how to
+//! go on. The order is here, over any way to make the boots ([`Boots`]), as hyperfine's
+//! scheduler owns its run loop whatever executes it; the tests drive it with a mock.
 
 use super::kept::{self, KeptRun};
 use super::{BootRecord, LavaRun};
@@ -64,7 +64,7 @@ pub(crate) trait Boots<P> {
 pub(crate) trait Watch<K, M> {
     /// The run is claimed and its plan ready: say so.
     fn started(&mut self, run: &K);
-    /// A boot ended, and is saved: say it, record it.
+    /// A boot ended: say it, record it (it is saved in the state after this).
     fn booted(&mut self, id: &str, b: &BootRecord);
     /// The boots are made: show and write them. The state is forgotten only after this
     /// succeeds.
@@ -113,12 +113,14 @@ where
     let run = std::cell::RefCell::new(run);
     let lava = lab.map(|lab| kept::lava_run(lab, &run, &path));
     let made = boots.boot(&plan, &ready, &so_far, lava, &mut |b| {
+        // Recorded before it is kept: a kill between the two makes the boot again (a second
+        // record of its slot), where the other order would keep a boot the history never had.
         let mut r = run.borrow_mut();
+        watch.booted(&r.kept().id, b);
         r.kept_mut().boots.push(b.clone());
         if let Err(e) = kept::save(&*r, &path) {
             eprintln!("syscost: warning: {e:#}");
         }
-        watch.booted(&r.kept().id, b);
     });
     let run = run.into_inner();
     let nothing_kept = run.kept().boots.is_empty() && run.kept().jobs.is_empty();
@@ -246,7 +248,7 @@ mod unit {
         }
     }
 
-    struct Seen(Log);
+    struct Seen(Log, std::path::PathBuf);
 
     impl Watch<Saved<Plan>, usize> for Seen {
         fn started(&mut self, run: &Saved<Plan>) {
@@ -254,7 +256,10 @@ mod unit {
             self.0.borrow_mut().push(format!("started with {n}"));
         }
         fn booted(&mut self, _: &str, b: &BootRecord) {
-            self.0.borrow_mut().push(format!("shown {}", b.round));
+            let text = std::fs::read_to_string(&self.1).unwrap_or_default();
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            let on_disk = v["boots"].as_array().map_or(0, Vec::len);
+            (self.0.borrow_mut()).push(format!("shown {} ({on_disk} kept)", b.round));
         }
         fn finish(&mut self, _: &Saved<Plan>, made: &mut usize) -> Result<()> {
             self.0.borrow_mut().push(format!("finished {made}"));
@@ -288,7 +293,7 @@ mod unit {
         s
     }
 
-    /// The order: claimed, prepared, started; each boot saved before it is shown; the state
+    /// The order: claimed, prepared, started; each boot recorded, then saved; the state
     /// forgotten after the end is shown. A run stopped keeps its boots and goes on from them
     /// (none made twice); a plan refused leaves nothing.
     #[test]
@@ -303,15 +308,15 @@ mod unit {
             stop_after: Some(2),
             refuse: false,
         };
-        let mut seen = Seen(log.clone());
+        let mut seen = Seen(log.clone(), state.clone());
         let e = live(new_run(&dir, 3), Start::New, &mut mock, &mut seen).unwrap_err();
         assert_eq!(e.to_string(), "stopped");
         let stopped = [
             "prepare, claimed true",
             "started with 0",
-            "shown 1",
+            "shown 1 (0 kept)",
             "boot 1, 1 kept",
-            "shown 2",
+            "shown 2 (1 kept)",
             "boot 2, 2 kept",
         ];
         assert_eq!(*log.borrow(), stopped);
@@ -327,7 +332,7 @@ mod unit {
         let resumed = [
             "prepare, claimed true",
             "started with 2",
-            "shown 3",
+            "shown 3 (2 kept)",
             "boot 3, 3 kept",
             "finished 3",
         ];
