@@ -1,6 +1,6 @@
-//! What campaigns and bisections show of a kept run, and do with it, said once: its boots in
-//! the history, where it stands, and dropping it. Their states and the life they share are
-//! `experiments::boots::kept`'s.
+//! What campaigns, bisections and reproductions show of a kept run, and do with it, said once:
+//! its boots in the history, where it stands, and dropping it. Their states are
+//! `experiments::boots::kept`'s, and the life they share `experiments::boots::life`'s.
 
 use super::args::HistoryOpts;
 use super::boots::{BootsOpts, boot_line, cancel_jobs, lab_tags, record_tagged};
