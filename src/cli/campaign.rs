@@ -13,7 +13,6 @@ use crate::experiments::boots::{Arm, BootRecord, PlaceEach};
 use crate::experiments::campaign::ask::{ALPHA, CampaignAsk};
 use crate::experiments::campaign::kexec::{self, Recording, Setup, Step};
 use crate::experiments::campaign::{self, CampaignPlan};
-use anyhow::Context;
 use std::path::Path;
 
 pub(super) const CAMPAIGN_EXAMPLES: &str = "Examples:
@@ -378,11 +377,10 @@ fn kexec_in_progress(k: &KeptOne) -> Result<bool> {
     Ok(kexec::State::load(Path::new(kexec::STATE_DIR))?.is_some())
 }
 
-/// Run (or go on with) the QEMU or LAVA campaign `saved`, kept in `dir` (its life:
-/// [`life::live`]): each boot, as it ends, in its state and the history; shown and written at
-/// the end, then said whether it was complete.
-fn run_qemu(saved: Saved<CampaignPlan>, start: Start) -> Result<()> {
-    let mut saved = saved;
+/// Run (or go on with) the QEMU or LAVA campaign `saved` (its life: [`life::live`]): each
+/// boot, as it ends, in the history and its state; shown and written at the end, then said
+/// whether it was complete.
+fn run_qemu(mut saved: Saved<CampaignPlan>, start: Start) -> Result<()> {
     let (shown, plan) = Shown::kept(&mut saved.kept)?;
     let made = made(&plan.boot.backend);
     saved.kept.plan = Some(plan);
@@ -403,13 +401,8 @@ struct Watching {
 }
 
 impl life::Watch<Saved<CampaignPlan>, campaign::Campaign> for Watching {
-    fn started(&mut self, run: &Saved<CampaignPlan>) {
+    fn started(&mut self, run: &Saved<CampaignPlan>, plan: &CampaignPlan) {
         let path = run.path();
-        let plan = run
-            .kept
-            .plan
-            .as_ref()
-            .expect("a started run keeps its plan");
         eprintln!(
             "syscost: campaign {} of {} arm(s) x {} round(s), seed {}; its boots are kept in {} \
              as each ends",
@@ -445,22 +438,7 @@ fn resume(k: &KeptOne) -> Result<()> {
             dir.display()
         );
     };
-    s.refuse_running("resume")?;
-    // The plan's kernels and rules files, and the measuring command's own paths, may be
-    // relative to where the campaign started.
-    std::env::set_current_dir(&s.dir).with_context(|| {
-        format!(
-            "campaign {}: cannot go back to {}, where it ran",
-            s.kept.id,
-            s.dir.display()
-        )
-    })?;
-    eprintln!(
-        "syscost: resuming campaign {} from {} kept boot(s)",
-        s.kept.id,
-        s.kept.boots.len()
-    );
-    s.adopt();
+    s.take_over()?;
     run_qemu(s, Start::Resumed)
 }
 

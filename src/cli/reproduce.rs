@@ -280,13 +280,8 @@ struct Watching {
 }
 
 impl life::Watch<Saved<ReproducePlan>, Campaign> for Watching {
-    fn started(&mut self, run: &Saved<ReproducePlan>) {
+    fn started(&mut self, run: &Saved<ReproducePlan>, plan: &ReproducePlan) {
         let path = run.path();
-        let plan = run
-            .kept
-            .plan
-            .as_ref()
-            .expect("a started run keeps its plan");
         eprintln!(
             "syscost: reproducing {}: {}; its boots are kept in {} as each ends",
             self.paper.title,
@@ -335,21 +330,7 @@ fn resume(k: &ReproduceOne) -> Result<()> {
             dir.display()
         );
     };
-    s.refuse_running("resume")?;
-    // The kernels given by path may be relative to where it started.
-    std::env::set_current_dir(&s.dir).with_context(|| {
-        format!(
-            "reproduction {}: cannot go back to {}, where it ran",
-            s.kept.id,
-            s.dir.display()
-        )
-    })?;
-    eprintln!(
-        "syscost: resuming reproduction {} from {} kept boot(s)",
-        s.kept.id,
-        s.kept.boots.len()
-    );
-    s.adopt();
+    s.take_over()?;
     reproduce_kept(s, Start::Resumed)
 }
 

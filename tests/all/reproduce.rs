@@ -21,6 +21,11 @@ fn reproduced(dir: &std::path::Path, args: &[&str]) -> (String, String) {
         .arg(dir.join("out"))
         .output()
         .unwrap();
+    succeeded(&out)
+}
+
+/// The stdout and stderr of `out`, which must have succeeded.
+fn succeeded(out: &std::process::Output) -> (String, String) {
     let (text, err) = (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -104,11 +109,7 @@ fn killed_and_resumed(
         .args(["reproduce", "resume"])
         .output()
         .unwrap();
-    let (text, err) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(out.status.success(), "{err}");
+    let (text, err) = succeeded(&out);
     let from = format!("from {kills_after} kept boot(s)");
     assert!(
         err.starts_with("syscost: resuming reproduction ") && err.contains(&from),

@@ -215,12 +215,7 @@ struct Watching {
 }
 
 impl life::Watch<bisect::KeptBisection, bisect::Bisection> for Watching {
-    fn started(&mut self, run: &bisect::KeptBisection) {
-        let plan = run
-            .kept
-            .plan
-            .as_ref()
-            .expect("a started run keeps its plan");
+    fn started(&mut self, run: &bisect::KeptBisection, plan: &BisectPlan) {
         eprintln!(
             "syscost: bisection {} of {} builds by {}, seed {}; its boots are saved in {}",
             plan.id,

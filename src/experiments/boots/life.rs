@@ -61,9 +61,9 @@ pub(crate) trait Boots<P> {
 }
 
 /// What the command that runs a kept run does at each point of its life.
-pub(crate) trait Watch<K, M> {
-    /// The run is claimed and its plan ready: say so.
-    fn started(&mut self, run: &K);
+pub(crate) trait Watch<K: KeptRun, M> {
+    /// The run is claimed and its `plan` ready: say so.
+    fn started(&mut self, run: &K, plan: &K::Plan);
     /// A boot ended: say it, record it (it is saved in the state after this).
     fn booted(&mut self, id: &str, b: &BootRecord);
     /// The boots are made: show and write them. The state is forgotten only after this
@@ -108,7 +108,7 @@ where
         }
     };
     run.kept_mut().plan = Some(plan.clone());
-    watch.started(&run);
+    watch.started(&run, &plan);
     let so_far = run.kept().boots.clone();
     let run = std::cell::RefCell::new(run);
     let lava = lab.map(|lab| kept::lava_run(lab, &run, &path));
@@ -251,7 +251,7 @@ mod unit {
     struct Seen(Log, std::path::PathBuf);
 
     impl Watch<Saved<Plan>, usize> for Seen {
-        fn started(&mut self, run: &Saved<Plan>) {
+        fn started(&mut self, run: &Saved<Plan>, _: &Plan) {
             let n = run.kept.boots.len();
             self.0.borrow_mut().push(format!("started with {n}"));
         }
@@ -327,7 +327,7 @@ mod unit {
         let mut run = crate::experiments::boots::saved::pick::<Plan>(&dir, None)
             .unwrap()
             .unwrap();
-        run.adopt();
+        run.take_over().unwrap();
         live(run, Start::Resumed, &mut mock, &mut seen).unwrap();
         let resumed = [
             "prepare, claimed true",

@@ -49,9 +49,27 @@ impl<P: Planned + Serialize> Saved<P> {
             && crate::audit::session::alive(self.owner.0, self.owner.1)
     }
 
-    /// Take it over for this process (a resume).
-    pub(crate) fn adopt(&mut self) {
+    /// Take it over for this process, to resume it: refused while its own process still runs
+    /// it; back in the directory it ran in (its plan's kernels and rules files, and the
+    /// measuring command's own paths, may be relative to it); said on stderr.
+    pub(crate) fn take_over(&mut self) -> Result<()> {
+        self.refuse_running("resume")?;
+        std::env::set_current_dir(&self.dir).with_context(|| {
+            format!(
+                "{} {}: cannot go back to {}, where it ran",
+                P::KIND.noun(),
+                self.kept.id,
+                self.dir.display()
+            )
+        })?;
+        eprintln!(
+            "syscost: resuming {} {} from {} kept boot(s)",
+            P::KIND.noun(),
+            self.kept.id,
+            self.kept.boots.len()
+        );
         self.owner = crate::audit::session::me();
+        Ok(())
     }
 
     /// Refuse to take a run whose process still runs it from that process: `what` it, e.g.

@@ -80,11 +80,11 @@ fn stacked(
     let span = |cols: &[usize], w: &[usize]| -> usize {
         cols.iter().map(|&c| w[c]).sum::<usize>() + 2 * cols.len().saturating_sub(1)
     };
-    let mut keys = vec![0];
-    for c in 1..ncol {
-        let named = c < g.keys;
+    let mut keys: Vec<usize> = (0..g.keys.max(1).min(ncol)).collect();
+    let guessed = if g.keys == 0 { 1..ncol } else { 0..0 };
+    for c in guessed {
         let fits = span(&[keys.clone(), vec![c]].concat(), width) <= limit / 2;
-        if !named && (g.right.contains(&c) || !fits || g.keys > 0) {
+        if g.right.contains(&c) || !fits {
             break;
         }
         keys.push(c);
