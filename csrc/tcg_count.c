@@ -34,8 +34,8 @@
  *
  * With `lines=MIB` too (the guest's memory), a coherence model across the vCPUs: each 64-byte
  * line of guest-physical memory below MIB has the vCPUs holding a copy and the vCPU that last
- * wrote it, updated by every vCPU's every access (a compare-and-swap: the vCPUs run on host
- * threads at once). The owner's access in a window takes a line from another vCPU when it
+ * wrote it, updated by every vCPU's every access inside the measurement's spans (marks 7 and
+ * 8, see `spans`; a compare-and-swap: the vCPUs run on host threads at once). The owner's access in a window takes a line from another vCPU when it
  * reads a line another vCPU wrote since this one last held it, or writes a line another vCPU
  * holds: what hardware calls a HITM or an invalidation, counted user and kernel apart, and
  * the kernel's by instruction and by the line's virtual address. The caches are infinite
@@ -47,13 +47,16 @@
  * own counts and can report them as the job's test cases. Sent without waiting (a full socket
  * drops the line: the guest then lacks that window, never the log).
  *
- * With the argument `asleep=1`, nothing but the marks is instrumented until the guest's first
- * mark of the interrupts' declaration (4) or a wake mark (`nopl 0x5c05c005(%rax)`): a boot runs
- * at the emulator's own speed up to the measurement, and the cache models see nothing before
- * it. The wake flushes every translation (qemu_plugin_reset), so all code runs counted from
- * then on; a window begun while still asleep is refused (`R NAME asleep`, and its end `R NAME
- * unopened`), never counted in part. A doze mark (`nopl 0x5c05c006(%rax)`) after the
- * measurement stops the counting for good (see `doze`).
+ * With the argument `asleep=1`, nothing but the marks is instrumented until the measurement's
+ * first span opens (mark 7, `nopl 0x5c05c007(%rax)`: a worker's batches, a probe's runs) or a
+ * wake mark (`nopl 0x5c05c005(%rax)`): a boot runs at the emulator's own speed up to the
+ * measured loop (the kernel's boot, syscost starting, its rules loaded and its objects found,
+ * the worker's exec and set-up), and the cache models see nothing before it. The interrupts'
+ * declaration (marks 3 and 4) is read asleep and used from the wake. The wake flushes every
+ * translation (qemu_plugin_reset), so all code runs counted from then on; a window begun while
+ * still asleep is refused (`R NAME asleep`, and its end `R NAME unopened`), never counted in
+ * part. A doze mark (`nopl 0x5c05c006(%rax)`) after the measurement stops the counting for
+ * good (see `doze`).
  *
  * With the argument `blocks=1`, the kernel instructions of each translated block executed in
  * a window, by the block's first address (a callback per kernel block, acting only inside a
@@ -75,7 +78,8 @@
  *                                   DROPPED: those past the table's 512 distinct pairs)
  *   M NAME TAKEN_U TAKEN_K DROPPED INSN:LINE:N ...   (with lines=: the lines taken from
  *                                   other vCPUs, and the kernel's by instruction and line)
- *   R NAME asleep | unopened | moved   (a window refused: begun before the wake, ended
+ *   R NAME asleep | unspanned | unopened | moved   (a window refused: begun before the
+ *                                      wake, or outside every span with lines=, ended
  *                                      unbegun, or ended on another vCPU)
  *
  * build.rs compiles it into a shared object that syscost carries and writes beside a
@@ -404,6 +408,16 @@ static void tally_begin(struct tally *t)
 	tally_clear(t);
 }
 
+/* Marks 7 and 8: the measurement's spans (a worker's batches, a probe's runs), open while
+ * their count is above 0. The coherence model follows the vCPUs' accesses inside them alone:
+ * what the guest does between (syscost starting, a worker's exec and set-up, the symbols read
+ * for the profile) is not the measured loop's sharing, and following it cost more than the
+ * measurement (a 2-vCPU uprobe loop: 4.4 s against 1.6 s). The windows lie inside a span,
+ * each after its span's warm-up batch: the lines are held as the span's own accesses left
+ * them, the other vCPUs' included, between windows too. A window begun outside every span is
+ * refused (`R NAME unspanned`). */
+static int spans;
+
 /* The coherence model's lines, one word each: the vCPUs holding a copy (a bit each, from bit
  * 8) and the vCPU that last wrote it + 1 (the low 8 bits; 0: none since the wake). */
 static uint64_t *directory;
@@ -636,7 +650,8 @@ static void accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vad
 {
 	const struct accessor *a = u;
 	int kernel = a->kernel, store = qemu_plugin_mem_is_store(info);
-	bool taken = coherent && !asleep && shared_line(vcpu, info, vaddr, store);
+	bool taken = coherent && !asleep && __atomic_load_n(&spans, __ATOMIC_RELAXED) > 0 &&
+		     shared_line(vcpu, info, vaddr, store);
 	if (!mine(vcpu))
 		return;
 	/* An interrupt's accesses are left out of the models as out of the counts: how many
@@ -746,6 +761,16 @@ static void print_interrupts(void)
 	send_counts(line);
 }
 
+/* Mark 7 (`open`) or 8: a span opens or closes; the marks of the guest's one syscost pair up,
+ * so a close with none open (a worker killed between the two) is ignored. */
+static void spanned(bool open)
+{
+	int n = __atomic_load_n(&spans, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&spans, &n, open ? n + 1 : n > 0 ? n - 1 : 0, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 static void marked(unsigned int vcpu, void *kind)
 {
 	char line[512];
@@ -765,6 +790,15 @@ static void marked(unsigned int vcpu, void *kind)
 		return asleep ? wake() : (void)0;
 	if ((uintptr_t)kind == 6)
 		return asleep ? (void)0 : doze();
+	if ((uintptr_t)kind == 7 && asleep)
+		wake();
+	if ((uintptr_t)kind == 7 || (uintptr_t)kind == 8)
+		return spanned((uintptr_t)kind == 7);
+	if ((uintptr_t)kind == 1 && coherent && !__atomic_load_n(&spans, __ATOMIC_RELAXED)) {
+		snprintf(line, sizeof line, "R %llx unspanned\n", (unsigned long long)window);
+		qemu_plugin_outs(line);
+		return;
+	}
 	if ((uintptr_t)kind == 1) {
 		/* The window opens in the measured task, in user space: no interrupt is open. */
 		owner = (int)vcpu;
@@ -867,8 +901,6 @@ static void declared(void)
 	n_said = word = pieces = 0; /* the next declaration starts afresh either way */
 	if (!whole) {
 		qemu_plugin_outs("E bad\n");
-		if (asleep)
-			wake();
 		return;
 	}
 	n--;
@@ -882,10 +914,13 @@ static void declared(void)
 	char line[64];
 	snprintf(line, sizeof line, "E %zu\n", n_entries);
 	qemu_plugin_outs(line);
-	wake(); /* the translations made before have no entry callbacks, asleep or not */
+	/* The translations made before have no entry callbacks: asleep, the wake flushes them. */
+	if (!asleep)
+		wake();
 }
 
-/* Mark 5, or a declaration: instrument everything from now on. */
+/* Mark 5, the first span's mark (7), or a declaration made awake: instrument everything from
+ * now on. */
 static void wake(void)
 {
 	asleep = false;

@@ -90,7 +90,7 @@ static inline int mark_of(const unsigned char *d, size_t n)
 {
 	static const unsigned char NOP[7] = {0x0f, 0x1f, 0x80, 0x00, 0xc0, 0x05, 0x5c};
 	if (n != sizeof NOP || memcmp(d, NOP, 3) || memcmp(d + 4, NOP + 4, 3) ||
-	    d[3] < 1 || d[3] > 6)
+	    d[3] < 1 || d[3] > 8)
 		return 0;
 	return d[3];
 }

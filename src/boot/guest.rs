@@ -155,10 +155,21 @@ impl GuestSymbols {
     /// This boot's: where its text starts, and its table when `whole`.
     fn here(whole: bool) -> Option<GuestSymbols> {
         if whole {
-            return kallsyms_text();
+            return kallsyms_text(&std::fs::read_to_string("/proc/kallsyms").ok()?);
         }
         Some(GuestSymbols {
             text: kernel_text()?,
+            table: Vec::new(),
+        })
+    }
+
+    /// The same from the whole of /proc/kallsyms, read already.
+    fn of_kallsyms(all: &str, whole: bool) -> Option<GuestSymbols> {
+        if whole {
+            return kallsyms_text(all);
+        }
+        Some(GuestSymbols {
+            text: all.lines().find_map(text_start)?,
             table: Vec::new(),
         })
     }
@@ -352,9 +363,10 @@ fn measure(
     // must run (held off, its timers and softirqs would land in every window), and the
     // windows it runs in are left out.
     let quiet = settled.is_some_and(|s| s.quiet);
-    if plan.mark {
-        leave_out_interrupts();
-    }
+    let whole = param(&cmdline, KALLSYMS_PARAM).is_some();
+    let read_early = plan
+        .mark
+        .then(|| leave_out_interrupts(plan.kallsyms.then_some(whole)));
     let alone = match plan.mark && quiet {
         true => super::alone::take_the_cpu(),
         false => Vec::new(),
@@ -378,29 +390,43 @@ fn measure(
     }
     let warnings = settled.and_then(|s| s.warning()).into_iter().chain(alone);
     let result = warnings.fold(result?, |r, w| with_warning(r, &w));
-    let whole = param(&cmdline, KALLSYMS_PARAM).is_some();
-    Ok((
-        result,
-        plan.kallsyms.then(|| GuestSymbols::here(whole)).flatten(),
-    ))
+    let symbols = read_early.flatten();
+    let symbols = symbols.or_else(|| plan.kallsyms.then(|| GuestSymbols::here(whole)).flatten());
+    Ok((result, symbols))
 }
 
 /// Tell the plugin this kernel's interrupt entries, so that its windows count the measured
 /// task's instructions alone (a kernel whose symbols cannot be read is counted with its
 /// interrupts, and the joined result says so). Here 0.2 s of a Debian 6.1 boot and 0.45 s of
 /// a 6.12 one, nearly all of it the kernel formatting /proc/kallsyms up to .entry.text. The
-/// declaration wakes the plugin, asleep while the kernel booted; without one it is woken alone.
-fn leave_out_interrupts() {
-    use crate::counters::emulated::{declare, interrupt_entries, wake};
+/// plugin, asleep while the kernel booted, reads it asleep; the measurement's first span wakes
+/// it (`emulated::Span`). With `symbols` (whether whole), the kernel's symbols for the profile
+/// are read from the same reading of the whole file, before the wake: after the measurement,
+/// code translated while the plugin was awake still runs its callbacks (a 2-vCPU boot with the
+/// coherence model spent 0.4 s more there than one without).
+fn leave_out_interrupts(symbols: Option<bool>) -> Option<GuestSymbols> {
+    use crate::counters::emulated::{declare, interrupt_entries};
     use std::io::BufRead as _;
-    let entries = match std::fs::File::open("/proc/kallsyms") {
-        Ok(f) => interrupt_entries(std::io::BufReader::new(f).lines().map_while(Result::ok)),
-        Err(_) => Vec::new(),
+    let (entries, symbols) = match symbols {
+        Some(whole) => match std::fs::read_to_string("/proc/kallsyms") {
+            Ok(all) => (
+                interrupt_entries(all.lines()),
+                GuestSymbols::of_kallsyms(&all, whole),
+            ),
+            Err(_) => (Vec::new(), None),
+        },
+        None => match std::fs::File::open("/proc/kallsyms") {
+            Ok(f) => (
+                interrupt_entries(std::io::BufReader::new(f).lines().map_while(Result::ok)),
+                None,
+            ),
+            Err(_) => (Vec::new(), None),
+        },
     };
-    match entries.is_empty() {
-        true => wake(),
-        false => declare(&entries),
+    if !entries.is_empty() {
+        declare(&entries);
     }
+    symbols
 }
 
 /// A result with `warning` added to its warnings (a result without any is sent as it is).
@@ -447,20 +473,22 @@ fn resume_kexec_campaign(plan: &GuestPlan) -> Result<Vec<u8>> {
 fn kernel_text() -> Option<u64> {
     use std::io::BufRead as _;
     let f = std::io::BufReader::new(std::fs::File::open("/proc/kallsyms").ok()?);
-    f.lines().map_while(Result::ok).find_map(|l| {
-        let mut w = l.split_whitespace();
-        let (addr, _, name) = (w.next()?, w.next()?, w.next()?);
-        (name == "_text").then(|| u64::from_str_radix(addr, 16).ok())?
-    })
+    f.lines().map_while(Result::ok).find_map(|l| text_start(&l))
+}
+
+/// `_text`'s address, when a /proc/kallsyms line is its.
+fn text_start(l: &str) -> Option<u64> {
+    let mut w = l.split_whitespace();
+    let (addr, _, name) = (w.next()?, w.next()?, w.next()?);
+    (name == "_text").then(|| u64::from_str_radix(addr, 16).ok())?
 }
 
 /// This kernel's text symbols from /proc/kallsyms (`ADDR NAME` lines, the module symbols left
 /// out: a campaign's guest loads no module), then, after a line [`DATA_SYMBOLS`], its data
 /// symbols (.data and .bss: the locks, trees and counters a profile's lines are in), gzipped
 /// for the serial channel, and where its `_text` is, from the same reading.
-fn kallsyms_text() -> Option<GuestSymbols> {
+fn kallsyms_text(all: &str) -> Option<GuestSymbols> {
     use std::io::Write as _;
-    let all = std::fs::read_to_string("/proc/kallsyms").ok()?;
     let (mut text, mut data) = (String::with_capacity(all.len()), String::new());
     let mut start = None;
     for l in all.lines() {

@@ -315,6 +315,8 @@ pub(crate) fn run(p: &ProbeCommand) -> Result<ProbeResult> {
     let (mut cap_without, mut cap_with) = (Vec::new(), Vec::new());
     let mut probed_runs = Vec::new();
     let marking = crate::counters::emulated::marking();
+    // The runs are the measurement's span.
+    let _span = marking.then(crate::counters::emulated::Span::open);
     // Arm 0 runs the command unprobed, arm 1 with the probe attached.
     interleave(p.runs, 2, |_, arm| {
         let mark = marking.then_some(probed_runs.len());

@@ -419,6 +419,8 @@ fn measure(
     if let Some(p) = pacer.as_mut() {
         p.say(&Reply::Ready)?;
     }
+    // The batches and the overhead loop are the measurement's span, warm-up first.
+    let _span = mark.then(emulated::Span::open);
     for i in 0..warmup + samples {
         if let Some(p) = pacer.as_mut() {
             p.wait()?;

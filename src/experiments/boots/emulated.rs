@@ -227,6 +227,14 @@ fn joined(
                 j.asleep, j.windows
             ));
         }
+        if j.unspanned > 0 {
+            r.warnings.push(format!(
+                "emulated counts: {} of {} windows left out: they began outside the \
+                 measurement's spans, where the coherence model does not follow the vCPUs' \
+                 lines (a fault of syscost's measuring command: please report it)",
+                j.unspanned, j.windows
+            ));
+        }
         if j.moved > 0 {
             r.warnings.push(format!(
                 "emulated counts: {} of {} windows left out: the measured task moved to \
@@ -258,6 +266,7 @@ struct Joined {
     /// Windows the plugin refused: begun while it was asleep; ended on another vCPU.
     asleep: usize,
     moved: usize,
+    unspanned: usize,
     /// Sample windows an interrupt landed in, left out for those it did not.
     ticked: usize,
     windows: usize,
@@ -279,6 +288,7 @@ impl Joined {
             waits: r.workload.waits().is_some(),
             crowded: 0,
             asleep: 0,
+            unspanned: 0,
             moved: 0,
             ticked: 0,
             windows: 0,
@@ -336,6 +346,7 @@ impl Joined {
             let alone = alone(k, sample, w) && !ticked;
             self.asleep += usize::from(w.refused == Some(Refused::Asleep));
             self.moved += usize::from(w.refused == Some(Refused::Moved));
+            self.unspanned += usize::from(w.refused == Some(Refused::Unspanned));
             self.ticked += usize::from(ticked && w.refused.is_none());
             self.crowded += usize::from(!alone && w.refused.is_none() && !ticked);
             self.windows += 1;
