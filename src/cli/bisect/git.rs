@@ -6,7 +6,6 @@ use super::common::{Common, finish, git};
 use super::step::{End, StepPlan, StepState, build_here, load};
 use crate::cli::kept_run::Shown;
 use crate::cli::*;
-use crate::experiments::bisect::{Found, Step};
 use crate::experiments::boots::Arm;
 use anyhow::Context;
 use std::path::Path;
@@ -269,7 +268,7 @@ impl GitArgs {
 
     /// git's answer, and every step's evidence, the builds in the history's order.
     fn show(&self, said: &str, state: Option<StepState>) -> Result<()> {
-        let Some((mut b, steps)) = state.and_then(|s| s.result.map(|r| (r, s.steps))) else {
+        let Some((b, steps)) = state.and_then(|s| s.result.map(|r| (r, s.steps))) else {
             anyhow::bail!("git bisect run measured nothing: {}", said.trim());
         };
         let order = git(&[
@@ -277,44 +276,7 @@ impl GitArgs {
             "--reverse",
             &format!("{}..{}", self.good, self.bad),
         ])?;
-        let mut builds = vec![Arm {
-            name: "good".into(),
-            ..b.builds[0].clone()
-        }];
-        for hash in order.lines() {
-            let name = steps
-                .iter()
-                .find(|s| hash.starts_with(&s.build))
-                .map_or_else(
-                    || hash[..hash.len().min(12)].to_string(),
-                    |s| s.build.clone(),
-                );
-            builds.push(Arm {
-                name,
-                kernel: self.image.clone(),
-                ..b.builds[1].clone()
-            });
-        }
-        builds.last_mut().expect("bad is in good..bad").name = "bad".into();
-        let index = |name: &str| builds.iter().position(|a| a.name == name).unwrap_or(0);
-        b.steps = steps
-            .into_iter()
-            .map(|s| Step {
-                index: index(&s.build),
-                ..s
-            })
-            .collect();
-        b.steps.sort_by_key(|s| s.number);
-        b.found = Found::of_git(said, &b.steps);
-        if let Found::Step(f) = &b.found
-            && !f.exact()
-        {
-            let last = said.lines().rev().find(|l| !l.trim().is_empty());
-            b.warnings
-                .push(format!("git bisect run: {}", last.unwrap_or("").trim()));
-        }
-        (b.good, b.bad, b.builds) = (0, builds.len() - 1, builds);
-        b.shape = None;
+        let b = b.of_git(steps, &order, &self.image, said);
         finish(&b, &self.common)
     }
 }

@@ -2,19 +2,69 @@
 //! git` only measured each step), so its answer is the bisection's finding.
 
 use super::decide::Class;
-use super::{Finding, Found, Step};
+use super::{Arm, Bisection, Finding, Found, Step};
+use std::path::Path;
+
+/// A commit's name in the bisection: the build of the step that tried it, else its hash's
+/// first 12 digits.
+fn named(hash: &str, steps: &[Step]) -> String {
+    let tried = steps.iter().find(|s| hash.starts_with(&s.build));
+    tried.map_or_else(
+        || hash[..hash.len().min(12)].to_string(),
+        |s| s.build.clone(),
+    )
+}
+
+impl Bisection {
+    /// The bisection `git bisect run` made, from a step's result (`self`) and every step: its
+    /// builds are the commits of `order` (`git rev-list --reverse GOOD..BAD`), each named as
+    /// the step that tried it, between "good" and "bad" (`image` the candidates' kernel), its
+    /// steps placed on them, and git's answer (`said`) its finding.
+    pub(crate) fn of_git(
+        mut self,
+        steps: Vec<Step>,
+        order: &str,
+        image: &Path,
+        said: &str,
+    ) -> Self {
+        let mut builds = vec![Arm {
+            name: "good".into(),
+            ..self.builds[0].clone()
+        }];
+        builds.extend(order.lines().map(|hash| Arm {
+            name: named(hash, &steps),
+            kernel: image.to_path_buf(),
+            ..self.builds[1].clone()
+        }));
+        if let [_, .., last] = &mut builds[..] {
+            last.name = "bad".into();
+        }
+        let index = |name: &str| builds.iter().position(|a| a.name == name).unwrap_or(0);
+        self.steps = (steps.into_iter())
+            .map(|s| Step {
+                index: index(&s.build),
+                ..s
+            })
+            .collect();
+        self.steps.sort_by_key(|s| s.number);
+        self.found = Found::of_git(said, &self.steps);
+        if let Found::Step(f) = &self.found
+            && !f.exact()
+        {
+            let last = said.lines().rev().find(|l| !l.trim().is_empty());
+            (self.warnings).push(format!("git bisect run: {}", last.unwrap_or("").trim()));
+        }
+        (self.good, self.bad, self.builds) = (0, builds.len() - 1, builds);
+        self.shape = None;
+        self
+    }
+}
 
 impl Found {
     /// What `git bisect run` said it found (its output, `said`): the first bad commit, named
     /// as the step that tried it, or the commits it could be when skipped ones are left.
     pub(crate) fn of_git(said: &str, steps: &[Step]) -> Found {
-        let short = |hash: &str| {
-            let named = steps.iter().find(|s| hash.starts_with(&s.build));
-            named.map_or_else(
-                || hash[..hash.len().min(12)].to_string(),
-                |s| s.build.clone(),
-            )
-        };
+        let short = |hash: &str| named(hash, steps);
         let first = said
             .lines()
             .find_map(|l| l.split_once(" is the first bad commit").map(|x| x.0.trim()));
