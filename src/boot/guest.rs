@@ -7,7 +7,7 @@
 
 use super::counts_port::CountsPort;
 use super::mount::{mount, unmount};
-use crate::counters::emulated::Window;
+use crate::counters::emulated::{Entry, Window};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -354,6 +354,13 @@ fn measure(
         .and_then(|a| a.rules.as_ref())
         .map(|path| Ok::<_, std::io::Error>((std::fs::read_to_string(path)?, path.clone())))
         .transpose()?;
+    // The kernel's symbols are read before the guest settles: the reading's own aftermath (a
+    // whole /proc/kallsyms for the profile is megabytes formatted, copied and freed) must end
+    // before the measurement, as the boot's does.
+    let whole = param(&cmdline, KALLSYMS_PARAM).is_some();
+    let read = plan
+        .mark
+        .then(|| kernel_symbols(plan.kallsyms.then_some(whole)));
     let settled = plan.settle_s.map(|limit| {
         clock.settle_from = boottime();
         super::settle::settle(std::time::Duration::from_secs_f64(limit))
@@ -363,10 +370,12 @@ fn measure(
     // must run (held off, its timers and softirqs would land in every window), and the
     // windows it runs in are left out.
     let quiet = settled.is_some_and(|s| s.quiet);
-    let whole = param(&cmdline, KALLSYMS_PARAM).is_some();
-    let read_early = plan
-        .mark
-        .then(|| leave_out_interrupts(plan.kallsyms.then_some(whole)));
+    let symbols_read = read.and_then(|(entries, symbols)| {
+        if !entries.is_empty() {
+            crate::counters::emulated::declare(&entries);
+        }
+        symbols
+    });
     let alone = match plan.mark && quiet {
         true => super::alone::take_the_cpu(),
         false => Vec::new(),
@@ -390,24 +399,24 @@ fn measure(
     }
     let warnings = settled.and_then(|s| s.warning()).into_iter().chain(alone);
     let result = warnings.fold(result?, |r, w| with_warning(r, &w));
-    let symbols = read_early.flatten();
-    let symbols = symbols.or_else(|| plan.kallsyms.then(|| GuestSymbols::here(whole)).flatten());
+    let symbols =
+        symbols_read.or_else(|| plan.kallsyms.then(|| GuestSymbols::here(whole)).flatten());
     Ok((result, symbols))
 }
 
-/// Tell the plugin this kernel's interrupt entries, so that its windows count the measured
-/// task's instructions alone (a kernel whose symbols cannot be read is counted with its
-/// interrupts, and the joined result says so). Here 0.2 s of a Debian 6.1 boot and 0.45 s of
-/// a 6.12 one, nearly all of it the kernel formatting /proc/kallsyms up to .entry.text. The
-/// plugin, asleep while the kernel booted, reads it asleep; the measurement's first span wakes
-/// it (`emulated::Span`). With `symbols` (whether whole), the kernel's symbols for the profile
-/// are read from the same reading of the whole file, before the wake: after the measurement,
-/// code translated while the plugin was awake still runs its callbacks (a 2-vCPU boot with the
-/// coherence model spent 0.4 s more there than one without).
-fn leave_out_interrupts(symbols: Option<bool>) -> Option<GuestSymbols> {
-    use crate::counters::emulated::{declare, interrupt_entries};
+/// This kernel's interrupt entries, for the plugin to leave the interrupts out of every window
+/// (a kernel whose symbols cannot be read is counted with its interrupts, and the joined result
+/// says so): here 0.2 s of a Debian 6.1 boot and 0.45 s of a 6.12 one, nearly all of it the
+/// kernel formatting /proc/kallsyms up to .entry.text. With `symbols` (whether whole), also
+/// its symbols for the profile, from the same reading of the whole file: read before the
+/// measurement, not after it, where code translated while the plugin was awake still runs its
+/// callbacks (a 2-vCPU boot with the coherence model spent 0.4 s more there than one
+/// without). The plugin, asleep while the kernel booted, is told the entries asleep; the
+/// measurement's first span wakes it (`emulated::Span`).
+fn kernel_symbols(symbols: Option<bool>) -> (Vec<Entry>, Option<GuestSymbols>) {
+    use crate::counters::emulated::interrupt_entries;
     use std::io::BufRead as _;
-    let (entries, symbols) = match symbols {
+    match symbols {
         Some(whole) => match std::fs::read_to_string("/proc/kallsyms") {
             Ok(all) => (
                 interrupt_entries(all.lines()),
@@ -422,11 +431,7 @@ fn leave_out_interrupts(symbols: Option<bool>) -> Option<GuestSymbols> {
             ),
             Err(_) => (Vec::new(), None),
         },
-    };
-    if !entries.is_empty() {
-        declare(&entries);
     }
-    symbols
 }
 
 /// A result with `warning` added to its warnings (a result without any is sent as it is).
