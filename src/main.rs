@@ -3,8 +3,6 @@ fn main() {
     if let Some(status) = syscost::cli::worker() {
         std::process::exit(status);
     }
-    // Messages below the command line name options; it says how each is spelled.
-    syscost::cli::flags::install();
     // In a campaign's guest syscost is the init (process 1): it measures and powers off.
     if syscost::boot::guest::is_init() {
         syscost::boot::guest::init(syscost::experiments::boots::lava::LAB_CASES);

@@ -3,8 +3,10 @@
 
 use super::args::HistoryOpts;
 use super::boots::{BootsOpts, Checker, Via, boot_line};
-use super::kept_run::{Made, Shown, drop_run, made, record_boot, standing};
+use super::kept_run::{Made, Shown, drop_run, made, planned, record_boot, standing};
+use super::named::{Named, ShellWords, named};
 use super::*;
+use crate::core::input::{Opt, spelled};
 use crate::experiments::boots::checks::{ArmPart, ArmProblem};
 use crate::experiments::boots::kept::RunKind;
 use crate::experiments::boots::life::{self, Keep, Start};
@@ -129,11 +131,11 @@ pub struct CampaignArgs {
     /// LAVA job fetches the same URL, checked by its SHA-256). Two or more are compared, the
     /// first the baseline; one alone is measured (its figures over its boots, no comparison).
     #[arg(long = "arm", value_name = "NAME=KERNEL", required = true)]
-    pub arms: Vec<String>,
+    pub arms: Vec<Named<String>>,
     /// The SHA-256 an arm's kernel URL must have: NAME=HEX, as sha256sum prints it. Checked
     /// when this machine fetches it, and by the lab's worker for a LAVA job.
     #[arg(long = "kernel-sha256", value_name = "NAME=HEX")]
-    pub kernel_sha256: Vec<String>,
+    pub(crate) kernel_sha256: Vec<Named<crate::boot::fetch::Sha256>>,
     /// Where each boot happens: qemu (a virtual machine per boot), kexec (this machine,
     /// rebooted into each arm; the plan is kept in /var/lib/syscost/campaign and a systemd
     /// unit resumes it after each boot) or lava (a job per boot on a LAVA lab's qemu
@@ -147,10 +149,10 @@ pub struct CampaignArgs {
     /// The initramfs a kexec boot of an arm starts with: NAME=FILE [default: the
     /// initrd.img-VERSION beside a /boot/vmlinuz-VERSION, else none].
     #[arg(long = "initrd", value_name = "NAME=FILE")]
-    pub initrds: Vec<String>,
+    pub initrds: Vec<Named<PathBuf>>,
     /// Kernel command-line additions of an arm: NAME=ARGS, e.g. audit1='audit=1'.
     #[arg(long = "append", value_name = "NAME=ARGS")]
-    pub appends: Vec<String>,
+    pub appends: Vec<Named<String>>,
     /// Audit rules set up in an arm's guest before measuring: NAME=FILE, any file `auditctl
     /// -R` reads (read here by auditctl's own library, libaudit). In a guest the file is the
     /// whole audit state: its -D, -e, -f, -b and -r apply (-e 2 as -e 1) and audit is turned on
@@ -159,7 +161,7 @@ pub struct CampaignArgs {
     /// (On a host, `run --audit-rules` changes no setting but the enabled flag.) The tables say
     /// whether audit was on.
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
-    pub rules: Vec<String>,
+    pub rules: Vec<Named<PathBuf>>,
     #[command(flatten)]
     pub every: EveryArm,
     /// Load an arm's audit rules into an aged slab: NAME=OBJECTS. A fresh guest's slab gives a
@@ -171,13 +173,13 @@ pub struct CampaignArgs {
     /// only the file's rules are walked while measuring. 256 (what reproduce syscall-latency
     /// uses) leaves 128 holes for a few dozen rules.
     #[arg(long = "aged-slab", value_name = "NAME=OBJECTS")]
-    pub aged_slab: Vec<String>,
+    pub aged_slab: Vec<Named<usize>>,
     /// An arm measured by its own command instead of the one after --: NAME='COMMAND', split
     /// as a shell would, e.g. ret='run uprobe --insn ret --threads 1-2' (the uprobe thread's
     /// nop, push and ret, each an arm of one kernel). Checked as the common command is; the
     /// arms are compared by the figures their results share.
     #[arg(long = "arm-command", value_name = "NAME=COMMAND")]
-    pub arm_commands: Vec<String>,
+    pub arm_commands: Vec<Named<ShellWords>>,
     /// How often each boot places its arms' audit rule entries in memory: `boot` loads them
     /// once, so a boot is one placement; `run` deletes and adds them again before every run of
     /// the measuring command, each rule after 0 to 3 fillers drawn by a generator seeded for the
@@ -226,13 +228,9 @@ impl CampaignArgs {
             return self.start_kexec();
         }
         let dir = self.kept.dir()?;
-        let args: Vec<String> = std::env::args()
-            .skip_while(|a| a != "campaign")
-            .skip(1)
-            .collect();
         let seed = self.shared.seed.unwrap_or_else(crate::core::now_unix);
         let id = format!("{}-{seed}", crate::core::now_unix());
-        let mut saved = Saved::<CampaignPlan>::new(&dir, id, seed, args)?;
+        let mut saved = Saved::<CampaignPlan>::new(&dir, id, seed)?;
         saved.kept.plan = Some(self.plan(seed)?);
         Shown::of(&self.shared)?.keep_in(&mut saved.kept)?;
         run_qemu(saved, Start::New)
@@ -258,67 +256,51 @@ impl CampaignArgs {
     /// The arms, with their command-line additions and rules files by name.
     fn arm_specs(&self) -> Result<Vec<Arm>> {
         let mut arms = Vec::new();
-        for a in &self.arms {
-            let (name, kernel) = name_value("--arm", a)?;
+        for Named {
+            name,
+            value: kernel,
+        } in &self.arms
+        {
             let url = (crate::boot::fetch::is_url(kernel))
                 .then(|| crate::boot::fetch::KernelUrl::new(kernel, None))
                 .transpose()
-                .map_err(|e| anyhow::anyhow!("--arm {name}=...: {e:#}"))?;
+                .map_err(|e| anyhow::anyhow!("{} {name}=...: {e:#}", spelled(Opt::Arm)))?;
             arms.push(Arm {
-                name: name.into(),
+                name: name.clone(),
                 // A URL's kernel is fetched into the campaign's files before it is checked.
                 kernel: if url.is_some() {
                     "".into()
                 } else {
                     kernel.into()
                 },
-                append: String::new(),
-                rules: None,
                 url,
                 ..Arm::default()
             });
         }
-        for s in &self.kernel_sha256 {
-            let (name, hex) = name_value("--kernel-sha256", s)?;
-            let sha = hex
-                .parse()
-                .map_err(|e| anyhow::anyhow!("--kernel-sha256 {name}: {e:#}"))?;
-            match &mut arm_named(&mut arms, "--kernel-sha256", name)?.url {
-                Some(u) => u.sha256 = Some(sha),
+        for Named { name, value } in &self.kernel_sha256 {
+            match &mut named(&mut arms, Opt::KernelSha256, "arm", name)?.url {
+                Some(u) => u.sha256 = Some(value.clone()),
                 None => anyhow::bail!(
-                    "--kernel-sha256 {name}: the arm's kernel is a file of this machine; a SHA-256 \
-                     is checked for a kernel given by its URL"
+                    "{} {name}: the arm's kernel is a file of this machine; a SHA-256 is checked \
+                     for a kernel given by its URL",
+                    spelled(Opt::KernelSha256)
                 ),
             }
         }
-        for i in &self.initrds {
-            let (name, file) = name_value("--initrd", i)?;
-            arm_named(&mut arms, "--initrd", name)?.initrd = Some(file.into());
+        for Named { name, value } in &self.initrds {
+            named(&mut arms, Opt::Initrd, "arm", name)?.initrd = Some(value.clone());
         }
-        for a in &self.appends {
-            let (name, args) = name_value("--append", a)?;
-            arm_named(&mut arms, "--append", name)?.append = args.into();
+        for Named { name, value } in &self.appends {
+            named(&mut arms, Opt::Append, "arm", name)?.append = value.clone();
         }
-        for r in &self.rules {
-            let (name, file) = name_value("--audit-rules", r)?;
-            arm_named(&mut arms, "--audit-rules", name)?.rules = Some(file.into());
+        for Named { name, value } in &self.rules {
+            named(&mut arms, Opt::AuditRules, "arm", name)?.rules = Some(value.clone());
         }
-        for c in &self.arm_commands {
-            let (name, command) = name_value("--arm-command", c)?;
-            let words = shlex::split(command).filter(|w| !w.is_empty()).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "--arm-command {name}: cannot split {command:?} into words as a shell would \
-                     (an unclosed quote?)"
-                )
-            })?;
-            arm_named(&mut arms, "--arm-command", name)?.measure = Some(words);
+        for Named { name, value } in &self.arm_commands {
+            named(&mut arms, Opt::ArmCommand, "arm", name)?.measure = Some(value.0.clone());
         }
-        for a in &self.aged_slab {
-            let (name, objects) = name_value("--aged-slab", a)?;
-            let n = objects.parse().map_err(|_| {
-                anyhow::anyhow!("--aged-slab {a}: OBJECTS must be a whole number, e.g. {name}=1024")
-            })?;
-            arm_named(&mut arms, "--aged-slab", name)?.aged_slab = Some(n);
+        for Named { name, value } in &self.aged_slab {
+            named(&mut arms, Opt::AgedSlab, "arm", name)?.aged_slab = Some(*value);
         }
         self.every.apply(&mut arms);
         Ok(arms)
@@ -482,11 +464,11 @@ fn status(k: &KeptDir) -> Result<()> {
             true => format!("running (process {})", s.owner.0),
             false => "interrupted".into(),
         };
-        println!(
-            "campaign {} ({state}): syscost campaign {}",
-            s.kept.id,
-            super::args::shown_words(&s.kept.args)
+        let plan = s.kept.plan.as_ref().map_or_else(
+            || "a state from before plans were kept: abort it".into(),
+            |p| format!("{} boot(s) of {}", p.rounds, planned(&p.boot)),
         );
+        println!("campaign {} ({state}): {plan}", s.kept.id);
         for line in standing(s) {
             println!("  {line}");
         }
@@ -592,33 +574,19 @@ impl EveryArm {
     }
 }
 
-pub(super) fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str)> {
-    match s.split_once('=') {
-        Some((n, v)) if !n.is_empty() && !v.is_empty() => Ok((n, v)),
-        _ => anyhow::bail!("{flag} '{s}': give NAME=VALUE"),
-    }
-}
-
-fn arm_named<'a>(arms: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a mut Arm> {
-    let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
-    arms.iter_mut().find(|a| a.name == name).ok_or_else(|| {
-        anyhow::anyhow!("{flag} {name}=...: no --arm is named {name} (arms: {names:?})")
-    })
-}
-
 /// An arm's problem said with the option that gave the part it is in (`--append b: ...`).
 fn with_flag(e: anyhow::Error) -> anyhow::Error {
     let Some(p) = e.downcast_ref::<ArmProblem>() else {
         return e;
     };
     let flag = match p.part {
-        ArmPart::Name | ArmPart::Kernel => "--arm",
-        ArmPart::CommandLine => "--append",
-        ArmPart::Initrd => "--initrd",
-        ArmPart::Rules => "--audit-rules",
-        ArmPart::AgedSlab => "--aged-slab",
+        ArmPart::Name | ArmPart::Kernel => Opt::Arm,
+        ArmPart::CommandLine => Opt::Append,
+        ArmPart::Initrd => Opt::Initrd,
+        ArmPart::Rules => Opt::AuditRules,
+        ArmPart::AgedSlab => Opt::AgedSlab,
     };
-    anyhow::anyhow!("{flag} {p}")
+    anyhow::anyhow!("{} {p}", crate::core::input::spelled(flag))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use super::args::HistoryOpts;
 use super::boots::{BootsOpts, boot_line, cancel_jobs, lab_tags, record_tagged};
 use crate::experiments::boots::kept::{self, Kept, KeptRun, Planned, RunKind};
+use crate::experiments::boots::plan::BootPlan;
 use crate::experiments::boots::{Backend, BootRecord};
 use crate::history::Location;
 use crate::report::format::Format;
@@ -136,6 +137,34 @@ pub(super) fn drop_run<K: KeptRun>(run: &K, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A kept run's plan in words, for its status (no command line is kept: this is what it runs):
+/// its arms and their kernels, where they boot, and what measures them.
+pub(super) fn planned(boot: &BootPlan) -> String {
+    let shown = |s: &str| crate::core::printable(&crate::core::redact_url(s));
+    let arms: Vec<String> = (boot.arms.iter())
+        .map(|a| {
+            let kernel = match &a.url {
+                Some(u) => shown(&u.url),
+                None => a.kernel.file_name().map_or_else(
+                    || shown(&a.kernel.display().to_string()),
+                    |f| shown(&f.to_string_lossy()),
+                ),
+            };
+            format!("{} ({kernel})", a.name)
+        })
+        .collect();
+    let on = match &boot.backend {
+        Backend::Qemu(m) => format!("QEMU ({}, {} vCPU(s))", m.accel.name(), m.cpus),
+        Backend::Kexec => "this machine, by kexec".into(),
+        Backend::Lava(t) => format!("the LAVA lab {} ({})", shown(&t.lab), t.device_type),
+    };
+    format!(
+        "arms {} on {on}, measured by `syscost {}`",
+        arms.join(", "),
+        super::args::shown_words(&boot.measure)
+    )
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;
@@ -162,7 +191,7 @@ mod unit {
             panic!("not a campaign")
         };
         let o = c.shared;
-        let mut run = Kept::new("7".into(), 3, Vec::new(), Some(Plan(Backend::Kexec)));
+        let mut run = Kept::new("7".into(), 3, Some(Plan(Backend::Kexec)));
         Shown::of(&o).unwrap().keep_in(&mut run).unwrap();
         let text = serde_json::to_string(&run).unwrap();
         let mut back: Kept<Plan> = serde_json::from_str(&text).unwrap();
@@ -177,7 +206,7 @@ mod unit {
         assert_eq!(shown.keep.tags, ["build=x"]);
         assert_eq!(plan.0.name(), "kexec");
 
-        let mut older: Kept<Plan> = Kept::new("8".into(), 3, Vec::new(), None);
+        let mut older: Kept<Plan> = Kept::new("8".into(), 3, None);
         let said = Shown::kept(&mut older).unwrap_err().to_string();
         assert!(
             said.contains("campaign 8 was kept by an older syscost")

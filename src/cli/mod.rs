@@ -25,6 +25,7 @@ mod export;
 pub mod flags;
 mod history;
 mod kept_run;
+mod named;
 mod progress;
 mod reading;
 mod reproduce;

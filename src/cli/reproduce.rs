@@ -2,8 +2,8 @@
 //! paper's, and write them (JSON and a report page) to -o DIR.
 
 use super::boots::{Checker, boot_line};
-use super::campaign::name_value;
 use super::kept_run::{drop_run, standing};
+use super::named::Named;
 use super::*;
 use crate::experiments::boots::BootRecord;
 use crate::experiments::boots::kept::RunKind;
@@ -111,7 +111,7 @@ pub struct ReproduceArgs {
     /// An arm's kernel instead of the one --kernels finds or syscost built: NAME=KERNEL (a
     /// bzImage).
     #[arg(long = "arm", value_name = "NAME=KERNEL")]
-    pub arms: Vec<String>,
+    pub arms: Vec<Named<PathBuf>>,
     /// Build the kernels the investigation compares that are not built yet (audit-series: Debian's
     /// linux-source-6.1 and the series' patches 1, 1-2 and 1-3; alignment-rfc: its 11
     /// alignments), kept in $SYSCOST_CACHE, else $XDG_CACHE_HOME/syscost, else
@@ -196,7 +196,7 @@ impl ReproduceArgs {
         let seed = self.seed.unwrap_or_else(crate::core::now_unix);
         let id = format!("{}-{seed}", crate::core::now_unix());
         // Its status is rendered from its plan: no command line is kept.
-        let mut run = Saved::<ReproducePlan>::new(&dir, id, seed, Vec::new())?;
+        let mut run = Saved::<ReproducePlan>::new(&dir, id, seed)?;
         // The arms read the rule sets from the run's own files (written there as it starts).
         let rules_dir = crate::experiments::boots::kept::files_of(&run.path());
         let settings = reproduce::campaign::Settings {
@@ -232,12 +232,11 @@ impl ReproduceArgs {
             n.join(", ")
         };
         let mut given = Vec::new();
-        for a in &self.arms {
-            let (n, k) = name_value("--arm", a)?;
-            if !inv.arms.iter().any(|x| x.name == n) {
-                anyhow::bail!("--arm {n}: {} has the arms {}", inv.name, names());
+        for Named { name, value } in &self.arms {
+            if !inv.arms.iter().any(|x| x.name == name) {
+                anyhow::bail!("--arm {name}: {} has the arms {}", inv.name, names());
             }
-            given.push((n.to_string(), PathBuf::from(k)));
+            given.push((name.clone(), value.clone()));
         }
         for n in &self.only {
             if !inv.arms.iter().any(|x| x.name == n) {

@@ -1,9 +1,11 @@
 //! The command line a user would type for a typed request: a campaign's words rendered from
 //! its [`CampaignAsk`], so that a command that runs a campaign of its own making (a
-//! reproduction) can print it to run again or change. It is made from the request, never
+//! reproduction) can print it to run again or change. Each flag is named by its [`Opt`], as
+//! refusals name it. It is made from the request, never
 //! parsed back by syscost: a unit test checks that parsing it gives the same request.
 
 use crate::boot::qemu::KernelEntry;
+use crate::core::input::{Opt, spelled};
 use crate::experiments::boots::ask::{Guest, Via};
 use crate::experiments::boots::{Arm, LavaTarget};
 use crate::experiments::campaign::ask::{ALPHA, CampaignAsk};
@@ -13,30 +15,30 @@ pub(super) fn campaign(ask: &CampaignAsk) -> Vec<String> {
     let mut w = Words(vec!["campaign".into()]);
     let b = &ask.boots;
     if b.via != Via::Qemu {
-        w.flag("--via", value(b.via));
+        w.flag(Opt::Via, value(b.via));
     }
     guest(&mut w, &b.guest);
     if let Some(t) = b.lava.as_deref() {
         lava(&mut w, t);
     }
-    w.some("--metric", b.metric.as_ref());
-    w.some("--seed", b.seed);
+    w.some(Opt::Metric, b.metric.as_ref());
+    w.some(Opt::Seed, b.seed);
     if b.noise_threshold != crate::experiments::boots::ask::NOISE_THRESHOLD_PCT {
-        w.flag("--noise-threshold", b.noise_threshold);
+        w.flag(Opt::NoiseThreshold, b.noise_threshold);
     }
     if b.exact_resolution != crate::compare::EXACT_FLOOR_PCT {
-        w.flag("--exact-resolution", b.exact_resolution);
+        w.flag(Opt::ExactResolution, b.exact_resolution);
     }
     if b.rules_errors != Default::default() {
-        w.flag("--audit-rules-errors", value(b.rules_errors));
+        w.flag(Opt::AuditRulesErrors, value(b.rules_errors));
     }
-    w.some("--boots", ask.rounds);
-    w.on("--no-verdict", ask.no_verdict);
-    w.on("--steps", ask.steps);
+    w.some(Opt::Boots, ask.rounds);
+    w.on(Opt::NoVerdict, ask.no_verdict);
+    w.on(Opt::Steps, ask.steps);
     if ask.alpha != ALPHA {
-        w.flag("--alpha", ask.alpha);
+        w.flag(Opt::Alpha, ask.alpha);
     }
-    w.some("--placement", ask.placement.map(value));
+    w.some(Opt::Placement, ask.placement.map(value));
     for a in &ask.arms {
         arm(&mut w, a);
     }
@@ -49,21 +51,21 @@ pub(super) fn campaign(ask: &CampaignAsk) -> Vec<String> {
 struct Words(Vec<String>);
 
 impl Words {
-    fn flag(&mut self, flag: &str, v: impl std::fmt::Display) {
-        self.0.extend([flag.to_string(), v.to_string()]);
+    fn flag(&mut self, flag: Opt, v: impl std::fmt::Display) {
+        self.0.extend([spelled(flag), v.to_string()]);
     }
-    fn some(&mut self, flag: &str, v: Option<impl std::fmt::Display>) {
+    fn some(&mut self, flag: Opt, v: Option<impl std::fmt::Display>) {
         if let Some(v) = v {
             self.flag(flag, v);
         }
     }
-    fn on(&mut self, flag: &str, on: bool) {
+    fn on(&mut self, flag: Opt, on: bool) {
         if on {
-            self.0.push(flag.into());
+            self.0.push(spelled(flag));
         }
     }
     /// `flag NAME=VALUE`, for an arm's own setting.
-    fn named(&mut self, flag: &str, name: &str, v: Option<impl std::fmt::Display>) {
+    fn named(&mut self, flag: Opt, name: &str, v: Option<impl std::fmt::Display>) {
         if let Some(v) = v {
             self.flag(flag, format!("{name}={v}"));
         }
@@ -83,61 +85,61 @@ fn duration(d: std::time::Duration) -> String {
 
 fn guest(w: &mut Words, g: &Guest) {
     let d = Guest::default();
-    w.some("--accel", g.accel.map(value));
-    w.some("--guest-cpus", g.cpus);
-    w.some("--host-cpus", g.host_cpus.as_ref());
+    w.some(Opt::Accel, g.accel.map(value));
+    w.some(Opt::GuestCpus, g.cpus);
+    w.some(Opt::HostCpus, g.host_cpus.as_ref());
     if g.entry != KernelEntry::default() {
-        w.flag("--entry", value(g.entry));
+        w.flag(Opt::Entry, value(g.entry));
     }
-    w.on("--emulated-counters", g.emulated_counters);
-    w.some("--cache-model", g.cache_model.as_ref().map(|m| m.spec()));
-    w.on("--emulated-profile", g.emulated_profile);
-    w.some("--icount", g.icount);
+    w.on(Opt::EmulatedCounters, g.emulated_counters);
+    w.some(Opt::CacheModel, g.cache_model.as_ref().map(|m| m.spec()));
+    w.on(Opt::EmulatedProfile, g.emulated_profile);
+    w.some(Opt::Icount, g.icount);
     w.some(
-        "--settle",
+        Opt::Settle,
         (g.settle).map(|s| if s.is_zero() { "0".into() } else { duration(s) }),
     );
     if g.memory_mib != d.memory_mib {
-        w.flag("--guest-memory", g.memory_mib);
+        w.flag(Opt::GuestMemory, g.memory_mib);
     }
-    w.some("--boot-timeout", g.boot_timeout.map(duration));
+    w.some(Opt::BootTimeout, g.boot_timeout.map(duration));
     if g.retries != d.retries {
-        w.flag("--retries", g.retries);
+        w.flag(Opt::Retries, g.retries);
     }
     for f in &g.files {
-        w.flag("--guest-file", f.display());
+        w.flag(Opt::GuestFile, f.display());
     }
-    w.some("--guest-disk", g.disk.map(value));
+    w.some(Opt::GuestDisk, g.disk.map(value));
 }
 
 fn lava(w: &mut Words, t: &LavaTarget) {
     use crate::boot::lava::JobPriority;
     use crate::boot::lava_events::EventsAt;
-    w.flag("--lava-url", &t.lab);
-    w.flag("--lava-device-type", &t.device_type);
-    w.flag("--lava-boot", value(t.boot));
-    w.some("--lava-device", t.device.as_ref());
+    w.flag(Opt::LavaUrl, &t.lab);
+    w.flag(Opt::LavaDeviceType, &t.device_type);
+    w.flag(Opt::LavaBoot, value(t.boot));
+    w.some(Opt::LavaDevice, t.device.as_ref());
     w.some(
-        "--lava-token-file",
+        Opt::LavaTokenFile,
         t.token_file.as_ref().map(|p| p.display()),
     );
     w.some(
-        "--lava-files",
+        Opt::LavaFiles,
         (t.files.as_ref()).map(|f| format!("{}={}", f.dir.display(), f.url)),
     );
-    w.flag("--lava-queue-limit", duration(t.queue_limit));
-    w.flag("--lava-queue-depth", t.queue_depth);
-    w.flag("--lava-jobs", t.jobs);
+    w.flag(Opt::LavaQueueLimit, duration(t.queue_limit));
+    w.flag(Opt::LavaQueueDepth, t.queue_depth);
+    w.flag(Opt::LavaJobs, t.jobs);
     let priority = match t.priority {
         JobPriority::Level(v) => v.to_string(),
         p => p.json().as_str().unwrap_or_default().to_string(),
     };
-    w.flag("--lava-priority", priority);
-    w.flag("--lava-visibility", value(t.visibility));
+    w.flag(Opt::LavaPriority, priority);
+    w.flag(Opt::LavaVisibility, value(t.visibility));
     match &t.events {
         EventsAt::Server => {}
-        EventsAt::Url(u) => w.flag("--lava-events", u),
-        EventsAt::Off => w.flag("--lava-events", "off"),
+        EventsAt::Url(u) => w.flag(Opt::LavaEvents, u),
+        EventsAt::Off => w.flag(Opt::LavaEvents, "off"),
     }
 }
 
@@ -146,23 +148,23 @@ fn arm(w: &mut Words, a: &Arm) {
         Some(u) => u.url.clone(),
         None => a.kernel.display().to_string(),
     };
-    w.flag("--arm", format!("{}={kernel}", a.name));
+    w.flag(Opt::Arm, format!("{}={kernel}", a.name));
     let sha = a.url.as_ref().and_then(|u| u.sha256.as_ref());
-    w.named("--kernel-sha256", &a.name, sha);
-    w.named("--initrd", &a.name, a.initrd.as_ref().map(|p| p.display()));
+    w.named(Opt::KernelSha256, &a.name, sha);
+    w.named(Opt::Initrd, &a.name, a.initrd.as_ref().map(|p| p.display()));
     let append = Some(&a.append).filter(|s| !s.is_empty());
-    w.named("--append", &a.name, append);
+    w.named(Opt::Append, &a.name, append);
     w.named(
-        "--audit-rules",
+        Opt::AuditRules,
         &a.name,
         a.rules.as_ref().map(|p| p.display()),
     );
-    w.named("--aged-slab", &a.name, a.aged_slab);
+    w.named(Opt::AgedSlab, &a.name, a.aged_slab);
     let own = a
         .measure
         .as_ref()
         .map(|m| shlex::try_join(m.iter().map(String::as_str)).unwrap_or_default());
-    w.named("--arm-command", &a.name, own);
+    w.named(Opt::ArmCommand, &a.name, own);
 }
 
 #[cfg(test)]

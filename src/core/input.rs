@@ -1,13 +1,27 @@
-//! The options a user gives, named by what they set. The layers below `cli/` never spell a
-//! command-line flag: a refusal names the options it is about as [`Opt`]s, in words that are
-//! a [`Said`], and `cli/` alone knows each option's flag (`cli::flags`, which it gives
-//! [`spell_with`] when syscost starts). A renamed flag is then one line in `cli/`.
+//! The options a user gives, named by what they set. No layer spells a command-line flag: a
+//! refusal names the options it is about as [`Opt`]s, in words that are a [`Said`], and each
+//! option's flag is its name ([`spelled`]), which the parser's flags are held to.
 
-use std::sync::OnceLock;
+/// Declare [`Opt`] and the list of its variants from one list, so that the test that each is
+/// a flag the parser takes sees every one.
+macro_rules! options {
+    ($($o:ident),+ $(,)?) => {
+        /// An option of syscost's command line, named as its flag is, in camel case
+        /// (`HostCpus`: `--host-cpus`; `cli::flags` holds the parser to it).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub(crate) enum Opt {
+            $($o),+
+        }
 
-/// An option of syscost's command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Opt {
+        impl Opt {
+            /// Every option.
+            #[cfg(test)]
+            pub(crate) const ALL: &'static [Opt] = &[$(Opt::$o),+];
+        }
+    };
+}
+
+options!(
     Accel,
     Arm,
     AuditRules,
@@ -91,99 +105,24 @@ pub(crate) enum Opt {
     Dir,
     NoResidueStep,
     Insn,
-    CopyMode,
-}
-
-impl Opt {
-    /// Every option, for the test that each is spelled as a flag the parser takes.
-    #[cfg(test)]
-    pub(crate) const ALL: [Opt; 84] = [
-        Opt::Accel,
-        Opt::Arm,
-        Opt::AuditRules,
-        Opt::Baseline,
-        Opt::Boots,
-        Opt::By,
-        Opt::Builds,
-        Opt::Cpu,
-        Opt::EmulatedCounters,
-        Opt::GuestCpus,
-        Opt::GuestFile,
-        Opt::GuestMemory,
-        Opt::HostCpus,
-        Opt::Kernels,
-        Opt::Label,
-        Opt::LavaDevice,
-        Opt::LavaEvents,
-        Opt::LavaFiles,
-        Opt::LavaQueueDepth,
-        Opt::LavaTokenFile,
-        Opt::LavaUrl,
-        Opt::List,
-        Opt::Matching,
-        Opt::MixEmulated,
-        Opt::Param,
-        Opt::Probe,
-        Opt::Rules,
-        Opt::Runs,
-        Opt::Save,
-        Opt::State,
-        Opt::SubtractOverhead,
-        Opt::Tag,
-        Opt::Variant,
-        Opt::Via,
-        Opt::Workload,
-        Opt::AuditRulesErrors,
-        Opt::BestOf,
-        Opt::CacheModel,
-        Opt::DropPerturbed,
-        Opt::Force,
-        Opt::History,
-        Opt::NoHistory,
-        Opt::ListEvents,
-        Opt::Objects,
-        Opt::SamplesAsUnits,
-        Opt::Size,
-        Opt::Target,
-        Opt::Test,
-        Opt::Time,
-        Opt::Within,
-        Opt::Align,
-        Opt::Copies,
-        Opt::Estimator,
-        Opt::Fifo,
-        Opt::Geometry,
-        Opt::Lines,
-        Opt::MaxTime,
-        Opt::Ops,
-        Opt::Origin,
-        Opt::OverheadSamples,
-        Opt::Pre,
-        Opt::Profile,
-        Opt::Samples,
-        Opt::SampleTime,
-        Opt::Svg,
-        Opt::Trials,
-        Opt::Until,
-        Opt::Warmup,
-        Opt::ExactResolution,
-        Opt::StepRounds,
-        Opt::Steps,
-        Opt::Build,
-        Opt::Placement,
-        Opt::Icount,
-        Opt::GuestDisk,
-        Opt::LavaBoot,
-        Opt::EmulatedProfile,
-        Opt::Metric,
-        Opt::NoVerdict,
-        Opt::Alpha,
-        Opt::Dir,
-        Opt::NoResidueStep,
-        Opt::Insn,
-        Opt::CopyMode,
-    ];
-}
+    Mode,
+    AgedSlab,
+    Append,
+    ArmCommand,
+    BootTimeout,
+    Entry,
+    Initrd,
+    KernelSha256,
+    LavaDeviceType,
+    LavaJobs,
+    LavaPriority,
+    LavaQueueLimit,
+    LavaVisibility,
+    NoiseThreshold,
+    Retries,
+    Seed,
+    Settle,
+);
 
 /// A piece of a message: words, or an option named in them.
 #[derive(Clone, Debug, PartialEq)]
@@ -232,30 +171,18 @@ macro_rules! said {
     };
 }
 
-/// How options are spelled, given once by `cli/` when syscost starts.
-static SPELLING: OnceLock<fn(Opt) -> &'static str> = OnceLock::new();
-
-/// Spell every option with `flag` from now on (the first call wins).
-pub(crate) fn spell_with(flag: fn(Opt) -> &'static str) {
-    let _ = SPELLING.set(flag);
-}
-
-/// `o` as the command line spells it; before `cli/` said how (a unit test of a layer below
-/// it), its name in kebab case (`HostCpus`: `--host-cpus`).
+/// `o` as the command line spells it: its name in kebab case (`HostCpus`: `--host-cpus`). The
+/// parser's flags are held to these names by a test in `cli::flags`, so a flag is named once,
+/// in the parser, and typed here: a refusal, a rerun command and a status all say it so.
 pub(crate) fn spelled(o: Opt) -> String {
-    match SPELLING.get() {
-        Some(flag) => flag(o).to_string(),
-        None => {
-            let mut out = String::from("-");
-            for c in format!("{o:?}").chars() {
-                if c.is_ascii_uppercase() {
-                    out.push('-');
-                }
-                out.push(c.to_ascii_lowercase());
-            }
-            out
+    let mut out = String::from("-");
+    for c in format!("{o:?}").chars() {
+        if c.is_ascii_uppercase() {
+            out.push('-');
         }
+        out.push(c.to_ascii_lowercase());
     }
+    out
 }
 
 /// A refusal of what the user gave, in words that may name options, each shown as the command

@@ -173,9 +173,11 @@ fn emulated_counts_name_the_first_bad_build_and_resume_after_a_kill() {
         .args(["bisect", "status"])
         .output()
         .unwrap();
+    let said = String::from_utf8_lossy(&status.stdout);
+    assert!(said.contains("boots so far: 4"), "{status:?}");
     assert!(
-        String::from_utf8_lossy(&status.stdout).contains("boots so far: 4"),
-        "{status:?}"
+        said.contains("(exact) from ") && said.contains(", measured by `syscost run"),
+        "the plan, not a command line: {said}"
     );
 
     let kept: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();

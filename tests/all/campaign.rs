@@ -1678,8 +1678,14 @@ fn a_killed_campaign_keeps_its_boots_and_resume_boots_only_what_it_lacks() {
     with(&mut status);
     let said = String::from_utf8_lossy(&status.output().unwrap().stdout).to_string();
     assert!(
-        said.contains(&format!("campaign {id} (interrupted)")),
+        said.contains(&format!(
+            "campaign {id} (interrupted): 2 boot(s) of arms a ("
+        )),
         "{said}"
+    );
+    assert!(
+        said.contains("on QEMU (tcg, 1 vCPU(s)), measured by `syscost "),
+        "the plan, not a command line: {said}"
     );
     assert!(said.contains("boots so far: 3 (3 measured)"), "{said}");
     let mut resume = std::process::Command::new(assert_cmd::cargo::cargo_bin!("syscost"));

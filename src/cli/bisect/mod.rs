@@ -8,14 +8,14 @@ mod common;
 mod git;
 mod step;
 
-use crate::cli::campaign::name_value;
-use crate::cli::kept_run::{Made, Shown, drop_run, made, record_boot, standing};
+use crate::cli::kept_run::{Made, Shown, drop_run, made, planned, record_boot, standing};
+use crate::cli::named::{Named, named};
 use crate::cli::*;
 use crate::core::input::Opt;
 use crate::experiments::bisect::{self, BisectPlan, builds};
+use crate::experiments::boots::BootRecord;
 use crate::experiments::boots::kept::{self, Kept, RunKind};
 use crate::experiments::boots::life::{self, Start};
-use crate::experiments::boots::{Arm, BootRecord};
 use anyhow::Context;
 use common::{Common, boot_line, ends_equal, metric_refused};
 pub(crate) use git::{GitArgs, StepArgs};
@@ -98,12 +98,12 @@ pub struct BisectArgs {
     pub bad: Option<String>,
     /// Kernel command-line additions of a build: NAME=ARGS.
     #[arg(long = "append", value_name = "NAME=ARGS")]
-    pub appends: Vec<String>,
+    pub appends: Vec<Named<String>>,
     /// Audit rules set up in a build's guest before measuring: NAME=FILE, as campaign's: its
     /// settings apply in the guest, audit turned on for the measurement when the boot has it
     /// off and the file has no -e; audit=0 on the build's line is refused.
     #[arg(long = "audit-rules", value_name = "NAME=FILE")]
-    pub rules: Vec<String>,
+    pub rules: Vec<Named<PathBuf>>,
     #[command(flatten)]
     pub every: crate::cli::campaign::EveryArm,
     #[command(flatten)]
@@ -134,17 +134,13 @@ impl BisectArgs {
                 state.display()
             );
         }
-        let args: Vec<String> = std::env::args()
-            .skip_while(|a| a != "bisect")
-            .skip(1)
-            .collect();
         let seed = self
             .common
             .shared
             .seed
             .unwrap_or_else(crate::core::now_unix);
         let plan = self.plan(seed)?;
-        let mut s = State::new(plan.id.clone(), seed, args, Some(plan));
+        let mut s = State::new(plan.id.clone(), seed, Some(plan));
         Shown::of(&self.common.shared)?.keep_in(&mut s)?;
         start(&state, s, Start::New)
     }
@@ -152,14 +148,12 @@ impl BisectArgs {
     fn plan(&self, seed: u64) -> Result<BisectPlan> {
         let c = &self.common;
         let mut builds = builds::read(self.builds.as_deref().context("give --builds")?)?;
-        for a in &self.appends {
-            let (name, args) = name_value("--append", a)?;
-            let b = build_named(&mut builds, "--append", name)?;
-            b.append = format!("{} {args}", b.append).trim().into();
+        for Named { name, value } in &self.appends {
+            let b = named(&mut builds, Opt::Append, "build", name)?;
+            b.append = format!("{} {value}", b.append).trim().into();
         }
-        for r in &self.rules {
-            let (name, file) = name_value("--audit-rules", r)?;
-            build_named(&mut builds, "--audit-rules", name)?.rules = Some(file.into());
+        for Named { name, value } in &self.rules {
+            named(&mut builds, Opt::AuditRules, "build", name)?.rules = Some(value.clone());
         }
         self.every.apply(&mut builds);
         let index = |flag: &str, name: &Option<String>, default: usize| match name {
@@ -273,11 +267,20 @@ fn status(path: &Path) -> Result<()> {
         );
         return Ok(());
     };
-    outln!(
-        "bisection {}: syscost bisect {}",
-        s.id,
-        crate::cli::args::shown_words(&s.args)
+    let plan = s.plan.as_ref().map_or_else(
+        || "a state from before plans were kept: abort it".into(),
+        |p| {
+            let figure = if p.exact { "exact" } else { "timed" };
+            let name = |i: usize| p.boot.arms.get(i).map_or("?", |a| a.name.as_str());
+            let (good, bad) = (name(p.good), name(p.bad));
+            format!(
+                "{} ({figure}) from {good} to {bad}, {}",
+                p.metric,
+                planned(&p.boot)
+            )
+        },
     );
+    outln!("bisection {}: {plan}", s.id);
     for line in standing(&s) {
         outln!("{line}");
     }
@@ -309,16 +312,6 @@ fn abort(path: &Path) -> Result<()> {
         ),
     }
     Ok(())
-}
-
-fn build_named<'a>(builds: &'a mut [Arm], flag: &str, name: &str) -> Result<&'a mut Arm> {
-    let names: Vec<String> = builds.iter().map(|a| a.name.clone()).collect();
-    builds.iter_mut().find(|a| a.name == name).ok_or_else(|| {
-        anyhow::anyhow!(
-            "{flag} {name}=...: no build is named {name} (builds: {})",
-            names.join(" ")
-        )
-    })
 }
 
 #[cfg(test)]

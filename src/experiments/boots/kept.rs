@@ -83,16 +83,15 @@ pub(crate) trait Planned {
     fn backend(&self) -> &Backend;
 }
 
-/// What every kept run holds, campaign or bisection: its id, seed, command line, plan, boots so
-/// far and LAVA jobs pending. A kind of run that keeps more holds it beside this
+/// What every kept run holds, campaign or bisection: its id, seed, plan, boots so far and LAVA
+/// jobs pending (no command line: a resume and a status read the plan; states written before
+/// kept the words too, which are ignored). A kind of run that keeps more holds it beside this
 /// (`#[serde(flatten)]`), so its state file stays one flat object.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(bound(deserialize = "P: Deserialize<'de>"))]
 pub(crate) struct Kept<P> {
     pub id: String,
     pub seed: u64,
-    /// The words after `syscost campaign` or `syscost bisect`.
-    pub args: Vec<String>,
     /// The plan it runs, as it started, so a resume keeps every option and the id (none in
     /// states written before plans were kept, which a resume refuses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,11 +111,10 @@ pub(crate) struct Kept<P> {
 
 impl<P: Planned> Kept<P> {
     /// A new run's state, with no boot yet.
-    pub(crate) fn new(id: String, seed: u64, args: Vec<String>, plan: Option<P>) -> Kept<P> {
+    pub(crate) fn new(id: String, seed: u64, plan: Option<P>) -> Kept<P> {
         Kept {
             id,
             seed,
-            args,
             plan,
             boots: Vec::new(),
             jobs: Vec::new(),
@@ -285,7 +283,7 @@ mod unit {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("state/b.json");
-        let run = Kept::<Plan>::new("7".into(), 3, vec!["--runs".into()], None);
+        let run = Kept::<Plan>::new("7".into(), 3, None);
         save(&run, &path).unwrap();
         let mode = std::fs::metadata(path.parent().unwrap())
             .unwrap()
@@ -294,7 +292,7 @@ mod unit {
         assert_eq!(mode & 0o777, 0o700);
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            r#"{"id":"7","seed":3,"args":["--runs"],"boots":[]}"#
+            r#"{"id":"7","seed":3,"boots":[]}"#
         );
         assert_eq!(files_of(&path), tmp.path().join("state/b.files"));
         std::fs::create_dir(files_of(&path)).unwrap();

@@ -285,7 +285,7 @@ mod unit {
     }
 
     fn new_run(home: &Path, boots: u32) -> Saved<Plan> {
-        let mut s = Saved::new(home, "1-2".into(), 2, Vec::new()).unwrap();
+        let mut s = Saved::new(home, "1-2".into(), 2).unwrap();
         s.kept.plan = Some(Plan {
             boots,
             backend: Backend::Kexec,

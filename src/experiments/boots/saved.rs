@@ -34,9 +34,9 @@ pub(crate) fn default_dir(kind: RunKind) -> Result<PathBuf> {
 
 impl<P: Planned + Serialize> Saved<P> {
     /// A new run's state, to be kept in `home`, owned by this process.
-    pub(crate) fn new(home: &Path, id: String, seed: u64, args: Vec<String>) -> Result<Saved<P>> {
+    pub(crate) fn new(home: &Path, id: String, seed: u64) -> Result<Saved<P>> {
         Ok(Saved {
-            kept: Kept::new(id, seed, args, None),
+            kept: Kept::new(id, seed, None),
             dir: std::env::current_dir().context("cannot read the current directory")?,
             owner: crate::audit::session::me(),
             home: home.to_path_buf(),
@@ -209,23 +209,24 @@ mod unit {
 
     type S = Saved<Plan>;
 
-    /// Two campaigns started in the same second with the same seed: each keeps its own state
-    /// (one of them under its process's id), never the other's.
+    /// Two campaigns started in the same second with the same seed, so the same id: each keeps
+    /// its own state (one of them under its process's id), never the other's (told apart here
+    /// by the seed each was given).
     #[test]
     fn campaigns_started_in_one_second_keep_separate_states() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("campaigns");
-        let mut first = S::new(&d, "5-9".into(), 9, vec!["first".into()]).unwrap();
-        let mut second = S::new(&d, "5-9".into(), 9, vec!["second".into()]).unwrap();
+        let mut first = S::new(&d, "5-9".into(), 9).unwrap();
+        let mut second = S::new(&d, "5-9".into(), 10).unwrap();
         first.claim().unwrap();
         second.claim().unwrap();
         assert_eq!(first.kept.id, "5-9");
         assert_eq!(second.kept.id, format!("5-9-{}", std::process::id()));
         for s in [&first, &second] {
             let kept = load::<Plan>(&s.path()).unwrap();
-            assert_eq!(kept.kept.args, s.kept.args, "{}", s.kept.id);
+            assert_eq!(kept.kept.seed, s.kept.seed, "{}", s.kept.id);
         }
-        let mut third = S::new(&d, "5-9".into(), 9, Vec::new()).unwrap();
+        let mut third = S::new(&d, "5-9".into(), 9).unwrap();
         let e = third.claim().unwrap_err().to_string();
         assert!(e.contains("both taken"), "{e}");
         assert_eq!(
@@ -240,7 +241,7 @@ mod unit {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("campaigns");
         crate::experiments::boots::kept::check_dir(&d, crate::core::input::Opt::State).unwrap();
-        let a = S::new(&d, "1-7".into(), 7, vec!["--arm".into(), "a=k".into()]).unwrap();
+        let a = S::new(&d, "1-7".into(), 7).unwrap();
         kept::save(&a, &a.path()).unwrap();
         assert!(!a.running(), "this process is not another that runs it");
         assert!(
@@ -249,11 +250,8 @@ mod unit {
                 .is_none()
         );
         let got = pick::<Plan>(&d, None).unwrap().unwrap();
-        assert_eq!(
-            (got.kept.id.as_str(), got.kept.seed, got.kept.args),
-            ("1-7", 7, a.kept.args.clone())
-        );
-        let b = S::new(&d, "2-7".into(), 7, Vec::new()).unwrap();
+        assert_eq!((got.kept.id.as_str(), got.kept.seed), ("1-7", 7));
+        let b = S::new(&d, "2-7".into(), 7).unwrap();
         kept::save(&b, &b.path()).unwrap();
         let err = pick::<Plan>(&d, None).unwrap_err().to_string();
         assert!(

@@ -120,7 +120,7 @@ fn producer_words(p: Producers) -> Vec<String> {
     vec![
         spelled(Opt::Copies),
         "2".into(),
-        spelled(Opt::CopyMode),
+        spelled(Opt::Mode),
         mode.unwrap_or_default(),
     ]
 }
