@@ -314,12 +314,9 @@ pub fn init(lab: LabCases) -> ! {
     std::process::exit(1)
 }
 
-/// The result, and the kernel's symbols when the plan asks for them; `port`: the plugin's
-/// counts, read from before the measurement when the plan says they come.
-fn measure(
-    clock: &mut GuestClock,
-    port: &mut Option<CountsPort>,
-) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
+/// The guest made ready to measure: its file systems mounted, the campaign's plan read, the
+/// counts' port open and the console begun when the plan says; its command line and plan.
+fn prepared(port: &mut Option<CountsPort>) -> Result<(String, GuestPlan)> {
     mount_all()?;
     let cmdline = std::fs::read_to_string("/proc/cmdline")?;
     mount_disk(&cmdline)?;
@@ -341,6 +338,16 @@ fn measure(
             std::sync::atomic::Ordering::Relaxed,
         );
     }
+    Ok((cmdline, plan))
+}
+
+/// The result, and the kernel's symbols when the plan asks for them; `port`: the plugin's
+/// counts, read from before the measurement when the plan says they come.
+fn measure(
+    clock: &mut GuestClock,
+    port: &mut Option<CountsPort>,
+) -> Result<(Vec<u8>, Option<GuestSymbols>)> {
+    let (cmdline, plan) = prepared(port)?;
     let state = Path::new(super::hook::STATE_DIR).join(super::hook::STATE_NAME);
     if state.exists() {
         return Ok((resume_kexec_campaign(&plan)?, None));
