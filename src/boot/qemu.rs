@@ -140,8 +140,8 @@ pub(crate) fn check_installed() -> Result<()> {
 }
 
 /// `-plugin`'s value: syscost's plugin at `file`, with the machine's cache model, asleep (the
-/// marks alone instrumented) until syscost's init wakes it before measuring: the kernel's boot
-/// runs at the emulator's speed and the cache models see the measurement's accesses alone.
+/// marks alone instrumented) until the measured loop's first span wakes it: the kernel's boot
+/// and syscost's start run at the emulator's speed and the models see the loop's accesses.
 pub(crate) fn plugin_arg(m: &Machine, file: &Path) -> String {
     let file = file.to_string_lossy().replace(',', ",,");
     let args = m
