@@ -329,7 +329,11 @@ impl Joined {
         // An interrupt, left out of its window, can still lengthen the task's own path (a
         // clock read it lands in is retried: 12 instructions of a getpid at audit=1): while
         // the run has sample windows of two sizes that no interrupt landed in, those make
-        // its slope, whole, and the others are left out; without them, see `off_the_line`.
+        // its slope, whole, and the others are left out. Without them, a run whose windows
+        // hold no line of three (a tick's cost is no constant there: the return to a uprobe's
+        // task after one took 640 to 670 instructions more, and a loaded host's nop on 6.1
+        // read 1,386.40 a hit for 1,380) and whose ticked windows would make its line counts
+        // none of its sample windows: the boot's figure is its other runs'.
         let sampled = |k: usize| (warmup..warmup + samples).contains(&k);
         let quiet = |w: &Window| w.interrupts.as_ref().is_some_and(|q| q.n == 0);
         let mut quiet_sizes: Vec<u64> = (run.batches().zip(windows).enumerate())
@@ -382,10 +386,6 @@ impl Joined {
 /// Whether a run's kernel instructions, counted in its sample windows, would be drawn through
 /// a window an interrupt landed in with no line holding three windows (see
 /// `stats::slope::on_the_line`): a line through ticked windows that no third window confirms.
-/// Such a run counts none of its sample windows, and the boot's figure is its other runs'. A
-/// tick's cost is no constant there: the return to a uprobe's task after one took 640 to 670
-/// instructions more, and a loaded host's nop on 6.1 read 1,386.40 a hit for 1,380; a retried
-/// clock read adds a getpid 12 every time, and the line through three windows stands.
 fn off_the_line(
     run: &RunRecord,
     windows: &[&Window],
