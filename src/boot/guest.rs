@@ -151,28 +151,6 @@ impl GuestSymbols {
             table: b.get(17..)?.to_vec(),
         })
     }
-
-    /// This boot's: where its text starts, and its table when `whole`.
-    fn here(whole: bool) -> Option<GuestSymbols> {
-        if whole {
-            return kallsyms_text(&std::fs::read_to_string("/proc/kallsyms").ok()?);
-        }
-        Some(GuestSymbols {
-            text: kernel_text()?,
-            table: Vec::new(),
-        })
-    }
-
-    /// The same from the whole of /proc/kallsyms, read already.
-    fn of_kallsyms(all: &str, whole: bool) -> Option<GuestSymbols> {
-        if whole {
-            return kallsyms_text(all);
-        }
-        Some(GuestSymbols {
-            text: all.lines().find_map(text_start)?,
-            table: Vec::new(),
-        })
-    }
 }
 
 /// `tag length\n bytes \n`.
@@ -406,9 +384,7 @@ fn measure(
     }
     let warnings = settled.and_then(|s| s.warning()).into_iter().chain(alone);
     let result = warnings.fold(result?, |r, w| with_warning(r, &w));
-    let symbols =
-        symbols_read.or_else(|| plan.kallsyms.then(|| GuestSymbols::here(whole)).flatten());
-    Ok((result, symbols))
+    Ok((result, symbols_read))
 }
 
 /// This kernel's interrupt entries, for the plugin to leave the interrupts out of every window
@@ -423,22 +399,31 @@ fn measure(
 fn kernel_symbols(symbols: Option<bool>) -> (Vec<Entry>, Option<GuestSymbols>) {
     use crate::counters::emulated::interrupt_entries;
     use std::io::BufRead as _;
-    match symbols {
-        Some(whole) => match std::fs::read_to_string("/proc/kallsyms") {
-            Ok(all) => (
-                interrupt_entries(all.lines()),
-                GuestSymbols::of_kallsyms(&all, whole),
-            ),
-            Err(_) => (Vec::new(), None),
-        },
-        None => match std::fs::File::open("/proc/kallsyms") {
-            Ok(f) => (
-                interrupt_entries(std::io::BufReader::new(f).lines().map_while(Result::ok)),
-                None,
-            ),
-            Err(_) => (Vec::new(), None),
-        },
+    if symbols == Some(true) {
+        let Ok(all) = std::fs::read_to_string("/proc/kallsyms") else {
+            return (Vec::new(), None);
+        };
+        return (interrupt_entries(all.lines()), kallsyms_text(&all));
     }
+    // Else read only as far as .entry.text's end, which `_text` comes before: the kernel
+    // formats the file as it is read, a symbol at a time.
+    let Ok(f) = std::fs::File::open("/proc/kallsyms") else {
+        return (Vec::new(), None);
+    };
+    let mut head = Vec::new();
+    for l in std::io::BufReader::new(f).lines().map_while(Result::ok) {
+        let end = l.ends_with(" __entry_text_end");
+        head.push(l);
+        if end {
+            break;
+        }
+    }
+    let text = symbols.and_then(|_| head.iter().find_map(|l| text_start(l)));
+    let symbols = text.map(|text| GuestSymbols {
+        text,
+        table: Vec::new(),
+    });
+    (interrupt_entries(head.iter()), symbols)
 }
 
 /// A result with `warning` added to its warnings (a result without any is sent as it is).
@@ -478,14 +463,6 @@ fn resume_kexec_campaign(plan: &GuestPlan) -> Result<Vec<u8>> {
         .as_deref()
         .context("a kexec campaign ended, but the guest's plan names no result file")?;
     std::fs::read(path).with_context(|| format!("the campaign wrote no {path}"))
-}
-
-/// Where this kernel's text starts: `_text` in /proc/kallsyms, read only as far as it (the
-/// kernel writes the file as it is read, a symbol at a time).
-fn kernel_text() -> Option<u64> {
-    use std::io::BufRead as _;
-    let f = std::io::BufReader::new(std::fs::File::open("/proc/kallsyms").ok()?);
-    f.lines().map_while(Result::ok).find_map(|l| text_start(&l))
 }
 
 /// `_text`'s address, when a /proc/kallsyms line is its.

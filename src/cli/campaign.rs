@@ -3,7 +3,7 @@
 
 use super::args::HistoryOpts;
 use super::boots::{BootsOpts, Checker, Via, boot_line};
-use super::kept_run::{Made, Shown, drop_run, made, planned, record_boot, standing};
+use super::kept_run::{Made, Shown, UNPLANNED, drop_run, made, planned, record_boot, standing};
 use super::named::{Named, ShellWords, named};
 use super::*;
 use crate::core::input::{Opt, spelled};
@@ -465,7 +465,7 @@ fn status(k: &KeptDir) -> Result<()> {
             false => "interrupted".into(),
         };
         let plan = s.kept.plan.as_ref().map_or_else(
-            || "a state from before plans were kept: abort it".into(),
+            || UNPLANNED.into(),
             |p| format!("{} boot(s) of {}", p.rounds, planned(&p.boot)),
         );
         println!("campaign {} ({state}): {plan}", s.kept.id);
@@ -586,7 +586,7 @@ fn with_flag(e: anyhow::Error) -> anyhow::Error {
         ArmPart::Rules => Opt::AuditRules,
         ArmPart::AgedSlab => Opt::AgedSlab,
     };
-    anyhow::anyhow!("{} {p}", crate::core::input::spelled(flag))
+    anyhow::anyhow!("{} {p}", spelled(flag))
 }
 
 #[cfg(test)]

@@ -137,6 +137,9 @@ pub(super) fn drop_run<K: KeptRun>(run: &K, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// What a status says of a state written before plans were kept (no resume can run it).
+pub(super) const UNPLANNED: &str = "a state from before plans were kept: abort it";
+
 /// A kept run's plan in words, for its status (no command line is kept: this is what it runs):
 /// its arms and their kernels, where they boot, and what measures them.
 pub(super) fn planned(boot: &BootPlan) -> String {

@@ -8,7 +8,9 @@ mod common;
 mod git;
 mod step;
 
-use crate::cli::kept_run::{Made, Shown, drop_run, made, planned, record_boot, standing};
+use crate::cli::kept_run::{
+    Made, Shown, UNPLANNED, drop_run, made, planned, record_boot, standing,
+};
 use crate::cli::named::{Named, named};
 use crate::cli::*;
 use crate::core::input::Opt;
@@ -268,7 +270,7 @@ fn status(path: &Path) -> Result<()> {
         return Ok(());
     };
     let plan = s.plan.as_ref().map_or_else(
-        || "a state from before plans were kept: abort it".into(),
+        || UNPLANNED.into(),
         |p| {
             let figure = if p.exact { "exact" } else { "timed" };
             let name = |i: usize| p.boot.arms.get(i).map_or("?", |a| a.name.as_str());
