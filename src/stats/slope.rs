@@ -144,19 +144,42 @@ pub(crate) fn on_the_line_at(w: &[(u64, u64)]) -> Vec<usize> {
         at.sort_unstable();
         at
     };
-    if w.len() > LINE_WINDOWS {
-        return least();
+    match best_line(w) {
+        Some(((_, n), a, b)) if n >= 3 => {
+            (0..w.len()).filter(|&i| on(a, b, w[i]).is_eq()).collect()
+        }
+        _ => least(),
     }
-    let on = |a: (u64, u64), b: (u64, u64), x: (u64, u64)| -> std::cmp::Ordering {
-        // The sign of (x.c - a.c)(b.n - a.n) - (b.c - a.c)(x.n - a.n), with b.n > a.n.
-        let (an, ac) = (i128::from(a.0), i128::from(a.1));
-        let lhs = (i128::from(x.1) - ac) * (i128::from(b.0) - an);
-        let rhs = (i128::from(b.1) - ac) * (i128::from(x.0) - an);
-        lhs.cmp(&rhs)
-    };
-    // The best line so far (whether it holds three windows or more with a whole slope, then
-    // how many it holds), and the two windows it is drawn through.
-    type Line = ((bool, usize), (u64, u64), (u64, u64));
+}
+
+/// Whether an exact count's windows `w` confirm their own line: three windows or more lie on
+/// one line with a whole slope that no window lies below ([`on_the_line`]'s first choice). A
+/// run whose windows do not (a tick lengthened every window of all sizes but one, and
+/// the least of each size made the line) has a slope nothing confirms.
+pub(crate) fn held(w: &[(u64, u64)]) -> bool {
+    best_line(w).is_some_and(|((whole, _), ..)| whole)
+}
+
+/// The sign of `x`'s count against the line through `a` and `b` (with `b.0 > a.0`): `Less`
+/// below it, `Equal` on it.
+fn on(a: (u64, u64), b: (u64, u64), x: (u64, u64)) -> std::cmp::Ordering {
+    // The sign of (x.c - a.c)(b.n - a.n) - (b.c - a.c)(x.n - a.n).
+    let (an, ac) = (i128::from(a.0), i128::from(a.1));
+    let lhs = (i128::from(x.1) - ac) * (i128::from(b.0) - an);
+    let rhs = (i128::from(b.1) - ac) * (i128::from(x.0) - an);
+    lhs.cmp(&rhs)
+}
+
+/// A line through two of `w` of different sizes: whether it holds three windows or more with
+/// a whole slope, how many it holds, and the two it is drawn through.
+type Line = ((bool, usize), (u64, u64), (u64, u64));
+
+/// Of the lines through two of `w` that no window lies below, the best ([`on_the_line`]);
+/// `None` past [`LINE_WINDOWS`] windows or without two sizes.
+fn best_line(w: &[(u64, u64)]) -> Option<Line> {
+    if w.len() > LINE_WINDOWS {
+        return None;
+    }
     let mut best: Option<Line> = None;
     for &a in w {
         for &b in w.iter().filter(|b| b.0 > a.0) {
@@ -171,12 +194,7 @@ pub(crate) fn on_the_line_at(w: &[(u64, u64)]) -> Vec<usize> {
             }
         }
     }
-    match best {
-        Some(((_, n), a, b)) if n >= 3 => {
-            (0..w.len()).filter(|&i| on(a, b, w[i]).is_eq()).collect()
-        }
-        _ => least(),
-    }
+    best
 }
 
 /// `num / den` in floating point, exact when the quotient is whole (the integer part is
@@ -386,6 +404,48 @@ mod unit {
         // A window below every line (counts that really vary): the least of each size.
         let noisy = [(1, 10), (2, 19), (4, 41), (1, 11), (2, 20), (4, 40)];
         assert_eq!(on_the_line(noisy), least_by_size(noisy));
+    }
+
+    /// A loaded host's uprobe run (1,380 kernel instructions a hit): a tick costs the task
+    /// 639 to 673 instructions of its own on its return, so five of its six windows were
+    /// lengthened by different amounts and only one window (of 64 hits) is clean. The least
+    /// of each size made a line of 1,386.40 a hit; no three windows confirm any line.
+    #[test]
+    fn a_line_no_three_windows_confirm_is_not_held() {
+        let at = |n: u64, extra: u64| (n, 5_000 + 1380 * n + extra);
+        let ticked = [
+            at(64, 673),
+            at(128, 673),
+            at(256, 1274),
+            at(64, 0),
+            at(128, 639),
+            at(256, 1310),
+        ];
+        let slope = Fit::of(on_the_line(ticked)).unwrap().slope();
+        assert!((slope - 1380.0).abs() > 1.0, "{slope}");
+        assert!(!held(&ticked));
+        // The same run untouched, or with one size's windows both lengthened alike: held.
+        let clean = [64, 128, 256, 64, 128, 256].map(|n| at(n, 0));
+        assert!(held(&clean));
+        let one_size = [
+            at(64, 0),
+            at(128, 0),
+            at(256, 12),
+            at(64, 0),
+            at(128, 0),
+            at(256, 12),
+        ];
+        assert!(held(&one_size));
+        assert_eq!(Fit::of(on_the_line(one_size)).unwrap().slope(), 1380.0);
+        // Counts that vary by nature (two producers contending) hold no whole line either.
+        assert!(!held(&[
+            (1, 10),
+            (2, 19),
+            (4, 41),
+            (1, 11),
+            (2, 20),
+            (4, 40)
+        ]));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! windows named by consecutive slots); otherwise the result says why and keeps none.
 
 use super::profile::{BlockSums, Names};
+use super::ticked;
 use crate::boot::guest::GuestSymbols;
 use crate::core::Kind;
 use crate::counters::emulated::{Count, Part, Refused, Window};
@@ -202,6 +203,8 @@ fn joined(
     }
     for (r, j) in results.iter_mut().zip(joins) {
         add_events(r, counts);
+        let unheld = ticked::leave_out_unheld(r, &j.ticked_runs);
+        r.warnings.extend(unheld);
         r.emulated_sets = EmulatedSets::median(&j.sets);
         r.emulated_functions = j.blocks.named(symbols.map(|s| Names {
             text: &s.symbols.table,
@@ -269,6 +272,9 @@ struct Joined {
     unspanned: usize,
     /// Sample windows an interrupt landed in, left out for those it did not.
     ticked: usize,
+    /// The runs (by index) with a sample window an interrupt landed in and no two sizes of
+    /// windows free of them (`ticked.rs`).
+    ticked_runs: Vec<u32>,
     windows: usize,
     /// The interrupts left out of the kept sample windows, when the plugin left them out.
     interrupts: Option<InterruptsLeftOut>,
@@ -291,6 +297,7 @@ impl Joined {
             unspanned: 0,
             moved: 0,
             ticked: 0,
+            ticked_runs: Vec::new(),
             windows: 0,
             interrupts: None,
             sets: Vec::new(),
@@ -339,6 +346,10 @@ impl Joined {
         quiet_sizes.sort_unstable();
         quiet_sizes.dedup();
         let only_quiet = quiet_sizes.len() >= 2;
+        let interrupted = |w: &Window| w.interrupts.as_ref().is_some_and(|q| q.n > 0);
+        if !only_quiet && (windows.iter().enumerate()).any(|(k, w)| sampled(k) && interrupted(w)) {
+            self.ticked_runs.push(index);
+        }
         let mut sets = SetSums::default();
         self.blocks.run();
         for (k, (sample, w)) in run.batches_mut().zip(windows).enumerate() {
@@ -730,13 +741,38 @@ mod unit {
         let joined = joined_with(&r, &w);
         assert_eq!(kernel_insns(&joined), [467.0, 467.0, 467.0]);
         assert_eq!(joined.emulated_windows.unwrap().interrupted, 1);
-        // With a tick in every window but one of a run, that run takes them all.
+        // With a tick in every sample window of a run, that run takes them all, and
+        // its line is no three windows': its exact counts are left out while the other runs
+        // hold theirs, its other figures kept.
         for k in [1, 3] {
             w[k].interrupts.as_mut().unwrap().n = 1;
         }
         let joined = joined_with(&r, &w);
-        let run0 = kernel_insns(&joined)[0];
-        assert!(run0 > 466.9 && run0 < 467.0, "{run0}");
+        assert_eq!(kernel_insns(&joined), [467.0, 467.0]);
+        let said = |j: &RunResult, what: &str| j.warnings.iter().any(|x| x.contains(what));
+        assert!(
+            said(&joined, "exact counts of 1 of 3 run(s) left out"),
+            "{:?}",
+            joined.warnings
+        );
+        let metric = |j: &RunResult, name: &str| -> usize {
+            let m = j.metrics.iter().find(|m| m.name == name);
+            m.unwrap().values.len()
+        };
+        assert_eq!(metric(&joined, "instructions:u (emulated)"), 3, "held");
+        // Every run so: kept, and said.
+        // (Each run's batches: a warm-up, its three samples, its overhead.)
+        for (k, w) in w.iter_mut().enumerate() {
+            w.interrupts.as_mut().unwrap().n = u64::from(k % 5 != 0);
+            w.counts[0][1] += 12 * u64::from(k % 5 == 2);
+        }
+        let joined = joined_with(&r, &w);
+        assert_eq!(kernel_insns(&joined).len(), 3, "{:?}", joined.warnings);
+        assert!(
+            said(&joined, "3 of 3 run(s) rest on windows"),
+            "{:?}",
+            joined.warnings
+        );
     }
 
     /// The runs of two results (an audit sweep's steps) took turns: their windows are joined

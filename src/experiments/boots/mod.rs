@@ -21,6 +21,7 @@ pub(crate) mod record;
 pub(crate) mod saved;
 pub(crate) mod schedule;
 pub(crate) mod start;
+mod ticked;
 
 pub(crate) use lava::{JobEvent, LavaBooter, LavaRun, PendingJob};
 pub(crate) use plan::{Arm, Backend, BootPlan, LavaTarget, Needed, PlaceEach, Served};
