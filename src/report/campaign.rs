@@ -234,9 +234,16 @@ impl Campaign {
             .filter_map(|f| Some((f.arm.as_str(), f.functions.as_ref()?)))
             .collect();
         let (base_name, base) = *arms.first()?;
+        // A series (--steps) has each step's moves in a table of its own: each arm's change
+        // against the first would repeat the difference of two columns here.
+        let against_first = if self.steps.is_some() {
+            &[][..]
+        } else {
+            &arms[1..]
+        };
         let mut headers: Vec<String> = vec!["function".into()];
         headers.extend(arms.iter().map(|(a, _)| a.to_string()));
-        headers.extend(arms[1..].iter().map(|(a, _)| format!("{a} - {base_name}")));
+        headers.extend((against_first.iter()).map(|(a, _)| format!("{a} - {base_name}")));
         let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
         let order = if arms.len() > 1 {
             "the functions that changed most"
@@ -250,11 +257,7 @@ impl Campaign {
         let row = |name: &str, of: &dyn Fn(&EmulatedFunctions) -> f64| -> Vec<Cell> {
             let mut row: Vec<Cell> = vec![name.into()];
             row.extend(arms.iter().map(|(_, f)| Cell::Num(of(f))));
-            row.extend(
-                arms[1..]
-                    .iter()
-                    .map(|(_, f)| count_change(of(f) - of(base))),
-            );
+            row.extend((against_first.iter()).map(|(_, f)| count_change(of(f) - of(base))));
             row
         };
         g.row(row("(all)", &|f| f.total_per_op));
@@ -309,7 +312,11 @@ impl Campaign {
         let arms: Vec<(&str, &EmulatedAtomics)> = (self.figures.iter())
             .filter_map(|f| Some((f.arm.as_str(), of(f.functions.as_ref()?)?)))
             .collect();
-        arms.first()?;
+        // None in any arm: the counters' "the same in every arm" says so in one line.
+        let by: Vec<Vec<(&str, f64)>> = arms.iter().map(|(_, a)| a.by_function()).collect();
+        if arms.iter().all(|(_, a)| a.total_per_op == 0.0) && by.iter().all(Vec::is_empty) {
+            return None;
+        }
         let mut headers: Vec<&str> = vec!["function"];
         headers.extend(arms.iter().map(|(a, _)| *a));
         headers.push("memory");
@@ -318,7 +325,6 @@ impl Campaign {
         row.extend(arms.iter().map(|(_, a)| Cell::Num(a.total_per_op)));
         row.push("".into());
         g.row(row);
-        let by: Vec<Vec<(&str, f64)>> = arms.iter().map(|(_, a)| a.by_function()).collect();
         let of = |k: usize, name: &str| (by[k].iter().find(|x| x.0 == name)).map_or(0.0, |x| x.1);
         let mut names: Vec<&str> = by.iter().flatten().map(|x| x.0).collect();
         names.sort_unstable();
@@ -380,14 +386,21 @@ impl Campaign {
                 " Kernel instructions per operation by function at each step (emulated, exact; \
                  each function's median over the boots): the functions that moved most",
             );
-        let mut any = false;
-        for s in &t.steps {
-            let (a, b) = (&t.points[s.from].label, &t.points[s.to].label);
-            let (Some(fa), Some(fb)) = (functions(a), functions(b)) else {
-                continue;
-            };
-            any = true;
-            let step = format!("{a} -> {b}");
+        let profiled: Vec<(String, &EmulatedFunctions, &EmulatedFunctions)> = (t.steps.iter())
+            .filter_map(|s| {
+                let (a, b) = (&t.points[s.from].label, &t.points[s.to].label);
+                Some((format!("{a} -> {b}"), functions(a)?, functions(b)?))
+            })
+            .collect();
+        // A step that moved nothing is named in a note, not given a row of its own, while
+        // another step moved something.
+        let still = |fa: &EmulatedFunctions, fb: &EmulatedFunctions| {
+            fa.total_per_op == fb.total_per_op && moved_between(fa, fb).is_empty()
+        };
+        let (quiet, moving): (Vec<_>, Vec<_>) =
+            (profiled.iter()).partition(|(_, fa, fb)| still(fa, fb));
+        let rows = if moving.is_empty() { &quiet } else { &moving };
+        for (step, fa, fb) in rows {
             let names = moved_between(fa, fb);
             let mut rows = vec![("(all)", fa.total_per_op, fb.total_per_op)];
             let shown = names.iter().take(STEP_FUNCTIONS_SHOWN);
@@ -406,7 +419,15 @@ impl Campaign {
                 ]);
             }
         }
-        any.then_some(g)
+        if !moving.is_empty() && !quiet.is_empty() {
+            let steps: Vec<&str> = quiet.iter().map(|(s, ..)| s.as_str()).collect();
+            g.notes.push(format!(
+                " no function moved at {} step(s) (the same instructions before and after): {}",
+                steps.len(),
+                steps.join(", ")
+            ));
+        }
+        (!profiled.is_empty()).then_some(g)
     }
 
     /// Whether the boots ran under QEMU's emulator.

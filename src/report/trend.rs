@@ -74,10 +74,14 @@ impl Trend {
             "verdict",
         ])
         .right([1, 2, 3, 4, 5, 6]);
+        // Exact counts have no p-value: a column of nothing but "-" is left out (its header
+        // would wrap over a column one character wide).
+        let no_p = self.steps.iter().all(|s| s.p_adjusted.is_none());
         for (i, p) in self.points.iter().enumerate() {
             let step = self.steps.iter().find(|s| s.to == i);
             // The first point has no step: its step cells are empty, not "-".
             let empty = || Cell::from("");
+            let no_step_p = || if no_p { Cell::Missing } else { empty() };
             g.row([
                 p.label.clone().into(),
                 Cell::Int(p.n as i64),
@@ -90,7 +94,7 @@ impl Trend {
                     Some(s) if s.ci_pct.is_some() => change_interval(s.ci_pct),
                     _ => empty(),
                 },
-                step.map_or_else(empty, |s| pval(s.p_adjusted)),
+                step.map_or_else(no_step_p, |s| pval(s.p_adjusted)),
                 step.map(|s| {
                     if s.regression {
                         format!("REGRESSION: {}", s.verdict)
@@ -102,6 +106,7 @@ impl Trend {
                 .into(),
             ]);
         }
+        let mut g = g.without_empty(&[3, 6]);
         let n = self.regressions();
         g.notes
             .push(match crate::counters::emulated::is_emulated(&self.metric) {
