@@ -485,7 +485,7 @@ pub(crate) fn run<'p>(
     let (skip, rules) = skipped_builds(plan)?;
     let mut boots = Boots {
         plan,
-        booter: Box::new(start::start(&plan.boot, &rules, lava)?),
+        booter: Box::new(start::start(&plan.boot, &rules, lava.into())?),
         saved,
         boots: Vec::new(),
         unit: String::new(),

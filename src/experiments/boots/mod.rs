@@ -2,15 +2,16 @@
 //! what every boot shares ([`plan`]), what is refused before anything boots ([`checks`]), the
 //! record of one boot ([`record`]), the schedule of rounds and retries every way to boot
 //! shares ([`schedule`]), one way from a plan to its booter ([`start`]), and the ways to boot:
-//! QEMU ([`qemu`]), LAVA jobs ([`lava`], on the
-//! one device [`pin`] chooses when they must stay on one; kexec's is the campaign's own, one
-//! boot per process, over the same schedule). A campaign boots the schedule's rounds; a
+//! QEMU ([`qemu`]), LAVA jobs ([`lava`], on the one device [`pin`] chooses when they must
+//! stay on one) and this machine by kexec ([`kexec`]: one boot per process, over the same
+//! schedule). A campaign boots the schedule's rounds; a
 //! bisection boots the slots its search chooses.
 
 pub(crate) mod ask;
 pub(crate) mod checks;
 pub(crate) mod emulated;
 pub(crate) mod kept;
+pub(crate) mod kexec;
 pub mod lava;
 pub(crate) mod life;
 pub(crate) mod pin;

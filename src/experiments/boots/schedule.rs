@@ -6,10 +6,9 @@
 //!
 //! The schedule is a walk over the boots so far: what to boot next is a function of the plan
 //! and the boots kept, so a run killed at any boot resumes with only what it lacks. A [`Boot`]
-//! boots one arm once and waits for it: QEMU, LAVA and the tests' fake are each one. kexec is
-//! not: its next boot is this machine rebooted, and the next process (started by its boot
-//! hook) records that boot and asks [`Schedule::walk`] again (`campaign::kexec`), so it walks
-//! the schedule once per reboot and never waits for a boot.
+//! boots one arm once: QEMU, LAVA and the tests' fake wait for it; kexec's hands this machine
+//! over to the arm's kernel, and the next process (started by its boot hook) records that
+//! boot and walks the schedule again (`campaign::kexec`), once per reboot.
 
 use super::record::{BootRecord, Outcome};
 use anyhow::Result;
@@ -17,7 +16,8 @@ use anyhow::Result;
 /// A way to boot a kernel: one try at one arm.
 pub(crate) trait Boot {
     /// Boot arm `arm` (its index in the plan) for `round`, try `attempt` (0 first), and say
-    /// how it ended. `Err` only for what ends the whole schedule (the host cannot boot at all).
+    /// how it ended. `Err` only for what ends this walk of the schedule: the host cannot boot
+    /// at all, or (kexec) it is handed over to the try's kernel, whose process records it.
     fn boot(&mut self, arm: usize, round: u32, attempt: u32) -> Result<BootRecord>;
 
     /// How many tries it can have under way at once (LAVA jobs on a lab's devices); 1: one
@@ -139,6 +139,13 @@ impl Schedule {
     /// The arm and the round (from 1) of slot `slot`, if the schedule has it.
     pub(crate) fn at(&self, slot: usize) -> Option<(usize, u32)> {
         self.slots().nth(slot).map(|(_, a, round)| (a, round))
+    }
+
+    /// The slot of arm `arm` in round `round` (from 1), if the schedule has it.
+    pub(crate) fn slot_of(&self, arm: usize, round: u32) -> Option<usize> {
+        self.slots()
+            .find(|&(_, a, r)| a == arm && r == round)
+            .map(|(s, ..)| s)
     }
 
     /// Per round, the arms' names in the order they boot.

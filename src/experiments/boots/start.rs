@@ -1,36 +1,56 @@
-//! One way from a plan to its booter, for campaigns and bisections alike: QEMU here, or a LAVA
-//! lab's jobs with what the lab needs ([`LavaRun`]: the lab, its token, the kept jobs). A
-//! kexec plan has no booter: its boots are this machine's reboots, each recorded by the next
-//! process (`campaign::kexec`), so it is refused here, where every booted plan passes.
+//! One way from a plan to its booter, for campaigns and bisections alike: QEMU here, a LAVA
+//! lab's jobs with what the lab needs ([`LavaRun`]: the lab, its token, the kept jobs), or
+//! this machine by kexec with what it needs ([`KexecHost`]: the campaign's ID and this
+//! machine's own command line). What each backend needs beside the plan is opened by its
+//! command ([`Opened`]) and handed in here; every booter is a [`Boot`].
 
+use super::kexec::{KexecBooter, KexecHost};
 use super::schedule::{Boot, Next};
 use super::{ArmEntry, Backend, BootPlan, BootRecord, Booter, LavaBooter, LavaRun};
 use anyhow::{Result, bail};
 
-/// A started booter of either kind.
+/// A started booter of any kind.
 pub(crate) enum Started<'p> {
     Qemu(Box<Booter<'p>>),
     Lava(Box<LavaBooter<'p>>),
+    Kexec(Box<KexecBooter<'p>>),
 }
 
-/// The booter `plan`'s backend asks for, started; `lava` must be given for a LAVA plan (the
-/// lab and the token, which the plan does not keep) and only then.
+/// What a plan's backend needs beside the plan, opened for this run: nothing for QEMU, the
+/// lab for LAVA, this machine's boot for kexec.
+pub(crate) enum Opened<'p> {
+    Nothing,
+    Lava(LavaRun<'p>),
+    Kexec(KexecHost),
+}
+
+impl<'p> From<Option<LavaRun<'p>>> for Opened<'p> {
+    fn from(lava: Option<LavaRun<'p>>) -> Opened<'p> {
+        lava.map_or(Opened::Nothing, Opened::Lava)
+    }
+}
+
+/// The booter `plan`'s backend asks for, started with what was `opened` for it (which must
+/// be that backend's).
 pub(crate) fn start<'p>(
     plan: &'p BootPlan,
     rules: &[(String, String)],
-    lava: Option<LavaRun<'p>>,
+    opened: Opened<'p>,
 ) -> Result<Started<'p>> {
-    Ok(match (&plan.backend, lava) {
-        (Backend::Qemu(_), None) => Started::Qemu(Box::new(Booter::start(plan, rules)?)),
-        (Backend::Lava(target), Some(run)) => {
+    Ok(match (&plan.backend, opened) {
+        (Backend::Qemu(_), Opened::Nothing) => Started::Qemu(Box::new(Booter::start(plan, rules)?)),
+        (Backend::Lava(target), Opened::Lava(run)) => {
             Started::Lava(Box::new(LavaBooter::start(plan, target, run, rules)?))
         }
-        (Backend::Lava(_), None) => bail!("a LAVA plan's boots need its lab and token"),
-        (Backend::Qemu(_), Some(_)) => bail!("a QEMU plan's boots take no LAVA lab"),
+        (Backend::Kexec, Opened::Kexec(host)) => {
+            Started::Kexec(Box::new(KexecBooter::start(plan, host)))
+        }
+        (Backend::Lava(_), _) => bail!("a LAVA plan's boots need its lab and token"),
         (Backend::Kexec, _) => bail!(
-            "kexec boots are this machine's reboots, each recorded by the next process: a kexec \
-             campaign runs through campaign::kexec, and a bisection does not boot by kexec"
+            "kexec boots need this machine's campaign (its ID and command line): a kexec \
+             campaign starts with `campaign --via kexec`, and a bisection does not boot by kexec"
         ),
+        (Backend::Qemu(_), _) => bail!("a QEMU plan's boots take nothing opened for another"),
     })
 }
 
@@ -55,6 +75,8 @@ impl Started<'_> {
         match self {
             Started::Qemu(b) => b.entries(),
             Started::Lava(b) => b.entries(),
+            // kexec loads the image itself: no entry to choose.
+            Started::Kexec(_) => Vec::new(),
         }
     }
 
@@ -62,6 +84,7 @@ impl Started<'_> {
         match self {
             Started::Qemu(b) => b.as_mut(),
             Started::Lava(b) => b.as_mut(),
+            Started::Kexec(b) => b.as_mut(),
         }
     }
 }
@@ -75,6 +98,7 @@ impl Boot for Started<'_> {
         match self {
             Started::Qemu(b) => b.in_flight(),
             Started::Lava(b) => b.in_flight(),
+            Started::Kexec(b) => b.in_flight(),
         }
     }
 
@@ -87,12 +111,26 @@ impl Boot for Started<'_> {
 mod unit {
     use super::*;
 
-    /// A plan reaches no booter it is not: kexec has none, and a LAVA plan needs its lab.
+    /// A plan reaches no booter it is not: kexec needs this machine's campaign, and a LAVA
+    /// plan its lab.
     #[test]
     fn a_plan_reaches_only_its_own_booter() {
         let mut plan = BootPlan::bare(Backend::Kexec);
-        let refused = |p: &BootPlan| start(p, &[], None).err().unwrap().to_string();
-        assert!(refused(&plan).contains("this machine's reboots"));
+        let refused = |p: &BootPlan| start(p, &[], Opened::Nothing).err().unwrap().to_string();
+        assert!(refused(&plan).contains("need this machine's campaign"));
+        let host = KexecHost {
+            id: "1-1".into(),
+            cmdline: String::new(),
+            schedule: super::super::schedule::Schedule {
+                arms: Vec::new(),
+                order: Vec::new(),
+                retries: 0,
+            },
+        };
+        assert!(matches!(
+            start(&plan, &[], Opened::Kexec(host)),
+            Ok(Started::Kexec(_))
+        ));
         let lava = super::super::lava::unit::target(crate::boot::lava::BootMethod::Qemu, None);
         plan.backend = Backend::Lava(Box::new(lava));
         assert!(refused(&plan).contains("need its lab and token"));

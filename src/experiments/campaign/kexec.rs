@@ -11,7 +11,9 @@ use super::{Campaign, CampaignPlan};
 use crate::boot::hook::Hook;
 use crate::boot::kexec::{self as kx, Reboot, Target};
 use crate::boot::outcome::Failure;
-use crate::experiments::boots::schedule::Schedule;
+use crate::experiments::boots::kexec::{BOOT_PARAM, CAMPAIGN_PARAM, Handover, KexecHost};
+use crate::experiments::boots::schedule::{Boot, Schedule};
+use crate::experiments::boots::start::{self, Opened};
 use crate::experiments::boots::{Arm, BootRecord, Outcome, checks};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -24,9 +26,6 @@ const STATE: &str = crate::boot::hook::STATE_NAME;
 /// The copy of syscost every boot of the campaign measures with (a rebuild mid-campaign
 /// does not change the measuring code).
 const EXE: &str = "syscost";
-/// Kernel command-line words that mark a campaign's boot: which campaign, which slot.
-const CAMPAIGN_PARAM: &str = "syscost.campaign";
-const BOOT_PARAM: &str = "syscost.boot";
 
 /// Where the recorded results go (the command line's history options, kept as written).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -152,16 +151,14 @@ impl State {
         }
     }
 
-    /// The whole command line of a slot's boot.
-    fn cmdline_of(&self, slot: usize, attempt: u32) -> String {
-        let arm = &self.arms()[self.slot(slot).0];
-        let marks = format!("{CAMPAIGN_PARAM}={} {BOOT_PARAM}={slot}.{attempt}", self.id);
-        [self.cmdline.as_str(), arm.append.as_str(), &marks]
-            .iter()
-            .filter(|s| !s.is_empty())
-            .copied()
-            .collect::<Vec<_>>()
-            .join(" ")
+    /// What this machine's boots need beside the plan: the campaign's ID, this machine's
+    /// command line, the schedule.
+    fn host(&self) -> KexecHost {
+        KexecHost {
+            id: self.id.clone(),
+            cmdline: self.cmdline.clone(),
+            schedule: self.schedule(),
+        }
     }
 }
 
@@ -303,28 +300,27 @@ pub(crate) fn resume(dir: &Path) -> Result<Resumed> {
     Ok(st.resumed(recorded, step))
 }
 
-/// Load the next slot's kernel (a kernel that cannot be loaded is that boot's failure), or
+/// Boot the next slot: its kernel loaded by this machine's booter, the machine handed over
+/// to it (a kernel that cannot be loaded is that try's failure, and the walk goes on), or
 /// finish when none is left.
 fn load_next(st: &mut State, dir: &Path) -> Result<Step> {
+    let plan = st.plan.boot.clone();
+    let mut booter = start::start(&plan, &[], Opened::Kexec(st.host()))?;
     while let Some(n) = st.schedule().walk(&st.boots).next {
-        let cmdline = st.cmdline_of(n.slot, n.attempt);
-        match kx::load(&target(&st.arms()[n.arm], &cmdline)) {
-            Ok(()) => {
+        match booter.boot(n.arm, n.round, n.attempt) {
+            Ok(failed) => st.boots.push(failed),
+            Err(e) => {
+                let h = e.downcast::<Handover>()?;
                 st.pending = Some(Pending {
-                    slot: n.slot,
-                    attempt: n.attempt,
+                    slot: h.slot,
+                    attempt: h.attempt,
                     issued_unix: now(),
                 });
                 st.save(dir)?;
-                let arm = st.arms()[n.arm].name.clone();
                 return Ok(Step::Next {
-                    arm,
-                    round: n.round,
+                    arm: h.arm,
+                    round: h.round,
                 });
-            }
-            Err(e) => {
-                let outcome = Outcome::failed(format!("{e:#}"), Failure::NotLoaded);
-                st.boots.push(st.record(n.slot, n.attempt, 0.0, outcome));
             }
         }
     }
@@ -632,7 +628,7 @@ mod unit {
     fn each_boot_s_command_line_names_its_campaign_and_slot() {
         let st = state(2, 1, 0);
         let one = st.schedule().order[0].iter().position(|&a| a == 1).unwrap();
-        let line = st.cmdline_of(one, 1);
+        let line = st.host().cmdline_of(&st.arms()[1], one, 1);
         assert_eq!(
             line,
             format!("root=/dev/sda1 ro audit=1 syscost.campaign=9-1 syscost.boot={one}.1")

@@ -226,7 +226,7 @@ pub(crate) fn run(
     progress: &mut dyn FnMut(&BootRecord),
 ) -> Result<Campaign> {
     let schedule = plan.schedule();
-    let mut booter = start::start(&plan.boot, rules, lava)?;
+    let mut booter = start::start(&plan.boot, rules, lava.into())?;
     let (boots, stopped) = schedule.run(&mut booter, kept, progress)?;
     let mut c = analyse(plan, schedule.named_order(), boots)?;
     c.entries = booter.entries();
