@@ -488,16 +488,14 @@ fn status_kexec() -> Result<()> {
         return Ok(());
     };
     let p = st.progress();
-    let arms: Vec<&str> = st.plan.boot.arms.iter().map(|a| a.name.as_str()).collect();
     println!(
-        "campaign {}: arms {} x {} round(s), measured by `syscost {}`",
+        "campaign {} (in progress): {} boot(s) of {}",
         st.id,
-        arms.join(" "),
         st.plan.rounds,
-        st.plan.boot.measure.join(" ")
+        planned(&st.plan.boot)
     );
     println!(
-        "boots: {} of {} done ({} measured, {} failed){}",
+        "  boots: {} of {} done ({} measured, {} failed){}",
         p.done,
         p.total,
         p.measured,
@@ -507,7 +505,7 @@ fn status_kexec() -> Result<()> {
             .unwrap_or_default()
     );
     println!(
-        "result: {} after the last boot; state {}; boot hook {:?}",
+        "  result: {} after the last boot; state {}; boot hook {:?}",
         st.output.display(),
         dir.display(),
         st.hook
