@@ -182,11 +182,8 @@ mod unit {
         c.ask().unwrap()
     }
 
-    /// Every setting a campaign's command line gives is rendered, and the rendered command
-    /// parses to the same request.
-    #[test]
-    fn a_rendered_campaign_parses_to_the_request_it_was_rendered_from() {
-        let line = "campaign --accel tcg --cache-model 64x8x64,64x8x64,1024x16x64 --guest-cpus 1 \
+    /// A campaign's command line with every setting a request keeps.
+    const EVERY_SETTING: &str = "campaign --accel tcg --cache-model 64x8x64,64x8x64,1024x16x64 --guest-cpus 1 \
                     --host-cpus 1 --entry bzimage --emulated-profile --icount 3 --settle 0 \
                     --guest-memory 2048 --boot-timeout 10min --retries 2 --guest-file /etc/hosts \
                     --guest-disk ext4 --metric task-clock --seed 9 --noise-threshold 1.5 \
@@ -197,6 +194,54 @@ mod unit {
                     --initrd a=/i --append a=audit=1 --audit-rules b=/r --aged-slab b=256 \
                     --append-all nosmt --arm-command 'b=run uprobe --insn ret' -- run syscall \
                     --runs 3";
+
+    /// And a lab's.
+    const EVERY_LAB_SETTING: &str = "campaign --via lava --lava-url https://lab.example/ --lava-device qemu01 \
+                    --lava-token-file /t --lava-files /srv=https://files.example/ \
+                    --lava-queue-limit 10m --lava-queue-depth 7 --lava-jobs 2 --lava-priority 40 \
+                    --lava-visibility personal --lava-events off --emulated-counters \
+                    --arm a=/k -- run syscall";
+
+    /// Every flag `campaign` takes is rendered back by the two lines above, or is one a
+    /// request does not keep: a new flag cannot be left out of the rerun command unnoticed.
+    #[test]
+    fn every_flag_of_campaign_is_rendered_or_not_kept() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let cmd = cli.find_subcommand("campaign").unwrap();
+        let mut rendered = Vec::new();
+        for line in [EVERY_SETTING, EVERY_LAB_SETTING] {
+            rendered.extend(campaign(&parsed(&shlex::split(line).unwrap())));
+        }
+        // How the result is shown, written and recorded, where runs are kept, the consent
+        // to reboot, and the settings of every arm (folded into each arm's own).
+        let not_kept = [
+            "format",
+            "output",
+            "history",
+            "no-history",
+            "tag",
+            "state",
+            "yes",
+            "append-all",
+            "audit-rules-all",
+            "help",
+        ];
+        for a in cmd.get_arguments() {
+            let Some(long) = a.get_long() else { continue };
+            let flag = format!("--{long}");
+            assert!(
+                rendered.contains(&flag) || not_kept.contains(&long),
+                "{flag}: a flag campaign takes that its rerun command never renders"
+            );
+        }
+    }
+
+    /// Every setting a campaign's command line gives is rendered, and the rendered command
+    /// parses to the same request.
+    #[test]
+    fn a_rendered_campaign_parses_to_the_request_it_was_rendered_from() {
+        let line = EVERY_SETTING;
         let words = shlex::split(line).unwrap();
         let ask = parsed(&words);
         assert_eq!(ask.arms[0].append, "nosmt audit=1");
@@ -253,11 +298,7 @@ mod unit {
 
     #[test]
     fn a_lab_s_settings_are_rendered_too() {
-        let line = "campaign --via lava --lava-url https://lab.example/ --lava-device qemu01 \
-                    --lava-token-file /t --lava-files /srv=https://files.example/ \
-                    --lava-queue-limit 10m --lava-queue-depth 7 --lava-jobs 2 --lava-priority 40 \
-                    --lava-visibility personal --lava-events off --emulated-counters \
-                    --arm a=/k -- run syscall";
+        let line = EVERY_LAB_SETTING;
         let ask = parsed(&shlex::split(line).unwrap());
         assert_eq!(parsed(&campaign(&ask)), ask);
     }
