@@ -222,40 +222,50 @@ fn joined(
         });
         r.warnings
             .extend(crowded_warning(j.switches, j.crowded, j.windows));
-        if j.asleep > 0 {
-            r.warnings.push(format!(
+        r.warnings.extend(j.refusals());
+    }
+    Ok(())
+}
+
+impl Joined {
+    /// What the result says of the windows the plugin refused, and of counts that include
+    /// their interrupts.
+    fn refusals(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.asleep > 0 {
+            out.push(format!(
                 "emulated counts: {} of {} windows left out: they began while syscost's plugin \
-                 was asleep (before the guest woke it, as syscost's own guest does before it \
-                 measures), and nothing of them was counted",
-                j.asleep, j.windows
+                was asleep (before the guest woke it, as syscost's own guest does before it \
+                measures), and nothing of them was counted",
+                self.asleep, self.windows
             ));
         }
-        if j.unspanned > 0 {
-            r.warnings.push(format!(
+        if self.unspanned > 0 {
+            out.push(format!(
                 "emulated counts: {} of {} windows left out: they began outside the \
-                 measurement's spans, where the coherence model does not follow the vCPUs' \
-                 lines (a fault of syscost's measuring command: please report it)",
-                j.unspanned, j.windows
+                measurement's spans, where the coherence model does not follow the vCPUs' \
+                lines (a fault of syscost's measuring command: please report it)",
+                self.unspanned, self.windows
             ));
         }
-        if j.moved > 0 {
-            r.warnings.push(format!(
+        if self.moved > 0 {
+            out.push(format!(
                 "emulated counts: {} of {} windows left out: the measured task moved to \
-                 another vCPU during them, and the plugin counts one vCPU's windows (pin the \
-                 measuring command to one CPU)",
-                j.moved, j.windows
+                another vCPU during them, and the plugin counts one vCPU's windows (pin the \
+                measuring command to one CPU)",
+                self.moved, self.windows
             ));
         }
-        if j.interrupts.is_none() {
-            r.warnings.push(
+        if self.interrupts.is_none() {
+            out.push(
                 "emulated counts include the interrupts that landed in their windows (timer \
-                 ticks, on the host's clock): the guest could not tell the plugin its kernel's \
-                 interrupt entries (/proc/kallsyms)"
+                ticks, on the host's clock): the guest could not tell the plugin its kernel's \
+                interrupt entries (/proc/kallsyms)"
                     .into(),
             );
         }
+        out
     }
-    Ok(())
 }
 
 /// One result's join so far.
