@@ -205,7 +205,7 @@ fn no_flag_is_spelled_below_the_command_line() {
     assert!(
         found.is_empty(),
         "flags spelled below cli/ (name the option as core::input::Opt, spelled by \
-         cli/flags.rs):\n{}",
+         core::input::spelled):\n{}",
         found.join("\n")
     );
 }

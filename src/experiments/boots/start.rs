@@ -7,6 +7,7 @@
 use super::kexec::{KexecBooter, KexecHost};
 use super::schedule::{Boot, Next};
 use super::{ArmEntry, Backend, BootPlan, BootRecord, Booter, LavaBooter, LavaRun};
+use crate::core::input::{Opt, spelled};
 use anyhow::{Result, bail};
 
 /// A started booter of any kind.
@@ -48,7 +49,8 @@ pub(crate) fn start<'p>(
         (Backend::Lava(_), _) => bail!("a LAVA plan's boots need its lab and token"),
         (Backend::Kexec, _) => bail!(
             "kexec boots need this machine's campaign (its ID and command line): a kexec \
-             campaign starts with `campaign --via kexec`, and a bisection does not boot by kexec"
+             campaign starts with `campaign {} kexec`, and a bisection does not boot by kexec",
+            spelled(Opt::Via)
         ),
         (Backend::Qemu(_), _) => bail!("a QEMU plan's boots take nothing opened for another"),
     })

@@ -10,6 +10,7 @@
 //! line, and said when none does; its other figures (the models, lines moved) stay, as do the
 //! exact counts of workloads that never hold a line (two producers contending).
 
+use crate::core::input::{Opt, spelled};
 use crate::counters::emulated::is_exact_count;
 use crate::results::RunResult;
 use crate::results::metrics::windows_of;
@@ -58,7 +59,8 @@ pub(super) fn leave_out_unheld(r: &mut RunResult, ticked: &[u32]) -> Vec<String>
             "emulated counts: the exact counts of {doubtful} of {runs} run(s) rest on windows \
              an interrupt lengthened (no two sizes of windows free of interrupts, no three \
              windows on one whole line): they may be over by what a timer tick cost the task \
-             on its return; measure on a quieter host, or with more --samples"
+             on its return; measure on a quieter host, or with more {}",
+            spelled(Opt::Samples)
         ));
     }
     said
