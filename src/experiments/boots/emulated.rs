@@ -227,47 +227,6 @@ fn joined(
     Ok(())
 }
 
-impl Joined {
-    /// What the result says of the windows the plugin refused, and of counts that include
-    /// their interrupts.
-    fn refusals(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if self.asleep > 0 {
-            out.push(format!(
-                "emulated counts: {} of {} windows left out: they began while syscost's plugin \
-                was asleep (before the guest woke it, as syscost's own guest does before it \
-                measures), and nothing of them was counted",
-                self.asleep, self.windows
-            ));
-        }
-        if self.unspanned > 0 {
-            out.push(format!(
-                "emulated counts: {} of {} windows left out: they began outside the \
-                measurement's spans, where the coherence model does not follow the vCPUs' \
-                lines (a fault of syscost's measuring command: please report it)",
-                self.unspanned, self.windows
-            ));
-        }
-        if self.moved > 0 {
-            out.push(format!(
-                "emulated counts: {} of {} windows left out: the measured task moved to \
-                another vCPU during them, and the plugin counts one vCPU's windows (pin the \
-                measuring command to one CPU)",
-                self.moved, self.windows
-            ));
-        }
-        if self.interrupts.is_none() {
-            out.push(
-                "emulated counts include the interrupts that landed in their windows (timer \
-                ticks, on the host's clock): the guest could not tell the plugin its kernel's \
-                interrupt entries (/proc/kallsyms)"
-                    .into(),
-            );
-        }
-        out
-    }
-}
-
 /// One result's join so far.
 struct Joined {
     /// Its `context-switches` event, when counted.
@@ -313,6 +272,45 @@ impl Joined {
             sets: Vec::new(),
             blocks: BlockSums::default(),
         }
+    }
+
+    /// What the result says of the windows the plugin refused, and of counts that include
+    /// their interrupts.
+    fn refusals(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.asleep > 0 {
+            out.push(format!(
+                "emulated counts: {} of {} windows left out: they began while syscost's plugin \
+                 was asleep (before the guest woke it, as syscost's own guest does before it \
+                 measures), and nothing of them was counted",
+                self.asleep, self.windows
+            ));
+        }
+        if self.unspanned > 0 {
+            out.push(format!(
+                "emulated counts: {} of {} windows left out: they began outside the \
+                 measurement's spans, where the coherence model does not follow the vCPUs' \
+                 lines (a fault of syscost's measuring command: please report it)",
+                self.unspanned, self.windows
+            ));
+        }
+        if self.moved > 0 {
+            out.push(format!(
+                "emulated counts: {} of {} windows left out: the measured task moved to \
+                 another vCPU during them, and the plugin counts one vCPU's windows (pin the \
+                 measuring command to one CPU)",
+                self.moved, self.windows
+            ));
+        }
+        if self.interrupts.is_none() {
+            out.push(
+                "emulated counts include the interrupts that landed in their windows (timer \
+                 ticks, on the host's clock): the guest could not tell the plugin its kernel's \
+                 interrupt entries (/proc/kallsyms)"
+                    .into(),
+            );
+        }
+        out
     }
 
     /// Join one run's windows, which must be named by consecutive slots from its first batch;

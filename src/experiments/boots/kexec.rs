@@ -82,16 +82,12 @@ impl Boot for KexecBooter<'_> {
                 attempt,
             }
             .into()),
-            Err(e) => Ok(BootRecord {
-                arm: a.name.clone(),
-                round,
-                attempt,
-                seconds: 0.0,
-                split: None,
-                pinned: Vec::new(),
-                job: None,
-                outcome: Outcome::failed(format!("{e:#}"), Failure::NotLoaded),
-            }),
+            Err(e) => Ok(BootRecord::try_of(
+                &a.name,
+                (round, attempt),
+                0.0,
+                Outcome::failed(format!("{e:#}"), Failure::NotLoaded),
+            )),
         }
     }
 }

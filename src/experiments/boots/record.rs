@@ -140,19 +140,30 @@ impl std::fmt::Display for BootSplit {
 }
 
 impl BootRecord {
-    /// The first try of `arm`'s boot in round 1, ended as `outcome`, one second long.
-    #[cfg(test)]
-    pub(crate) fn of(arm: &str, outcome: Outcome) -> BootRecord {
+    /// Try `attempt` of `arm`'s boot in `round`, `seconds` long, ended as `outcome`, with no
+    /// guest clock, pinning or job (this machine's own boots, by kexec).
+    pub(crate) fn try_of(
+        arm: &str,
+        (round, attempt): (u32, u32),
+        seconds: f64,
+        outcome: Outcome,
+    ) -> BootRecord {
         BootRecord {
             arm: arm.into(),
-            round: 1,
-            attempt: 0,
-            seconds: 1.0,
+            round,
+            attempt,
+            seconds,
             split: None,
             pinned: Vec::new(),
             job: None,
             outcome,
         }
+    }
+
+    /// The first try of `arm`'s boot in round 1, ended as `outcome`, one second long.
+    #[cfg(test)]
+    pub(crate) fn of(arm: &str, outcome: Outcome) -> BootRecord {
+        BootRecord::try_of(arm, (1, 0), 1.0, outcome)
     }
 
     /// Its result as the guest sent it (with its emulated counts joined), if it measured.

@@ -128,16 +128,7 @@ impl State {
     /// The record of a slot's try.
     fn record(&self, slot: usize, attempt: u32, seconds: f64, outcome: Outcome) -> BootRecord {
         let (a, round) = self.slot(slot);
-        BootRecord {
-            arm: self.arms()[a].name.clone(),
-            round,
-            attempt,
-            seconds,
-            split: None,
-            pinned: Vec::new(),
-            job: None,
-            outcome,
-        }
+        BootRecord::try_of(&self.arms()[a].name, (round, attempt), seconds, outcome)
     }
 
     /// Where this step leaves the campaign, for the command to show, record and reboot.
